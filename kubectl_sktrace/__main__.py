@@ -1,0 +1,3 @@
+from kubectl_sktrace.cli import main
+
+main()

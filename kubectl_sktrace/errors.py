@@ -1,0 +1,43 @@
+"""Exceptions that reach the user.
+
+Library code raises these with a message that fits on one line and says what to do; the CLI is the one
+place that turns them into ``Error: <message>`` on stderr and exit code 1. Anything else that escapes is a
+bug and is reported as such (with a traceback only at high verbosity).
+"""
+
+from __future__ import annotations
+
+
+class SktraceError(Exception):
+    """Base class: a user-facing error whose message is one line, ending with what to do."""
+
+    exit_code = 1
+
+
+class UsageError(SktraceError):
+    """A bad argument value that click could not catch itself (a time, a selector, a path)."""
+
+
+class ConfigError(SktraceError):
+    """A tracer config file that cannot be loaded or normalized."""
+
+
+class TraceFormatError(SktraceError):
+    """A file that is not a loadable SimKube v2 trace."""
+
+
+class CacheError(SktraceError):
+    """A cache file that cannot be used: not ours, newer schema, locked, another cluster, unwritable."""
+
+
+class KubeError(SktraceError):
+    """The cluster cannot be reached or refuses us: kubeconfig, network, TLS, 401, 403, unknown kinds."""
+
+
+class ForbiddenError(KubeError):
+    """HTTP 403 for one verb on one resource; carries what RBAC rule is missing."""
+
+    def __init__(self, message: str, *, verb: str, resource: str) -> None:
+        super().__init__(message)
+        self.verb = verb
+        self.resource = resource

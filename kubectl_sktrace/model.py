@@ -1,0 +1,69 @@
+"""Small typed records shared by every layer. Standard library only.
+
+GVK strings follow SimKube: ``<group>/<version>.<Kind>``, core kinds ``<version>.<Kind>``. A group may
+contain dots, a version and a kind may not. Readers accept a leading ``/`` (written by old SimKube
+versions) and reject more than one ``/``. This module is the one place that parses and formats them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubectl_sktrace.errors import UsageError
+
+
+@dataclass(frozen=True, order=True)
+class GVK:
+    group: str
+    version: str
+    kind: str
+
+    @classmethod
+    def parse(cls, text: str) -> GVK:
+        """Parse ``apps/v1.Deployment`` or ``v1.Pod``; raise UsageError with the expected form."""
+        hint = f"invalid GVK {text!r}: expected '<group>/<version>.<Kind>' (e.g. 'apps/v1.Deployment') or '<version>.<Kind>' for core kinds (e.g. 'v1.Pod')"
+        if not isinstance(text, str):
+            raise UsageError(hint)
+        group, _, rest = text.rpartition("/")
+        parts = rest.split(".")
+        if "/" in group or len(parts) != 2 or not all(parts) or any(c.isspace() for c in text):
+            raise UsageError(hint)
+        return cls(group=group, version=parts[0], kind=parts[1])
+
+    @classmethod
+    def from_api_version(cls, api_version: str, kind: str) -> GVK:
+        """Build from an object's ``apiVersion`` (``apps/v1`` or ``v1``) and ``kind``."""
+        group, _, version = api_version.rpartition("/")
+        return cls(group=group, version=version, kind=kind)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version(self) -> str:
+        """Alias of ``api_version``: the discovery path component (``apps/v1``, ``v1``)."""
+        return self.api_version
+
+    def __str__(self) -> str:
+        return f"{self.api_version}.{self.kind}"
+
+
+POD = GVK("", "v1", "Pod")
+
+
+@dataclass(frozen=True, order=True)
+class ObjKey:
+    """Identity of an object in a trace: its kind, namespace ("" when cluster-scoped) and name."""
+
+    gvk: GVK
+    namespace: str
+    name: str
+
+    @property
+    def ns_name(self) -> str:
+        """SimKube's index key: ``ns/name``, or ``name`` for cluster-scoped objects."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def __str__(self) -> str:
+        return f"{self.gvk} {self.ns_name}"

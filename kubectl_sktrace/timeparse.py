@@ -1,0 +1,78 @@
+"""Times and durations as users write them on the command line. Pure functions.
+
+Times (SPEC §2): ``now``; relative ``-30m``, ``-2h``, ``-1d``, ``-90s`` (a leading ``+`` counts forward);
+RFC 3339 / ISO 8601 (``2026-11-22T10:00:00Z``; a time without a zone is local time, as ``date`` reads it);
+``@<unix seconds>``. Durations: ``90s``, ``10m``, ``2h``, ``1d``, combinations such as ``1h30m``, or plain
+seconds. Every failure is a UsageError naming the accepted forms.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from kubectl_sktrace.errors import UsageError
+
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)([smhd]))+?")
+_DURATION_FULL = re.compile(r"^(?:\d+(?:\.\d+)?[smhd])+$")
+
+TIME_FORMS = "use 'now', a relative time like '-30m', '-2h', '-1d', an RFC 3339 time like '2026-11-22T10:00:00Z', or '@<unix seconds>'"
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``90s``, ``10m``, ``2h``, ``1d``, ``1h30m`` or a plain number of seconds; > 0."""
+    value = text.strip().lower()
+    seconds: float
+    if re.fullmatch(r"\d+(?:\.\d+)?", value):
+        seconds = float(value)
+    elif _DURATION_FULL.match(value):
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION.findall(value))
+    else:
+        raise UsageError(f"invalid duration {text!r}: use a number with a unit, like '90s', '10m', '2h' or '1h30m'")
+    if seconds <= 0:
+        raise UsageError(f"invalid duration {text!r}: it must be longer than zero")
+    return seconds
+
+
+def parse_time(text: str, *, now: float) -> float:
+    """Unix seconds for a time expression, relative ones counted from ``now``."""
+    value = text.strip()
+    if value.lower() == "now":
+        return now
+    if value[:1] in "+-" and len(value) > 1:
+        try:
+            offset = parse_duration(value[1:])
+        except UsageError:
+            raise UsageError(f"invalid time {text!r}: {TIME_FORMS}") from None
+        return now - offset if value[0] == "-" else now + offset
+    if value.startswith("@"):
+        try:
+            return float(value[1:])
+        except ValueError:
+            raise UsageError(f"invalid time {text!r}: {TIME_FORMS}") from None
+    iso = value[:-1] + "+00:00" if value[-1:] in "zZ" else value
+    try:
+        parsed = datetime.fromisoformat(iso)
+    except ValueError:
+        raise UsageError(f"invalid time {text!r}: {TIME_FORMS}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.astimezone()  # a time without a zone is local time
+    return parsed.timestamp()
+
+
+def format_time(ts: float) -> str:
+    """RFC 3339 in UTC with second precision, the form every report prints."""
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_duration(seconds: float) -> str:
+    """``1h02m03s``-style text for reports."""
+    total = int(round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
