@@ -1,0 +1,115 @@
+"""The cache schema: ordered, named migrations. Append new ones; never edit one that shipped.
+
+What the tables mean (times are Unix seconds as REAL unless said otherwise; spec hashes are SimKube's u64
+stored as signed 64-bit integers, see ``connection.to_db_hash``):
+
+meta            key/value: ``application`` ('kubectl-sktrace'), ``cluster.server``, ``cluster.uid`` (uid of
+                the kube-system namespace, '' when unreadable), ``cluster.context``, ``scope.namespace``
+                ('' = all namespaces). Written once by the first recorder; later recorders must match.
+runs            one row per ``start``: ``started``; ``synced`` when every watched kind finished its initial
+                list; ``stopped`` is a heartbeat, moved forward at every commit, so a crashed run still has
+                an end within half a second of its last write; ``clean`` is 1 only after a clean stop;
+                ``config`` is the normalized tracer config in force (YAML text).
+events          the history, append-only, in the order it was recorded (``id``). ``ts`` is the integer
+                event second of SimKube; ``recv`` the precise receive time. ``op`` is 0 applied / 1 deleted.
+                ``inferred`` is 1 for what a relist reconstructed (deleted or created while offline: the
+                real time lies between the previous run's last sight and ``ts``). ``spec_hash`` of the
+                applied spec; ``body`` the sanitized object as zlib-compressed JSON (status included:
+                export drops it); deleted rows have no body (export writes the name-only stub).
+                ``owner_chain`` is the resolved ancestor chain of an applied object, JSON
+                ``[[gvk, namespace, name], ...]`` direct owners first, depth first; NULL when it has none.
+objects         the live index of tracked objects: one row per object that currently exists as far as the
+                recorder knows (deleted objects are removed). ``uid``, ``spec_hash`` of the last applied
+                event, ``resource_version``, ``created`` (creationTimestamp), ``last_seen``.
+pods            every pod seen, one row per uid, ``id`` is the order pods were first recorded. Its
+                lifecycle owner (``owner_gvk``, ``owner_namespace``, ``owner_name``; NULL when no tracked
+                owner takes it), ``stable_hash`` of its stable spec, lifecycle ``start_ts``/``end_ts``
+                (integer seconds, NULL = not started / not finished: Empty is never a lifecycle),
+                ``end_inferred`` when the end is the relist time of a pod that vanished, ``live`` 1 while the
+                pod exists in the cluster.
+owners          owner objects met while resolving pod owner chains (ReplicaSets, Jobs, ...), cached so
+                that neither a restart nor export needs the cluster: their uid and direct ownerReferences
+                as JSON ``[[gvk, name, uid], ...]``.
+watch_state     the last resourceVersion seen per watched kind (reported by ``status``).
+discovery       cached discovery documents per group-version, JSON.
+"""
+
+from __future__ import annotations
+
+APPLICATION = "kubectl-sktrace"
+APPLICATION_ID = 0x736B7472  # 'sktr', in the sqlite header: marks a file as one of our caches
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            started REAL NOT NULL,
+            synced REAL,
+            stopped REAL NOT NULL,
+            clean INTEGER NOT NULL DEFAULT 0,
+            pid INTEGER NOT NULL,
+            config TEXT NOT NULL
+        );
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            ts INTEGER NOT NULL,
+            recv REAL NOT NULL,
+            run_id INTEGER NOT NULL,
+            gvk TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            op INTEGER NOT NULL,
+            inferred INTEGER NOT NULL DEFAULT 0,
+            spec_hash INTEGER,
+            owner_chain TEXT,
+            body BLOB
+        );
+        CREATE INDEX events_ts ON events (ts);
+        CREATE TABLE objects (
+            gvk TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            spec_hash INTEGER NOT NULL,
+            resource_version TEXT NOT NULL,
+            created REAL,
+            last_seen REAL NOT NULL,
+            PRIMARY KEY (gvk, namespace, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE pods (
+            id INTEGER PRIMARY KEY,
+            uid TEXT NOT NULL UNIQUE,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            owner_gvk TEXT,
+            owner_namespace TEXT,
+            owner_name TEXT,
+            stable_hash INTEGER,
+            start_ts INTEGER,
+            end_ts INTEGER,
+            end_inferred INTEGER NOT NULL DEFAULT 0,
+            live INTEGER NOT NULL DEFAULT 1,
+            first_seen REAL NOT NULL,
+            last_seen REAL NOT NULL
+        );
+        CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name);
+        CREATE TABLE owners (
+            gvk TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            owner_refs TEXT NOT NULL,
+            fetched REAL NOT NULL,
+            PRIMARY KEY (gvk, namespace, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE watch_state (gvk TEXT PRIMARY KEY, resource_version TEXT NOT NULL, updated REAL NOT NULL);
+        CREATE TABLE discovery (group_version TEXT PRIMARY KEY, body TEXT NOT NULL, fetched REAL NOT NULL);
+        """,
+    ),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
