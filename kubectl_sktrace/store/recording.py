@@ -57,6 +57,7 @@ class LivePod:
     name: str
     start_ts: int | None
     end_ts: int | None
+    owner_gvk: GVK | None = None
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,10 @@ class Recording:
 
     def load_live_pods(self) -> dict[str, LivePod]:
         return {
-            uid: LivePod(uid, ns, name, start, end)
-            for uid, ns, name, start, end in self._conn.execute("SELECT uid, namespace, name, start_ts, end_ts FROM pods WHERE live = 1")
+            uid: LivePod(uid, ns, name, start, end, None if owner is None else GVK.parse(owner))
+            for uid, ns, name, start, end, owner in self._conn.execute(
+                "SELECT uid, namespace, name, start_ts, end_ts, owner_gvk FROM pods WHERE live = 1"
+            )
         }
 
     def load_owners(self) -> dict[ObjKey, OwnerRecord]:
