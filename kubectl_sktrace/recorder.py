@@ -430,6 +430,7 @@ class Session:
         self.sink = QueueSink(self.q)
         self.threads: list[threading.Thread] = []
         self.warnings: list[str] = []
+        self._forbidden: set[GVK] = set()
 
     def run(self) -> Summary:
         from kubectl_sktrace.tracerconfig import config_to_yaml
@@ -488,7 +489,7 @@ class Session:
                         self.progress.synced(synced_at - started)
                     ingest.before_commit(self.clock())
                     self.rec.commit()
-                self._check_failures(ingest, tracked)
+                self._check_failures(ingest, tracked, resources)
                 if now_mono - last_view >= 0.5:
                     last_view = now_mono
                     if synced_at is None:
@@ -516,8 +517,8 @@ class Session:
             self.rec.stop_run(run_id, stopped, clean=clean)
             if clean:
                 self.rec.cache.checkpoint()
-            for thread in self.threads:
-                thread.join(timeout=2.0)
+            # The watch threads only ever touch the queue, never the cache: no need to wait for their streams
+            # to notice the stop (up to half a second each); they are daemons and end with the process.
             self.progress.close()
         rows = tuple(
             SummaryRow(str(g), s.listed, s.applied, s.deleted_live, s.deleted_offline, s.lifecycles)
@@ -579,6 +580,7 @@ class Session:
                 raise error
             ingest.failed(gvk, error)
             if isinstance(error, ForbiddenError):
+                self._forbidden.add(gvk)
                 self._warn(f"{error}; {gvk} is not recorded")
             else:
                 self._warn(f"watching {gvk} failed: {error}; it is not recorded")
@@ -600,14 +602,15 @@ class Session:
         stats = ingest._stats(gvk)
         return stats.initial_done or stats.failed is not None
 
-    def _check_failures(self, ingest: Ingest, tracked: list[GVK]) -> None:
+    def _check_failures(self, ingest: Ingest, tracked: list[GVK], resources: Mapping[GVK, Any]) -> None:
+        """Every tracked kind failed: nothing useful can be recorded, so stop with the fix."""
         failed = [g for g in tracked if ingest._stats(g).failed is not None]
-        if tracked and len(failed) == len(tracked):
-            forbidden = [g for g in failed if "forbidden" in (ingest._stats(g).failed or "").lower() or "403" in (ingest._stats(g).failed or "")]
-            if forbidden:
-                names = [_resource_name(g) for g in tracked] + ["pods"]
-                raise KubeError(f"access to every tracked kind is forbidden; {rbac_hint(names)}")
-            raise KubeError(f"no tracked kind can be watched ({ingest._stats(failed[0]).failed}); check the cluster and the config")
+        if not tracked or len(failed) < len(tracked):
+            return
+        if all(g in self._forbidden for g in failed):
+            names = [_resource_name(resources[g]) for g in [*tracked, POD] if g in resources]
+            raise KubeError(f"forbidden to list and watch every tracked kind; {rbac_hint(names)}")
+        raise KubeError(f"no tracked kind can be watched ({ingest._stats(failed[0]).failed}); check the cluster and the config")
 
     def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
         resource = resources.get(key.gvk)
@@ -631,9 +634,10 @@ class Session:
         self.progress.warn(message)
 
 
-def _resource_name(gvk: GVK) -> str:
-    plural = gvk.kind.lower() + ("es" if gvk.kind.lower().endswith("s") else "s")
-    return f"{plural}.{gvk.group}" if gvk.group else plural
+def _resource_name(resource: Any) -> str:
+    """``deployments.apps``, ``pods``: how RBAC rules and ``kubectl auth can-i`` name a resource."""
+    group = resource.gvk.group
+    return f"{resource.plural}.{group}" if group else str(resource.plural)
 
 
 @dataclass(frozen=True)

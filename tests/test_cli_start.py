@@ -58,7 +58,7 @@ def sktrace(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def start(kubeconfig: str, cache: str, *extra: str, duration: str = "1.5") -> subprocess.CompletedProcess[str]:
+def start(kubeconfig: str, cache: str, *extra: str, duration: str = "1") -> subprocess.CompletedProcess[str]:
     return sktrace("start", "--kubeconfig", kubeconfig, "--cache", cache, "--duration", duration, *extra, check=False)
 
 
