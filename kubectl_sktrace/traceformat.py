@@ -230,8 +230,8 @@ def _read_top_map(data: bytes) -> dict[str, Any]:
         raise
     except UnicodeDecodeError:
         raise _not_a_trace("a string is not valid UTF-8; the file is damaged or not a trace") from None
-    except (ValueError, TypeError, msgpack.UnpackException) as exc:
-        raise _not_a_trace(f"the msgpack data is invalid ({exc}); the file is damaged or not a trace") from None
+    except (ValueError, TypeError, msgpack.UnpackException):
+        raise _not_a_trace("the data is not valid msgpack; the file is damaged or not a trace") from None
     if unpacker.tell() != len(data):
         raise _not_a_trace(f"{len(data) - unpacker.tell()} bytes follow the trace; the file is damaged or not a trace")
     return values
