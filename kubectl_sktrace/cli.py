@@ -127,7 +127,7 @@ def version(output: str) -> None:
 # --- foundation commands: config, inspect, validate -------------------------------------------------
 
 
-@cli.command("config")
+@cli.command("config", short_help="Print the default tracer config to start from.")
 @verbosity_option
 def config_command() -> None:
     """Print the default tracer config (SimKube's TracerConfig YAML) to start from.
@@ -142,7 +142,7 @@ def config_command() -> None:
     click.echo(tracerconfig.config_to_yaml(tracerconfig.default_config()), nl=False)
 
 
-@cli.command("inspect")
+@cli.command("inspect", short_help="Summarize a SimKube v2 trace file.")
 @verbosity_option
 @output_option
 @click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
@@ -161,7 +161,7 @@ def inspect_command(trace: str, with_events: bool, output: str) -> None:
     click.echo(render.render_inspection(inspection.inspect_trace(trace, with_events=with_events), output))
 
 
-@cli.command("validate")
+@cli.command("validate", short_help="Check a trace as SimKube would; exit 1 on errors.")
 @verbosity_option
 @output_option
 @click.argument("trace", metavar="TRACE", type=click.Path(dir_okay=False))
