@@ -136,7 +136,8 @@ def _feed(value: Any, out: bytearray) -> None:
 
 def _as_json_type(value: Any) -> Any:
     """Subclasses of the JSON types (an OrderedDict, an IntEnum) hash like their base type."""
-    for base in (bool, int, float, str, dict, list, tuple):
+    bases: tuple[Any, ...] = (bool, int, float, str, dict, list, tuple)
+    for base in bases:
         if isinstance(value, base):
             return dict(value) if base is dict else base(value)
     raise TypeError(f"cannot hash a value of type {type(value).__name__}: not a JSON value")

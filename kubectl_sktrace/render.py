@@ -8,10 +8,13 @@ Every reporting command builds a plain dict (or list of dicts) and hands it here
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from tabulate import tabulate
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.validation import ValidationReport
 
 FORMATS = ("table", "json", "yaml")
 
@@ -20,7 +23,8 @@ def _dump(data: object, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, sort_keys=False)
     if fmt == "yaml":
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip("\n")
+        text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+        return text.rstrip("\n")
     raise ValueError(f"unknown output format {fmt!r}")
 
 
@@ -38,7 +42,8 @@ def render_mapping(data: dict[str, Any], fmt: str) -> str:
     """One record: ``key  value`` lines as a table, or the mapping itself as JSON/YAML."""
     if fmt != "table":
         return _dump(data, fmt)
-    return tabulate([(k, _cell(v)) for k, v in data.items()], tablefmt="plain", disable_numparse=True)
+    text: str = tabulate([(k, _cell(v)) for k, v in data.items()], tablefmt="plain", disable_numparse=True)
+    return text
 
 
 def render_table(rows: list[dict[str, Any]], fmt: str, *, columns: list[str] | None = None) -> str:
@@ -47,7 +52,8 @@ def render_table(rows: list[dict[str, Any]], fmt: str, *, columns: list[str] | N
         return _dump(rows, fmt)
     cols = columns if columns is not None else (list(rows[0]) if rows else [])
     body = [[_cell(row.get(c)) for c in cols] for row in rows]
-    return tabulate(body, headers=[c.upper() for c in cols], tablefmt="simple", disable_numparse=True)
+    text: str = tabulate(body, headers=[c.upper() for c in cols], tablefmt="simple", disable_numparse=True)
+    return text
 
 
 def _section(title: str, rows: list[dict[str, Any]], columns: list[str], empty: str) -> str:
@@ -86,7 +92,7 @@ def render_inspection(result: dict[str, Any], fmt: str) -> str:
     return "\n\n".join(parts)
 
 
-def validation_to_dict(report: Any) -> dict[str, Any]:
+def validation_to_dict(report: ValidationReport) -> dict[str, Any]:
     """A ValidationReport as plain data (JSON/YAML output)."""
     return {
         "file": report.path,
@@ -106,7 +112,7 @@ def validation_to_dict(report: Any) -> dict[str, Any]:
     }
 
 
-def render_validation(report: Any, fmt: str) -> str:
+def render_validation(report: ValidationReport, fmt: str) -> str:
     """``kubectl sktrace validate``: the findings, then one verdict line."""
     data = validation_to_dict(report)
     if fmt != "table":

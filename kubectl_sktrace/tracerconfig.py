@@ -291,4 +291,5 @@ CONFIG_HEADER = """\
 
 def config_to_yaml(cfg: TracerConfig) -> str:
     """What ``kubectl sktrace config`` prints: a commented header and the normalized config."""
-    return CONFIG_HEADER + yaml.safe_dump(config_to_plain(cfg), sort_keys=False, default_flow_style=False)
+    body: str = yaml.safe_dump(config_to_plain(cfg), sort_keys=False, default_flow_style=False)
+    return CONFIG_HEADER + body

@@ -106,7 +106,8 @@ def check_trace(trace: Trace) -> Iterator[Finding]:
         for obj in event["deleted_objs"]:
             key = object_key(obj)
             yield from _load_checks(obj, ts=ts, key=key)
-            existing.discard(key)  # type: ignore[arg-type]
+            if key is not None:
+                existing.discard(key)
 
 
 def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterator[Finding]:
