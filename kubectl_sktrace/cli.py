@@ -185,6 +185,8 @@ def status(kubeconfig: str | None, context: str | None, namespace: str | None, a
     click.echo(status_module.render_status(result, output))
 
 # --- end of recording commands -----------------------------------------------------------------------
+
+
 # --- foundation commands: config, inspect, validate -------------------------------------------------
 
 
