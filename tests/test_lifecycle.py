@@ -218,3 +218,29 @@ def test_empty_has_no_trace_entry() -> None:
 def test_states(lc: Lifecycle, text: str, flags: tuple[bool, bool, bool]) -> None:
     assert str(lc) == text
     assert (lc.is_empty, lc.is_running, lc.is_finished) == flags
+
+
+def test_a_crashlooping_pod_keeps_its_first_start_and_is_closed_on_deletion() -> None:
+    """A pod's status stream as the recorder sees it: pending, running, restarted, deleted."""
+    updates = [
+        pod(["a"], regular=[wait("a")]),
+        pod(["a"], regular=[run("a", T0)]),
+        pod(["a"], regular=[term("a", T0, T0 + 30)]),  # the container exited, the pod is Finished for now
+        pod(["a"], regular=[run("a", T0 + 40)]),  # restarted: refused, Finished is kept
+    ]
+    stored = EMPTY
+    reasons = []
+    for update in updates:
+        stored, reason = merge_lifecycle(stored, derive_lifecycle(update))
+        reasons.append(reason)
+    assert stored == finished(T0, T0 + 30)
+    assert [r is not None for r in reasons] == [False, False, False, True]
+    assert on_pod_gone(stored, ts=T0 + 99) == finished(T0, T0 + 30)
+
+
+def test_restart_before_finishing_keeps_first_start_then_closes_at_deletion() -> None:
+    stored, _ = merge_lifecycle(EMPTY, derive_lifecycle(pod(["a"], regular=[run("a", T0)])))
+    stored, reason = merge_lifecycle(stored, derive_lifecycle(pod(["a"], regular=[run("a", T0 + 40)])))
+    assert stored == running(T0)
+    assert reason is not None
+    assert on_pod_gone(stored, ts=T0 + 99) == finished(T0, T0 + 99)

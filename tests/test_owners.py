@@ -22,7 +22,7 @@ def ref(gvk: GVK, name: str, uid: str | None = None) -> dict[str, Any]:
     return {"apiVersion": gvk.api_version, "kind": gvk.kind, "name": name, "uid": uid if uid is not None else f"uid-{name}"}
 
 
-def obj(*owners: dict[str, Any], name: str = "x") -> dict[str, Any]:
+def obj(*owners: Any, name: str = "x") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": NS, "ownerReferences": list(owners)}}
 
 

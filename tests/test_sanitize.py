@@ -62,7 +62,7 @@ def test_deployment_is_sanitized_exactly() -> None:
 
 
 def test_pod_loses_node_name_only() -> None:
-    obj = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "node-1", "containers": [{"name": "a"}], "schedulerName": "default"}}
+    obj: dict[str, Any] = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "node-1", "containers": [{"name": "a"}], "schedulerName": "default"}}
     out = sanitize(obj, gvk=POD)
     assert out["spec"] == {"containers": [{"name": "a"}], "schedulerName": "default"}
     assert obj["spec"]["nodeName"] == "node-1"
@@ -239,3 +239,24 @@ def test_parse_api_time(value: object, expected: float | None) -> None:
 )
 def test_creation_time(obj: dict[str, Any], expected: float | None) -> None:
     assert creation_time(obj) == expected
+
+
+ALLOWED_IMPORTS = {"__future__", "collections", "copy", "dataclasses", "math", "re", "typing", "kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.sanitize", "kubectl_sktrace.hashing"}
+
+
+@pytest.mark.parametrize("module", ["sanitize", "lifecycle", "owners", "changes"])
+def test_rule_modules_stay_pure(module: str) -> None:
+    """The rules import only the standard library's pure parts and the modules below them (no I/O, no clock)."""
+    import ast
+    import importlib
+
+    source = importlib.import_module(f"kubectl_sktrace.{module}").__file__
+    assert source is not None
+    tree = ast.parse(open(source, encoding="utf-8").read())
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+    assert {name for name in imported if name not in ALLOWED_IMPORTS and name.split(".")[0] not in {"collections", "typing"}} == set()
