@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 import pytest
 
 from kubectl_sktrace.changes import Decision, Known, decide_applied, event_second, is_skipped_owned, same_uid, vanished
+from kubectl_sktrace.hashing import spec_hash
 from kubectl_sktrace.model import GVK, ObjKey
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
@@ -106,10 +106,7 @@ def test_changes_in_one_second_share_an_event() -> None:
     assert [event_second(t) for t in times] == [100, 100, 100, 101, 101, 103]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("kubectl_sktrace.hashing") is None, reason="kubectl_sktrace.hashing has not landed yet")
 def test_status_and_label_changes_record_nothing_with_real_hash() -> None:
-    from kubectl_sktrace.hashing import spec_hash  # type: ignore[import-not-found,unused-ignore]
-
     first = {"metadata": {"uid": "u1", "labels": {"a": "1"}}, "spec": {"replicas": 3}, "status": {"readyReplicas": 1}}
     relabelled = {"metadata": {"uid": "u1", "labels": {"a": "2"}}, "spec": {"replicas": 3}, "status": {"readyReplicas": 3}}
     scaled = {"metadata": {"uid": "u1"}, "spec": {"replicas": 4}}
