@@ -82,6 +82,15 @@ def _install_standins() -> None:
             return {"Running": lc.start} if lc.end is None else {"Finished": [lc.start, lc.end]}
 
         install("lifecycle", Lifecycle=Lifecycle, overlaps=overlaps, clamp=clamp, to_trace_entry=to_trace_entry)
+    if missing("render"):
+        def render_mapping(mapping, fmt):
+            if fmt == "json":
+                return json.dumps(mapping, indent=2)
+            if fmt == "yaml":
+                return yaml.safe_dump(mapping, sort_keys=False).rstrip()
+            return "\n".join(f"{k}  {v}" for k, v in mapping.items())
+
+        install("render", render_mapping=render_mapping)
     if missing("hashing"):
         import hashlib
 
