@@ -24,9 +24,8 @@ def recorded(cache_builder):
     return b
 
 
-def invoke(args, cwd=None):
-    runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
-    return runner.invoke(cli, args, catch_exceptions=False)
+def invoke(args):
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
 
 
 def test_export_writes_a_trace_and_a_summary(recorded, tmp_path):
