@@ -159,10 +159,15 @@ def _pod_lifecycles(cache: Cache, *, start_ts: int, end_ts: int, plan: _Plan) ->
     return table, count
 
 
-def _exported_config(all_runs: list[history.Run], *, at: int) -> dict[str, Any]:
-    text = history.config_in_force(all_runs, at=at)
-    assert text is not None  # callers checked that the cache holds a run
-    return config_to_trace(parse_config(text))
+def _exported_config(cache: Cache, all_runs: list[history.Run], *, at: int) -> dict[str, Any]:
+    """The config of the run in force at the window end, as SimKube loads it (pod-less kinds left out)."""
+    text = history.config_in_force(all_runs, at=at) or ""
+    source = f"the tracer config stored in cache {cache.path}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise CacheError(f"{source} is not valid YAML; the cache is damaged: record into a new --cache") from None
+    return config_to_trace(parse_config(data, source=source))
 
 
 def _strip(body: dict[str, Any], keep_status: bool) -> dict[str, Any]:
@@ -221,7 +226,7 @@ def export_trace(
             if head.inferred:
                 inferred += 1
                 inferred_deleted += head.deleted
-        config = _exported_config(all_runs, at=end_ts)
+        config = _exported_config(cache, all_runs, at=end_ts)
         writer = _make_writer(fmt, stream, config=config, event_count=1 + groups)
         state = [_strip(e.body or {}, keep_status) for e in history.state_at(cache, ts=start_ts) if e.key in plan.exported]
         writer.write_event(ts=start_ts, applied=state, deleted=[])

@@ -51,13 +51,17 @@ def _install_standins() -> None:
         install("traceformat", FORMAT_VERSION=2, TraceWriter=TraceWriter)
     if missing("tracerconfig"):
         def config_to_trace(cfg):
+            paths = {"apps/v1.Deployment": ["/spec/template"], "batch/v1.Job": ["/spec/template"], "apps/v1.ReplicaSet": ["/spec"]}
             out = {}
-            for gvk, opts in (cfg.get("trackedObjects") or {}).items():
-                entry = {k: v for k, v in (opts or {}).items() if v not in (False, None)}
+            for gvk, opts in sorted((cfg.get("trackedObjects") or {}).items()):
+                if gvk not in paths:
+                    continue
+                entry = {"podSpecTemplatePaths": paths[gvk]}
+                entry.update({k: v for k, v in (opts or {}).items() if v is True})
                 out[gvk] = entry
             return {"trackedObjects": out}
 
-        install("tracerconfig", parse_config=yaml.safe_load, config_to_trace=config_to_trace)
+        install("tracerconfig", parse_config=lambda data, *, source: data, config_to_trace=config_to_trace)
     if missing("sanitize"):
         install("sanitize", deleted_stub=lambda key: {
             "apiVersion": key.gvk.api_version, "kind": key.gvk.kind, "metadata": {"name": key.name, "namespace": key.namespace}})
@@ -99,6 +103,22 @@ def _install_standins() -> None:
 
 
 _install_standins()
+
+
+def assert_valid_trace(data: bytes, tmp_path: Path) -> None:
+    """Every export must pass ``validate`` (SPEC §8.2 and SimKube's rules) once validation is on main."""
+    path = tmp_path / "check.sktrace"
+    path.write_bytes(data)
+    try:
+        from kubectl_sktrace.validation import validate_trace
+    except ImportError:
+        import msgpack
+
+        trace = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=False)
+        assert list(trace) == ["version", "config", "events", "index", "pod_lifecycles"]
+        return
+    report = validate_trace(str(path))
+    assert not report.has_errors, report.findings
 
 from kubectl_sktrace.hashing import spec_hash  # noqa: E402
 from kubectl_sktrace.model import GVK, ObjKey  # noqa: E402

@@ -5,7 +5,10 @@ import msgpack
 import pytest
 import yaml
 
-from conftest import key_of, obj
+import tempfile
+from pathlib import Path
+
+from conftest import assert_valid_trace, key_of, obj
 from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window, write_atomically
 from kubectl_sktrace.hashing import spec_hash
@@ -22,6 +25,9 @@ def decode(data: bytes):
 def run_export(builder, start_ts, end_ts, *, filters=ExportFilters(), keep_status=False, fmt="sktrace"):
     out = io.BytesIO()
     report = export_trace(builder.cache, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, stream=out)
+    if fmt == "sktrace":
+        with tempfile.TemporaryDirectory() as scratch:
+            assert_valid_trace(out.getvalue(), Path(scratch))
     return report, out.getvalue()
 
 
@@ -53,6 +59,11 @@ def test_simkube_window(simkube_cache):
     trace = decode(data)
     assert list(trace) == ["version", "config", "events", "index", "pod_lifecycles"]
     assert trace["version"] == 2
+    assert trace["config"] == {"trackedObjects": {
+        "apps/v1.Deployment": {"podSpecTemplatePaths": ("/spec/template",), "trackLifecycle": True},
+        "apps/v1.ReplicaSet": {"podSpecTemplatePaths": ("/spec",)},
+        "batch/v1.Job": {"podSpecTemplatePaths": ("/spec/template",), "trackLifecycle": True},
+    }}
     events = trace["events"]
     assert [e["ts"] for e in events] == [1, 1, 4, 5]
     assert names(events[0]["applied_objs"]) == [("Deployment", "d0")]
