@@ -1,5 +1,4 @@
 # --- export / prune: a builder that writes cache rows directly, per the schema docstring -------------
-from __future__ import annotations
 
 import importlib
 import json
