@@ -35,60 +35,12 @@ def bare_pods_path() -> Path:
 
 # --- export / prune: a builder that writes cache rows directly, per the schema docstring -------------
 
-import importlib
 import json
-import sys
-import types
 import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-
-def _install_standins() -> None:
-    """Test-only stand-ins for modules of other branches that have not reached main yet, following
-    their documented APIs. Each is used only when the real module cannot be imported."""
-    def missing(name: str) -> bool:
-        try:
-            importlib.import_module(f"kubectl_sktrace.{name}")
-            return False
-        except ImportError:
-            return True
-
-    def install(name: str, **attrs: Any) -> None:
-        module = types.ModuleType(f"kubectl_sktrace.{name}")
-        module.__dict__.update(attrs)
-        sys.modules[module.__name__] = module
-        setattr(importlib.import_module("kubectl_sktrace"), name, module)
-
-    if missing("sanitize"):
-        install("sanitize", deleted_stub=lambda key: {
-            "apiVersion": key.gvk.api_version, "kind": key.gvk.kind, "metadata": {"name": key.name, "namespace": key.namespace}})
-    if missing("owners"):
-        install("owners", is_daemonset_owned=lambda obj: any(
-            r.get("kind") == "DaemonSet" for r in (obj.get("metadata") or {}).get("ownerReferences") or []))
-    if missing("lifecycle"):
-        from dataclasses import dataclass
-
-        @dataclass(frozen=True)
-        class Lifecycle:
-            start: int | None
-            end: int | None
-
-        def overlaps(lc, *, start_ts, end_ts):
-            return lc.start is not None and lc.start < end_ts and (lc.end is None or lc.end >= start_ts)
-
-        def clamp(lc, *, start_ts):
-            return lc if lc.start is None or lc.start >= start_ts else Lifecycle(start_ts, lc.end)
-
-        def to_trace_entry(lc):
-            return {"Running": lc.start} if lc.end is None else {"Finished": [lc.start, lc.end]}
-
-        install("lifecycle", Lifecycle=Lifecycle, overlaps=overlaps, clamp=clamp, to_trace_entry=to_trace_entry)
-
-
-_install_standins()
 
 
 def assert_valid_trace(data: bytes, tmp_path: Path) -> None:
