@@ -53,6 +53,13 @@ COMMIT_INTERVAL = 0.25
 IDLE_COMMIT = 0.05
 """Commit early when the queue has been empty this long: low traffic is durable at once."""
 
+HEARTBEAT = 1.0
+"""Seconds between commits that only move the run's ``stopped`` forward when nothing else is written."""
+
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
+"""What reading an object that breaks the API's shape raises (``sanitize`` says so with a KubeError): that object
+is skipped and logged, not fatal."""
+
 GC_THRESHOLD = 50_000
 """The cyclic GC's first threshold while recording: raw API objects are acyclic dicts made by the thousand,
 and the default (700) spends a fifth of the ingest time collecting nothing (NOTES: gc while parsing)."""
@@ -102,6 +109,7 @@ class _Relist:
     seen: dict[ObjKey, str] = field(default_factory=dict)  # tracked key -> uid listed
     seen_pods: set[str] = field(default_factory=set)  # pod uids listed
     initial: bool = False
+    broken: int = 0  # items that could not be read: the list is then not trusted for deletions
 
 
 class Ingest:
@@ -151,26 +159,32 @@ class Ingest:
         if relist.initial:
             stats.listed += len(items)
         for obj in items:
-            if gvk in self.tracked:
-                key = self._apply(gvk, obj, relist.ts, relist=True)
-                if key is not None:
-                    relist.seen[key] = sanitize.object_uid(obj)
-            if gvk == POD:
-                relist.seen_pods.add(self._pod(obj, relist.ts, deleted=False))
-            if gvk in self.owner_kinds:
-                self._remember_owner(gvk, obj, relist.ts)
+            try:
+                if gvk in self.tracked:
+                    key = self._apply(gvk, obj, relist.ts, relist=True)
+                    if key is not None:
+                        relist.seen[key] = sanitize.object_uid(obj)
+                if gvk == POD:
+                    relist.seen_pods.add(self._pod(obj, relist.ts, deleted=False))
+                if gvk in self.owner_kinds:
+                    self._remember_owner(gvk, obj, relist.ts)
+            except MALFORMED as exc:
+                relist.broken += 1
+                log.warning("%s: skipped a listed object that cannot be read (%s: %s)", gvk, type(exc).__name__, exc)
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
         relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
         stats = self._stats(gvk)
-        if gvk in self.tracked:
+        if relist.broken:
+            log.warning("%s: %d listed objects could not be read; no deletions inferred from this list", gvk, relist.broken)
+        elif gvk in self.tracked:
             live = self.live.setdefault(gvk, {})
             for key in changes.vanished(live, relist.seen):
                 self._delete(key, live.pop(key).uid, relist.ts, inferred=True)
                 self.owners.pop(key, None)
                 stats.deleted_offline += 1
             self.rec.touch_objects(gvk, relist.ts)
-        if gvk == POD:
+        if gvk == POD and not relist.broken:
             second = changes.event_second(relist.ts)
             for uid in [uid for uid in self.pods if uid not in relist.seen_pods]:
                 self._pod_gone(uid, second, relist.ts, inferred=True)
@@ -180,6 +194,12 @@ class Ingest:
         stats.initial_done = True
 
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        try:
+            self._event(gvk, event_type, obj, ts)
+        except MALFORMED as exc:
+            log.warning("%s: skipped a %s event that cannot be read (%s: %s)", gvk, event_type, type(exc).__name__, exc)
+
+    def _event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
         deleted = event_type == "DELETED"
         if gvk in self.tracked:
             if deleted:
@@ -500,7 +520,7 @@ class Session:
         saved_gc = gc.get_threshold()
         gc.set_threshold(GC_THRESHOLD, saved_gc[1], saved_gc[2])
         batch_opened = 0.0
-        last_msg = time.monotonic()
+        last_msg = last_commit = time.monotonic()
         last_view = 0.0
         rate_mark = (time.monotonic(), 0)
         rate = 0.0
@@ -520,7 +540,7 @@ class Session:
                         self.rec.begin()
                         batch_opened = time.monotonic()
                     self._dispatch(ingest, msg, resources)
-                    last_msg = time.monotonic()
+                    last_msg = last_commit = time.monotonic()
                 now_mono = time.monotonic()
                 if self.rec.in_batch and (now_mono - batch_opened >= COMMIT_INTERVAL or (msg is None) or now_mono - last_msg >= IDLE_COMMIT):
                     if synced_at is None and not pods_pending and all(self._settled(ingest, g) for g in watched):
@@ -530,6 +550,12 @@ class Session:
                         gc.freeze()  # the live index is long-lived: keep full collections from walking it
                     ingest.before_commit(self.clock())
                     self.rec.commit()
+                    last_commit = now_mono
+                if not self.rec.in_batch and now_mono - last_commit >= HEARTBEAT:
+                    self.rec.begin()
+                    ingest.before_commit(self.clock())
+                    self.rec.commit()
+                    last_commit = now_mono
                 self._check_failures(ingest, tracked, resources)
                 if now_mono - last_view >= 0.5:
                     last_view = now_mono

@@ -235,3 +235,13 @@ def test_skip_owned_ignores_owned_objects(h: Harness) -> None:
     h.finish(ing, T0 + 1)
     assert h.events() == [(int(T0), "v1.Pod", "bare", 0, 0)]
     assert h.pods()["bare"][0] == "bare"  # a bare pod is its own lifecycle owner
+
+
+def test_a_malformed_object_is_skipped_and_the_list_deletes_nothing(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500)
+    listing(ing, DEPLOY, [{"metadata": None}, deployment("api", "d2")], T0 + 500)
+    ing.event(DEPLOY, "MODIFIED", {"metadata": 7}, T0 + 501)
+    h.finish(ing, T0 + 502)
+    assert len(h.events()) == 2  # nothing deleted, nothing recorded for the unreadable objects
+    assert set(h.rec.load_live_objects()) == {ObjKey(DEPLOY, "ns", "web"), ObjKey(DEPLOY, "ns", "api")}
