@@ -183,12 +183,15 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
                 recorder_done = float(rows[0][1])  # type: ignore[arg-type]
             else:
                 time.sleep(0.05)
-        # kubectl: done when its output has not grown for 2 s
-        while time.time() - (sizes[-1][0] if sizes else resume) < 2.0:
+        # kubectl: done when its output has not grown for 3 s (or it ended: a watch it could not resume)
+        while kubectl.poll() is None and time.time() - (sizes[-1][0] if sizes else resume) < (3.0 if sizes else 60.0):
             time.sleep(0.1)
         done.set()
-        kubectl_done = sizes[-1][0] if sizes else resume
-        kubectl.terminate()
+        kubectl_exit = kubectl.poll()
+        kubectl_done = sizes[-1][0] if sizes else float("nan")
+        kubectl_bytes = (sizes[-1][1] if sizes else base_size) - base_size
+        if kubectl_exit is None:
+            kubectl.terminate()
         kubectl.wait()
     gen_s = gen_end - gen_start
     rec_s = (recorder_done or float("nan")) - resume
@@ -198,7 +201,8 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
     print()
     print(f"Ingest: a backlog of {made:,} pod status events (full realistic pods), drained by both readers at once")
     print(f"  (generated in {gen_s:.1f}s while both readers were paused)")
-    print(f"  kubectl get pods -A --watch -o json > file            {made / kub_s:10,.0f} events/s")
+    ended = "" if kubectl_exit is None else f" (kubectl exited with {kubectl_exit}; it wrote {kubectl_bytes:,} bytes of events)"
+    print(f"  kubectl get pods -A --watch -o json > file            {made / kub_s:10,.0f} events/s{ended}")
     print(f"  kubectl-sktrace start (events consumed and committed) {made / rec_s:10,.0f} events/s   "
           f"{(made / rec_s) / (made / kub_s):.2f}x kubectl (target >= 0.5x, >= 10,000/s)")
     print(f"  recorder RSS before / after the events                {rss_before:7.1f} / {rss_after:7.1f} MB; peak {peak:.1f} MB")

@@ -364,3 +364,38 @@ def test_bad_duration_is_a_usage_error(kubeconfig: str, cache: str) -> None:
     result = sktrace("start", "--kubeconfig", kubeconfig, "--cache", cache, "--duration", "soon", check=False)
     assert result.returncode == 1
     assert result.stderr == "Error: invalid duration 'soon': use a number with a unit, like '90s', '10m', '2h' or '1h30m'\n"
+
+
+# -- scope and served kinds --------------------------------------------------------------------------------
+
+
+def test_one_namespace_is_recorded_and_the_scope_is_kept(emu: Emulator, kubeconfig: str, cache: str, tmp_path: Path) -> None:
+    make_deployment(emu, "web", replicas=1)
+    emu.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "other", "namespace": "team"},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                         "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    assert start(kubeconfig, cache, "-n", "team").returncode == 0
+    assert [e[2] for e in events(cache)] == ["other"]
+    widened = start(kubeconfig, cache)
+    assert widened.returncode == 1
+    assert widened.stderr == (
+        f"Error: cache {cache} records namespace 'team', not all namespaces; record this scope into another --cache FILE\n"
+    )
+
+
+def test_a_kind_the_server_does_not_serve_is_a_warning_while_others_record(emu: Emulator, kubeconfig: str, cache: str,
+                                                                           tmp_path: Path) -> None:
+    config = tmp_path / "tracer.yaml"
+    config.write_text("trackedObjects:\n  example.com/v1.Widget: {}\n  apps/v1.Deployment: {}\n")
+    make_deployment(emu, "web", replicas=1)
+    result = start(kubeconfig, cache, "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert ("Warning: kind example.com/v1.Widget is not served by this cluster; it is not recorded "
+            "(check the config's GVK and the cluster's API versions)") in result.stderr
+    assert [e[2] for e in events(cache)] == ["web"]
+    config.write_text("trackedObjects:\n  example.com/v1.Widget: {}\n")
+    refused = start(kubeconfig, cache, "--config", str(config))
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines()[-1] == (
+        "Error: none of the configured kinds is served by this cluster (example.com/v1.Widget); fix the GVKs in --config"
+    )
