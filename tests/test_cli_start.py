@@ -399,3 +399,16 @@ def test_a_kind_the_server_does_not_serve_is_a_warning_while_others_record(emu: 
     assert refused.stderr.splitlines()[-1] == (
         "Error: none of the configured kinds is served by this cluster (example.com/v1.Widget); fix the GVKs in --config"
     )
+
+
+def test_sigterm_is_a_prompt_clean_stop(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    proc = start_background(kubeconfig, cache, duration="60")
+    wait_synced(cache, 1, proc)
+    asked = time.time()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert time.time() - asked < 5
+    assert run_row(cache, 1)[3] == 1 and out.startswith("Recorded 0 events in ")
+    wal = Path(cache + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # checkpointed
