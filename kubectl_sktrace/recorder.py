@@ -149,12 +149,12 @@ class Ingest:
     # -- the Sink, applied ---------------------------------------------------------------------------
 
     def relist_begin(self, gvk: GVK, ts: float) -> None:
-        stats = self._stats(gvk)
+        stats = self.stats_for(gvk)
         self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done)
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
         relist = self._relists.get(gvk) or self._relists.setdefault(gvk, _Relist(ts=ts))
-        stats = self._stats(gvk)
+        stats = self.stats_for(gvk)
         stats.pages += 1
         if relist.initial:
             stats.listed += len(items)
@@ -174,7 +174,7 @@ class Ingest:
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
         relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
-        stats = self._stats(gvk)
+        stats = self.stats_for(gvk)
         if relist.broken:
             log.warning("%s: %d listed objects could not be read; no deletions inferred from this list", gvk, relist.broken)
         elif gvk in self.tracked:
@@ -208,7 +208,7 @@ class Ingest:
                 known = self.live.get(gvk, {}).pop(key, None)
                 if known is not None:
                     self._delete(key, known.uid, ts, inferred=False)
-                    self._stats(gvk).deleted_live += 1
+                    self.stats_for(gvk).deleted_live += 1
             else:
                 self._apply(gvk, obj, ts, relist=False)
         if gvk == POD:
@@ -224,7 +224,7 @@ class Ingest:
             self._pending_rv[gvk] = str(rv)
 
     def failed(self, gvk: GVK, error: BaseException) -> None:
-        self._stats(gvk).failed = str(error)
+        self.stats_for(gvk).failed = str(error)
 
     # -- batching hooks ------------------------------------------------------------------------------
 
@@ -237,7 +237,8 @@ class Ingest:
 
     # -- rules ----------------------------------------------------------------------------------------
 
-    def _stats(self, gvk: GVK) -> KindStats:
+    def stats_for(self, gvk: GVK) -> KindStats:
+        """The counters of one kind (created on first use)."""
         stats = self.stats.get(gvk)
         if stats is None:
             stats = self.stats[gvk] = KindStats()
@@ -258,7 +259,7 @@ class Ingest:
         gap = self._gap(gvk) if relist else None
         inferred = relist and gap is not None
         second = changes.event_second(recv)
-        stats = self._stats(gvk)
+        stats = self.stats_for(gvk)
         if decision.delete_first and known is not None:
             self._delete(key, known.uid, recv, inferred=inferred)
             if inferred:
@@ -311,14 +312,14 @@ class Ingest:
                                 start_ts=derived.start, end_ts=derived.end, seen=recv)
             known = self.pods[uid] = _Pod(namespace, name, None if owner is None else owner.gvk, derived)
             if owner is not None and derived.start is not None:
-                self._stats(owner.gvk).lifecycles += 1
+                self.stats_for(owner.gvk).lifecycles += 1
         else:
             kept, refusal = lifecycle.merge_lifecycle(known.life, derived)
             if refusal:
                 log.info("pod %s/%s: %s", known.namespace, known.name, refusal)
             if kept != known.life:
                 if known.owner is not None and known.life.start is None and kept.start is not None:
-                    self._stats(known.owner).lifecycles += 1
+                    self.stats_for(known.owner).lifecycles += 1
                 known.life = kept
                 self.rec.update_pod(uid, start_ts=kept.start, end_ts=kept.end, end_inferred=False, live=True, seen=recv)
         if deleted:
@@ -520,7 +521,7 @@ class Session:
         saved_gc = gc.get_threshold()
         gc.set_threshold(GC_THRESHOLD, saved_gc[1], saved_gc[2])
         batch_opened = 0.0
-        last_msg = last_commit = time.monotonic()
+        last_commit = time.monotonic()
         last_view = 0.0
         rate_mark = (time.monotonic(), 0)
         rate = 0.0
@@ -540,9 +541,9 @@ class Session:
                         self.rec.begin()
                         batch_opened = time.monotonic()
                     self._dispatch(ingest, msg, resources)
-                    last_msg = last_commit = time.monotonic()
                 now_mono = time.monotonic()
-                if self.rec.in_batch and (now_mono - batch_opened >= COMMIT_INTERVAL or (msg is None) or now_mono - last_msg >= IDLE_COMMIT):
+                # commit when the batch is old enough, or when the queue stayed empty for IDLE_COMMIT
+                if self.rec.in_batch and (now_mono - batch_opened >= COMMIT_INTERVAL or msg is None):
                     if synced_at is None and not pods_pending and all(self._settled(ingest, g) for g in watched):
                         synced_at = self.clock()
                         self.rec.mark_synced(run_id, synced_at)
@@ -561,7 +562,7 @@ class Session:
                     last_view = now_mono
                     if synced_at is None:
                         for g in watched:
-                            self.progress.kind_progress(g, ingest._stats(g))
+                            self.progress.kind_progress(g, ingest.stats_for(g))
                     else:
                         mark_t, mark_n = rate_mark
                         if now_mono - mark_t >= 2.0:
@@ -570,6 +571,9 @@ class Session:
                         self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate,
                                            left=None if deadline is None else max(0.0, deadline - now_mono))
             clean = True
+        except KubeError:
+            clean = True  # a reported cluster error (every kind forbidden): what was written stands, the cache is sound
+            raise
         finally:
             self.stop.set()
             if clean:
@@ -582,6 +586,7 @@ class Session:
                 else:
                     self.rec.rollback()
             gc.set_threshold(*saved_gc)
+            gc.unfreeze()
             self.rec.stop_run(run_id, stopped, clean=clean)
             if clean:
                 self.rec.cache.checkpoint()
@@ -641,7 +646,7 @@ class Session:
             ingest.relist_begin(msg[1], msg[2])
         elif kind == "relist_end":
             ingest.relist_end(msg[1], msg[2], msg[3])
-            self.progress.kind_progress(msg[1], ingest._stats(msg[1]))
+            self.progress.kind_progress(msg[1], ingest.stats_for(msg[1]))
         elif kind == "failed":
             gvk, error = msg[1], msg[2]
             if isinstance(error, CacheError):
@@ -666,18 +671,18 @@ class Session:
             self._dispatch(ingest, msg, resources)
 
     def _settled(self, ingest: Ingest, gvk: GVK) -> bool:
-        stats = ingest._stats(gvk)
+        stats = ingest.stats_for(gvk)
         return stats.initial_done or stats.failed is not None
 
     def _check_failures(self, ingest: Ingest, tracked: list[GVK], resources: Mapping[GVK, Any]) -> None:
         """Every tracked kind failed: nothing useful can be recorded, so stop with the fix."""
-        failed = [g for g in tracked if ingest._stats(g).failed is not None]
+        failed = [g for g in tracked if ingest.stats_for(g).failed is not None]
         if not tracked or len(failed) < len(tracked):
             return
         if all(g in self._forbidden for g in failed):
             names = [_resource_name(resources[g]) for g in [*tracked, POD] if g in resources]
             raise KubeError(f"forbidden to list and watch every tracked kind; {rbac_hint(names)}")
-        raise KubeError(f"no tracked kind can be watched ({ingest._stats(failed[0]).failed}); check the cluster and the config")
+        raise KubeError(f"no tracked kind can be watched ({ingest.stats_for(failed[0]).failed}); check the cluster and the config")
 
     def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
         resource = resources.get(key.gvk)
