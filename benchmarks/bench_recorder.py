@@ -153,6 +153,7 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
         poller = threading.Thread(target=watch_file, daemon=True)
         poller.start()
         made = 0
+        start_rv = store.rv
         os.kill(proc.pid, signal.SIGSTOP)
         os.kill(kubectl.pid, signal.SIGSTOP)
         gen_start = time.time()
@@ -198,6 +199,8 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
     kub_s = kubectl_done - resume
     rss_after = rss_mb(proc.pid)
     peak = peak_rss_mb(proc.pid)
+    raw = subprocess.run([PY, "-c", _RAW_READER, kubeconfig, str(start_rv), str(final_rv)], capture_output=True, text=True, timeout=600)
+    raw_line = raw.stdout.strip() or raw.stderr.strip().splitlines()[-1]
     print()
     print(f"Ingest: a backlog of {made:,} pod status events (full realistic pods), drained by both readers at once")
     print(f"  (generated in {gen_s:.1f}s while both readers were paused)")
@@ -205,6 +208,7 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
     print(f"  kubectl get pods -A --watch -o json > file            {made / kub_s:10,.0f} events/s{ended}")
     print(f"  kubectl-sktrace start (events consumed and committed) {made / rec_s:10,.0f} events/s   "
           f"{(made / rec_s) / (made / kub_s):.2f}x kubectl (target >= 0.5x, >= 10,000/s)")
+    print(f"  raw Kube.watch reader alone, afterwards (no rules, no writes): {raw_line}")
     print(f"  recorder RSS before / after the events                {rss_before:7.1f} / {rss_after:7.1f} MB; peak {peak:.1f} MB")
 
 
@@ -258,6 +262,25 @@ def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
     print(f"Ingest ceiling without HTTP ({events:,} realistic pod watch lines of ~{len(lines[0]) // 1000} KB, one thread)")
     print(f"  json.loads alone                                      {events / loads_s:10,.0f} events/s")
     print(f"  json.loads + recorder rules + batched commits         {events / core_s:10,.0f} events/s (target >= 10,000/s)")
+
+
+_RAW_READER = '''
+import sys, threading, time
+from kubectl_sktrace.kubeconfig import resolve_target
+from kubectl_sktrace.kube import Kube
+from kubectl_sktrace.model import POD
+kube = Kube.connect(resolve_target(kubeconfig=sys.argv[1], context=None))
+resource = kube.discover([POD])[0][POD]
+final = int(sys.argv[3])
+n, t = 0, time.perf_counter()
+for event in kube.watch(resource, namespace=None, resource_version=sys.argv[2], timeout_seconds=600, stop=threading.Event()):
+    if event.get("type") == "BOOKMARK":
+        continue
+    n += 1
+    if int(event["object"]["metadata"]["resourceVersion"]) >= final:
+        break
+print(f"{n / (time.perf_counter() - t):,.0f} events/s over {n:,} events (the emulator's serving ceiling for one reader)")
+'''
 
 
 def _all():  # type: ignore[no-untyped-def]

@@ -383,26 +383,36 @@ class ObjectQueue:
         self._items: collections.deque[tuple[int, tuple[Any, ...]]] = collections.deque()
         self._weight = 0
         self._cond = threading.Condition()
+        self._consumer_waiting = False
+        self._producers_waiting = 0
 
     def put(self, msg: tuple[Any, ...], weight: int = 1) -> None:
         with self._cond:
             # a message heavier than the limit still passes when the queue is empty, so nothing deadlocks
             while self._items and self._weight + weight > self.limit and not self.stop.is_set():
+                self._producers_waiting += 1
                 self._cond.wait(0.2)
+                self._producers_waiting -= 1
             self._items.append((weight, msg))
             self._weight += weight
-            self._cond.notify_all()
+            if self._consumer_waiting:
+                self._cond.notify_all()
 
-    def get(self, timeout: float) -> tuple[Any, ...] | None:
+    def get_many(self, timeout: float, *, most: int = 256) -> list[tuple[Any, ...]]:
+        """Up to ``most`` messages in order; waits up to ``timeout`` for the first. One lock round per batch."""
         with self._cond:
-            if not self._items:
+            if not self._items and timeout > 0:
+                self._consumer_waiting = True
                 self._cond.wait(timeout)
-                if not self._items:
-                    return None
-            weight, msg = self._items.popleft()
-            self._weight -= weight
-            self._cond.notify_all()
-            return msg
+                self._consumer_waiting = False
+            out = []
+            while self._items and len(out) < most:
+                weight, msg = self._items.popleft()
+                self._weight -= weight
+                out.append(msg)
+            if out and self._producers_waiting:
+                self._cond.notify_all()
+            return out
 
 
 class QueueSink:
@@ -535,15 +545,15 @@ class Session:
                     watched.append(POD)
                     pods_pending = False
                 timeout = IDLE_COMMIT if self.rec.in_batch else 0.2
-                msg = self.q.get(timeout)
-                if msg is not None:
-                    if not self.rec.in_batch:
-                        self.rec.begin()
-                        batch_opened = time.monotonic()
+                messages = self.q.get_many(timeout)
+                if messages and not self.rec.in_batch:
+                    self.rec.begin()
+                    batch_opened = time.monotonic()
+                for msg in messages:
                     self._dispatch(ingest, msg, resources)
                 now_mono = time.monotonic()
                 # commit when the batch is old enough, or when the queue stayed empty for IDLE_COMMIT
-                if self.rec.in_batch and (now_mono - batch_opened >= COMMIT_INTERVAL or msg is None):
+                if self.rec.in_batch and (now_mono - batch_opened >= COMMIT_INTERVAL or not messages):
                     if synced_at is None and not pods_pending and all(self._settled(ingest, g) for g in watched):
                         synced_at = self.clock()
                         self.rec.mark_synced(run_id, synced_at)
@@ -660,15 +670,12 @@ class Session:
 
     def _drain(self, ingest: Ingest, resources: Mapping[GVK, Any]) -> None:
         """Apply what the watch threads already received before the stop."""
-        while True:
-            msg = self.q.get(0)
-            if msg is None:
-                return
-            if msg[0] == "failed":
-                continue
+        while messages := self.q.get_many(0):
             if not self.rec.in_batch:
                 self.rec.begin()
-            self._dispatch(ingest, msg, resources)
+            for msg in messages:
+                if msg[0] != "failed":
+                    self._dispatch(ingest, msg, resources)
 
     def _settled(self, ingest: Ingest, gvk: GVK) -> bool:
         stats = ingest.stats_for(gvk)
