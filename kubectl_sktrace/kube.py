@@ -404,7 +404,8 @@ def _root_reason(exc: BaseException) -> str:
             return "host name not resolved"
         if isinstance(item, OSError) and item.strerror:
             return item.strerror
-    text = " ".join(str(exc).split())
+    first = exc.args[0] if exc.args else None
+    text = " ".join((first if isinstance(first, str) else str(exc)).split())
     if ": " in text and "object at 0x" in text:
         text = text.split(": ", 1)[1]
     return text or type(exc).__name__

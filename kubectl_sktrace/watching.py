@@ -168,7 +168,8 @@ def _relist(*, resource: Resource, namespace: str | None, list_page: Callable[..
                 for item in items:
                     item["apiVersion"] = gvk.api_version
                     item["kind"] = gvk.kind
-                sink.relist_page(gvk, items, ts)
+                if items:
+                    sink.relist_page(gvk, items, ts)
                 meta = page.get("metadata") or {}
                 token = meta.get("continue") or None
                 if token is None:

@@ -110,7 +110,7 @@ def test_watch_connection_cut_mid_stream_is_transient(tmp_path, api_server):
     kube = connect(tmp_path, api_server.url)
     stream = kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=5)
     assert next(stream)["type"] == "ADDED"
-    with pytest.raises(TransientError, match=f"^connection to {api_server.url} broken \\("):
+    with pytest.raises(TransientError, match=f"^connection to {api_server.url} broken \\(Connection broken: IncompleteRead\\(0 bytes read\\)\\)$"):
         next(stream)
 
 
