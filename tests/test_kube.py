@@ -309,3 +309,48 @@ def test_resources_from_discovery_skips_subresources():
     assert ns.path(namespace="ignored") == "/api/v1/namespaces"
     assert ns.rbac_hint("list", namespace=None) == ('forbidden: cannot list namespaces (cluster-scoped); grant '
                                                      'get/list/watch on namespaces (apiGroups: [""], resources: ["namespaces"])')
+
+
+def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path, api_server):
+    """run_watch wired to a real Kube: pages, a clean end, a bookmark resume, an HTTP 410, a relist."""
+    import random
+
+    from kubectl_sktrace.watching import run_watch
+
+    lists = iter([
+        Reply(body={"metadata": {"resourceVersion": "10", "continue": "p2"}, "items": [pod("a", "5")]}),
+        Reply(body={"metadata": {"resourceVersion": "10"}, "items": [pod("b", "6")]}),
+        Reply(body={"metadata": {"resourceVersion": "30"}, "items": [pod("b", "6")]}),
+    ])
+    watches = iter([
+        Reply(lines=[{"type": "ADDED", "object": pod("c", "11")},
+                     {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "15"}}}]),
+        Reply(410, {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version: 15 (20)"}),
+        Reply(lines=[{"type": "DELETED", "object": pod("b", "31")}, HANG]),
+    ])
+    api_server.route("/api/v1/pods", lambda seen: next(watches) if seen.query.get("watch") else next(lists))
+    kube = connect(tmp_path, api_server.url)
+    stop = threading.Event()
+    calls = []
+
+    class Sink:
+        def relist_begin(self, gvk, ts): calls.append(("begin",))
+        def relist_page(self, gvk, items, ts): calls.append(("page", [i["metadata"]["name"] for i in items], items[0]["kind"]))
+        def relist_end(self, gvk, rv, ts): calls.append(("end", rv))
+        def failed(self, gvk, error): calls.append(("failed", str(error)))
+
+        def event(self, gvk, kind, obj, ts):
+            calls.append((kind, obj["metadata"]["name"]))
+            if kind == "DELETED":
+                stop.set()
+
+    started = time.monotonic()
+    run_watch(resource=PODS, namespace=None, list_page=kube.list_page, watch=kube.watch, sink=Sink(), clock=time.time,
+              sleep=stop.wait, stop=stop, rng=random.Random(0), timeout_seconds=60)
+    assert time.monotonic() - started < 3
+    assert calls == [("begin",), ("page", ["a"], "Pod"), ("page", ["b"], "Pod"), ("end", "10"), ("ADDED", "c"),
+                     ("begin",), ("page", ["b"], "Pod"), ("end", "30"), ("DELETED", "b")]
+    watch_versions = [r.query["resourceVersion"] for r in api_server.requests if r.query.get("watch")]
+    assert watch_versions == ["10", "15", "30"]
+    assert [r.query.get("continue") for r in api_server.requests if not r.query.get("watch")] == [None, "p2", None]
+    assert all("resourceVersion" not in r.query for r in api_server.requests if not r.query.get("watch"))

