@@ -77,7 +77,7 @@ class Backoff:
     attempt: int = 0
 
     def next_delay(self, retry_after: float | None = None) -> float:
-        base = min(self.cap, self.initial * (2 ** self.attempt))
+        base = min(self.cap, self.initial * 2.0 ** min(self.attempt, 32))  # bounded: a day-long outage must not overflow
         self.attempt += 1
         delay = base * (1 + self.rng.uniform(-self.jitter, self.jitter))
         if retry_after is not None and retry_after > delay:

@@ -201,6 +201,12 @@ def test_backoff_doubles_to_the_cap_with_jitter_and_resets_after_success():
     assert script.watch_calls == ["100"] * 9 + ["101"]
 
 
+def test_backoff_survives_a_very_long_outage():
+    backoff = Backoff(random.Random(3))
+    delays = [backoff.next_delay() for _ in range(5000)]
+    assert max(delays) <= 36.0 and min(delays[10:]) >= 24.0
+
+
 def test_backoff_jitter_is_deterministic_per_seed():
     a = [Backoff(random.Random(7)).next_delay() for _ in range(3)]
     b = [Backoff(random.Random(7)).next_delay() for _ in range(3)]
