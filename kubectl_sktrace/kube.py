@@ -15,8 +15,8 @@ Guarantees:
 - Failures are one-line errors with the fix (errors.py): ``ForbiddenError`` names the verb, the resource
   and the RBAC rule; ``TransientError`` for what is worth retrying (unreachable, reset, dead connection,
   429 with its Retry-After, 5xx); ``ExpiredError`` for 410; ``KubeError`` otherwise (TLS, 404, ...).
-- ``watch`` reads the stream on a helper thread, so that the caller notices ``stop`` within half a
-  second even on a silent stream, and a connection silent for ``idle_timeout`` seconds (bookmarks come
+- ``watch`` notices ``stop`` within half a second even on a silent stream (a watchdog thread shuts the
+  blocked socket's read side down), and a connection silent for ``idle_timeout`` seconds (bookmarks come
   about once a minute) is declared dead instead of hanging forever.
 
 Thread-safety: one ``Kube`` is shared by one thread per watched kind; the pool is thread-safe and the
@@ -29,9 +29,9 @@ import copy
 import gc
 import json
 import logging
-import queue
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
@@ -118,6 +118,7 @@ class Kube:
         self._generation = 0
         self._api: Any = None
         self._host = target.cluster_server
+        self._watchdog = _Watchdog()
 
     @classmethod
     def connect(cls, target: KubeTarget, **timeouts: float) -> Kube:
@@ -320,48 +321,86 @@ class Kube:
                          "check the server version and your config")
 
     def _stream(self, resp: Any, stop: threading.Event | None) -> Iterator[dict[str, Any]]:
-        """Split the response into lines on a helper thread's reads; parse each line here."""
-        chunks: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
-        reader = threading.Thread(target=_pump, args=(resp, chunks), name="sktrace-watch-reader", daemon=True)
-        reader.start()
+        """Read the stream in this thread and parse each line; the watchdog interrupts the read on stop.
+
+        Reading here rather than on a helper thread avoids one thread hand-off per event (each event is its
+        own HTTP chunk); a silent connection ends with the socket's read timeout (``idle_timeout``).
+        """
+        read1 = getattr(resp, "read1", None)
+        chunks: Iterator[bytes] = iter(lambda: read1(READ_SIZE) or b"", b"") if read1 is not None else resp.stream(None)
+        if stop is not None:
+            self._watchdog.watch(resp, stop)
         buffer = b""
-        finished = False
         clean = False
         try:
             while True:
+                if stop is not None and stop.is_set():
+                    return
                 try:
-                    item = chunks.get(timeout=STOP_POLL)
-                except queue.Empty:
+                    data = next(chunks, None)
+                except urllib3.exceptions.HTTPError as exc:
                     if stop is not None and stop.is_set():
                         return
-                    continue
-                if item is None:
-                    finished = clean = True
+                    raise transport_error(exc, host=self._host, context=self.target.context) from exc
+                if data is None:
+                    if stop is not None and stop.is_set():
+                        return
+                    clean = True
                     if buffer.strip():
                         yield _parse_line(buffer, self._host)
                     return
-                if isinstance(item, BaseException):
-                    finished = True
-                    if isinstance(item, urllib3.exceptions.HTTPError):
-                        raise transport_error(item, host=self._host, context=self.target.context) from item
-                    raise TransientError(f"watch stream from {self._host} broke: {item}") from item
-                buffer += item
-                if b"\n" in item:
-                    lines = buffer.split(b"\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        if line.strip():
-                            yield _parse_line(line, self._host)
-                if stop is not None and stop.is_set():
-                    return
+                if b"\n" not in data:
+                    buffer += data
+                    continue
+                lines = (buffer + data).split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if line:
+                        yield _parse_line(line, self._host)
         finally:
-            if not finished:
-                _interrupt(resp)
-            reader.join(timeout=2 * STOP_POLL)
+            if stop is not None:
+                self._watchdog.forget(resp)
             if clean:
                 resp.release_conn()
             else:
                 resp.close()
+
+
+class _Watchdog:
+    """One thread per ``Kube`` that interrupts the blocked reads of streams whose ``stop`` is set.
+
+    A watch read can block until the next event or bookmark (a minute or more); shutting the socket's read
+    side down wakes it at once. The thread runs only while streams are open and polls twice a second.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._streams: dict[int, tuple[Any, threading.Event]] = {}
+        self._thread: threading.Thread | None = None
+
+    def watch(self, resp: Any, stop: threading.Event) -> None:
+        with self._lock:
+            self._streams[id(resp)] = (resp, stop)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sktrace-watch-stopper", daemon=True)
+                self._thread.start()
+
+    def forget(self, resp: Any) -> None:
+        with self._lock:
+            self._streams.pop(id(resp), None)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._streams:
+                    self._thread = None
+                    return
+                stopped = [resp for resp, stop in self._streams.values() if stop.is_set()]
+                for resp in stopped:
+                    self._streams.pop(id(resp), None)
+            for resp in stopped:
+                _interrupt(resp)
+            time.sleep(STOP_POLL / 2)
 
 
 class _NotFound(KubeError):
@@ -489,24 +528,6 @@ def _parse_line(line: bytes, host: str) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise TransientError(f"malformed watch event from {host}: expected an object")
     return event
-
-
-def _pump(resp: Any, chunks: queue.SimpleQueue[bytes | BaseException | None]) -> None:
-    """Reader thread: forward what arrives as soon as it arrives (read1), then None at the end."""
-    try:
-        read1 = getattr(resp, "read1", None)
-        if read1 is not None:
-            while True:
-                data = read1(READ_SIZE)
-                if not data:
-                    break
-                chunks.put(data)
-        else:  # urllib3 1.x
-            for data in resp.stream(None):
-                chunks.put(data)
-        chunks.put(None)
-    except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread, which raises it
-        chunks.put(exc)
 
 
 def _interrupt(resp: Any) -> None:
