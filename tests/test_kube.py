@@ -354,3 +354,27 @@ def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path,
     assert watch_versions == ["10", "15", "30"]
     assert [r.query.get("continue") for r in api_server.requests if not r.query.get("watch")] == [None, "p2", None]
     assert all("resourceVersion" not in r.query for r in api_server.requests if not r.query.get("watch"))
+
+
+def test_one_stop_ends_every_stream_sharing_it_and_the_watchdog_thread_exits(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(lines=[HANG]))
+    kube = connect(tmp_path, api_server.url)
+    kube.idle_timeout = 30
+    stop = threading.Event()
+    ended = []
+
+    def consume():
+        list(kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=300, stop=stop))
+        ended.append(time.monotonic())
+
+    threads = [threading.Thread(target=consume) for _ in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    stopped_at = time.monotonic()
+    stop.set()
+    for t in threads:
+        t.join(3)
+    assert len(ended) == 3 and max(ended) - stopped_at < 1.0
+    time.sleep(0.5)
+    assert not any(t.name == "sktrace-watch-stopper" for t in threading.enumerate())
