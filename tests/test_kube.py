@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
 from kubectl_sktrace.kube import Kube, Resource, resources_from_discovery
@@ -248,26 +249,60 @@ def test_unreachable_server_names_the_url_and_context(tmp_path):
                                "and that the server URL of context 'test' is right")
 
 
-def test_tls_failure_is_permanent_and_names_the_certificate_authority(tmp_path, api_server):
-    # An https URL to a plain-HTTP server fails the TLS handshake; a self-signed server would fail verification.
+def make_tls(api_server, tmp_path) -> Path:
+    """Serve ``api_server`` over TLS with a fresh self-signed certificate for 127.0.0.1; return the cert."""
     import ssl
     import subprocess
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     done = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                           str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], capture_output=True)
+                           str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                          capture_output=True)
     if done.returncode != 0:
         pytest.skip("openssl not available")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(cert), str(key))
     api_server.httpd.socket = context.wrap_socket(api_server.httpd.socket, server_side=True)
-    url = api_server.url.replace("http://", "https://")
-    kube = connect(tmp_path, url)
+    api_server.url = api_server.url.replace("http://", "https://")
+    return cert
+
+
+def test_tls_failure_is_permanent_and_names_the_certificate_authority(tmp_path, api_server):
+    make_tls(api_server, tmp_path)
+    kube = connect(tmp_path, api_server.url)
     with pytest.raises(KubeError) as info:
         kube.list_page(PODS, namespace=None)
     assert not isinstance(info.value, TransientError)
-    assert str(info.value).startswith(f"TLS certificate check failed for {url} (certificate verify failed")
-    assert str(info.value).endswith("check certificate-authority of the cluster of context 'test' in your kubeconfig, "
-                                    "or the server's certificate")
+    assert str(info.value) == (f"TLS certificate check failed for {api_server.url} (certificate verify failed: self-signed "
+                               "certificate); check certificate-authority of the cluster of context 'test' in your "
+                               "kubeconfig, or the server's certificate")
+
+
+def test_certificate_authority_data_is_trusted(tmp_path, api_server):
+    import base64
+    cert = make_tls(api_server, tmp_path)
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "3"}, "items": []}))
+    path = write_kubeconfig(tmp_path / "config", server=api_server.url)
+    doc = yaml.safe_load(path.read_text())
+    doc["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(cert.read_bytes()).decode()
+    path.write_text(yaml.safe_dump(doc))
+    kube = Kube.connect(resolve_target(kubeconfig=str(path), context=None, environ={}))
+    assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "3"
+
+
+def test_in_cluster_service_account(tmp_path, api_server, monkeypatch):
+    from kubectl_sktrace.kubeconfig import KubeTarget
+    cert = make_tls(api_server, tmp_path)
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
+    token = tmp_path / "token"
+    token.write_text("sa-token")
+    port = api_server.url.rsplit(":", 1)[1]
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    target = KubeTarget(context="in-cluster", cluster_server=api_server.url, namespace=None,
+                        config={"in-cluster": True, "token-file": str(token), "ca-file": str(cert)})
+    kube = Kube.connect(target)
+    assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "4"
+    assert api_server.requests[-1].headers["authorization"].lower() == "bearer sa-token"  # the scheme is case-insensitive
 
 
 def test_discover_fetches_only_needed_group_versions_and_reuses_the_cache(tmp_path, api_server):
