@@ -235,6 +235,11 @@ class Kube:
             raise KubeError(f"cannot load the credentials of context {self.target.context!r}: {detail}; "
                             "fix the user and cluster entries in your kubeconfig") from exc
         configuration.connection_pool_maxsize = POOL_MAXSIZE
+        if not configuration.verify_ssl:
+            # kubectl warns once; urllib3 would warn on every request, flooding the live status line
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+            if self._api is None:
+                log.warning("context %r skips TLS verification (insecure-skip-tls-verify)", self.target.context)
         old = self._api
         self._api = ApiClient(configuration)
         self._host = configuration.host.rstrip("/")

@@ -289,6 +289,19 @@ def test_certificate_authority_data_is_trusted(tmp_path, api_server):
     assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "3"
 
 
+def test_insecure_skip_tls_verify_connects_without_a_warning_per_request(tmp_path, api_server, recwarn):
+    make_tls(api_server, tmp_path)
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "5"}, "items": []}))
+    path = write_kubeconfig(tmp_path / "config", server=api_server.url)
+    doc = yaml.safe_load(path.read_text())
+    doc["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+    path.write_text(yaml.safe_dump(doc))
+    kube = Kube.connect(resolve_target(kubeconfig=str(path), context=None, environ={}))
+    for _ in range(3):
+        assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "5"
+    assert not [w for w in recwarn if "Unverified HTTPS" in str(w.message)]
+
+
 def test_in_cluster_service_account(tmp_path, api_server, monkeypatch):
     from kubectl_sktrace.kubeconfig import KubeTarget
     cert = make_tls(api_server, tmp_path)
