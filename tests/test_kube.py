@@ -426,3 +426,143 @@ def test_one_stop_ends_every_stream_sharing_it_and_the_watchdog_thread_exits(tmp
     assert len(ended) == 3 and max(ended) - stopped_at < 1.0
     time.sleep(0.5)
     assert not any(t.name == "sktrace-watch-stopper" for t in threading.enumerate())
+
+
+# --- against the emulator (SPEC §11), once it is on the branch ------------------------------------------
+
+
+@pytest.fixture
+def emu():
+    emulator = pytest.importorskip("kubectl_sktrace.emulator")
+    server = emulator.Emulator(token="sekret", tls=False, bookmark_interval=0.3).start()
+    yield server
+    server.stop()
+
+
+def emu_pod(name: str, namespace: str = "default") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+class LiveSink:
+    """Keeps the set of live pod names as the engine reports them, and every call in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.live: dict[str, str] = {}
+        self._relisting: dict[str, str] | None = None
+        self.changed = threading.Condition()
+
+    def relist_begin(self, gvk, ts):
+        self._relisting = {}
+        self._note(("begin",))
+
+    def relist_page(self, gvk, items, ts):
+        assert self._relisting is not None
+        for item in items:
+            self._relisting[item["metadata"]["name"]] = item["metadata"]["uid"]
+        self._note(("page", len(items)))
+
+    def relist_end(self, gvk, rv, ts):
+        assert self._relisting is not None
+        self.live, self._relisting = self._relisting, None
+        self._note(("end",))
+
+    def event(self, gvk, kind, obj, ts):
+        name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self.live.pop(name, None)
+        else:
+            self.live[name] = obj["metadata"]["uid"]
+        self._note((kind, name))
+
+    def failed(self, gvk, error):
+        self._note(("failed", str(error)))
+
+    def _note(self, call):
+        with self.changed:
+            self.calls.append(call)
+            self.changed.notify_all()
+
+    def wait_for(self, predicate, timeout: float = 5.0) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: predicate(self), timeout), self.calls[-10:]
+
+
+def start_engine(kube: Kube, sink: LiveSink) -> tuple[threading.Event, threading.Thread]:
+    import random
+
+    from kubectl_sktrace.watching import run_watch
+    stop = threading.Event()
+    thread = threading.Thread(target=run_watch, kwargs=dict(
+        resource=PODS, namespace=None, list_page=kube.list_page, watch=kube.watch, sink=sink, clock=time.time,
+        sleep=stop.wait, stop=stop, rng=random.Random(0), timeout_seconds=60), daemon=True)
+    thread.start()
+    return stop, thread
+
+
+def emu_kube(emu, tmp_path) -> Kube:
+    path = emu.write_kubeconfig(tmp_path / "config")
+    return Kube.connect(resolve_target(kubeconfig=path, context=None, environ={}), idle_timeout=5)
+
+
+@pytest.mark.timeout(30)
+def test_emulator_pagination_watch_drop_and_vanish_then_410(emu, tmp_path):
+    for i in range(1203):
+        emu.create(emu_pod(f"p{i:04d}", namespace=f"ns{i % 3}"))
+    kube = emu_kube(emu, tmp_path)
+    resources, _ = kube.discover([POD])
+    assert resources[POD].plural == "pods"
+    sink = LiveSink()
+    stop, thread = start_engine(kube, sink)
+    try:
+        sink.wait_for(lambda s: ("end",) in s.calls)
+        assert [c for c in sink.calls if c[0] == "page"] == [("page", 500), ("page", 500), ("page", 203)]
+        assert len(sink.live) == 1203
+        emu.create(emu_pod("new-1"))
+        sink.wait_for(lambda s: "new-1" in s.live)
+        emu.drop_watches()  # the connection breaks mid-stream; resume must neither replay nor lose events
+        emu.create(emu_pod("new-2"))
+        emu.delete("v1", "Pod", "default", "new-1", graceful=False)
+        sink.wait_for(lambda s: "new-2" in s.live and "new-1" not in s.live)
+        assert [c for c in sink.calls if c[1:] == ("new-1",) and c[0] == "ADDED"] == [("ADDED", "new-1")]
+        assert sum(1 for c in sink.calls if c == ("begin",)) == 1
+        emu.vanish("v1", "Pod", "ns0", "p0000")  # gone without a watch event ...
+        emu.force_410("Pod")
+        emu.drop_watches()  # ... caught by the relist the 410 forces
+        sink.wait_for(lambda s: sum(1 for c in s.calls if c == ("end",)) == 2)
+        assert "p0000" not in sink.live and len(sink.live) == 1203
+    finally:
+        stop.set()
+        thread.join(3)
+    assert not thread.is_alive()
+
+
+@pytest.mark.timeout(30)
+def test_emulator_transient_failures_back_off_and_forbidden_stops_the_kind(emu, tmp_path):
+    kube = emu_kube(emu, tmp_path)
+    kube.discover([POD])
+    emu.fail("Pod", 503, count=2)
+    sink = LiveSink()
+    stop, thread = start_engine(kube, sink)
+    try:
+        sink.wait_for(lambda s: ("end",) in s.calls)
+        emu.fail("Pod", 403, count=5)
+        emu.drop_watches()
+        sink.wait_for(lambda s: s.calls[-1][0] == "failed")
+        assert sink.calls[-1] == ("failed", 'forbidden: cannot watch pods in all namespaces; grant get/list/watch on pods '
+                                            '(apiGroups: [""], resources: ["pods"])')
+        thread.join(3)
+        assert not thread.is_alive()
+    finally:
+        stop.set()
+
+
+def test_emulator_identity_and_wrong_token(emu, tmp_path):
+    kube = emu_kube(emu, tmp_path)
+    assert kube.cluster_identity() == (emu.url, emu.cluster_uid)
+    path = emu.write_kubeconfig(tmp_path / "bad")
+    Path(path).write_text(Path(path).read_text().replace("sekret", "wrong"))
+    bad = Kube.connect(resolve_target(kubeconfig=path, context=None, environ={}))
+    with pytest.raises(KubeError, match=r"^unauthorized \(401\) by http://127\.0\.0\.1:\d+ with the credentials of context 'emulator'"):
+        bad.list_page(PODS, namespace=None)
