@@ -247,7 +247,7 @@ class Kube:
         if old is not None:
             old.rest_client.pool_manager.clear()
 
-    def _snapshot(self) -> tuple[int, Any, dict[str, str]]:
+    def _snapshot(self) -> tuple[int, Any, str, dict[str, str]]:
         """The current pool and headers; the client's refresh hook renews an expiring token here."""
         with self._lock:
             configuration = self._api.configuration
@@ -255,7 +255,7 @@ class Kube:
             for setting in configuration.auth_settings().values():
                 if setting.get("in") == "header" and setting.get("value"):
                     headers[setting["key"]] = setting["value"]
-            return self._generation, self._api.rest_client.pool_manager, headers
+            return self._generation, self._api.rest_client.pool_manager, self._host, headers
 
     def _reload_after_401(self, generation: int) -> None:
         with self._lock:
@@ -267,14 +267,13 @@ class Kube:
               resource: Resource | None, namespace: str | None) -> Any:
         """Send a GET and return the undecoded urllib3 response with a 2xx status, or raise."""
         for attempt in range(2):
-            generation, pool, headers = self._snapshot()
-            url = self._host + path
+            generation, pool, host, headers = self._snapshot()
             try:
-                resp = pool.request("GET", url, fields=dict(query), headers=headers, preload_content=False,
+                resp = pool.request("GET", host + path, fields=dict(query), headers=headers, preload_content=False,
                                     timeout=urllib3.Timeout(connect=self.connect_timeout, read=read_timeout),
                                     retries=False, redirect=False)
             except urllib3.exceptions.HTTPError as exc:
-                raise transport_error(exc, host=self._host, context=self.target.context) from exc
+                raise transport_error(exc, host=host, context=self.target.context) from exc
             if 200 <= resp.status < 300:
                 return resp
             body = _drain(resp)
