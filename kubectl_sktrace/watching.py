@@ -14,14 +14,18 @@ What it guarantees (SPEC §5 step 5, NOTES "The API protocol"):
   without a relist.
 - 410, as an HTTP status or as an ERROR event, means history before our version is gone: relist.
 - ``TransientError`` (connection refused or reset, dead connection, 429, 5xx) backs off 0.8 s doubling to
-  30 s with ±20 % jitter, or the server's Retry-After when it is longer, then re-watches from the last
+  30 s with ±20 % jitter, or the server's Retry-After when it is longer (at most 300 s), then re-watches
+  from the last
   version (a relist only when no list has completed yet). The delay resets after a list completes or an
-  event arrives. A stream that ends at once with nothing in it also backs off, so a server that closes
+  event or bookmark arrives. A stream that ends at once with nothing in it also backs off, so a server that closes
   every watch immediately is not hammered.
 - Any other ``KubeError`` (403, 404, 401 after the credential reload) is permanent for this kind:
   ``sink.failed`` and return. The other kinds keep running.
 - ``stop`` is checked between events, and the watch callable is given it (``Kube.watch`` notices it within
   half a second even on a silent stream); the sleep must return early when ``stop`` is set (``stop.wait``).
+
+Items of list pages get ``apiVersion``/``kind`` of the watched kind (built-in lists omit them); empty
+pages are not passed on. Watch objects get them only when missing. Bookmarks never reach the sink.
 
 Sink protocol: ``relist_begin`` may be followed by another ``relist_begin`` without ``relist_end`` when a
 list failed midway (or its continue token expired); the sink drops what the unfinished relist collected.
