@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import http.client
 import json
 import logging
 import socket
@@ -330,8 +331,7 @@ class Kube:
         Reading here rather than on a helper thread avoids one thread hand-off per event (each event is its
         own HTTP chunk); a silent connection ends with the socket's read timeout (``idle_timeout``).
         """
-        read1 = getattr(resp, "read1", None)
-        chunks: Iterator[bytes] = iter(lambda: read1(READ_SIZE) or b"", b"") if read1 is not None else resp.stream(None)
+        chunks = _chunks(resp)
         if stop is not None:
             self._watchdog.watch(resp, stop)
         buffer = b""
@@ -342,7 +342,7 @@ class Kube:
                     return
                 try:
                     data = next(chunks, None)
-                except urllib3.exceptions.HTTPError as exc:
+                except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
                     if stop is not None and stop.is_set():
                         return
                     raise transport_error(exc, host=self._host, context=self.target.context) from exc
@@ -419,7 +419,7 @@ def transport_error(exc: BaseException, *, host: str, context: str) -> KubeError
             return KubeError(f"TLS certificate check failed for {host} ({reason}); check certificate-authority "
                              f"of the cluster of context {context!r} in your kubeconfig, or the server's certificate")
         return TransientError(f"TLS connection to {host} failed ({reason}); retrying")
-    if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
+    if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)):
         return TransientError(f"no data from {host} in time (read timed out); the connection is presumed dead")
     if isinstance(exc, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)):
         return TransientError(f"cannot reach the API server at {host} ({reason}); check that the cluster is up "
@@ -429,6 +429,8 @@ def transport_error(exc: BaseException, *, host: str, context: str) -> KubeError
 
 def _root_reason(exc: BaseException) -> str:
     """The most telling short text in an exception chain (``Connection refused``, not an object repr)."""
+    if isinstance(exc, http.client.IncompleteRead):
+        return f"Connection broken: {exc!r}"
     seen: list[BaseException] = []
     stack: list[BaseException | None] = [exc]
     while stack:
@@ -532,6 +534,23 @@ def _parse_line(line: bytes, host: str) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise TransientError(f"malformed watch event from {host}: expected an object")
     return event
+
+
+def _chunks(resp: Any) -> Iterator[bytes]:
+    """What arrives on the stream, as soon as it arrives.
+
+    The body is not content-encoded (we send no Accept-Encoding), so the http.client response under
+    urllib3's is read directly: urllib3's per-read bookkeeping cost as much as the reading itself, at
+    10,000+ events a second. Its errors (``IncompleteRead``, socket timeouts and resets) are mapped by
+    ``transport_error`` like urllib3's. Older urllib3 without that attribute falls back to ``read1``/``stream``.
+    """
+    raw = getattr(resp, "_fp", None)
+    if raw is not None and hasattr(raw, "read1") and not resp.headers.get("Content-Encoding"):
+        return iter(lambda: raw.read1(READ_SIZE) or b"", b"")
+    read1 = getattr(resp, "read1", None)
+    if read1 is not None:
+        return iter(lambda: read1(READ_SIZE) or b"", b"")
+    return iter(resp.stream(None))
 
 
 def _interrupt(resp: Any) -> None:
