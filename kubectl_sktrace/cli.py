@@ -124,6 +124,66 @@ def version(output: str) -> None:
     click.echo(render.render_mapping(info, output))
 
 
+# --- foundation commands: config, inspect, validate -------------------------------------------------
+
+
+@cli.command("config", short_help="Print the default tracer config to start from.")
+@verbosity_option
+def config_command() -> None:
+    """Print the default tracer config (SimKube's TracerConfig YAML) to start from.
+
+    \b
+    Example:
+      kubectl sktrace config > tracer.yaml
+      kubectl sktrace start --config tracer.yaml
+    """
+    from kubectl_sktrace import tracerconfig
+
+    click.echo(tracerconfig.config_to_yaml(tracerconfig.default_config()), nl=False)
+
+
+@cli.command("inspect", short_help="Summarize a SimKube v2 trace file.")
+@verbosity_option
+@output_option
+@click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
+@click.argument("trace", metavar="TRACE", type=click.Path(dir_okay=False))
+def inspect_command(trace: str, with_events: bool, output: str) -> None:
+    """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
+
+    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer.
+
+    \b
+    Example:
+      kubectl sktrace inspect incident.sktrace --events
+    """
+    from kubectl_sktrace import inspection, render
+
+    click.echo(render.render_inspection(inspection.inspect_trace(trace, with_events=with_events), output))
+
+
+@cli.command("validate", short_help="Check a trace as SimKube would; exit 1 on errors.")
+@verbosity_option
+@output_option
+@click.argument("trace", metavar="TRACE", type=click.Path(dir_okay=False))
+def validate_command(trace: str, output: str) -> None:
+    """Check a trace the way SimKube loads it, plus its rules W0000 and E0001-E0005; exit 1 on errors.
+
+    A file that is not a v2 trace at all is one Error: line. Otherwise every finding is listed: L0001-L0003
+    (SimKube would refuse to load the trace), W0000 (status present), E0001-E0005 (a ServiceAccount,
+    Secret or ConfigMap used by a pod template is not in the trace before it).
+
+    \b
+    Example:
+      kubectl sktrace validate incident.sktrace -o json
+    """
+    from kubectl_sktrace import render, validation
+
+    report = validation.validate_trace(trace)
+    click.echo(render.render_validation(report, output))
+    if report.has_errors:
+        sys.exit(1)
+
+
 def main() -> None:
     cli(prog_name="kubectl sktrace")
 
