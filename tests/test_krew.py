@@ -304,3 +304,17 @@ def test_kubectl_sktrace_version_from_the_archive(installed: dict[str, Any]) -> 
     shown = _kubectl(installed, "sktrace", "version", "-o", "json")
     assert shown.returncode == 0, shown.stderr
     assert f'"plugin": "{__version__}"' in shown.stdout
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("trace", ["dsb-scaling.sktrace", "bare-pods.sktrace"])
+def test_archive_reads_traces_with_pure_python_msgpack_exactly_as_the_pip_install(installed: dict[str, Any],
+                                                                                   trace: str) -> None:
+    if not (REPO / "tests" / "data" / trace).exists():
+        pytest.skip(f"tests/data/{trace} is not there")
+    path = str(REPO / "tests" / "data" / trace)
+    for command in (["inspect", path, "-o", "json"], ["validate", path]):
+        from_archive = _kubectl(installed, "sktrace", *command)
+        from_pip = subprocess.run([sys.executable, "-m", "kubectl_sktrace", *command], capture_output=True, text=True)
+        assert from_archive.returncode == from_pip.returncode == 0, from_archive.stderr
+        assert from_archive.stdout == from_pip.stdout
