@@ -318,3 +318,23 @@ def test_archive_reads_traces_with_pure_python_msgpack_exactly_as_the_pip_instal
         from_pip = subprocess.run([sys.executable, "-m", "kubectl_sktrace", *command], capture_output=True, text=True)
         assert from_archive.returncode == from_pip.returncode == 0, from_archive.stderr
         assert from_archive.stdout == from_pip.stdout
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(os.environ.get("SKTRACE_SLOW") != "1", reason="installs pipx from PyPI (~30 s); SKTRACE_SLOW=1")
+def test_pipx_install_puts_kubectl_sktrace_on_path(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not on PATH")
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "tools")], check=True)
+    subprocess.run([str(tmp_path / "tools" / "bin" / "pip"), "install", "-q", "pipx"], check=True, capture_output=True)
+    env = {**os.environ, "PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(tmp_path / "bin"),
+           "PIPX_MAN_DIR": str(tmp_path / "man")}
+    env.pop("VIRTUAL_ENV", None)
+    subprocess.run([str(tmp_path / "tools" / "bin" / "pipx"), "install", str(REPO)], check=True, capture_output=True,
+                   env=env)
+    env["PATH"] = os.pathsep.join([str(tmp_path / "bin"), str(Path(kubectl).parent)])
+    listing = subprocess.run(["kubectl", "plugin", "list"], capture_output=True, text=True, env=env)
+    assert f"{tmp_path}/bin/kubectl-sktrace" in listing.stdout.splitlines()
+    shown = subprocess.run(["kubectl", "sktrace", "--version"], capture_output=True, text=True, env=env)
+    assert shown.stdout == f"kubectl-sktrace {__version__}\n"
