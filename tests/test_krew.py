@@ -338,3 +338,14 @@ def test_pipx_install_puts_kubectl_sktrace_on_path(tmp_path: Path) -> None:
     assert f"{tmp_path}/bin/kubectl-sktrace" in listing.stdout.splitlines()
     shown = subprocess.run(["kubectl", "sktrace", "--version"], capture_output=True, text=True, env=env)
     assert shown.stdout == f"kubectl-sktrace {__version__}\n"
+
+
+@pytest.mark.timeout(180)
+def test_shell_completion_as_the_readme_documents_it_from_the_archive(installed: dict[str, Any]) -> None:
+    env = {**installed["env"], "_KUBECTL_SKTRACE_COMPLETE": "bash_source"}
+    script = subprocess.run(["kubectl-sktrace"], capture_output=True, text=True, env=env, timeout=60)
+    assert script.returncode == 0, script.stderr
+    assert "complete -o nosort -F _kubectl_sktrace_completion kubectl-sktrace" in script.stdout
+    env.update({"_KUBECTL_SKTRACE_COMPLETE": "bash_complete", "COMP_WORDS": "kubectl-sktrace ver", "COMP_CWORD": "1"})
+    completed = subprocess.run(["kubectl-sktrace"], capture_output=True, text=True, env=env, timeout=60)
+    assert completed.stdout == "plain,version\n"
