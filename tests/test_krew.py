@@ -349,3 +349,13 @@ def test_shell_completion_as_the_readme_documents_it_from_the_archive(installed:
     env.update({"_KUBECTL_SKTRACE_COMPLETE": "bash_complete", "COMP_WORDS": "kubectl-sktrace ver", "COMP_CWORD": "1"})
     completed = subprocess.run(["kubectl-sktrace"], capture_output=True, text=True, env=env, timeout=60)
     assert completed.stdout == "plain,version\n"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif('@cli.command("demo"' not in (REPO / "kubectl_sktrace" / "cli.py").read_text(),
+                    reason="the demo command is not there yet")
+def test_kubectl_sktrace_demo_runs_end_to_end_from_the_archive(installed: dict[str, Any], tmp_path: Path) -> None:
+    demo = subprocess.run(["kubectl", "sktrace", "demo"], capture_output=True, text=True, env=installed["env"],
+                          cwd=tmp_path, timeout=240)
+    assert demo.returncode == 0, demo.stderr
+    assert "Error:" not in demo.stderr
