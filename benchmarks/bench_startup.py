@@ -88,10 +88,9 @@ def main() -> int:
             ("kubectl sktrace --help, archive first run (unpack)", timed(help_cmd, krew_env)),
             ("kubectl sktrace --help, archive later runs", median_of(args.runs, help_cmd, krew_env)),
         ]
-        if (REPO / "kubectl_sktrace" / "render.py").exists():
-            version_cmd = ["kubectl", "sktrace", "version"]
-            rows.append(("kubectl sktrace version, pip install", median_of(args.runs, version_cmd, pip_env)))
-            rows.append(("kubectl sktrace version, archive later runs", median_of(args.runs, version_cmd, krew_env)))
+        version_cmd = ["kubectl", "sktrace", "version"]
+        rows.append(("kubectl sktrace version, pip install", median_of(args.runs, version_cmd, pip_env)))
+        rows.append(("kubectl sktrace version, archive later runs", median_of(args.runs, version_cmd, krew_env)))
         payload = next((tmp / "cache-krew" / "kubectl-sktrace").iterdir())
         import_cmd = ["python3", "-c", f"import sys; sys.path.insert(0, {str(payload)!r}); import kubernetes.client"]
         site = subprocess.run([str(venv / "bin" / "python"), "-c", "import kubernetes, os; "

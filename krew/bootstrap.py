@@ -16,13 +16,14 @@ SyntaxError: no syntax newer than Python 3.6 here.
 
 import os
 import sys
+from typing import Iterator
 
 BUILD_ID = "@BUILD_ID@"
 PAYLOAD_PREFIX = "lib/"
 MIN_PYTHON = (3, 10)
 
 
-def _cache_roots():
+def _cache_roots() -> Iterator[str]:
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     yield os.path.join(xdg, "kubectl-sktrace")
     # a read-only home (some CI containers): fall back to a per-user temporary directory
@@ -32,7 +33,7 @@ def _cache_roots():
     yield os.path.join(tempfile.gettempdir(), "kubectl-sktrace-%s" % uid)
 
 
-def _unpack(archive, target):
+def _unpack(archive: str, target: str) -> None:
     import shutil
     import tempfile
     import zipfile
@@ -52,8 +53,8 @@ def _unpack(archive, target):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _payload_dir(archive):
-    error = None
+def _payload_dir(archive: str) -> str:
+    error = None  # type: OSError | None
     for root in _cache_roots():
         target = os.path.join(root, BUILD_ID)
         if os.path.isdir(target):
@@ -68,7 +69,7 @@ def _payload_dir(archive):
     sys.exit(1)
 
 
-def main():
+def main() -> None:
     if sys.version_info < MIN_PYTHON:
         sys.stderr.write("Error: kubectl-sktrace needs Python %d.%d or newer, but python3 is %d.%d (%s); "
                          "install a newer python3 or use 'pipx install kubectl-sktrace'\n"

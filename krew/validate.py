@@ -211,7 +211,8 @@ def host_os_arch() -> tuple[str, str]:
 
 
 def matching_platform(manifest: dict[str, Any], os_name: str, arch: str) -> dict[str, Any]:
-    for plat in manifest["spec"]["platforms"]:
+    platforms: list[dict[str, Any]] = manifest["spec"]["platforms"]
+    for plat in platforms:
         if selector_matches(plat.get("selector") or {}, os_name, arch):
             return plat
     raise InstallError(f"plugin {manifest['metadata']['name']!r} does not offer installation for {os_name}/{arch}")

@@ -42,7 +42,8 @@ from kubectl_sktrace.cli import cli as cli_group  # noqa: E402
 
 
 def _manifest() -> dict[str, Any]:
-    return validate.load_manifest(REPO / "plugin.yaml")
+    manifest: dict[str, Any] = validate.load_manifest(REPO / "plugin.yaml")
+    return manifest
 
 
 def _tarball(path: Path, entries: dict[str, tuple[bytes, int]]) -> str:
