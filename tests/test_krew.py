@@ -359,3 +359,36 @@ def test_kubectl_sktrace_demo_runs_end_to_end_from_the_archive(installed: dict[s
                           cwd=tmp_path, timeout=240)
     assert demo.returncode == 0, demo.stderr
     assert "Error:" not in demo.stderr
+
+
+def _interpreter(minor: int) -> str | None:
+    """python3.<minor> from PATH or from a pyenv installation, if this machine has it."""
+    found = shutil.which(f"python3.{minor}")
+    candidates = [found] if found and "shims" not in found else []
+    candidates += sorted(str(p) for p in (Path.home() / ".pyenv" / "versions").glob(f"3.{minor}.*/bin/python3"))
+    for candidate in candidates:
+        probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[1])"], capture_output=True, text=True)
+        if probe.returncode == 0 and probe.stdout.strip() == str(minor):
+            return candidate
+    return None
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("minor", range(6, 14), ids=[f"python3.{m}" for m in range(6, 14)])
+def test_archive_runs_on_every_supported_python_and_explains_older_ones(installed: dict[str, Any],
+                                                                          minor: int) -> None:
+    python = _interpreter(minor)
+    if python is None:
+        pytest.skip(f"python3.{minor} is not installed here")
+    ran = subprocess.run([python, str(installed["link"]), "--version"], capture_output=True, text=True,
+                         env=installed["env"], timeout=120)
+    if minor >= 10:
+        assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"kubectl-sktrace {__version__}\n", "")
+        trace = REPO / "tests" / "data" / "cronjob.sktrace"
+        checked = subprocess.run([python, str(installed["link"]), "validate", str(trace)], capture_output=True,
+                                 text=True, env=installed["env"], timeout=120)
+        assert (checked.returncode, checked.stdout) == (0, f"{trace}: valid, 0 errors, 0 warnings\n"), checked.stderr
+    else:
+        assert ran.returncode == 1 and ran.stdout == ""
+        assert ran.stderr == (f"Error: kubectl-sktrace needs Python 3.10 or newer, but python3 is 3.{minor} ({python}); "
+                              "install a newer python3 or use 'pipx install kubectl-sktrace'\n")
