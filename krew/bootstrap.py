@@ -8,7 +8,8 @@ written in below by ``krew/build.py``, so a new release unpacks beside the old o
 
 Unpacking is atomic: into a temporary directory beside the target, then one ``rename``. Two first runs at
 once both unpack; one rename wins, the other sees the directory and uses it. A half-finished unpack
-(killed process) leaves only a ``.unpack-*`` directory that is never used.
+(killed process) leaves only a ``.unpack-*`` directory that is never used. Each run touches its
+directory; the first run of a new build removes other builds and leftovers not started for two weeks.
 
 This file must stay parseable by old ``python3`` versions so that they get a clear message, not a
 SyntaxError: no syntax newer than Python 3.6 here.
@@ -21,6 +22,7 @@ from typing import Iterator
 BUILD_ID = "@BUILD_ID@"
 PAYLOAD_PREFIX = "lib/"
 MIN_PYTHON = (3, 10)
+STALE_SECONDS = 14 * 24 * 3600
 
 
 def _cache_roots() -> Iterator[str]:
@@ -53,14 +55,35 @@ def _unpack(archive: str, target: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _prune(root: str) -> None:
+    """Drop other builds (an upgrade leaves the old one behind) not started for STALE_SECONDS."""
+    import shutil
+    import time
+
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        is_build = len(name) == len(BUILD_ID) and all(c in "0123456789abcdef" for c in name)
+        try:
+            stale = time.time() - os.stat(path).st_mtime > STALE_SECONDS
+        except OSError:
+            continue
+        if name != BUILD_ID and stale and (is_build or name.startswith(".unpack-")):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def _payload_dir(archive: str) -> str:
     error = None  # type: OSError | None
     for root in _cache_roots():
         target = os.path.join(root, BUILD_ID)
         if os.path.isdir(target):
+            try:
+                os.utime(target)  # "last started", for _prune
+            except OSError:
+                pass
             return target
         try:
             _unpack(archive, target)
+            _prune(root)
             return target
         except OSError as exc:
             error = exc

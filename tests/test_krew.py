@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -395,3 +396,20 @@ def test_archive_runs_on_every_supported_python_and_explains_older_ones(installe
         assert ran.returncode == 1 and ran.stdout == ""
         assert ran.stderr == (f"Error: kubectl-sktrace needs Python 3.10 or newer, but python3 is 3.{minor} ({python}); "
                               "install a newer python3 or use 'pipx install kubectl-sktrace'\n")
+
+
+@pytest.mark.timeout(180)
+def test_first_run_of_a_build_prunes_builds_not_started_for_two_weeks(installed: dict[str, Any],
+                                                                       tmp_path: Path) -> None:
+    root = tmp_path / "cache" / "kubectl-sktrace"
+    old, recent, leftover, other = root / "0123456789abcdef", root / "fedcba9876543210", root / ".unpack-x", root / "notes"
+    for path in (old, recent, leftover, other):
+        path.mkdir(parents=True)
+    month_ago = time.time() - 30 * 24 * 3600
+    for path in (old, leftover, other):
+        os.utime(path, (month_ago, month_ago))
+    env = {**installed["env"], "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    ran = subprocess.run(["kubectl", "sktrace", "--version"], capture_output=True, text=True, env=env, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    left = sorted(p.name for p in root.iterdir())
+    assert len(left) == 3 and "fedcba9876543210" in left and "notes" in left
