@@ -147,7 +147,9 @@ def run_watch(
             if position is not None and position.received:
                 backoff.reset()
             delay = backoff.next_delay(exc.retry_after)
-            log.warning("%s: %s; retrying in %.1fs", gvk, exc, delay)
+            # one failure after a success is routine (a quiet stream presumed dead, a server restart);
+            # say it loudly only when failures repeat
+            log.log(logging.INFO if backoff.attempt == 1 else logging.WARNING, "%s: %s; retrying in %.1fs", gvk, exc, delay)
             sleep(delay)
         except KubeError as exc:
             log.warning("%s: %s", gvk, exc)

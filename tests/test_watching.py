@@ -336,3 +336,12 @@ def test_watch_is_given_namespace_timeout_and_stop():
     run_watch(resource=RES, namespace="team-a", list_page=lambda r, **kw: page([], rv="4"), watch=watch, sink=Recorder(),
               clock=Clock(), sleep=lambda s: None, stop=stop, rng=random.Random(0), timeout_seconds=120)
     assert seen == {"namespace": "team-a", "resource_version": "4", "timeout_seconds": 120, "stop": stop}
+
+
+def test_a_single_transient_failure_is_info_and_repeated_ones_warn(caplog):
+    import logging
+    caplog.set_level(logging.INFO, logger="kubectl_sktrace.watching")
+    fail = TransientError("no data in time")
+    run([page([], rv="1")], [[ev("ADDED", "a", "2"), fail], fail, [ev("ADDED", "b", "3")]], cycles=4)
+    levels = [(r.levelname, r.getMessage().split(";")[0]) for r in caplog.records]
+    assert levels == [("INFO", "apps/v1.Deployment: no data in time"), ("WARNING", "apps/v1.Deployment: no data in time")]
