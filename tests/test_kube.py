@@ -203,28 +203,51 @@ def test_401_after_reload_is_one_line_with_the_fix(tmp_path, api_server):
 
 
 EXEC_PLUGIN = """#!{python}
-import json, os, pathlib
+import datetime, json, os, pathlib
 counter = pathlib.Path({counter!r})
 n = int(counter.read_text()) + 1 if counter.exists() else 1
 counter.write_text(str(n))
 assert "KUBERNETES_EXEC_INFO" in os.environ
-print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
-                  "status": {{"token": "exec-%d" % n}}}}))
+status = {{"token": "exec-%d" % n}}
+if {expires_in!r} is not None:
+    expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds={expires_in!r})
+    status["expirationTimestamp"] = expiry.strftime("%Y-%m-%dT%H:%M:%SZ")
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": status}}))
 """
 
 
-def test_exec_plugin_runs_again_after_a_401(tmp_path, api_server):
+def exec_plugin(tmp_path: Path, *, expires_in: int | None = None) -> dict:
     plugin = tmp_path / "bin" / "plugin"
-    plugin.parent.mkdir()
-    plugin.write_text(EXEC_PLUGIN.format(python=sys.executable, counter=str(tmp_path / "count")))
+    plugin.parent.mkdir(exist_ok=True)
+    plugin.write_text(EXEC_PLUGIN.format(python=sys.executable, counter=str(tmp_path / "count"), expires_in=expires_in))
     plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
+    # a relative command with a path separator is relative to the kubeconfig's directory, as in kubectl
+    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "bin/plugin", "interactiveMode": "Never"}}
+
+
+def test_exec_plugin_runs_again_after_a_401(tmp_path, api_server):
     api_server.route("/api/v1/pods", lambda seen: Reply(body={"metadata": {"resourceVersion": "1"}, "items": []})
                      if seen.headers.get("authorization") == "Bearer exec-2" else Reply(401, {"kind": "Status"}))
-    # a relative command with a path separator is relative to the kubeconfig's directory, as in kubectl
-    kube = connect(tmp_path, api_server.url, user={"exec": {
-        "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "bin/plugin", "interactiveMode": "Never"}})
+    kube = connect(tmp_path, api_server.url, user=exec_plugin(tmp_path))
     kube.list_page(PODS, namespace=None)
     assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer exec-1", "Bearer exec-2"]
+
+
+def test_an_expiring_exec_token_is_renewed_before_requests(tmp_path, api_server):
+    """The client counts a token as expired 5 minutes early: one valid for a minute is renewed each time."""
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "1"}, "items": []}))
+    kube = connect(tmp_path, api_server.url, user=exec_plugin(tmp_path, expires_in=60))
+    kube.list_page(PODS, namespace=None)
+    kube.list_page(PODS, namespace=None)
+    assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer exec-2", "Bearer exec-3"]
+
+
+def test_a_long_lived_exec_token_is_reused(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "1"}, "items": []}))
+    kube = connect(tmp_path, api_server.url, user=exec_plugin(tmp_path, expires_in=3600))
+    kube.list_page(PODS, namespace=None)
+    kube.list_page(PODS, namespace=None)
+    assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer exec-1", "Bearer exec-1"]
 
 
 def test_kubeconfig_is_never_written(tmp_path, api_server):
