@@ -149,6 +149,28 @@ class Stored:
             "status.phase": status.get("phase", "") if rtype.kind == "Pod" else "",
         }
 
+    @classmethod
+    def from_parts(
+        cls,
+        rtype: ResourceType,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        rv: int,
+        raw: bytes,
+        labels: dict[str, str],
+        owner_uids: tuple[str, ...],
+        node_name: str = "",
+        phase: str = "",
+    ) -> Stored:
+        """Build a record from parts already known (the bulk builder), skipping a parse of ``raw``."""
+        self = cls.__new__(cls)
+        self.rtype, self.namespace, self.name, self.uid, self.rv, self.raw = rtype, namespace, name, uid, rv, raw
+        self.labels, self.owner_uids, self.finalizers, self.deleting = labels, owner_uids, False, False
+        self.fields = {"metadata.name": name, "metadata.namespace": namespace, "spec.nodeName": node_name, "status.phase": phase}
+        return self
+
     def obj(self) -> Obj:
         """A fresh dict of this version (callers may mutate it freely)."""
         result: Obj = json.loads(self.raw)
@@ -366,6 +388,66 @@ def json_patch(target: Obj, ops: list[Obj]) -> Obj:
     return result
 
 
+def default_pod(pod: Obj, *, suffix: str, created: str) -> None:
+    """What admission and defaulting add to a new pod on a real server (the service-account token
+    volume and its mounts, pull policies, scheduler and DNS defaults, tolerations, a Pending status)."""
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("serviceAccountName", "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+    spec.setdefault(
+        "tolerations",
+        [
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        ],
+    )
+    volumes = spec.setdefault("volumes", [])
+    token_volume = next((v["name"] for v in volumes if v.get("name", "").startswith("kube-api-access-")), None)
+    if token_volume is None:
+        token_volume = f"kube-api-access-{suffix}"
+        volumes.append(
+            {
+                "name": token_volume,
+                "projected": {
+                    "defaultMode": 420,
+                    "sources": [
+                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+                    ],
+                },
+            }
+        )
+    for container in list(spec.get("initContainers") or []) + list(spec.setdefault("containers", [])):
+        container.setdefault("resources", {})
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        image = str(container.get("image", ""))
+        container.setdefault("imagePullPolicy", "Always" if image.endswith(":latest") or ":" not in image else "IfNotPresent")
+        mounts = container.setdefault("volumeMounts", [])
+        if not any(m.get("name") == token_volume for m in mounts):
+            mounts.append({"name": token_volume, "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"})
+    pod["status"] = {"phase": "Pending", "qosClass": pod_qos(spec)}
+
+
+def pod_qos(spec: Obj) -> str:
+    requests = [c.get("resources", {}).get("requests") for c in spec.get("containers", [])]
+    limits = [c.get("resources", {}).get("limits") for c in spec.get("containers", [])]
+    if not any(requests) and not any(limits):
+        return "BestEffort"
+    if all(limits) and all(r == lim or not r for r, lim in zip(requests, limits)):
+        return "Guaranteed"
+    return "Burstable"
+
+
 def _without_rv(obj: Obj) -> Obj:
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
     return {**obj, "metadata": meta}
@@ -563,7 +645,7 @@ class Store:
                 obj["status"] = {"phase": "Active"}
                 meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
             if rtype.kind == "Pod":
-                obj.setdefault("status", {"phase": "Pending", "qosClass": "BestEffort"})
+                default_pod(obj, suffix=random_suffix(self.rng), created=meta["creationTimestamp"])
             return self._commit(rtype, "ADDED", obj)
 
     def update(self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None, subresource: str = "") -> Stored:
@@ -587,7 +669,7 @@ class Store:
         rtype = old.rtype
         previous = old.obj()
         if subresource == "status":
-            new = previous
+            new = old.obj()
             new["status"] = obj.get("status", {})
         else:
             new = obj
@@ -690,6 +772,24 @@ class Store:
                 history.events = []
             self.changed.notify_all()
             return self.rv
+
+    def next_rv(self) -> int:
+        """Take the next resourceVersion for ``insert_stored`` (hold ``lock`` across both)."""
+        return self._next_rv()
+
+    def insert_stored(self, stored: Stored) -> None:
+        """Add a new object built by ``Stored.from_parts`` as an ADDED event; hold ``lock``, notify after."""
+        self.objects[stored.rtype][(stored.namespace, stored.name)] = stored
+        for owner in stored.owner_uids:
+            self.dependents.setdefault(owner, set()).add((stored.rtype, stored.namespace, stored.name))
+        self.histories[stored.rtype].append(Event(stored.rv, "ADDED", stored))
+
+    def dependents_of(self, owner_uid: str, rtype: ResourceType) -> list[Stored]:
+        """Current objects of ``rtype`` that list ``owner_uid`` among their owners, by name."""
+        with self.lock:
+            keys = [k for k in self.dependents.get(owner_uid, ()) if k[0] == rtype]
+            found = [self.objects[rtype].get((ns, name)) for _, ns, name in keys]
+        return sorted((s for s in found if s is not None), key=lambda s: s.name)
 
     def bulk_insert(self, rtype: ResourceType, objs: Iterable[Obj]) -> int:
         """Insert many new objects as ADDED events under one lock hold, one notification (fast builds).
