@@ -13,6 +13,7 @@ them, as a controller inside the control plane would.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import shutil
@@ -237,11 +238,10 @@ class Emulator:
         return False
 
 
+@functools.lru_cache(maxsize=1)
 def _self_signed_context() -> tuple[ssl.SSLContext, bytes]:
-    """A TLS context with a fresh self-signed certificate for 127.0.0.1 (made by the openssl command).
-
-    TLS is on by default because kubectl sends a bearer token only over https.
-    """
+    """A TLS context with a self-signed certificate for 127.0.0.1, made by the openssl command once per
+    process. TLS is on by default because kubectl sends a bearer token only over https."""
     with tempfile.TemporaryDirectory(prefix="sktrace-emulator-") as tmp:
         cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
         subprocess.run(

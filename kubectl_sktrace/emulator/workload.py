@@ -142,10 +142,10 @@ class Workload:
         with self.store.lock:
             self._positions = {rt: self.store.histories[rt].offset for rt in self._watched}
         self._dirty: dict[ResourceType, set[tuple[str, str]]] = {rt: set() for rt in self._watched}
+        self._owners: dict[str, tuple[ResourceType, str, str]] = {}
         self._resync()
         self._pods: dict[tuple[str, str], _PodTrack] = {}
         self._crons: dict[tuple[str, str], float] = {}  # next run time
-        self._owners: dict[str, tuple[ResourceType, str, str]] = {}
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._node_names = self._ensure_nodes(nodes)
@@ -156,6 +156,8 @@ class Workload:
         with self.store.lock:
             for rt in self._watched:
                 self._dirty[rt].update(self.store.objects[rt].keys())
+                if rt != self.T_POD:
+                    self._owners.update({s.uid: (rt, s.namespace, s.name) for s in self.store.objects[rt].values()})
                 self._positions[rt] = self.store.histories[rt].end()
 
     def _ensure_nodes(self, count: int) -> list[str]:
