@@ -223,7 +223,9 @@ class Workload:
     # one pass
 
     def step(self) -> None:
-        """Reconcile everything due now: owners first, then the kubelet, then CronJob schedules."""
+        """Reconcile everything due now: CronJob schedules, then owners down to pods, then the kubelet."""
+        self._drain()
+        self._cron_schedules()
         self._drain()
         for _ in range(4):  # a few rounds, so a Deployment reaches its Pods within one step
             for rt, reconcile in ((self.T_CRON, self._reconcile_cronjob), (self.T_DEPLOY, self._reconcile_deployment), (self.T_RS, self._reconcile_replicaset), (self.T_JOB, self._reconcile_job)):
@@ -234,7 +236,6 @@ class Workload:
             if not any(self._dirty[rt] for rt in (self.T_DEPLOY, self.T_RS, self.T_JOB)):
                 break
         self._kubelet()
-        self._cron_schedules()
         self._drain()
 
     def _guard(self, fn: Callable[[tuple[str, str]], None], key: tuple[str, str]) -> None:
