@@ -92,6 +92,7 @@ class Emulator:
         self._forced_410: dict[str | None, int] = {}
         self._delay = 0.0
         self.drop_generation = 0
+        self.open_watches = 0
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.store.create(self.store.type_of("v1", "Namespace"), {"metadata": {"name": ns}})
 
@@ -346,7 +347,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client went away (broken pipe, reset, TLS EOF): nothing left to answer
             self.close_connection = True
 
     # routing
@@ -585,6 +586,16 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if error is not None:
             return self._end_with_error(error)
+        with emu._knob_lock:
+            emu.open_watches += 1
+        try:
+            self._stream(rtype, flt, initial, position, table=table, timeout=timeout, bookmarks=bookmarks, generation=generation)
+        finally:
+            with emu._knob_lock:
+                emu.open_watches -= 1
+
+    def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, table: bool, timeout: float | None, bookmarks: bool, generation: int) -> None:
+        emu, store = self.emulator, self.emulator.store
         prefix = {t: b'{"type":"%s","object":' % t.encode() for t in ("ADDED", "MODIFIED", "DELETED")}
         encode = (lambda t, s: self._table_event(rtype, t, s)) if table else (lambda t, s: b"".join((prefix[t], s.raw, b"}\n")))
         for start in range(0, len(initial), 1000):

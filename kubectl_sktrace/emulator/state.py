@@ -777,12 +777,13 @@ class Store:
         """Take the next resourceVersion for ``insert_stored`` (hold ``lock`` across both)."""
         return self._next_rv()
 
-    def insert_stored(self, stored: Stored) -> None:
-        """Add a new object built by ``Stored.from_parts`` as an ADDED event; hold ``lock``, notify after."""
+    def insert_stored(self, stored: Stored, *, event_type: str = "ADDED") -> None:
+        """Store a version built by ``Stored.from_parts`` (new: ADDED; same owners: MODIFIED) and record its
+        event; hold ``lock`` and take its version with ``next_rv``, notify ``changed`` after a batch."""
         self.objects[stored.rtype][(stored.namespace, stored.name)] = stored
         for owner in stored.owner_uids:
             self.dependents.setdefault(owner, set()).add((stored.rtype, stored.namespace, stored.name))
-        self.histories[stored.rtype].append(Event(stored.rv, "ADDED", stored))
+        self.histories[stored.rtype].append(Event(stored.rv, event_type, stored))
 
     def dependents_of(self, owner_uid: str, rtype: ResourceType) -> list[Stored]:
         """Current objects of ``rtype`` that list ``owner_uid`` among their owners, by name."""
