@@ -277,3 +277,14 @@ def test_plain_http_mode_and_kubeconfig(tmp_path) -> None:  # type: ignore[no-un
         config = json.loads(open(emu.write_kubeconfig(tmp_path / "k", context="c")).read())
         assert config["current-context"] == "c" and config["clusters"][0]["cluster"] == {"server": emu.url}
         assert config["users"][0]["user"] == {"token": "test-token"}
+
+
+def test_watch_as_table_for_kubectl_human_output(emulator: Emulator) -> None:
+    conn = connect(emulator)
+    conn.request("GET", f"/api/v1/pods?watch=1&resourceVersion={emulator.resource_version}", headers={"Authorization": "Bearer test-token", "Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"})
+    resp = conn.getresponse()
+    emulator.create(make_pod("t"))
+    event = events(resp, 1)[0]
+    assert event["type"] == "ADDED" and event["object"]["kind"] == "Table"
+    assert event["object"]["rows"][0]["cells"][0] == "t"
+    conn.close()

@@ -11,9 +11,11 @@ and a bearer-token check. It binds to 127.0.0.1 only.
 Public API::
 
     from kubectl_sktrace.emulator import Emulator
-    emu = Emulator(token="t", bookmark_interval=60.0, history_limit=200_000, seed=None)
+    emu = Emulator(token="t", port=0, bookmark_interval=60.0, history_limit=200_000, continue_ttl=300.0,
+                   seed=None, tls=None)   # tls=None: https when the openssl command exists (kubectl sends
+                                          # bearer tokens only over https); the CA is in emu.ca_pem
     emu.start() / emu.stop() / with Emulator() as emu: ...
-    emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator") -> str
+    emu.url; emu.port; emu.open_watches; emu.write_kubeconfig(path, *, context="emulator") -> str
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
     emu.patch(api_version, kind, namespace, name, patch) -> dict         # JSON merge patch
     emu.delete(api_version, kind, namespace, name, *, graceful=True)
@@ -27,7 +29,10 @@ Public API::
 
     from kubectl_sktrace.emulator.workload import Workload, build_large_state
     wl = Workload(emu, seed=1); wl.step(); wl.start(); wl.stop(); wl.generate(rate, duration)
-    build_large_state(emu, deployments=5000, pods_per_deployment=10)
+    build_large_state(emu, *, deployments=5000, pods_per_deployment=10, namespaces=50, seed=7) -> int
+    RestartStorm(emu, restarts=0).run() -> int   # one MODIFIED per running pod, fast (benchmarks)
+    annotations: sktrace.io/run-seconds on a pod (it finishes after that), sktrace.io/every-seconds on a
+    CronJob (overrides its schedule)
 
 Standalone: ``python -m kubectl_sktrace.emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]``.
 

@@ -597,7 +597,12 @@ class Handler(BaseHTTPRequestHandler):
     def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, table: bool, timeout: float | None, bookmarks: bool, generation: int) -> None:
         emu, store = self.emulator, self.emulator.store
         prefix = {t: b'{"type":"%s","object":' % t.encode() for t in ("ADDED", "MODIFIED", "DELETED")}
-        encode = (lambda t, s: self._table_event(rtype, t, s)) if table else (lambda t, s: b"".join((prefix[t], s.raw, b"}\n")))
+
+        def encode(event_type: str, stored: Stored) -> bytes:
+            if table:
+                return self._table_event(rtype, event_type, stored)
+            return b"".join((prefix[event_type], stored.raw, b"}\n"))
+
         for start in range(0, len(initial), 1000):
             self._write_chunk(b"".join(encode("ADDED", s) for s in initial[start : start + 1000]))
         del initial

@@ -20,6 +20,7 @@ by anyone (kubectl over HTTP, tests calling ``Emulator.create``). ``step()`` is 
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
@@ -232,17 +233,18 @@ class Workload:
             for rt, reconcile in ((self.T_CRON, self._reconcile_cronjob), (self.T_DEPLOY, self._reconcile_deployment), (self.T_RS, self._reconcile_replicaset), (self.T_JOB, self._reconcile_job)):
                 keys, self._dirty[rt] = sorted(self._dirty[rt]), set()
                 for key in keys:
-                    self._guard(reconcile, key)
+                    self._guard(functools.partial(reconcile, key))
             self._drain()
             if not any(self._dirty[rt] for rt in (self.T_DEPLOY, self.T_RS, self.T_JOB)):
                 break
         self._kubelet()
         self._drain()
 
-    def _guard(self, fn: Callable[[tuple[str, str]], None], key: tuple[str, str]) -> None:
+    @staticmethod
+    def _guard(fn: Callable[[], object]) -> None:
         """Conflicts and objects deleted under our feet are normal for controllers: retry next pass."""
         try:
-            fn(key)
+            fn()
         except ApiError as err:
             if err.code not in (404, 409):
                 raise
@@ -389,11 +391,11 @@ class Workload:
             job_template = json.loads(json.dumps((cron.get("spec") or {}).get("jobTemplate") or {}))
             meta = job_template.setdefault("metadata", {})
             meta.update({"name": f"{key[1]}-{int(now)}", "namespace": key[0], "ownerReferences": [owner_reference(cron)]})
-            self._guard(lambda _k: self.store.create(self.T_JOB, job_template), key)
+            self._guard(functools.partial(self.store.create, self.T_JOB, job_template))
             jobs = sorted(self.store.dependents_of(cron["metadata"]["uid"], self.T_JOB), key=lambda s: s.rv)
             keep = int((cron.get("spec") or {}).get("successfulJobsHistoryLimit", 3))
             for old in jobs[: max(0, len(jobs) - keep)]:
-                self._guard(lambda _k, o=old: self.store.delete(self.T_JOB, o.namespace, o.name), key)
+                self._guard(functools.partial(self.store.delete, self.T_JOB, old.namespace, old.name))
             self.store.patch(self.T_CRON, key[0], key[1], {"status": {"lastScheduleTime": rfc3339(now)}}, subresource="status")
 
     # kubelet
@@ -403,7 +405,7 @@ class Workload:
         for key, track in sorted(self._pods.items()):
             if track.stage == "finished":
                 continue
-            self._guard(lambda k, t=track: self._advance_pod(k, t, now), key)
+            self._guard(functools.partial(self._advance_pod, key, track, now))
 
     def _advance_pod(self, key: tuple[str, str], track: _PodTrack, now: float) -> None:
         stored = self.store.get(self.T_POD, key[0], key[1])
@@ -451,7 +453,7 @@ class Workload:
                 time.sleep(min(0.01, max(0.0, duration - elapsed)))
                 self.step()
                 continue
-            self._guard(lambda _k: self._random_action(namespace, deployments), (namespace, ""))
+            self._guard(functools.partial(self._random_action, namespace, deployments))
             self.step()
         return self.store.rv - start_rv
 
@@ -596,7 +598,7 @@ def running_status(pod: Obj, *, started: float, rng: random.Random) -> Obj:
 
 
 def finished_status(pod: Obj, *, finished: float) -> Obj:
-    status = json.loads(json.dumps(pod.get("status") or {}))
+    status: Obj = json.loads(json.dumps(pod.get("status") or {}))
     now = rfc3339(finished)
     status["phase"] = "Succeeded"
     status["conditions"] = _conditions(now, ready=False)
@@ -654,7 +656,7 @@ def _build(emu: Emulator, *, deployments: int, pods_per_deployment: int, namespa
             store.bulk_insert(t_deploy, [deploy])
             pod_hash = template_hash(deploy["spec"]["template"])
             labels = {**deploy["spec"]["template"]["metadata"]["labels"], "pod-template-hash": pod_hash}
-            rs = {
+            rs: Obj = {
                 "apiVersion": "apps/v1",
                 "kind": "ReplicaSet",
                 "metadata": {
