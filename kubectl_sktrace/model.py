@@ -24,9 +24,10 @@ class GVK:
         hint = f"invalid GVK {text!r}: expected '<group>/<version>.<Kind>' (e.g. 'apps/v1.Deployment') or '<version>.<Kind>' for core kinds (e.g. 'v1.Pod')"
         if not isinstance(text, str):
             raise UsageError(hint)
+        text = text[1:] if text.startswith("/") else text  # old SimKube wrote core kinds as '/v1.Pod'
         group, _, rest = text.rpartition("/")
         parts = rest.split(".")
-        if "/" in group or len(parts) != 2 or not all(parts) or any(c.isspace() for c in text):
+        if "/" in group or text.startswith("/") or len(parts) != 2 or not all(parts) or any(c.isspace() for c in text):
             raise UsageError(hint)
         return cls(group=group, version=parts[0], kind=parts[1])
 

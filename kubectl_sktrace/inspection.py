@@ -1,0 +1,99 @@
+"""What a trace file holds, for ``kubectl sktrace inspect`` (SPEC §9). Works on any v2 trace, ours or SimKube's.
+
+The result is a plain dict (it is rendered as a table, JSON or YAML): the file, the format version, the
+window (SimKube takes a trace's start and end from its first and last event), event and object counts,
+the objects per kind and namespace (distinct objects named in events), the index size per kind, the pod
+lifecycle owners with their Running/Finished counts and, when asked, one row per event.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.timeparse import format_duration, format_time
+from kubectl_sktrace.traceformat import Trace, read_trace
+
+
+def object_key(obj: dict[str, Any]) -> ObjKey | None:
+    """The identity of an object in an event, or None when it lacks apiVersion, kind or name."""
+    metadata = obj.get("metadata")
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(metadata, dict) or not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    name = metadata.get("name")
+    if not isinstance(name, str):
+        return None
+    namespace = metadata.get("namespace") or ""
+    return ObjKey(gvk=GVK.from_api_version(api_version, kind), namespace=str(namespace), name=name)
+
+
+def _describe(obj: dict[str, Any]) -> str:
+    key = object_key(obj)
+    return f"{key.gvk.kind} {key.ns_name}" if key else "(object without apiVersion/kind/name)"
+
+
+def inspect_trace(path: str, *, with_events: bool) -> dict[str, Any]:
+    """Summarize the trace at ``path``; TraceFormatError when it is not a loadable v2 trace."""
+    return summarize(read_trace(path), path=path, with_events=with_events)
+
+
+def summarize(trace: Trace, *, path: str, with_events: bool) -> dict[str, Any]:
+    events = trace.events
+    applied = sum(len(e["applied_objs"]) for e in events)
+    deleted = sum(len(e["deleted_objs"]) for e in events)
+    seen: set[ObjKey] = set()
+    for event in events:
+        for obj in (*event["applied_objs"], *event["deleted_objs"]):
+            key = object_key(obj)
+            if key is not None:
+                seen.add(key)
+    per_kind = Counter((str(k.gvk), k.namespace) for k in seen)
+    window: dict[str, Any] | None = None
+    if events:
+        first, last = events[0]["ts"], events[-1]["ts"]
+        window = {
+            "start": format_time(first),
+            "end": format_time(last),
+            "duration": format_duration(last - first),
+            "startTs": first,
+            "endTs": last,
+        }
+    result: dict[str, Any] = {
+        "file": path,
+        "formatVersion": trace.version,
+        "window": window,
+        "events": len(events),
+        "applied": applied,
+        "deleted": deleted,
+        "trackedKinds": list(trace.config.get("trackedObjects", {})),
+        "objects": [
+            {"kind": kind, "namespace": ns, "objects": count}
+            for (kind, ns), count in sorted(per_kind.items())
+        ],
+        "index": [{"kind": kind, "objects": len(entries)} for kind, entries in trace.index.items()],
+        "podLifecycles": [_lifecycle_row(owner, by_hash) for owner, by_hash in trace.pod_lifecycles.items()],
+    }
+    if with_events:
+        result["eventList"] = [
+            {
+                "ts": event["ts"],
+                "time": format_time(event["ts"]),
+                "changes": [f"+ {_describe(o)}" for o in event["applied_objs"]]
+                + [f"- {_describe(o)}" for o in event["deleted_objs"]],
+            }
+            for event in events
+        ]
+    return result
+
+
+def _lifecycle_row(owner: tuple[str, str], by_hash: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
+    entries = [entry for lifecycles in by_hash.values() for entry in lifecycles]
+    return {
+        "owner": owner[0],
+        "object": owner[1],
+        "podSpecs": len(by_hash),
+        "running": sum(1 for e in entries if "Running" in e),
+        "finished": sum(1 for e in entries if "Finished" in e),
+    }

@@ -1,0 +1,128 @@
+"""Output for people: tables, JSON and YAML. The only importer of ``tabulate``.
+
+Every reporting command builds a plain dict (or list of dicts) and hands it here with the ``-o`` value:
+``table`` is tabulate's ``simple`` format, ``json`` is ``json.dumps(indent=2)`` in the data's own key order,
+``yaml`` is ``yaml.safe_dump(sort_keys=False)``. Renderers return text without a trailing newline.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from tabulate import tabulate
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.validation import ValidationReport
+
+FORMATS = ("table", "json", "yaml")
+
+
+def _dump(data: object, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(data, indent=2, sort_keys=False)
+    if fmt == "yaml":
+        text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+        return text.rstrip("\n")
+    raise ValueError(f"unknown output format {fmt!r}")
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return "-"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) if value else "-"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=False)
+    return value
+
+
+def render_mapping(data: dict[str, Any], fmt: str) -> str:
+    """One record: ``key  value`` lines as a table, or the mapping itself as JSON/YAML."""
+    if fmt != "table":
+        return _dump(data, fmt)
+    text: str = tabulate([(k, _cell(v)) for k, v in data.items()], tablefmt="plain", disable_numparse=True)
+    return text
+
+
+def render_table(rows: list[dict[str, Any]], fmt: str, *, columns: list[str] | None = None) -> str:
+    """Rows of records; ``columns`` picks and orders them (default: the keys of the first row)."""
+    if fmt != "table":
+        return _dump(rows, fmt)
+    cols = columns if columns is not None else (list(rows[0]) if rows else [])
+    body = [[_cell(row.get(c)) for c in cols] for row in rows]
+    text: str = tabulate(body, headers=[c.upper() for c in cols], tablefmt="simple", disable_numparse=True)
+    return text
+
+
+def _section(title: str, rows: list[dict[str, Any]], columns: list[str], empty: str) -> str:
+    if not rows:
+        return f"{title}: {empty}"
+    return f"{title}:\n{render_table(rows, 'table', columns=columns)}"
+
+
+def render_inspection(result: dict[str, Any], fmt: str) -> str:
+    """``kubectl sktrace inspect``: a summary, then objects per kind, the index, lifecycles and events."""
+    if fmt != "table":
+        return _dump(result, fmt)
+    window = result["window"]
+    summary = {
+        "File": result["file"],
+        "Format version": result["formatVersion"],
+        "Window": f"{window['start']} .. {window['end']} ({window['duration']})" if window else "- (no events)",
+        "Events": result["events"],
+        "Applied objects": result["applied"],
+        "Deleted objects": result["deleted"],
+        "Tracked kinds": result["trackedKinds"],
+    }
+    parts = [render_mapping(summary, "table")]
+    parts.append(_section("Objects per kind", result["objects"], ["kind", "namespace", "objects"], "none"))
+    parts.append(_section("Index", result["index"], ["kind", "objects"], "empty"))
+    parts.append(
+        _section("Pod lifecycles", result["podLifecycles"], ["owner", "object", "podSpecs", "running", "finished"], "none")
+    )
+    if "eventList" in result:
+        rows = [
+            {"ts": e["ts"], "time": e["time"], "change": change}
+            for e in result["eventList"]
+            for change in (e["changes"] or ["(no changes)"])
+        ]
+        parts.append(_section("Events", rows, ["ts", "time", "change"], "none"))
+    return "\n\n".join(parts)
+
+
+def validation_to_dict(report: ValidationReport) -> dict[str, Any]:
+    """A ValidationReport as plain data (JSON/YAML output)."""
+    return {
+        "file": report.path,
+        "valid": not report.has_errors,
+        "errors": report.errors,
+        "warnings": report.warnings,
+        "findings": [
+            {
+                "code": f.code,
+                "severity": "error" if f.is_error else "warning",
+                "ts": f.ts,
+                "object": str(f.object) if f.object is not None else None,
+                "message": f.message,
+            }
+            for f in report.findings
+        ],
+    }
+
+
+def render_validation(report: ValidationReport, fmt: str) -> str:
+    """``kubectl sktrace validate``: the findings, then one verdict line."""
+    data = validation_to_dict(report)
+    if fmt != "table":
+        return _dump(data, fmt)
+    verdict = (
+        f"{report.path}: {'invalid' if report.has_errors else 'valid'}, "
+        f"{report.errors} error{'s' if report.errors != 1 else ''}, "
+        f"{report.warnings} warning{'s' if report.warnings != 1 else ''}"
+    )
+    if not data["findings"]:
+        return verdict
+    table = render_table(data["findings"], "table", columns=["code", "ts", "object", "message"])
+    return f"{table}\n\n{verdict}"

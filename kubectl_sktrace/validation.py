@@ -1,0 +1,175 @@
+"""``kubectl sktrace validate``: the checks SimKube makes when it loads a trace, and its validation rules (SPEC §8.2, §9).
+
+Two kinds of problems, reported differently:
+
+- A file that cannot be decoded as a v2 trace at all (empty, truncated, not msgpack, JSON, pre-v2 array
+  shape, unknown version, a missing or wrong-typed top-level key) raises TraceFormatError: there is nothing
+  to report on, so the CLI prints one ``Error:`` line and exits 1.
+- A decodable trace that SimKube would still refuse to load is reported as error findings, so that every
+  problem shows at once: ``L0001`` the config does not normalize (§3), ``L0002`` an ``ownerReferences``
+  entry lacks ``apiVersion``, ``kind``, ``name`` or ``uid``, ``L0003`` a label or annotation value is not a
+  string. These codes are ours; SimKube only says "cannot load".
+
+Then SimKube's rules, over the events in order: ``W0000`` an applied object carries a non-empty
+``status``; ``E0001`` a pod template uses a ServiceAccount, ``E0002``/``E0003`` takes env from a
+Secret/ConfigMap, ``E0004``/``E0005`` mounts a volume from a Secret/ConfigMap that was not applied earlier
+in the trace (in the same namespace, and not deleted since). Pod templates are found through the trace's
+own config (``podSpecTemplatePaths``); kinds it does not list are not checked. References marked
+``optional: true`` are skipped: the pod starts without them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from kubectl_sktrace.errors import ConfigError
+from kubectl_sktrace.inspection import object_key
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, resolve_pointer
+from kubectl_sktrace.traceformat import Trace, read_trace
+
+SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
+SECRET = GVK("", "v1", "Secret")
+CONFIG_MAP = GVK("", "v1", "ConfigMap")
+
+RULES = {
+    "W0000": "status field present",
+    "E0001": "service account missing",
+    "E0002": "env secret missing",
+    "E0003": "env configmap missing",
+    "E0004": "volume secret missing",
+    "E0005": "volume configmap missing",
+    "L0001": "config does not load",
+    "L0002": "incomplete ownerReference",
+    "L0003": "label or annotation value is not a string",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: its rule code, a one-line message, the event it was found in and the object."""
+
+    code: str
+    message: str
+    ts: int | None = None
+    object: ObjKey | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return not self.code.startswith("W")
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    path: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.is_error for f in self.findings)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.is_error)
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if not f.is_error)
+
+
+def validate_trace(path: str) -> ValidationReport:
+    """Validate the trace at ``path``; TraceFormatError when it cannot be decoded at all."""
+    return ValidationReport(path=path, findings=tuple(check_trace(read_trace(path))))
+
+
+def check_trace(trace: Trace) -> Iterator[Finding]:
+    config: TracerConfig | None
+    try:
+        config = config_from_trace(trace.config)
+    except ConfigError as exc:
+        config = None
+        yield Finding(code="L0001", message=f"SimKube cannot load this config: {exc}")
+    existing: set[ObjKey] = set()
+    for event in trace.events:
+        ts = event["ts"]
+        for obj in event["applied_objs"]:
+            key = object_key(obj)
+            yield from _load_checks(obj, ts=ts, key=key)
+            status = obj.get("status")
+            if status not in (None, {}):
+                yield Finding(code="W0000", message="status is present (SimKube drops it; export without --keep-status)", ts=ts, object=key)
+            if config is not None and key is not None:
+                yield from _reference_checks(obj, key=key, ts=ts, config=config, existing=existing)
+            if key is not None:
+                existing.add(key)
+        for obj in event["deleted_objs"]:
+            key = object_key(obj)
+            yield from _load_checks(obj, ts=ts, key=key)
+            if key is not None:
+                existing.discard(key)
+
+
+def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterator[Finding]:
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return
+    for i, ref in enumerate(metadata.get("ownerReferences") or ()):
+        missing = [f for f in ("apiVersion", "kind", "name", "uid") if not isinstance(ref, dict) or not isinstance(ref.get(f), str)]
+        if missing:
+            yield Finding(code="L0002", message=f"ownerReferences[{i}] has no {', '.join(missing)}; SimKube cannot load it", ts=ts, object=key)
+    for field in ("labels", "annotations"):
+        values = metadata.get(field) or {}
+        if isinstance(values, dict):
+            bad = [k for k, v in values.items() if not isinstance(v, str)]
+            if bad:
+                yield Finding(code="L0003", message=f"{field} {', '.join(map(str, bad))}: the value is not a string; SimKube cannot load it", ts=ts, object=key)
+
+
+def _pod_specs(obj: dict[str, Any], paths: Iterable[str]) -> Iterator[dict[str, Any]]:
+    for path in paths:
+        for template in resolve_pointer(obj, path):
+            spec = template.get("spec") if isinstance(template, dict) else None
+            if isinstance(spec, dict):
+                yield spec
+
+
+def _reference_checks(
+    obj: dict[str, Any], *, key: ObjKey, ts: int, config: TracerConfig, existing: set[ObjKey]
+) -> Iterator[Finding]:
+    opts = config.get(key.gvk)
+    if opts is None or not opts.pod_spec_template_paths:
+        return
+    reported: set[tuple[str, str]] = set()
+
+    def missing(code: str, gvk: GVK, name: object, what: str) -> Iterator[Finding]:
+        if not isinstance(name, str) or not name or (code, name) in reported:
+            return
+        if ObjKey(gvk=gvk, namespace=key.namespace, name=name) not in existing:
+            reported.add((code, name))
+            yield Finding(code=code, message=f"{what} {key.namespace}/{name} is not in the trace before this event", ts=ts, object=key)
+
+    for spec in _pod_specs(obj, opts.pod_spec_template_paths):
+        account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+        yield from missing("E0001", SERVICE_ACCOUNT, account, "ServiceAccount")
+        for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+            if not isinstance(container, dict):
+                continue
+            for env in container.get("env") or ():
+                source = env.get("valueFrom") if isinstance(env, dict) else None
+                if isinstance(source, dict):
+                    yield from _ref(missing, "E0002", SECRET, source.get("secretKeyRef"), "name", "env Secret")
+                    yield from _ref(missing, "E0003", CONFIG_MAP, source.get("configMapKeyRef"), "name", "env ConfigMap")
+            for env_from in container.get("envFrom") or ():
+                if isinstance(env_from, dict):
+                    yield from _ref(missing, "E0002", SECRET, env_from.get("secretRef"), "name", "envFrom Secret")
+                    yield from _ref(missing, "E0003", CONFIG_MAP, env_from.get("configMapRef"), "name", "envFrom ConfigMap")
+        for volume in spec.get("volumes") or ():
+            if isinstance(volume, dict):
+                yield from _ref(missing, "E0004", SECRET, volume.get("secret"), "secretName", "volume Secret")
+                yield from _ref(missing, "E0005", CONFIG_MAP, volume.get("configMap"), "name", "volume ConfigMap")
+
+
+def _ref(missing: Any, code: str, gvk: GVK, ref: object, name_key: str, what: str) -> Iterator[Finding]:
+    if isinstance(ref, dict) and ref.get("optional") is not True:
+        yield from missing(code, gvk, ref.get(name_key), what)

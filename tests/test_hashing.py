@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kubectl_sktrace import hashing
+from kubectl_sktrace.traceformat import read_trace
+
+SPEC_VECTORS = [
+    pytest.param({"replicas": 42}, 3664028200602729212, id="replicas"),
+    pytest.param({"containers": [], "volumes": []}, 17506812802394981455, id="empty-lists"),
+    pytest.param({"updateStrategy": {"type": "onDelete"}}, 16161139027557399432, id="nested"),
+    pytest.param({"containers": [], "nodeSelector": {"boo": "far"}, "volumes": []}, 18161541283955474812, id="selector"),
+    pytest.param(None, 13646096770106105413, id="null"),
+    pytest.param({}, 15130871412783076140, id="empty-object"),
+    pytest.param([], 15130871412783076140, id="empty-array"),
+]
+
+IMPLEMENTATIONS = [pytest.param(hashing.siphash13_pure, id="pure")]
+if hashing.siphash13_compiled is not None:
+    IMPLEMENTATIONS.append(pytest.param(hashing.siphash13_compiled, id="compiled"))
+
+
+def _fixture_vectors() -> list[object]:
+    """(spec, expected) for every index value of dsb-scaling and cronjob: the hash of the last applied spec."""
+    from conftest import DATA
+
+    vectors = []
+    for name in ("dsb-scaling", "cronjob"):
+        trace = read_trace(DATA / f"{name}.sktrace")
+        last: dict[tuple[str, str], object] = {}
+        for event in trace.events:
+            for obj in event["applied_objs"]:
+                gvk = f"{obj['apiVersion']}.{obj['kind']}"
+                meta = obj["metadata"]
+                last[(gvk, f"{meta['namespace']}/{meta['name']}")] = obj.get("spec")
+        for gvk, entries in trace.index.items():
+            for ns_name, expected in entries.items():
+                vectors.append(pytest.param(last[(gvk, ns_name)], expected, id=f"{name}:{ns_name}"))
+    return vectors
+
+
+FIXTURE_VECTORS = _fixture_vectors()
+
+
+def test_fixture_vector_count() -> None:
+    assert len(FIXTURE_VECTORS) == 28  # 27 Deployments of dsb-scaling and the CronJob
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize(("value", "expected"), SPEC_VECTORS + FIXTURE_VECTORS)
+def test_spec_hash_vectors_on_each_path(impl, value, expected) -> None:
+    assert impl(hashing.hash_stream(value)) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), SPEC_VECTORS)
+def test_spec_hash_uses_the_fastest_path(value, expected) -> None:
+    assert hashing.spec_hash(value) == expected
+
+
+def test_compiled_siphash_is_available() -> None:
+    assert hashing.siphash13_compiled is not None
+    assert hashing.siphash13 is hashing.siphash13_compiled
+
+
+@pytest.mark.parametrize("length", list(range(0, 25)) + [63, 64, 65, 1000])
+def test_pure_and_compiled_agree_on_every_tail_length(length) -> None:
+    if hashing.siphash13_compiled is None:
+        pytest.skip("siphash24 not installed")
+    data = bytes((i * 37 + 11) % 256 for i in range(length))
+    assert hashing.siphash13_pure(data) == hashing.siphash13_compiled(data)
+
+
+@pytest.mark.parametrize(
+    ("value", "stream"),
+    [
+        pytest.param(None, b"\0" * 8, id="null"),
+        pytest.param(True, b"\x01", id="true"),
+        pytest.param(False, b"\x00", id="false"),
+        pytest.param(1, b"\x01" + b"\0" * 7, id="int"),
+        pytest.param(-1, b"\xff" * 8, id="negative-int"),
+        pytest.param((1 << 64) - 1, b"\xff" * 8, id="u64-max"),
+        pytest.param(1.5, bytes.fromhex("000000000000f83f"), id="float"),
+        pytest.param(-0.0, b"\0" * 8, id="negative-zero"),
+        pytest.param("é", "é".encode() + b"\xff", id="utf8-string"),
+        pytest.param(["a", ("b",)], b"a\xffb\xff", id="arrays-and-tuples"),
+        pytest.param({"b": 1, "a": None}, b"a\xff" + b"\0" * 8 + b"b\xff" + b"\x01" + b"\0" * 7, id="sorted-keys"),
+        pytest.param({"é": 0, "z": 0}, b"z\xff" + b"\0" * 8 + "é".encode() + b"\xff" + b"\0" * 8, id="byte-order-keys"),
+    ],
+)
+def test_hash_stream_bytes(value, stream) -> None:
+    assert hashing.hash_stream(value) == stream
+
+
+def test_integer_beyond_u64_hashes_as_float() -> None:
+    assert hashing.hash_stream(1 << 70) == hashing.hash_stream(float(1 << 70))
+
+
+def test_hash_rejects_non_json_values() -> None:
+    with pytest.raises(TypeError, match="not a JSON value"):
+        hashing.spec_hash({"a": object()})
+    with pytest.raises(TypeError, match="JSON keys are strings"):
+        hashing.spec_hash({1: "a"})
+
+
+def test_nan_is_hashed_by_its_bits() -> None:
+    assert hashing.spec_hash(math.inf) != hashing.spec_hash(-math.inf)
+
+
+def test_stable_pod_spec_of_bare_pods_fixture(bare_pods_path) -> None:
+    trace = read_trace(bare_pods_path)
+    pods = [obj for event in trace.events for obj in event["applied_objs"]]
+    assert len(pods) == 4
+    for pod in pods:
+        assert hashing.pod_spec_hash(pod["spec"]) == 2151974655102796215
+    (hashes,) = {frozenset(h) for h in trace.pod_lifecycles.values()}
+    assert hashes == {2151974655102796215}
+
+
+def test_stable_pod_spec_rules() -> None:
+    spec = {
+        "nodeName": "node-1",
+        "serviceAccount": "sa",
+        "serviceAccountName": "sa",
+        "priorityClassName": None,
+        "initContainers": [{"name": "init", "ports": [{"containerPort": 1}], "volumeMounts": [{"name": "kube-api-access-x"}]}],
+        "containers": [
+            {"name": "c", "ports": [{"containerPort": 80}], "volumeMounts": [{"name": "data"}, {"name": "kube-api-access-abc"}], "env": None}
+        ],
+        "volumes": [{"name": "kube-api-access-abc", "projected": {}}, {"name": "data", "emptyDir": {}}],
+    }
+    assert hashing.stable_pod_spec(spec) == {
+        "initContainers": [{"name": "init", "ports": [{"containerPort": 1}], "volumeMounts": []}],
+        "containers": [{"name": "c", "volumeMounts": [{"name": "data"}]}],
+        "volumes": [{"name": "data", "emptyDir": {}}],
+    }
+    assert spec["nodeName"] == "node-1", "the input is not modified"
+
+
+def test_stable_pod_spec_always_has_volumes_and_mounts() -> None:
+    assert hashing.stable_pod_spec({"containers": [{"name": "c"}]}) == {
+        "containers": [{"name": "c", "volumeMounts": []}],
+        "volumes": [],
+    }

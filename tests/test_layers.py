@@ -1,0 +1,139 @@
+"""The import directions of STYLE.md, checked on the source: who may import what.
+
+Every module's imports are read with ``ast`` (lazy imports inside functions included). Each I/O package has
+one owner module; pure modules import no I/O package and no module of ours that does I/O. A subprocess run
+then checks that the offline commands really never load ``kubernetes``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "kubectl_sktrace"
+
+# third-party or stdlib package -> the modules allowed to import it
+OWNERS = {
+    "kubernetes": {"kubectl_sktrace.kube"},
+    "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
+    "msgpack": {"kubectl_sktrace.traceformat"},
+    "tabulate": {"kubectl_sktrace.render"},
+    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.emulator.__main__"},
+}
+PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors"]
+# modules of ours a pure module may import
+PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.hashing"}
+IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "requests", "shutil", "tempfile", "fcntl", "threading"}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    module = _module_name(path)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                if path.name != "__init__.py":
+                    base = base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            names.add(prefix)
+            names.update(f"{prefix}.{alias.name}" for alias in node.names)
+    return names
+
+
+MODULES = {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _owner_allows(package: str, module: str) -> bool:
+    return any(module == owner or module.startswith(owner + ".") for owner in OWNERS[package])
+
+
+@pytest.mark.parametrize("package", sorted(OWNERS))
+def test_each_io_package_has_one_owner(package) -> None:
+    offenders = sorted(
+        module
+        for module, imports in MODULES.items()
+        if any(name == package or name.startswith(package + ".") for name in imports) and not _owner_allows(package, module)
+    )
+    assert offenders == [], f"only {sorted(OWNERS[package])} may import {package}"
+
+
+@pytest.mark.parametrize("name", PURE)
+def test_pure_modules_do_no_io(name) -> None:
+    module = f"kubectl_sktrace.{name}"
+    if module not in MODULES:
+        pytest.skip(f"{module} does not exist yet")
+    imports = MODULES[module]
+    top_level = {i.split(".")[0] for i in imports}
+    assert top_level & (IO_MODULES | set(OWNERS)) == set()
+    ours = {i for i in imports if i.startswith("kubectl_sktrace.")}
+    assert {i for i in ours if not any(i == m or i.startswith(m + ".") for m in PURE_MAY_IMPORT)} == set()
+
+
+def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:
+    assert "tabulate" in MODULES["kubectl_sktrace.render"]
+    assert "kubectl_sktrace.inspection" in MODULES["kubectl_sktrace.cli"]  # imported inside a command
+    assert "kubectl_sktrace.store.connection" in MODULES["kubectl_sktrace.store"]
+
+
+PROBE = """
+import sys
+from click.testing import CliRunner
+from kubectl_sktrace.cli import cli
+for args in {commands!r}:
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, (args, result.output)
+print(json.dumps(sorted(m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes."))))
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["version"], ["config"], ["inspect", "{dsb}"], ["inspect", "--events", "{dsb}", "-o", "yaml"], ["validate", "{dsb}"]],
+    ids=["help", "version", "config", "inspect", "inspect-events", "validate"],
+)
+def test_offline_commands_never_import_kubernetes(args, dsb_path) -> None:
+    argv = [a.format(dsb=dsb_path) for a in args]
+    code = "import json\n" + PROBE.format(commands=[argv])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.splitlines()[-1]) == []
+
+
+@pytest.mark.timeout(60)
+def test_the_probe_would_see_kubernetes() -> None:
+    code = "import json, kubernetes.client\n" + PROBE.format(commands=[["version"]])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "kubernetes.client" in json.loads(out.splitlines()[-1])
+
+
+@pytest.mark.timeout(60)
+def test_console_script_help_does_not_import_kubernetes() -> None:
+    script = Path(sys.executable).parent / "kubectl-sktrace"
+    if not script.exists():
+        pytest.skip("the console script is not installed next to this interpreter")
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", str(script), "--help"], capture_output=True, text=True, check=True
+    )
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert "click" in imported
+    assert not {m for m in imported if m.split(".")[0] == "kubernetes"}
