@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -27,17 +27,14 @@ NS = "default"
 
 
 @pytest.fixture
-def emu() -> Iterator[Emulator]:
-    server = Emulator(tls=False).start()
-    yield server
-    server.stop()
+def emu(emulator: Emulator) -> Emulator:
+    """The shared emulator (https, a token, bookmarks every 0.2 s): the recorder sees what a cluster sends."""
+    return emulator
 
 
 @pytest.fixture
-def kubeconfig(emu: Emulator, tmp_path: Path) -> str:
-    path = str(tmp_path / "kubeconfig")
-    emu.write_kubeconfig(path)
-    return path
+def kubeconfig(emulator_kubeconfig: str) -> str:
+    return emulator_kubeconfig
 
 
 @pytest.fixture
