@@ -747,13 +747,17 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
         try:
             with WriterLock(cache.path):
                 kube = kube_module.Kube.connect(target)
-                server, cluster_uid = kube.cluster_identity()
-                identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
-                session = Session(
-                    kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
-                    duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-                )
-                return session.run()
+                try:
+                    server, cluster_uid = kube.cluster_identity()
+                    identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context,
+                                        namespace=namespace or "")
+                    session = Session(
+                        kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
+                        duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
+                    )
+                    return session.run()
+                finally:
+                    kube.close()
         finally:
             cache.close()
 
