@@ -264,6 +264,66 @@ def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
     print(f"  json.loads + recorder rules + batched commits         {events / core_s:10,.0f} events/s (target >= 10,000/s)")
 
 
+def bench_long_run(emu: Emulator, workdir: Path, events: int) -> None:
+    """The recorder's own memory across a long history: Ingest fed ``events`` events in this process (no HTTP),
+    three pod status changes for each Deployment spec change, so a quarter of them become stored events."""
+    import gc
+    import json
+
+    from kubectl_sktrace.model import GVK, POD
+    from kubectl_sktrace.recorder import GC_THRESHOLD, REPLICASET, Ingest
+    from kubectl_sktrace.store import open_cache
+    from kubectl_sktrace.store.recording import Recording
+    from kubectl_sktrace.tracerconfig import default_config
+
+    deploy_gvk = GVK("apps", "v1", "Deployment")
+    pods = [s.obj() for s in emu.store.current(emu.store.type_of("v1", "Pod"), _all())[1]][:5000]
+    deployments = [s.obj() for s in emu.store.current(emu.store.type_of("apps/v1", "Deployment"), _all())[1]][:1000]
+    pod_lines = [json.dumps({"type": "MODIFIED", "object": p}).encode() for p in pods]
+    deploy_lines = []
+    for i, d in enumerate(deployments * 7):
+        d = json.loads(json.dumps(d))
+        d["spec"]["replicas"] = i // len(deployments) + 1
+        deploy_lines.append(json.dumps({"type": "MODIFIED", "object": d}).encode())
+    cache = open_cache(workdir / "long.db", create=True)
+    rec = Recording(cache)
+    run = rec.begin_run(started=time.time(), pid=os.getpid(), config_yaml="")
+    ingest = Ingest(recording=rec, run_id=run, config=default_config(), owner_kinds={REPLICASET},
+                    fetch_owner=lambda key: None, gap_start=None)
+    saved = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD, saved[1], saved[2])
+    marks: list[tuple[int, float, int]] = []
+    t = time.perf_counter()
+    opened = t
+    rec.begin()
+    for i in range(events):
+        if i % 4 == 3:
+            event = json.loads(deploy_lines[(i // 4) % len(deploy_lines)])
+            ingest.event(deploy_gvk, event["type"], event["object"], time.time())
+        else:
+            event = json.loads(pod_lines[i % len(pod_lines)])
+            ingest.event(POD, event["type"], event["object"], time.time())
+        if time.perf_counter() - opened > 0.25:
+            ingest.before_commit(time.time())
+            rec.commit()
+            rec.begin()
+            opened = time.perf_counter()
+        if (i + 1) % (events // 10) == 0:
+            marks.append((i + 1, rss_mb(os.getpid()), ingest.events_recorded))
+    ingest.before_commit(time.time())
+    rec.commit()
+    elapsed = time.perf_counter() - t
+    gc.set_threshold(*saved)
+    size = os.path.getsize(workdir / "long.db") + (os.path.getsize(str(workdir / "long.db") + "-wal") if os.path.exists(str(workdir / "long.db") + "-wal") else 0)
+    cache.close()
+    print()
+    print(f"Long run without HTTP: {events:,} watch events into the recorder ({ingest.events_recorded:,} stored), "
+          f"{events / elapsed:,.0f} events/s, cache {size / 1e6:.0f} MB")
+    first, last = marks[0], marks[-1]
+    print(f"  process RSS after {first[0]:,} events {first[1]:7.1f} MB; after {last[0]:,} events {last[1]:7.1f} MB "
+          f"(growth {last[1] - first[1]:+.1f} MB; the emulator with its objects lives in this process too)")
+
+
 _RAW_READER = '''
 import sys, threading, time
 from kubectl_sktrace.kubeconfig import resolve_target
@@ -295,6 +355,7 @@ def main() -> None:
     parser.add_argument("--pods-per-deployment", type=int, default=10)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--pods-touched", type=int, default=5000, help="pods cycled through by the ingest generator")
+    parser.add_argument("--long-events", type=int, default=1_000_000, help="events of the long in-process run (0: skip)")
     args = parser.parse_args()
     if shutil.which("kubectl") is None:
         raise SystemExit("kubectl is needed on PATH for the side-by-side figures")
@@ -303,6 +364,8 @@ def main() -> None:
     try:
         bench_ingest(args, workdir, proc, cache, kubeconfig, emu)
         bench_core(emu, workdir, min(args.events, 50_000))
+        if args.long_events:
+            bench_long_run(emu, workdir, args.long_events)
     finally:
         stop_recorder(proc)
         emu.stop()
