@@ -5,13 +5,13 @@
 
 For each size it builds a cache of realistic Deployments (about 2.5 KB of JSON each: containers with env,
 resources, probes, volumes; labels and annotations) created, scaled and re-rolled over time, writing the
-rows as the recorder does (zlib level 1 JSON bodies). Then, each in a fresh process so that peak RSS is
+rows as the recorder does (``store.bodies.encode_body``). Then, each in a fresh process so that peak RSS is
 its own:
 
 - export: ``kubectl_sktrace.export.export_trace`` of the whole history to a file (sktrace format);
 - reference: the same event objects decoded into memory first, then one ``msgpack.packb`` of the list of
   events (timed). The ratio is what the targets speak of: within 3x, and peak RSS under 300 MB whatever
-  the number of events. The decode column is the time to read the stored bodies back (zlib + json.loads)
+  the number of events. The decode column is the time to read the stored bodies back into objects
   in the reference process: a floor under any export of this cache, which packb alone does not pay.
 """
 
@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 CONFIG = "trackedObjects:\n  apps/v1.Deployment:\n    podSpecTemplatePaths: [/spec/template]\n    trackLifecycle: true\n"
@@ -64,6 +63,7 @@ def deployment(i: int, version: int) -> dict:
 def build(path: Path, events: int) -> None:
     from kubectl_sktrace.hashing import spec_hash
     from kubectl_sktrace.store import open_cache, to_db_hash
+    from kubectl_sktrace.store.bodies import encode_body
 
     with open_cache(path, create=True) as cache:
         with cache.transaction() as conn:
@@ -76,13 +76,14 @@ def build(path: Path, events: int) -> None:
             key = (body["apiVersion"] + "." + body["kind"], body["metadata"]["namespace"], body["metadata"]["name"])
             ts = n // 50  # 50 changes per second
             if deleted:
-                rows.append((ts, ts, *key, f"uid-{i}", 1, None, None))
+                rows.append((ts, ts, *key, f"uid-{i}", 1, None, None, None))
             else:
-                rows.append((ts, ts, *key, f"uid-{i}", 0, to_db_hash(spec_hash(body["spec"])), zlib.compress(json.dumps(body).encode(), 1)))
+                rows.append((ts, ts, *key, f"uid-{i}", 0, to_db_hash(spec_hash(body["spec"])), *encode_body(body)))
             if len(rows) == 5000 or n == events - 1:
                 with cache.transaction() as conn:
                     conn.executemany(
-                        "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, spec_hash, body) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, spec_hash, body, status) "
+                        "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
                         rows,
                     )
                 rows = []
@@ -106,23 +107,24 @@ def child_packb(path: str) -> None:
 
     import msgpack
 
+    from kubectl_sktrace.store.bodies import decode_body
+
     gc.set_threshold(200_000, 50, 100)  # as export does, so both sides decode under the same collector
     conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT ts, gvk, namespace, name, op, body FROM events ORDER BY ts, id").fetchall()
+    rows = conn.execute("SELECT ts, gvk, namespace, name, op, body, status FROM events ORDER BY ts, id").fetchall()
     started = time.perf_counter()
     for row in rows:  # the floor any export of this cache pays: reading the stored form back into objects
         if row[5] is not None:
-            json.loads(zlib.decompress(row[5]))
+            decode_body(row[5], row[6])
     decode_floor = time.perf_counter() - started
     events: list[dict] = []
     current = None
-    for ts, gvk, ns, name, op, body in rows:
+    for ts, gvk, ns, name, op, body, _status in rows:
         if current is None or current["ts"] != ts:
             current = {"ts": ts, "applied_objs": [], "deleted_objs": []}
             events.append(current)
         if op == 0:
-            obj = json.loads(zlib.decompress(body))
-            obj.pop("status", None)
+            obj = decode_body(body)
             current["applied_objs"].append(obj)
         else:
             group, _, rest = gvk.rpartition("/")

@@ -22,7 +22,8 @@ the simulator.
 
 Memory: per-object data (keys, hashes, owner chains) and the per-pod lifecycle table are held; events are
 not. The events are read twice from one snapshot, once without bodies to count the groups (msgpack needs
-the array length first), then with bodies, decoded and written one group at a time.
+the array length first), then with bodies, one group at a time. A msgpack trace without status copies the
+stored bytes of each object as they are (``store/bodies.py``); other outputs decode them.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def _passes_basic(event: history.StoredEvent, filters: ExportFilters) -> bool:
                 return False
         elif key.namespace in filters.excluded_namespaces:
             return False
-    body = event.body or {}
+    body = event.without_status() or {}
     metadata = body.get("metadata") or {}
     if filters.exclude_labels and matches_any(filters.exclude_labels, metadata.get("labels")):
         return False
@@ -170,10 +171,21 @@ def _exported_config(cache: Cache, all_runs: list[history.Run], *, at: int) -> d
     return config_to_trace(parse_config(data, source=source))
 
 
-def _strip(body: dict[str, Any], keep_status: bool) -> dict[str, Any]:
-    if not keep_status:
-        body.pop("status", None)
-    return body
+def _event_writer(writer: Any, *, packed: bool, keep_status: bool) -> Callable[[int, list[history.StoredEvent]], int]:
+    """A function writing one event of stored rows, returning how many objects it applied. Without
+    status in a msgpack trace, the stored bytes are copied as they are (``store/bodies.py``)."""
+
+    def write(ts: int, rows: list[history.StoredEvent]) -> int:
+        applied = [r for r in rows if not r.deleted]
+        deleted_objs = [deleted_stub(r.key) for r in rows if r.deleted]
+        if packed:
+            writer.write_packed_event(ts=ts, applied=[r.packed() for r in applied], deleted=deleted_objs)
+        else:
+            objs = [(r.body if keep_status else r.without_status()) or {} for r in applied]
+            writer.write_event(ts=ts, applied=objs, deleted=deleted_objs)
+        return len(applied)
+
+    return write
 
 
 def _groups(events: Iterator[history.StoredEvent], exported: dict[ObjKey, int]) -> Iterator[tuple[int, list[history.StoredEvent]]]:
@@ -228,18 +240,16 @@ def export_trace(
                 inferred_deleted += head.deleted
         config = _exported_config(cache, all_runs, at=end_ts)
         writer = _make_writer(fmt, stream, config=config, event_count=1 + groups)
-        state = [_strip(e.body or {}, keep_status) for e in history.state_at(cache, ts=start_ts) if e.key in plan.exported]
-        writer.write_event(ts=start_ts, applied=state, deleted=[])
+        write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status)
+        state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts) if e.key in plan.exported])
         applied = deleted = 0
         for ts, rows in _groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts), plan.exported):
-            applied_objs = [_strip(r.body or {}, keep_status) for r in rows if not r.deleted]
-            deleted_objs = [deleted_stub(r.key) for r in rows if r.deleted]
-            applied, deleted = applied + len(applied_objs), deleted + len(deleted_objs)
-            writer.write_event(ts=ts, applied=applied_objs, deleted=deleted_objs)
+            count = write(ts, rows)
+            applied, deleted = applied + count, deleted + len(rows) - count
         table, lifecycle_count = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, plan=plan)
         writer.finish(index=_index(plan), pod_lifecycles=table)
     notes, warnings = _messages(
-        plan=plan, groups=groups, state=len(state), inferred=inferred, inferred_deleted=inferred_deleted,
+        plan=plan, groups=groups, state=state, inferred=inferred, inferred_deleted=inferred_deleted,
         gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), start_ts=start_ts, end_ts=end_ts,
     )
     return ExportReport(

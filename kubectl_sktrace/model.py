@@ -27,7 +27,7 @@ class GVK:
         text = text[1:] if text.startswith("/") else text  # old SimKube wrote core kinds as '/v1.Pod'
         group, _, rest = text.rpartition("/")
         parts = rest.split(".")
-        if "/" in group or text.startswith("/") or len(parts) != 2 or not all(parts) or any(c.isspace() for c in text):
+        if "/" in group or text.startswith("/") or len(parts) != 2 or not all(parts) or text.split() != [text]:
             raise UsageError(hint)
         return cls(group=group, version=parts[0], kind=parts[1])
 

@@ -109,6 +109,21 @@ class TraceWriter:
         self._stream.write(self._packer.pack({"ts": ts, "applied_objs": applied, "deleted_objs": deleted}))
         self._written += 1
 
+    def write_packed_event(self, *, ts: int, applied: list[bytes], deleted: list[dict[str, Any]]) -> None:
+        """Like ``write_event``, with applied objects given as their msgpack bytes (``dumps_object``), which
+        are copied as they are: the export of stored objects needs no decoding."""
+        if self._finished:
+            raise RuntimeError("write_event after finish")
+        if self._written >= self._expected:
+            raise RuntimeError(f"more events written than the {self._expected} announced")
+        pack = self._packer
+        self._stream.write(b"".join([
+            pack.pack_map_header(3), pack.pack("ts"), pack.pack(ts),
+            pack.pack("applied_objs"), pack.pack_array_header(len(applied)), *applied,
+            pack.pack("deleted_objs"), pack.pack(deleted),
+        ]))
+        self._written += 1
+
     def finish(self, *, index: dict[str, dict[str, int]], pod_lifecycles: Lifecycles) -> None:
         if self._written != self._expected:
             raise RuntimeError(f"{self._written} events written but {self._expected} announced")

@@ -36,7 +36,7 @@ def bare_pods_path() -> Path:
 # --- export / prune: a builder that writes cache rows directly, per the schema docstring -------------
 
 import json
-import zlib
+from kubectl_sktrace.store.bodies import encode_body
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +113,10 @@ class CacheBuilder:
         chain = json.dumps([[str(k.gvk), k.namespace, k.name] for k in owner_chain]) if owner_chain else None
         with self.cache.transaction() as conn:
             cur = conn.execute(
-                "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
+                "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
                 (ts, ts + 0.25, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}", int(inferred),
-                 to_db_hash(spec_hash(body.get("spec"))), chain, zlib.compress(json.dumps(body).encode(), 1)),
+                 to_db_hash(spec_hash(body.get("spec"))), chain, *encode_body(body)),
             )
         return int(cur.lastrowid)
 
@@ -185,13 +185,12 @@ def emulator_kubeconfig(emulator: "Emulator", tmp_path) -> str:  # type: ignore[
 
 # --- kube: a scripted local HTTP API server and kubeconfig files for it ---------------------------------
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 from urllib.parse import parse_qs, urlsplit
 
 import pytest

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.store.recording import decompress_body
+from kubectl_sktrace.store.bodies import decode_body
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -258,7 +258,7 @@ def test_vanished_object_caught_by_relist_and_dropped_stream_resumes(emu: Emulat
     stop(proc)
     assert [(e[3], e[4]) for e in events(cache, "ghost")] == [(0, 0), (1, 1)]
     assert [(e[3], e[4]) for e in events(cache, "stay")] == [(0, 0)] * 5  # every change once, none twice
-    replicas = [decompress_body(b[0])["spec"]["replicas"] for b in query(cache, "SELECT body FROM events WHERE name = 'stay' ORDER BY id")]
+    replicas = [decode_body(b[0])["spec"]["replicas"] for b in query(cache, "SELECT body FROM events WHERE name = 'stay' ORDER BY id")]
     assert replicas == [1, 2, 3, 4, 5]
     assert query(cache, "SELECT end_inferred, live FROM pods WHERE name = 'ghost-rs-0'") == [(1, 0)]
 
@@ -350,7 +350,7 @@ def test_secrets_tracked_through_the_config_are_stored_without_values(emu: Emula
                 "stringData": {"token": "s3cr3t"}, "data": {"key": "czNjcjN0"}, "type": "Opaque"})
     wait_for(cache, "SELECT 1 FROM events WHERE name = 'api'")
     stop(proc)
-    bodies = {name: decompress_body(body) for name, body in query(cache, "SELECT name, body FROM events WHERE gvk = 'v1.Secret'")}
+    bodies = {name: decode_body(body) for name, body in query(cache, "SELECT name, body FROM events WHERE gvk = 'v1.Secret'")}
     assert bodies["db"]["data"] == {"password": ""}
     assert all(v == "" for v in bodies["api"].get("data", {}).values()) and all(v == "" for v in bodies["api"].get("stringData", {}).values())
     raw = Path(cache).read_bytes() + (Path(cache + "-wal").read_bytes() if Path(cache + "-wal").exists() else b"")

@@ -11,7 +11,8 @@ from kubectl_sktrace import hashing
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.recorder import REPLICASET, Ingest
 from kubectl_sktrace.store import open_cache
-from kubectl_sktrace.store.recording import Recording, decompress_body
+from kubectl_sktrace.store.bodies import decode_body
+from kubectl_sktrace.store.recording import Recording
 from kubectl_sktrace.tracerconfig import TrackedObject, TracerConfig
 
 DEPLOY = GVK("apps", "v1", "Deployment")
@@ -167,7 +168,7 @@ def test_live_events_status_only_changes_and_deletions(h: Harness) -> None:
     ing.event(DEPLOY, "DELETED", deployment("ghost", "d7"), T0 + 503.2)
     h.finish(ing, T0 + 504)
     assert h.events()[2:] == [(int(T0) + 502, "apps/v1.Deployment", "web", 0, 0), (int(T0) + 503, "apps/v1.Deployment", "api", 1, 0)]
-    body = decompress_body(h.cache.conn.execute("SELECT body FROM events WHERE ts = ?", (int(T0) + 502,)).fetchone()[0])
+    body = decode_body(h.cache.conn.execute("SELECT body FROM events WHERE ts = ?", (int(T0) + 502,)).fetchone()[0])
     assert body["spec"]["replicas"] == 5 and "uid" not in body["metadata"] and body["metadata"]["annotations"] == {}
     assert ing.stats[DEPLOY].deleted_live == 1
 
@@ -224,7 +225,7 @@ def test_secrets_are_stored_without_values_unless_opted_in(h: Harness) -> None:
               "data": {"password": "aHVudGVyMg=="}, "stringData": {"token": "t0p"}}
     listing(ing, SECRET, [secret], T0)
     h.finish(ing, T0 + 1)
-    body = decompress_body(h.cache.conn.execute("SELECT body FROM events").fetchone()[0])
+    body = decode_body(h.cache.conn.execute("SELECT body FROM events").fetchone()[0])
     assert body["data"] == {"password": ""} and body["stringData"] == {"token": ""}
 
 

@@ -11,8 +11,9 @@ import pytest
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store import open_cache
+from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.store.recording import (
-    OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording, chain_from_json, decompress_body,
+    OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording, chain_from_json,
 )
 
 DEPLOY = GVK("apps", "v1", "Deployment")
@@ -89,7 +90,7 @@ def test_events_objects_and_owner_chain_round_trip(rec: Recording) -> None:
     rows = rec.cache.conn.execute("SELECT ts, recv, op, inferred, spec_hash, owner_chain, body FROM events ORDER BY id").fetchall()
     assert rows[0][:4] == (10, 10.25, 0, 0) and rows[0][4] == BIG_HASH - (1 << 64)
     assert chain_from_json(rows[0][5]) == chain
-    assert decompress_body(rows[0][6]) == {"kind": "Deployment", "spec": {"replicas": 2}}
+    assert decode_body(rows[0][6]) == {"kind": "Deployment", "spec": {"replicas": 2}}
     assert rows[1] == (11, 11.0, 1, 1, None, None, None)
     live = rec.load_live_objects()
     assert live[key].uid == "u1" and live[key].spec_hash == BIG_HASH and live[key].created == 5.0

@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.traceformat import Trace, encode_trace

@@ -36,7 +36,6 @@ from kubectl_sktrace.emulator.state import (
     Stored,
     parse_field_selector,
     parse_label_selector,
-    status_body,
 )
 
 SERVER_VERSION = {

@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import zlib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.store.bodies import decode_body, packed_body
 from kubectl_sktrace.store.connection import Cache, from_db_hash
 
 APPLIED, DELETED = 0, 1
 
-_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body"
+_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status"
 
 # The last row per object among those before :before, ranked by (ts, id) descending. Shared with pruning.
 LAST_ROW_PER_OBJECT = """
@@ -36,7 +36,8 @@ LAST_ROW_PER_OBJECT = """
 
 @dataclass(frozen=True)
 class StoredEvent:
-    """One row of ``events``: an applied object (with its sanitized body) or a deletion (no body)."""
+    """One row of ``events``: an applied object (with its stored body blobs, decoded on request) or a
+    deletion (no body)."""
 
     id: int
     ts: int
@@ -46,7 +47,22 @@ class StoredEvent:
     inferred: bool
     spec_hash: int | None
     owner_chain: tuple[ObjKey, ...]
-    body: dict[str, Any] | None
+    body_blob: bytes | None
+    status_blob: bytes | None
+
+    @property
+    def body(self) -> dict[str, Any] | None:
+        """The sanitized object as recorded, status included."""
+        return None if self.body_blob is None else decode_body(self.body_blob, self.status_blob)
+
+    def without_status(self) -> dict[str, Any] | None:
+        """The sanitized object as recorded, without its status (cheaper: one blob decoded)."""
+        return None if self.body_blob is None else decode_body(self.body_blob)
+
+    def packed(self) -> bytes:
+        """The object without its status as msgpack bytes, copied into a trace as they are."""
+        assert self.body_blob is not None, "a deletion has no body"
+        return packed_body(self.body_blob)
 
 
 @dataclass(frozen=True)
@@ -87,14 +103,6 @@ class Run:
     config: str
 
 
-def decode_body(blob: bytes | None) -> dict[str, Any] | None:
-    """A stored body: zlib-compressed JSON of the sanitized object."""
-    if blob is None:
-        return None
-    value: dict[str, Any] = json.loads(zlib.decompress(blob))
-    return value
-
-
 def _key(gvk: str, namespace: str, name: str) -> ObjKey:
     return ObjKey(GVK.parse(gvk), namespace, name)
 
@@ -106,14 +114,15 @@ def _chain(text: str | None) -> tuple[ObjKey, ...]:
 
 
 def _event(row: tuple[Any, ...], keys: dict[tuple[str, str, str], ObjKey]) -> StoredEvent:
-    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body = row
+    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status = row
     raw = (gvk, ns, name)
     key = keys.get(raw)
     if key is None:
         key = keys[raw] = _key(gvk, ns, name)
     return StoredEvent(
         id=eid, ts=ts, key=key, uid=uid, deleted=op == DELETED, inferred=bool(inferred),
-        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=_chain(chain), body=decode_body(body),
+        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=_chain(chain),
+        body_blob=body, status_blob=status,
     )
 
 
@@ -163,7 +172,7 @@ def window_heads(cache: Cache, *, start_ts: int, end_ts: int) -> Iterator[EventH
 
 
 def window_events(cache: Cache, *, start_ts: int, end_ts: int) -> Iterator[StoredEvent]:
-    """Events with ``start_ts <= ts < end_ts`` in time then recorded order, bodies decoded one by one."""
+    """Events with ``start_ts <= ts < end_ts`` in time then recorded order, one row at a time."""
     keys: dict[tuple[str, str, str], ObjKey] = {}
     for row in cache.conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events e {_WINDOW_WHERE}", {"start": start_ts, "end": end_ts}):
         yield _event(row, keys)

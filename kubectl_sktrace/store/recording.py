@@ -5,8 +5,7 @@ row it changes, and commits at least twice a second. Nothing here commits on its
 bookkeeping that must be durable by itself (``begin_run``, ``check_identity``, ``stop_run``).
 
 Columns follow the schema docstring in ``schema.py`` exactly: hashes go through ``to_db_hash``, event bodies
-are zlib level-1 JSON (fast to write, about a third of the size of the text), owner chains and owner
-references are JSON lists. Memory: the loads return only keys, uids, hashes and lifecycles — never object
+are encoded by ``bodies.encode_body``, owner chains and owner references are JSON lists. Memory: the loads return only keys, uids, hashes and lifecycles — never object
 bodies — so the recorder's memory follows the live cluster, not the length of the history.
 """
 
@@ -15,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.store.bodies import encode_body
 from kubectl_sktrace.store.connection import Cache, from_db_hash, to_db_hash
 
 OP_APPLIED = 0
@@ -87,14 +86,6 @@ class PreviousRun:
     started: float
     stopped: float
     clean: bool
-
-
-def compress_body(obj: Mapping[str, Any]) -> bytes:
-    return zlib.compress(_DUMPS(obj).encode(), 1)
-
-
-def decompress_body(blob: bytes) -> Any:
-    return json.loads(zlib.decompress(blob))
 
 
 def chain_to_json(chain: Iterable[ObjKey]) -> str:
@@ -240,14 +231,15 @@ class Recording:
     # -- writes (within a batch) --------------------------------------------------------------------
 
     def append_event(self, run_id: int, row: EventRow) -> None:
+        body, status = (None, None) if row.body is None else encode_body(row.body)
         self._conn.execute(
-            "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.ts, row.recv, run_id, str(row.key.gvk), row.key.namespace, row.key.name, row.uid, row.op, int(row.inferred),
                 None if row.spec_hash is None else to_db_hash(row.spec_hash),
                 None if not row.owner_chain else chain_to_json(row.owner_chain),
-                None if row.body is None else compress_body(row.body),
+                body, status,
             ),
         )
 

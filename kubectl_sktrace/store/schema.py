@@ -14,8 +14,9 @@ events          the history, append-only, in the order it was recorded (``id``).
                 event second of SimKube; ``recv`` the precise receive time. ``op`` is 0 applied / 1 deleted.
                 ``inferred`` is 1 for what a relist reconstructed (deleted or created while offline: the
                 real time lies between the previous run's last sight and ``ts``). ``spec_hash`` of the
-                applied spec; ``body`` the sanitized object as zlib-compressed JSON (status included:
-                export drops it); deleted rows have no body (export writes the name-only stub).
+                applied spec; ``body`` the sanitized object without its status and ``status`` its status
+                (NULL when none), both zlib-compressed msgpack (``bodies.py`` says why); deleted rows
+                have neither (export writes the name-only stub).
                 ``owner_chain`` is the resolved ancestor chain of an applied object, JSON
                 ``[[gvk, namespace, name], ...]`` direct owners first, depth first; NULL when it has none.
 objects         the live index of tracked objects: one row per object that currently exists as far as the
@@ -66,7 +67,8 @@ MIGRATIONS: list[tuple[str, str]] = [
             inferred INTEGER NOT NULL DEFAULT 0,
             spec_hash INTEGER,
             owner_chain TEXT,
-            body BLOB
+            body BLOB,
+            status BLOB
         );
         CREATE INDEX events_ts ON events (ts);
         CREATE TABLE objects (

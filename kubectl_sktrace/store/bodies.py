@@ -1,0 +1,36 @@
+"""How an object is stored in ``events.body`` and ``events.status``.
+
+The sanitized object is split in two: its ``status`` (``events.status``, NULL when it has none) and the
+rest (``events.body``), each as zlib level-1 compressed msgpack, packed exactly as inside a trace. Export
+drops ``status`` by default (SPEC §7 step 7), so the decompressed body bytes are spliced into the trace as
+they are, without decoding and re-encoding: that keeps an export close to the speed of writing the file.
+zlib level 1 cuts pod-sized bodies about threefold and costs less than it saves in writes.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any, Mapping
+
+from kubectl_sktrace.traceformat import dumps_object, loads
+
+
+def encode_body(obj: Mapping[str, Any]) -> tuple[bytes, bytes | None]:
+    """``(body, status)`` blobs of one sanitized object."""
+    status = obj.get("status")
+    rest = {k: v for k, v in obj.items() if k != "status"} if "status" in obj else obj
+    status_blob = None if status is None else zlib.compress(dumps_object(status), 1)
+    return zlib.compress(dumps_object(rest), 1), status_blob
+
+
+def packed_body(body: bytes) -> bytes:
+    """The msgpack bytes of the object without its status, ready to be written into a trace."""
+    return zlib.decompress(body)
+
+
+def decode_body(body: bytes, status: bytes | None = None) -> dict[str, Any]:
+    """The object back as a dict, with its status when one was stored and is passed."""
+    obj: dict[str, Any] = loads(zlib.decompress(body))
+    if status is not None:
+        obj["status"] = loads(zlib.decompress(status))
+    return obj
