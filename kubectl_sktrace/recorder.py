@@ -405,7 +405,7 @@ class ObjectQueue:
                 self._consumer_waiting = True
                 self._cond.wait(timeout)
                 self._consumer_waiting = False
-            out = []
+            out: list[tuple[Any, ...]] = []
             while self._items and len(out) < most:
                 weight, msg = self._items.popleft()
                 self._weight -= weight

@@ -83,7 +83,7 @@ def matches_any(selectors: tuple[Selector, ...] | list[Selector], labels: Mappin
 def _split_terms(text: str) -> list[str]:
     """Split on the commas that are not inside ``( )``; unbalanced parentheses are an error."""
     terms: list[str] = []
-    depth, current = 0, []
+    depth, current = 0, list[str]()
     for char in text:
         if char == "(":
             depth += 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 import msgpack
 
@@ -82,7 +82,7 @@ class TraceWriter:
     query on the cache) and ``finish`` refuses a different number of written events.
     """
 
-    def __init__(self, stream: BinaryIO, *, config: dict[str, Any], event_count: int, version: int = FORMAT_VERSION) -> None:
+    def __init__(self, stream: IO[bytes], *, config: dict[str, Any], event_count: int, version: int = FORMAT_VERSION) -> None:
         self._stream = stream
         self._packer = _packer()
         self._expected = event_count
