@@ -124,6 +124,141 @@ def version(output: str) -> None:
     click.echo(render.render_mapping(info, output))
 
 
+# --- export and prune -------------------------------------------------------------------------------
+
+_SIMKUBE_EXCLUDED_NAMESPACES = "cert-manager,default,kube-public,kube-node-lease,kube-system,local-path-storage,monitoring,simkube"
+
+
+def _namespace_list(text: str | None) -> frozenset[str] | None:
+    if text is None:
+        return None
+    return frozenset(n.strip() for n in text.split(",") if n.strip())
+
+
+def _cache_path(*, cache: str | None, kubeconfig: str | None, context: str | None) -> str:
+    """The cache named by --cache, else the default one of the kubeconfig context (read offline)."""
+    if cache:
+        return cache
+    from kubectl_sktrace.kubeconfig import resolve_cache_path
+
+    return str(resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context))
+
+
+@cli.command("export")
+@verbosity_option
+@kube_options
+@cache_option
+@click.option("-s", "--start-time", "start_time", default="-30m", show_default=True, metavar="TIME",
+              help="Window start: 'now', '-30m', '-2h', '-1d', an RFC 3339 time or '@<unix seconds>'.")
+@click.option("-t", "--end-time", "end_time", default="now", show_default=True, metavar="TIME",
+              help="Window end (excluded), in the same forms.")
+@click.option("--excluded-namespaces", "excluded_namespaces", default=_SIMKUBE_EXCLUDED_NAMESPACES, show_default=True, metavar="LIST",
+              help="Comma-separated namespaces to leave out (SimKube's list by default).")
+@click.option("--include-namespaces", "include_namespaces", metavar="LIST",
+              help="Keep only these namespaces; when given, --excluded-namespaces is ignored (so 'default' can be included).")
+@click.option("--exclude-labels", "exclude_labels", multiple=True, metavar="SELECTOR",
+              help="Leave out objects matching this kubectl label selector ('a=b,c!=d,e in (x,y),!f'); repeatable, any match excludes.")
+@click.option("--include-cluster-scoped", "include_cluster_scoped", is_flag=True,
+              help="Keep cluster-scoped objects (SimKube's driver needs namespaced ones, so they are left out by default).")
+@click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH",
+              help="Where to write the trace; '-' writes to stdout. Written whole or not at all.")
+@click.option("--format", "fmt", type=click.Choice(["sktrace", "json", "yaml"]), default="sktrace", show_default=True,
+              help="sktrace is SimKube's msgpack format; json and yaml are for people and do not load in SimKube.")
+@click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
+def export_command(
+    kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
+    start_time: str, end_time: str, excluded_namespaces: str, include_namespaces: str | None, exclude_labels: tuple[str, ...],
+    include_cluster_scoped: bool, output_file: str, fmt: str, keep_status: bool,
+) -> None:
+    """Write a SimKube trace of a time window from the cache, without contacting the cluster.
+
+    The window is [--start-time, --end-time). The trace starts with the state at the start time, then every
+    recorded change in the window. Namespaces: -n NS keeps one namespace; --include-namespaces keeps only
+    those listed and overrides --excluded-namespaces; otherwise the excluded namespaces are left out. Objects
+    owned by a DaemonSet or by another exported object are left out too (SimKube recreates them).
+
+    \b
+    Example:
+      kubectl sktrace export -s -1h -O incident.sktrace
+      kubectl sktrace export -s 2026-11-22T10:00:00Z -t 2026-11-22T11:00:00Z --exclude-labels 'app in (canary)'
+      kubectl sktrace export -n shop --format yaml -O - | less
+    """
+    import time
+
+    from kubectl_sktrace.errors import UsageError
+    from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window, write_atomically
+    from kubectl_sktrace.selectors import parse_selector
+    from kubectl_sktrace.store import open_cache
+
+    start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
+    selectors = tuple(parse_selector(text) for text in exclude_labels)
+    included = _namespace_list(include_namespaces)
+    if namespace and all_namespaces:
+        raise UsageError("-n/--namespace and -A/--all-namespaces contradict each other; pass one of them")
+    if namespace:
+        if included is not None:
+            raise UsageError("-n/--namespace and --include-namespaces both choose namespaces; pass one of them")
+        included = frozenset([namespace])
+    filters = ExportFilters(
+        excluded_namespaces=_namespace_list(excluded_namespaces) or frozenset(), include_namespaces=included,
+        exclude_labels=selectors, include_cluster_scoped=include_cluster_scoped,
+    )
+    path = _cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
+    with open_cache(path, create=False) as opened:
+        def write(stream: Any) -> Any:
+            return export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, stream=stream)
+
+        if output_file == "-":
+            stdout = sys.stdout.buffer
+            report = write(stdout)
+            stdout.flush()
+        else:
+            report = write_atomically(output_file, write)
+    for note in report.notes:
+        click.echo(f"Note: {note}", err=True)
+    for warning in report.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    from kubectl_sktrace.timeparse import format_time
+
+    where = "stdout" if output_file == "-" else output_file
+    click.echo(
+        f"Wrote {where}: {report.events} events ({report.applied} applied, {report.deleted} deleted after the start state), "
+        f"{report.index_objects} objects in the index, {report.lifecycles} pod lifecycles, "
+        f"window {format_time(report.start_ts)} to {format_time(report.end_ts)}.",
+        err=True,
+    )
+
+
+@cli.command("prune")
+@verbosity_option
+@click.option("--kubeconfig", "kubeconfig", metavar="FILE", help="Path to the kubeconfig file (locates the default cache).")
+@click.option("--context", "context", metavar="NAME", help="The kubeconfig context whose default cache to prune.")
+@cache_option
+@output_option
+@click.option("--before", "before", required=True, metavar="TIME",
+              help="Drop history older than this ('-7d', an RFC 3339 time, '@<unix seconds>').")
+def prune_command(kubeconfig: str | None, context: str | None, cache: str | None, output: str, before: str) -> None:
+    """Drop history older than TIME from the cache, keeping what later exports need.
+
+    Any export whose window starts at or after TIME gives the same trace before and after the prune. It
+    cannot run while a recorder writes to the same cache.
+
+    \b
+    Example:
+      kubectl sktrace prune --before -7d
+    """
+    import time
+
+    from kubectl_sktrace import render
+    from kubectl_sktrace.prune import prune_cache
+    from kubectl_sktrace.timeparse import parse_time
+
+    cutoff = parse_time(before, now=time.time())
+    report = prune_cache(_cache_path(cache=cache, kubeconfig=kubeconfig, context=context), before=cutoff)
+    click.echo(render.render_mapping(report.as_mapping(), output))
+
+
+# --- end export and prune ---------------------------------------------------------------------------
 # --- foundation commands: config, inspect, validate -------------------------------------------------
 
 

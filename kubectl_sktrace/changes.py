@@ -1,0 +1,80 @@
+"""What a watch event or a relist item means for one tracked object: decisions only, no effects. Pure.
+
+The recorder holds, per object key, what the live index knows (``Known``: uid and last spec hash) and
+asks these functions what to record; it performs the writes itself (SPEC §4, §5 steps 2-3).
+
+Guarantees:
+
+- ``decide_applied``: a new object, or one whose spec hash differs from the last recorded, is applied;
+  the same uid with the same hash records nothing (status, label and annotation changes alone); the same
+  name with another uid is a delete followed by an apply, so a re-created object is never mistaken for
+  an update.
+- ``vanished``: at a relist, the cached live keys that are missing from the list or listed with another
+  uid, sorted so the recorder writes them in a stable order. The recorder records these deletions and
+  drops them from its index before applying the listed items, so an object listed with a new uid is then
+  new to ``decide_applied`` (one delete, one apply — not two deletes).
+- ``event_second``: changes received in the same integer Unix second belong to one event.
+
+Where this guesses: an empty uid (an object without ``metadata.uid``, which a real server never sends)
+matches any uid, so identity falls back to the key rather than recording a delete and an apply on every
+change.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_sktrace.model import ObjKey
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the live index holds for a key: the object's uid and the spec hash last recorded."""
+
+    uid: str
+    spec_hash: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to record for an added/modified/listed object: a delete first (new uid), an apply, both, or neither."""
+
+    delete_first: bool
+    apply: bool
+    spec_hash: int
+
+
+def same_uid(a: str, b: str) -> bool:
+    """Whether two uids name the same object; an empty uid is unknown and matches any."""
+    return a == b or not a or not b
+
+
+def decide_applied(*, known: Known | None, uid: str, spec_hash: int) -> Decision:
+    """What an added, modified or listed object with ``uid`` and ``spec_hash`` means, given what is known."""
+    if known is None:
+        return Decision(delete_first=False, apply=True, spec_hash=spec_hash)
+    if not same_uid(known.uid, uid):
+        return Decision(delete_first=True, apply=True, spec_hash=spec_hash)
+    return Decision(delete_first=False, apply=known.spec_hash != spec_hash, spec_hash=spec_hash)
+
+
+def is_skipped_owned(obj: dict[str, Any], *, skip_owned: bool) -> bool:
+    """Whether a ``skipOwned`` kind's object is ignored: it has at least one ownerReference."""
+    if not skip_owned:
+        return False
+    meta = obj.get("metadata")
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    return isinstance(refs, list) and len(refs) > 0
+
+
+def vanished(known: Mapping[ObjKey, Known], seen: Mapping[ObjKey, str]) -> list[ObjKey]:
+    """Keys cached as live that a complete list no longer shows, or shows with another uid (sorted)."""
+    return sorted(key for key, k in known.items() if key not in seen or not same_uid(k.uid, seen[key]))
+
+
+def event_second(recv: float) -> int:
+    """The event timestamp of a change received at ``recv``: its integer Unix second (floor)."""
+    return math.floor(recv)

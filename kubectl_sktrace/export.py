@@ -1,0 +1,343 @@
+"""Export a time window of the cache as a SimKube v2 trace (SPEC §7). Reads only the cache.
+
+The window is ``[start_ts, end_ts)`` in integer seconds. What the trace holds:
+
+1. A synthetic first event at ``start_ts`` applying the state at ``start_ts`` (the last version of every
+   object applied before it and not deleted, keyed by kind *and* namespace/name; pods that finished
+   before it are left out).
+2. Every event with ``start_ts <= ts < end_ts``, rows of the same second grouped into one event, in time
+   then recorded order; events left empty by the filters are dropped.
+3. The ``index``: every exported object applied before ``end_ts`` (deleted ones too, as SimKube does) →
+   the spec hash of its last version before ``end_ts``.
+4. ``pod_lifecycles`` of pods whose owner is in the index and whose lifecycle overlaps the window, starts
+   clamped to ``start_ts``, window-spanning pods kept, in the order the pods were first recorded.
+5. The tracer config in force, as SimKube loads it.
+
+Filters decide per object, on its last applied version before ``end_ts`` (so an object is in or out of
+the whole trace, and its deletion follows it): cluster-scoped objects are out unless asked for (SimKube's
+driver crashes on them); then ``--include-namespaces`` if given (it replaces ``--excluded-namespaces``),
+else the excluded namespaces; any matching ``--exclude-labels`` selector; an owner of kind DaemonSet; and
+last, an owner chain (stored by the recorder) that reaches another exported object, which recreates it in
+the simulator.
+
+Memory: per-object data (keys, hashes, owner chains) and the per-pod lifecycle table are held; events are
+not. The events are read twice from one snapshot, once without bodies to count the groups (msgpack needs
+the array length first), then with bodies, decoded and written one group at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator
+
+import yaml
+
+from kubectl_sktrace import lifecycle as lifecycles
+from kubectl_sktrace.errors import CacheError, UsageError
+from kubectl_sktrace.model import ObjKey
+from kubectl_sktrace.owners import is_daemonset_owned
+from kubectl_sktrace.sanitize import deleted_stub
+from kubectl_sktrace.selectors import Selector, matches_any
+from kubectl_sktrace.store import Cache, history
+from kubectl_sktrace.timeparse import format_duration, format_time, parse_time
+from kubectl_sktrace.traceformat import TraceWriter
+from kubectl_sktrace.tracerconfig import config_to_trace, parse_config
+
+DEFAULT_EXCLUDED_NAMESPACES = (
+    "cert-manager", "default", "kube-public", "kube-node-lease", "kube-system", "local-path-storage", "monitoring", "simkube",
+)
+FORMATS = ("sktrace", "json", "yaml")
+
+
+@dataclass(frozen=True)
+class ExportFilters:
+    """Which objects a trace leaves out (see the module docstring for the order they apply in)."""
+
+    excluded_namespaces: frozenset[str] = frozenset(DEFAULT_EXCLUDED_NAMESPACES)
+    include_namespaces: frozenset[str] | None = None
+    exclude_labels: tuple[Selector, ...] = ()
+    include_cluster_scoped: bool = False
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What an export wrote, and what a person should know about it."""
+
+    start_ts: int
+    end_ts: int
+    events: int
+    applied: int
+    deleted: int
+    index_objects: int
+    lifecycles: int
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass
+class _Plan:
+    exported: dict[ObjKey, int] = field(default_factory=dict)
+    cluster_scoped_left_out: int = 0
+
+
+def resolve_window(start: str, end: str, *, now: float) -> tuple[int, int]:
+    """``[start_ts, end_ts)`` in whole seconds from two time expressions; an empty window is a UsageError.
+
+    The start rounds down and the end up, so the window covers every event second touched by the times
+    given (``now`` includes the current second)."""
+    start_at = parse_time(start, now=now)
+    end_at = parse_time(end, now=now)
+    start_ts, end_ts = math.floor(start_at), math.ceil(end_at)
+    if end_at < start_at:
+        raise UsageError(
+            f"the end time {end!r} ({format_time(end_at)}) is before the start time {start!r} ({format_time(start_at)}); "
+            "swap them or pass a later --end-time"
+        )
+    if end_ts <= start_ts:
+        raise UsageError(f"the window from {start!r} to {end!r} is empty; pass an --end-time after the --start-time")
+    return start_ts, end_ts
+
+
+def _passes_basic(event: history.StoredEvent, filters: ExportFilters) -> bool:
+    key = event.key
+    if key.namespace:
+        if filters.include_namespaces is not None:
+            if key.namespace not in filters.include_namespaces:
+                return False
+        elif key.namespace in filters.excluded_namespaces:
+            return False
+    body = event.body or {}
+    metadata = body.get("metadata") or {}
+    if filters.exclude_labels and matches_any(filters.exclude_labels, metadata.get("labels")):
+        return False
+    return not is_daemonset_owned(body)
+
+
+def _plan(cache: Cache, *, end_ts: int, filters: ExportFilters) -> _Plan:
+    """Decide which objects are exported, and the index hash of each."""
+    plan = _Plan()
+    candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
+    for event in history.last_applied_before(cache, ts=end_ts):
+        if not event.key.namespace and not filters.include_cluster_scoped:
+            plan.cluster_scoped_left_out += 1
+            continue
+        if _passes_basic(event, filters):
+            candidates[event.key] = (event.spec_hash or 0, event.owner_chain)
+    for key in sorted(candidates):
+        spec_hash, chain = candidates[key]
+        if not any(owner in candidates for owner in chain):
+            plan.exported[key] = spec_hash
+    return plan
+
+
+def _index(plan: _Plan) -> dict[str, dict[str, int]]:
+    index: dict[str, dict[str, int]] = {}
+    for key, spec_hash in plan.exported.items():  # sorted by kind, namespace, name
+        index.setdefault(str(key.gvk), {})[key.ns_name] = spec_hash
+    return index
+
+
+def _pod_lifecycles(cache: Cache, *, start_ts: int, end_ts: int, plan: _Plan) -> tuple[dict[tuple[str, str], dict[int, list[dict[str, Any]]]], int]:
+    table: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
+    count = 0
+    for pod in history.pod_lifecycles(cache, before=end_ts):
+        if pod.owner not in plan.exported:
+            continue
+        lc = lifecycles.Lifecycle(pod.start_ts, pod.end_ts)
+        if not lifecycles.overlaps(lc, start_ts=start_ts, end_ts=end_ts):
+            continue
+        entry = lifecycles.to_trace_entry(lifecycles.clamp(lc, start_ts=start_ts))
+        table.setdefault((str(pod.owner.gvk), pod.owner.ns_name), {}).setdefault(pod.stable_hash, []).append(entry)
+        count += 1
+    return table, count
+
+
+def _exported_config(cache: Cache, all_runs: list[history.Run], *, at: int) -> dict[str, Any]:
+    """The config of the run in force at the window end, as SimKube loads it (pod-less kinds left out)."""
+    text = history.config_in_force(all_runs, at=at) or ""
+    source = f"the tracer config stored in cache {cache.path}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise CacheError(f"{source} is not valid YAML; the cache is damaged: record into a new --cache") from None
+    return config_to_trace(parse_config(data, source=source))
+
+
+def _strip(body: dict[str, Any], keep_status: bool) -> dict[str, Any]:
+    if not keep_status:
+        body.pop("status", None)
+    return body
+
+
+def _groups(events: Iterator[history.StoredEvent], exported: dict[ObjKey, int]) -> Iterator[tuple[int, list[history.StoredEvent]]]:
+    """Consecutive exported rows of one second, as ``(ts, rows)``; seconds with no exported row skipped."""
+    current_ts: int | None = None
+    rows: list[history.StoredEvent] = []
+    for event in events:
+        if event.key not in exported:
+            continue
+        if event.ts != current_ts:
+            if rows:
+                yield current_ts, rows  # type: ignore[misc]
+            current_ts, rows = event.ts, []
+        rows.append(event)
+    if rows:
+        yield current_ts, rows  # type: ignore[misc]
+
+
+@contextlib.contextmanager
+def _relaxed_gc() -> Iterator[None]:
+    """Decoded objects are acyclic: the cyclic collector only slows their creation (NOTES: ~3×)."""
+    old = gc.get_threshold()
+    gc.set_threshold(200_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+def export_trace(
+    cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
+) -> ExportReport:
+    """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml)."""
+    if end_ts <= start_ts:
+        raise UsageError(f"the window [{start_ts}, {end_ts}) is empty; pass an end time after the start time")
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    with history.read_snapshot(cache), _relaxed_gc():
+        all_runs = history.runs(cache)
+        if not all_runs:
+            raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
+        plan = _plan(cache, end_ts=end_ts, filters=filters)
+        groups = inferred = inferred_deleted = 0
+        last_ts = None
+        for head in history.window_heads(cache, start_ts=start_ts, end_ts=end_ts):
+            if head.key not in plan.exported:
+                continue
+            if head.ts != last_ts:
+                groups, last_ts = groups + 1, head.ts
+            if head.inferred:
+                inferred += 1
+                inferred_deleted += head.deleted
+        config = _exported_config(cache, all_runs, at=end_ts)
+        writer = _make_writer(fmt, stream, config=config, event_count=1 + groups)
+        state = [_strip(e.body or {}, keep_status) for e in history.state_at(cache, ts=start_ts) if e.key in plan.exported]
+        writer.write_event(ts=start_ts, applied=state, deleted=[])
+        applied = deleted = 0
+        for ts, rows in _groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts), plan.exported):
+            applied_objs = [_strip(r.body or {}, keep_status) for r in rows if not r.deleted]
+            deleted_objs = [deleted_stub(r.key) for r in rows if r.deleted]
+            applied, deleted = applied + len(applied_objs), deleted + len(deleted_objs)
+            writer.write_event(ts=ts, applied=applied_objs, deleted=deleted_objs)
+        table, lifecycle_count = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, plan=plan)
+        writer.finish(index=_index(plan), pod_lifecycles=table)
+    notes, warnings = _messages(
+        plan=plan, groups=groups, state=len(state), inferred=inferred, inferred_deleted=inferred_deleted,
+        gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), start_ts=start_ts, end_ts=end_ts,
+    )
+    return ExportReport(
+        start_ts=start_ts, end_ts=end_ts, events=1 + groups, applied=applied, deleted=deleted,
+        index_objects=len(plan.exported), lifecycles=lifecycle_count, notes=notes, warnings=warnings,
+    )
+
+
+def _messages(
+    *, plan: _Plan, groups: int, state: int, inferred: int, inferred_deleted: int, gaps: list[tuple[float, float]], start_ts: int, end_ts: int,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    notes: list[str] = []
+    warnings: list[str] = []
+    if plan.cluster_scoped_left_out:
+        notes.append(
+            f"left out {plan.cluster_scoped_left_out} cluster-scoped object(s): SimKube's driver needs namespaced objects "
+            "(pass --include-cluster-scoped to keep them)"
+        )
+    if not groups:
+        notes.append(
+            f"no events in the window {format_time(start_ts)} to {format_time(end_ts)}: the trace holds only the state at its start "
+            f"({state} object(s))"
+        )
+    for gap_start, gap_end in gaps:
+        warnings.append(
+            f"no recorder ran from {format_time(gap_start)} to {format_time(gap_end)} ({format_duration(gap_end - gap_start)}): "
+            "changes made then appear at the next start's time, or not at all if the window ends first"
+        )
+    if inferred:
+        created = inferred - inferred_deleted
+        warnings.append(
+            f"{inferred} event(s) in the window were reconstructed when a recorder started after a gap "
+            f"({inferred_deleted} deletion(s), {created} creation(s) or change(s)): their times are when the recorder noticed, "
+            "not when they happened"
+        )
+    return tuple(notes), tuple(warnings)
+
+
+class _TextTraceWriter:
+    """The trace as JSON or YAML, for people (SimKube does not load these). Streams like TraceWriter;
+    ``pod_lifecycles`` keys become ``"gvk ns/name"`` strings, since neither format has array keys."""
+
+    def __init__(self, stream: IO[bytes], *, fmt: str, config: dict[str, Any]) -> None:
+        self._stream = stream
+        self._fmt = fmt
+        self._first = True
+        if fmt == "json":
+            self._put('{"version": 2, "config": ' + json.dumps(config) + ', "events": [')
+        else:
+            self._put(yaml.safe_dump({"version": 2, "config": config}, sort_keys=False) + "events:\n")
+
+    def _put(self, text: str) -> None:
+        self._stream.write(text.encode())
+
+    def write_event(self, *, ts: int, applied: list[dict[str, Any]], deleted: list[dict[str, Any]]) -> None:
+        event = {"ts": ts, "applied_objs": applied, "deleted_objs": deleted}
+        if self._fmt == "json":
+            self._put(("\n" if self._first else ",\n") + json.dumps(event))
+        else:
+            self._put(yaml.safe_dump([event], sort_keys=False))
+        self._first = False
+
+    def finish(self, *, index: dict[str, dict[str, int]], pod_lifecycles: dict[tuple[str, str], dict[int, list[dict[str, Any]]]]) -> None:
+        readable = {f"{gvk} {ns_name}": hashes for (gvk, ns_name), hashes in pod_lifecycles.items()}
+        if self._fmt == "json":
+            self._put('\n], "index": ' + json.dumps(index) + ', "pod_lifecycles": ' + json.dumps(readable) + "}\n")
+        else:
+            self._put(yaml.safe_dump({"index": index, "pod_lifecycles": readable}, sort_keys=False))
+
+
+def _make_writer(fmt: str, stream: IO[bytes], *, config: dict[str, Any], event_count: int) -> Any:
+    if fmt == "sktrace":
+        return TraceWriter(stream, config=config, event_count=event_count)
+    return _TextTraceWriter(stream, fmt=fmt, config=config)
+
+
+def write_atomically(path: str, write: Callable[[IO[bytes]], ExportReport]) -> ExportReport:
+    """Run ``write`` on a temporary file next to ``path`` and rename it into place only when it succeeds,
+    so a failed export never leaves a partial (or clobbered) trace behind."""
+    target = Path(path).expanduser()
+    parent = target.parent
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {path}: the directory {parent} does not exist; create it or pass another -O/--output-file")
+    if target.is_dir():
+        raise UsageError(f"cannot write {path}: it is a directory; pass a file path with -O/--output-file")
+    try:
+        fd, temp_name = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise UsageError(f"cannot write in {parent} ({exc.strerror}); pass a writable -O/--output-file") from exc
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as handle:
+            report = write(handle)
+        os.replace(temp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise
+    return report

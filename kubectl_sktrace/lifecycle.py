@@ -1,0 +1,190 @@
+"""Pod lifecycles: derived from container states, updated only along SimKube's partial order. Pure.
+
+A lifecycle is ``Empty`` (no container has started), ``Running(start)`` or ``Finished(start, end)``, in
+integer Unix seconds (fractions truncated, as SimKube does).
+
+Derivation (SPEC §4), from ``status.initContainerStatuses`` and ``status.containerStatuses`` only —
+never the pod phase or its creation time, which include time spent pending:
+
+- start = the earliest ``startedAt`` of any init or regular container whose current ``state`` is
+  ``running`` or ``terminated``;
+- end = the latest ``finishedAt`` of any terminated container (init ones included, as SimKube does;
+  they always end before regular containers start), counted only when every regular container of the
+  pod has terminated.
+
+Where this guesses: "every regular container" means every name in ``spec.containers``; a pod without a
+container list in its spec (never seen from a real server) falls back to the names of its
+``containerStatuses``. A terminated state without ``startedAt`` (a container that never ran) adds no
+start but its ``finishedAt`` still counts. ``lastState`` is ignored: a restarted container reports a
+later ``startedAt``, and the update order below keeps the first start.
+
+Updates (``merge_lifecycle``) follow SimKube's partial order: Empty → Running(s) → Finished(s, e) with
+the same start. Anything else — another start, one Finished to a different Finished, Finished back to
+Running — is refused with a one-line reason and the stored value is kept. An Empty update carries no
+information and is ignored without a reason. Empty is never stored.
+
+When a pod disappears (``on_pod_gone``), a Running lifecycle is closed at the deletion time; the end is
+never put before the start (a container clock ahead of the recorder's would otherwise do it).
+
+``overlaps`` and ``clamp`` are export's window rules (SPEC §7 step 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.timeparse import parse_time
+
+_FRACTION = re.compile(r"\.\d+")
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """Empty ``(None, None)``, Running ``(s, None)`` or Finished ``(s, e)``."""
+
+    start: int | None
+    end: int | None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.start is None
+
+    @property
+    def is_running(self) -> bool:
+        return self.start is not None and self.end is None
+
+    @property
+    def is_finished(self) -> bool:
+        return self.start is not None and self.end is not None
+
+    def __str__(self) -> str:
+        if self.start is None:
+            return "Empty"
+        if self.end is None:
+            return f"Running({self.start})"
+        return f"Finished({self.start}, {self.end})"
+
+
+EMPTY = Lifecycle(None, None)
+
+
+def running(start: int) -> Lifecycle:
+    return Lifecycle(start, None)
+
+
+def finished(start: int, end: int) -> Lifecycle:
+    return Lifecycle(start, end)
+
+
+def _statuses(status: dict[str, Any], field: str) -> list[dict[str, Any]]:
+    value = status.get(field)
+    return [s for s in value if isinstance(s, dict)] if isinstance(value, list) else []
+
+
+def _seconds(value: object) -> int | None:
+    """Whole Unix seconds of a container time (RFC 3339); ``None`` when missing or malformed.
+
+    The fraction is cut off before parsing: that is the truncation SimKube does, and it keeps Python
+    3.10's ``fromisoformat`` (3 or 6 fraction digits only) able to read nanosecond times.
+    """
+    if not isinstance(value, str) or not value[:1].isdigit():
+        return None
+    try:
+        return int(parse_time(_FRACTION.sub("", value, count=1), now=0.0))
+    except UsageError:
+        return None
+
+
+def _start_end(container_status: dict[str, Any]) -> tuple[int | None, int | None, bool]:
+    """(start, end, terminated) of one container's current state."""
+    state = container_status.get("state")
+    if not isinstance(state, dict):
+        return None, None, False
+    run = state.get("running")
+    if isinstance(run, dict):
+        return _seconds(run.get("startedAt")), None, False
+    term = state.get("terminated")
+    if isinstance(term, dict):
+        return _seconds(term.get("startedAt")), _seconds(term.get("finishedAt")), True
+    return None, None, False
+
+
+def _min(values: Iterable[int | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _max(values: Iterable[int | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def derive_lifecycle(pod: dict[str, Any]) -> Lifecycle:
+    """The lifecycle a pod's container states show right now (see the module docstring)."""
+    status = pod.get("status")
+    if not isinstance(status, dict):
+        return EMPTY
+    init = [_start_end(s) for s in _statuses(status, "initContainerStatuses")]
+    regular_statuses = _statuses(status, "containerStatuses")
+    regular = [_start_end(s) for s in regular_statuses]
+
+    start = _min(s for s, _, _ in init + regular)
+    if start is None:
+        return EMPTY
+
+    terminated = {s.get("name") for s, (_, _, done) in zip(regular_statuses, regular) if done}
+    spec = pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    if isinstance(containers, list) and containers:
+        expected = {c.get("name") for c in containers if isinstance(c, dict)}
+    else:
+        expected = {s.get("name") for s in regular_statuses}
+    if not expected or not expected <= terminated:
+        return Lifecycle(start, None)
+    end = _max(e for _, e, _ in init + regular)
+    return Lifecycle(start, end)
+
+
+def merge_lifecycle(old: Lifecycle, new: Lifecycle) -> tuple[Lifecycle, str | None]:
+    """(value to keep, reason it was refused or None): accept only Empty → Running(s) → Finished(s, e)."""
+    if new.is_empty or new == old:
+        return old, None
+    if old.is_empty:
+        return new, None
+    if old.is_running and new.start == old.start:
+        return new, None
+    return old, f"refused lifecycle update {old} -> {new}: only Empty -> Running(s) -> Finished(s, e) with the same start is allowed; keeping {old}"
+
+
+def on_pod_gone(current: Lifecycle, *, ts: int) -> Lifecycle:
+    """The lifecycle after the pod was deleted (or found missing) at ``ts``: Running(s) → Finished(s, ts)."""
+    if current.start is None or current.end is not None:
+        return current
+    return Lifecycle(current.start, max(ts, current.start))
+
+
+def overlaps(lc: Lifecycle, *, start_ts: int, end_ts: int) -> bool:
+    """Whether the pod ran in ``[start_ts, end_ts)``: Running(s) with s < end; Finished(s, e) with s < end, e >= start."""
+    if lc.start is None or lc.start >= end_ts:
+        return False
+    return lc.end is None or lc.end >= start_ts
+
+
+def clamp(lc: Lifecycle, *, start_ts: int) -> Lifecycle:
+    """The lifecycle with its start moved up to ``start_ts`` when it began earlier (Empty unchanged)."""
+    if lc.start is None or lc.start >= start_ts:
+        return lc
+    return Lifecycle(start_ts, lc.end)
+
+
+def to_trace_entry(lc: Lifecycle) -> dict[str, Any]:
+    """``{"Running": s}`` or ``{"Finished": [s, e]}``; Empty has no trace form (it is never stored)."""
+    if lc.start is None:
+        raise ValueError("an Empty lifecycle has no trace entry: it is never stored")
+    if lc.end is None:
+        return {"Running": lc.start}
+    return {"Finished": [lc.start, lc.end]}

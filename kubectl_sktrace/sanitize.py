@@ -1,0 +1,130 @@
+"""What an object looks like when it is stored in an event, and how its identity is read. Pure functions.
+
+Guarantees (SPEC §4):
+
+- ``sanitize`` returns a new dict and never mutates its input. It drops the server-managed metadata
+  (``creationTimestamp``, ``deletionTimestamp``, ``deletionGracePeriodSeconds``, ``generation``,
+  ``managedFields``, ``resourceVersion``, ``uid``) and the two annotations that change without a spec
+  change (``kubectl.kubernetes.io/last-applied-configuration``, ``deployment.kubernetes.io/revision``);
+  ``metadata.annotations`` is always present, possibly ``{}``. Pods also lose ``spec.nodeName`` (the
+  simulator schedules them again). ``ownerReferences`` (with ``uid``), labels, finalizers,
+  ``generateName``, ``spec`` and ``status`` are kept; export drops ``status`` later (SPEC §7 step 7).
+  ``apiVersion``/``kind`` are set from the watched kind, because list items carry neither.
+- Secrets (core ``v1.Secret``) keep the keys of ``data`` and ``stringData`` with every value replaced
+  by ``""``, unless the caller opts in to keeping them.
+- ``deleted_stub`` is the object of a deleted event: ``{apiVersion, kind, metadata: {name, namespace}}``.
+
+Performance choice: the result copies only the dicts it changes (the top level, ``metadata``, its
+annotations, a Pod's ``spec``, a Secret's ``data``/``stringData``) and shares every other nested value
+with the input, because a deep copy of a pod costs more than the whole ingest budget of one event.
+Callers treat both the input and the result as read-only below those levels (the recorder serializes
+the result at once).
+
+API timestamps (RFC 3339, e.g. ``2026-11-22T10:00:00Z`` or with fractional seconds) are read by
+``parse_api_time``, which delegates to ``timeparse``; a missing or malformed time is ``None``, never an
+error, because one odd field must not stop a recording.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kubectl_sktrace.errors import KubeError, UsageError
+from kubectl_sktrace.model import POD, GVK, ObjKey
+from kubectl_sktrace.timeparse import parse_time
+
+DROPPED_METADATA = (
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+    "uid",
+)
+DROPPED_ANNOTATIONS = (
+    "kubectl.kubernetes.io/last-applied-configuration",
+    "deployment.kubernetes.io/revision",
+)
+SECRET = GVK("", "v1", "Secret")
+SECRET_VALUE_FIELDS = ("data", "stringData")
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def sanitize(obj: dict[str, Any], *, gvk: GVK, keep_secret_data: bool = False) -> dict[str, Any]:
+    """The object as an applied event stores it (see the module docstring); ``obj`` is left unchanged."""
+    out = dict(obj)
+    out["apiVersion"] = gvk.api_version
+    out["kind"] = gvk.kind
+
+    raw_meta = obj.get("metadata")
+    meta = dict(raw_meta) if isinstance(raw_meta, dict) else {}
+    for field in DROPPED_METADATA:
+        meta.pop(field, None)
+    raw_annotations = meta.get("annotations")
+    annotations = dict(raw_annotations) if isinstance(raw_annotations, dict) else {}
+    for annotation in DROPPED_ANNOTATIONS:
+        annotations.pop(annotation, None)
+    meta["annotations"] = annotations
+    out["metadata"] = meta
+
+    if gvk == POD and isinstance(obj.get("spec"), dict):
+        spec = dict(obj["spec"])
+        spec.pop("nodeName", None)
+        out["spec"] = spec
+
+    if gvk == SECRET and not keep_secret_data:
+        for field in SECRET_VALUE_FIELDS:
+            values = obj.get(field)
+            if isinstance(values, dict):
+                out[field] = {key: "" for key in values}
+    return out
+
+
+def deleted_stub(key: ObjKey) -> dict[str, Any]:
+    """The object of a deleted event: kind, name and namespace only (``""`` when cluster-scoped)."""
+    return {
+        "apiVersion": key.gvk.api_version,
+        "kind": key.gvk.kind,
+        "metadata": {"name": key.name, "namespace": key.namespace},
+    }
+
+
+def object_key(obj: dict[str, Any], gvk: GVK) -> ObjKey:
+    """``(gvk, namespace, name)`` of a raw object; a missing namespace means cluster-scoped (``""``)."""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise KubeError(f"the server sent a {gvk} object without metadata.name: check the API server or the kind's definition")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    return ObjKey(gvk=gvk, namespace=namespace if isinstance(namespace, str) else "", name=name)
+
+
+def object_uid(obj: dict[str, Any]) -> str:
+    """``metadata.uid``, or ``""`` when the object has none (identity then falls back to the key)."""
+    meta = obj.get("metadata")
+    uid = meta.get("uid") if isinstance(meta, dict) else None
+    return uid if isinstance(uid, str) else ""
+
+
+def creation_time(obj: dict[str, Any]) -> float | None:
+    """``metadata.creationTimestamp`` as Unix seconds, ``None`` when missing or malformed."""
+    meta = obj.get("metadata")
+    return parse_api_time(meta.get("creationTimestamp") if isinstance(meta, dict) else None)
+
+
+def parse_api_time(value: object) -> float | None:
+    """Unix seconds of an API timestamp (RFC 3339 with a zone); ``None`` when missing or malformed.
+
+    Fractional seconds of any length are normalized to microseconds first, so that Python 3.10's
+    ``fromisoformat`` (which accepts only 3 or 6 digits) reads them too.
+    """
+    if not isinstance(value, str) or not value[:1].isdigit():
+        return None
+    text = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], value, count=1)
+    try:
+        return parse_time(text, now=0.0)
+    except UsageError:
+        return None

@@ -1,0 +1,240 @@
+"""Typed read queries over the recorded history, for export and for reports about a time window.
+
+Every query reads only the cache. Where a query can return as many rows as there are events it yields them
+from an open cursor (rows are decoded one at a time), so callers can stream a window of any length in
+bounded memory; only per-object and per-run results are returned as lists.
+
+"The last event of an object before T" means the event with the greatest ``(ts, id)`` among those with
+``ts < T``: ``ts`` first, because a relist may stamp an object created while offline with its (earlier)
+creation time after later rows were written; ``id`` breaks ties in recorded order. Every query here and
+the pruning that must keep their results unchanged (``pruning.py``) use that one order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.store.connection import Cache, from_db_hash
+
+APPLIED, DELETED = 0, 1
+
+_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body"
+
+# The last row per object among those before :before, ranked by (ts, id) descending. Shared with pruning.
+LAST_ROW_PER_OBJECT = """
+    SELECT id, op FROM (
+        SELECT id, op, ROW_NUMBER() OVER (PARTITION BY gvk, namespace, name ORDER BY ts DESC, id DESC) AS rank
+        FROM events WHERE ts < :before {extra}
+    ) WHERE rank = 1
+"""
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """One row of ``events``: an applied object (with its sanitized body) or a deletion (no body)."""
+
+    id: int
+    ts: int
+    key: ObjKey
+    uid: str
+    deleted: bool
+    inferred: bool
+    spec_hash: int | None
+    owner_chain: tuple[ObjKey, ...]
+    body: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class EventHead:
+    """The columns of an event that need no body decoding (for counting passes)."""
+
+    id: int
+    ts: int
+    key: ObjKey
+    deleted: bool
+    inferred: bool
+
+
+@dataclass(frozen=True)
+class PodLifecycleRow:
+    """A pod with a lifecycle owner and a started lifecycle, in the order pods were first recorded."""
+
+    id: int
+    uid: str
+    namespace: str
+    name: str
+    owner: ObjKey
+    stable_hash: int
+    start_ts: int
+    end_ts: int | None
+    end_inferred: bool
+
+
+@dataclass(frozen=True)
+class Run:
+    """One recording run: ``stopped`` is its last heartbeat (its end, clean or not)."""
+
+    id: int
+    started: float
+    synced: float | None
+    stopped: float
+    clean: bool
+    config: str
+
+
+def decode_body(blob: bytes | None) -> dict[str, Any] | None:
+    """A stored body: zlib-compressed JSON of the sanitized object."""
+    if blob is None:
+        return None
+    value: dict[str, Any] = json.loads(zlib.decompress(blob))
+    return value
+
+
+def _key(gvk: str, namespace: str, name: str) -> ObjKey:
+    return ObjKey(GVK.parse(gvk), namespace, name)
+
+
+def _chain(text: str | None) -> tuple[ObjKey, ...]:
+    if not text:
+        return ()
+    return tuple(_key(gvk, ns, name) for gvk, ns, name in json.loads(text))
+
+
+def _event(row: tuple[Any, ...], keys: dict[tuple[str, str, str], ObjKey]) -> StoredEvent:
+    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body = row
+    raw = (gvk, ns, name)
+    key = keys.get(raw)
+    if key is None:
+        key = keys[raw] = _key(gvk, ns, name)
+    return StoredEvent(
+        id=eid, ts=ts, key=key, uid=uid, deleted=op == DELETED, inferred=bool(inferred),
+        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=_chain(chain), body=decode_body(body),
+    )
+
+
+def state_at(cache: Cache, *, ts: int) -> Iterator[StoredEvent]:
+    """The objects that exist at ``ts``: for each object whose last event before ``ts`` is an applied one,
+    that event, in recorded order. Pods whose lifecycle finished before ``ts`` are not part of the state
+    (SPEC §7.1), even when the object itself was never deleted (a Completed bare pod)."""
+    sql = f"""
+        SELECT {_EVENT_COLUMNS} FROM events e
+        JOIN ({LAST_ROW_PER_OBJECT.format(extra="")}) last ON last.id = e.id
+        WHERE last.op = {APPLIED}
+          AND NOT (e.gvk = :pod AND EXISTS (
+              SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before))
+        ORDER BY e.id
+    """
+    keys: dict[tuple[str, str, str], ObjKey] = {}
+    for row in cache.conn.execute(sql, {"before": ts, "pod": str(POD)}):
+        yield _event(row, keys)
+
+
+def last_applied_before(cache: Cache, *, ts: int) -> Iterator[StoredEvent]:
+    """For every object with an applied event before ``ts`` (deleted since or not), its last applied
+    version before ``ts``: what the index of a trace ending at ``ts`` holds, and what filters judge."""
+    sql = f"""
+        SELECT {_EVENT_COLUMNS} FROM events e
+        JOIN ({LAST_ROW_PER_OBJECT.format(extra=f"AND op = {APPLIED}")}) last ON last.id = e.id
+        ORDER BY e.id
+    """
+    keys: dict[tuple[str, str, str], ObjKey] = {}
+    for row in cache.conn.execute(sql, {"before": ts}):
+        yield _event(row, keys)
+
+
+_WINDOW_WHERE = "WHERE e.ts >= :start AND e.ts < :end ORDER BY e.ts, e.id"
+
+
+def window_heads(cache: Cache, *, start_ts: int, end_ts: int) -> Iterator[EventHead]:
+    """Events with ``start_ts <= ts < end_ts`` in time then recorded order, without their bodies."""
+    keys: dict[tuple[str, str, str], ObjKey] = {}
+    sql = f"SELECT e.id, e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_WINDOW_WHERE}"
+    for eid, ts, gvk, ns, name, op, inferred in cache.conn.execute(sql, {"start": start_ts, "end": end_ts}):
+        raw = (gvk, ns, name)
+        key = keys.get(raw)
+        if key is None:
+            key = keys[raw] = _key(gvk, ns, name)
+        yield EventHead(id=eid, ts=ts, key=key, deleted=op == DELETED, inferred=bool(inferred))
+
+
+def window_events(cache: Cache, *, start_ts: int, end_ts: int) -> Iterator[StoredEvent]:
+    """Events with ``start_ts <= ts < end_ts`` in time then recorded order, bodies decoded one by one."""
+    keys: dict[tuple[str, str, str], ObjKey] = {}
+    for row in cache.conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events e {_WINDOW_WHERE}", {"start": start_ts, "end": end_ts}):
+        yield _event(row, keys)
+
+
+def pod_lifecycles(cache: Cache, *, before: int) -> Iterator[PodLifecycleRow]:
+    """Pods with a lifecycle owner whose lifecycle started before ``before``, in first-recorded order."""
+    sql = """
+        SELECT id, uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, end_inferred
+        FROM pods
+        WHERE owner_gvk IS NOT NULL AND stable_hash IS NOT NULL AND start_ts IS NOT NULL AND start_ts < :before
+        ORDER BY id
+    """
+    keys: dict[tuple[str, str, str], ObjKey] = {}
+    for pid, uid, ns, name, ogvk, ons, oname, stable, start, end, end_inferred in cache.conn.execute(sql, {"before": before}):
+        raw = (ogvk, ons or "", oname)
+        owner = keys.get(raw)
+        if owner is None:
+            owner = keys[raw] = _key(*raw)
+        yield PodLifecycleRow(
+            id=pid, uid=uid, namespace=ns, name=name, owner=owner, stable_hash=from_db_hash(stable),
+            start_ts=start, end_ts=end, end_inferred=bool(end_inferred),
+        )
+
+
+def runs(cache: Cache) -> list[Run]:
+    """Every recording run, oldest first."""
+    rows = cache.conn.execute("SELECT id, started, synced, stopped, clean, config FROM runs ORDER BY started, id")
+    return [Run(id=r[0], started=r[1], synced=r[2], stopped=r[3], clean=bool(r[4]), config=r[5]) for r in rows]
+
+
+def runs_overlapping(cache: Cache, *, start: float, end: float) -> list[Run]:
+    """Runs that recorded at some time in ``[start, end)``."""
+    return [r for r in runs(cache) if r.started < end and r.stopped >= start]
+
+
+def uncovered(all_runs: list[Run], *, start: float, end: float) -> list[tuple[float, float]]:
+    """The parts of ``[start, end)`` during which no run was recording, in order. Pure."""
+    gaps: list[tuple[float, float]] = []
+    cursor = start
+    for run in sorted(all_runs, key=lambda r: r.started):
+        if run.stopped <= cursor:
+            continue
+        if run.started >= end:
+            break
+        if run.started > cursor:
+            gaps.append((cursor, run.started))
+        cursor = max(cursor, run.stopped)
+    if cursor < end:
+        gaps.append((cursor, end))
+    return gaps
+
+
+def config_in_force(all_runs: list[Run], *, at: float) -> str | None:
+    """The config (YAML text) of the last run started before ``at``, else of the first run. Pure."""
+    if not all_runs:
+        return None
+    started = [r for r in all_runs if r.started < at]
+    return (started[-1] if started else all_runs[0]).config
+
+
+def count_events(cache: Cache) -> int:
+    return int(cache.conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+
+@contextlib.contextmanager
+def read_snapshot(cache: Cache) -> Iterator[None]:
+    """One read transaction: every query inside sees the same snapshot of the cache, even while a recorder
+    commits (WAL readers are isolated), so a count pass and a write pass agree."""
+    cache.conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        cache.conn.execute("COMMIT")

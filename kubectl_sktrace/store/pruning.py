@@ -1,0 +1,87 @@
+"""Dropping history older than a cutoff, keeping what later exports read (the writes behind ``prune``).
+
+The guarantee: an export whose window starts at or after the cutoff ``T`` is byte-identical before and
+after the prune. Such an export reads, from the rows before ``T``, exactly:
+
+- the state at its start: per object, the last event before the start, which for an object with no event
+  in ``[T, start)`` is its last event before ``T``;
+- the index and the filters: per object, the last *applied* event before the window end, which for an
+  object with no applied event at or after ``T`` is its last applied event before ``T`` (SimKube's index
+  keeps objects deleted before the window, so this row is needed even for long-gone objects);
+- for bare pods in that state, whether the pod's lifecycle finished before the start (``pods.end_ts``).
+
+So per object at most two rows before ``T`` survive, unchanged: its last applied event, and its last
+event when that is a deletion (dropping it would resurrect the object in the state). Everything else
+before ``T`` is removed. Pods whose lifecycle ended before ``T`` can never overlap such a window and are
+removed, except those a surviving bare-pod event still refers to (they tell export the pod is finished).
+Runs are kept: they are tiny, and hold the config in force and the coverage that export reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubectl_sktrace.store.connection import Cache
+from kubectl_sktrace.store.history import APPLIED, DELETED, LAST_ROW_PER_OBJECT
+
+VACUUM_FREE_FRACTION = 0.25
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    events_removed: int
+    pods_removed: int
+    events_kept_before: int
+    bytes_before: int
+    bytes_after: int
+    freed_bytes: int
+    vacuumed: bool
+
+
+def _file_size(cache: Cache) -> int:
+    page_size = cache.conn.execute("PRAGMA page_size").fetchone()[0]
+    pages = cache.conn.execute("PRAGMA page_count").fetchone()[0]
+    return int(page_size * pages)
+
+
+def _free_bytes(cache: Cache) -> int:
+    page_size = cache.conn.execute("PRAGMA page_size").fetchone()[0]
+    return int(page_size * cache.conn.execute("PRAGMA freelist_count").fetchone()[0])
+
+
+def prune_before(cache: Cache, *, before: int) -> PruneResult:
+    """Remove what no export starting at or after ``before`` reads; the caller holds the writer lock."""
+    bytes_before = _file_size(cache)
+    free_before = _free_bytes(cache)
+    keep_last_deleted = LAST_ROW_PER_OBJECT.format(extra="")
+    keep_last_applied = LAST_ROW_PER_OBJECT.format(extra=f"AND op = {APPLIED}")
+    with cache.transaction() as conn:
+        conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
+        try:
+            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_applied})", {"before": before})
+            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_deleted}) WHERE op = {DELETED}", {"before": before})
+            events_removed = conn.execute(
+                "DELETE FROM events WHERE ts < :before AND id NOT IN (SELECT id FROM keep_ids)", {"before": before}
+            ).rowcount
+            kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", {"before": before}).fetchone()[0]
+            pods_removed = conn.execute(
+                """
+                DELETE FROM pods WHERE end_ts IS NOT NULL AND end_ts < :before
+                  AND uid NOT IN (SELECT uid FROM events WHERE gvk = 'v1.Pod' AND op = :applied)
+                """,
+                {"before": before, "applied": APPLIED},
+            ).rowcount
+        finally:
+            conn.execute("DROP TABLE temp.keep_ids")
+    cache.checkpoint()
+    freed = max(0, _free_bytes(cache) - free_before)
+    vacuumed = False
+    total = _file_size(cache)
+    if total and _free_bytes(cache) / total > VACUUM_FREE_FRACTION:
+        cache.conn.execute("VACUUM")
+        cache.checkpoint()
+        vacuumed = True
+    return PruneResult(
+        events_removed=events_removed, pods_removed=pods_removed, events_kept_before=int(kept), bytes_before=bytes_before,
+        bytes_after=_file_size(cache), freed_bytes=freed, vacuumed=vacuumed,
+    )

@@ -1,0 +1,117 @@
+"""What watch events and relist items mean for tracked objects (SPEC §4 applied/identity, §5 step 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubectl_sktrace.changes import Decision, Known, decide_applied, event_second, is_skipped_owned, same_uid, vanished
+from kubectl_sktrace.hashing import spec_hash
+from kubectl_sktrace.model import GVK, ObjKey
+
+DEPLOYMENT = GVK("apps", "v1", "Deployment")
+
+
+def key(name: str, namespace: str = "ns") -> ObjKey:
+    return ObjKey(DEPLOYMENT, namespace, name)
+
+
+@pytest.mark.parametrize(
+    "known, uid, spec_hash, expected",
+    [
+        pytest.param(None, "u1", 7, Decision(delete_first=False, apply=True, spec_hash=7), id="new-object-applied"),
+        pytest.param(Known("u1", 7), "u1", 7, Decision(delete_first=False, apply=False, spec_hash=7), id="same-uid-same-hash-nothing"),
+        pytest.param(Known("u1", 7), "u1", 8, Decision(delete_first=False, apply=True, spec_hash=8), id="spec-changed-applied"),
+        pytest.param(Known("u1", 7), "u2", 7, Decision(delete_first=True, apply=True, spec_hash=7), id="recreated-same-spec-delete-then-apply"),
+        pytest.param(Known("u1", 7), "u2", 9, Decision(delete_first=True, apply=True, spec_hash=9), id="recreated-new-spec-delete-then-apply"),
+        pytest.param(Known("", 7), "u2", 7, Decision(delete_first=False, apply=False, spec_hash=7), id="unknown-cached-uid-matches"),
+        pytest.param(Known("u1", 7), "", 8, Decision(delete_first=False, apply=True, spec_hash=8), id="object-without-uid-compared-by-hash"),
+        pytest.param(Known("u1", 0), "u1", 0, Decision(delete_first=False, apply=False, spec_hash=0), id="zero-hash-is-a-hash"),
+    ],
+)
+def test_decide_applied(known: Known | None, uid: str, spec_hash: int, expected: Decision) -> None:
+    assert decide_applied(known=known, uid=uid, spec_hash=spec_hash) == expected
+
+
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        pytest.param("u1", "u1", True, id="equal"),
+        pytest.param("u1", "u2", False, id="different"),
+        pytest.param("", "u2", True, id="left-unknown"),
+        pytest.param("u1", "", True, id="right-unknown"),
+    ],
+)
+def test_same_uid(a: str, b: str, same: bool) -> None:
+    assert same_uid(a, b) is same
+
+
+OWNED = {"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u"}]}}
+
+
+@pytest.mark.parametrize(
+    "obj, skip_owned, skipped",
+    [
+        pytest.param(OWNED, True, True, id="owned-skipped"),
+        pytest.param(OWNED, False, False, id="owned-kept-without-flag"),
+        pytest.param({"metadata": {"name": "p"}}, True, False, id="bare-kept"),
+        pytest.param({"metadata": {"name": "p", "ownerReferences": []}}, True, False, id="empty-refs-kept"),
+        pytest.param({"metadata": {"name": "p", "ownerReferences": None}}, True, False, id="null-refs-kept"),
+        pytest.param({}, True, False, id="no-metadata-kept"),
+    ],
+)
+def test_is_skipped_owned(obj: dict[str, Any], skip_owned: bool, skipped: bool) -> None:
+    assert is_skipped_owned(obj, skip_owned=skip_owned) is skipped
+
+
+@pytest.mark.parametrize(
+    "known, seen, expected",
+    [
+        pytest.param({}, {}, [], id="nothing-cached"),
+        pytest.param({key("a"): Known("u1", 1)}, {key("a"): "u1"}, [], id="still-there"),
+        pytest.param({key("a"): Known("u1", 1)}, {}, [key("a")], id="missing-from-list"),
+        pytest.param({key("a"): Known("u1", 1)}, {key("a"): "u2"}, [key("a")], id="listed-with-other-uid"),
+        pytest.param({key("a"): Known("", 1)}, {key("a"): "u2"}, [], id="unknown-uid-not-vanished"),
+        pytest.param({key("a"): Known("u1", 1)}, {key("a", "other"): "u1"}, [key("a")], id="same-name-other-namespace"),
+        pytest.param({}, {key("new"): "u9"}, [], id="new-listed-objects-are-not-vanished"),
+        pytest.param(
+            {key("c"): Known("u3", 1), key("a"): Known("u1", 1), key("b"): Known("u2", 1), key("z", "a-ns"): Known("u4", 1)},
+            {key("b"): "u2"},
+            [key("z", "a-ns"), key("a"), key("c")],
+            id="sorted-by-key",
+        ),
+    ],
+)
+def test_vanished(known: dict[ObjKey, Known], seen: dict[ObjKey, str], expected: list[ObjKey]) -> None:
+    assert vanished(known, seen) == expected
+
+
+@pytest.mark.parametrize(
+    "recv, second",
+    [
+        pytest.param(1795341600.0, 1795341600, id="whole-second"),
+        pytest.param(1795341600.999, 1795341600, id="end-of-second-same-event"),
+        pytest.param(1795341601.001, 1795341601, id="next-second"),
+        pytest.param(0.5, 0, id="epoch"),
+    ],
+)
+def test_event_second(recv: float, second: int) -> None:
+    assert event_second(recv) == second
+    assert isinstance(event_second(recv), int)
+
+
+def test_changes_in_one_second_share_an_event() -> None:
+    times = [100.0, 100.2, 100.99, 101.0, 101.5, 103.1]
+    assert [event_second(t) for t in times] == [100, 100, 100, 101, 101, 103]
+
+
+def test_status_and_label_changes_record_nothing_with_real_hash() -> None:
+    first = {"metadata": {"uid": "u1", "labels": {"a": "1"}}, "spec": {"replicas": 3}, "status": {"readyReplicas": 1}}
+    relabelled = {"metadata": {"uid": "u1", "labels": {"a": "2"}}, "spec": {"replicas": 3}, "status": {"readyReplicas": 3}}
+    scaled = {"metadata": {"uid": "u1"}, "spec": {"replicas": 4}}
+    known = Known("u1", spec_hash(first.get("spec")))
+    assert decide_applied(known=known, uid="u1", spec_hash=spec_hash(relabelled.get("spec"))).apply is False
+    assert decide_applied(known=known, uid="u1", spec_hash=spec_hash(scaled.get("spec"))).apply is True
+    specless: dict[str, Any] = {"metadata": {"uid": "u2"}}
+    assert decide_applied(known=Known("u2", spec_hash(None)), uid="u2", spec_hash=spec_hash(specless.get("spec"))).apply is False

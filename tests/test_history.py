@@ -1,0 +1,95 @@
+import pytest
+
+from conftest import key_of, obj
+from kubectl_sktrace.hashing import spec_hash
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.store import history
+from kubectl_sktrace.store.history import Run, config_in_force, uncovered
+
+
+def dep(name, replicas=1):
+    return obj("Deployment", name, spec={"replicas": replicas})
+
+
+@pytest.fixture
+def filled(cache_builder):
+    b = cache_builder
+    b.run(started=0, stopped=50, config="a")
+    b.apply(1, dep("a"))
+    b.apply(3, dep("a", 2), owner_chain=[ObjKey(GVK("apps", "v1", "Deployment"), "app", "top")])
+    b.apply(2, dep("b"))
+    b.delete(5, dep("b"))
+    b.apply(6, dep("b", 3))
+    b.delete(7, dep("c"))
+    b.apply(4, dep("c"), inferred=True)  # written later, stamped earlier
+    return b
+
+
+def test_state_at_is_the_last_applied_version_of_live_objects(filled):
+    state = list(history.state_at(filled.cache, ts=5))
+    assert [(e.key.name, e.body["spec"]) for e in state] == [("a", {"replicas": 2}), ("b", {"replicas": 1}), ("c", {"replicas": 1})]
+    assert state[0].owner_chain == (ObjKey(GVK("apps", "v1", "Deployment"), "app", "top"),)
+    assert state[0].spec_hash == spec_hash({"replicas": 2})
+    assert [e.key.name for e in history.state_at(filled.cache, ts=6)] == ["a", "c"]
+    assert [e.key.name for e in history.state_at(filled.cache, ts=8)] == ["a", "b"]
+
+
+def test_last_applied_before_keeps_deleted_objects(filled):
+    rows = list(history.last_applied_before(filled.cache, ts=100))
+    assert [(e.key.name, e.body["spec"]["replicas"]) for e in rows] == [("a", 2), ("b", 3), ("c", 1)]
+
+
+def test_window_is_in_time_then_recorded_order(filled):
+    heads = list(history.window_heads(filled.cache, start_ts=2, end_ts=7))
+    assert [(h.ts, h.key.name, h.deleted, h.inferred) for h in heads] == [
+        (2, "b", False, False), (3, "a", False, False), (4, "c", False, True), (5, "b", True, False), (6, "b", False, False),
+    ]
+    events = list(history.window_events(filled.cache, start_ts=2, end_ts=7))
+    assert [e.id for e in events] == [h.id for h in heads]
+    assert events[3].body is None and events[3].spec_hash is None
+
+
+def test_pod_lifecycles_in_first_recorded_order(cache_builder):
+    owner = key_of(dep("web"))
+    cache_builder.pod("z", owner=owner, stable_hash=2**64 - 2, start_ts=5)
+    cache_builder.pod("a", owner=owner, stable_hash=1, start_ts=1, end_ts=3)
+    cache_builder.pod("late", owner=owner, stable_hash=1, start_ts=50)
+    cache_builder.pod("orphan", owner=None, stable_hash=1, start_ts=1)
+    rows = list(history.pod_lifecycles(cache_builder.cache, before=10))
+    assert [(r.name, r.owner, r.stable_hash, r.start_ts, r.end_ts) for r in rows] == [
+        ("z", owner, 2**64 - 2, 5, None), ("a", owner, 1, 1, 3),
+    ]
+
+
+def run(start, stop, config="c"):
+    return Run(id=0, started=start, synced=start, stopped=stop, clean=True, config=config)
+
+
+@pytest.mark.parametrize(
+    "runs, window, gaps",
+    [
+        ([], (0, 10), [(0, 10)]),
+        ([run(0, 10)], (2, 8), []),
+        ([run(0, 4), run(6, 20)], (2, 8), [(4, 6)]),
+        ([run(3, 5)], (0, 10), [(0, 3), (5, 10)]),
+        ([run(0, 6), run(2, 4), run(5, 12)], (0, 10), []),
+        ([run(20, 30)], (0, 10), [(0, 10)]),
+    ],
+    ids=["none", "covered", "gap-between", "gaps-around", "overlapping-runs", "run-after"],
+)
+def test_uncovered(runs, window, gaps):
+    assert uncovered(runs, start=window[0], end=window[1]) == gaps
+
+
+def test_config_in_force():
+    runs = [run(0, 5, "first"), run(10, 20, "second")]
+    assert config_in_force(runs, at=8) == "first"
+    assert config_in_force(runs, at=15) == "second"
+    assert config_in_force(runs, at=0) == "first"
+    assert config_in_force([], at=1) is None
+
+
+def test_runs_overlapping(cache_builder):
+    cache_builder.run(started=0, stopped=5)
+    cache_builder.run(started=10, stopped=20)
+    assert [r.started for r in history.runs_overlapping(cache_builder.cache, start=6, end=11)] == [10]

@@ -1,0 +1,129 @@
+import io
+import random
+import shutil
+
+import pytest
+
+from conftest import CacheBuilder, key_of, obj
+from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.export import ExportFilters, export_trace
+from kubectl_sktrace.prune import prune_cache
+from kubectl_sktrace.store import WriterLock, open_cache
+
+
+def export_bytes(path, start_ts, end_ts, **filters):
+    out = io.BytesIO()
+    with open_cache(path, create=False) as cache:
+        export_trace(cache, start_ts=start_ts, end_ts=end_ts, filters=ExportFilters(**filters), keep_status=False, fmt="sktrace", stream=out)
+    return out.getvalue()
+
+
+def random_history(builder: CacheBuilder, seed: int) -> None:
+    """Deployments, ReplicaSets, ConfigMaps and bare pods created, changed, deleted and re-created over
+    200 seconds; pods with lifecycles before, across and after any cutoff."""
+    rng = random.Random(seed)
+    builder.run(started=0, stopped=90)
+    builder.run(started=110, stopped=200)
+    live: dict[str, dict] = {}
+    pods = 0
+    for ts in range(0, 200, 2):
+        for _ in range(rng.randint(0, 4)):
+            kind = rng.choice(["Deployment", "ConfigMap", "Pod"])
+            name = f"{kind.lower()}-{rng.randint(0, 12)}"
+            ns = rng.choice(["app", "team", "kube-system"])
+            ident = f"{kind}/{ns}/{name}"
+            if ident in live and rng.random() < 0.35:
+                gone = live.pop(ident)
+                builder.delete(ts, gone, inferred=rng.random() < 0.2, uid=gone["metadata"]["uid"])
+                continue
+            spec = {"containers": []} if kind == "Pod" else {"replicas": rng.randint(1, 4)}
+            body = obj(kind, name, ns, spec=spec, labels={"tier": rng.choice(["web", "db"])})
+            new = ident not in live
+            uid = f"uid-{ident}-{ts}" if new else live[ident]["metadata"]["uid"]
+            body["metadata"]["uid"] = uid
+            builder.apply(ts, body, uid=uid)
+            live[ident] = body
+            if kind == "Deployment":
+                rs = obj("ReplicaSet", f"{name}-{ts}", ns, spec={"replicas": 1}, owners=[("Deployment", name)])
+                builder.apply(ts, rs, owner_chain=[key_of(body)])
+                start = ts + rng.randint(0, 5)
+                end = None if rng.random() < 0.3 else start + rng.randint(0, 60)
+                pods += 1
+                builder.pod(f"p{pods}", namespace=ns, owner=key_of(body), stable_hash=rng.choice([1, 2]), start_ts=start, end_ts=end)
+            if kind == "Pod" and new and rng.random() < 0.8:
+                start = ts + rng.randint(0, 3)
+                end = None if rng.random() < 0.5 else start + rng.randint(0, 40)
+                builder.pod(name, namespace=ns, owner=key_of(body), stable_hash=3, start_ts=start, end_ts=end, uid=uid)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("cutoff", [30, 100, 150])
+def test_prune_then_export_equals_export_without_prune(tmp_path, seed, cutoff):
+    builder = CacheBuilder(tmp_path / "cache.db")
+    random_history(builder, seed)
+    builder.close()
+    pristine = tmp_path / "pristine.db"
+    shutil.copy(tmp_path / "cache.db", pristine)
+    report = prune_cache(str(tmp_path / "cache.db"), before=cutoff + 0.9)
+    assert report.before == cutoff
+    assert report.result.events_removed > 0 or cutoff < 100
+    windows = [(cutoff, cutoff + 1), (cutoff, 200), (cutoff + 7, cutoff + 40), (cutoff + 35, 260)]
+    for start, end in windows:
+        for filters in ({}, {"include_namespaces": frozenset({"team", "kube-system"})}):
+            assert export_bytes(tmp_path / "cache.db", start, end, **filters) == export_bytes(pristine, start, end, **filters), (start, end, filters)
+    if report.result.events_removed:  # earlier windows lose history, as they should
+        assert export_bytes(tmp_path / "cache.db", 0, cutoff) != export_bytes(pristine, 0, cutoff)
+
+
+def test_prune_counts_and_keeps_at_most_two_rows_per_object(cache_builder):
+    b = cache_builder
+    b.run(started=0, stopped=100)
+    web = obj("Deployment", "web", spec={"replicas": 1})
+    for ts in range(10):
+        b.apply(ts, obj("Deployment", "web", spec={"replicas": ts}))
+    b.delete(10, web)
+    b.apply(11, obj("ConfigMap", "cm", spec={"x": 1}))
+    b.apply(12, obj("ConfigMap", "cm", spec={"x": 2}))
+    b.pod("old", owner=key_of(web), stable_hash=1, start_ts=1, end_ts=5)
+    b.pod("new", owner=key_of(web), stable_hash=1, start_ts=1, end_ts=50)
+    path = str(b.path)
+    b.close()
+    report = prune_cache(path, before=20)
+    r = report.result
+    assert (r.events_removed, r.events_kept_before, r.pods_removed) == (10, 3, 1)
+    with open_cache(path, create=False) as cache:
+        rows = cache.conn.execute("SELECT ts, name, op FROM events ORDER BY id").fetchall()
+        assert rows == [(9, "web", 0), (10, "web", 1), (12, "cm", 0)]
+        assert [p[0] for p in cache.conn.execute("SELECT name FROM pods")] == ["new"]
+    assert report.as_mapping()["eventsRemoved"] == 10
+    again = prune_cache(path, before=20).result
+    assert (again.events_removed, again.pods_removed, again.vacuumed) == (0, 0, False)
+
+
+def test_prune_vacuums_when_much_space_is_free(tmp_path):
+    b = CacheBuilder(tmp_path / "cache.db")
+    b.run(started=0, stopped=1000)
+    for ts in range(400):
+        b.apply(ts, obj("ConfigMap", "big", spec={"blob": [random.Random(ts).random() for _ in range(200)]}))
+    b.close()
+    result = prune_cache(str(tmp_path / "cache.db"), before=399).result
+    assert result.events_removed == 398
+    assert result.vacuumed
+    assert result.bytes_after < result.bytes_before / 2
+    assert result.freed_bytes > 0
+
+
+def test_prune_refuses_while_a_recorder_holds_the_lock(cache_builder):
+    cache_builder.run(started=0, stopped=1)
+    path = str(cache_builder.path)
+    with WriterLock(path):
+        with pytest.raises(CacheError) as info:
+            prune_cache(path, before=10)
+    import os
+    assert str(info.value) == f"a recorder (pid {os.getpid()}) is writing to {path}; prune cannot run alongside it: stop the recorder, then prune"
+
+
+def test_prune_of_a_missing_cache(tmp_path):
+    with pytest.raises(CacheError, match="no cache at"):
+        prune_cache(str(tmp_path / "missing.db"), before=10)
+    assert list(tmp_path.iterdir()) == []
