@@ -227,3 +227,177 @@ def test_deep_nesting_within_limits_is_summarized(tmp_path: Path) -> None:
     for args in (["inspect", "--events", "-o", "yaml"], ["validate", "-o", "json"]):
         run = run_cli([*args, str(trace)], home=tmp_path)
         assert run.code == 0 and "Traceback" not in run.stderr, run.describe()
+
+
+# --- cache files: the command refuses with one line and the file keeps its bytes ---------------------------
+
+
+def _cache(path: Path, *, with_run: bool = True, config_text: str | None = None) -> None:
+    """A real cache file, optionally holding one finished (empty) recording run."""
+    from kubectl_sktrace.store import open_cache
+    from kubectl_sktrace.tracerconfig import config_to_yaml, default_config
+
+    with open_cache(path, create=True) as cache:
+        if with_run:
+            with cache.transaction() as conn:
+                conn.execute(
+                    "INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (1000, 1001, 2000, 1, 1, ?)",
+                    (config_text if config_text is not None else config_to_yaml(default_config()),),
+                )
+        cache.checkpoint()
+
+
+def _sqlite_edit(path: Path, *statements: str) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in statements:
+        conn.execute(statement)
+    conn.close()
+
+
+def _not_sqlite(p: Path) -> None:
+    p.write_text("user: alice\npassword: hunter2\n")
+
+
+def _truncated_half(p: Path) -> None:
+    _cache(p)
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+
+
+def _truncated_header(p: Path) -> None:
+    _cache(p)
+    p.write_bytes(p.read_bytes()[:100])
+
+
+def _foreign_sqlite(p: Path) -> None:
+    _sqlite_edit(p, "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT)", "INSERT INTO photos (path) VALUES ('a.jpg')")
+
+
+def _foreign_app_id(p: Path) -> None:
+    _sqlite_edit(p, "PRAGMA application_id = 1196444237")  # another application's id, no tables yet
+
+
+def _newer_schema(p: Path) -> None:
+    _cache(p)
+    _sqlite_edit(p, "PRAGMA user_version = 99")
+
+
+def _damaged_config(p: Path) -> None:
+    _cache(p, config_text="trackedObjects: [unclosed\n")
+
+
+def _empty_cache(p: Path) -> None:
+    _cache(p, with_run=False)
+
+
+def _garbage_page(p: Path) -> None:
+    """A valid header followed by pages of noise: sqlite opens it, then finds the damage."""
+    _cache(p)
+    data = bytearray(p.read_bytes())
+    noise = random.Random(3).randbytes(len(data) - 4096)
+    data[4096:] = noise
+    p.write_bytes(bytes(data))
+
+
+CACHE_FILE_CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
+    ("not-sqlite", _not_sqlite, "is not a kubectl-sktrace cache (not an sqlite file)", "pass another --cache FILE"),
+    ("truncated-half", _truncated_half, "is not a usable kubectl-sktrace cache", "pass another --cache FILE"),
+    ("truncated-header", _truncated_header, "is not a usable kubectl-sktrace cache", "pass another --cache FILE"),
+    ("garbage-pages", _garbage_page, "is damaged (database disk image is malformed)", "record into a new --cache"),
+    ("another-application", _foreign_sqlite, "is an sqlite file but not a kubectl-sktrace cache", "pass another --cache FILE"),
+    ("another-application-id", _foreign_app_id, "is an sqlite file but not a kubectl-sktrace cache", "pass another --cache FILE"),
+    ("newer-schema", _newer_schema, "has schema version 99, newer than this kubectl-sktrace knows", "upgrade kubectl-sktrace"),
+]
+
+# export and prune read a cache; status and start join as they land
+READERS: dict[str, list[str]] = {
+    "export": ["export", "-s", "@0", "-t", "@5000", "-O", "{out}"],
+    "prune": ["prune", "--before", "@0"],
+    "status": ["status"],
+}
+
+
+def _reader_args(command: str, cache: Path, out: Path) -> list[str]:
+    if not has_command(command):
+        pytest.skip(f"the {command} command is not in this build")
+    return [a.replace("{out}", str(out)) for a in READERS[command]] + ["--cache", str(cache)]
+
+
+@pytest.mark.parametrize("command", list(READERS))
+@pytest.mark.parametrize(("make", "problem", "fix"), [pytest.param(m, p, f, id=i) for i, m, p, f in CACHE_FILE_CASES])
+def test_hostile_cache_file(tmp_path: Path, command: str, make: Callable[[Path], None], problem: str, fix: str) -> None:
+    cache, out = tmp_path / "cache.db", tmp_path / "out.sktrace"
+    make(cache)
+    before = snapshot([cache, Path(f"{cache}-wal"), Path(f"{cache}-shm")])
+    assert_one_error(run_cli(_reader_args(command, cache, out), home=tmp_path), problem, fix)
+    assert snapshot(list(before)) == before, "a refused cache keeps its bytes"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", list(READERS))
+@pytest.mark.parametrize(
+    ("make", "problem", "fix"),
+    [
+        pytest.param(lambda p: None, "no cache at", "record one first with 'kubectl sktrace start'", id="missing"),
+        pytest.param(lambda p: p.mkdir(), "is a directory", "pass a file path with --cache", id="directory"),
+    ],
+)
+def test_cache_path_that_is_no_cache(tmp_path: Path, command: str, make: Callable[[Path], None], problem: str, fix: str) -> None:
+    cache, out = tmp_path / "cache.db", tmp_path / "out.sktrace"
+    make(cache)
+    assert_one_error(run_cli(_reader_args(command, cache, out), home=tmp_path), problem, fix)
+    assert not out.exists() and not (cache.exists() and cache.is_file())
+
+
+@pytest.mark.parametrize(
+    ("make", "problem", "fix"),
+    [
+        pytest.param(_empty_cache, "holds no recording yet", "record first with 'kubectl sktrace start'", id="no-recording"),
+        pytest.param(_damaged_config, "is not valid YAML; the cache is damaged", "record into a new --cache", id="damaged-config"),
+    ],
+)
+def test_export_from_a_cache_without_usable_runs(tmp_path: Path, make: Callable[[Path], None], problem: str, fix: str) -> None:
+    cache, out = tmp_path / "cache.db", tmp_path / "out.sktrace"
+    make(cache)
+    before = snapshot([cache])
+    assert_one_error(run_cli(_reader_args("export", cache, out), home=tmp_path), problem, fix)
+    assert snapshot([cache]) == before and not out.exists()
+
+
+# --- times, selectors and paths given to export and prune --------------------------------------------------
+
+EXPORT_ARG_CASES: list[tuple[str, list[str], str, str]] = [
+    ("start-word", ["-s", "yesterday"], "invalid time 'yesterday'", "now"),
+    ("end-garbage", ["-t", "10:61"], "invalid time '10:61'", "now"),
+    ("unix-not-a-number", ["-s", "@abc"], "invalid time '@abc'", "now"),
+    ("end-before-start", ["-s", "@5000", "-t", "@4000"], "is before the start time", "swap them or pass a later --end-time"),
+    ("empty-window", ["-s", "@5000", "-t", "@5000"], "is empty", "after the"),
+    ("selector-unclosed", ["--exclude-labels", "app in (web"], "invalid label selector 'app in (web'", "a=b"),
+    ("selector-no-key", ["--exclude-labels", "=web"], "invalid label selector '=web'", "a=b"),
+    ("selector-bad-op", ["--exclude-labels", "app=~web"], "invalid label selector 'app=~web'", "a=b"),
+    ("namespace-and-all", ["-n", "shop", "-A"], "contradict each other", "pass one of them"),
+    ("namespace-and-include", ["-n", "shop", "--include-namespaces", "a,b"], "both choose namespaces", "pass one of them"),
+    ("output-dir-missing", ["-O", "{tmp}/nowhere/out.sktrace"], "does not exist", "create it or pass another -O/--output-file"),
+    ("output-is-directory", ["-O", "{tmp}"], "it is a directory", "pass a file path with -O/--output-file"),
+    ("output-in-sysfs", ["-O", "/sys/out.sktrace"], "cannot write in /sys", "pass a writable -O/--output-file"),
+]
+
+
+@pytest.mark.parametrize(("args", "problem", "fix"), [pytest.param(a, p, f, id=i) for i, a, p, f in EXPORT_ARG_CASES])
+def test_hostile_export_arguments(tmp_path: Path, args: list[str], problem: str, fix: str) -> None:
+    cache = tmp_path / "cache.db"
+    _cache(cache)
+    before = snapshot([cache])
+    base = ["export", "--cache", str(cache), "-s", "@1000", "-t", "@3000", "-O", str(tmp_path / "out.sktrace")]
+    assert_one_error(run_cli([*base, *(a.replace("{tmp}", str(tmp_path)) for a in args)], home=tmp_path), problem, fix)
+    assert snapshot([cache]) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("cache.db")) == ["state"] or not (tmp_path / "out.sktrace").exists()
+
+
+@pytest.mark.parametrize("before", ["last tuesday", "-7x", "@"])
+def test_hostile_prune_time(tmp_path: Path, before: str) -> None:
+    cache = tmp_path / "cache.db"
+    _cache(cache)
+    snap = snapshot([cache])
+    assert_one_error(run_cli(["prune", "--before", before, "--cache", str(cache)], home=tmp_path), f"invalid time {before!r}", "now")
+    assert snapshot([cache]) == snap
