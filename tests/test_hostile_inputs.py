@@ -401,3 +401,264 @@ def test_hostile_prune_time(tmp_path: Path, before: str) -> None:
     snap = snapshot([cache])
     assert_one_error(run_cli(["prune", "--before", before, "--cache", str(cache)], home=tmp_path), f"invalid time {before!r}", "now")
     assert snapshot([cache]) == snap
+
+
+# --- start: tracer configs, kubeconfigs, durations, caches of another cluster -------------------------------
+
+needs_start = pytest.mark.skipif(not has_command("start"), reason="the recorder (start) is not in this build")
+
+UNREACHABLE_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def _start(tmp_path: Path, *args: str, kubeconfig: Path | None = None, cache: Path | None = None, **kw: Any) -> Run:
+    if kubeconfig is None:
+        kubeconfig = tmp_path / "kubeconfig"
+        if not kubeconfig.exists():
+            kubeconfig.write_text(UNREACHABLE_KUBECONFIG)
+    cache = cache or tmp_path / "cache.db"
+    return run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "5s", *args], home=tmp_path, **kw)
+
+
+CONFIG_CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
+    ("bad-yaml", lambda p: p.write_text("trackedObjects:\n  apps/v1.Deployment: {trackLifecycle: true\n"), "not valid YAML at line", "fix the syntax"),
+    ("tabs", lambda p: p.write_text("trackedObjects:\n\tv1.Pod: {}\n"), "not valid YAML", "fix the syntax"),
+    ("empty", lambda p: p.write_text(""), "the config must be a map with the key 'trackedObjects'", "see 'kubectl sktrace config'"),
+    ("a-list", lambda p: p.write_text("- v1.Pod\n"), "the config must be a map", "see 'kubectl sktrace config'"),
+    ("unknown-top-key", lambda p: p.write_text("trackedObject:\n  v1.Pod: {}\n"), "unknown key 'trackedObject'", "the only top-level key is 'trackedObjects'"),
+    ("no-kinds", lambda p: p.write_text("trackedObjects: {}\n"), "'trackedObjects' is empty", "list at least one kind"),
+    ("unknown-option", lambda p: p.write_text("trackedObjects:\n  apps/v1.Deployment: {trackLifecycles: true}\n"), "unknown key 'trackLifecycles'", "allowed keys are"),
+    ("gvk-two-slashes", lambda p: p.write_text("trackedObjects:\n  apps/v1/Deployment: {}\n"), "trackedObjects.apps/v1/Deployment", "apps/v1.Deployment"),
+    ("gvk-bare-kind", lambda p: p.write_text("trackedObjects:\n  Deployment: {}\n"), "trackedObjects.Deployment", "v1.Pod"),
+    ("bad-pointer", lambda p: p.write_text("trackedObjects:\n  example.com/v1.Thing: {podSpecTemplatePaths: [spec/template]}\n"), "is not a JSON pointer", "write it like '/spec/template'"),
+    ("bad-pointer-escape", lambda p: p.write_text("trackedObjects:\n  example.com/v1.Thing: {podSpecTemplatePath: /a~2b}\n"), "'~' must be followed by 0 or 1", "write it like '/spec/template'"),
+    ("wrong-builtin-path", lambda p: p.write_text("trackedObjects:\n  apps/v1.Deployment: {podSpecTemplatePaths: [/spec]}\n"), "has the built-in path '/spec/template'", "remove the key or set it to"),
+    ("flag-not-bool", lambda p: p.write_text("trackedObjects:\n  batch/v1.Job: {skipOwned: 'yes'}\n"), "skipOwned: must be true or false", "true or false"),
+    ("secret-opt-in-elsewhere", lambda p: p.write_text("trackedObjects:\n  v1.ConfigMap: {keepSecretData: true}\n"), "only applies to v1.Secret", "remove it here"),
+    ("options-a-list", lambda p: p.write_text("trackedObjects:\n  batch/v1.Job: [1]\n"), "the options must be a map", "use {} for none"),
+    ("binary", lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "cannot read the config file", "pass a readable UTF-8 YAML file with --config"),
+    ("a-directory", lambda p: p.mkdir(), "cannot read the config file", "pass a readable UTF-8 YAML file with --config"),
+    ("missing", lambda p: None, "no such config file", "check --config"),
+    ("under-a-file", lambda p: None, "cannot read the config file", "pass a readable UTF-8 YAML file with --config"),
+]
+
+
+@needs_start
+@pytest.mark.parametrize(("make", "problem", "fix"), [pytest.param(m, p, f, id=i) for i, m, p, f in CONFIG_CASES])
+def test_hostile_tracer_config(tmp_path: Path, request: pytest.FixtureRequest, make: Callable[[Path], None], problem: str, fix: str) -> None:
+    config = tmp_path / "tracer.yaml"
+    if request.node.callspec.id == "under-a-file":
+        config.write_text("x")
+        config = config / "tracer.yaml"
+    else:
+        make(config)
+    cache = tmp_path / "cache.db"
+    _cache(cache)
+    before = snapshot([cache])
+    line = assert_one_error(_start(tmp_path, "--config", str(config), cache=cache), problem, fix)
+    assert str(config) in line, "the error names the file"
+    assert snapshot([cache]) == before
+
+
+@needs_start
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file anyway")
+def test_unreadable_tracer_config(tmp_path: Path) -> None:
+    config = tmp_path / "tracer.yaml"
+    config.write_text("trackedObjects: {v1.Pod: {}}\n")
+    config.chmod(0)
+    assert_one_error(_start(tmp_path, "--config", str(config)), "cannot read the config file", "--config")
+
+
+DURATION_CASES = [("unit", "10x", "use a number with a unit"), ("zero", "0s", "it must be longer than zero"),
+                  ("negative", "-5m", "invalid duration '-5m'"), ("words", "a while", "invalid duration 'a while'")]
+
+
+@needs_start
+@pytest.mark.parametrize(("text", "problem"), [pytest.param(t, p, id=i) for i, t, p in DURATION_CASES])
+def test_hostile_duration(tmp_path: Path, text: str, problem: str) -> None:
+    cache = tmp_path / "cache.db"
+    _cache(cache)
+    before = snapshot([cache])
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(UNREACHABLE_KUBECONFIG)
+    run = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", text], home=tmp_path)
+    assert_one_error(run, problem, "'90s'" if "unit" in problem or "invalid" in problem else "")
+    assert snapshot([cache]) == before
+
+
+def _kubeconfig_with(**user: Any) -> Callable[[Path], None]:
+    import yaml
+
+    def make(p: Path) -> None:
+        doc = yaml.safe_load(UNREACHABLE_KUBECONFIG)
+        doc["users"][0]["user"] = user
+        p.write_text(yaml.safe_dump(doc))
+    return make
+
+
+def _exec_plugin(script: str) -> Callable[[Path], None]:
+    def make(p: Path) -> None:
+        plugin = p.parent / "plugin.sh"
+        plugin.write_text("#!/bin/sh\n" + script)
+        plugin.chmod(0o755)
+        _kubeconfig_with(exec={"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"})(p)
+    return make
+
+
+def _ca_data(p: Path) -> None:
+    import yaml
+
+    doc = yaml.safe_load(UNREACHABLE_KUBECONFIG)
+    doc["clusters"][0]["cluster"]["certificate-authority-data"] = "bm90IGEgY2VydGlmaWNhdGU="  # "not a certificate"
+    p.write_text(yaml.safe_dump(doc))
+
+
+KUBECONFIG_CASES: list[tuple[str, Callable[[Path], None], list[str], str, str]] = [
+    ("missing", lambda p: None, [], "does not exist", "check the path"),
+    ("empty", lambda p: p.write_text(""), [], "kubeconfig", "fix the file"),
+    ("not-yaml", lambda p: p.write_text("clusters: [unclosed\n"), [], "is not valid YAML", "fix the file"),
+    ("a-list", lambda p: p.write_text("- a\n- b\n"), [], "is not a kubeconfig", "kubeconfig"),
+    ("binary", lambda p: p.write_bytes(b"\xff\xfe\x00\x01"), [], "is not UTF-8 text", "fix the file or point --kubeconfig elsewhere"),
+    ("unknown-context", lambda p: p.write_text(UNREACHABLE_KUBECONFIG), ["--context", "prod"], "context 'prod' not found", "available contexts: x"),
+    ("no-current-context", lambda p: p.write_text(UNREACHABLE_KUBECONFIG.replace("current-context: x\n", "")), [], "no current-context", "pass --context NAME"),
+    ("context-to-missing-cluster", lambda p: p.write_text(UNREACHABLE_KUBECONFIG.replace("cluster: c,", "cluster: nope,")), [], "refers to cluster 'nope'", "kubeconfig"),
+    ("cluster-without-server", lambda p: p.write_text(UNREACHABLE_KUBECONFIG.replace('server: "https://127.0.0.1:1"', 'insecure-skip-tls-verify: true')), [], "has no server URL", "kubeconfig"),
+    ("bad-certificate-data", _ca_data, [], "context 'x'", "kubeconfig"),
+    ("unreachable", lambda p: p.write_text(UNREACHABLE_KUBECONFIG), [], "cannot reach the API server at https://127.0.0.1:1", "check that the cluster is up"),
+    ("exec-plugin-fails", _exec_plugin("echo 'login required' >&2\nexit 3\n"), [], "context 'x'", "kubeconfig"),
+    ("exec-plugin-garbage", _exec_plugin("echo 'this is not json'\n"), [], "context 'x'", "kubeconfig"),
+    ("exec-plugin-missing", _kubeconfig_with(exec={"apiVersion": "client.authentication.k8s.io/v1", "command": "/nonexistent/plugin", "interactiveMode": "Never"}), [], "context 'x'", "kubeconfig"),
+]
+
+
+@needs_start
+@pytest.mark.parametrize(("make", "args", "problem", "fix"), [pytest.param(m, a, p, f, id=i) for i, m, a, p, f in KUBECONFIG_CASES])
+def test_hostile_kubeconfig(tmp_path: Path, make: Callable[[Path], None], args: list[str], problem: str, fix: str) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    make(kubeconfig)
+    cache = tmp_path / "cache.db"
+    _cache(cache)
+    before = snapshot([cache])
+    assert_one_error(_start(tmp_path, *args, kubeconfig=kubeconfig, cache=cache, timeout=90), problem, fix)
+    assert snapshot([cache]) == before
+
+
+@needs_start
+def test_no_kubeconfig_anywhere(tmp_path: Path) -> None:
+    run = run_cli(["start", "--cache", str(tmp_path / "c.db"), "--duration", "5s"], home=tmp_path)
+    assert_one_error(run, "no kubeconfig found", "--kubeconfig")
+    assert not (tmp_path / "c.db").exists()
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Any:
+    from kubectl_sktrace.emulator import Emulator
+
+    with Emulator(token="right-token", seed=5) as emu:
+        yield emu
+
+
+@needs_start
+def test_wrong_token_is_401(tmp_path: Path, emulator: Any) -> None:
+    import yaml
+
+    kubeconfig = tmp_path / "kubeconfig"
+    emulator.write_kubeconfig(kubeconfig)
+    doc = yaml.safe_load(kubeconfig.read_text())
+    doc["users"][0]["user"]["token"] = "wrong-token"
+    kubeconfig.write_text(yaml.safe_dump(doc))
+    cache = tmp_path / "cache.db"
+    _cache(cache, with_run=False)
+    before = snapshot([cache])
+    assert_one_error(_start(tmp_path, kubeconfig=kubeconfig, cache=cache), "unauthorized (401)", "credentials")
+    assert snapshot([cache]) == before
+
+
+@needs_start
+def test_certificate_of_another_server(tmp_path: Path, emulator: Any) -> None:
+    from kubectl_sktrace.emulator import Emulator
+
+    if not emulator.tls:
+        pytest.skip("no openssl: the emulator serves plain HTTP")
+    kubeconfig = tmp_path / "kubeconfig"
+    with Emulator(token="right-token", seed=6) as other:
+        other.write_kubeconfig(kubeconfig)
+    text = kubeconfig.read_text().replace(f":{other.port}", f":{emulator.port}")
+    kubeconfig.write_text(text)
+    assert_one_error(_start(tmp_path, kubeconfig=kubeconfig), "TLS certificate check failed", "certificate-authority")
+
+
+@needs_start
+def test_forbidden_names_the_rbac_rule(tmp_path: Path, emulator: Any) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    emulator.write_kubeconfig(kubeconfig)
+    emulator.fail("Deployment", 403, count=50)
+    try:
+        line = assert_one_error(_start(tmp_path, kubeconfig=kubeconfig, timeout=90), "403", "deployments")
+        assert "list" in line or "watch" in line or "get" in line
+    finally:
+        emulator.fail("Deployment", 200, count=0)
+
+
+@needs_start
+def test_cache_of_another_cluster_or_scope(tmp_path: Path, emulator: Any) -> None:
+    from kubectl_sktrace.emulator import Emulator
+
+    kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
+    emulator.write_kubeconfig(kubeconfig)
+    recorded = _start(tmp_path, "--duration", "1s", kubeconfig=kubeconfig, cache=cache)
+    assert recorded.code == 0, recorded.describe()
+    before = snapshot([cache, Path(f"{cache}-wal")])
+    assert_one_error(_start(tmp_path, "-n", "shop", kubeconfig=kubeconfig, cache=cache), "records all namespaces, not namespace 'shop'",
+                     "record this scope into another --cache FILE")
+    assert snapshot(list(before)) == before
+    other_kubeconfig = tmp_path / "other"
+    with Emulator(token="t", seed=9) as other:
+        other.write_kubeconfig(other_kubeconfig)
+        line = assert_one_error(_start(tmp_path, kubeconfig=other_kubeconfig, cache=cache), "was recorded from another cluster",
+                                "record this cluster into another --cache FILE")
+    assert snapshot(list(before)) == before, line
+
+
+@needs_start
+@pytest.mark.parametrize(("make", "problem", "fix"), [pytest.param(m, p, f, id=i) for i, m, p, f in CACHE_FILE_CASES])
+def test_start_refuses_a_hostile_cache(tmp_path: Path, make: Callable[[Path], None], problem: str, fix: str) -> None:
+    cache = tmp_path / "cache.db"
+    make(cache)
+    before = snapshot([cache])
+    assert_one_error(_start(tmp_path, cache=cache), problem, fix)
+    assert snapshot([cache]) == before
+
+
+@needs_start
+@pytest.mark.parametrize(
+    ("where", "problem"),
+    [
+        pytest.param("/sys/sktrace/cache.db", "cannot create cache /sys/sktrace/cache.db", id="read-only-location"),
+        pytest.param("{tmp}/file/sub/cache.db", "cannot create cache", id="directory-cannot-be-created"),
+        pytest.param("{tmp}", "is a directory", id="a-directory"),
+    ],
+)
+def test_start_cannot_create_the_cache(tmp_path: Path, where: str, problem: str) -> None:
+    (tmp_path / "file").write_text("x")
+    cache = Path(where.replace("{tmp}", str(tmp_path)))
+    assert_one_error(_start(tmp_path, cache=cache), problem, "--cache")
+    assert (tmp_path / "file").read_text() == "x"
+
+
+def _tiny_file_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+
+@needs_start
+def test_start_on_a_full_disk(tmp_path: Path) -> None:
+    """``ulimit -f`` as a full disk: creating the cache fails at the first page past the limit."""
+    cache = tmp_path / "cache.db"
+    run = _start(tmp_path, cache=cache, preexec_fn=_tiny_file_limit)
+    assert_one_error(run, str(cache), "disk")
