@@ -316,8 +316,25 @@ def _exported_lives(trace: Any, namespaces: frozenset[str]) -> tuple[dict[Key, l
 
 
 def _observed(t: float, run_rows: Sequence[RunRow], *, margin: float) -> bool:
-    """Whether a change at ``t`` happened while a synced recorder was surely running and committing."""
-    return any(r.synced is not None and r.synced + margin <= t <= r.stopped - margin for r in run_rows)
+    """Whether a change at ``t`` happened while a synced recorder was surely running and committing.
+
+    ``stopped`` is the run's last commit (a heartbeat moved at every commit, at least every half second), so a
+    change delivered ``margin`` before it was in a committed batch.
+    """
+    return any(r.synced is not None and r.synced <= t <= r.stopped - margin for r in run_rows)
+
+
+def _versions(hashes: Sequence[tuple[float, int | None]], end: float | None) -> list[tuple[float, float, int | None]]:
+    """Spec versions as (from, until, hash): status-only changes keep the version."""
+    out: list[tuple[float, float, int | None]] = []
+    for t, h in hashes:
+        if not out or out[-1][2] != h:
+            if out:
+                out[-1] = (out[-1][0], t, out[-1][2])
+            out.append((t, float("inf"), h))
+    if out and end is not None:
+        out[-1] = (out[-1][0], end, out[-1][2])
+    return out
 
 
 def _next_sync_after(t: float, run_rows: Sequence[RunRow]) -> float | None:
@@ -352,6 +369,12 @@ def compare(changes: Sequence[Change], trace: Any, run_rows: Sequence[RunRow], *
                 report.problems.append(f"{key}: exported as applied at {e.first} but no such object existed then")
                 continue
             match.matched = True
+            exported_hashes = {eh for _, eh in e.hashes}
+            for t, lived_until, h in _versions(match.hashes, match.deleted):
+                if lived_until - t >= 1.0 and _observed(t, run_rows, margin=0.5):
+                    report.versions_checked += 1
+                    if h not in exported_hashes:
+                        report.problems.append(f"{key}: the spec version of {t:.2f} (hash {h}) was lost")
             if match.deleted is None:
                 if e.deleted is not None:
                     report.problems.append(f"{key}: deletion at {e.deleted} invented (the object still exists)")
@@ -360,16 +383,10 @@ def compare(changes: Sequence[Change], trace: Any, run_rows: Sequence[RunRow], *
             if e.deleted is None:
                 report.problems.append(f"{key}: deletion at {match.deleted:.2f} missed")
                 continue
-            upper = match.deleted + slack if _observed(match.deleted, run_rows, margin=1.0) else (
+            upper = match.deleted + slack if _observed(match.deleted, run_rows, margin=0.5) else (
                 (_next_sync_after(match.deleted, run_rows) or match.deleted) + slack)
             if not (match.deleted - slack <= e.deleted <= upper):
                 report.problems.append(f"{key}: deleted at {match.deleted:.2f} but exported at {e.deleted} (bounds up to {upper:.2f})")
-            for i, (t, h) in enumerate(match.hashes):
-                lived_until = match.hashes[i + 1][0] if i + 1 < len(match.hashes) else (match.deleted or float("inf"))
-                if lived_until - t >= 1.0 and _observed(t, run_rows, margin=1.0):
-                    report.versions_checked += 1
-                    if h not in {eh for _, eh in e.hashes}:
-                        report.problems.append(f"{key}: the spec version of {t:.2f} (hash {h}) was lost")
         for t in t_lives:
             if t.matched:
                 continue

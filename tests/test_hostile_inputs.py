@@ -492,36 +492,9 @@ def test_hostile_duration(tmp_path: Path, text: str, problem: str) -> None:
     assert snapshot([cache]) == before
 
 
-def _kubeconfig_with(**user: Any) -> Callable[[Path], None]:
-    import yaml
-
-    def make(p: Path) -> None:
-        doc = yaml.safe_load(UNREACHABLE_KUBECONFIG)
-        doc["users"][0]["user"] = user
-        p.write_text(yaml.safe_dump(doc))
-    return make
-
-
-def _exec_plugin(script: str) -> Callable[[Path], None]:
-    def make(p: Path) -> None:
-        plugin = p.parent / "plugin.sh"
-        plugin.write_text("#!/bin/sh\n" + script)
-        plugin.chmod(0o755)
-        _kubeconfig_with(exec={"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"})(p)
-    return make
-
-
-def _ca_data(p: Path) -> None:
-    import yaml
-
-    doc = yaml.safe_load(UNREACHABLE_KUBECONFIG)
-    doc["clusters"][0]["cluster"]["certificate-authority-data"] = "bm90IGEgY2VydGlmaWNhdGU="  # "not a certificate"
-    p.write_text(yaml.safe_dump(doc))
-
-
 KUBECONFIG_CASES: list[tuple[str, Callable[[Path], None], list[str], str, str]] = [
     ("missing", lambda p: None, [], "does not exist", "check the path"),
-    ("empty", lambda p: p.write_text(""), [], "kubeconfig", "fix the file"),
+    ("empty", lambda p: p.write_text(""), [], "no current-context", "pass --context NAME"),
     ("not-yaml", lambda p: p.write_text("clusters: [unclosed\n"), [], "is not valid YAML", "fix the file"),
     ("a-list", lambda p: p.write_text("- a\n- b\n"), [], "is not a kubeconfig", "kubeconfig"),
     ("binary", lambda p: p.write_bytes(b"\xff\xfe\x00\x01"), [], "is not UTF-8 text", "fix the file or point --kubeconfig elsewhere"),
@@ -529,11 +502,7 @@ KUBECONFIG_CASES: list[tuple[str, Callable[[Path], None], list[str], str, str]] 
     ("no-current-context", lambda p: p.write_text(UNREACHABLE_KUBECONFIG.replace("current-context: x\n", "")), [], "no current-context", "pass --context NAME"),
     ("context-to-missing-cluster", lambda p: p.write_text(UNREACHABLE_KUBECONFIG.replace("cluster: c,", "cluster: nope,")), [], "refers to cluster 'nope'", "kubeconfig"),
     ("cluster-without-server", lambda p: p.write_text(UNREACHABLE_KUBECONFIG.replace('server: "https://127.0.0.1:1"', 'insecure-skip-tls-verify: true')), [], "has no server URL", "kubeconfig"),
-    ("bad-certificate-data", _ca_data, [], "context 'x'", "kubeconfig"),
     ("unreachable", lambda p: p.write_text(UNREACHABLE_KUBECONFIG), [], "cannot reach the API server at https://127.0.0.1:1", "check that the cluster is up"),
-    ("exec-plugin-fails", _exec_plugin("echo 'login required' >&2\nexit 3\n"), [], "context 'x'", "kubeconfig"),
-    ("exec-plugin-garbage", _exec_plugin("echo 'this is not json'\n"), [], "context 'x'", "kubeconfig"),
-    ("exec-plugin-missing", _kubeconfig_with(exec={"apiVersion": "client.authentication.k8s.io/v1", "command": "/nonexistent/plugin", "interactiveMode": "Never"}), [], "context 'x'", "kubeconfig"),
 ]
 
 
@@ -547,6 +516,56 @@ def test_hostile_kubeconfig(tmp_path: Path, make: Callable[[Path], None], args: 
     before = snapshot([cache])
     assert_one_error(_start(tmp_path, *args, kubeconfig=kubeconfig, cache=cache, timeout=90), problem, fix)
     assert snapshot([cache]) == before
+
+
+def _exec_user(tmp_path: Path, script: str | None) -> dict[str, Any]:
+    command = "/nonexistent/sktrace-login"
+    if script is not None:
+        plugin = tmp_path / "login.sh"
+        plugin.write_text("#!/bin/sh\n" + script)
+        plugin.chmod(0o755)
+        command = str(plugin)
+    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": command, "interactiveMode": "Never"}}
+
+
+_CLIENT_LOGS = "the kubernetes client logs exec plugin failures on the root logger, so 'ERROR:root:...' lines precede our Error: line"
+
+EMULATOR_KUBECONFIG_CASES = [
+    pytest.param("user", {"token": "wrong-token"}, "unauthorized (401)", "log in again", id="wrong-token"),
+    pytest.param("cluster", {"certificate-authority-data": "bm90IGEgY2VydGlmaWNhdGU="}, "TLS certificate check failed",
+                 "check certificate-authority", id="bad-certificate-data"),
+    pytest.param("exec", "echo 'login required' >&2\nexit 3\n", "unauthorized (401)", "exec plugin", id="exec-plugin-fails",
+                 marks=pytest.mark.xfail(strict=True, reason=_CLIENT_LOGS)),
+    pytest.param("exec", "echo 'this is not json'\n", "unauthorized (401)", "exec plugin", id="exec-plugin-garbage",
+                 marks=pytest.mark.xfail(strict=True, reason=_CLIENT_LOGS)),
+    pytest.param("exec", None, "unauthorized (401)", "exec plugin", id="exec-plugin-missing",
+                 marks=pytest.mark.xfail(strict=True, reason=_CLIENT_LOGS)),
+]
+
+
+@needs_start
+@pytest.mark.parametrize(("section", "change", "problem", "fix"), EMULATOR_KUBECONFIG_CASES)
+def test_hostile_credentials(tmp_path: Path, emulator: Any, section: str, change: Any, problem: str, fix: str) -> None:
+    """Kubeconfigs for a live server whose credentials or certificate are wrong: refused before any write."""
+    import yaml
+
+    kubeconfig = tmp_path / "kubeconfig"
+    emulator.write_kubeconfig(kubeconfig)
+    doc = yaml.safe_load(kubeconfig.read_text())
+    if section == "cluster":
+        if not emulator.tls:
+            pytest.skip("no openssl: the emulator serves plain HTTP")
+        doc["clusters"][0]["cluster"].update(change)
+    else:
+        doc["users"][0]["user"] = _exec_user(tmp_path, change) if section == "exec" else change
+    kubeconfig.write_text(yaml.safe_dump(doc))
+    cache = tmp_path / "cache.db"
+    _cache(cache, with_run=False)
+    before = snapshot([cache])
+    run = _start(tmp_path, kubeconfig=kubeconfig, cache=cache, timeout=90)
+    assert_one_error(run, problem, fix)
+    assert snapshot([cache]) == before
+    assert [line for line in run.stderr.splitlines() if line.strip()] == run.error_lines(), "nothing but the one Error: line"
 
 
 @needs_start
@@ -565,45 +584,52 @@ def emulator() -> Any:
 
 
 @needs_start
-def test_wrong_token_is_401(tmp_path: Path, emulator: Any) -> None:
+def test_certificate_of_another_server(tmp_path: Path, emulator: Any) -> None:
+    """The kubeconfig trusts a CA that did not sign the server's certificate: one line, nothing written."""
+    import base64
+    import shutil
+
     import yaml
 
+    if not emulator.tls or shutil.which("openssl") is None:
+        pytest.skip("no openssl: the emulator serves plain HTTP")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-subj", "/CN=another-cluster", "-days", "1", "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem")],
+                   check=True, capture_output=True)
     kubeconfig = tmp_path / "kubeconfig"
     emulator.write_kubeconfig(kubeconfig)
     doc = yaml.safe_load(kubeconfig.read_text())
-    doc["users"][0]["user"]["token"] = "wrong-token"
+    doc["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode((tmp_path / "c.pem").read_bytes()).decode()
     kubeconfig.write_text(yaml.safe_dump(doc))
-    cache = tmp_path / "cache.db"
-    _cache(cache, with_run=False)
-    before = snapshot([cache])
-    assert_one_error(_start(tmp_path, kubeconfig=kubeconfig, cache=cache), "unauthorized (401)", "credentials")
-    assert snapshot([cache]) == before
+    assert_one_error(_start(tmp_path, kubeconfig=kubeconfig), "TLS certificate check failed", "certificate-authority")
+    assert not (tmp_path / "cache.db").exists() or b"events" in (tmp_path / "cache.db").read_bytes()
 
 
 @needs_start
-def test_certificate_of_another_server(tmp_path: Path, emulator: Any) -> None:
+def test_forbidden_everywhere_names_the_rbac_rule(tmp_path: Path) -> None:
+    """403 on every kind: nothing can be watched, so start ends with one line naming the RBAC rule."""
     from kubectl_sktrace.emulator import Emulator
 
-    if not emulator.tls:
-        pytest.skip("no openssl: the emulator serves plain HTTP")
-    kubeconfig = tmp_path / "kubeconfig"
-    with Emulator(token="right-token", seed=6) as other:
-        other.write_kubeconfig(kubeconfig)
-    text = kubeconfig.read_text().replace(f":{other.port}", f":{emulator.port}")
-    kubeconfig.write_text(text)
-    assert_one_error(_start(tmp_path, kubeconfig=kubeconfig), "TLS certificate check failed", "certificate-authority")
+    with Emulator(token="t", seed=8) as emu:
+        kubeconfig = tmp_path / "kubeconfig"
+        emu.write_kubeconfig(kubeconfig)
+        emu.fail(None, 403, count=10_000)
+        assert_one_error(_start(tmp_path, kubeconfig=kubeconfig, timeout=90), "forbidden to list and watch every tracked kind",
+                         "grant get, list and watch on deployments.apps")
 
 
 @needs_start
-def test_forbidden_names_the_rbac_rule(tmp_path: Path, emulator: Any) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    emulator.write_kubeconfig(kubeconfig)
-    emulator.fail("Deployment", 403, count=50)
-    try:
-        line = assert_one_error(_start(tmp_path, kubeconfig=kubeconfig, timeout=90), "403", "deployments")
-        assert "list" in line or "watch" in line or "get" in line
-    finally:
-        emulator.fail("Deployment", 200, count=0)
+def test_forbidden_one_kind_warns_and_records_the_rest(tmp_path: Path) -> None:
+    from kubectl_sktrace.emulator import Emulator
+
+    with Emulator(token="t", seed=8) as emu:
+        kubeconfig = tmp_path / "kubeconfig"
+        emu.write_kubeconfig(kubeconfig)
+        emu.fail("Deployment", 403, count=10_000)
+        run = _start(tmp_path, "--duration", "1s", kubeconfig=kubeconfig, timeout=90)
+    assert run.code == 0 and "Traceback" not in run.stderr, run.describe()
+    assert ("Warning: forbidden: cannot list deployments in all namespaces; grant get/list/watch on deployments "
+            '(apiGroups: ["apps"], resources: ["deployments"]); apps/v1.Deployment is not recorded') in run.stderr
 
 
 @needs_start
@@ -626,13 +652,21 @@ def test_cache_of_another_cluster_or_scope(tmp_path: Path, emulator: Any) -> Non
     assert snapshot(list(before)) == before, line
 
 
+_DAMAGE_IN_RECORDER = pytest.mark.xfail(strict=True, reason="recorder: sqlite errors raised while recording (damage found "
+                                       "past the header) escape as 'unexpected DatabaseError' instead of a CacheError")
+
+
 @needs_start
-@pytest.mark.parametrize(("make", "problem", "fix"), [pytest.param(m, p, f, id=i) for i, m, p, f in CACHE_FILE_CASES])
-def test_start_refuses_a_hostile_cache(tmp_path: Path, make: Callable[[Path], None], problem: str, fix: str) -> None:
-    cache = tmp_path / "cache.db"
+@pytest.mark.parametrize(("make", "problem", "fix"), [
+    pytest.param(m, p, f, id=i, marks=[_DAMAGE_IN_RECORDER] if i == "garbage-pages" else []) for i, m, p, f in CACHE_FILE_CASES
+])
+def test_start_refuses_a_hostile_cache(tmp_path: Path, emulator: Any, make: Callable[[Path], None], problem: str, fix: str) -> None:
+    """Against a live server, so that start gets as far as using the cache."""
+    cache, kubeconfig = tmp_path / "cache.db", tmp_path / "kubeconfig"
+    emulator.write_kubeconfig(kubeconfig)
     make(cache)
     before = snapshot([cache])
-    assert_one_error(_start(tmp_path, cache=cache), problem, fix)
+    assert_one_error(_start(tmp_path, kubeconfig=kubeconfig, cache=cache), problem, fix)
     assert snapshot([cache]) == before
 
 
