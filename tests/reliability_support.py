@@ -8,6 +8,7 @@ judge what a user sees: the exit code, exactly one ``Error:`` line, and no trace
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -150,6 +151,73 @@ class GroundTruth:
         return live
 
 
+
+
+# Deleting and re-creating an object under the same name loses it in the export today (see the strict xfails
+# test_recreated_while_offline_stays_alive and test_recreated_within_one_second_stays_alive); until those
+# pass, the churn gives every new object a fresh name so that the suites judge everything else.
+RECREATE_SAME_NAME = os.environ.get("SKTRACE_RECREATE") == "1"
+
+
+class Traffic:
+    """The workload's mix plus churn of tracked objects, in one thread (the workload is single-threaded)."""
+
+    def __init__(self, emu: Any, *, seed: int, rate: float, namespace: str) -> None:
+        from kubectl_sktrace.emulator.workload import Workload
+
+        self.emu, self.rate, self.namespace = emu, rate, namespace
+        self.workload = Workload(emu, seed=seed, job_seconds=(0.5, 2.0), start_delay=0.2)
+        self.rng = random.Random(seed)
+        self.errors: list[BaseException] = []
+        self.made = 0
+        self.created = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="traffic", daemon=True)
+
+    def start(self) -> Traffic:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        assert not self.errors, self.errors
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.made += self.workload.generate(self.rate, 0.3, namespace=self.namespace)
+                self._churn()
+        except BaseException as exc:  # surfaced by stop()
+            self.errors.append(exc)
+
+    def _churn(self) -> None:
+        """Create, delete and re-create (same name, new uid) Deployments and delete finished Jobs."""
+        from kubectl_sktrace.emulator.state import ApiError, Filter
+        from kubectl_sktrace.emulator.workload import deployment_object
+
+        store, rng = self.emu.store, self.rng
+        t_deploy, t_job = store.type_of("apps/v1", "Deployment"), store.type_of("batch/v1", "Job")
+        roll = rng.random()
+        try:
+            if roll < 0.35:
+                live = [s.name for s in store.current(t_deploy, Filter(namespace=self.namespace))[1] if s.name.startswith("extra-")]
+                if len(live) < 4 or rng.random() < 0.5:
+                    self.created += 1
+                    name = f"extra-{rng.randint(0, 7) if RECREATE_SAME_NAME else self.created}"
+                    if store.get(t_deploy, self.namespace, name) is None:
+                        store.create(t_deploy, deployment_object(self.namespace, name, replicas=rng.randint(1, 2), rng=rng))
+                    else:
+                        store.delete(t_deploy, self.namespace, name)
+                else:
+                    store.delete(t_deploy, self.namespace, rng.choice(live))
+            elif roll < 0.5:
+                jobs = store.current(t_job, Filter(namespace=self.namespace))[1]
+                if jobs:
+                    victim = rng.choice(jobs)
+                    store.delete(t_job, victim.namespace, victim.name)
+        except ApiError:
+            pass  # raced with a controller: the next round tries again
 
 
 # --- the recorder as a user runs it ------------------------------------------------------------------------
@@ -315,12 +383,15 @@ def _exported_lives(trace: Any, namespaces: frozenset[str]) -> tuple[dict[Key, l
     return lives, changes, duplicates
 
 
-def _observed(t: float, run_rows: Sequence[RunRow], *, margin: float) -> bool:
+def _observed(t: float, run_rows: Sequence[RunRow], *, margin: float, blind: Sequence[tuple[float, float]] = ()) -> bool:
     """Whether a change at ``t`` happened while a synced recorder was surely running and committing.
 
     ``stopped`` is the run's last commit (a heartbeat moved at every commit, at least every half second), so a
-    change delivered ``margin`` before it was in a committed batch.
+    change delivered ``margin`` before it was in a committed batch. ``blind`` periods are faults during which
+    the recorder may legitimately see only the state after them (a relist after 410).
     """
+    if any(a - margin <= t <= b for a, b in blind):
+        return False
     return any(r.synced is not None and r.synced <= t <= r.stopped - margin for r in run_rows)
 
 
@@ -343,7 +414,7 @@ def _next_sync_after(t: float, run_rows: Sequence[RunRow]) -> float | None:
 
 
 def compare(changes: Sequence[Change], trace: Any, run_rows: Sequence[RunRow], *, namespaces: frozenset[str],
-            slack: float = 2.0) -> Comparison:
+            slack: float = 2.0, blind: Sequence[tuple[float, float]] = ()) -> Comparison:
     """Judge an export against what the cluster did: nothing lost, duplicated, invented or missed.
 
     - every exported object lifetime matches a true one (no invented object, no invented deletion);
@@ -371,7 +442,7 @@ def compare(changes: Sequence[Change], trace: Any, run_rows: Sequence[RunRow], *
             match.matched = True
             exported_hashes = {eh for _, eh in e.hashes}
             for t, lived_until, h in _versions(match.hashes, match.deleted):
-                if lived_until - t >= 1.0 and _observed(t, run_rows, margin=0.5):
+                if lived_until - t >= 1.0 and _observed(t, run_rows, margin=0.5, blind=blind):
                     report.versions_checked += 1
                     if h not in exported_hashes:
                         report.problems.append(f"{key}: the spec version of {t:.2f} (hash {h}) was lost")
@@ -383,8 +454,13 @@ def compare(changes: Sequence[Change], trace: Any, run_rows: Sequence[RunRow], *
             if e.deleted is None:
                 report.problems.append(f"{key}: deletion at {match.deleted:.2f} missed")
                 continue
-            upper = match.deleted + slack if _observed(match.deleted, run_rows, margin=0.5) else (
-                (_next_sync_after(match.deleted, run_rows) or match.deleted) + slack)
+            in_blind = [b for a, b in blind if a - slack <= match.deleted <= b]
+            if in_blind:
+                upper = max(in_blind) + slack
+            elif _observed(match.deleted, run_rows, margin=0.5):
+                upper = match.deleted + slack
+            else:
+                upper = (_next_sync_after(match.deleted, run_rows) or match.deleted) + slack
             if not (match.deleted - slack <= e.deleted <= upper):
                 report.problems.append(f"{key}: deleted at {match.deleted:.2f} but exported at {e.deleted} (bounds up to {upper:.2f})")
         for t in t_lives:
@@ -392,7 +468,7 @@ def compare(changes: Sequence[Change], trace: Any, run_rows: Sequence[RunRow], *
                 continue
             across_sync = any(r.synced is not None and t.first + slack <= r.started and (t.deleted is None or t.deleted >= r.synced + slack)
                               for r in run_rows)
-            if across_sync or _observed(t.first, run_rows, margin=1.5) and (t.deleted is None or t.deleted - t.first > slack):
+            if across_sync or _observed(t.first, run_rows, margin=1.5, blind=blind) and (t.deleted is None or t.deleted - t.first > slack):
                 report.problems.append(f"{key}: the object made at {t.first:.2f} (deleted {t.deleted}) is missing from the export")
     _compare_final_state(changes, trace, exported, report)
     return report

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from reliability_support import (
-    GroundTruth, Recorder, assert_one_error, committed_events, compare, has_command, integrity_check, run_cli, runs,
+    GroundTruth, Recorder, Traffic, assert_one_error, committed_events, compare, has_command, integrity_check, run_cli, runs,
 )
 
 pytestmark = [
@@ -43,77 +43,6 @@ KILLS = 100 if SOAK else 20
 SEED = int(os.environ.get("SKTRACE_SEED", "20261122"))
 NAMESPACE = "crash"
 PHASES = ("startup", "sync", "live", "live", "shutdown")
-# Deleting and re-creating an object under the same name loses it in the export today (see the strict xfails
-# test_recreated_while_offline_stays_alive and test_recreated_within_one_second_stays_alive); until those
-# pass, the churn here gives every new object a fresh name so that this suite judges everything else.
-RECREATE_SAME_NAME = os.environ.get("SKTRACE_RECREATE") == "1"
-
-
-class Traffic:
-    """The workload's mix plus churn of tracked objects, in one thread (the workload is single-threaded)."""
-
-    def __init__(self, emu: Any, *, seed: int, rate: float) -> None:
-        from kubectl_sktrace.emulator.workload import Workload
-
-        self.emu, self.rate = emu, rate
-        self.workload = Workload(emu, seed=seed, job_seconds=(0.5, 2.0), start_delay=0.2)
-        self.rng = random.Random(seed)
-        self.errors: list[BaseException] = []
-        self.made = 0
-        self.created = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="traffic", daemon=True)
-
-    def start(self) -> Traffic:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        assert not self.errors, self.errors
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                self.made += self.workload.generate(self.rate, 0.3, namespace=NAMESPACE)
-                self._churn()
-        except BaseException as exc:  # surfaced by stop()
-            self.errors.append(exc)
-
-    def _churn(self) -> None:
-        """Create, delete and re-create (same name, new uid) Deployments and delete finished Jobs."""
-        from kubectl_sktrace.emulator.state import ApiError
-        from kubectl_sktrace.emulator.workload import deployment_object
-
-        store, rng = self.emu.store, self.rng
-        t_deploy, t_job = store.type_of("apps/v1", "Deployment"), store.type_of("batch/v1", "Job")
-        roll = rng.random()
-        try:
-            if roll < 0.35:
-                live = [s.name for s in store.current(t_deploy, _namespace_filter())[1] if s.name.startswith("extra-")]
-                if len(live) < 4 or rng.random() < 0.5:
-                    self.created += 1
-                    name = f"extra-{rng.randint(0, 7) if RECREATE_SAME_NAME else self.created}"
-                    if store.get(t_deploy, NAMESPACE, name) is None:
-                        store.create(t_deploy, deployment_object(NAMESPACE, name, replicas=rng.randint(1, 2), rng=rng))
-                    else:
-                        store.delete(t_deploy, NAMESPACE, name)
-                else:
-                    store.delete(t_deploy, NAMESPACE, rng.choice(live))
-            elif roll < 0.5:
-                jobs = store.current(t_job, _namespace_filter())[1]
-                if jobs:
-                    victim = rng.choice(jobs)
-                    store.delete(t_job, victim.namespace, victim.name)
-        except ApiError:
-            pass  # raced with a controller: the next round tries again
-
-
-def _namespace_filter() -> Any:
-    from kubectl_sktrace.emulator.state import Filter
-
-    return Filter(namespace=NAMESPACE)
 
 
 def _kill_once(rec: Recorder, phase: str, rng: random.Random) -> str:
@@ -150,7 +79,7 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     truth = GroundTruth(emu)
     try:
         emu.write_kubeconfig(kubeconfig)
-        traffic = Traffic(emu, seed=SEED, rate=60).start()
+        traffic = Traffic(emu, seed=SEED, rate=60, namespace=NAMESPACE).start()
         t0 = time.time()
         phases = [PHASES[i % len(PHASES)] for i in range(KILLS)]
         rng.shuffle(phases)
