@@ -10,6 +10,7 @@ as decorators, and spelled the same on every command.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
 from typing import Any, Callable, TypeVar
@@ -319,8 +320,14 @@ def validate_command(trace: str, output: str) -> None:
         sys.exit(1)
 
 
+COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"
+
+
 def main() -> None:
-    cli(prog_name="kubectl sktrace")
+    # Shell completion is generated for the executable's own name: with "kubectl sktrace" click would name
+    # the variable with a space and register the completion function for the words kubectl and sktrace.
+    completing = COMPLETE_VAR in os.environ
+    cli(prog_name="kubectl-sktrace" if completing else "kubectl sktrace", complete_var=COMPLETE_VAR)
 
 
 if __name__ == "__main__":
