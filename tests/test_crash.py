@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
