@@ -111,6 +111,8 @@ class GroundTruth:
         from kubectl_sktrace.hashing import spec_hash
 
         self.changes: list[Change] = []
+        self.rs_owner: dict[str, tuple[str, str]] = {}  # ReplicaSet uid -> (owner gvk, "ns/name")
+        self.started_pods: dict[str, tuple[str, str, str, str]] = {}  # pod uid -> (owner kind, uid, name, namespace)
         self._lock = threading.Lock()
         store = emu.store
         original = store._commit
@@ -124,9 +126,44 @@ class GroundTruth:
                 with self._lock:
                     self.changes.append(Change(time.time(), event_type, gvk, meta.get("namespace", ""), meta["name"],
                                                meta["uid"], spec_hash(body.get("spec"))))
+            elif gvk in ("apps/v1.ReplicaSet", "v1.Pod") and event_type != "DELETED":
+                self._owned(gvk, stored.obj())
             return stored
 
         store._commit = commit
+
+    def _owned(self, gvk: str, body: dict[str, Any]) -> None:
+        """Remember which ReplicaSet belongs to which Deployment, and which pods started under which owner."""
+        meta = body["metadata"]
+        refs = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
+        if not refs:
+            return
+        ref = refs[0]
+        if gvk == "apps/v1.ReplicaSet":
+            if ref["kind"] == "Deployment":
+                with self._lock:
+                    self.rs_owner[meta["uid"]] = ("apps/v1.Deployment", f"{meta['namespace']}/{ref['name']}")
+            return
+        status = body.get("status") or {}
+        states = [c.get("state") or {} for c in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or [])]
+        if any((st.get("running") or st.get("terminated") or {}).get("startedAt") for st in states):
+            with self._lock:
+                self.started_pods[meta["uid"]] = (ref["kind"], ref["uid"], ref["name"], meta["namespace"])
+
+    def started_per_owner(self) -> dict[tuple[str, str], int]:
+        """How many distinct pods started under each Deployment or Job: at most that many lifecycles each."""
+        counts: dict[tuple[str, str], int] = {}
+        with self._lock:
+            for kind, owner_uid, owner_name, namespace in self.started_pods.values():
+                if kind == "ReplicaSet":
+                    owner = self.rs_owner.get(owner_uid)
+                elif kind == "Job":
+                    owner = ("batch/v1.Job", f"{namespace}/{owner_name}")
+                else:
+                    owner = None
+                if owner is not None:
+                    counts[owner] = counts.get(owner, 0) + 1
+        return counts
 
     def save(self, path: Path) -> None:
         """Keep the truth next to the cache, for reading a failure afterwards."""
@@ -330,12 +367,13 @@ class Comparison:
     exported_changes: int = 0
     deletions_checked: int = 0
     versions_checked: int = 0
+    lifecycles_checked: int = 0
     problems: list[str] = field(default_factory=list)
 
     def figures(self) -> str:
         return (f"{self.truth_changes} true changes, {self.exported_events} exported events holding "
                 f"{self.exported_changes} object changes, {self.deletions_checked} deletions and "
-                f"{self.versions_checked} spec versions checked")
+                f"{self.versions_checked} spec versions and {self.lifecycles_checked} pod lifecycles checked")
 
 
 def _truth_lives(changes: Sequence[Change]) -> dict[Key, list[_Life]]:
@@ -492,3 +530,19 @@ def _compare_final_state(changes: Sequence[Change], trace: Any, exported: dict[K
             report.problems.append(f"{key}: final spec hash {export_live[key]} in the export, {truth_live[key]} in the cluster")
         if trace.index.get(gvk, {}).get(f"{ns}/{name}") != truth_live[key]:
             report.problems.append(f"{key}: the index holds {trace.index.get(gvk, {}).get(f'{ns}/{name}')}, the cluster {truth_live[key]}")
+
+
+def check_lifecycles(trace: Any, started: dict[tuple[str, str], int], report: Comparison) -> None:
+    """No lifecycle invented or duplicated: per owner at most one per pod that really started; Finished ends
+    no earlier than it starts; every owner is in the index."""
+    for owner, by_hash in trace.pod_lifecycles.items():
+        entries = [entry for lifecycles in by_hash.values() for entry in lifecycles]
+        report.lifecycles_checked += len(entries)
+        if len(entries) > started.get(owner, 0):
+            report.problems.append(f"{owner}: {len(entries)} pod lifecycles exported, but only {started.get(owner, 0)} pods started")
+        for entry in entries:
+            if "Finished" in entry and entry["Finished"][0] > entry["Finished"][1]:
+                report.problems.append(f"{owner}: lifecycle {entry} ends before it starts")
+        gvk, ns_name = owner
+        if ns_name not in trace.index.get(gvk, {}):
+            report.problems.append(f"{owner}: has pod lifecycles but is not in the index")

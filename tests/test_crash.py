@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 
 from reliability_support import (
-    GroundTruth, Recorder, Traffic, assert_one_error, committed_events, compare, has_command, integrity_check, run_cli, runs,
+    GroundTruth, Recorder, Traffic, assert_one_error, check_lifecycles, committed_events, compare, has_command, integrity_check,
+    run_cli, runs,
 )
 
 pytestmark = [
@@ -111,6 +112,7 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
         trace = traceformat.read_trace(out)
         truth.save(tmp_path / "truth.json")
         report = compare(truth.snapshot(), trace, runs(cache), namespaces=frozenset([NAMESPACE]))
+        check_lifecycles(trace, truth.started_per_owner(), report)
         assert not report.problems, "\n".join(report.problems[:40])
 
         exported = {(e["ts"], op, _key(o)) for e in trace.events for op in ("applied_objs", "deleted_objs") for o in e[op]}

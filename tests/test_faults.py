@@ -31,7 +31,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from reliability_support import GroundTruth, Recorder, Traffic, compare, has_command, run_cli, runs
+from reliability_support import GroundTruth, Recorder, Traffic, check_lifecycles, compare, has_command, run_cli, runs
 
 pytestmark = [
     pytest.mark.skipif(not has_command("start"), reason="the recorder (start) is not in this build"),
@@ -183,6 +183,7 @@ def test_recording_survives_the_fault(tmp_path: Path, request: pytest.FixtureReq
         assert len(run_rows) == 1 and run_rows[0].clean
         report = compare(truth.snapshot(), trace, run_rows, namespaces=frozenset([NAMESPACE]), slack=2.0 + delay,
                          blind=[(fault_start, fault_end + delay)] if blind else [])
+        check_lifecycles(trace, truth.started_per_owner(), report)
         assert not report.problems, "\n".join(report.problems[:40])
         assert report.deletions_checked > 0 and report.truth_changes > 0
         if fault == "401-exec-renewal":
