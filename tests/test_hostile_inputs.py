@@ -713,3 +713,31 @@ def test_start_on_a_full_disk(tmp_path: Path) -> None:
     cache = tmp_path / "cache.db"
     run = _start(tmp_path, cache=cache, preexec_fn=_tiny_file_limit)
     assert_one_error(run, str(cache), "disk")
+
+
+def _file_limit(size: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return apply
+
+
+@needs_start
+@pytest.mark.timeout(120)
+def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
+    """The cache's files may not grow past 300 KB (``ulimit -f``): the recorder stops with one line, and what
+    it committed before stays readable and intact."""
+    from kubectl_sktrace.emulator import Emulator
+    from reliability_support import Traffic, committed_events, integrity_check
+
+    with Emulator(seed=31) as emu:
+        kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
+        emu.write_kubeconfig(kubeconfig)
+        traffic = Traffic(emu, seed=31, rate=150, namespace="full").start()
+        try:
+            run = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "60s"],
+                          home=tmp_path, preexec_fn=_file_limit(300 * 1024), timeout=100)
+        finally:
+            traffic.stop()
+    assert_one_error(run, str(cache), "disk")
+    assert integrity_check(cache) == "ok"
+    assert committed_events(cache), "what was committed before the disk filled up is kept"
