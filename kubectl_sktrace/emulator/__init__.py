@@ -1,0 +1,46 @@
+"""A local Kubernetes API server for tests, benchmarks and ``kubectl sktrace demo`` (SPEC §11).
+
+This is a test and demo server, never used when the user records a real cluster: nothing on the
+recorder's path imports it. It speaks enough of the real protocol that the unmodified ``kubectl`` binary
+and the official ``kubernetes`` Python client work against it: discovery, get/list (paginated from a
+consistent snapshot)/create/replace/merge-patch/delete, label and field selectors, chunked watch streams
+with resourceVersion replay, synthetic ADDED events, bookmarks, ``timeoutSeconds`` and ERROR 410 after
+compaction, Table output for ``kubectl get``, graceful pod deletion, garbage collection of dependents,
+and a bearer-token check. It binds to 127.0.0.1 only.
+
+Public API::
+
+    from kubectl_sktrace.emulator import Emulator
+    emu = Emulator(token="t", port=0, bookmark_interval=60.0, history_limit=200_000, continue_ttl=300.0,
+                   seed=None, tls=None)   # tls=None: https when the openssl command exists (kubectl sends
+                                          # bearer tokens only over https); the CA is in emu.ca_pem
+    emu.start() / emu.stop() / with Emulator() as emu: ...
+    emu.url; emu.port; emu.open_watches; emu.write_kubeconfig(path, *, context="emulator") -> str
+    emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
+    emu.patch(api_version, kind, namespace, name, patch) -> dict         # JSON merge patch
+    emu.delete(api_version, kind, namespace, name, *, graceful=True)
+    emu.get(api_version, kind, namespace, name) -> dict | None
+    emu.list(api_version, kind, namespace=None) -> list[dict]
+    emu.resource_version -> str; emu.cluster_uid -> str (uid of kube-system)
+    emu.register_kind(group, version, kind, plural, *, namespaced=True)
+    # fault knobs (HTTP requests only):
+    emu.vanish(api_version, kind, namespace, name); emu.compact(); emu.force_410(kind=None)
+    emu.drop_watches(); emu.fail(kind, status, *, count=1, retry_after=None); emu.set_delay(seconds)
+
+    from kubectl_sktrace.emulator.workload import Workload, build_large_state
+    wl = Workload(emu, seed=1); wl.step(); wl.start(); wl.stop(); wl.generate(rate, duration)
+    build_large_state(emu, *, deployments=5000, pods_per_deployment=10, namespaces=50, seed=7) -> int
+    RestartStorm(emu, restarts=0).run() -> int   # one MODIFIED per running pod, fast (benchmarks)
+    annotations: sktrace.io/run-seconds on a pod (it finishes after that), sktrace.io/every-seconds on a
+    CronJob (overrides its schedule)
+
+Standalone: ``python -m kubectl_sktrace.emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]``.
+
+Modules: ``state`` (objects, versions, history, snapshots, selectors: no I/O), ``server`` (HTTP and the
+``Emulator`` facade), ``workload`` (controllers, kubelet, load), ``__main__`` (the command).
+"""
+
+from kubectl_sktrace.emulator.server import Emulator
+from kubectl_sktrace.emulator.state import ApiError, ResourceType
+
+__all__ = ["ApiError", "Emulator", "ResourceType"]

@@ -1,0 +1,87 @@
+"""``python -m kubectl_sktrace.emulator serve``: run the emulator standalone until interrupted.
+
+It writes a kubeconfig for itself (server, CA, bearer token, one context), so a person can run
+``kubectl --kubeconfig FILE get pods -A`` or ``kubectl sktrace start --kubeconfig FILE`` against it.
+Workloads: ``none`` (an empty cluster), ``demo`` (controllers and kubelet running, a few Deployments, a
+Job and a CronJob), ``load`` (``demo`` plus changes at ``--rate`` events per second), ``large`` (a bulk-built
+state of ``--pods`` running pods, then ``load`` if ``--rate`` is given), ``storm`` (the ``large`` state; each
+SIGUSR1 makes every pod's containers restart once, as fast as the server can stream it: for benchmarks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import signal
+import sys
+import threading
+import time
+
+from kubectl_sktrace.emulator import Emulator
+from kubectl_sktrace.emulator.workload import Workload, build_large_state, deployment_object, RestartStorm
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kubectl_sktrace.emulator", description="A local Kubernetes API server for tests and demos.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the server until interrupted", description="Example: python -m kubectl_sktrace.emulator serve --kubeconfig-out /tmp/emu.kubeconfig --workload load --rate 50")
+    serve.add_argument("--kubeconfig-out", required=True, metavar="FILE", help="write a kubeconfig for this server here")
+    serve.add_argument("--workload", choices=["none", "demo", "load", "large", "storm"], default="demo")
+    serve.add_argument("--rate", type=float, default=0.0, help="events per second for the load generator")
+    serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    serve.add_argument("--token", default="emulator-token")
+    serve.add_argument("--pods", type=int, default=50_000, help="pods for --workload large (10 per Deployment)")
+    serve.add_argument("--bookmark-interval", type=float, default=60.0)
+    serve.add_argument("--history-limit", type=int, default=200_000, help="events kept per kind for watch replay")
+    serve.add_argument("--no-tls", action="store_true", help="plain http (kubectl will not send the token)")
+    args = parser.parse_args(argv)
+
+    emu = Emulator(token=args.token, port=args.port, bookmark_interval=args.bookmark_interval, history_limit=args.history_limit, tls=not args.no_tls and None)
+    if args.workload in ("large", "storm"):
+        started = time.perf_counter()
+        count = build_large_state(emu, deployments=max(1, args.pods // 10), pods_per_deployment=10)
+        print(f"built {count} pods in {time.perf_counter() - started:.2f} s", file=sys.stderr, flush=True)
+    emu.start()
+    emu.write_kubeconfig(args.kubeconfig_out)
+    print(f"serving {emu.url}; kubeconfig written to {args.kubeconfig_out}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    storms = threading.Semaphore(0)
+    if args.workload == "storm":
+        signal.signal(signal.SIGUSR1, lambda *_: storms.release())
+    storm = RestartStorm(emu, restarts=0) if args.workload == "storm" else None
+    storm_count = 0
+    workload: Workload | None = None
+    try:
+        if args.workload in ("demo", "load") or (args.workload == "large" and args.rate > 0):
+            workload = Workload(emu, seed=1)
+            if args.workload != "large":
+                rng = random.Random(1)
+                for name in ("web", "api", "worker"):
+                    emu.create({"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object("demo", name, replicas=2, rng=rng)})
+                emu.create({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "report", "namespace": "demo"}, "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "report", "image": "busybox:1.36"}], "restartPolicy": "Never"}}}}}})
+        while not stop.is_set():
+            if workload is not None and args.rate > 0 and args.workload != "demo":
+                workload.generate(args.rate, 1.0)
+            elif workload is not None:
+                workload.step()
+                stop.wait(0.1)
+            elif args.workload == "storm":
+                if storms.acquire(timeout=0.2) and storm is not None:
+                    started = time.perf_counter()
+                    made = storm.run()
+                    seconds = time.perf_counter() - started
+                    print(f"storm: {made} events in {seconds:.2f} s ({made / seconds:.0f}/s produced)", file=sys.stderr, flush=True)
+                    storm = RestartStorm(emu, restarts=storm_count + 1)
+                    storm_count += 1
+            else:
+                stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emu.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

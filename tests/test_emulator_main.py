@@ -1,0 +1,42 @@
+"""``python -m kubectl_sktrace.emulator serve``: a standalone server that writes its own kubeconfig."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_serve_writes_kubeconfig_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kc"
+    proc = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--kubeconfig-out", str(kubeconfig), "--workload", "demo"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("serving https://127.0.0.1:") and line.endswith(f"; kubeconfig written to {kubeconfig}\n")
+        assert kubeconfig.stat().st_mode & 0o777 == 0o600
+        from kubernetes import client, config
+
+        api = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig), persist_config=False))
+        deadline = time.monotonic() + 10
+        while len(api.list_namespaced_pod("demo").items) < 6:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert json.loads(kubeconfig.read_text())["current-context"] == "emulator"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_serve_help_names_the_workloads() -> None:
+    result = subprocess.run([sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--help"], capture_output=True, text=True, check=True)
+    assert "{none,demo,load,large,storm}" in result.stdout and "--kubeconfig-out FILE" in result.stdout
