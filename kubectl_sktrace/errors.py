@@ -41,3 +41,21 @@ class ForbiddenError(KubeError):
         super().__init__(message)
         self.verb = verb
         self.resource = resource
+
+
+# --- API access: failures the watch engine retries (raised by kube.py, handled by watching.py) ---
+
+
+class TransientError(KubeError):
+    """A failure worth retrying after a back-off: connection refused or reset, a read timeout on a dead
+    connection, HTTP 429 or 5xx. ``retry_after`` is the server's Retry-After in seconds, when it sent one.
+    Raised at start-up (discovery) it is reported like any KubeError; inside a watch it is retried."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ExpiredError(KubeError):
+    """HTTP 410 Gone, or a watch ERROR event with code 410: the resource version or the list's continue
+    token is older than the server's history. The watch engine answers it with a fresh list."""

@@ -181,3 +181,148 @@ def emulator_kubeconfig(emulator: "Emulator", tmp_path) -> str:  # type: ignore[
 
 
 # --- end emulator ------------------------------------------------------------------------------------
+
+
+# --- kube: a scripted local HTTP API server and kubeconfig files for it ---------------------------------
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Iterable
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import yaml
+
+
+@dataclass
+class Reply:
+    """What the scripted server answers: a status and a JSON body, or a chunked stream of lines.
+
+    ``lines`` items are dicts (one JSON line each), bytes (sent raw), floats (pause that many seconds) or
+    ``HANG`` (keep the connection open, silent, until the server stops) or ``CUT`` (close the connection
+    without ending the chunked body, as a dropped connection does).
+    """
+
+    status: int = 200
+    body: Any = None
+    lines: Iterable[Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+HANG = "__hang__"  # strs, so that equality holds across the two imports of this module
+CUT = "__cut__"
+
+
+@dataclass
+class Seen:
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+
+
+class ScriptedApiServer:
+    """A tiny HTTP/1.1 server on 127.0.0.1 whose answers a test scripts with ``route``."""
+
+    def __init__(self) -> None:
+        self.requests: list[Seen] = []
+        self.routes: list[tuple[Callable[[Seen], bool], Callable[[Seen], Reply]]] = []
+        self.stopping = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                seen = Seen(parts.path, {k: v[-1] for k, v in parse_qs(parts.query).items()}, dict(self.headers))
+                outer.requests.append(seen)
+                for match, answer in reversed(outer.routes):
+                    if match(seen):
+                        reply = answer(seen)
+                        break
+                else:
+                    reply = Reply(404, {"kind": "Status", "code": 404, "message": "not found"})
+                self.send(reply)
+
+            def send(self, reply: Reply) -> None:
+                self.send_response(reply.status)
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                if reply.lines is None:
+                    data = json.dumps(reply.body).encode() if reply.body is not None else b""
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for item in reply.lines:
+                        if isinstance(item, str) and item == HANG:
+                            while not outer.stopping.wait(0.05):
+                                pass
+                            return
+                        if isinstance(item, str) and item == CUT:
+                            self.close_connection = True
+                            return
+                        if isinstance(item, (int, float)):
+                            time.sleep(item)
+                            continue
+                        data = item if isinstance(item, bytes) else json.dumps(item).encode() + b"\n"
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def route(self, path: str, answer: Reply | Callable[[Seen], Reply], *, when: Callable[[Seen], bool] | None = None) -> None:
+        """Answer GETs of ``path`` (later routes win); ``answer`` may be a function of the request."""
+        fn = answer if callable(answer) else (lambda seen, reply=answer: reply)
+        self.routes.append((lambda seen: seen.path == path and (when is None or when(seen)), fn))
+
+    def start(self) -> ScriptedApiServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def write_kubeconfig(path: Path, *, server: str, token: str | None = "t0k3n", context: str = "test",
+                     namespace: str | None = None, user: dict[str, Any] | None = None) -> Path:
+    ctx: dict[str, Any] = {"cluster": f"{context}-cluster", "user": f"{context}-user"}
+    if namespace:
+        ctx["namespace"] = namespace
+    doc = {
+        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "clusters": [{"name": f"{context}-cluster", "cluster": {"server": server}}],
+        "contexts": [{"name": context, "context": ctx}],
+        "users": [{"name": f"{context}-user", "user": user if user is not None else ({"token": token} if token else {})}],
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.fixture
+def api_server() -> Iterable[ScriptedApiServer]:
+    server = ScriptedApiServer().start()
+    yield server
+    server.stop()
+
+# --- end kube -------------------------------------------------------------------------------------------

@@ -1,0 +1,245 @@
+"""The list-then-watch loop for one kind: pagination, resource versions, 410, back-off, relist.
+
+Pure control flow. The list and watch calls, the sink that receives what happened, the clock, the sleep
+and the random source are all injected, so tests drive every path with scripted streams and a fake clock,
+and the recorder wires ``Kube.list_page``/``Kube.watch``, ``time.time`` and ``stop.wait``.
+
+What it guarantees (SPEC §5 step 5, NOTES "The API protocol"):
+
+- A (re)list reads every page (``limit``, ``continue``) with the resource version unset, so the server
+  serves a consistent, current snapshot; all pages share one relist timestamp. A 410 on a continue token
+  (the token expired, ~5 minutes) restarts the list from the first page.
+- The watch starts at the list's resourceVersion with bookmarks. The version to resume from is the last
+  one seen, from an event or a bookmark; a clean end of stream (``timeoutSeconds``) re-watches from it
+  without a relist.
+- 410, as an HTTP status or as an ERROR event, means history before our version is gone: relist.
+- ``TransientError`` (connection refused or reset, dead connection, 429, 5xx) backs off 0.8 s doubling to
+  30 s with ±20 % jitter, or the server's Retry-After when it is longer (at most 300 s), then re-watches
+  from the last
+  version (a relist only when no list has completed yet). The delay resets after a list completes or an
+  event or bookmark arrives. A stream that ends at once with nothing in it also backs off, so a server that closes
+  every watch immediately is not hammered.
+- Any other ``KubeError`` (403, 404, 401 after the credential reload) is permanent for this kind:
+  ``sink.failed`` and return. The other kinds keep running.
+- ``stop`` is checked between events, and the watch callable is given it (``Kube.watch`` notices it within
+  half a second even on a silent stream); the sleep must return early when ``stop`` is set (``stop.wait``).
+
+Items of list pages get ``apiVersion``/``kind`` of the watched kind (built-in lists omit them); empty
+pages are not passed on. Watch objects get them only when missing. Bookmarks never reach the sink.
+
+Sink protocol: ``relist_begin`` may be followed by another ``relist_begin`` without ``relist_end`` when a
+list failed midway (or its continue token expired); the sink drops what the unfinished relist collected.
+Only ``relist_end`` means "this page set was complete: reconcile".
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
+
+from kubectl_sktrace.errors import ExpiredError, KubeError, TransientError
+from kubectl_sktrace.model import GVK
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.kube import Resource
+
+log = logging.getLogger(__name__)
+
+PAGE_LIMIT = 500
+BACKOFF_INITIAL = 0.8
+BACKOFF_MAX = 30.0
+BACKOFF_JITTER = 0.2
+EMPTY_STREAM_SECONDS = 1.0
+EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+
+
+class Sink(Protocol):
+    """Where the engine reports, in order; implemented by the recorder's single writer."""
+
+    def relist_begin(self, gvk: GVK, ts: float) -> None: ...
+
+    def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None: ...
+
+    def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None: ...
+
+    def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None: ...
+
+    def failed(self, gvk: GVK, error: Exception) -> None: ...
+
+
+@dataclass
+class Backoff:
+    """0.8 s doubling to 30 s, with jitter; Retry-After wins when it asks for longer."""
+
+    rng: random.Random
+    initial: float = BACKOFF_INITIAL
+    cap: float = BACKOFF_MAX
+    jitter: float = BACKOFF_JITTER
+    attempt: int = 0
+
+    def next_delay(self, retry_after: float | None = None) -> float:
+        base = min(self.cap, self.initial * 2.0 ** min(self.attempt, 32))  # bounded: a day-long outage must not overflow
+        self.attempt += 1
+        delay = base * (1 + self.rng.uniform(-self.jitter, self.jitter))
+        if retry_after is not None and retry_after > delay:
+            return min(retry_after, 10 * self.cap)
+        return delay
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+class _Stopped(Exception):
+    """Internal: ``stop`` was set in the middle of a list."""
+
+
+def run_watch(
+    *,
+    resource: Resource,
+    namespace: str | None,
+    list_page: Callable[..., dict[str, Any]],
+    watch: Callable[..., Iterable[dict[str, Any]]],
+    sink: Sink,
+    clock: Callable[[], float],
+    sleep: Callable[[float], Any],
+    stop: threading.Event,
+    rng: random.Random,
+    timeout_seconds: int = 300,
+    max_cycles: int | None = None,
+) -> None:
+    """Keep ``sink`` in step with one kind until ``stop`` is set or a permanent error.
+
+    ``list_page(resource, namespace=, limit=, continue_token=)`` returns one raw list page;
+    ``watch(resource, namespace=, resource_version=, timeout_seconds=, stop=)`` yields raw watch events.
+    ``max_cycles`` bounds the number of list-or-watch attempts (for tests); None runs until stopped.
+    """
+    gvk = resource.gvk
+    backoff = Backoff(rng)
+    position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
+    cycles = 0
+    while not stop.is_set() and (max_cycles is None or cycles < max_cycles):
+        cycles += 1
+        try:
+            if position is None:
+                version = _relist(resource=resource, namespace=namespace, list_page=list_page, sink=sink,
+                                  clock=clock, stop=stop)
+                position = _Position(version)
+                backoff.reset()
+                continue
+            started = clock()
+            _watch_once(resource=resource, namespace=namespace, watch=watch, sink=sink, clock=clock, stop=stop,
+                        position=position, timeout_seconds=timeout_seconds)
+            if position.received:
+                backoff.reset()
+            elif not stop.is_set() and clock() - started < EMPTY_STREAM_SECONDS:
+                delay = backoff.next_delay()
+                log.info("%s: watch ended at once with nothing in it; re-watching in %.1fs", gvk, delay)
+                sleep(delay)
+        except _Stopped:
+            return
+        except ExpiredError as exc:
+            log.info("%s: %s; relisting", gvk, exc)
+            position = None
+        except TransientError as exc:
+            if position is not None and position.received:
+                backoff.reset()
+            delay = backoff.next_delay(exc.retry_after)
+            # one failure after a success is routine (a quiet stream presumed dead, a server restart);
+            # say it loudly only when failures repeat
+            log.log(logging.INFO if backoff.attempt == 1 else logging.WARNING, "%s: %s; retrying in %.1fs", gvk, exc, delay)
+            sleep(delay)
+        except KubeError as exc:
+            log.warning("%s: %s", gvk, exc)
+            sink.failed(gvk, exc)
+            return
+
+
+def _relist(*, resource: Resource, namespace: str | None, list_page: Callable[..., dict[str, Any]], sink: Sink,
+            clock: Callable[[], float], stop: threading.Event) -> str:
+    """List every page at one timestamp; restart on an expired continue token. Returns the list's version."""
+    gvk = resource.gvk
+    while True:
+        ts = clock()
+        sink.relist_begin(gvk, ts)
+        token: str | None = None
+        try:
+            while True:
+                if stop.is_set():
+                    raise _Stopped
+                page = list_page(resource, namespace=namespace, limit=PAGE_LIMIT, continue_token=token)
+                items = page.get("items") or []
+                for item in items:
+                    item["apiVersion"] = gvk.api_version
+                    item["kind"] = gvk.kind
+                if items:
+                    sink.relist_page(gvk, items, ts)
+                meta = page.get("metadata") or {}
+                token = meta.get("continue") or None
+                if token is None:
+                    version = meta.get("resourceVersion")
+                    if not version:
+                        raise TransientError(f"list of {gvk} returned no resourceVersion")
+                    sink.relist_end(gvk, str(version), ts)
+                    return str(version)
+        except ExpiredError as exc:
+            if token is None:  # a 410 on a first page is the server's trouble, not an old token: back off
+                raise TransientError(str(exc)) from exc
+            log.info("%s: list continue token expired; restarting the list", gvk)
+
+
+@dataclass
+class _Position:
+    """Where the watch stands: the version to resume from and whether the current stream gave anything.
+
+    Updated in place as events arrive, so that when a stream breaks midway the caller resumes from the
+    last event seen, not from where that stream began (which would replay events).
+    """
+
+    version: str
+    received: bool = False
+
+
+def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..., Iterable[dict[str, Any]]],
+                sink: Sink, clock: Callable[[], float], stop: threading.Event, position: _Position,
+                timeout_seconds: int) -> None:
+    """Consume one watch stream, moving ``position`` forward with every event and bookmark."""
+    gvk = resource.gvk
+    position.received = False
+    stream = watch(resource, namespace=namespace, resource_version=position.version,
+                   timeout_seconds=timeout_seconds, stop=stop)
+    try:
+        for event in stream:
+            if stop.is_set():
+                raise _Stopped
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                raise _status_error(gvk, obj)
+            if kind in EVENT_TYPES:
+                obj.setdefault("apiVersion", gvk.api_version)
+                obj.setdefault("kind", gvk.kind)
+                sink.event(gvk, kind, obj, clock())
+            elif kind != "BOOKMARK":
+                log.debug("%s: ignoring watch event of type %r", gvk, kind)
+                continue
+            position.received = True
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                position.version = str(rv)
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+
+
+def _status_error(gvk: GVK, status: dict[str, Any]) -> KubeError:
+    """A watch ERROR event's Status: 410/Expired/Gone relists, anything else is retried."""
+    code = status.get("code")
+    reason = status.get("reason") or ""
+    message = status.get("message") or reason or "unknown error"
+    if code == 410 or reason in ("Expired", "Gone"):
+        return ExpiredError(f"watch of {gvk} expired: {message}")
+    return TransientError(f"watch of {gvk} failed with code {code}: {message}")

@@ -1,0 +1,591 @@
+"""kube.py against a scripted local HTTP server: real sockets, real urllib3 pool from the client."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
+from kubectl_sktrace.kube import Kube, Resource, resources_from_discovery
+from kubectl_sktrace.kubeconfig import resolve_target
+from kubectl_sktrace.model import GVK, POD
+from tests.conftest import CUT, HANG, Reply, write_kubeconfig
+
+DEPLOY = GVK("apps", "v1", "Deployment")
+PODS = Resource(gvk=POD, plural="pods", namespaced=True, verbs=frozenset({"get", "list", "watch"}))
+CORE_DOC = {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+    {"name": "pods", "kind": "Pod", "namespaced": True, "verbs": ["get", "list", "watch"]},
+    {"name": "pods/status", "kind": "Pod", "namespaced": True, "verbs": ["get"]},
+    {"name": "namespaces", "kind": "Namespace", "namespaced": False, "verbs": ["get", "list", "watch"]},
+]}
+APPS_DOC = {"kind": "APIResourceList", "groupVersion": "apps/v1", "resources": [
+    {"name": "deployments", "kind": "Deployment", "namespaced": True, "verbs": ["list", "watch"]},
+]}
+
+pytestmark = pytest.mark.timeout(20)
+
+
+def connect(tmp_path: Path, server_url: str, **kw) -> Kube:
+    path = write_kubeconfig(tmp_path / "config", server=server_url, **kw)
+    return Kube.connect(resolve_target(kubeconfig=str(path), context=None, environ={}), idle_timeout=2.0)
+
+
+def pod(name: str, rv: str) -> dict:
+    return {"metadata": {"name": name, "namespace": "default", "resourceVersion": rv, "uid": f"u-{name}"}}
+
+
+def test_list_page_sends_token_limit_continue_and_no_resource_version(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"kind": "PodList", "metadata": {"resourceVersion": "7", "continue": "c2"},
+                                                 "items": [pod("a", "5")]}))
+    kube = connect(tmp_path, api_server.url)
+    page = kube.list_page(PODS, namespace=None, limit=500, continue_token="c1")
+    assert page["items"][0]["metadata"]["name"] == "a"
+    assert page["metadata"]["continue"] == "c2"
+    seen = api_server.requests[-1]
+    assert seen.query == {"limit": "500", "continue": "c1"}
+    assert seen.headers["authorization"] == "Bearer t0k3n"
+    assert seen.headers["Accept"] == "application/json"
+
+
+def test_namespaced_paths_and_get_returns_none_on_404(tmp_path, api_server):
+    api_server.route("/api/v1/namespaces/team-a/pods/web-1", Reply(body=pod("web-1", "3")))
+    kube = connect(tmp_path, api_server.url)
+    assert kube.get(PODS, namespace="team-a", name="web-1")["metadata"]["name"] == "web-1"
+    assert kube.get(PODS, namespace="team-a", name="gone") is None
+
+
+def test_watch_streams_events_with_bookmarks_and_query(tmp_path, api_server):
+    events = [{"type": "ADDED", "object": pod("a", "11")},
+              {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "12"}}},
+              {"type": "DELETED", "object": pod("a", "13")}]
+    api_server.route("/api/v1/namespaces/ns/pods", Reply(lines=events))
+    kube = connect(tmp_path, api_server.url)
+    got = list(kube.watch(PODS, namespace="ns", resource_version="10", timeout_seconds=30))
+    assert got == events
+    assert api_server.requests[-1].query == {"watch": "true", "allowWatchBookmarks": "true",
+                                             "resourceVersion": "10", "timeoutSeconds": "30"}
+
+
+def test_watch_joins_lines_split_across_chunks_and_a_last_line_without_newline(tmp_path, api_server):
+    line = json.dumps({"type": "ADDED", "object": pod("a", "11")}).encode()
+    api_server.route("/api/v1/pods", Reply(lines=[line[:10], 0.05, line[10:] + b"\n" + line[:5], line[5:]]))
+    kube = connect(tmp_path, api_server.url)
+    got = list(kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=5))
+    assert [e["object"]["metadata"]["resourceVersion"] for e in got] == ["11", "11"]
+
+
+def test_watch_stops_within_a_second_on_a_silent_stream(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(lines=[{"type": "ADDED", "object": pod("a", "2")}, HANG]))
+    kube = connect(tmp_path, api_server.url)
+    stop = threading.Event()
+    got = []
+    started = time.monotonic()
+    threading.Timer(0.3, stop.set).start()
+    for event in kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=300, stop=stop):
+        got.append(event)
+    assert len(got) == 1
+    assert time.monotonic() - started < 1.3
+
+
+def test_watch_declares_a_silent_connection_dead_after_the_idle_timeout(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(lines=[HANG]))
+    kube = connect(tmp_path, api_server.url)
+    kube.idle_timeout = 0.5
+    started = time.monotonic()
+    with pytest.raises(TransientError) as info:
+        list(kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=300))
+    assert str(info.value) == f"no data from {api_server.url} in time (read timed out); the connection is presumed dead"
+    assert 0.4 < time.monotonic() - started < 1.5
+
+
+def test_watch_connection_cut_mid_stream_is_transient(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(lines=[{"type": "ADDED", "object": pod("a", "2")}, CUT]))
+    kube = connect(tmp_path, api_server.url)
+    stream = kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=5)
+    assert next(stream)["type"] == "ADDED"
+    with pytest.raises(TransientError, match=f"^connection to {api_server.url} broken \\(Connection broken: IncompleteRead\\(0 bytes read\\)\\)$"):
+        next(stream)
+
+
+def test_watch_ends_cleanly_when_the_server_ends_the_stream(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(lines=[{"type": "ADDED", "object": pod("a", "2")}]))
+    kube = connect(tmp_path, api_server.url)
+    assert [e["type"] for e in kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=5)] == ["ADDED"]
+
+
+def test_410_on_list_is_expired(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(410, {"kind": "Status", "code": 410, "reason": "Expired",
+                                                  "message": "The provided continue parameter is too old"}))
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(ExpiredError, match="^resource version expired \\(410\\): The provided continue parameter is too old$"):
+        kube.list_page(PODS, namespace=None, continue_token="old")
+
+
+@pytest.mark.parametrize("status,headers,retry_after,message", [
+    (429, {"Retry-After": "3"}, 3.0, "the API server at {url} is throttling us (429): slow down"),
+    (503, {}, None, "the API server at {url} failed (503) on /api/v1/pods: slow down"),
+    (500, {"Retry-After": "soon"}, None, "the API server at {url} failed (500) on /api/v1/pods: slow down"),
+], ids=["429-retry-after", "503", "500-bad-retry-after"])
+def test_throttling_and_server_errors_are_transient(tmp_path, api_server, status, headers, retry_after, message):
+    api_server.route("/api/v1/pods", Reply(status, {"kind": "Status", "message": "slow down"}, headers=headers))
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(TransientError) as info:
+        kube.list_page(PODS, namespace=None)
+    assert info.value.retry_after == retry_after
+    assert str(info.value) == message.format(url=api_server.url)
+
+
+@pytest.mark.parametrize("namespace,verb,expected", [
+    (None, "watch", 'forbidden: cannot watch pods in all namespaces; grant get/list/watch on pods (apiGroups: [""], resources: ["pods"])'),
+    ("team-a", "list", 'forbidden: cannot list pods in namespace \'team-a\'; grant get/list/watch on pods (apiGroups: [""], resources: ["pods"])'),
+], ids=["watch-all", "list-namespace"])
+def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, verb, expected):
+    path = "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{namespace}/pods"
+    api_server.route(path, Reply(403, {"kind": "Status", "code": 403, "message": "pods is forbidden"}))
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(ForbiddenError) as info:
+        if verb == "watch":
+            list(kube.watch(PODS, namespace=namespace, resource_version="1", timeout_seconds=5))
+        else:
+            kube.list_page(PODS, namespace=namespace)
+    assert str(info.value) == expected
+    assert (info.value.verb, info.value.resource) == (verb, "pods")
+
+
+def test_403_for_a_group_kind_names_its_api_group(tmp_path, api_server):
+    deploy = Resource(gvk=DEPLOY, plural="deployments", namespaced=True, verbs=frozenset())
+    api_server.route("/apis/apps/v1/deployments", Reply(403, {"kind": "Status", "code": 403}))
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(ForbiddenError) as info:
+        kube.list_page(deploy, namespace=None)
+    assert str(info.value) == ('forbidden: cannot list deployments in all namespaces; grant get/list/watch on deployments '
+                               '(apiGroups: ["apps"], resources: ["deployments"])')
+
+
+def test_404_on_list_says_the_kind_is_not_served(tmp_path, api_server):
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(KubeError) as info:
+        kube.list_page(PODS, namespace=None)
+    assert str(info.value) == ("the server does not serve v1.Pod (/api/v1/pods returned 404); check the kind and "
+                               "version in your config, or install its CRD")
+
+
+def test_401_reloads_credentials_once_then_succeeds(tmp_path, api_server):
+    """A token file rotated under us: the first request's token is refused, the reload reads the new one."""
+    token_file = tmp_path / "token"
+    token_file.write_text("old")
+    api_server.route("/api/v1/pods", lambda seen: Reply(body={"metadata": {"resourceVersion": "1"}, "items": []})
+                     if seen.headers.get("authorization") == "Bearer new" else Reply(401, {"kind": "Status", "code": 401}))
+    kube = connect(tmp_path, api_server.url, user={"tokenFile": str(token_file)})
+    token_file.write_text("new")
+    assert kube.list_page(PODS, namespace=None)["items"] == []
+    assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer old", "Bearer new"]
+
+
+def test_401_after_reload_is_one_line_with_the_fix(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(401, {"kind": "Status", "code": 401}))
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(KubeError) as info:
+        kube.list_page(PODS, namespace=None)
+    assert not isinstance(info.value, TransientError)
+    assert str(info.value) == (f"unauthorized (401) by {api_server.url} with the credentials of context 'test': they "
+                               "were rejected or have expired; log in again (refresh the token or the exec plugin's "
+                               "login) and retry")
+    assert len(api_server.requests) == 2
+
+
+EXEC_PLUGIN = """#!{python}
+import datetime, json, os, pathlib
+counter = pathlib.Path({counter!r})
+n = int(counter.read_text()) + 1 if counter.exists() else 1
+counter.write_text(str(n))
+assert "KUBERNETES_EXEC_INFO" in os.environ
+status = {{"token": "exec-%d" % n}}
+if {expires_in!r} is not None:
+    expiry = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds={expires_in!r})
+    status["expirationTimestamp"] = expiry.strftime("%Y-%m-%dT%H:%M:%SZ")
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": status}}))
+"""
+
+
+def exec_plugin(tmp_path: Path, *, expires_in: int | None = None) -> dict:
+    plugin = tmp_path / "bin" / "plugin"
+    plugin.parent.mkdir(exist_ok=True)
+    plugin.write_text(EXEC_PLUGIN.format(python=sys.executable, counter=str(tmp_path / "count"), expires_in=expires_in))
+    plugin.chmod(plugin.stat().st_mode | stat.S_IEXEC)
+    # a relative command with a path separator is relative to the kubeconfig's directory, as in kubectl
+    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "bin/plugin", "interactiveMode": "Never"}}
+
+
+def test_exec_plugin_runs_again_after_a_401(tmp_path, api_server):
+    api_server.route("/api/v1/pods", lambda seen: Reply(body={"metadata": {"resourceVersion": "1"}, "items": []})
+                     if seen.headers.get("authorization") == "Bearer exec-2" else Reply(401, {"kind": "Status"}))
+    kube = connect(tmp_path, api_server.url, user=exec_plugin(tmp_path))
+    kube.list_page(PODS, namespace=None)
+    assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer exec-1", "Bearer exec-2"]
+
+
+def test_an_expiring_exec_token_is_renewed_before_requests(tmp_path, api_server):
+    """The client counts a token as expired 5 minutes early: one valid for a minute is renewed each time."""
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "1"}, "items": []}))
+    kube = connect(tmp_path, api_server.url, user=exec_plugin(tmp_path, expires_in=60))
+    kube.list_page(PODS, namespace=None)
+    kube.list_page(PODS, namespace=None)
+    assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer exec-2", "Bearer exec-3"]
+
+
+def test_a_long_lived_exec_token_is_reused(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "1"}, "items": []}))
+    kube = connect(tmp_path, api_server.url, user=exec_plugin(tmp_path, expires_in=3600))
+    kube.list_page(PODS, namespace=None)
+    kube.list_page(PODS, namespace=None)
+    assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer exec-1", "Bearer exec-1"]
+
+
+def test_kubeconfig_is_never_written(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "1"}, "items": []}))
+    path = write_kubeconfig(tmp_path / "config", server=api_server.url)
+    before = (path.read_bytes(), os.stat(path).st_mtime_ns)
+    kube = Kube.connect(resolve_target(kubeconfig=str(path), context=None, environ={}))
+    kube.list_page(PODS, namespace=None)
+    assert (path.read_bytes(), os.stat(path).st_mtime_ns) == before
+
+
+def test_unreachable_server_names_the_url_and_context(tmp_path):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    kube = connect(tmp_path, url)
+    with pytest.raises(TransientError) as info:
+        kube.list_page(PODS, namespace=None)
+    assert str(info.value) == (f"cannot reach the API server at {url} (Connection refused); check that the cluster is up "
+                               "and that the server URL of context 'test' is right")
+
+
+def make_tls(api_server, tmp_path) -> Path:
+    """Serve ``api_server`` over TLS with a fresh self-signed certificate for 127.0.0.1; return the cert."""
+    import ssl
+    import subprocess
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    done = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                           str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                          capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("openssl not available")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(cert), str(key))
+    api_server.httpd.socket = context.wrap_socket(api_server.httpd.socket, server_side=True)
+    api_server.url = api_server.url.replace("http://", "https://")
+    return cert
+
+
+def test_tls_failure_is_permanent_and_names_the_certificate_authority(tmp_path, api_server):
+    make_tls(api_server, tmp_path)
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(KubeError) as info:
+        kube.list_page(PODS, namespace=None)
+    assert not isinstance(info.value, TransientError)
+    assert str(info.value) == (f"TLS certificate check failed for {api_server.url} (certificate verify failed: self-signed "
+                               "certificate); check certificate-authority of the cluster of context 'test' in your "
+                               "kubeconfig, or the server's certificate")
+
+
+def test_certificate_authority_data_is_trusted(tmp_path, api_server):
+    import base64
+    cert = make_tls(api_server, tmp_path)
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "3"}, "items": []}))
+    path = write_kubeconfig(tmp_path / "config", server=api_server.url)
+    doc = yaml.safe_load(path.read_text())
+    doc["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(cert.read_bytes()).decode()
+    path.write_text(yaml.safe_dump(doc))
+    kube = Kube.connect(resolve_target(kubeconfig=str(path), context=None, environ={}))
+    assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "3"
+
+
+def test_insecure_skip_tls_verify_connects_without_a_warning_per_request(tmp_path, api_server, recwarn):
+    make_tls(api_server, tmp_path)
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "5"}, "items": []}))
+    path = write_kubeconfig(tmp_path / "config", server=api_server.url)
+    doc = yaml.safe_load(path.read_text())
+    doc["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+    path.write_text(yaml.safe_dump(doc))
+    kube = Kube.connect(resolve_target(kubeconfig=str(path), context=None, environ={}))
+    for _ in range(3):
+        assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "5"
+    assert not [w for w in recwarn if "Unverified HTTPS" in str(w.message)]
+
+
+def test_in_cluster_service_account(tmp_path, api_server, monkeypatch):
+    from kubectl_sktrace.kubeconfig import KubeTarget
+    cert = make_tls(api_server, tmp_path)
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
+    token = tmp_path / "token"
+    token.write_text("sa-token")
+    port = api_server.url.rsplit(":", 1)[1]
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    target = KubeTarget(context="in-cluster", cluster_server=api_server.url, namespace=None,
+                        config={"in-cluster": True, "token-file": str(token), "ca-file": str(cert)})
+    kube = Kube.connect(target)
+    assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "4"
+    assert api_server.requests[-1].headers["authorization"].lower() == "bearer sa-token"  # the scheme is case-insensitive
+
+
+def test_discover_fetches_only_needed_group_versions_and_reuses_the_cache(tmp_path, api_server):
+    api_server.route("/api/v1", Reply(body=CORE_DOC))
+    api_server.route("/apis/apps/v1", Reply(body=APPS_DOC))
+    kube = connect(tmp_path, api_server.url)
+    resources, fetched = kube.discover([POD, DEPLOY, GVK("batch", "v1", "Job")])
+    assert resources == {
+        POD: Resource(gvk=POD, plural="pods", namespaced=True, verbs=frozenset({"get", "list", "watch"})),
+        DEPLOY: Resource(gvk=DEPLOY, plural="deployments", namespaced=True, verbs=frozenset({"list", "watch"})),
+    }
+    assert set(fetched) == {"v1", "apps/v1"}
+    assert sorted(r.path for r in api_server.requests) == ["/api/v1", "/apis/apps/v1", "/apis/batch/v1"]
+    api_server.requests.clear()
+    again, fetched_again = kube.discover([POD, DEPLOY], cached=fetched)
+    assert again == {k: v for k, v in resources.items()}
+    assert fetched_again == {} and api_server.requests == []
+
+
+def test_discover_refetches_a_cached_document_missing_a_kind(tmp_path, api_server):
+    api_server.route("/apis/apps/v1", Reply(body=APPS_DOC))
+    kube = connect(tmp_path, api_server.url)
+    stale = {"apps/v1": {"resources": []}}
+    resources, fetched = kube.discover([DEPLOY], cached=stale)
+    assert DEPLOY in resources and fetched == {"apps/v1": APPS_DOC}
+
+
+def test_cluster_identity_reads_kube_system_uid_or_empty_when_forbidden(tmp_path, api_server):
+    kube = connect(tmp_path, api_server.url)
+    api_server.route("/api/v1/namespaces/kube-system", Reply(body={"metadata": {"uid": "abc-123"}}))
+    assert kube.cluster_identity() == (api_server.url, "abc-123")
+    api_server.route("/api/v1/namespaces/kube-system", Reply(403, {"kind": "Status"}))
+    assert kube.cluster_identity() == (api_server.url, "")
+
+
+def test_resources_from_discovery_skips_subresources():
+    assert set(resources_from_discovery("v1", CORE_DOC)) == {POD, GVK("", "v1", "Namespace")}
+    ns = resources_from_discovery("v1", CORE_DOC)[GVK("", "v1", "Namespace")]
+    assert ns.path(namespace="ignored") == "/api/v1/namespaces"
+    assert ns.rbac_hint("list", namespace=None) == ('forbidden: cannot list namespaces (cluster-scoped); grant '
+                                                     'get/list/watch on namespaces (apiGroups: [""], resources: ["namespaces"])')
+
+
+def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path, api_server):
+    """run_watch wired to a real Kube: pages, a clean end, a bookmark resume, an HTTP 410, a relist."""
+    import random
+
+    from kubectl_sktrace.watching import run_watch
+
+    lists = iter([
+        Reply(body={"metadata": {"resourceVersion": "10", "continue": "p2"}, "items": [pod("a", "5")]}),
+        Reply(body={"metadata": {"resourceVersion": "10"}, "items": [pod("b", "6")]}),
+        Reply(body={"metadata": {"resourceVersion": "30"}, "items": [pod("b", "6")]}),
+    ])
+    watches = iter([
+        Reply(lines=[{"type": "ADDED", "object": pod("c", "11")},
+                     {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "15"}}}]),
+        Reply(410, {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version: 15 (20)"}),
+        Reply(lines=[{"type": "DELETED", "object": pod("b", "31")}, HANG]),
+    ])
+    api_server.route("/api/v1/pods", lambda seen: next(watches) if seen.query.get("watch") else next(lists))
+    kube = connect(tmp_path, api_server.url)
+    stop = threading.Event()
+    calls = []
+
+    class Sink:
+        def relist_begin(self, gvk, ts): calls.append(("begin",))
+        def relist_page(self, gvk, items, ts): calls.append(("page", [i["metadata"]["name"] for i in items], items[0]["kind"]))
+        def relist_end(self, gvk, rv, ts): calls.append(("end", rv))
+        def failed(self, gvk, error): calls.append(("failed", str(error)))
+
+        def event(self, gvk, kind, obj, ts):
+            calls.append((kind, obj["metadata"]["name"]))
+            if kind == "DELETED":
+                stop.set()
+
+    started = time.monotonic()
+    run_watch(resource=PODS, namespace=None, list_page=kube.list_page, watch=kube.watch, sink=Sink(), clock=time.time,
+              sleep=stop.wait, stop=stop, rng=random.Random(0), timeout_seconds=60)
+    assert time.monotonic() - started < 3
+    assert calls == [("begin",), ("page", ["a"], "Pod"), ("page", ["b"], "Pod"), ("end", "10"), ("ADDED", "c"),
+                     ("begin",), ("page", ["b"], "Pod"), ("end", "30"), ("DELETED", "b")]
+    watch_versions = [r.query["resourceVersion"] for r in api_server.requests if r.query.get("watch")]
+    assert watch_versions == ["10", "15", "30"]
+    assert [r.query.get("continue") for r in api_server.requests if not r.query.get("watch")] == [None, "p2", None]
+    assert all("resourceVersion" not in r.query for r in api_server.requests if not r.query.get("watch"))
+
+
+def test_one_stop_ends_every_stream_sharing_it_and_the_watchdog_thread_exits(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(lines=[HANG]))
+    kube = connect(tmp_path, api_server.url)
+    kube.idle_timeout = 30
+    stop = threading.Event()
+    ended = []
+
+    def consume():
+        list(kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=300, stop=stop))
+        ended.append(time.monotonic())
+
+    threads = [threading.Thread(target=consume) for _ in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    stopped_at = time.monotonic()
+    stop.set()
+    for t in threads:
+        t.join(3)
+    assert len(ended) == 3 and max(ended) - stopped_at < 1.0
+    time.sleep(0.5)
+    assert not any(t.name == "sktrace-watch-stopper" for t in threading.enumerate())
+
+
+# --- against the emulator (SPEC §11), once it is on the branch ------------------------------------------
+
+
+@pytest.fixture
+def emu():
+    emulator = pytest.importorskip("kubectl_sktrace.emulator")
+    server = emulator.Emulator(token="sekret", tls=False, bookmark_interval=0.3).start()
+    yield server
+    server.stop()
+
+
+def emu_pod(name: str, namespace: str = "default") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+class LiveSink:
+    """Keeps the set of live pod names as the engine reports them, and every call in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.live: dict[str, str] = {}
+        self._relisting: dict[str, str] | None = None
+        self.changed = threading.Condition()
+
+    def relist_begin(self, gvk, ts):
+        self._relisting = {}
+        self._note(("begin",))
+
+    def relist_page(self, gvk, items, ts):
+        assert self._relisting is not None
+        for item in items:
+            self._relisting[item["metadata"]["name"]] = item["metadata"]["uid"]
+        self._note(("page", len(items)))
+
+    def relist_end(self, gvk, rv, ts):
+        assert self._relisting is not None
+        self.live, self._relisting = self._relisting, None
+        self._note(("end",))
+
+    def event(self, gvk, kind, obj, ts):
+        name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self.live.pop(name, None)
+        else:
+            self.live[name] = obj["metadata"]["uid"]
+        self._note((kind, name))
+
+    def failed(self, gvk, error):
+        self._note(("failed", str(error)))
+
+    def _note(self, call):
+        with self.changed:
+            self.calls.append(call)
+            self.changed.notify_all()
+
+    def wait_for(self, predicate, timeout: float = 5.0) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: predicate(self), timeout), self.calls[-10:]
+
+
+def start_engine(kube: Kube, sink: LiveSink) -> tuple[threading.Event, threading.Thread]:
+    import random
+
+    from kubectl_sktrace.watching import run_watch
+    stop = threading.Event()
+    thread = threading.Thread(target=run_watch, kwargs=dict(
+        resource=PODS, namespace=None, list_page=kube.list_page, watch=kube.watch, sink=sink, clock=time.time,
+        sleep=stop.wait, stop=stop, rng=random.Random(0), timeout_seconds=60), daemon=True)
+    thread.start()
+    return stop, thread
+
+
+def emu_kube(emu, tmp_path) -> Kube:
+    path = emu.write_kubeconfig(tmp_path / "config")
+    return Kube.connect(resolve_target(kubeconfig=path, context=None, environ={}), idle_timeout=5)
+
+
+@pytest.mark.timeout(30)
+def test_emulator_pagination_watch_drop_and_vanish_then_410(emu, tmp_path):
+    for i in range(1203):
+        emu.create(emu_pod(f"p{i:04d}", namespace=f"ns{i % 3}"))
+    kube = emu_kube(emu, tmp_path)
+    resources, _ = kube.discover([POD])
+    assert resources[POD].plural == "pods"
+    sink = LiveSink()
+    stop, thread = start_engine(kube, sink)
+    try:
+        sink.wait_for(lambda s: ("end",) in s.calls)
+        assert [c for c in sink.calls if c[0] == "page"] == [("page", 500), ("page", 500), ("page", 203)]
+        assert len(sink.live) == 1203
+        emu.create(emu_pod("new-1"))
+        sink.wait_for(lambda s: "new-1" in s.live)
+        emu.drop_watches()  # the connection breaks mid-stream; resume must neither replay nor lose events
+        emu.create(emu_pod("new-2"))
+        emu.delete("v1", "Pod", "default", "new-1", graceful=False)
+        sink.wait_for(lambda s: "new-2" in s.live and "new-1" not in s.live)
+        assert [c for c in sink.calls if c[1:] == ("new-1",) and c[0] == "ADDED"] == [("ADDED", "new-1")]
+        assert sum(1 for c in sink.calls if c == ("begin",)) == 1
+        emu.vanish("v1", "Pod", "ns0", "p0000")  # gone without a watch event ...
+        emu.force_410("Pod")
+        emu.drop_watches()  # ... caught by the relist the 410 forces
+        sink.wait_for(lambda s: sum(1 for c in s.calls if c == ("end",)) == 2)
+        assert "p0000" not in sink.live and len(sink.live) == 1203
+    finally:
+        stop.set()
+        thread.join(3)
+    assert not thread.is_alive()
+
+
+@pytest.mark.timeout(30)
+def test_emulator_transient_failures_back_off_and_forbidden_stops_the_kind(emu, tmp_path):
+    kube = emu_kube(emu, tmp_path)
+    kube.discover([POD])
+    emu.fail("Pod", 503, count=2)
+    sink = LiveSink()
+    stop, thread = start_engine(kube, sink)
+    try:
+        sink.wait_for(lambda s: ("end",) in s.calls)
+        emu.fail("Pod", 403, count=5)
+        emu.drop_watches()
+        sink.wait_for(lambda s: s.calls[-1][0] == "failed")
+        assert sink.calls[-1] == ("failed", 'forbidden: cannot watch pods in all namespaces; grant get/list/watch on pods '
+                                            '(apiGroups: [""], resources: ["pods"])')
+        thread.join(3)
+        assert not thread.is_alive()
+    finally:
+        stop.set()
+
+
+def test_emulator_identity_and_wrong_token(emu, tmp_path):
+    kube = emu_kube(emu, tmp_path)
+    assert kube.cluster_identity() == (emu.url, emu.cluster_uid)
+    path = emu.write_kubeconfig(tmp_path / "bad")
+    Path(path).write_text(Path(path).read_text().replace("sekret", "wrong"))
+    bad = Kube.connect(resolve_target(kubeconfig=path, context=None, environ={}))
+    with pytest.raises(KubeError, match=r"^unauthorized \(401\) by http://127\.0\.0\.1:\d+ with the credentials of context 'emulator'"):
+        bad.list_page(PODS, namespace=None)

@@ -1,0 +1,347 @@
+"""The list/watch engine driven by scripted list pages and watch streams, with a fake clock and sleep."""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any, Callable, Iterable
+
+import pytest
+
+from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
+from kubectl_sktrace.kube import Resource
+from kubectl_sktrace.model import GVK
+from kubectl_sktrace.watching import Backoff, run_watch
+
+pytestmark = pytest.mark.timeout(10)
+
+DEPLOY = GVK("apps", "v1", "Deployment")
+RES = Resource(gvk=DEPLOY, plural="deployments", namespaced=True, verbs=frozenset({"list", "watch"}))
+
+
+def obj(name: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
+
+
+def page(names: list[str], *, rv: str = "100", cont: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": rv}
+    if cont:
+        meta["continue"] = cont
+    return {"kind": "DeploymentList", "metadata": meta, "items": [obj(n, "1") for n in names]}
+
+
+def ev(kind: str, name: str, rv: str) -> dict[str, Any]:
+    return {"type": kind, "object": obj(name, rv)}
+
+
+def bookmark(rv: str) -> dict[str, Any]:
+    return {"type": "BOOKMARK", "object": {"kind": "Deployment", "metadata": {"resourceVersion": rv}}}
+
+
+def expired_event(reason: str = "Expired") -> dict[str, Any]:
+    return {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": reason, "message": "too old resource version"}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Recorder:
+    """A Sink that writes down every call, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def relist_begin(self, gvk: GVK, ts: float) -> None:
+        self.calls.append(("begin", ts))
+
+    def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
+        self.calls.append(("page", [i["metadata"]["name"] for i in items], ts))
+        assert all(i["apiVersion"] == "apps/v1" and i["kind"] == "Deployment" for i in items)
+
+    def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
+        self.calls.append(("end", resource_version, ts))
+
+    def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        assert obj["apiVersion"] == "apps/v1" and obj["kind"] == "Deployment"
+        self.calls.append((event_type, obj["metadata"]["name"], ts))
+
+    def failed(self, gvk: GVK, error: Exception) -> None:
+        self.calls.append(("failed", str(error)))
+
+
+class Script:
+    """Scripted list/watch callables. Each list step is a page dict or an exception; each watch step is a
+    list of events (an exception object among them is raised at that point) or an exception."""
+
+    def __init__(self, lists: list[Any], watches: list[Any], clock: Clock, *, step: float = 0.0) -> None:
+        self.lists = list(lists)
+        self.watches = list(watches)
+        self.clock = clock
+        self.step = step
+        self.list_calls: list[tuple[str | None, int, str | None]] = []
+        self.watch_calls: list[str] = []
+
+    def list_page(self, resource: Resource, *, namespace: str | None, limit: int, continue_token: str | None) -> dict[str, Any]:
+        self.list_calls.append((namespace, limit, continue_token))
+        self.clock.now += self.step
+        item = self.lists.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def watch(self, resource: Resource, *, namespace: str | None, resource_version: str, timeout_seconds: int,
+              stop: threading.Event | None) -> Iterable[dict[str, Any]]:
+        self.watch_calls.append(resource_version)
+        item = self.watches.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+
+        def stream() -> Iterable[dict[str, Any]]:
+            for e in item:
+                self.clock.now += self.step
+                if isinstance(e, BaseException):
+                    raise e
+                yield e
+        return stream()
+
+
+def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0, seed: int = 1,
+        stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None) -> tuple[Recorder, Script, list[float]]:
+    clock = Clock()
+    script = Script(lists, watches, clock, step=step)
+    sink = Recorder()
+    slept: list[float] = []
+
+    def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.now += seconds
+
+    run_watch(resource=RES, namespace=None, list_page=script.list_page, watch=script.watch, sink=sink, clock=clock,
+              sleep=sleep or fake_sleep, stop=stop or threading.Event(), rng=random.Random(seed), timeout_seconds=300,
+              max_cycles=cycles)
+    return sink, script, slept
+
+
+def test_paginated_list_then_watch_from_the_list_version():
+    sink, script, slept = run([page(["a", "b"], cont="c1"), page(["c"], rv="120")],
+                              [[ev("ADDED", "d", "121"), ev("MODIFIED", "a", "122")]], cycles=2)
+    assert script.list_calls == [(None, 500, None), (None, 500, "c1")]
+    assert script.watch_calls == ["120"]
+    # all pages at one relist time (the time the list began), events at their receive time
+    assert sink.calls == [("begin", 1000.0), ("page", ["a", "b"], 1000.0), ("page", ["c"], 1000.0), ("end", "120", 1000.0),
+                          ("ADDED", "d", 1006.0), ("MODIFIED", "a", 1008.0)]
+    assert slept == []
+
+
+def test_410_on_a_continue_token_restarts_the_list():
+    sink, script, _ = run([page(["a"], cont="c1"), ExpiredError("continue too old"), page(["a"], cont="c2"), page(["b"], rv="7")],
+                          [], cycles=1)
+    assert script.list_calls == [(None, 500, None), (None, 500, "c1"), (None, 500, None), (None, 500, "c2")]
+    assert sink.calls == [("begin", 1000.0), ("page", ["a"], 1000.0), ("begin", 1004.0), ("page", ["a"], 1004.0),
+                          ("page", ["b"], 1004.0), ("end", "7", 1004.0)]
+
+
+@pytest.mark.parametrize("expired", [
+    ExpiredError("resource version expired (410)"),
+    [ev("ADDED", "x", "101"), expired_event("Expired")],
+    [expired_event("Gone")],
+    [{"type": "ERROR", "object": {"kind": "Status", "code": 410}}],
+], ids=["http-410", "error-event-expired", "error-event-gone", "error-event-code-only"])
+def test_410_on_watch_relists(expired):
+    sink, script, slept = run([page(["a"], rv="100"), page(["b"], rv="200")], [expired, []], cycles=4, step=0)
+    assert script.watch_calls == ["100", "200"]
+    assert [c for c in sink.calls if c[0] in ("begin", "end")] == [("begin", 1000.0), ("end", "100", 1000.0),
+                                                                   ("begin", 1000.0), ("end", "200", 1000.0)]
+    assert slept[:0] == []  # a relist happens at once; only the final empty stream backs off
+    assert len(slept) == 1
+
+
+@pytest.mark.parametrize("stream,resume", [
+    ([ev("ADDED", "a", "101"), ev("MODIFIED", "a", "105")], "105"),
+    ([ev("ADDED", "a", "101"), bookmark("150")], "150"),
+    ([bookmark("150"), ev("DELETED", "a", "160")], "160"),
+    ([{"type": "ADDED", "object": {"metadata": {"name": "n"}}}], "100"),
+], ids=["last-event", "bookmark-after-event", "event-after-bookmark", "event-without-version"])
+def test_clean_end_rewatches_from_the_last_version_seen(stream, resume):
+    sink, script, slept = run([page([], rv="100")], [stream, [ev("ADDED", "z", "999")]], cycles=3)
+    assert script.watch_calls == ["100", resume]
+    assert script.list_calls == [(None, 500, None)]
+    assert slept == []
+
+
+def test_bookmarks_are_not_passed_to_the_sink():
+    sink, _, _ = run([page([], rv="1")], [[bookmark("5"), ev("ADDED", "a", "6"), bookmark("7")]], cycles=2)
+    assert [c[0] for c in sink.calls] == ["begin", "end", "ADDED"]
+
+
+def test_transient_error_midstream_resumes_from_the_last_event_without_relisting():
+    boom = TransientError("connection reset")
+    sink, script, slept = run([page([], rv="100")], [[ev("ADDED", "a", "101"), boom], [ev("ADDED", "b", "102")]], cycles=3)
+    assert script.watch_calls == ["100", "101"]
+    assert script.list_calls == [(None, 500, None)]
+    assert [c[:2] for c in sink.calls[2:]] == [("ADDED", "a"), ("ADDED", "b")]
+    assert slept == [pytest.approx(0.8, rel=0.2)]
+
+
+def test_backoff_doubles_to_the_cap_with_jitter_and_resets_after_success():
+    fail = TransientError("503")
+    watches = [fail] * 8 + [[ev("ADDED", "a", "101")], fail]
+    sink, script, slept = run([page([], rv="100")], watches, cycles=11)
+    bases = [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]
+    assert len(slept) == 9
+    for got, base in zip(slept, bases):
+        assert base * 0.8 <= got <= base * 1.2
+    assert len(set(slept[6:8])) == 2  # jittered, not identical
+    assert 0.64 <= slept[8] <= 0.96  # reset by the event that arrived
+    assert script.watch_calls == ["100"] * 9 + ["101"]
+
+
+def test_backoff_survives_a_very_long_outage():
+    backoff = Backoff(random.Random(3))
+    delays = [backoff.next_delay() for _ in range(5000)]
+    assert max(delays) <= 36.0 and min(delays[10:]) >= 24.0
+
+
+def test_backoff_jitter_is_deterministic_per_seed():
+    a = [Backoff(random.Random(7)).next_delay() for _ in range(3)]
+    b = [Backoff(random.Random(7)).next_delay() for _ in range(3)]
+    assert a == b
+
+
+@pytest.mark.parametrize("retry_after,expected", [(5.0, 5.0), (0.1, None), (1000.0, 300.0)],
+                         ids=["longer-wins", "shorter-ignored", "capped"])
+def test_retry_after_is_respected(retry_after, expected):
+    sink, script, slept = run([page([], rv="100")], [TransientError("429", retry_after=retry_after), []], cycles=2)
+    if expected is None:
+        assert 0.64 <= slept[0] <= 0.96
+    else:
+        assert slept[0] == expected
+
+
+def test_transient_list_failure_backs_off_and_lists_again():
+    sink, script, slept = run([page(["a"], cont="c1"), TransientError("reset"), page(["a"], rv="5")], [], cycles=2, step=0)
+    assert sink.calls == [("begin", 1000.0), ("page", ["a"], 1000.0), ("begin", pytest.approx(1000.0, abs=1)),
+                          ("page", ["a"], pytest.approx(1000.0, abs=1)), ("end", "5", pytest.approx(1000.0, abs=1))]
+    assert len(slept) == 1
+
+
+def test_410_on_a_first_page_backs_off_instead_of_looping():
+    _, script, slept = run([ExpiredError("410"), page([], rv="5")], [], cycles=2)
+    assert len(slept) == 1 and len(script.list_calls) == 2
+
+
+def test_an_empty_stream_that_ends_at_once_backs_off():
+    _, script, slept = run([page([], rv="9")], [[], [], [bookmark("10")], []], cycles=5, step=0)
+    assert len(slept) == 3
+    assert 0.64 <= slept[0] <= 0.96 and 1.28 <= slept[1] <= 1.92
+    assert 0.64 <= slept[2] <= 0.96  # the bookmark counted as a success
+    assert script.watch_calls == ["9", "9", "9", "10"]
+
+
+@pytest.mark.parametrize("error", [
+    ForbiddenError("forbidden: cannot watch deployments in all namespaces", verb="watch", resource="deployments"),
+    KubeError("the server does not serve apps/v1.Deployment"),
+], ids=["403", "404"])
+@pytest.mark.parametrize("where", ["list", "watch"])
+def test_permanent_error_reports_failed_and_stops_this_kind(error, where):
+    lists = [error] if where == "list" else [page([], rv="1")]
+    watches = [error] if where == "watch" else []
+    sink, script, slept = run(lists, watches, cycles=10)
+    assert sink.calls[-1] == ("failed", str(error))
+    assert slept == []
+
+
+def test_other_error_events_are_retried_with_backoff():
+    err = {"type": "ERROR", "object": {"kind": "Status", "code": 500, "message": "internal error"}}
+    sink, script, slept = run([page([], rv="1")], [[err], [ev("ADDED", "a", "2")]], cycles=3)
+    assert script.watch_calls == ["1", "1"] and len(slept) == 1
+    assert script.list_calls == [(None, 500, None)]
+
+
+def test_stop_set_before_start_does_nothing():
+    stop = threading.Event()
+    stop.set()
+    sink, script, _ = run([page([], rv="1")], [], cycles=10, stop=stop)
+    assert sink.calls == [] and script.list_calls == []
+
+
+def test_stop_is_noticed_between_events():
+    stop = threading.Event()
+    clock = Clock()
+    sink = Recorder()
+
+    def watch(resource, **kw):
+        yield ev("ADDED", "a", "2")
+        stop.set()
+        yield ev("ADDED", "b", "3")
+        raise AssertionError("read past stop")
+
+    run_watch(resource=RES, namespace=None, list_page=lambda r, **kw: page([], rv="1"), watch=watch, sink=sink,
+              clock=clock, sleep=lambda s: None, stop=stop, rng=random.Random(0))
+    assert [c[:2] for c in sink.calls] == [("begin", 1000.0), ("end", "1"), ("ADDED", "a")]
+
+
+def test_stop_during_a_backoff_sleep_ends_promptly_with_real_threads():
+    """The recorder passes stop.wait as the sleep: a 30 s back-off must not delay a Ctrl-C."""
+    import time
+    stop = threading.Event()
+    sink = Recorder()
+    calls = []
+
+    def watch(resource, **kw):
+        calls.append(1)
+        raise TransientError("down", retry_after=30)
+
+    thread = threading.Thread(target=run_watch, kwargs=dict(
+        resource=RES, namespace=None, list_page=lambda r, **kw: page([], rv="1"), watch=watch, sink=sink,
+        clock=time.time, sleep=stop.wait, stop=stop, rng=random.Random(0)))
+    thread.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    stop.set()
+    thread.join(2)
+    assert not thread.is_alive() and time.monotonic() - started < 0.5
+    assert calls == [1]
+
+
+def test_stop_during_pagination_stops_before_the_next_page():
+    stop = threading.Event()
+    pages = iter([page(["a"], cont="c1"), page(["b"], rv="2")])
+
+    def list_page(resource, **kw):
+        p = next(pages)
+        stop.set()
+        return p
+
+    sink = Recorder()
+    run_watch(resource=RES, namespace=None, list_page=list_page, watch=lambda r, **kw: iter(()), sink=sink,
+              clock=Clock(), sleep=lambda s: None, stop=stop, rng=random.Random(0))
+    assert sink.calls == [("begin", 1000.0), ("page", ["a"], 1000.0)]
+
+
+def test_watch_is_given_namespace_timeout_and_stop():
+    seen = {}
+    stop = threading.Event()
+
+    def watch(resource, **kw):
+        seen.update(kw)
+        stop.set()
+        return iter(())
+
+    run_watch(resource=RES, namespace="team-a", list_page=lambda r, **kw: page([], rv="4"), watch=watch, sink=Recorder(),
+              clock=Clock(), sleep=lambda s: None, stop=stop, rng=random.Random(0), timeout_seconds=120)
+    assert seen == {"namespace": "team-a", "resource_version": "4", "timeout_seconds": 120, "stop": stop}
+
+
+def test_a_single_transient_failure_is_info_and_repeated_ones_warn(caplog):
+    import logging
+    caplog.set_level(logging.INFO, logger="kubectl_sktrace.watching")
+    fail = TransientError("no data in time")
+    run([page([], rv="1")], [[ev("ADDED", "a", "2"), fail], fail, [ev("ADDED", "b", "3")]], cycles=4)
+    levels = [(r.levelname, r.getMessage().split(";")[0]) for r in caplog.records]
+    assert levels == [("INFO", "apps/v1.Deployment: no data in time"), ("WARNING", "apps/v1.Deployment: no data in time")]
