@@ -85,8 +85,27 @@ def _burst(status: int, retry_after: int | None) -> Callable[[Any, dict[str, Any
         def burst() -> None:
             emu.fail(None, status, count=4, retry_after=retry_after)
             emu.drop_watches()
-        return _every(2.0, burst) * 4
+        bursts = _every(2.0, burst)
+        return bursts * 4 - _drain(emu)
     return inject
+
+
+def _drain(emu: Any) -> int:
+    """End the fault: use up the failures the recorder did not meet (it was backing off); returns how many."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    context = ssl.create_default_context(cadata=emu.ca_pem.decode()) if emu.tls else None
+    request = urllib.request.Request(f"{emu.url}/api/v1/namespaces/default/configmaps?limit=1",
+                                     headers={"Authorization": f"Bearer {emu.token}"})
+    for drained in range(10_000):
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=10):
+                return drained
+        except urllib.error.HTTPError:
+            continue
+    raise AssertionError("the emulator kept failing after the fault")
 
 
 def _slow(emu: Any, ctx: dict[str, Any]) -> int:
