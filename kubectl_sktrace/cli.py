@@ -125,6 +125,69 @@ def version(output: str) -> None:
     click.echo(render.render_mapping(info, output))
 
 
+# --- recording: start and status --------------------------------------------------------------------
+
+
+@cli.command()
+@kube_options
+@cache_option
+@click.option("--config", "config_path", metavar="FILE", help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
+@click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
+@click.option("--quiet", is_flag=True, help="No progress and no summary; warnings and errors only.")
+@verbosity_option
+def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
+          config_path: str | None, duration: str | None, quiet: bool) -> None:
+    """Record the cluster into the local cache until --duration elapses or Ctrl-C.
+
+    On every start the cluster is listed and compared with the cache, so what changed while no recorder
+    ran is recorded too (deletions inferred at the start time). Ends with a summary per kind.
+
+    \b
+    Example:
+      kubectl sktrace start --duration 10m
+      kubectl sktrace start --config tracer.yaml -n team-a --cache team-a.db
+    """
+    from kubectl_sktrace import progress, recorder, render
+    from kubectl_sktrace.timeparse import format_duration, parse_duration
+
+    if namespace and all_namespaces:
+        raise click.UsageError("use either -n/--namespace or -A/--all-namespaces, not both")
+    seconds = parse_duration(duration) if duration is not None else None
+    view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet)
+    options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
+                                    config_path=config_path, duration=seconds, quiet=quiet)
+    summary = recorder.start(options, progress=view)
+    if not quiet:
+        synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
+        click.echo(f"Recorded {summary.events} events in {format_duration(summary.stopped - summary.started)} "
+                   f"into {summary.cache} (run {summary.run_id}){synced}.")
+        click.echo(render.render_table(list(recorder.iter_rows(summary)), "table"))
+
+
+@cli.command()
+@kube_options
+@cache_option
+@output_option
+@verbosity_option
+def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
+           output: str) -> None:
+    """Show what the cache holds: cluster, recording runs and gaps, counts per kind, pods, size.
+
+    Needs no cluster, and works while a recorder is writing to the cache.
+
+    \b
+    Example:
+      kubectl sktrace status
+      kubectl sktrace status --cache team-a.db -o json
+    """
+    from kubectl_sktrace import status as status_module
+
+    result = status_module.load_status(cache=cache, kubeconfig=kubeconfig, context=context)
+    click.echo(status_module.render_status(result, output))
+
+# --- end of recording commands -----------------------------------------------------------------------
+
+
 # --- export and prune -------------------------------------------------------------------------------
 
 _SIMKUBE_EXCLUDED_NAMESPACES = "cert-manager,default,kube-public,kube-node-lease,kube-system,local-path-storage,monitoring,simkube"
@@ -260,6 +323,7 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
 
 
 # --- end export and prune ---------------------------------------------------------------------------
+
 # --- foundation commands: config, inspect, validate -------------------------------------------------
 
 

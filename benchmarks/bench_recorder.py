@@ -1,0 +1,376 @@
+"""Recorder benchmarks, each beside kubectl reading the same emulated API server in the same run.
+
+    .venv/bin/python benchmarks/bench_recorder.py [--deployments 5000] [--pods-per-deployment 10] [--events 100000]
+
+1. Ingest: the real recorder (``kubectl-sktrace start`` in its own process) and ``kubectl get pods -A --watch
+   -o json > file`` both watch the emulator. Both are paused (SIGSTOP) while this process makes ``--events``
+   pod status changes (realistic pods, full objects on every event), then resumed at the same instant, so
+   each drains the same backlog as fast as it can and the generator's speed does not enter the figures. A
+   reader's rate is the events divided by the time from the resume to the moment it had consumed the last
+   one: for the recorder, when the cache's ``watch_state`` for pods reaches the final resourceVersion (it
+   is written at each commit, so this counts the writes too); for kubectl, when its output stops growing.
+2. Initial sync: a fresh cache, ``--deployments`` Deployments with their ReplicaSets and pods, the default
+   config; time from launching ``kubectl-sktrace start`` to the run's ``synced`` mark, beside
+   ``kubectl get pods,replicasets,deployments -A -o json > /dev/null``.
+3. Ingest ceiling without HTTP: ``json.loads`` of the same realistic pod watch lines plus the recorder's
+   ``Ingest.event`` and its batched commits, in one thread; beside ``json.loads`` alone (what any Python reader
+   pays). The emulator, a Python server, serves watch streams slower than the recorder consumes them, so
+   this shows the recorder's own limit.
+4. Memory: the recorder's peak RSS (``VmHWM``) after the initial sync, and after the ingest phase's events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from kubectl_sktrace.emulator import Emulator
+from kubectl_sktrace.emulator.workload import build_large_state
+
+PY = sys.executable
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def query(cache: str, sql: str) -> list[tuple[object, ...]]:
+    try:
+        conn = sqlite3.connect(cache, timeout=5)
+    except sqlite3.Error:
+        return []
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+
+
+def start_recorder(kubeconfig: str, cache: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([PY, "-m", "kubectl_sktrace", "start", "--quiet", "--kubeconfig", kubeconfig, "--cache", cache],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "KUBECONFIG": ""})
+
+
+def wait_synced(cache: str, proc: subprocess.Popen[bytes], timeout: float = 600) -> float:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"recorder exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+        rows = query(cache, "SELECT synced FROM runs WHERE synced IS NOT NULL ORDER BY id DESC LIMIT 1")
+        if rows:
+            return time.time()
+        time.sleep(0.02)
+    raise SystemExit("recorder never synced")
+
+
+def stop_recorder(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def bench_initial_sync(args: argparse.Namespace, workdir: Path) -> tuple[subprocess.Popen[bytes], str, str, Emulator]:
+    emu = Emulator(history_limit=2_000_000).start()  # TLS: kubectl sends tokens only over https
+    kubeconfig = str(workdir / "kubeconfig")
+    emu.write_kubeconfig(kubeconfig)
+    t = time.perf_counter()
+    pods = build_large_state(emu, deployments=args.deployments, pods_per_deployment=args.pods_per_deployment)
+    print(f"built {args.deployments} Deployments, their ReplicaSets and {pods} pods in {time.perf_counter() - t:.1f}s")
+
+    t = time.perf_counter()
+    subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get", "pods,replicasets,deployments", "-A", "-o", "json"],
+                   stdout=subprocess.DEVNULL, check=True)
+    kubectl_s = time.perf_counter() - t
+
+    cache = str(workdir / "sync.db")
+    launched = time.time()
+    proc = start_recorder(kubeconfig, cache)
+    synced = wait_synced(cache, proc)
+    recorder_s = synced - launched
+    sync_rss = peak_rss_mb(proc.pid)
+    print()
+    print("Initial sync (list and reconcile, fresh cache, default config)")
+    print(f"  kubectl get pods,replicasets,deployments -A -o json   {kubectl_s:7.2f} s")
+    print(f"  kubectl-sktrace start (launch -> synced)             {recorder_s:7.2f} s   ratio {recorder_s / kubectl_s:.2f}x (target <= 2x)")
+    print(f"  recorder peak RSS after the sync                      {sync_rss:7.1f} MB (target < 250 MB)")
+    return proc, cache, kubeconfig, emu
+
+
+def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen[bytes], cache: str, kubeconfig: str,
+                 emu: Emulator) -> None:
+    store = emu.store
+    t_pod = store.type_of("v1", "Pod")
+    out_path = workdir / "kubectl-watch.json"
+    with open(out_path, "wb") as out:
+        kubectl = subprocess.Popen(["kubectl", "--kubeconfig", kubeconfig, "get", "pods", "-A", "--watch", "-o", "json"], stdout=out)
+        # wait for kubectl's initial list to be written
+        last, stable_since = -1, time.time()
+        while time.time() - stable_since < 2.0:
+            size = out_path.stat().st_size
+            if size != last:
+                last, stable_since = size, time.time()
+            time.sleep(0.05)
+        pods = [s for s in store.current(t_pod, _all())[1]][: args.pods_touched]
+        objs = [s.obj() for s in pods]
+        base_size = out_path.stat().st_size
+        rss_before = rss_mb(proc.pid)
+        sizes: list[tuple[float, int]] = []
+        done = threading.Event()
+
+        def watch_file() -> None:
+            prev = base_size
+            while not done.is_set():
+                size = out_path.stat().st_size
+                if size != prev:
+                    sizes.append((time.time(), size))
+                    prev = size
+                time.sleep(0.005)
+
+        poller = threading.Thread(target=watch_file, daemon=True)
+        poller.start()
+        made = 0
+        start_rv = store.rv
+        os.kill(proc.pid, signal.SIGSTOP)
+        os.kill(kubectl.pid, signal.SIGSTOP)
+        gen_start = time.time()
+        while made < args.events:
+            for obj in objs:
+                status = obj.setdefault("status", {})
+                conditions = status.setdefault("conditions", [])
+                stamp = f"2026-11-22T10:{made // 60 % 60:02d}:{made % 60:02d}Z"
+                if conditions:
+                    conditions[0]["lastProbeTime"] = stamp
+                else:
+                    conditions.append({"type": "Ready", "status": "True", "lastProbeTime": stamp})
+                obj["metadata"].pop("resourceVersion", None)
+                store.update(t_pod, obj, subresource="status")
+                made += 1
+                if made >= args.events:
+                    break
+        gen_end = time.time()
+        final_rv = store.rv
+        resume = time.time()
+        os.kill(proc.pid, signal.SIGCONT)
+        os.kill(kubectl.pid, signal.SIGCONT)
+        deadline = time.time() + 600
+        recorder_done = None
+        while time.time() < deadline and recorder_done is None:
+            rows = query(cache, "SELECT resource_version, updated FROM watch_state WHERE gvk = 'v1.Pod'")
+            if rows and int(str(rows[0][0])) >= final_rv:
+                recorder_done = float(rows[0][1])  # type: ignore[arg-type]
+            else:
+                time.sleep(0.05)
+        # kubectl: done when its output has not grown for 3 s (or it ended: a watch it could not resume)
+        while kubectl.poll() is None and time.time() - (sizes[-1][0] if sizes else resume) < (3.0 if sizes else 60.0):
+            time.sleep(0.1)
+        done.set()
+        kubectl_exit = kubectl.poll()
+        kubectl_done = sizes[-1][0] if sizes else float("nan")
+        kubectl_bytes = (sizes[-1][1] if sizes else base_size) - base_size
+        if kubectl_exit is None:
+            kubectl.terminate()
+        kubectl.wait()
+    gen_s = gen_end - gen_start
+    rec_s = (recorder_done or float("nan")) - resume
+    kub_s = kubectl_done - resume
+    rss_after = rss_mb(proc.pid)
+    peak = peak_rss_mb(proc.pid)
+    raw = subprocess.run([PY, "-c", _RAW_READER, kubeconfig, str(start_rv), str(final_rv)], capture_output=True, text=True, timeout=600)
+    raw_line = raw.stdout.strip() or raw.stderr.strip().splitlines()[-1]
+    print()
+    print(f"Ingest: a backlog of {made:,} pod status events (full realistic pods), drained by both readers at once")
+    print(f"  (generated in {gen_s:.1f}s while both readers were paused)")
+    ended = "" if kubectl_exit is None else f" (kubectl exited with {kubectl_exit}; it wrote {kubectl_bytes:,} bytes of events)"
+    print(f"  kubectl get pods -A --watch -o json > file            {made / kub_s:10,.0f} events/s{ended}")
+    print(f"  kubectl-sktrace start (events consumed and committed) {made / rec_s:10,.0f} events/s   "
+          f"{(made / rec_s) / (made / kub_s):.2f}x kubectl (target >= 0.5x, >= 10,000/s)")
+    print(f"  raw Kube.watch reader alone, afterwards (no rules, no writes): {raw_line}")
+    print(f"  recorder RSS before / after the events                {rss_before:7.1f} / {rss_after:7.1f} MB; peak {peak:.1f} MB")
+
+
+def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
+    import gc
+    import json
+
+    from kubectl_sktrace.model import POD
+    from kubectl_sktrace.recorder import GC_THRESHOLD, REPLICASET, Ingest
+    from kubectl_sktrace.store import open_cache
+    from kubectl_sktrace.store.recording import Recording
+    from kubectl_sktrace.tracerconfig import default_config
+
+    pods = [s.obj() for s in emu.store.current(emu.store.type_of("v1", "Pod"), _all())[1]][:5000]
+    lines = [json.dumps({"type": "MODIFIED", "object": p}).encode() for p in pods]
+    t = time.perf_counter()
+    for i in range(events):
+        json.loads(lines[i % len(lines)])
+    loads_s = time.perf_counter() - t
+    cache = open_cache(workdir / "core.db", create=True)
+    rec = Recording(cache)
+    run = rec.begin_run(started=time.time(), pid=os.getpid(), config_yaml="")
+    ingest = Ingest(recording=rec, run_id=run, config=default_config(), owner_kinds={REPLICASET},
+                    fetch_owner=lambda key: None, gap_start=None)
+    rec.begin()
+    ingest.relist_begin(POD, time.time())
+    ingest.relist_page(POD, [json.loads(line)["object"] for line in lines], time.time())
+    ingest.relist_end(POD, "1", time.time())
+    rec.commit()
+    saved = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, saved[1], saved[2])
+    t = time.perf_counter()
+    rec.begin()
+    opened = t
+    for i in range(events):
+        event = json.loads(lines[i % len(lines)])
+        ingest.event(POD, event["type"], event["object"], time.time())
+        if time.perf_counter() - opened > 0.25:
+            ingest.before_commit(time.time())
+            rec.commit()
+            rec.begin()
+            opened = time.perf_counter()
+    ingest.before_commit(time.time())
+    rec.commit()
+    core_s = time.perf_counter() - t
+    gc.set_threshold(*saved)
+    gc.unfreeze()
+    cache.close()
+    print()
+    print(f"Ingest ceiling without HTTP ({events:,} realistic pod watch lines of ~{len(lines[0]) // 1000} KB, one thread)")
+    print(f"  json.loads alone                                      {events / loads_s:10,.0f} events/s")
+    print(f"  json.loads + recorder rules + batched commits         {events / core_s:10,.0f} events/s (target >= 10,000/s)")
+
+
+def bench_long_run(emu: Emulator, workdir: Path, events: int) -> None:
+    """The recorder's own memory across a long history: Ingest fed ``events`` events in this process (no HTTP),
+    three pod status changes for each Deployment spec change, so a quarter of them become stored events."""
+    import gc
+    import json
+
+    from kubectl_sktrace.model import GVK, POD
+    from kubectl_sktrace.recorder import GC_THRESHOLD, REPLICASET, Ingest
+    from kubectl_sktrace.store import open_cache
+    from kubectl_sktrace.store.recording import Recording
+    from kubectl_sktrace.tracerconfig import default_config
+
+    deploy_gvk = GVK("apps", "v1", "Deployment")
+    pods = [s.obj() for s in emu.store.current(emu.store.type_of("v1", "Pod"), _all())[1]][:5000]
+    deployments = [s.obj() for s in emu.store.current(emu.store.type_of("apps/v1", "Deployment"), _all())[1]][:1000]
+    pod_lines = [json.dumps({"type": "MODIFIED", "object": p}).encode() for p in pods]
+    deploy_lines = []
+    for i, d in enumerate(deployments * 7):
+        d = json.loads(json.dumps(d))
+        d["spec"]["replicas"] = i // len(deployments) + 1
+        deploy_lines.append(json.dumps({"type": "MODIFIED", "object": d}).encode())
+    cache = open_cache(workdir / "long.db", create=True)
+    rec = Recording(cache)
+    run = rec.begin_run(started=time.time(), pid=os.getpid(), config_yaml="")
+    ingest = Ingest(recording=rec, run_id=run, config=default_config(), owner_kinds={REPLICASET},
+                    fetch_owner=lambda key: None, gap_start=None)
+    saved = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD, saved[1], saved[2])
+    marks: list[tuple[int, float, int]] = []
+    t = time.perf_counter()
+    opened = t
+    rec.begin()
+    for i in range(events):
+        if i % 4 == 3:
+            event = json.loads(deploy_lines[(i // 4) % len(deploy_lines)])
+            ingest.event(deploy_gvk, event["type"], event["object"], time.time())
+        else:
+            event = json.loads(pod_lines[i % len(pod_lines)])
+            ingest.event(POD, event["type"], event["object"], time.time())
+        if time.perf_counter() - opened > 0.25:
+            ingest.before_commit(time.time())
+            rec.commit()
+            rec.begin()
+            opened = time.perf_counter()
+        if (i + 1) % (events // 10) == 0:
+            marks.append((i + 1, rss_mb(os.getpid()), ingest.events_recorded))
+    ingest.before_commit(time.time())
+    rec.commit()
+    elapsed = time.perf_counter() - t
+    gc.set_threshold(*saved)
+    size = os.path.getsize(workdir / "long.db") + (os.path.getsize(str(workdir / "long.db") + "-wal") if os.path.exists(str(workdir / "long.db") + "-wal") else 0)
+    cache.close()
+    print()
+    print(f"Long run without HTTP: {events:,} watch events into the recorder ({ingest.events_recorded:,} stored), "
+          f"{events / elapsed:,.0f} events/s, cache {size / 1e6:.0f} MB")
+    first, last = marks[0], marks[-1]
+    print(f"  process RSS after {first[0]:,} events {first[1]:7.1f} MB; after {last[0]:,} events {last[1]:7.1f} MB "
+          f"(growth {last[1] - first[1]:+.1f} MB; the emulator with its objects lives in this process too)")
+
+
+_RAW_READER = '''
+import sys, threading, time
+from kubectl_sktrace.kubeconfig import resolve_target
+from kubectl_sktrace.kube import Kube
+from kubectl_sktrace.model import POD
+kube = Kube.connect(resolve_target(kubeconfig=sys.argv[1], context=None))
+resource = kube.discover([POD])[0][POD]
+final = int(sys.argv[3])
+n, t = 0, time.perf_counter()
+for event in kube.watch(resource, namespace=None, resource_version=sys.argv[2], timeout_seconds=600, stop=threading.Event()):
+    if event.get("type") == "BOOKMARK":
+        continue
+    n += 1
+    if int(event["object"]["metadata"]["resourceVersion"]) >= final:
+        break
+print(f"{n / (time.perf_counter() - t):,.0f} events/s over {n:,} events (the emulator's serving ceiling for one reader)")
+'''
+
+
+def _all():  # type: ignore[no-untyped-def]
+    from kubectl_sktrace.emulator.state import Filter
+
+    return Filter()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--deployments", type=int, default=5000)
+    parser.add_argument("--pods-per-deployment", type=int, default=10)
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--pods-touched", type=int, default=5000, help="pods cycled through by the ingest generator")
+    parser.add_argument("--long-events", type=int, default=1_000_000, help="events of the long in-process run (0: skip)")
+    args = parser.parse_args()
+    if shutil.which("kubectl") is None:
+        raise SystemExit("kubectl is needed on PATH for the side-by-side figures")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-recorder-"))
+    proc, cache, kubeconfig, emu = bench_initial_sync(args, workdir)
+    try:
+        bench_ingest(args, workdir, proc, cache, kubeconfig, emu)
+        bench_core(emu, workdir, min(args.events, 50_000))
+        if args.long_events:
+            bench_long_run(emu, workdir, args.long_events)
+    finally:
+        stop_recorder(proc)
+        emu.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

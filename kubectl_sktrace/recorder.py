@@ -1,0 +1,793 @@
+"""The recorder: the single writer that turns watch streams into the cache's history.
+
+Shape (SimKube's store, made durable): one watch thread per kind runs ``watching.run_watch`` and pushes what
+it sees into one queue through a ``QueueSink``; the main thread is the only one that touches the cache. It
+applies the pure rules (sanitize, change detection, lifecycles, owners) in ``Ingest`` and writes in batched
+``BEGIN IMMEDIATE`` transactions committed at least every ``COMMIT_INTERVAL`` seconds, moving the run's
+heartbeat with each commit so that a ``kill -9`` loses at most the last half second.
+
+What each relist reconciles (SPEC §5), per kind and only once that kind's list is complete (so a partial
+first sync never deletes kinds not listed yet):
+
+- cached live objects missing from the list are deleted at the relist time and marked inferred (the real
+  deletion time lies between the previous sight and the relist); a listed object with another uid is a
+  delete then an apply, both inferred;
+- objects that were created while no recorder ran are stamped with their ``creationTimestamp`` when it
+  falls inside that gap (inferred), else with the relist time;
+- cached Running pods that vanished become Finished(start, relist time) with ``end_inferred``; listed pods
+  that finished offline get their real end from their container states.
+
+Owner chains of pods are resolved at first sight from, in order: owner kinds watched cheaply alongside the
+tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached). The
+Pod watch starts only after every other kind finished its initial list, so the 50,000 pods of a large
+cluster find their owners in memory instead of costing thousands of GETs.
+
+Memory follows the live cluster, not the history: keys, uids, hashes and lifecycles only; bodies go to disk.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import logging
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, Callable, Iterator, Mapping, Protocol
+
+from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize
+from kubectl_sktrace.errors import CacheError, ForbiddenError, KubeError
+from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording
+from kubectl_sktrace.tracerconfig import TracerConfig
+
+log = logging.getLogger(__name__)
+
+COMMIT_INTERVAL = 0.25
+"""Seconds a batch may stay open: half the SPEC's bound, so a commit never lags more than 0.5 s."""
+
+IDLE_COMMIT = 0.05
+"""Commit early when the queue has been empty this long: low traffic is durable at once."""
+
+HEARTBEAT = 1.0
+"""Seconds between commits that only move the run's ``stopped`` forward when nothing else is written."""
+
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
+"""What reading an object that breaks the API's shape raises (``sanitize`` says so with a KubeError): that object
+is skipped and logged, not fatal."""
+
+GC_THRESHOLD = 50_000
+"""The cyclic GC's first threshold while recording: raw API objects are acyclic dicts made by the thousand,
+and the default (700) spends a fifth of the ingest time collecting nothing (NOTES: gc while parsing)."""
+
+REPLICASET = GVK("apps", "v1", "ReplicaSet")
+DEPLOYMENT = GVK("apps", "v1", "Deployment")
+JOB = GVK("batch", "v1", "Job")
+CRONJOB = GVK("batch", "v1", "CronJob")
+OWNER_KINDS: dict[GVK, GVK] = {DEPLOYMENT: REPLICASET, CRONJOB: JOB}
+"""A tracked kind with lifecycles -> the intermediate kind between it and its pods, watched for owner chains."""
+
+
+class Sink(Protocol):
+    def relist_begin(self, gvk: GVK, ts: float) -> None: ...
+    def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None: ...
+    def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None: ...
+    def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None: ...
+    def failed(self, gvk: GVK, error: BaseException) -> None: ...
+
+
+@dataclass
+class KindStats:
+    """Counters per kind for the progress line and the end-of-run summary."""
+
+    listed: int = 0
+    applied: int = 0
+    deleted_live: int = 0
+    deleted_offline: int = 0
+    lifecycles: int = 0
+    pages: int = 0
+    initial_done: bool = False
+    failed: str | None = None
+
+
+@dataclass
+class _Pod:
+    __slots__ = ("namespace", "name", "owner", "life")
+    namespace: str
+    name: str
+    owner: GVK | None
+    life: lifecycle.Lifecycle
+
+
+@dataclass
+class _Relist:
+    ts: float
+    seen: dict[ObjKey, str] = field(default_factory=dict)  # tracked key -> uid listed
+    seen_pods: set[str] = field(default_factory=set)  # pod uids listed
+    initial: bool = False
+    broken: int = 0  # items that could not be read: the list is then not trusted for deletions
+
+
+class Ingest:
+    """The recorder's rules applied to sink messages, written through ``Recording``. Single-threaded.
+
+    ``fetch_owner(key) -> dict | None`` GETs an owner object (None when gone or forbidden); ``gap_start`` is
+    when the previous run last wrote (None for a fresh cache): objects created after it were created offline.
+    """
+
+    def __init__(
+        self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
+        fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None,
+    ) -> None:
+        self.rec = recording
+        self.run_id = run_id
+        self.config = config
+        self.tracked = config.tracked
+        self.owner_kinds = owner_kinds
+        self.fetch_owner = fetch_owner
+        self.stats: dict[GVK, KindStats] = {}
+        self.events_recorded = 0
+        live = recording.load_live_objects()
+        self.live: dict[GVK, dict[ObjKey, changes.Known]] = {gvk: {} for gvk in self.tracked}
+        for key, row in live.items():
+            self.live.setdefault(key.gvk, {})[key] = changes.Known(row.uid, row.spec_hash)
+        self.pods: dict[str, _Pod] = {
+            p.uid: _Pod(p.namespace, p.name, p.owner_gvk, lifecycle.Lifecycle(p.start_ts, p.end_ts))
+            for p in recording.load_live_pods().values()
+        }
+        self.owners: dict[ObjKey, OwnerRecord] = recording.load_owners()
+        self._gap_start: dict[GVK, float | None] = {}
+        self._default_gap = gap_start
+        self._relists: dict[GVK, _Relist] = {}
+        self._resource_versions: dict[GVK, str] = {}
+        self._pending_rv: dict[GVK, str] = {}
+
+    # -- the Sink, applied ---------------------------------------------------------------------------
+
+    def relist_begin(self, gvk: GVK, ts: float) -> None:
+        stats = self.stats_for(gvk)
+        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done)
+
+    def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
+        relist = self._relists.get(gvk) or self._relists.setdefault(gvk, _Relist(ts=ts))
+        stats = self.stats_for(gvk)
+        stats.pages += 1
+        if relist.initial:
+            stats.listed += len(items)
+        for obj in items:
+            try:
+                if gvk in self.tracked:
+                    key = self._apply(gvk, obj, relist.ts, relist=True)
+                    if key is not None:
+                        relist.seen[key] = sanitize.object_uid(obj)
+                if gvk == POD:
+                    relist.seen_pods.add(self._pod(obj, relist.ts, deleted=False))
+                if gvk in self.owner_kinds:
+                    self._remember_owner(gvk, obj, relist.ts)
+            except MALFORMED as exc:
+                relist.broken += 1
+                log.warning("%s: skipped a listed object that cannot be read (%s: %s)", gvk, type(exc).__name__, exc)
+
+    def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
+        relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
+        stats = self.stats_for(gvk)
+        if relist.broken:
+            log.warning("%s: %d listed objects could not be read; no deletions inferred from this list", gvk, relist.broken)
+        elif gvk in self.tracked:
+            live = self.live.setdefault(gvk, {})
+            for key in changes.vanished(live, relist.seen):
+                self._delete(key, live.pop(key).uid, relist.ts, inferred=True)
+                self.owners.pop(key, None)
+                stats.deleted_offline += 1
+            self.rec.touch_objects(gvk, relist.ts)
+        if gvk == POD and not relist.broken:
+            second = changes.event_second(relist.ts)
+            for uid in [uid for uid in self.pods if uid not in relist.seen_pods]:
+                self._pod_gone(uid, second, relist.ts, inferred=True)
+        self._gap_start[gvk] = relist.ts
+        self._resource_versions[gvk] = resource_version
+        self._pending_rv[gvk] = resource_version
+        stats.initial_done = True
+
+    def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        try:
+            self._event(gvk, event_type, obj, ts)
+        except MALFORMED as exc:
+            log.warning("%s: skipped a %s event that cannot be read (%s: %s)", gvk, event_type, type(exc).__name__, exc)
+
+    def _event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        deleted = event_type == "DELETED"
+        if gvk in self.tracked:
+            if deleted:
+                key = sanitize.object_key(obj, gvk)
+                self.owners.pop(key, None)
+                known = self.live.get(gvk, {}).pop(key, None)
+                if known is not None:
+                    self._delete(key, known.uid, ts, inferred=False)
+                    self.stats_for(gvk).deleted_live += 1
+            else:
+                self._apply(gvk, obj, ts, relist=False)
+        if gvk == POD:
+            self._pod(obj, ts, deleted=deleted)
+        if gvk in self.owner_kinds:
+            if deleted:
+                self.owners.pop(sanitize.object_key(obj, gvk), None)
+            else:
+                self._remember_owner(gvk, obj, ts)
+        self._gap_start[gvk] = ts
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            self._pending_rv[gvk] = str(rv)
+
+    def failed(self, gvk: GVK, error: BaseException) -> None:
+        self.stats_for(gvk).failed = str(error)
+
+    # -- batching hooks ------------------------------------------------------------------------------
+
+    def before_commit(self, ts: float) -> None:
+        """Inside the open batch: the heartbeat and the watch positions reached."""
+        for gvk, rv in self._pending_rv.items():
+            self.rec.set_watch_state(gvk, rv, ts)
+        self._pending_rv.clear()
+        self.rec.heartbeat(self.run_id, ts)
+
+    # -- rules ----------------------------------------------------------------------------------------
+
+    def stats_for(self, gvk: GVK) -> KindStats:
+        """The counters of one kind (created on first use)."""
+        stats = self.stats.get(gvk)
+        if stats is None:
+            stats = self.stats[gvk] = KindStats()
+        return stats
+
+    def _gap(self, gvk: GVK) -> float | None:
+        return self._gap_start.get(gvk, self._default_gap)
+
+    def _apply(self, gvk: GVK, obj: dict[str, Any], recv: float, *, relist: bool) -> ObjKey | None:
+        options = self.tracked[gvk]
+        if changes.is_skipped_owned(obj, skip_owned=options.skip_owned):
+            return None
+        key = sanitize.object_key(obj, gvk)
+        uid = sanitize.object_uid(obj)
+        live = self.live.setdefault(gvk, {})
+        known = live.get(key)
+        decision = changes.decide_applied(known=known, uid=uid, spec_hash=hashing.spec_hash(obj.get("spec")))
+        gap = self._gap(gvk) if relist else None
+        inferred = relist and gap is not None
+        second = changes.event_second(recv)
+        stats = self.stats_for(gvk)
+        if decision.delete_first and known is not None:
+            self._delete(key, known.uid, recv, inferred=inferred)
+            if inferred:
+                stats.deleted_offline += 1
+            else:
+                stats.deleted_live += 1
+        refs = owners.owner_refs(obj)
+        if refs:
+            self._store_owner(key, OwnerRecord(uid, tuple((r.gvk, r.name, r.uid) for r in refs)), recv)
+        if not decision.apply:
+            return key
+        created = sanitize.creation_time(obj)
+        ts = second
+        if (known is None or decision.delete_first) and gap is not None and created is not None and gap < created < recv:
+            ts = min(second, int(created))
+        chain = tuple(owners.resolve_chain(obj, namespace=key.namespace, lookup=self._lookup)) if refs else ()
+        body = sanitize.sanitize(obj, gvk=gvk, keep_secret_data=options.keep_secret_data)
+        self.rec.append_event(
+            self.run_id,
+            EventRow(ts=ts, recv=recv, key=key, uid=uid, op=OP_APPLIED, inferred=inferred, spec_hash=decision.spec_hash,
+                     owner_chain=chain or None, body=body),
+        )
+        self.events_recorded += 1
+        meta = obj.get("metadata") or {}
+        self.rec.upsert_object(key, uid=uid, spec_hash=decision.spec_hash, resource_version=str(meta.get("resourceVersion") or ""),
+                               created=created, seen=recv)
+        live[key] = changes.Known(uid, decision.spec_hash)
+        stats.applied += 1
+        return key
+
+    def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool) -> None:
+        self.rec.append_event(
+            self.run_id, EventRow(ts=changes.event_second(recv), recv=recv, key=key, uid=uid, op=OP_DELETED, inferred=inferred)
+        )
+        self.rec.delete_object(key)
+        self.events_recorded += 1
+
+    def _pod(self, obj: dict[str, Any], recv: float, *, deleted: bool) -> str:
+        uid = sanitize.object_uid(obj)
+        derived = lifecycle.derive_lifecycle(obj)
+        known = self.pods.get(uid)
+        second = changes.event_second(recv)
+        if known is None:
+            meta = obj.get("metadata") or {}
+            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+            chain = owners.resolve_chain(obj, namespace=namespace, lookup=self._lookup) if owners.owner_refs(obj) else []
+            owner = owners.lifecycle_owner(pod_key=ObjKey(POD, namespace, name), chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
+            stable = hashing.pod_spec_hash(obj.get("spec") or {}) if owner is not None else None
+            self.rec.insert_pod(uid=uid, namespace=namespace, name=name, owner=owner, stable_hash=stable,
+                                start_ts=derived.start, end_ts=derived.end, seen=recv)
+            known = self.pods[uid] = _Pod(namespace, name, None if owner is None else owner.gvk, derived)
+            if owner is not None and derived.start is not None:
+                self.stats_for(owner.gvk).lifecycles += 1
+        else:
+            kept, refusal = lifecycle.merge_lifecycle(known.life, derived)
+            if refusal:
+                log.info("pod %s/%s: %s", known.namespace, known.name, refusal)
+            if kept != known.life:
+                if known.owner is not None and known.life.start is None and kept.start is not None:
+                    self.stats_for(known.owner).lifecycles += 1
+                known.life = kept
+                self.rec.update_pod(uid, start_ts=kept.start, end_ts=kept.end, end_inferred=False, live=True, seen=recv)
+        if deleted:
+            self._pod_gone(uid, second, recv, inferred=False)
+        return uid
+
+    def _pod_gone(self, uid: str, second: int, recv: float, *, inferred: bool) -> None:
+        known = self.pods.pop(uid)
+        ended = lifecycle.on_pod_gone(known.life, ts=second)
+        self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life,
+                            live=False, seen=recv)
+
+    def _remember_owner(self, gvk: GVK, obj: dict[str, Any], recv: float) -> None:
+        key = sanitize.object_key(obj, gvk)
+        record = OwnerRecord(sanitize.object_uid(obj), tuple((r.gvk, r.name, r.uid) for r in owners.owner_refs(obj)))
+        self._store_owner(key, record, recv)
+
+    def _store_owner(self, key: ObjKey, record: OwnerRecord, recv: float) -> None:
+        if self.owners.get(key) != record:
+            self.owners[key] = record
+            self.rec.upsert_owner(key, record, fetched=recv)
+
+    def _lookup(self, ref: owners.OwnerRef, namespace: str) -> list[owners.OwnerRef] | None:
+        """The owner references of an owner: memory, then the tracked live index, then the cache, then a GET."""
+        key = ref.key(namespace)
+        record = self.owners.get(key)
+        if record is None and key in self.live.get(key.gvk, {}):
+            return []
+        if record is None:
+            record = self.rec.load_owner(key)
+            if record is None:
+                obj = self.fetch_owner(key)
+                if obj is None:
+                    log.info("owner %s cannot be resolved (gone or forbidden)", key)
+                    return None
+                record = OwnerRecord(sanitize.object_uid(obj), tuple((r.gvk, r.name, r.uid) for r in owners.owner_refs(obj)))
+                self.rec.upsert_owner(key, record, fetched=time.time())
+            self.owners[key] = record
+        if ref.uid and record.uid and ref.uid != record.uid:
+            return None  # the name was reused by another object: this owner is gone
+        return [owners.OwnerRef(g, n, u) for g, n, u in record.refs]
+
+    def _is_lifecycle_owner(self, key: ObjKey) -> bool:
+        options = self.tracked.get(key.gvk)
+        if options is None or not options.track_lifecycle:
+            return False
+        return key in self.live.get(key.gvk, {}) or key in self.owners
+
+
+MAX_PENDING_OBJECTS = 500
+"""Objects received but not yet written, across all kinds: watch threads wait beyond this. Without the bound
+the list pages of a large cluster, parsed faster than they are written, pile up in memory."""
+
+
+class ObjectQueue:
+    """A FIFO of sink messages bounded by the number of objects they carry (a page weighs its items)."""
+
+    def __init__(self, *, limit: int = MAX_PENDING_OBJECTS, stop: threading.Event) -> None:
+        self.limit = limit
+        self.stop = stop
+        self._items: collections.deque[tuple[int, tuple[Any, ...]]] = collections.deque()
+        self._weight = 0
+        self._cond = threading.Condition()
+        self._consumer_waiting = False
+        self._producers_waiting = 0
+
+    def put(self, msg: tuple[Any, ...], weight: int = 1) -> None:
+        with self._cond:
+            # a message heavier than the limit still passes when the queue is empty, so nothing deadlocks
+            while self._items and self._weight + weight > self.limit and not self.stop.is_set():
+                self._producers_waiting += 1
+                self._cond.wait(0.2)
+                self._producers_waiting -= 1
+            self._items.append((weight, msg))
+            self._weight += weight
+            if self._consumer_waiting:
+                self._cond.notify_all()
+
+    def get_many(self, timeout: float, *, most: int = 256) -> list[tuple[Any, ...]]:
+        """Up to ``most`` messages in order; waits up to ``timeout`` for the first. One lock round per batch."""
+        with self._cond:
+            if not self._items and timeout > 0:
+                self._consumer_waiting = True
+                self._cond.wait(timeout)
+                self._consumer_waiting = False
+            out = []
+            while self._items and len(out) < most:
+                weight, msg = self._items.popleft()
+                self._weight -= weight
+                out.append(msg)
+            if out and self._producers_waiting:
+                self._cond.notify_all()
+            return out
+
+
+class QueueSink:
+    """The watch threads' side of the Sink: every call becomes one queue message for the main thread."""
+
+    def __init__(self, q: ObjectQueue) -> None:
+        self.q = q
+
+    def relist_begin(self, gvk: GVK, ts: float) -> None:
+        self.q.put(("relist_begin", gvk, ts))
+
+    def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
+        self.q.put(("relist_page", gvk, items, ts), max(1, len(items)))
+
+    def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
+        self.q.put(("relist_end", gvk, resource_version, ts))
+
+    def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        self.q.put(("event", gvk, event_type, obj, ts))
+
+    def failed(self, gvk: GVK, error: BaseException) -> None:
+        self.q.put(("failed", gvk, error))
+
+
+class ProgressView(Protocol):
+    """What the recorder tells the person watching (``progress.Progress``)."""
+
+    def kind_progress(self, gvk: GVK, stats: KindStats) -> None: ...
+    def synced(self, seconds: float) -> None: ...
+    def live(self, *, events: int, pods: int, rate: float, left: float | None) -> None: ...
+    def warn(self, message: str) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    kind: str
+    listed: int
+    applied: int
+    deleted_live: int
+    deleted_offline: int
+    lifecycles: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    cache: str
+    run_id: int
+    started: float
+    stopped: float
+    synced: float | None
+    events: int
+    rows: tuple[SummaryRow, ...]
+    warnings: tuple[str, ...]
+
+
+def rbac_hint(resources: list[str]) -> str:
+    return (
+        "grant get, list and watch on " + ", ".join(resources)
+        + " (e.g. a ClusterRole with rules for those resources, bound to your user), or track other kinds with --config"
+    )
+
+
+class Session:
+    """One ``start``: the watch threads, the consumer loop and the run bookkeeping, around an open cache.
+
+    ``kube`` offers ``discover``, ``cluster_identity``, ``list_page``, ``watch`` and ``get`` (``kube.Kube``);
+    ``run_watch`` is ``watching.run_watch``. Both are injected so tests can run the loop on fakes.
+    """
+
+    def __init__(
+        self, *, kube: Any, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
+        duration: float | None, stop: threading.Event, progress: ProgressView,
+        run_watch: Callable[..., None], clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.kube = kube
+        self.rec = recording
+        self.config = config
+        self.identity = identity
+        self.namespace = namespace
+        self.duration = duration
+        self.stop = stop
+        self.progress = progress
+        self.run_watch = run_watch
+        self.clock = clock
+        self.q = ObjectQueue(stop=stop)
+        self.sink = QueueSink(self.q)
+        self.threads: list[threading.Thread] = []
+        self.warnings: list[str] = []
+        self._forbidden: set[GVK] = set()
+
+    def run(self) -> Summary:
+        from kubectl_sktrace.tracerconfig import config_to_yaml
+
+        self.rec.check_identity(self.identity)
+        previous = self.rec.previous_run()
+        started = self.clock()
+        resources = self._discover()
+        tracked = [g for g in self.config.tracked if g in resources]
+        owner_kinds = {OWNER_KINDS[g] for g in tracked if g in OWNER_KINDS and self.config.tracked[g].track_lifecycle}
+        owner_kinds = {g for g in owner_kinds if g in resources and g not in self.config.tracked}
+        run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config))
+        ingest = Ingest(
+            recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
+            fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
+        )
+        first_wave = list(dict.fromkeys([*tracked, *sorted(owner_kinds)]))
+        first_wave = [g for g in first_wave if g != POD]
+        for gvk in first_wave:
+            self._start_watch(resources[gvk])
+        watched = list(first_wave)
+        pods_pending = POD in resources
+        synced_at: float | None = None
+        deadline = None if self.duration is None else time.monotonic() + self.duration
+        clean = False
+        saved_gc = gc.get_threshold()
+        gc.set_threshold(GC_THRESHOLD, saved_gc[1], saved_gc[2])
+        batch_opened = 0.0
+        last_commit = time.monotonic()
+        last_view = 0.0
+        rate_mark = (time.monotonic(), 0)
+        rate = 0.0
+        try:
+            while True:
+                now_mono = time.monotonic()
+                if self.stop.is_set() or (deadline is not None and now_mono >= deadline):
+                    break
+                if pods_pending and all(self._settled(ingest, g) for g in first_wave):
+                    self._start_watch(resources[POD])
+                    watched.append(POD)
+                    pods_pending = False
+                timeout = IDLE_COMMIT if self.rec.in_batch else 0.2
+                messages = self.q.get_many(timeout)
+                if messages and not self.rec.in_batch:
+                    self.rec.begin()
+                    batch_opened = time.monotonic()
+                for msg in messages:
+                    self._dispatch(ingest, msg, resources)
+                now_mono = time.monotonic()
+                # commit when the batch is old enough, or when the queue stayed empty for IDLE_COMMIT
+                if self.rec.in_batch and (now_mono - batch_opened >= COMMIT_INTERVAL or not messages):
+                    if synced_at is None and not pods_pending and all(self._settled(ingest, g) for g in watched):
+                        synced_at = self.clock()
+                        self.rec.mark_synced(run_id, synced_at)
+                        self.progress.synced(synced_at - started)
+                        gc.freeze()  # the live index is long-lived: keep full collections from walking it
+                    ingest.before_commit(self.clock())
+                    self.rec.commit()
+                    last_commit = now_mono
+                if not self.rec.in_batch and now_mono - last_commit >= HEARTBEAT:
+                    self.rec.begin()
+                    ingest.before_commit(self.clock())
+                    self.rec.commit()
+                    last_commit = now_mono
+                self._check_failures(ingest, tracked, resources)
+                if now_mono - last_view >= 0.5:
+                    last_view = now_mono
+                    if synced_at is None:
+                        for g in watched:
+                            self.progress.kind_progress(g, ingest.stats_for(g))
+                    else:
+                        mark_t, mark_n = rate_mark
+                        if now_mono - mark_t >= 2.0:
+                            rate = (ingest.events_recorded - mark_n) / (now_mono - mark_t)
+                            rate_mark = (now_mono, ingest.events_recorded)
+                        self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate,
+                                           left=None if deadline is None else max(0.0, deadline - now_mono))
+            clean = True
+        except KubeError:
+            clean = True  # a reported cluster error (every kind forbidden): what was written stands, the cache is sound
+            raise
+        finally:
+            self.stop.set()
+            if clean:
+                self._drain(ingest, resources)
+            stopped = self.clock()
+            if self.rec.in_batch:
+                if clean:
+                    ingest.before_commit(stopped)
+                    self.rec.commit()
+                else:
+                    self.rec.rollback()
+            gc.set_threshold(*saved_gc)
+            gc.unfreeze()
+            self.rec.stop_run(run_id, stopped, clean=clean)
+            if clean:
+                self.rec.cache.checkpoint()
+            # The watch threads only ever touch the queue, never the cache: no need to wait for their streams
+            # to notice the stop (up to half a second each); they are daemons and end with the process.
+            self.progress.close()
+        rows = tuple(
+            SummaryRow(str(g), s.listed, s.applied, s.deleted_live, s.deleted_offline, s.lifecycles)
+            for g, s in sorted(ingest.stats.items(), key=lambda kv: str(kv[0]))
+            if g in self.config.tracked or g == POD
+        )
+        return Summary(cache=str(self.rec.cache.path), run_id=run_id, started=started, stopped=stopped, synced=synced_at,
+                       events=ingest.events_recorded, rows=rows, warnings=tuple(self.warnings))
+
+    # -- pieces ---------------------------------------------------------------------------------------
+
+    def _discover(self) -> dict[GVK, Any]:
+        wanted = list(dict.fromkeys([*self.config.tracked, POD, *OWNER_KINDS.values()]))
+        cached = self.rec.load_discovery()
+        resources, docs = self.kube.discover(wanted, cached=cached)
+        if docs:
+            self.rec.save_discovery(docs, fetched=self.clock())
+        missing = [g for g in self.config.tracked if g not in resources]
+        for gvk in missing:
+            self._warn(f"kind {gvk} is not served by this cluster; it is not recorded (check the config's GVK and the cluster's API versions)")
+        if len(missing) == len(self.config.tracked):
+            raise KubeError(
+                "none of the configured kinds is served by this cluster ("
+                + ", ".join(str(g) for g in missing) + "); fix the GVKs in --config"
+            )
+        return dict(resources)
+
+    def _start_watch(self, resource: Any) -> None:
+        gvk = resource.gvk
+        stop = self.stop
+
+        def target() -> None:
+            try:
+                self.run_watch(
+                    resource=resource, namespace=self.namespace, list_page=self.kube.list_page, watch=self.kube.watch,
+                    sink=self.sink, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(),
+                )
+            except BaseException as exc:  # noqa: BLE001 - reported on the main thread
+                self.sink.failed(gvk, exc)
+
+        thread = threading.Thread(target=target, name=f"watch {gvk}", daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def _dispatch(self, ingest: Ingest, msg: tuple[Any, ...], resources: Mapping[GVK, Any]) -> None:
+        kind = msg[0]
+        if kind == "event":
+            ingest.event(msg[1], msg[2], msg[3], msg[4])
+        elif kind == "relist_page":
+            ingest.relist_page(msg[1], msg[2], msg[3])
+        elif kind == "relist_begin":
+            ingest.relist_begin(msg[1], msg[2])
+        elif kind == "relist_end":
+            ingest.relist_end(msg[1], msg[2], msg[3])
+            self.progress.kind_progress(msg[1], ingest.stats_for(msg[1]))
+        elif kind == "failed":
+            gvk, error = msg[1], msg[2]
+            if isinstance(error, CacheError):
+                raise error
+            ingest.failed(gvk, error)
+            if isinstance(error, ForbiddenError):
+                self._forbidden.add(gvk)
+                self._warn(f"{error}; {gvk} is not recorded")
+            else:
+                self._warn(f"watching {gvk} failed: {error}; it is not recorded")
+
+    def _drain(self, ingest: Ingest, resources: Mapping[GVK, Any]) -> None:
+        """Apply what the watch threads already received before the stop."""
+        while messages := self.q.get_many(0):
+            if not self.rec.in_batch:
+                self.rec.begin()
+            for msg in messages:
+                if msg[0] != "failed":
+                    self._dispatch(ingest, msg, resources)
+
+    def _settled(self, ingest: Ingest, gvk: GVK) -> bool:
+        stats = ingest.stats_for(gvk)
+        return stats.initial_done or stats.failed is not None
+
+    def _check_failures(self, ingest: Ingest, tracked: list[GVK], resources: Mapping[GVK, Any]) -> None:
+        """Every tracked kind failed: nothing useful can be recorded, so stop with the fix."""
+        failed = [g for g in tracked if ingest.stats_for(g).failed is not None]
+        if not tracked or len(failed) < len(tracked):
+            return
+        if all(g in self._forbidden for g in failed):
+            names = [_resource_name(resources[g]) for g in [*tracked, POD] if g in resources]
+            raise KubeError(f"forbidden to list and watch every tracked kind; {rbac_hint(names)}")
+        raise KubeError(f"no tracked kind can be watched ({ingest.stats_for(failed[0]).failed}); check the cluster and the config")
+
+    def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
+        resource = resources.get(key.gvk)
+        if resource is None:
+            try:
+                found, docs = self.kube.discover([key.gvk], cached=self.rec.load_discovery())
+            except KubeError:
+                return None
+            resource = found.get(key.gvk)
+            if resource is None:
+                return None
+        try:
+            obj: dict[str, Any] | None = self.kube.get(resource, namespace=key.namespace or None, name=key.name)
+            return obj
+        except KubeError as exc:
+            log.info("cannot GET owner %s: %s", key, exc)
+            return None
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        self.progress.warn(message)
+
+
+def _resource_name(resource: Any) -> str:
+    """``deployments.apps``, ``pods``: how RBAC rules and ``kubectl auth can-i`` name a resource."""
+    group = resource.gvk.group
+    return f"{resource.plural}.{group}" if group else str(resource.plural)
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    kubeconfig: str | None
+    context: str | None
+    namespace: str | None
+    cache: str | None
+    config_path: str | None
+    duration: float | None
+    quiet: bool
+
+
+def start(options: StartOptions, *, progress: ProgressView) -> Summary:
+    """``kubectl sktrace start``: resolve the cluster, open and lock the cache, record until stopped."""
+    from kubectl_sktrace import kube as kube_module
+    from kubectl_sktrace import kubeconfig, watching
+    from kubectl_sktrace.store import WriterLock, open_cache
+    from kubectl_sktrace.tracerconfig import default_config, load_config
+
+    config = load_config(options.config_path) if options.config_path else default_config()
+    target = kubeconfig.resolve_target(kubeconfig=options.kubeconfig, context=options.context)
+    cache_path = kubeconfig.resolve_cache_path(cache=options.cache, kubeconfig=options.kubeconfig, context=options.context)
+    namespace = options.namespace or None
+    stop = threading.Event()
+    with _stop_on_signals(stop):
+        cache = open_cache(cache_path, create=True)
+        try:
+            with WriterLock(cache.path):
+                kube = kube_module.Kube.connect(target)
+                try:
+                    server, cluster_uid = kube.cluster_identity()
+                    identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context,
+                                        namespace=namespace or "")
+                    session = Session(
+                        kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
+                        duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
+                    )
+                    return session.run()
+                finally:
+                    kube.close()
+        finally:
+            cache.close()
+
+
+class _stop_on_signals:
+    """SIGINT and SIGTERM set ``stop`` (a prompt, clean stop) instead of raising in the middle of a write."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.saved: dict[int, Any] = {}
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.saved[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop.is_set():
+            raise KeyboardInterrupt  # a second Ctrl-C: the user insists
+        self.stop.set()
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+
+def iter_rows(summary: Summary) -> Iterator[dict[str, Any]]:
+    for row in summary.rows:
+        yield {
+            "kind": row.kind, "listed": row.listed, "applied": row.applied, "deleted live": row.deleted_live,
+            "deleted while offline": row.deleted_offline, "lifecycles": row.lifecycles,
+        }

@@ -1,0 +1,85 @@
+"""``kubectl sktrace status``: what a cache holds, for a person (table) or a program (JSON/YAML).
+
+Offline: reads only the cache (never imports ``kubernetes``); safe while a recorder is writing to it.
+Times are printed in RFC 3339 UTC (``timeparse.format_time``) in every format, so JSON and tables agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubectl_sktrace import render
+from kubectl_sktrace.store import open_cache
+from kubectl_sktrace.store.status import CacheStatus, cache_status
+from kubectl_sktrace.timeparse import format_duration, format_time
+
+
+def load_status(*, cache: str | None, kubeconfig: str | None, context: str | None) -> CacheStatus:
+    from kubectl_sktrace.kubeconfig import resolve_cache_path
+
+    path = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
+    with open_cache(path, create=False) as opened:
+        return cache_status(opened)
+
+
+def _time(ts: float | None) -> str | None:
+    return None if ts is None else format_time(ts)
+
+
+def status_to_dict(status: CacheStatus) -> dict[str, Any]:
+    return {
+        "cache": status.path,
+        "sizeBytes": status.size_bytes,
+        "schemaVersion": status.schema_version,
+        "cluster": {"server": status.server, "kubeSystemUid": status.cluster_uid or None, "context": status.context,
+                    "namespace": status.namespace or None},
+        "runs": [
+            {"run": r.id, "started": _time(r.started), "synced": _time(r.synced), "stopped": _time(r.stopped),
+             "duration": format_duration(r.stopped - r.started), "state": r.state, "pid": r.pid}
+            for r in status.runs
+        ],
+        "gaps": [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a)} for a, b in status.gaps],
+        "kinds": [
+            {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred}
+            for k in status.kinds
+        ],
+        "pods": {"seen": status.pods.seen, "live": status.pods.live, "withLifecycleOwner": status.pods.with_owner,
+                 "running": status.pods.running, "finished": status.pods.finished},
+        "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
+    }
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def render_status(status: CacheStatus, fmt: str) -> str:
+    data = status_to_dict(status)
+    if fmt != "table":
+        return render.render_mapping(data, fmt)
+    cluster = data["cluster"]
+    head = render.render_mapping({
+        "cache": status.path,
+        "size": _size(status.size_bytes),
+        "cluster": cluster["server"] or "- (nothing recorded yet)",
+        "kube-system uid": cluster["kubeSystemUid"],
+        "context": cluster["context"],
+        "scope": f"namespace {status.namespace}" if status.namespace else "all namespaces",
+        "events": f"{status.events} ({data['events']['first']} .. {data['events']['last']})" if status.events else "0",
+        "pods": f"{status.pods.seen} seen, {status.pods.live} live, {status.pods.running} running, {status.pods.finished} finished, "
+                f"{status.pods.with_owner} with a lifecycle owner",
+    }, "table")
+    parts = [head, ""]
+    parts.append("Runs:\n" + render.render_table(data["runs"], "table", columns=["run", "started", "synced", "stopped", "duration", "state"])
+                 if data["runs"] else "Runs: none")
+    if data["gaps"]:
+        parts += ["", "Gaps (not observed live; reconstructed by the next run's relist):",
+                  render.render_table(data["gaps"], "table", columns=["from", "to", "duration"])]
+    parts += ["", "Kinds:\n" + render.render_table(
+        [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
+         for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]
+    return "\n".join(parts)

@@ -1,0 +1,315 @@
+"""Typed writes and start-up loads for the recorder, over ``connection.Cache``.
+
+The recorder is the single writer: it opens a transaction with ``batch()``, calls these methods for every
+row it changes, and commits at least twice a second. Nothing here commits on its own except the run
+bookkeeping that must be durable by itself (``begin_run``, ``check_identity``, ``stop_run``).
+
+Columns follow the schema docstring in ``schema.py`` exactly: hashes go through ``to_db_hash``, event bodies
+are zlib level-1 JSON (fast to write, about a third of the size of the text), owner chains and owner
+references are JSON lists. Memory: the loads return only keys, uids, hashes and lifecycles — never object
+bodies — so the recorder's memory follows the live cluster, not the length of the history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping
+
+from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.store.connection import Cache, from_db_hash, to_db_hash
+
+OP_APPLIED = 0
+OP_DELETED = 1
+
+_DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which cluster and scope a cache records: checked on every start."""
+
+    server: str
+    cluster_uid: str
+    context: str
+    namespace: str  # '' = all namespaces
+
+
+@dataclass(frozen=True)
+class LiveObject:
+    """A row of the live index as the recorder keeps it in memory."""
+
+    uid: str
+    spec_hash: int
+    created: float | None
+
+
+@dataclass(frozen=True)
+class LivePod:
+    """A live pod's lifecycle as the recorder keeps it in memory (``None`` = not started / not finished)."""
+
+    uid: str
+    namespace: str
+    name: str
+    start_ts: int | None
+    end_ts: int | None
+    owner_gvk: GVK | None = None
+
+
+@dataclass(frozen=True)
+class OwnerRecord:
+    """An owner object met on a pod's owner chain: its uid and direct owner references."""
+
+    uid: str
+    refs: tuple[tuple[GVK, str, str], ...]  # (gvk, name, uid)
+
+
+@dataclass(frozen=True)
+class EventRow:
+    ts: int
+    recv: float
+    key: ObjKey
+    uid: str
+    op: int
+    inferred: bool = False
+    spec_hash: int | None = None
+    owner_chain: tuple[ObjKey, ...] | None = None
+    body: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PreviousRun:
+    id: int
+    started: float
+    stopped: float
+    clean: bool
+
+
+def compress_body(obj: Mapping[str, Any]) -> bytes:
+    return zlib.compress(_DUMPS(obj).encode(), 1)
+
+
+def decompress_body(blob: bytes) -> Any:
+    return json.loads(zlib.decompress(blob))
+
+
+def chain_to_json(chain: Iterable[ObjKey]) -> str:
+    return _DUMPS([[str(k.gvk), k.namespace, k.name] for k in chain])
+
+
+def chain_from_json(text: str) -> tuple[ObjKey, ...]:
+    return tuple(ObjKey(GVK.parse(g), ns, name) for g, ns, name in json.loads(text))
+
+
+class Recording:
+    """The recorder's view of one open cache."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self._conn: sqlite3.Connection = cache.conn
+
+    # -- transactions -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` … ``COMMIT`` holding every write made inside it."""
+        with self.cache.transaction():
+            yield
+
+    def begin(self) -> None:
+        """Open a batch by hand (the recorder's loop commits with ``commit``)."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise CacheError(f"cache {self.cache.path} is busy or unwritable ({exc}); retry, or check the file's permissions and free disk space") from exc
+
+    def commit(self) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
+            raise CacheError(f"cannot write cache {self.cache.path} ({exc}); check free disk space and permissions") from exc
+
+    def rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+
+    @property
+    def in_batch(self) -> bool:
+        return self._conn.in_transaction
+
+    # -- identity and runs --------------------------------------------------------------------------
+
+    def check_identity(self, identity: Identity) -> None:
+        """Store the identity on first use; afterwards refuse another cluster or scope."""
+        with self.batch():
+            stored = {k: self.cache.get_meta(k) for k in ("cluster.server", "cluster.uid", "scope.namespace")}
+            if stored["cluster.server"] is None:
+                self.cache.set_meta("cluster.server", identity.server)
+                self.cache.set_meta("cluster.uid", identity.cluster_uid)
+                self.cache.set_meta("cluster.context", identity.context)
+                self.cache.set_meta("scope.namespace", identity.namespace)
+                return
+            where = f"cache {self.cache.path}"
+            if stored["cluster.uid"] and identity.cluster_uid and stored["cluster.uid"] != identity.cluster_uid:
+                raise CacheError(
+                    f"{where} was recorded from another cluster (kube-system uid {stored['cluster.uid']}, this one is "
+                    f"{identity.cluster_uid}); record this cluster into another --cache FILE"
+                )
+            if stored["cluster.server"] != identity.server and not (stored["cluster.uid"] and stored["cluster.uid"] == identity.cluster_uid):
+                raise CacheError(
+                    f"{where} was recorded from another cluster ({stored['cluster.server']}, this one is {identity.server}); "
+                    "record this cluster into another --cache FILE"
+                )
+            if (stored["scope.namespace"] or "") != identity.namespace:
+                def scope(ns: str) -> str:
+                    return f"namespace {ns!r}" if ns else "all namespaces"
+                raise CacheError(
+                    f"{where} records {scope(stored['scope.namespace'] or '')}, not {scope(identity.namespace)}; "
+                    "record this scope into another --cache FILE"
+                )
+            if not stored["cluster.uid"] and identity.cluster_uid:
+                self.cache.set_meta("cluster.uid", identity.cluster_uid)
+            self.cache.set_meta("cluster.context", identity.context)
+
+    def previous_run(self) -> PreviousRun | None:
+        row = self._conn.execute("SELECT id, started, stopped, clean FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else PreviousRun(row[0], row[1], row[2], bool(row[3]))
+
+    def begin_run(self, *, started: float, pid: int, config_yaml: str) -> int:
+        with self.batch():
+            cur = self._conn.execute(
+                "INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (?, NULL, ?, 0, ?, ?)",
+                (started, started, pid, config_yaml),
+            )
+        return int(cur.lastrowid or 0)
+
+    def heartbeat(self, run_id: int, ts: float) -> None:
+        """Within a batch: move the run's ``stopped`` forward so a crash still leaves an end."""
+        self._conn.execute("UPDATE runs SET stopped = ? WHERE id = ?", (ts, run_id))
+
+    def mark_synced(self, run_id: int, ts: float) -> None:
+        """Within a batch."""
+        self._conn.execute("UPDATE runs SET synced = ? WHERE id = ?", (ts, run_id))
+
+    def stop_run(self, run_id: int, ts: float, *, clean: bool) -> None:
+        with self.batch():
+            self._conn.execute("UPDATE runs SET stopped = ?, clean = ? WHERE id = ?", (ts, int(clean), run_id))
+
+    # -- loads at start -----------------------------------------------------------------------------
+
+    def load_live_objects(self) -> dict[ObjKey, LiveObject]:
+        out: dict[ObjKey, LiveObject] = {}
+        gvks: dict[str, GVK] = {}
+        for gvk_text, ns, name, uid, spec_hash, created in self._conn.execute(
+            "SELECT gvk, namespace, name, uid, spec_hash, created FROM objects"
+        ):
+            gvk = gvks.get(gvk_text) or gvks.setdefault(gvk_text, GVK.parse(gvk_text))
+            out[ObjKey(gvk, ns, name)] = LiveObject(uid, from_db_hash(spec_hash), created)
+        return out
+
+    def load_live_pods(self) -> dict[str, LivePod]:
+        return {
+            uid: LivePod(uid, ns, name, start, end, None if owner is None else GVK.parse(owner))
+            for uid, ns, name, start, end, owner in self._conn.execute(
+                "SELECT uid, namespace, name, start_ts, end_ts, owner_gvk FROM pods WHERE live = 1"
+            )
+        }
+
+    def load_owners(self) -> dict[ObjKey, OwnerRecord]:
+        out: dict[ObjKey, OwnerRecord] = {}
+        for gvk_text, ns, name, uid, refs in self._conn.execute("SELECT gvk, namespace, name, uid, owner_refs FROM owners"):
+            out[ObjKey(GVK.parse(gvk_text), ns, name)] = OwnerRecord(uid, _refs_from_json(refs))
+        return out
+
+    def load_owner(self, key: ObjKey) -> OwnerRecord | None:
+        row = self._conn.execute(
+            "SELECT uid, owner_refs FROM owners WHERE gvk = ? AND namespace = ? AND name = ?", (str(key.gvk), key.namespace, key.name)
+        ).fetchone()
+        return None if row is None else OwnerRecord(row[0], _refs_from_json(row[1]))
+
+    def load_discovery(self) -> dict[str, Any]:
+        return {gv: json.loads(body) for gv, body in self._conn.execute("SELECT group_version, body FROM discovery")}
+
+    # -- writes (within a batch) --------------------------------------------------------------------
+
+    def append_event(self, run_id: int, row: EventRow) -> None:
+        self._conn.execute(
+            "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.ts, row.recv, run_id, str(row.key.gvk), row.key.namespace, row.key.name, row.uid, row.op, int(row.inferred),
+                None if row.spec_hash is None else to_db_hash(row.spec_hash),
+                None if not row.owner_chain else chain_to_json(row.owner_chain),
+                None if row.body is None else compress_body(row.body),
+            ),
+        )
+
+    def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int, resource_version: str, created: float | None, seen: float) -> None:
+        self._conn.execute(
+            "INSERT INTO objects (gvk, namespace, name, uid, spec_hash, resource_version, created, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, spec_hash = excluded.spec_hash, "
+            "resource_version = excluded.resource_version, created = excluded.created, last_seen = excluded.last_seen",
+            (str(key.gvk), key.namespace, key.name, uid, to_db_hash(spec_hash), resource_version, created, seen),
+        )
+
+    def touch_objects(self, gvk: GVK, seen: float) -> None:
+        """A relist saw every live object of the kind: move their ``last_seen`` forward in one statement."""
+        self._conn.execute("UPDATE objects SET last_seen = ? WHERE gvk = ?", (seen, str(gvk)))
+
+    def delete_object(self, key: ObjKey) -> None:
+        self._conn.execute("DELETE FROM objects WHERE gvk = ? AND namespace = ? AND name = ?", (str(key.gvk), key.namespace, key.name))
+
+    def insert_pod(
+        self, *, uid: str, namespace: str, name: str, owner: ObjKey | None, stable_hash: int | None,
+        start_ts: int | None, end_ts: int | None, seen: float,
+    ) -> None:
+        self._conn.execute(
+            "INSERT INTO pods (uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, "
+            "end_inferred, live, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?) "
+            "ON CONFLICT (uid) DO UPDATE SET start_ts = excluded.start_ts, end_ts = excluded.end_ts, live = 1, last_seen = excluded.last_seen",
+            (
+                uid, namespace, name,
+                None if owner is None else str(owner.gvk), None if owner is None else owner.namespace, None if owner is None else owner.name,
+                None if stable_hash is None else to_db_hash(stable_hash), start_ts, end_ts, seen, seen,
+            ),
+        )
+
+    def update_pod(self, uid: str, *, start_ts: int | None, end_ts: int | None, end_inferred: bool, live: bool, seen: float) -> None:
+        self._conn.execute(
+            "UPDATE pods SET start_ts = ?, end_ts = ?, end_inferred = ?, live = ?, last_seen = ? WHERE uid = ?",
+            (start_ts, end_ts, int(end_inferred), int(live), seen, uid),
+        )
+
+    def upsert_owner(self, key: ObjKey, record: OwnerRecord, *, fetched: float) -> None:
+        self._conn.execute(
+            "INSERT INTO owners (gvk, namespace, name, uid, owner_refs, fetched) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, owner_refs = excluded.owner_refs, fetched = excluded.fetched",
+            (str(key.gvk), key.namespace, key.name, record.uid, _DUMPS([[str(g), n, u] for g, n, u in record.refs]), fetched),
+        )
+
+    def set_watch_state(self, gvk: GVK, resource_version: str, ts: float) -> None:
+        self._conn.execute(
+            "INSERT INTO watch_state (gvk, resource_version, updated) VALUES (?, ?, ?) "
+            "ON CONFLICT (gvk) DO UPDATE SET resource_version = excluded.resource_version, updated = excluded.updated",
+            (str(gvk), resource_version, ts),
+        )
+
+    def save_discovery(self, docs: Mapping[str, Any], *, fetched: float) -> None:
+        with self.batch():
+            for gv, body in docs.items():
+                self._conn.execute(
+                    "INSERT INTO discovery (group_version, body, fetched) VALUES (?, ?, ?) "
+                    "ON CONFLICT (group_version) DO UPDATE SET body = excluded.body, fetched = excluded.fetched",
+                    (gv, _DUMPS(body), fetched),
+                )
+
+
+def _refs_from_json(text: str) -> tuple[tuple[GVK, str, str], ...]:
+    return tuple((GVK.parse(g), n, u) for g, n, u in json.loads(text))

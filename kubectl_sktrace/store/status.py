@@ -1,0 +1,111 @@
+"""Read-only queries behind ``kubectl sktrace status``: what a cache holds. Safe while a recorder writes.
+
+Runs are reported with the state a person needs: ``clean`` (stopped cleanly), ``running`` (the writer lock
+is held right now) or ``crashed`` (neither: its ``stopped`` is the last heartbeat, within half a second of
+its last write). Gaps are the spans between one run's stop and the next run's start: nothing was observed
+live there, and the next run's relist reconstructed them (deletions inferred at its start).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.store.connection import Cache, WriterLock
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    started: float
+    synced: float | None
+    stopped: float
+    state: str  # clean | running | crashed
+    pid: int
+
+
+@dataclass(frozen=True)
+class KindCounts:
+    gvk: str
+    live: int
+    applied: int
+    deleted: int
+    inferred: int
+
+
+@dataclass(frozen=True)
+class PodCounts:
+    seen: int
+    live: int
+    with_owner: int
+    running: int
+    finished: int
+
+
+@dataclass(frozen=True)
+class CacheStatus:
+    path: str
+    server: str | None
+    cluster_uid: str | None
+    context: str | None
+    namespace: str | None
+    schema_version: int
+    runs: tuple[RunInfo, ...]
+    gaps: tuple[tuple[float, float], ...]
+    kinds: tuple[KindCounts, ...]
+    pods: PodCounts
+    events: int
+    first_event: int | None
+    last_event: int | None
+    size_bytes: int
+
+
+def writer_running(cache: Cache) -> bool:
+    """Whether a recorder holds the cache's writer lock now (probed without keeping it)."""
+    lock = WriterLock(cache.path)
+    try:
+        lock.acquire()
+    except CacheError:
+        return True
+    lock.release()
+    return False
+
+
+def cache_status(cache: Cache) -> CacheStatus:
+    conn = cache.conn
+    running = writer_running(cache)
+    rows = conn.execute("SELECT id, started, synced, stopped, clean, pid FROM runs ORDER BY id").fetchall()
+    runs = []
+    for index, (run_id, started, synced, stopped, clean, pid) in enumerate(rows):
+        last = index == len(rows) - 1
+        state = "clean" if clean else "running" if last and running else "crashed"
+        runs.append(RunInfo(run_id, started, synced, stopped, state, pid))
+    gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
+    counts: dict[str, list[int]] = {}
+    for gvk, op, inferred, n in conn.execute("SELECT gvk, op, inferred, count(*) FROM events GROUP BY gvk, op, inferred"):
+        entry = counts.setdefault(gvk, [0, 0, 0, 0])
+        entry[1 + op] += n
+        if op == 1 and inferred:
+            entry[3] += n
+    for gvk, n in conn.execute("SELECT gvk, count(*) FROM objects GROUP BY gvk"):
+        counts.setdefault(gvk, [0, 0, 0, 0])[0] = n
+    kinds = tuple(KindCounts(g, *c) for g, c in sorted(counts.items()))
+    pod_row = conn.execute(
+        "SELECT count(*), coalesce(sum(live), 0), count(owner_gvk), "
+        "coalesce(sum(start_ts IS NOT NULL AND end_ts IS NULL), 0), coalesce(sum(end_ts IS NOT NULL), 0) FROM pods"
+    ).fetchone()
+    events, first, last = conn.execute("SELECT count(*), min(ts), max(ts) FROM events").fetchone()
+    size = 0
+    for suffix in ("", "-wal"):
+        try:
+            size += os.path.getsize(str(cache.path) + suffix)
+        except OSError:
+            pass
+    return CacheStatus(
+        path=str(cache.path), server=cache.get_meta("cluster.server"), cluster_uid=cache.get_meta("cluster.uid"),
+        context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
+        schema_version=conn.execute("PRAGMA user_version").fetchone()[0],
+        runs=tuple(runs), gaps=gaps, kinds=kinds, pods=PodCounts(*pod_row), events=events,
+        first_event=first, last_event=last, size_bytes=size,
+    )

@@ -1,0 +1,411 @@
+"""``kubectl-sktrace start`` and ``status`` end to end: the real CLI in a subprocess, the emulator in this process.
+
+Each test is one of the recorder issue's "Done when" scenarios. Recorder runs are short (``--duration``);
+tests that act on the cluster while a recorder runs wait for its ``synced`` mark in the cache first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubectl_sktrace.emulator import Emulator
+from kubectl_sktrace.store.recording import decompress_body
+
+pytestmark = pytest.mark.timeout(60)
+
+NS = "default"
+
+
+@pytest.fixture
+def emu(emulator: Emulator) -> Emulator:
+    """The shared emulator (https, a token, bookmarks every 0.2 s): the recorder sees what a cluster sends."""
+    return emulator
+
+
+@pytest.fixture
+def kubeconfig(emulator_kubeconfig: str) -> str:
+    return emulator_kubeconfig
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> str:
+    return str(tmp_path / "state" / "cache.db")
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out.pop("KUBECONFIG", None)
+    return out
+
+
+def sktrace(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", "kubectl_sktrace", *args], capture_output=True, text=True, env=env(), timeout=60)
+    if check and result.returncode != 0:
+        raise AssertionError(f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+    return result
+
+
+def start(kubeconfig: str, cache: str, *extra: str, duration: str = "1") -> subprocess.CompletedProcess[str]:
+    return sktrace("start", "--kubeconfig", kubeconfig, "--cache", cache, "--duration", duration, *extra, check=False)
+
+
+def start_background(kubeconfig: str, cache: str, *extra: str, duration: str = "30") -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kubectl_sktrace", "start", "--kubeconfig", kubeconfig, "--cache", cache, "--duration", duration, *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+    )
+
+
+def query(cache: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(cache)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def wait_synced(cache: str, run: int, proc: subprocess.Popen[str]) -> None:
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        try:
+            if query(cache, "SELECT synced FROM runs WHERE id = ? AND synced IS NOT NULL", run):
+                return
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("the recorder never synced")
+
+
+def wait_for(cache: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        rows = query(cache, sql, *params)
+        if rows:
+            return rows
+        time.sleep(0.05)
+    raise AssertionError(f"nothing for {sql}")
+
+
+def stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    return out, err
+
+
+# -- a tiny controller: Deployment -> ReplicaSet -> Pods, as the recorder sees them ------------------------
+
+
+def iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def make_deployment(emu: Emulator, name: str, *, replicas: int = 1, started: float | None = None) -> list[dict[str, Any]]:
+    """A Deployment, its ReplicaSet and running pods; returns the pods."""
+    labels = {"app": name}
+    dep = emu.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
+                      "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                               "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    rs = emu.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                     "metadata": {"name": f"{name}-rs", "namespace": NS, "labels": labels,
+                                  "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                                       "uid": dep["metadata"]["uid"], "controller": True}]},
+                     "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": dep["spec"]["template"]}})
+    return [make_pod(emu, f"{name}-rs-{i}", owner=rs, started=started) for i in range(replicas)]
+
+
+def make_pod(emu: Emulator, name: str, *, owner: dict[str, Any] | None, started: float | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+                                    "uid": owner["metadata"]["uid"], "controller": True}]
+    created = emu.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    if started is not None:
+        created["status"] = {"phase": "Running", "containerStatuses": [{"name": "c", "state": {"running": {"startedAt": iso(started)}}}]}
+        created = emu.update_status(created)
+    return created
+
+
+def finish_pod(emu: Emulator, name: str, *, started: float, finished: float) -> None:
+    pod = emu.get("v1", "Pod", NS, name)
+    assert pod is not None
+    pod["status"] = {"phase": "Succeeded", "containerStatuses": [{"name": "c", "state": {"terminated": {
+        "startedAt": iso(started), "finishedAt": iso(finished), "exitCode": 0}}}]}
+    emu.update_status(pod)
+
+
+def events(cache: str, name: str | None = None) -> list[tuple[Any, ...]]:
+    sql = "SELECT ts, gvk, name, op, inferred FROM events"
+    if name is not None:
+        return query(cache, sql + " WHERE name = ? ORDER BY id", name)
+    return query(cache, sql + " ORDER BY id")
+
+
+def run_row(cache: str, run: int) -> tuple[Any, ...]:
+    return query(cache, "SELECT started, synced, stopped, clean FROM runs WHERE id = ?", run)[0]
+
+
+# -- scenario 1 --------------------------------------------------------------------------------------------
+
+
+def test_fresh_cache_records_a_workload_and_status_shows_it(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    now = time.time()
+    make_deployment(emu, "web", replicas=2, started=now - 30)
+    proc = start_background(kubeconfig, cache, duration="3")
+    wait_synced(cache, 1, proc)
+    make_deployment(emu, "api", replicas=1, started=time.time())
+    emu.patch("apps/v1", "Deployment", NS, "web", {"spec": {"replicas": 3}})
+    emu.patch("apps/v1", "Deployment", NS, "web", {"status": {"observedGeneration": 9}})  # status only: nothing
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "initial sync done" in err
+    assert out.splitlines()[0].startswith("Recorded 3 events in ")
+    assert "apps/v1.Deployment   1         3          0               0                        3" in out, out
+    assert [(e[2], e[3]) for e in events(cache)] == [("web", 0), ("api", 0), ("web", 0)]
+    assert query(cache, "SELECT owner_name, count(*) FROM pods GROUP BY owner_name ORDER BY 1") == [("api", 1), ("web", 2)]
+
+    status = sktrace("status", "--cache", cache, "-o", "json")
+    data = json.loads(status.stdout)
+    assert data["cluster"]["server"] == emu.url and data["cluster"]["kubeSystemUid"] == emu.cluster_uid
+    assert [(r["run"], r["state"]) for r in data["runs"]] == [(1, "clean")] and data["runs"][0]["synced"]
+    assert data["kinds"] == [{"kind": "apps/v1.Deployment", "live": 2, "applied": 3, "deleted": 0, "deletedWhileOffline": 0}]
+    assert data["pods"] == {"seen": 3, "live": 3, "withLifecycleOwner": 3, "running": 3, "finished": 0}
+    table = sktrace("status", "--cache", cache).stdout
+    assert "scope            all namespaces" in table and "apps/v1.Deployment  2       3          0" in table
+
+
+# -- scenario 2 --------------------------------------------------------------------------------------------
+
+
+def test_restart_reconciles_what_happened_offline(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    now = time.time()
+    make_deployment(emu, "old", replicas=2, started=now - 60)
+    make_deployment(emu, "keep", replicas=1, started=now - 60)
+    assert start(kubeconfig, cache).returncode == 0
+    emu.delete("apps/v1", "Deployment", NS, "old", graceful=False)  # its ReplicaSet and pods go with it
+    assert emu.get("v1", "Pod", NS, "old-rs-0") is None
+    make_deployment(emu, "new", replicas=1, started=time.time())
+    second = start(kubeconfig, cache)
+    assert second.returncode == 0, second.stderr
+    started2 = int(run_row(cache, 2)[0])
+    old_events = events(cache, "old")
+    assert old_events[0][3] == 0 and old_events[1][1:] == ("apps/v1.Deployment", "old", 1, 1)
+    assert started2 <= old_events[1][0] <= started2 + 1
+    new_events = events(cache, "new")
+    assert [(e[3], e[4]) for e in new_events] == [(0, 1)]  # applied, reconstructed (created while offline)
+    assert run_row(cache, 1)[2] <= new_events[0][0] + 1
+    pods = query(cache, "SELECT name, start_ts, end_ts, end_inferred, live FROM pods WHERE owner_name = 'old' ORDER BY name")
+    assert [(p[0], p[3], p[4]) for p in pods] == [("old-rs-0", 1, 0), ("old-rs-1", 1, 0)]
+    assert all(p[2] == old_events[1][0] and p[1] == int(now - 60) for p in pods)
+    assert "apps/v1.Deployment   2         1          0               1" in second.stdout, second.stdout
+
+
+# -- scenario 3 --------------------------------------------------------------------------------------------
+
+
+def test_offline_finish_scale_and_recreate(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    now = time.time()
+    make_deployment(emu, "batch", replicas=1, started=now - 100)
+    make_deployment(emu, "scaled", replicas=1)
+    make_deployment(emu, "again", replicas=1)
+    assert start(kubeconfig, cache).returncode == 0
+    finish_pod(emu, "batch-rs-0", started=now - 100, finished=now - 1)
+    emu.patch("apps/v1", "Deployment", NS, "scaled", {"spec": {"replicas": 4}})
+    emu.patch("apps/v1", "Deployment", NS, "scaled", {"spec": {"replicas": 5}})
+    emu.delete("apps/v1", "Deployment", NS, "again", graceful=False)
+    make_deployment(emu, "again", replicas=1)
+    assert start(kubeconfig, cache).returncode == 0
+    assert query(cache, "SELECT start_ts, end_ts, end_inferred FROM pods WHERE name = 'batch-rs-0'") == [(int(now - 100), int(now - 1), 0)]
+    assert [(e[3], e[4]) for e in events(cache, "scaled")] == [(0, 0), (0, 1)]
+    assert [(e[3], e[4]) for e in events(cache, "again")] == [(0, 0), (1, 1), (0, 1)]
+    uids = query(cache, "SELECT uid FROM events WHERE name = 'again' ORDER BY id")
+    assert uids[0] == uids[1] != uids[2]
+
+
+# -- scenario 4 --------------------------------------------------------------------------------------------
+
+
+def test_vanished_object_caught_by_relist_and_dropped_stream_resumes(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    make_deployment(emu, "ghost", replicas=1, started=time.time())
+    make_deployment(emu, "stay", replicas=1)
+    proc = start_background(kubeconfig, cache)
+    wait_synced(cache, 1, proc)
+    emu.vanish("apps/v1", "Deployment", NS, "ghost")
+    emu.vanish("v1", "Pod", NS, "ghost-rs-0")
+    emu.force_410("Deployment")
+    emu.force_410("Pod")
+    emu.drop_watches()
+    wait_for(cache, "SELECT 1 FROM events WHERE name = 'ghost' AND op = 1")
+    for replicas in (2, 3, 4):
+        emu.patch("apps/v1", "Deployment", NS, "stay", {"spec": {"replicas": replicas}})
+        if replicas == 3:
+            emu.drop_watches()
+        time.sleep(0.3)
+    emu.drop_watches()
+    emu.patch("apps/v1", "Deployment", NS, "stay", {"spec": {"replicas": 5}})
+    wait_for(cache, "SELECT 1 FROM events WHERE name = 'stay' AND op = 0 GROUP BY name HAVING count(*) = 5")
+    stop(proc)
+    assert [(e[3], e[4]) for e in events(cache, "ghost")] == [(0, 0), (1, 1)]
+    assert [(e[3], e[4]) for e in events(cache, "stay")] == [(0, 0)] * 5  # every change once, none twice
+    replicas = [decompress_body(b[0])["spec"]["replicas"] for b in query(cache, "SELECT body FROM events WHERE name = 'stay' ORDER BY id")]
+    assert replicas == [1, 2, 3, 4, 5]
+    assert query(cache, "SELECT end_inferred, live FROM pods WHERE name = 'ghost-rs-0'") == [(1, 0)]
+
+
+# -- scenario 5 --------------------------------------------------------------------------------------------
+
+
+def test_second_recorder_on_the_same_cache_is_refused(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    proc = start_background(kubeconfig, cache)
+    wait_synced(cache, 1, proc)
+    second = start(kubeconfig, cache)
+    assert second.returncode == 1
+    assert second.stderr == (
+        f"Error: another recorder (pid {proc.pid}) is already writing to {cache}; stop it first, or record into another --cache\n"
+    )
+    stop(proc)
+
+
+def test_cache_from_another_cluster_is_refused(emu: Emulator, kubeconfig: str, cache: str, tmp_path: Path) -> None:
+    assert start(kubeconfig, cache).returncode == 0
+    with Emulator(tls=False) as other:
+        other_config = str(tmp_path / "other")
+        other.write_kubeconfig(other_config)
+        refused = start(other_config, cache)
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        f"Error: cache {cache} was recorded from another cluster (kube-system uid {emu.cluster_uid}, this one is "
+        f"{other.cluster_uid}); record this cluster into another --cache FILE\n"
+    )
+    assert len(query(cache, "SELECT id FROM runs")) == 1
+
+
+def test_kill_9_leaves_a_sound_cache_and_the_next_start_reconciles(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    make_deployment(emu, "doomed", replicas=1, started=time.time() - 5)
+    proc = start_background(kubeconfig, cache)
+    wait_synced(cache, 1, proc)
+    for replicas in range(2, 6):
+        emu.patch("apps/v1", "Deployment", NS, "doomed", {"spec": {"replicas": replicas}})
+    wait_for(cache, "SELECT 1 FROM events WHERE name = 'doomed' GROUP BY name HAVING count(*) = 5")
+    proc.kill()
+    proc.wait()
+    assert query(cache, "PRAGMA integrity_check") == [("ok",)]
+    assert run_row(cache, 1)[3] == 0
+    emu.delete("apps/v1", "Deployment", NS, "doomed", graceful=False)
+    assert start(kubeconfig, cache).returncode == 0
+    assert [(e[3], e[4]) for e in events(cache, "doomed")][-1] == (1, 1)
+    assert query(cache, "SELECT end_inferred, live FROM pods WHERE name = 'doomed-rs-0'") == [(1, 0)]
+    data = json.loads(sktrace("status", "--cache", cache, "-o", "json").stdout)
+    assert [r["state"] for r in data["runs"]] == ["crashed", "clean"] and len(data["gaps"]) == 1
+
+
+# -- scenario 6 --------------------------------------------------------------------------------------------
+
+
+def test_403_on_one_kind_records_the_others_with_a_warning(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    make_deployment(emu, "web", replicas=1)
+    emu.fail("StatefulSet", 403, count=1000)
+    result = start(kubeconfig, cache)
+    assert result.returncode == 0, result.stderr
+    assert ("Warning: forbidden: cannot list statefulsets in all namespaces; grant get/list/watch on statefulsets "
+            '(apiGroups: ["apps"], resources: ["statefulsets"]); apps/v1.StatefulSet is not recorded') in result.stderr
+    assert [e[2] for e in events(cache)] == ["web"]
+
+
+def test_403_on_every_kind_exits_1_with_the_rbac_hint(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    for kind in ("Deployment", "StatefulSet", "Job", "CronJob"):
+        emu.fail(kind, 403, count=1000)
+    result = start(kubeconfig, cache, duration="10")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "Error: forbidden to list and watch every tracked kind; grant get, list and watch on deployments.apps, "
+        "statefulsets.apps, jobs.batch, cronjobs.batch, pods (e.g. a ClusterRole with rules for those resources, "
+        "bound to your user), or track other kinds with --config"
+    )
+    assert "Traceback" not in result.stderr
+
+
+# -- scenario 7 --------------------------------------------------------------------------------------------
+
+
+def test_secrets_tracked_through_the_config_are_stored_without_values(emu: Emulator, kubeconfig: str, cache: str, tmp_path: Path) -> None:
+    config = tmp_path / "tracer.yaml"
+    config.write_text("trackedObjects:\n  v1.Secret: {}\n  apps/v1.Deployment:\n    trackLifecycle: true\n")
+    emu.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": NS},
+                "data": {"password": "aHVudGVyMg=="}, "type": "Opaque"})
+    proc = start_background(kubeconfig, cache, "--config", str(config))
+    wait_synced(cache, 1, proc)
+    emu.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "api", "namespace": NS},
+                "stringData": {"token": "s3cr3t"}, "data": {"key": "czNjcjN0"}, "type": "Opaque"})
+    wait_for(cache, "SELECT 1 FROM events WHERE name = 'api'")
+    stop(proc)
+    bodies = {name: decompress_body(body) for name, body in query(cache, "SELECT name, body FROM events WHERE gvk = 'v1.Secret'")}
+    assert bodies["db"]["data"] == {"password": ""}
+    assert all(v == "" for v in bodies["api"].get("data", {}).values()) and all(v == "" for v in bodies["api"].get("stringData", {}).values())
+    raw = Path(cache).read_bytes() + (Path(cache + "-wal").read_bytes() if Path(cache + "-wal").exists() else b"")
+    assert b"aHVudGVyMg" not in raw and b"czNjcjN0" not in raw
+
+
+def test_bad_duration_is_a_usage_error(kubeconfig: str, cache: str) -> None:
+    result = sktrace("start", "--kubeconfig", kubeconfig, "--cache", cache, "--duration", "soon", check=False)
+    assert result.returncode == 1
+    assert result.stderr == "Error: invalid duration 'soon': use a number with a unit, like '90s', '10m', '2h' or '1h30m'\n"
+
+
+# -- scope and served kinds --------------------------------------------------------------------------------
+
+
+def test_one_namespace_is_recorded_and_the_scope_is_kept(emu: Emulator, kubeconfig: str, cache: str, tmp_path: Path) -> None:
+    make_deployment(emu, "web", replicas=1)
+    emu.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "other", "namespace": "team"},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                         "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    assert start(kubeconfig, cache, "-n", "team").returncode == 0
+    assert [e[2] for e in events(cache)] == ["other"]
+    widened = start(kubeconfig, cache)
+    assert widened.returncode == 1
+    assert widened.stderr == (
+        f"Error: cache {cache} records namespace 'team', not all namespaces; record this scope into another --cache FILE\n"
+    )
+
+
+def test_a_kind_the_server_does_not_serve_is_a_warning_while_others_record(emu: Emulator, kubeconfig: str, cache: str,
+                                                                           tmp_path: Path) -> None:
+    config = tmp_path / "tracer.yaml"
+    config.write_text("trackedObjects:\n  example.com/v1.Widget: {}\n  apps/v1.Deployment: {}\n")
+    make_deployment(emu, "web", replicas=1)
+    result = start(kubeconfig, cache, "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert ("Warning: kind example.com/v1.Widget is not served by this cluster; it is not recorded "
+            "(check the config's GVK and the cluster's API versions)") in result.stderr
+    assert [e[2] for e in events(cache)] == ["web"]
+    config.write_text("trackedObjects:\n  example.com/v1.Widget: {}\n")
+    refused = start(kubeconfig, cache, "--config", str(config))
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines()[-1] == (
+        "Error: none of the configured kinds is served by this cluster (example.com/v1.Widget); fix the GVKs in --config"
+    )
+
+
+def test_sigterm_is_a_prompt_clean_stop(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    proc = start_background(kubeconfig, cache, duration="60")
+    wait_synced(cache, 1, proc)
+    asked = time.time()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert time.time() - asked < 5
+    assert run_row(cache, 1)[3] == 1 and out.startswith("Recorded 0 events in ")
+    wal = Path(cache + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # checkpointed

@@ -1,0 +1,247 @@
+"""recorder.Ingest: the rules applied to sink messages, over a real sqlite cache (no cluster, no threads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from kubectl_sktrace import hashing
+from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.recorder import REPLICASET, Ingest
+from kubectl_sktrace.store import open_cache
+from kubectl_sktrace.store.recording import Recording, decompress_body
+from kubectl_sktrace.tracerconfig import TrackedObject, TracerConfig
+
+DEPLOY = GVK("apps", "v1", "Deployment")
+SECRET = GVK("", "v1", "Secret")
+T0 = 1_800_000_000.0
+
+
+def iso(ts: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def deployment(name: str, uid: str, *, replicas: int = 1, created: float = T0 - 1000, rv: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "ns", "uid": uid, "resourceVersion": rv, "creationTimestamp": iso(created)},
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+            "status": {"replicas": replicas}}
+
+
+def replicaset(name: str, uid: str, owner: str, owner_uid: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "ns", "uid": uid,
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": owner, "uid": owner_uid}]},
+            "spec": {}}
+
+
+def pod(name: str, uid: str, *, rs: str | None, rs_uid: str = "", started: float | None = None, finished: float | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": uid}
+    if rs:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs_uid}]
+    state: dict[str, Any] = {}
+    if started is not None and finished is not None:
+        state = {"terminated": {"startedAt": iso(started), "finishedAt": iso(finished), "exitCode": 0}}
+    elif started is not None:
+        state = {"running": {"startedAt": iso(started)}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"containerStatuses": [{"name": "c", "state": state}] if state else []}}
+
+
+CONFIG = TracerConfig(tracked={DEPLOY: TrackedObject(pod_spec_template_paths=("/spec/template",), track_lifecycle=True)})
+
+
+class Harness:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fetched: list[ObjKey] = []
+        self.remote: dict[ObjKey, dict[str, Any]] = {}
+        self.cache = open_cache(path, create=True)
+        self.rec = Recording(self.cache)
+
+    def ingest(self, *, config: TracerConfig = CONFIG, started: float = T0) -> Ingest:
+        previous = self.rec.previous_run()
+        run = self.rec.begin_run(started=started, pid=1, config_yaml="")
+        self.rec.begin()
+        return Ingest(recording=self.rec, run_id=run, config=config, owner_kinds={REPLICASET},
+                      fetch_owner=self._fetch, gap_start=None if previous is None else previous.stopped)
+
+    def _fetch(self, key: ObjKey) -> dict[str, Any] | None:
+        self.fetched.append(key)
+        return self.remote.get(key)
+
+    def finish(self, ingest: Ingest, stopped: float) -> None:
+        ingest.before_commit(stopped)
+        self.rec.commit()
+        self.rec.stop_run(ingest.run_id, stopped, clean=True)
+
+    def events(self) -> list[tuple[Any, ...]]:
+        return self.cache.conn.execute("SELECT ts, gvk, name, op, inferred FROM events ORDER BY id").fetchall()
+
+    def pods(self) -> dict[str, tuple[Any, ...]]:
+        rows = self.cache.conn.execute("SELECT name, owner_name, start_ts, end_ts, end_inferred, live FROM pods").fetchall()
+        return {r[0]: r[1:] for r in rows}
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Iterator[Harness]:
+    harness = Harness(tmp_path / "cache.db")
+    yield harness
+    harness.cache.close()
+
+
+def listing(ingest: Ingest, gvk: GVK, items: list[dict[str, Any]], ts: float, *, rv: str = "100") -> None:
+    ingest.relist_begin(gvk, ts)
+    ingest.relist_page(gvk, items, ts)
+    ingest.relist_end(gvk, rv, ts)
+
+
+def first_run(h: Harness) -> None:
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1"), deployment("api", "d2")], T0)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1"), replicaset("api-1", "r2", "api", "d2")], T0)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50),
+                       pod("api-1-a", "p2", rs="api-1", rs_uid="r2", started=T0 - 40)], T0)
+    h.finish(ing, T0 + 100)
+
+
+def test_fresh_cache_records_listed_objects_and_pod_owners_without_gets(h: Harness) -> None:
+    first_run(h)
+    assert h.events() == [(int(T0), "apps/v1.Deployment", "web", 0, 0), (int(T0), "apps/v1.Deployment", "api", 0, 0)]
+    assert h.pods() == {"web-1-a": ("web", int(T0) - 50, None, 0, 1), "api-1-a": ("api", int(T0) - 40, None, 0, 1)}
+    assert h.fetched == []
+    stable = h.cache.conn.execute("SELECT stable_hash FROM pods WHERE name='web-1-a'").fetchone()[0]
+    assert stable % (1 << 64) == hashing.pod_spec_hash(pod("x", "x", rs=None)["spec"])
+    assert h.cache.conn.execute("SELECT resource_version FROM watch_state WHERE gvk='v1.Pod'").fetchone() == ("100",)
+
+
+def test_restart_infers_deletions_finishes_vanished_pods_and_stamps_offline_creations(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500)
+    relist = T0 + 500.4
+    listing(ing, DEPLOY, [deployment("web", "d1"), deployment("new", "d3", created=T0 + 300)], relist)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1"), replicaset("new-1", "r3", "new", "d3")], relist)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50),
+                       pod("new-1-a", "p3", rs="new-1", rs_uid="r3", started=T0 + 310)], relist)
+    h.finish(ing, T0 + 600)
+    assert h.events()[2:] == [
+        (int(T0) + 300, "apps/v1.Deployment", "new", 0, 1),  # created offline: stamped with its creationTimestamp
+        (int(T0) + 500, "apps/v1.Deployment", "api", 1, 1),  # vanished offline: deleted at the relist, inferred
+    ]
+    assert h.pods()["api-1-a"] == ("api", int(T0) - 40, int(T0) + 500, 1, 0)
+    assert h.pods()["new-1-a"] == ("new", int(T0) + 310, None, 0, 1)
+    assert ing.stats[DEPLOY].deleted_offline == 1 and ing.stats[DEPLOY].applied == 1
+
+
+def test_offline_finish_scale_and_recreate(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500)
+    relist = T0 + 500
+    listing(ing, DEPLOY, [deployment("web", "d1", replicas=3), deployment("api", "d9", created=T0 - 10)], relist)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1")], relist)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50, finished=T0 + 200)], relist)
+    h.finish(ing, T0 + 600)
+    assert h.events()[2:] == [
+        (int(T0) + 500, "apps/v1.Deployment", "web", 0, 1),  # scaled offline: one applied event
+        (int(T0) + 500, "apps/v1.Deployment", "api", 1, 1),  # re-created with the same name: a delete...
+        (int(T0) + 500, "apps/v1.Deployment", "api", 0, 1),  # ...and an apply (created before the gap: relist time)
+    ]
+    assert h.pods()["web-1-a"] == ("web", int(T0) - 50, int(T0) + 200, 0, 1)  # its true end, not the relist time
+
+
+def test_live_events_status_only_changes_and_deletions(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500)
+    listing(ing, DEPLOY, [deployment("web", "d1"), deployment("api", "d2")], T0 + 500)
+    quiet = deployment("web", "d1")
+    quiet["status"] = {"replicas": 7}
+    quiet["metadata"]["labels"] = {"a": "b"}
+    ing.event(DEPLOY, "MODIFIED", quiet, T0 + 501.2)
+    ing.event(DEPLOY, "MODIFIED", deployment("web", "d1", replicas=5), T0 + 502.7)
+    ing.event(DEPLOY, "DELETED", deployment("api", "d2"), T0 + 503.1)
+    ing.event(DEPLOY, "DELETED", deployment("ghost", "d7"), T0 + 503.2)
+    h.finish(ing, T0 + 504)
+    assert h.events()[2:] == [(int(T0) + 502, "apps/v1.Deployment", "web", 0, 0), (int(T0) + 503, "apps/v1.Deployment", "api", 1, 0)]
+    body = decompress_body(h.cache.conn.execute("SELECT body FROM events WHERE ts = ?", (int(T0) + 502,)).fetchone()[0])
+    assert body["spec"]["replicas"] == 5 and "uid" not in body["metadata"] and body["metadata"]["annotations"] == {}
+    assert ing.stats[DEPLOY].deleted_live == 1
+
+
+def test_pod_lifecycle_through_watch_events(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500)
+    listing(ing, DEPLOY, [deployment("web", "d1"), deployment("api", "d2")], T0 + 500)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1"), replicaset("api-1", "r2", "api", "d2")], T0 + 500)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50),
+                       pod("api-1-a", "p2", rs="api-1", rs_uid="r2", started=T0 - 40)], T0 + 500)
+    ing.event(POD, "ADDED", pod("web-1-b", "p4", rs="web-1", rs_uid="r1"), T0 + 510)
+    ing.event(POD, "MODIFIED", pod("web-1-b", "p4", rs="web-1", rs_uid="r1", started=T0 + 511), T0 + 511.5)
+    ing.event(POD, "MODIFIED", pod("web-1-b", "p4", rs="web-1", rs_uid="r1", started=T0 + 999), T0 + 512)  # refused
+    ing.event(POD, "DELETED", pod("web-1-b", "p4", rs="web-1", rs_uid="r1", started=T0 + 511), T0 + 520.9)
+    ing.event(POD, "DELETED", pod("api-1-a", "p2", rs="api-1", rs_uid="r2", started=T0 - 40, finished=T0 + 515), T0 + 521)
+    h.finish(ing, T0 + 530)
+    assert h.pods()["web-1-b"] == ("web", int(T0) + 511, int(T0) + 520, 0, 0)
+    assert h.pods()["api-1-a"] == ("api", int(T0) - 40, int(T0) + 515, 0, 0)
+    assert ing.stats[DEPLOY].lifecycles == 1
+    assert "p4" not in ing.pods
+
+
+def test_unknown_owner_is_fetched_once_and_cached(h: Harness) -> None:
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    listing(ing, REPLICASET, [], T0)
+    h.remote[ObjKey(REPLICASET, "ns", "web-2")] = replicaset("web-2", "r5", "web", "d1")
+    listing(ing, POD, [pod("web-2-a", "p5", rs="web-2", rs_uid="r5", started=T0),
+                       pod("web-2-b", "p6", rs="web-2", rs_uid="r5", started=T0),
+                       pod("lost-a", "p7", rs="lost", rs_uid="r9", started=T0)], T0)
+    h.finish(ing, T0 + 1)
+    assert h.fetched == [ObjKey(REPLICASET, "ns", "web-2"), ObjKey(REPLICASET, "ns", "lost")]
+    assert h.pods()["web-2-a"][0] == "web" and h.pods()["lost-a"][0] is None
+    assert h.cache.conn.execute("SELECT uid FROM owners WHERE name='web-2'").fetchone() == ("r5",)
+
+
+def test_an_unfinished_relist_deletes_nothing(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500)
+    ing.relist_begin(DEPLOY, T0 + 500)
+    ing.relist_page(DEPLOY, [deployment("web", "d1")], T0 + 500)
+    ing.relist_begin(DEPLOY, T0 + 501)  # the list failed midway and starts over
+    ing.relist_page(DEPLOY, [deployment("api", "d2")], T0 + 501)
+    h.finish(ing, T0 + 502)
+    assert len(h.events()) == 2
+    assert set(h.rec.load_live_objects()) == {ObjKey(DEPLOY, "ns", "web"), ObjKey(DEPLOY, "ns", "api")}
+
+
+def test_secrets_are_stored_without_values_unless_opted_in(h: Harness) -> None:
+    config = TracerConfig(tracked={SECRET: TrackedObject()})
+    ing = h.ingest(config=config)
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns", "uid": "s1"},
+              "data": {"password": "aHVudGVyMg=="}, "stringData": {"token": "t0p"}}
+    listing(ing, SECRET, [secret], T0)
+    h.finish(ing, T0 + 1)
+    body = decompress_body(h.cache.conn.execute("SELECT body FROM events").fetchone()[0])
+    assert body["data"] == {"password": ""} and body["stringData"] == {"token": ""}
+
+
+def test_skip_owned_ignores_owned_objects(h: Harness) -> None:
+    config = TracerConfig(tracked={POD: TrackedObject(pod_spec_template_paths=("",), track_lifecycle=True, skip_owned=True)})
+    ing = h.ingest(config=config)
+    listing(ing, POD, [pod("bare", "b1", rs=None, started=T0 - 5), pod("owned", "o1", rs="x", rs_uid="rx", started=T0 - 5)], T0)
+    h.finish(ing, T0 + 1)
+    assert h.events() == [(int(T0), "v1.Pod", "bare", 0, 0)]
+    assert h.pods()["bare"][0] == "bare"  # a bare pod is its own lifecycle owner
+
+
+def test_a_malformed_object_is_skipped_and_the_list_deletes_nothing(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500)
+    listing(ing, DEPLOY, [{"metadata": None}, deployment("api", "d2")], T0 + 500)
+    ing.event(DEPLOY, "MODIFIED", {"metadata": 7}, T0 + 501)
+    h.finish(ing, T0 + 502)
+    assert len(h.events()) == 2  # nothing deleted, nothing recorded for the unreadable objects
+    assert set(h.rec.load_live_objects()) == {ObjKey(DEPLOY, "ns", "web"), ObjKey(DEPLOY, "ns", "api")}

@@ -1,0 +1,104 @@
+"""status: what a cache holds, rendered exactly as a person reads it (store.status + status)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import yaml
+
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.status import render_status, status_to_dict
+from kubectl_sktrace.store import WriterLock, open_cache
+from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, Identity, Recording
+from kubectl_sktrace.store.status import cache_status
+
+DEPLOY = GVK("apps", "v1", "Deployment")
+T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+
+
+@pytest.fixture
+def rec(tmp_path: Path) -> Iterator[Recording]:
+    cache = open_cache(tmp_path / "c.db", create=True)
+    yield Recording(cache)
+    cache.close()
+
+
+def record_two_runs(rec: Recording) -> None:
+    rec.check_identity(Identity(server="https://k:6443", cluster_uid="ks-uid", context="prod", namespace=""))
+    run1 = rec.begin_run(started=T0, pid=11, config_yaml="")
+    with rec.batch():
+        rec.mark_synced(run1, T0 + 2)
+        for name in ("a", "b"):
+            rec.append_event(run1, EventRow(ts=int(T0) + 2, recv=T0 + 2, key=ObjKey(DEPLOY, "ns", name), uid=name, op=OP_APPLIED,
+                                            spec_hash=1, body={}))
+            rec.upsert_object(ObjKey(DEPLOY, "ns", name), uid=name, spec_hash=1, resource_version="1", created=None, seen=T0)
+        rec.insert_pod(uid="p1", namespace="ns", name="a-1", owner=ObjKey(DEPLOY, "ns", "a"), stable_hash=5, start_ts=int(T0),
+                       end_ts=None, seen=T0)
+        rec.insert_pod(uid="p2", namespace="ns", name="b-1", owner=None, stable_hash=None, start_ts=None, end_ts=None, seen=T0)
+        rec.heartbeat(run1, T0 + 60)
+    run2 = rec.begin_run(started=T0 + 3600, pid=12, config_yaml="")
+    with rec.batch():
+        rec.append_event(run2, EventRow(ts=int(T0) + 3600, recv=T0 + 3600, key=ObjKey(DEPLOY, "ns", "b"), uid="b", op=OP_DELETED,
+                                        inferred=True))
+        rec.delete_object(ObjKey(DEPLOY, "ns", "b"))
+        rec.update_pod("p1", start_ts=int(T0), end_ts=int(T0) + 3600, end_inferred=True, live=False, seen=T0 + 3600)
+        rec.mark_synced(run2, T0 + 3601)
+    rec.stop_run(run2, T0 + 3720, clean=True)
+
+
+def test_table_shows_identity_runs_gaps_and_counts(rec: Recording) -> None:
+    record_two_runs(rec)
+    status = cache_status(rec.cache)
+    text = render_status(status, "table")
+    size = text.splitlines()[1].split(None, 1)[1]
+    assert text == f"""cache            {rec.cache.path}
+size             {size}
+cluster          https://k:6443
+kube-system uid  ks-uid
+context          prod
+scope            all namespaces
+events           3 (2027-01-15T08:00:02Z .. 2027-01-15T09:00:00Z)
+pods             2 seen, 1 live, 0 running, 1 finished, 1 with a lifecycle owner
+
+Runs:
+RUN    STARTED               SYNCED                STOPPED               DURATION    STATE
+-----  --------------------  --------------------  --------------------  ----------  -------
+1      2027-01-15T08:00:00Z  2027-01-15T08:00:02Z  2027-01-15T08:01:00Z  1m00s       crashed
+2      2027-01-15T09:00:00Z  2027-01-15T09:00:01Z  2027-01-15T09:02:00Z  2m00s       clean
+
+Gaps (not observed live; reconstructed by the next run's relist):
+FROM                  TO                    DURATION
+--------------------  --------------------  ----------
+2027-01-15T08:01:00Z  2027-01-15T09:00:00Z  59m00s
+
+Kinds:
+KIND                LIVE    APPLIED    DELETED    DELETED WHILE OFFLINE
+------------------  ------  ---------  ---------  -----------------------
+apps/v1.Deployment  1       2          1          1"""
+
+
+def test_json_and_yaml_carry_the_same_data(rec: Recording) -> None:
+    record_two_runs(rec)
+    status = cache_status(rec.cache)
+    data = json.loads(render_status(status, "json"))
+    assert data == status_to_dict(status) == yaml.safe_load(render_status(status, "yaml"))
+    assert data["runs"][1] == {"run": 2, "started": "2027-01-15T09:00:00Z", "synced": "2027-01-15T09:00:01Z",
+                               "stopped": "2027-01-15T09:02:00Z", "duration": "2m00s", "state": "clean", "pid": 12}
+    assert data["gaps"] == [{"from": "2027-01-15T08:01:00Z", "to": "2027-01-15T09:00:00Z", "duration": "59m00s"}]
+    assert data["pods"] == {"seen": 2, "live": 1, "withLifecycleOwner": 1, "running": 0, "finished": 1}
+
+
+def test_a_run_holding_the_lock_is_running(rec: Recording) -> None:
+    rec.begin_run(started=T0, pid=11, config_yaml="")
+    with WriterLock(rec.cache.path):
+        assert cache_status(rec.cache).runs[0].state == "running"
+    assert cache_status(rec.cache).runs[0].state == "crashed"
+
+
+def test_an_empty_cache(rec: Recording) -> None:
+    text = render_status(cache_status(rec.cache), "table")
+    assert "cluster          - (nothing recorded yet)" in text
+    assert text.endswith("Runs: none\n\nKinds: none recorded")
