@@ -21,6 +21,7 @@ holds the whole trace in memory.
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -175,6 +176,11 @@ def _not_a_trace(detail: str) -> TraceFormatError:
     return TraceFormatError(f"not a SimKube trace: {detail}")
 
 
+def _damaged(detail: str) -> TraceFormatError:
+    """A wrong shape inside a msgpack map: most likely damage, or a file some other program wrote."""
+    return _not_a_trace(f"{detail}; the file is damaged or not a trace")
+
+
 def _first_byte_kind(data: bytes) -> str:
     first = data[0]
     if 0x80 <= first <= 0x8F or first in (0xDE, 0xDF):
@@ -198,10 +204,10 @@ def decode_trace(data: bytes) -> Trace:
     values = _read_top_map(data)
     for key in KEYS:
         if key not in values:
-            raise _not_a_trace(f"the key {key!r} is missing")
+            raise _damaged(f"the key {key!r} is missing")
     version = values["version"]
     if not isinstance(version, int) or isinstance(version, bool):
-        raise _not_a_trace(f"'version' must be an integer, found {_type_name(version)}")
+        raise _damaged(f"'version' must be an integer, found {_type_name(version)}")
     if version < FORMAT_VERSION:
         raise TraceFormatError(f"format version {version} was {_PRE_V2}")
     if version > FORMAT_VERSION:
@@ -238,7 +244,7 @@ def _read_top_map(data: bytes) -> dict[str, Any]:
             elif isinstance(key, str):
                 values[key] = unpacker.unpack()
             else:
-                raise _not_a_trace(f"a top-level key is {_type_name(key)}, expected the names {', '.join(KEYS)}")
+                raise _damaged(f"a top-level key is {_type_name(key)}, expected the names {', '.join(KEYS)}")
     except msgpack.OutOfData:
         raise TraceFormatError("the trace is truncated (the data ends in the middle); copy or export it again") from None
     except TraceFormatError:
@@ -254,7 +260,7 @@ def _read_top_map(data: bytes) -> dict[str, Any]:
 
 def _require(cond: bool, what: str, value: object, expected: str) -> None:
     if not cond:
-        raise _not_a_trace(f"{what} must be {expected}, found {_type_name(value)}")
+        raise _damaged(f"{what} must be {expected}, found {_type_name(value)}")
 
 
 def _is_int(value: object) -> bool:
@@ -275,7 +281,7 @@ def _check_events(events: object) -> None:
         _require(isinstance(event, dict), f"'events[{i}]'", event, "a map")
         for key in ("ts", "applied_objs", "deleted_objs"):
             if key not in event:
-                raise _not_a_trace(f"'events[{i}]' has no key {key!r}")
+                raise _damaged(f"'events[{i}]' has no key {key!r}")
         _require(_is_int(event["ts"]), f"'events[{i}].ts'", event["ts"], "an integer")
         for key in ("applied_objs", "deleted_objs"):
             objs = event[key]
@@ -320,4 +326,4 @@ def _lifecycle_entry(entry: object, where: str) -> dict[str, Any]:
             return {"Running": value}
         if state == "Finished" and isinstance(value, tuple) and len(value) == 2 and all(_is_int(v) for v in value):
             return {"Finished": list(value)}
-    raise _not_a_trace(f"a lifecycle in {where} is not {{'Running': start}} or {{'Finished': [start, end]}}: {entry!r}")
+    raise _damaged(f"a lifecycle in {where} is not {{'Running': start}} or {{'Finished': [start, end]}}: {reprlib.repr(entry)}")

@@ -99,7 +99,9 @@ def load_config(path: str) -> TracerConfig:
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file; check --config (print a starting point with 'kubectl sktrace config')") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the config file: {getattr(exc, 'strerror', None) or exc}") from None
+        raise ConfigError(
+            f"{path}: cannot read the config file: {getattr(exc, 'strerror', None) or exc}; pass a readable UTF-8 YAML file with --config"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -85,8 +85,17 @@ class Cache:
     def __enter__(self) -> Cache:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise _unusable(self.path, exc) from exc
+
+
+def _unusable(path: Path, exc: sqlite3.DatabaseError) -> CacheError:
+    """A read or write that sqlite refused after the cache opened: damage found deep in the file, or I/O."""
+    if getattr(exc, "sqlite_errorname", "") in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "malformed" in str(exc):
+        return CacheError(f"cache {path} is damaged ({exc}); record into a new --cache (the file was left as it is)")
+    return CacheError(f"cannot use cache {path} ({exc}); retry, or check the file's permissions and free disk space")
 
 
 def open_cache(path: str | os.PathLike[str], *, create: bool) -> Cache:

@@ -1,0 +1,125 @@
+"""Concurrency: readers beside a writing recorder, a second recorder refused, exports racing each other.
+
+One recorder records a busy seeded workload (about 80 changes a second) while, in parallel processes,
+``export``, ``status``, ``inspect`` and ``validate`` run over and over against the same cache: every one must
+succeed, and every export must be a loadable trace. Two exports of a window that already ended, started at
+the same moment (also onto the same output path), must give identical bytes. A second ``start`` on the
+cache and a ``prune`` beside the recorder are refused with one line naming the running process, and the
+recorder carries on undisturbed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from reliability_support import EXE, Recorder, Run, Traffic, assert_one_error, has_command, integrity_check, private_env, run_cli
+
+pytestmark = [
+    pytest.mark.skipif(not has_command("start"), reason="the recorder (start) is not in this build"),
+    pytest.mark.timeout(240),
+]
+
+NAMESPACE = "busy"
+
+
+@pytest.fixture
+def recording(tmp_path: Path) -> Iterator[tuple[Recorder, Path, float]]:
+    """A recorder writing a busy workload into tmp_path/cache.db; yields it, the cache and its start time."""
+    from kubectl_sktrace.emulator import Emulator
+
+    emu = Emulator(seed=21).start()
+    traffic = None
+    try:
+        kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
+        emu.write_kubeconfig(kubeconfig)
+        traffic = Traffic(emu, seed=21, rate=80, namespace=NAMESPACE).start()
+        t0 = time.time()
+        rec = Recorder(kubeconfig=kubeconfig, cache=cache, home=tmp_path, log=tmp_path / "rec.log")
+        assert rec.wait_for("initial sync done", timeout=60), rec.output()
+        time.sleep(2.0)
+        yield rec, cache, t0
+        assert rec.proc.poll() is None, f"the recorder died:\n{rec.output()[-3000:]}"
+        assert rec.stop() == 0, rec.output()[-3000:]
+        assert integrity_check(cache) == "ok"
+    finally:
+        if traffic is not None:
+            traffic.stop()
+        emu.stop()
+
+
+def _parallel(home: Path, commands: list[list[str]]) -> list[Run]:
+    """Start every command at once, as separate processes, and collect what each printed."""
+    procs = [(args, subprocess.Popen([EXE, *args], env=private_env(home), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)) for args in commands]
+    results = []
+    for args, proc in procs:
+        out, err = proc.communicate(timeout=120)
+        results.append(Run(tuple(args), proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")))
+    return results
+
+
+def test_readers_run_while_the_recorder_writes(tmp_path: Path, recording: tuple[Recorder, Path, float]) -> None:
+    from kubectl_sktrace import traceformat
+
+    rec, cache, t0 = recording
+    rounds, runs_done, events_seen = 4, 0, []
+    for i in range(rounds):
+        out = tmp_path / f"live-{i}.sktrace"
+        results = _parallel(tmp_path, [
+            ["export", "--cache", str(cache), "-s", f"@{int(t0) - 5}", "-t", "now", "--include-namespaces", NAMESPACE, "-O", str(out)],
+            ["status", "--cache", str(cache)],
+            ["status", "--cache", str(cache), "-o", "json"],
+            ["export", "--cache", str(cache), "-s", f"@{int(t0) - 5}", "-t", "now", "--format", "json", "-O", "-"],
+        ])
+        for result in results:
+            assert result.code == 0 and "Traceback" not in result.stderr, result.describe()
+        events_seen.append(len(traceformat.read_trace(out).events))
+        checks = _parallel(tmp_path, [["inspect", str(out)], ["validate", "-o", "json", str(out)]])
+        assert checks[0].code == 0, checks[0].describe()
+        assert checks[1].code in (0, 1) and '"findings"' in checks[1].stdout, checks[1].describe()
+        runs_done += len(results) + len(checks)
+        time.sleep(0.5)
+    assert events_seen == sorted(events_seen) and events_seen[-1] > 0, events_seen
+    print(f"\nconcurrency: {runs_done} reader processes beside the recorder; export event counts {events_seen}")
+
+
+def test_two_exports_of_a_closed_window_are_identical(tmp_path: Path, recording: tuple[Recorder, Path, float]) -> None:
+    rec, cache, t0 = recording
+    end = int(time.time()) - 1  # every event before this second is committed (commits are at most 0.5 s apart)
+    time.sleep(1.0)
+    shared = tmp_path / "shared.sktrace"
+    window = ["--cache", str(cache), "-s", f"@{int(t0) - 5}", "-t", f"@{end}", "--include-namespaces", NAMESPACE]
+    results = _parallel(tmp_path, [
+        ["export", *window, "-O", str(tmp_path / "a.sktrace")],
+        ["export", *window, "-O", str(tmp_path / "b.sktrace")],
+        ["export", *window, "-O", str(shared)],
+        ["export", *window, "-O", str(shared)],
+    ])
+    for result in results:
+        assert result.code == 0, result.describe()
+    a = (tmp_path / "a.sktrace").read_bytes()
+    assert a == (tmp_path / "b.sktrace").read_bytes() == shared.read_bytes()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")], "no temporary file left behind"
+
+
+def test_second_recorder_and_prune_are_refused(tmp_path: Path, recording: tuple[Recorder, Path, float]) -> None:
+    rec, cache, t0 = recording
+    kubeconfig = tmp_path / "kubeconfig"
+    second = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "5s"], home=tmp_path)
+    assert_one_error(second, f"another recorder (pid {rec.proc.pid}) is already writing to {cache}", "stop it first")
+    prune = run_cli(["prune", "--cache", str(cache), "--before", "-1h"], home=tmp_path)
+    assert_one_error(prune, f"a recorder (pid {rec.proc.pid}) is writing to {cache}", "stop the recorder, then prune")
+    with ThreadPoolExecutor(4) as pool:
+        refused = list(pool.map(lambda _: run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache)], home=tmp_path),
+                                range(4)))
+    for result in refused:
+        assert_one_error(result, f"pid {rec.proc.pid}")
+    time.sleep(1.0)
+    assert rec.proc.poll() is None
+    assert "Error" not in rec.output()
