@@ -36,7 +36,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
 import yaml
 
@@ -188,18 +188,30 @@ def _event_writer(writer: Any, *, packed: bool, keep_status: bool) -> Callable[[
     return write
 
 
-def _groups(events: Iterator[history.StoredEvent], exported: dict[ObjKey, int]) -> Iterator[tuple[int, list[history.StoredEvent]]]:
-    """Consecutive exported rows of one second, as ``(ts, rows)``; seconds with no exported row skipped."""
+_Row = TypeVar("_Row", history.EventHead, history.StoredEvent)
+
+
+def _groups(events: Iterable[_Row], exported: dict[ObjKey, int]) -> Iterator[tuple[int, list[_Row]]]:
+    """The trace's events as ``(ts, rows)``: consecutive exported rows of one second, seconds with no
+    exported row skipped.
+
+    SimKube's driver applies an event's applied objects before its deleted ones, so an object deleted and
+    re-created within one second would end deleted. A row applying an object already deleted in the
+    current event therefore starts a new event with the same timestamp (timestamps stay non-decreasing).
+    Both export passes group through here, so the announced event count matches what is written."""
     current_ts: int | None = None
-    rows: list[history.StoredEvent] = []
+    rows: list[_Row] = []
+    deleted: set[ObjKey] = set()
     for event in events:
         if event.key not in exported:
             continue
-        if event.ts != current_ts:
+        if event.ts != current_ts or (not event.deleted and event.key in deleted):
             if rows:
                 yield current_ts, rows  # type: ignore[misc]
-            current_ts, rows = event.ts, []
+            current_ts, rows, deleted = event.ts, [], set()
         rows.append(event)
+        if event.deleted:
+            deleted.add(event.key)
     if rows:
         yield current_ts, rows  # type: ignore[misc]
 
@@ -229,15 +241,12 @@ def export_trace(
             raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
         plan = _plan(cache, end_ts=end_ts, filters=filters)
         groups = inferred = inferred_deleted = 0
-        last_ts = None
-        for head in history.window_heads(cache, start_ts=start_ts, end_ts=end_ts):
-            if head.key not in plan.exported:
-                continue
-            if head.ts != last_ts:
-                groups, last_ts = groups + 1, head.ts
-            if head.inferred:
-                inferred += 1
-                inferred_deleted += head.deleted
+        for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts), plan.exported):
+            groups += 1
+            for head in heads:
+                if head.inferred:
+                    inferred += 1
+                    inferred_deleted += head.deleted
         config = _exported_config(cache, all_runs, at=end_ts)
         writer = _make_writer(fmt, stream, config=config, event_count=1 + groups)
         write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status)

@@ -204,9 +204,6 @@ def test_recreated_while_offline_stays_alive(tmp_path: Path) -> None:
         assert _export_and_compare(tmp_path, cache, truth, t0) == []
 
 
-@pytest.mark.xfail(strict=True, reason="export: a delete and a re-creation of the same object in one second land in "
-                   "one event, and SimKube's driver applies an event's applied objects before its deleted ones, so "
-                   "the object ends deleted")
 def test_recreated_within_one_second_stays_alive(tmp_path: Path) -> None:
     from kubectl_sktrace.emulator import Emulator
 

@@ -327,3 +327,24 @@ def test_write_atomically_refuses_a_missing_directory(tmp_path):
     assert str(info.value) == (
         f"cannot write {tmp_path}/nope/out.sktrace: the directory {tmp_path}/nope does not exist; create it or pass another -O/--output-file"
     )
+
+
+def test_a_deletion_and_re_creation_in_one_second_become_two_events_of_that_second(cache_builder):
+    """SimKube's driver applies an event's applied objects before its deleted ones: a delete then re-create
+    in one event would leave the object deleted, so the re-creation starts a new event at the same ts."""
+    b = cache_builder
+    b.run(started=0, stopped=30)
+    b.apply(2, dep("web", 1), uid="uid-old")
+    b.delete(7, dep("web"), uid="uid-old")
+    b.apply(7, dep("web", 3), uid="uid-new")
+    b.apply(7, dep("api", 1))
+    report, data = run_export(b, 0, 10)
+    events = decode(data)["events"]
+    assert [(e["ts"], names(e["applied_objs"]), names(e["deleted_objs"])) for e in events] == [
+        (0, [], []),
+        (2, [("Deployment", "web")], []),
+        (7, [], [("Deployment", "web")]),
+        (7, [("Deployment", "web"), ("Deployment", "api")], []),
+    ]
+    assert events[3]["applied_objs"][0]["spec"] == {"replicas": 3}
+    assert report.events == 4
