@@ -28,12 +28,27 @@ _state = {"verbosity": 0}
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+DEBUG_VERBOSITY = 4
+
+
+def configure_logging(verbosity: int) -> None:
+    """Logs go to stderr. Below debug verbosity only our own records pass: the kubernetes client logs
+    failures (of an exec credential plugin, say) on the root logger, and those would precede, and repeat
+    less clearly, the one ``Error:`` line the user gets. Without ``-v``, warnings read ``Warning: ...``."""
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity < DEBUG_VERBOSITY else logging.DEBUG
+    handler = logging.StreamHandler(sys.stderr)
+    fmt = "Warning: %(message)s" if verbosity <= 0 else "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(logging.Formatter(fmt))
+    if verbosity < DEBUG_VERBOSITY:
+        handler.addFilter(lambda record: record.name.startswith("kubectl_sktrace"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+
+
 def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
     if value is None:
         return value
     _state["verbosity"] = max(_state["verbosity"], value)
-    level = logging.WARNING if value <= 0 else logging.INFO if value < 4 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    configure_logging(_state["verbosity"])
     return value
 
 
@@ -391,6 +406,7 @@ def main() -> None:
     # Shell completion is generated for the executable's own name: with "kubectl sktrace" click would name
     # the variable with a space and register the completion function for the words kubectl and sktrace.
     completing = COMPLETE_VAR in os.environ
+    configure_logging(0)
     cli(prog_name="kubectl-sktrace" if completing else "kubectl sktrace", complete_var=COMPLETE_VAR)
 
 

@@ -545,18 +545,13 @@ def _exec_user(tmp_path: Path, script: str | None) -> dict[str, Any]:
     return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": command, "interactiveMode": "Never"}}
 
 
-_CLIENT_LOGS = "the kubernetes client logs exec plugin failures on the root logger, so 'ERROR:root:...' lines precede our Error: line"
-
 EMULATOR_KUBECONFIG_CASES = [
     pytest.param("user", {"token": "wrong-token"}, "unauthorized (401)", "log in again", id="wrong-token"),
     pytest.param("cluster", {"certificate-authority-data": "bm90IGEgY2VydGlmaWNhdGU="}, "TLS certificate check failed",
                  "check certificate-authority", id="bad-certificate-data"),
-    pytest.param("exec", "echo 'login required' >&2\nexit 3\n", "unauthorized (401)", "exec plugin", id="exec-plugin-fails",
-                 marks=pytest.mark.xfail(strict=True, reason=_CLIENT_LOGS)),
-    pytest.param("exec", "echo 'this is not json'\n", "unauthorized (401)", "exec plugin", id="exec-plugin-garbage",
-                 marks=pytest.mark.xfail(strict=True, reason=_CLIENT_LOGS)),
-    pytest.param("exec", None, "unauthorized (401)", "exec plugin", id="exec-plugin-missing",
-                 marks=pytest.mark.xfail(strict=True, reason=_CLIENT_LOGS)),
+    pytest.param("exec", "echo 'login required' >&2\nexit 3\n", "unauthorized (401)", "exec plugin", id="exec-plugin-fails"),
+    pytest.param("exec", "echo 'this is not json'\n", "unauthorized (401)", "exec plugin", id="exec-plugin-garbage"),
+    pytest.param("exec", None, "unauthorized (401)", "exec plugin", id="exec-plugin-missing"),
 ]
 
 
