@@ -387,16 +387,17 @@ def _recorded_window(cache: str) -> tuple[int, int]:
 
 def closing_words(result: DemoResult, *, output_file: str) -> str:
     """The last lines: where the trace is and what to run next."""
-    lines = [
-        f"Done in {result.seconds:.0f}s. Your trace: {result.trace}",
-        "Next, try:",
-        f"  kubectl sktrace inspect {output_file} --events     # every event: + applied, - deleted",
-        f"  kubectl sktrace export --cache {result.cache} -s -5m --format yaml -O -   # the same history, readable"
-        if result.cache else "  kubectl sktrace demo --cache demo.db               # keep the cache, to export it again",
-        "  kubectl sktrace start --duration 10m              # record your own cluster (the current context)",
-        f"  skctl xray {output_file}                         # browse it in SimKube's viewer",
+    keep = (f"kubectl sktrace export --cache {result.cache} -s -5m --format yaml -O -", "the same history, readable") if result.cache \
+        else ("kubectl sktrace demo --cache demo.db", "keep the cache, to export it again")
+    commands = [
+        (f"kubectl sktrace inspect {output_file} --events", "every event: + applied, - deleted"),
+        keep,
+        ("kubectl sktrace start --duration 10m", "record your own cluster (the current context)"),
+        (f"skctl xray {output_file}", "browse it in SimKube's viewer"),
     ]
-    return "\n".join(lines)
+    width = max(len(command) for command, _ in commands)
+    return "\n".join([f"Done in {result.seconds:.0f}s. Your trace: {result.trace}", "Next, try:"]
+                     + [f"  {command.ljust(width)}   # {why}" for command, why in commands])
 
 
 def _script(child: _Child, *, clock: Callable[[], float], actions: tuple[tuple[float, Callable[[], None]], ...]) -> None:

@@ -62,11 +62,12 @@ def test_demo_exits_0_narrating_each_step_and_naming_the_trace(demo_run: dict[st
     assert f"$ kubectl sktrace validate {trace}" in lines
     assert f"{trace}: valid, 0 errors, 0 warnings" in lines
     assert any(line.startswith("Done in ") and line.endswith(f"s. Your trace: {trace}") for line in lines)
-    assert lines[-5:-1] == [
+    assert lines[-5:] == [
         "Next, try:",
-        "  kubectl sktrace inspect demo.sktrace --events     # every event: + applied, - deleted",
-        "  kubectl sktrace demo --cache demo.db               # keep the cache, to export it again",
-        "  kubectl sktrace start --duration 10m              # record your own cluster (the current context)",
+        "  kubectl sktrace inspect demo.sktrace --events   # every event: + applied, - deleted",
+        "  kubectl sktrace demo --cache demo.db            # keep the cache, to export it again",
+        "  kubectl sktrace start --duration 10m            # record your own cluster (the current context)",
+        "  skctl xray demo.sktrace                         # browse it in SimKube's viewer",
     ]
     # the restart's reconciliation, as the second start's summary reports it
     second_summary = result.stdout.split("(run 2).")[1]
@@ -162,6 +163,20 @@ def test_bad_options_are_one_error_line_before_anything_starts(args: list[str], 
     result = CliRunner().invoke(cli, ["demo", *args])
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", message)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.db"]
+
+
+def test_closing_words_name_the_trace_and_the_kept_cache() -> None:
+    from kubectl_sktrace.demo import DemoResult, closing_words
+
+    text = closing_words(DemoResult(trace="/w/t.sktrace", cache="d.db", seconds=23.6), output_file="t.sktrace")
+    assert text.splitlines() == [
+        "Done in 24s. Your trace: /w/t.sktrace",
+        "Next, try:",
+        "  kubectl sktrace inspect t.sktrace --events                      # every event: + applied, - deleted",
+        "  kubectl sktrace export --cache d.db -s -5m --format yaml -O -   # the same history, readable",
+        "  kubectl sktrace start --duration 10m                            # record your own cluster (the current context)",
+        "  skctl xray t.sktrace                                            # browse it in SimKube's viewer",
+    ]
 
 
 @pytest.mark.parametrize("total, expected", [(20, (14, 6)), (8, (6, 2)), (4, (2, 2)), (60, (42, 18))])
