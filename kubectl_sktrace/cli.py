@@ -399,6 +399,40 @@ def validate_command(trace: str, output: str) -> None:
         sys.exit(1)
 
 
+# --- demo ---------------------------------------------------------------------------------------------
+
+
+@cli.command("demo", short_help="Record, export and check a scripted workload on a built-in API server.")
+@verbosity_option
+@click.option("--cache", "cache", metavar="FILE", help="Keep the recording cache here (default: a temporary directory, removed at the end).")
+@click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
+@click.option("--record-seconds", "record_seconds", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+              help="Seconds of recording in all, split about 70/30 between the two recordings.")
+def demo_command(cache: str | None, output_file: str, record_seconds: int) -> None:
+    """Run the whole flow on a built-in local API server, narrated: no cluster needed, under a minute.
+
+    Starts the server with a scripted workload, records it, changes it while nothing records, records again
+    (the restart reconciles what happened offline), exports the window, inspects and validates the trace.
+    Leaves only the trace (and the cache, if --cache is given).
+
+    \b
+    Example:
+      kubectl sktrace demo
+      kubectl sktrace demo --cache demo.db -O /tmp/demo.sktrace
+    """
+    from kubectl_sktrace import demo
+
+    def say(text: str) -> None:
+        click.echo(text)
+        sys.stdout.flush()
+
+    options = demo.DemoOptions(output_file=output_file, cache=cache, record_seconds=record_seconds, verbosity=_state["verbosity"])
+    result = demo.run_demo(options, say=say)
+    say(demo.closing_words(result, output_file=output_file))
+
+# --- end demo -----------------------------------------------------------------------------------------
+
+
 COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"
 
 
