@@ -274,7 +274,10 @@ class Shop:
     def settled_offline(self) -> bool:
         """The controllers caught up with the offline changes: checkout gone, cart at 4 running, Job complete."""
         pods = self.emu.list("v1", "Pod", NAMESPACE)
-        running = lambda prefix: sum(1 for p in pods if p["metadata"]["name"].startswith(prefix) and (p.get("status") or {}).get("phase") == "Running")  # noqa: E731
+
+        def running(prefix: str) -> int:
+            return sum(1 for p in pods if p["metadata"]["name"].startswith(prefix) and (p.get("status") or {}).get("phase") == "Running")
+
         job = self.emu.get("batch/v1", "Job", NAMESPACE, "migrate-db") or {}
         complete = any(c.get("type") == "Complete" for c in (job.get("status") or {}).get("conditions") or [])
         return running("checkout-") == 0 and running("cart-") == 4 and complete

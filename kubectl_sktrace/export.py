@@ -42,7 +42,7 @@ import yaml
 
 from kubectl_sktrace import lifecycle as lifecycles
 from kubectl_sktrace.errors import CacheError, UsageError
-from kubectl_sktrace.model import ObjKey
+from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.owners import is_daemonset_owned
 from kubectl_sktrace.sanitize import deleted_stub
 from kubectl_sktrace.selectors import Selector, matches_any
@@ -176,7 +176,7 @@ def _event_writer(writer: Any, *, packed: bool, keep_status: bool) -> Callable[[
     status in a msgpack trace, the stored bytes are copied as they are (``store/bodies.py``)."""
 
     def write(ts: int, rows: list[history.StoredEvent]) -> int:
-        applied = [r for r in rows if not r.deleted]
+        applied = sorted((r for r in rows if not r.deleted), key=_apply_order)
         deleted_objs = [deleted_stub(r.key) for r in rows if r.deleted]
         if packed:
             writer.write_packed_event(ts=ts, applied=[r.packed() for r in applied], deleted=deleted_objs)
@@ -186,6 +186,16 @@ def _event_writer(writer: Any, *, packed: bool, keep_status: bool) -> Callable[[
         return len(applied)
 
     return write
+
+
+# Objects that pods reference by name: applied first within an event, so that a Deployment listed in the
+# same second as its ConfigMap does not come before it (SimKube's validation counts only earlier objects).
+_REFERENCED_FIRST = frozenset({GVK("", "v1", "Namespace"), GVK("", "v1", "ServiceAccount"), GVK("", "v1", "ConfigMap"), GVK("", "v1", "Secret")})
+
+
+def _apply_order(row: history.StoredEvent) -> int:
+    """Sort key within one event (``sorted`` is stable: recorded order otherwise)."""
+    return 0 if row.key.gvk in _REFERENCED_FIRST else 1
 
 
 _Row = TypeVar("_Row", history.EventHead, history.StoredEvent)

@@ -113,7 +113,7 @@ def test_same_namespace_and_name_in_two_kinds_do_not_collide(cache_builder):
     b.apply(2, obj("ConfigMap", "web", spec={"x": 1}))
     b.apply(12, obj("ConfigMap", "other", spec={"x": 2}))
     trace = decode(run_export(b, 10, 20)[1])
-    assert names(trace["events"][0]["applied_objs"]) == [("Deployment", "web"), ("ConfigMap", "web")]
+    assert names(trace["events"][0]["applied_objs"]) == [("ConfigMap", "web"), ("Deployment", "web")]
     assert trace["index"] == {
         "apps/v1.Deployment": {"app/web": spec_hash({"replicas": 1})},
         "v1.ConfigMap": {"app/other": spec_hash({"x": 2}), "app/web": spec_hash({"x": 1})},
@@ -348,3 +348,18 @@ def test_a_deletion_and_re_creation_in_one_second_become_two_events_of_that_seco
     ]
     assert events[3]["applied_objs"][0]["spec"] == {"replicas": 3}
     assert report.events == 4
+
+
+def test_objects_pods_reference_come_first_within_an_event(cache_builder):
+    """A Deployment listed in the same second as the ConfigMap it mounts must not come before it: SimKube's
+    validation (E0005) counts only objects applied earlier in the trace."""
+    b = cache_builder
+    b.run(started=0, stopped=30)
+    b.apply(3, dep("web"))
+    b.apply(3, obj("ConfigMap", "web-config", api_version="v1"))
+    b.apply(3, dep("api"))
+    b.apply(3, obj("ServiceAccount", "web", api_version="v1"))
+    events = decode(run_export(b, 0, 10)[1])["events"]
+    assert names(events[1]["applied_objs"]) == [
+        ("ConfigMap", "web-config"), ("ServiceAccount", "web"), ("Deployment", "web"), ("Deployment", "api"),
+    ]
