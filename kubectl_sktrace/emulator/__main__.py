@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.workload != "large":
                 rng = random.Random(1)
                 for name in ("web", "api", "worker"):
+                    # the pod template mounts this ConfigMap: create it first, as a real application would
+                    emu.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-config", "namespace": "demo"},
+                                "data": {"app.conf": f"name={name}\n"}})
                     emu.create({"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object("demo", name, replicas=2, rng=rng)})
                 emu.create({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "report", "namespace": "demo"}, "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "report", "image": "busybox:1.36"}], "restartPolicy": "Never"}}}}}})
         while not stop.is_set():
