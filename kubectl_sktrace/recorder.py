@@ -53,6 +53,9 @@ COMMIT_INTERVAL = 0.25
 IDLE_COMMIT = 0.05
 """Commit early when the queue has been empty this long: low traffic is durable at once."""
 
+LINGER = 0.005
+"""Seconds the writer waits after a first message for more: batches of many events, at a cost of 5 ms latency."""
+
 HEARTBEAT = 1.0
 """Seconds between commits that only move the run's ``stopped`` forward when nothing else is written."""
 
@@ -398,13 +401,19 @@ class ObjectQueue:
             if self._consumer_waiting:
                 self._cond.notify_all()
 
-    def get_many(self, timeout: float, *, most: int = 256) -> list[tuple[Any, ...]]:
-        """Up to ``most`` messages in order; waits up to ``timeout`` for the first. One lock round per batch."""
+    def get_many(self, timeout: float, *, most: int = 256, linger: float = 0.0) -> list[tuple[Any, ...]]:
+        """Up to ``most`` messages in order; waits up to ``timeout`` for the first. One lock round per batch.
+
+        ``linger``: having waited for a first message, wait that much longer (unnotified) for more to come, so a
+        steady stream is taken by the hundred instead of one wake-up, and one GIL hand-off, per message.
+        """
         with self._cond:
             if not self._items and timeout > 0:
                 self._consumer_waiting = True
                 self._cond.wait(timeout)
                 self._consumer_waiting = False
+                if self._items and linger > 0 and len(self._items) < most and not self._producers_waiting:
+                    self._cond.wait(linger)
             out = []
             while self._items and len(out) < most:
                 weight, msg = self._items.popleft()
@@ -545,7 +554,7 @@ class Session:
                     watched.append(POD)
                     pods_pending = False
                 timeout = IDLE_COMMIT if self.rec.in_batch else 0.2
-                messages = self.q.get_many(timeout)
+                messages = self.q.get_many(timeout, linger=LINGER)
                 if messages and not self.rec.in_batch:
                     self.rec.begin()
                     batch_opened = time.monotonic()
