@@ -209,6 +209,7 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
     print(f"  kubectl-sktrace start (events consumed and committed) {made / rec_s:10,.0f} events/s   "
           f"{(made / rec_s) / (made / kub_s):.2f}x kubectl (target >= 0.5x, >= 10,000/s)")
     print(f"  raw Kube.watch reader alone, afterwards (no rules, no writes): {raw_line}")
+    print(f"  watch lines parsed with {_parser()} (orjson when installed: pip install 'kubectl-sktrace[fast]')")
     print(f"  recorder RSS before / after the events                {rss_before:7.1f} / {rss_after:7.1f} MB; peak {peak:.1f} MB")
 
 
@@ -341,6 +342,12 @@ for event in kube.watch(resource, namespace=None, resource_version=sys.argv[2], 
         break
 print(f"{n / (time.perf_counter() - t):,.0f} events/s over {n:,} events (the emulator's serving ceiling for one reader)")
 '''
+
+
+def _parser() -> str:
+    from kubectl_sktrace import kube
+
+    return f"{kube._loads.__module__}.loads"
 
 
 def _all():  # type: ignore[no-untyped-def]

@@ -40,6 +40,11 @@ from urllib.parse import quote
 
 import urllib3
 
+try:  # optional (``pip install kubectl-sktrace[fast]``): about twice json's speed on pod-sized documents
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - the zipapp ships pure-Python dependencies only
+    _loads = json.loads
+
 from kubectl_sktrace import __version__
 from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
 from kubectl_sktrace.kubeconfig import KubeTarget
@@ -52,7 +57,7 @@ REQUEST_TIMEOUT = 60.0
 IDLE_TIMEOUT = 90.0
 STOP_POLL = 0.5
 POOL_MAXSIZE = 32
-READ_SIZE = 1 << 16
+READ_SIZE = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -518,7 +523,7 @@ def _read_json(resp: Any, host: str) -> dict[str, Any]:
     resp.release_conn()
     try:
         with _gc_paused():
-            data = json.loads(body)
+            data = _loads(body)
     except ValueError as exc:
         raise TransientError(f"malformed JSON from {host} ({exc})") from exc
     if not isinstance(data, dict):
@@ -528,7 +533,7 @@ def _read_json(resp: Any, host: str) -> dict[str, Any]:
 
 def _parse_line(line: bytes, host: str) -> dict[str, Any]:
     try:
-        event = json.loads(line)
+        event = _loads(line)
     except ValueError as exc:
         raise TransientError(f"malformed watch event from {host} ({exc})") from exc
     if not isinstance(event, dict):
