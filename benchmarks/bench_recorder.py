@@ -209,7 +209,7 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
     print(f"  kubectl-sktrace start (events consumed and committed) {made / rec_s:10,.0f} events/s   "
           f"{(made / rec_s) / (made / kub_s):.2f}x kubectl (target >= 0.5x, >= 10,000/s)")
     print(f"  raw Kube.watch reader alone, afterwards (no rules, no writes): {raw_line}")
-    print(f"  watch lines parsed with {_parser()} (orjson when installed: pip install 'kubectl-sktrace[fast]')")
+    print(f"  watch lines parsed with {_parser()}")
     print(f"  recorder RSS before / after the events                {rss_before:7.1f} / {rss_after:7.1f} MB; peak {peak:.1f} MB")
 
 

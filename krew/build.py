@@ -46,7 +46,10 @@ MIN_PYTHON = "3.10"
 RELEASE_URL = "https://github.com/kubectl-sktrace/kubectl-sktrace/releases/download/v{version}/{archive}"
 
 # distribution name -> why it is not bundled
-EXCLUDED = {"siphash24": "compiled; kubectl_sktrace.hashing falls back to pure-Python SipHash"}
+EXCLUDED = {
+    "siphash24": "compiled; kubectl_sktrace.hashing falls back to pure-Python SipHash",
+    "orjson": "compiled; kubectl_sktrace.kube falls back to the standard json module",
+}
 # distribution name -> import names whose compiled extension is dropped in favour of the pure fallback
 PURE_FALLBACK = {"msgpack": ("msgpack",), "pyyaml": ("yaml", "_yaml")}
 COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")

@@ -40,9 +40,9 @@ from urllib.parse import quote
 
 import urllib3
 
-try:  # optional (``pip install kubectl-sktrace[fast]``): about twice json's speed on pod-sized documents
+try:  # about twice json's speed on pod-sized documents; the krew archive ships pure-Python dependencies only
     from orjson import loads as _loads
-except ImportError:  # pragma: no cover - the zipapp ships pure-Python dependencies only
+except ImportError:
     _loads = json.loads
 
 from kubectl_sktrace import __version__
