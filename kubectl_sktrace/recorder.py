@@ -260,8 +260,14 @@ class Ingest:
         inferred = relist and gap is not None
         second = changes.event_second(recv)
         stats = self.stats_for(gvk)
+        created = sanitize.creation_time(obj)
+        ts = second
+        if (known is None or decision.delete_first) and gap is not None and created is not None and gap < created < recv:
+            ts = min(second, int(created))  # created while offline: stamped with its creation time (inferred)
         if decision.delete_first and known is not None:
-            self._delete(key, known.uid, recv, inferred=inferred)
+            # the old object was gone before its successor was created: its deletion takes the successor's
+            # time, recorded first (export keeps the two in order, in two events of that second)
+            self._delete(key, known.uid, recv, inferred=inferred, ts=ts)
             if inferred:
                 stats.deleted_offline += 1
             else:
@@ -271,10 +277,6 @@ class Ingest:
             self._store_owner(key, OwnerRecord(uid, tuple((r.gvk, r.name, r.uid) for r in refs)), recv)
         if not decision.apply:
             return key
-        created = sanitize.creation_time(obj)
-        ts = second
-        if (known is None or decision.delete_first) and gap is not None and created is not None and gap < created < recv:
-            ts = min(second, int(created))
         chain = tuple(owners.resolve_chain(obj, namespace=key.namespace, lookup=self._lookup)) if refs else ()
         body = sanitize.sanitize(obj, gvk=gvk, keep_secret_data=options.keep_secret_data)
         self.rec.append_event(
@@ -290,10 +292,9 @@ class Ingest:
         stats.applied += 1
         return key
 
-    def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool) -> None:
-        self.rec.append_event(
-            self.run_id, EventRow(ts=changes.event_second(recv), recv=recv, key=key, uid=uid, op=OP_DELETED, inferred=inferred)
-        )
+    def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool, ts: int | None = None) -> None:
+        second = changes.event_second(recv) if ts is None else ts
+        self.rec.append_event(self.run_id, EventRow(ts=second, recv=recv, key=key, uid=uid, op=OP_DELETED, inferred=inferred))
         self.rec.delete_object(key)
         self.events_recorded += 1
 

@@ -190,12 +190,6 @@ class GroundTruth:
 
 
 
-# Deleting and re-creating an object under the same name loses it in the export today (see the strict xfails
-# test_recreated_while_offline_stays_alive and test_recreated_within_one_second_stays_alive); until those
-# pass, the churn gives every new object a fresh name so that the suites judge everything else.
-RECREATE_SAME_NAME = os.environ.get("SKTRACE_RECREATE") == "1"
-
-
 class Traffic:
     """The workload's mix plus churn of tracked objects, in one thread (the workload is single-threaded)."""
 
@@ -241,7 +235,7 @@ class Traffic:
                 live = [s.name for s in store.current(t_deploy, Filter(namespace=self.namespace))[1] if s.name.startswith("extra-")]
                 if len(live) < 4 or rng.random() < 0.5:
                     self.created += 1
-                    name = f"extra-{rng.randint(0, 7) if RECREATE_SAME_NAME else self.created}"
+                    name = f"extra-{rng.randint(0, 7)}"  # same names come back: deletion and re-creation
                     if store.get(t_deploy, self.namespace, name) is None:
                         store.create(t_deploy, deployment_object(self.namespace, name, replicas=rng.randint(1, 2), rng=rng))
                     else:

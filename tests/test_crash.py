@@ -183,9 +183,6 @@ def _start_for(tmp_path: Path, kubeconfig: Path, cache: Path, seconds: str) -> N
     assert run.code == 0, run.describe()
 
 
-@pytest.mark.xfail(strict=True, reason="recorder: a same-name object re-created while offline is stamped with its "
-                   "creationTimestamp, before the inferred deletion of the old uid at the relist time, so the export "
-                   "applies the new object and then deletes it")
 def test_recreated_while_offline_stays_alive(tmp_path: Path) -> None:
     from kubectl_sktrace.emulator import Emulator
 
