@@ -744,23 +744,20 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     namespace = options.namespace or None
     stop = threading.Event()
     with _stop_on_signals(stop):
-        cache = open_cache(cache_path, create=True)
-        try:
-            with WriterLock(cache.path):
-                kube = kube_module.Kube.connect(target)
-                try:
-                    server, cluster_uid = kube.cluster_identity()
-                    identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context,
-                                        namespace=namespace or "")
-                    session = Session(
-                        kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
-                        duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-                    )
-                    return session.run()
-                finally:
-                    kube.close()
-        finally:
-            cache.close()
+        # leaving the cache's context turns sqlite errors met while recording (damage deep in the file, a full
+        # disk) into one-line CacheErrors
+        with open_cache(cache_path, create=True) as cache, WriterLock(cache.path):
+            kube = kube_module.Kube.connect(target)
+            try:
+                server, cluster_uid = kube.cluster_identity()
+                identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
+                session = Session(
+                    kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
+                    duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
+                )
+                return session.run()
+            finally:
+                kube.close()
 
 
 class _stop_on_signals:

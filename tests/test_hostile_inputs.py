@@ -664,13 +664,9 @@ def test_cache_of_another_cluster_or_scope(tmp_path: Path, emulator: Any) -> Non
     assert snapshot(list(before)) == before, line
 
 
-_DAMAGE_IN_RECORDER = pytest.mark.xfail(strict=True, reason="recorder: sqlite errors raised while recording (damage found "
-                                       "past the header) escape as 'unexpected DatabaseError' instead of a CacheError")
-
-
 @needs_start
 @pytest.mark.parametrize(("make", "problem", "fix"), [
-    pytest.param(m, p, f, id=i, marks=[_DAMAGE_IN_RECORDER] if i == "garbage-pages" else []) for i, m, p, f in CACHE_FILE_CASES
+    pytest.param(m, p, f, id=i) for i, m, p, f in CACHE_FILE_CASES
 ])
 def test_start_refuses_a_hostile_cache(tmp_path: Path, emulator: Any, make: Callable[[Path], None], problem: str, fix: str) -> None:
     """Against a live server, so that start gets as far as using the cache."""
