@@ -47,24 +47,35 @@ class Cache:
         self.path = path
         self.conn = conn
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back if the block raises."""
+    def begin(self) -> None:
+        """``BEGIN IMMEDIATE``: take the write lock now, so the transaction never fails half-way for it."""
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             raise CacheError(f"cache {self.path} is busy or unwritable ({exc}); retry, or check the file's permissions and free disk space") from exc
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+
+    def commit(self) -> None:
         try:
             self.conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
-            with contextlib.suppress(sqlite3.Error):
-                self.conn.execute("ROLLBACK")
+            self.rollback()
             raise CacheError(f"cannot write cache {self.path} ({exc}); check free disk space and permissions") from exc
+
+    def rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back if the block raises."""
+        self.begin()
+        try:
+            yield self.conn
+        except BaseException:
+            self.rollback()
+            raise
+        self.commit()
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -113,23 +113,13 @@ class Recording:
 
     def begin(self) -> None:
         """Open a batch by hand (the recorder's loop commits with ``commit``)."""
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise CacheError(f"cache {self.cache.path} is busy or unwritable ({exc}); retry, or check the file's permissions and free disk space") from exc
+        self.cache.begin()
 
     def commit(self) -> None:
-        try:
-            self._conn.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.execute("ROLLBACK")
-            raise CacheError(f"cannot write cache {self.cache.path} ({exc}); check free disk space and permissions") from exc
+        self.cache.commit()
 
     def rollback(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
+        self.cache.rollback()
 
     @property
     def in_batch(self) -> bool:
