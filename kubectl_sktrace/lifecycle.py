@@ -32,14 +32,11 @@ never put before the start (a container clock ahead of the recorder's would othe
 from __future__ import annotations
 
 from dataclasses import dataclass
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.timeparse import parse_time
+from kubectl_sktrace.timeparse import parse_api_time
 
-_FRACTION = re.compile(r"\.\d+")
 
 
 @dataclass(frozen=True)
@@ -86,17 +83,9 @@ def _statuses(status: dict[str, Any], field: str) -> list[dict[str, Any]]:
 
 
 def _seconds(value: object) -> int | None:
-    """Whole Unix seconds of a container time (RFC 3339); ``None`` when missing or malformed.
-
-    The fraction is cut off before parsing: that is the truncation SimKube does, and it keeps Python
-    3.10's ``fromisoformat`` (3 or 6 fraction digits only) able to read nanosecond times.
-    """
-    if not isinstance(value, str) or not value[:1].isdigit():
-        return None
-    try:
-        return int(parse_time(_FRACTION.sub("", value, count=1), now=0.0))
-    except UsageError:
-        return None
+    """Whole Unix seconds of a container time: SimKube truncates to the second."""
+    seconds = parse_api_time(value)
+    return None if seconds is None else int(seconds)
 
 
 def _start_end(container_status: dict[str, Any]) -> tuple[int | None, int | None, bool]:

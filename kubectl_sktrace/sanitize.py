@@ -21,18 +21,17 @@ Callers treat both the input and the result as read-only below those levels (the
 the result at once).
 
 API timestamps (RFC 3339, e.g. ``2026-11-22T10:00:00Z`` or with fractional seconds) are read by
-``parse_api_time``, which delegates to ``timeparse``; a missing or malformed time is ``None``, never an
+``timeparse.parse_api_time``; a missing or malformed time is ``None``, never an
 error, because one odd field must not stop a recording.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from kubectl_sktrace.errors import KubeError, UsageError
+from kubectl_sktrace.errors import KubeError
 from kubectl_sktrace.model import POD, GVK, ObjKey
-from kubectl_sktrace.timeparse import parse_time
+from kubectl_sktrace.timeparse import parse_api_time
 
 DROPPED_METADATA = (
     "creationTimestamp",
@@ -50,7 +49,6 @@ DROPPED_ANNOTATIONS = (
 SECRET = GVK("", "v1", "Secret")
 SECRET_VALUE_FIELDS = ("data", "stringData")
 
-_FRACTION = re.compile(r"\.(\d+)")
 
 
 def sanitize(obj: dict[str, Any], *, gvk: GVK, keep_secret_data: bool = False) -> dict[str, Any]:
@@ -114,17 +112,3 @@ def creation_time(obj: dict[str, Any]) -> float | None:
     meta = obj.get("metadata")
     return parse_api_time(meta.get("creationTimestamp") if isinstance(meta, dict) else None)
 
-
-def parse_api_time(value: object) -> float | None:
-    """Unix seconds of an API timestamp (RFC 3339 with a zone); ``None`` when missing or malformed.
-
-    Fractional seconds of any length are normalized to microseconds first, so that Python 3.10's
-    ``fromisoformat`` (which accepts only 3 or 6 digits) reads them too.
-    """
-    if not isinstance(value, str) or not value[:1].isdigit():
-        return None
-    text = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], value, count=1)
-    try:
-        return parse_time(text, now=0.0)
-    except UsageError:
-        return None

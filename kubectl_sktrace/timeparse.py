@@ -61,6 +61,24 @@ def parse_time(text: str, *, now: float) -> float:
     return parsed.timestamp()
 
 
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def parse_api_time(value: object) -> float | None:
+    """Unix seconds of a Kubernetes API timestamp (RFC 3339 with a zone); ``None`` when missing or malformed.
+
+    Fractional seconds of any length are normalized to microseconds first, so that Python 3.10's
+    ``fromisoformat`` (which accepts only 3 or 6 digits) reads nanosecond times too.
+    """
+    if not isinstance(value, str) or not value[:1].isdigit():
+        return None
+    text = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], value, count=1)
+    try:
+        return parse_time(text, now=0.0)
+    except UsageError:
+        return None
+
+
 def format_time(ts: float) -> str:
     """RFC 3339 in UTC with second precision, the form every report prints."""
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -9,7 +9,8 @@ import pytest
 
 from kubectl_sktrace.errors import KubeError
 from kubectl_sktrace.model import POD, GVK, ObjKey
-from kubectl_sktrace.sanitize import creation_time, deleted_stub, object_key, object_uid, parse_api_time, sanitize
+from kubectl_sktrace.sanitize import creation_time, deleted_stub, object_key, object_uid, sanitize
+from kubectl_sktrace.timeparse import parse_api_time
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 SECRET = GVK("", "v1", "Secret")
