@@ -41,9 +41,6 @@ from kubectl_sktrace.errors import SktraceError, UsageError
 
 NAMESPACE = "shop"
 DEPLOYMENTS = {"frontend": 2, "cart": 2, "checkout": 2}
-RECORDER_WATCHES = 7
-"""Watch streams the recorder holds open once synced with the demo's config: its five kinds, ReplicaSets
-(owners between Deployments and pods) and Pods, whose watch starts last, after every initial list."""
 SYNC_TIMEOUT_SECONDS = 30.0
 ORDER_SECONDS = 0.3
 """A pause between making a ConfigMap and the object that mounts it, so their events reach the recorder
@@ -113,6 +110,17 @@ def check_options(options: DemoOptions) -> None:
             raise UsageError(f"the cache {options.cache} already exists; the demo records a new cluster, so pass a new --cache path")
         if not cache.parent.is_dir():
             raise UsageError(f"cannot create the cache {options.cache}: the directory {cache.parent} does not exist")
+
+
+def _recording_synced(cache: str) -> bool:
+    """Whether the recorder writing ``cache`` has listed every kind: its run is marked synced in the cache."""
+    from kubectl_sktrace.store import history, open_cache
+
+    if not Path(cache).is_file() or Path(cache).stat().st_size == 0:
+        return False
+    with open_cache(cache, create=False) as opened:
+        runs = history.runs(opened)
+    return bool(runs) and runs[-1].synced is not None
 
 
 class _Child:
@@ -325,7 +333,7 @@ def run_demo(options: DemoOptions, *, say: Callable[[str], None], clock: Callabl
             )
             say(_shown([*start, "--duration", f"{first}s"], tmp))
             child.spawn([*start, "--duration", f"{first}s"])
-            _wait_until(lambda: emu.open_watches >= RECORDER_WATCHES or not child.running(), timeout=SYNC_TIMEOUT_SECONDS,
+            _wait_until(lambda: _recording_synced(cache) or not child.running(), timeout=SYNC_TIMEOUT_SECONDS,
                         what="the recorder to list the cluster")
             _script(child, clock=clock, actions=((0.0, shop.open_shop), (first * 0.3, shop.roll_out), (first * 0.5, shop.start_job)))
             child.wait(what="kubectl sktrace start")
