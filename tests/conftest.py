@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import yaml
+
+from kubectl_sktrace.hashing import spec_hash
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.store import open_cache, to_db_hash
+from kubectl_sktrace.store.bodies import encode_body
 
 # --- foundation: the SimKube trace fixtures (copied from ../shared/fixtures/simkube) ----------------------
 
@@ -35,13 +48,6 @@ def bare_pods_path() -> Path:
 
 # --- export / prune: a builder that writes cache rows directly, per the schema docstring -------------
 
-import json
-from kubectl_sktrace.store.bodies import encode_body
-from pathlib import Path
-from typing import Any
-
-import pytest
-
 
 def assert_valid_trace(data: bytes, tmp_path: Path) -> None:
     """Every export must pass ``validate`` (SPEC §8.2 and SimKube's rules)."""
@@ -52,9 +58,6 @@ def assert_valid_trace(data: bytes, tmp_path: Path) -> None:
     report = validate_trace(str(path))
     assert not report.has_errors, report.findings
 
-from kubectl_sktrace.hashing import spec_hash  # noqa: E402
-from kubectl_sktrace.model import GVK, ObjKey  # noqa: E402
-from kubectl_sktrace.store import open_cache, to_db_hash  # noqa: E402
 
 DEFAULT_CONFIG_YAML = """\
 trackedObjects:
@@ -153,9 +156,6 @@ def cache_builder(tmp_path: Path):
 
 # --- emulator (local API server) ---------------------------------------------------------------------
 
-from typing import TYPE_CHECKING, Iterator
-
-import pytest
 
 if TYPE_CHECKING:
     from kubectl_sktrace.emulator import Emulator
@@ -184,17 +184,6 @@ def emulator_kubeconfig(emulator: "Emulator", tmp_path) -> str:  # type: ignore[
 
 
 # --- kube: a scripted local HTTP API server and kubeconfig files for it ---------------------------------
-
-import threading
-import time
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Callable, Iterable
-from urllib.parse import parse_qs, urlsplit
-
-import pytest
-import yaml
 
 
 @dataclass
