@@ -87,9 +87,3 @@ def test_config_in_force():
     assert config_in_force(runs, at=15) == "second"
     assert config_in_force(runs, at=0) == "first"
     assert config_in_force([], at=1) is None
-
-
-def test_runs_overlapping(cache_builder):
-    cache_builder.run(started=0, stopped=5)
-    cache_builder.run(started=10, stopped=20)
-    assert [r.started for r in history.runs_overlapping(cache_builder.cache, start=6, end=11)] == [10]

@@ -11,9 +11,9 @@ import pytest
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store import open_cache
-from kubectl_sktrace.store.bodies import decode_body
+from kubectl_sktrace.store.bodies import chain_from_json, decode_body
 from kubectl_sktrace.store.recording import (
-    OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording, chain_from_json,
+    OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording,
 )
 
 DEPLOY = GVK("apps", "v1", "Deployment")

@@ -1,17 +1,21 @@
-"""How an object is stored in ``events.body`` and ``events.status``.
+"""How an object is stored in ``events.body`` and ``events.status``, and an owner chain in ``owner_chain``.
 
 The sanitized object is split in two: its ``status`` (``events.status``, NULL when it has none) and the
 rest (``events.body``), each as zlib level-1 compressed msgpack, packed exactly as inside a trace. Export
 drops ``status`` by default (SPEC §7 step 7), so the decompressed body bytes are spliced into the trace as
 they are, without decoding and re-encoding: that keeps an export close to the speed of writing the file.
 zlib level 1 cuts pod-sized bodies about threefold and costs less than it saves in writes.
+
+Owner chains are compact JSON ``[[gvk, namespace, name], ...]``, direct owners first.
 """
 
 from __future__ import annotations
 
+import json
 import zlib
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
+from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.traceformat import dumps_object, loads
 
 
@@ -34,3 +38,11 @@ def decode_body(body: bytes, status: bytes | None = None) -> dict[str, Any]:
     if status is not None:
         obj["status"] = loads(zlib.decompress(status))
     return obj
+
+
+def chain_to_json(chain: Iterable[ObjKey]) -> str:
+    return json.dumps([[str(k.gvk), k.namespace, k.name] for k in chain], separators=(",", ":"), ensure_ascii=False)
+
+
+def chain_from_json(text: str) -> tuple[ObjKey, ...]:
+    return tuple(ObjKey(GVK.parse(g), ns, name) for g, ns, name in json.loads(text))

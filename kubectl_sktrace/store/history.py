@@ -13,12 +13,11 @@ the pruning that must keep their results unchanged (``pruning.py``) use that one
 from __future__ import annotations
 
 import contextlib
-import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from kubectl_sktrace.model import GVK, POD, ObjKey
-from kubectl_sktrace.store.bodies import decode_body, packed_body
+from kubectl_sktrace.store.bodies import chain_from_json, decode_body, packed_body
 from kubectl_sktrace.store.connection import Cache, from_db_hash
 
 APPLIED, DELETED = 0, 1
@@ -107,12 +106,6 @@ def _key(gvk: str, namespace: str, name: str) -> ObjKey:
     return ObjKey(GVK.parse(gvk), namespace, name)
 
 
-def _chain(text: str | None) -> tuple[ObjKey, ...]:
-    if not text:
-        return ()
-    return tuple(_key(gvk, ns, name) for gvk, ns, name in json.loads(text))
-
-
 def _event(row: tuple[Any, ...], keys: dict[tuple[str, str, str], ObjKey]) -> StoredEvent:
     eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status = row
     raw = (gvk, ns, name)
@@ -121,7 +114,7 @@ def _event(row: tuple[Any, ...], keys: dict[tuple[str, str, str], ObjKey]) -> St
         key = keys[raw] = _key(gvk, ns, name)
     return StoredEvent(
         id=eid, ts=ts, key=key, uid=uid, deleted=op == DELETED, inferred=bool(inferred),
-        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=_chain(chain),
+        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=chain_from_json(chain) if chain else (),
         body_blob=body, status_blob=status,
     )
 
@@ -204,11 +197,6 @@ def runs(cache: Cache) -> list[Run]:
     return [Run(id=r[0], started=r[1], synced=r[2], stopped=r[3], clean=bool(r[4]), config=r[5]) for r in rows]
 
 
-def runs_overlapping(cache: Cache, *, start: float, end: float) -> list[Run]:
-    """Runs that recorded at some time in ``[start, end)``."""
-    return [r for r in runs(cache) if r.started < end and r.stopped >= start]
-
-
 def uncovered(all_runs: list[Run], *, start: float, end: float) -> list[tuple[float, float]]:
     """The parts of ``[start, end)`` during which no run was recording, in order. Pure."""
     gaps: list[tuple[float, float]] = []
@@ -232,10 +220,6 @@ def config_in_force(all_runs: list[Run], *, at: float) -> str | None:
         return None
     started = [r for r in all_runs if r.started < at]
     return (started[-1] if started else all_runs[0]).config
-
-
-def count_events(cache: Cache) -> int:
-    return int(cache.conn.execute("SELECT count(*) FROM events").fetchone()[0])
 
 
 @contextlib.contextmanager

@@ -15,11 +15,11 @@ import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.store.bodies import encode_body
+from kubectl_sktrace.store.bodies import chain_to_json, encode_body
 from kubectl_sktrace.store.connection import Cache, from_db_hash, to_db_hash
 
 OP_APPLIED = 0
@@ -86,14 +86,6 @@ class PreviousRun:
     started: float
     stopped: float
     clean: bool
-
-
-def chain_to_json(chain: Iterable[ObjKey]) -> str:
-    return _DUMPS([[str(k.gvk), k.namespace, k.name] for k in chain])
-
-
-def chain_from_json(text: str) -> tuple[ObjKey, ...]:
-    return tuple(ObjKey(GVK.parse(g), ns, name) for g, ns, name in json.loads(text))
 
 
 class Recording:
