@@ -102,21 +102,21 @@ class TraceWriter:
     def events_written(self) -> int:
         return self._written
 
-    def write_event(self, *, ts: int, applied: list[dict[str, Any]], deleted: list[dict[str, Any]]) -> None:
+    def _next_event(self) -> None:
         if self._finished:
             raise RuntimeError("write_event after finish")
         if self._written >= self._expected:
             raise RuntimeError(f"more events written than the {self._expected} announced")
+
+    def write_event(self, *, ts: int, applied: list[dict[str, Any]], deleted: list[dict[str, Any]]) -> None:
+        self._next_event()
         self._stream.write(self._packer.pack({"ts": ts, "applied_objs": applied, "deleted_objs": deleted}))
         self._written += 1
 
     def write_packed_event(self, *, ts: int, applied: list[bytes], deleted: list[dict[str, Any]]) -> None:
         """Like ``write_event``, with applied objects given as their msgpack bytes (``dumps_object``), which
         are copied as they are: the export of stored objects needs no decoding."""
-        if self._finished:
-            raise RuntimeError("write_event after finish")
-        if self._written >= self._expected:
-            raise RuntimeError(f"more events written than the {self._expected} announced")
+        self._next_event()
         pack = self._packer
         self._stream.write(b"".join([
             pack.pack_map_header(3), pack.pack("ts"), pack.pack(ts),

@@ -29,6 +29,19 @@ def test_streaming_writer_gives_identical_bytes(fixture_path) -> None:
     assert _write_streaming(tf.decode_trace(data)) == data
 
 
+def test_packed_events_give_identical_bytes(fixture_path) -> None:
+    """Objects given as their msgpack bytes (as export copies them from the cache) write the same trace."""
+    data = fixture_path.read_bytes()
+    trace = tf.decode_trace(data)
+    out = io.BytesIO()
+    writer = tf.TraceWriter(out, config=trace.config, event_count=len(trace.events))
+    for event in trace.events:
+        packed = [tf.dumps_object(obj) for obj in event["applied_objs"]]
+        writer.write_packed_event(ts=event["ts"], applied=packed, deleted=event["deleted_objs"])
+    writer.finish(index=trace.index, pod_lifecycles=trace.pod_lifecycles)
+    assert out.getvalue() == data
+
+
 def test_streaming_writer_equals_encode_for_new_content() -> None:
     trace = tf.Trace(
         version=2,
