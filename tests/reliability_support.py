@@ -75,13 +75,6 @@ def snapshot(paths: Sequence[Path]) -> dict[Path, bytes | None]:
     return {p: (p.read_bytes() if p.is_file() else None) for p in paths}
 
 
-def has_command(name: str) -> bool:
-    """Whether this build of the CLI has the command (suites grow as commands land)."""
-    from kubectl_sktrace.cli import cli
-
-    return name in cli.commands  # type: ignore[attr-defined]
-
-
 # --- ground truth: what the emulated cluster really did ---------------------------------------------------
 
 TRACKED = ("apps/v1.Deployment", "apps/v1.StatefulSet", "batch/v1.Job", "batch/v1.CronJob")  # the default config

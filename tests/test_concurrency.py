@@ -19,12 +19,9 @@ from typing import Iterator
 import pytest
 
 from kubectl_sktrace import traceformat
-from reliability_support import EXE, Recorder, Run, Traffic, assert_one_error, has_command, integrity_check, private_env, run_cli
+from reliability_support import EXE, Recorder, Run, Traffic, assert_one_error, integrity_check, private_env, run_cli
 
-pytestmark = [
-    pytest.mark.skipif(not has_command("start"), reason="the recorder (start) is not in this build"),
-    pytest.mark.timeout(240),
-]
+pytestmark = pytest.mark.timeout(240)
 
 NAMESPACE = "busy"
 

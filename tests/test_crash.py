@@ -29,14 +29,11 @@ from typing import Any
 import pytest
 
 from reliability_support import (
-    GroundTruth, Recorder, Traffic, assert_one_error, check_lifecycles, committed_events, compare, has_command, integrity_check,
+    GroundTruth, Recorder, Traffic, assert_one_error, check_lifecycles, committed_events, compare, integrity_check,
     run_cli, runs,
 )
 
-pytestmark = [
-    pytest.mark.skipif(not has_command("start"), reason="the recorder (start) is not in this build"),
-    pytest.mark.timeout(900),
-]
+pytestmark = pytest.mark.timeout(900)
 
 SOAK = os.environ.get("SKTRACE_SOAK") == "1"
 KILLS = 100 if SOAK else 20

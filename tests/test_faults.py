@@ -31,12 +31,9 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from reliability_support import GroundTruth, Recorder, Traffic, check_lifecycles, compare, has_command, run_cli, runs
+from reliability_support import GroundTruth, Recorder, Traffic, check_lifecycles, compare, run_cli, runs
 
-pytestmark = [
-    pytest.mark.skipif(not has_command("start"), reason="the recorder (start) is not in this build"),
-    pytest.mark.timeout(300),
-]
+pytestmark = pytest.mark.timeout(300)
 
 SOAK = os.environ.get("SKTRACE_SOAK") == "1"
 FAULT_SECONDS = 20.0 if SOAK else 3.5

@@ -5,9 +5,6 @@ line that names the problem and the fix, no traceback anywhere, and, where a cac
 cache file's bytes are unchanged. The cases are tables with ids, grouped by what is hostile: trace files
 for ``inspect``/``validate``, tracer configs, caches, kubeconfigs, times and selectors, absurd sizes.
 Truncating a trace at every byte boundary is done in-process (CliRunner) for speed.
-
-Cases whose command has not landed in this build are skipped by ``has_command``; the counts in the
-module docstring of each table are what runs when every command is present.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from click.testing import CliRunner
 
 from kubectl_sktrace import traceformat
 from kubectl_sktrace.cli import cli
-from reliability_support import DATA, EXE, Run, assert_one_error, has_command, private_env, run_cli, snapshot
+from reliability_support import DATA, EXE, Run, assert_one_error, private_env, run_cli, snapshot
 
 CRONJOB = DATA / "cronjob.sktrace"
 GOOD = traceformat.read_trace(CRONJOB)
@@ -335,8 +332,6 @@ READERS: dict[str, list[str]] = {
 
 
 def _reader_args(command: str, cache: Path, out: Path) -> list[str]:
-    if not has_command(command):
-        pytest.skip(f"the {command} command is not in this build")
     return [a.replace("{out}", str(out)) for a in READERS[command]] + ["--cache", str(cache)]
 
 
@@ -422,7 +417,6 @@ def test_hostile_prune_time(tmp_path: Path, before: str) -> None:
 
 # --- start: tracer configs, kubeconfigs, durations, caches of another cluster -------------------------------
 
-needs_start = pytest.mark.skipif(not has_command("start"), reason="the recorder (start) is not in this build")
 
 UNREACHABLE_KUBECONFIG = """\
 apiVersion: v1
@@ -466,7 +460,6 @@ CONFIG_CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
 ]
 
 
-@needs_start
 @pytest.mark.parametrize(("make", "problem", "fix"), [pytest.param(m, p, f, id=i) for i, m, p, f in CONFIG_CASES])
 def test_hostile_tracer_config(tmp_path: Path, request: pytest.FixtureRequest, make: Callable[[Path], None], problem: str, fix: str) -> None:
     config = tmp_path / "tracer.yaml"
@@ -483,7 +476,6 @@ def test_hostile_tracer_config(tmp_path: Path, request: pytest.FixtureRequest, m
     assert snapshot([cache]) == before
 
 
-@needs_start
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file anyway")
 def test_unreadable_tracer_config(tmp_path: Path) -> None:
     config = tmp_path / "tracer.yaml"
@@ -496,7 +488,6 @@ DURATION_CASES = [("unit", "10x", "use a number with a unit"), ("zero", "0s", "i
                   ("negative", "-5m", "invalid duration '-5m'"), ("words", "a while", "invalid duration 'a while'")]
 
 
-@needs_start
 @pytest.mark.parametrize(("text", "problem"), [pytest.param(t, p, id=i) for i, t, p in DURATION_CASES])
 def test_hostile_duration(tmp_path: Path, text: str, problem: str) -> None:
     cache = tmp_path / "cache.db"
@@ -523,7 +514,6 @@ KUBECONFIG_CASES: list[tuple[str, Callable[[Path], None], list[str], str, str]] 
 ]
 
 
-@needs_start
 @pytest.mark.parametrize(("make", "args", "problem", "fix"), [pytest.param(m, a, p, f, id=i) for i, m, a, p, f in KUBECONFIG_CASES])
 def test_hostile_kubeconfig(tmp_path: Path, make: Callable[[Path], None], args: list[str], problem: str, fix: str) -> None:
     kubeconfig = tmp_path / "kubeconfig"
@@ -555,7 +545,6 @@ EMULATOR_KUBECONFIG_CASES = [
 ]
 
 
-@needs_start
 @pytest.mark.parametrize(("section", "change", "problem", "fix"), EMULATOR_KUBECONFIG_CASES)
 def test_hostile_credentials(tmp_path: Path, emulator: Any, section: str, change: Any, problem: str, fix: str) -> None:
     """Kubeconfigs for a live server whose credentials or certificate are wrong: refused before any write."""
@@ -580,7 +569,6 @@ def test_hostile_credentials(tmp_path: Path, emulator: Any, section: str, change
     assert [line for line in run.stderr.splitlines() if line.strip()] == run.error_lines(), "nothing but the one Error: line"
 
 
-@needs_start
 def test_no_kubeconfig_anywhere(tmp_path: Path) -> None:
     run = run_cli(["start", "--cache", str(tmp_path / "c.db"), "--duration", "5s"], home=tmp_path)
     assert_one_error(run, "no kubeconfig found", "--kubeconfig")
@@ -595,7 +583,6 @@ def emulator() -> Any:
         yield emu
 
 
-@needs_start
 def test_certificate_of_another_server(tmp_path: Path, emulator: Any) -> None:
     """The kubeconfig trusts a CA that did not sign the server's certificate: one line, nothing written."""
     import base64
@@ -617,7 +604,6 @@ def test_certificate_of_another_server(tmp_path: Path, emulator: Any) -> None:
     assert not (tmp_path / "cache.db").exists() or b"events" in (tmp_path / "cache.db").read_bytes()
 
 
-@needs_start
 def test_forbidden_everywhere_names_the_rbac_rule(tmp_path: Path) -> None:
     """403 on every kind: nothing can be watched, so start ends with one line naming the RBAC rule."""
     from kubectl_sktrace.emulator import Emulator
@@ -630,7 +616,6 @@ def test_forbidden_everywhere_names_the_rbac_rule(tmp_path: Path) -> None:
                          "grant get, list and watch on deployments.apps")
 
 
-@needs_start
 def test_forbidden_one_kind_warns_and_records_the_rest(tmp_path: Path) -> None:
     from kubectl_sktrace.emulator import Emulator
 
@@ -644,7 +629,6 @@ def test_forbidden_one_kind_warns_and_records_the_rest(tmp_path: Path) -> None:
             '(apiGroups: ["apps"], resources: ["deployments"]); apps/v1.Deployment is not recorded') in run.stderr
 
 
-@needs_start
 def test_cache_of_another_cluster_or_scope(tmp_path: Path, emulator: Any) -> None:
     from kubectl_sktrace.emulator import Emulator
 
@@ -664,7 +648,6 @@ def test_cache_of_another_cluster_or_scope(tmp_path: Path, emulator: Any) -> Non
     assert snapshot(list(before)) == before, line
 
 
-@needs_start
 @pytest.mark.parametrize(("make", "problem", "fix"), [
     pytest.param(m, p, f, id=i) for i, m, p, f in CACHE_FILE_CASES
 ])
@@ -678,7 +661,6 @@ def test_start_refuses_a_hostile_cache(tmp_path: Path, emulator: Any, make: Call
     assert snapshot([cache]) == before
 
 
-@needs_start
 @pytest.mark.parametrize(
     ("where", "problem"),
     [
@@ -698,7 +680,6 @@ def _tiny_file_limit() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
 
 
-@needs_start
 def test_start_on_a_full_disk(tmp_path: Path) -> None:
     """``ulimit -f`` as a full disk: creating the cache fails at the first page past the limit."""
     cache = tmp_path / "cache.db"
@@ -712,7 +693,6 @@ def _file_limit(size: int) -> Callable[[], None]:
     return apply
 
 
-@needs_start
 @pytest.mark.timeout(120)
 def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
     """The cache's files may not grow past 300 KB (``ulimit -f``): the recorder stops with one line, and what

@@ -27,10 +27,9 @@ from typing import Any
 import pytest
 import yaml
 
-from reliability_support import Recorder, has_command, private_env, run_cli
+from reliability_support import Recorder, private_env, run_cli
 
 pytestmark = pytest.mark.timeout(180)
-needs_start = pytest.mark.skipif(not has_command("start"), reason="the recorder (start) is not in this build")
 
 CONFIG = """\
 trackedObjects:
@@ -110,7 +109,6 @@ def _exports(tmp_path: Path, cache: Path) -> dict[str, bytes]:
     return out
 
 
-@needs_start
 def test_no_credential_or_secret_value_is_stored_or_exported(tmp_path: Path) -> None:
     from kubectl_sktrace.emulator import Emulator
 
@@ -136,7 +134,6 @@ def test_no_credential_or_secret_value_is_stored_or_exported(tmp_path: Path) -> 
           f"({sum(len(d) for d in haystacks.values()):,} bytes), client key {'planted' if client else 'skipped (no openssl)'}")
 
 
-@needs_start
 def test_keep_secret_data_is_the_only_way_values_are_stored(tmp_path: Path) -> None:
     """The positive control: with the opt-in, the same search finds the value, so the search works."""
     from kubectl_sktrace.emulator import Emulator
@@ -149,7 +146,6 @@ def test_keep_secret_data_is_the_only_way_values_are_stored(tmp_path: Path) -> N
     assert not any(form in stored for form in _forms(planted["token"])), "the token is never stored, opt-in or not"
 
 
-@needs_start
 @pytest.mark.parametrize("umask", [0o022, 0o000], ids=["umask-022", "umask-000"])
 def test_cache_directory_and_files_are_private(tmp_path: Path, umask: int) -> None:
     from kubectl_sktrace.emulator import Emulator
@@ -215,8 +211,6 @@ def test_emulator_and_recorder_listen_on_loopback_only(tmp_path: Path) -> None:
         server_listens = [listening[i] for i in _sockets_of(server.pid) if i in listening]
         assert server_listens, "the emulator listens"
         assert all(addr.startswith("0100007F:") for addr in server_listens), server_listens  # 127.0.0.1, little-endian hex
-        if not has_command("start"):
-            return
         rec = Recorder(kubeconfig=kubeconfig, cache=tmp_path / "cache.db", home=tmp_path, log=tmp_path / "rec.log")
         assert rec.wait_for("initial sync done", timeout=60), rec.output()
         listening = _listening_inodes()
