@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any
 from pathlib import Path
 
 from kubectl_sktrace.emulator import Emulator
@@ -237,6 +238,17 @@ def bench_ingest_alone(args: argparse.Namespace, proc: subprocess.Popen[bytes], 
     return (done or float("nan")) - resume if made else float("nan")
 
 
+def commit_if_due(ingest: Any, rec: Any, opened: float) -> float:
+    """Commit the open batch when it is older than the recorder's interval (as its loop does); returns
+    when the current batch was opened."""
+    if time.perf_counter() - opened <= 0.25:
+        return opened
+    ingest.before_commit(time.time())
+    rec.commit()
+    rec.begin()
+    return time.perf_counter()
+
+
 def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
     import gc
     import json
@@ -272,11 +284,7 @@ def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
     for i in range(events):
         event = json.loads(lines[i % len(lines)])
         ingest.event(POD, event["type"], event["object"], time.time())
-        if time.perf_counter() - opened > 0.25:
-            ingest.before_commit(time.time())
-            rec.commit()
-            rec.begin()
-            opened = time.perf_counter()
+        opened = commit_if_due(ingest, rec, opened)
     ingest.before_commit(time.time())
     rec.commit()
     core_s = time.perf_counter() - t
@@ -328,11 +336,7 @@ def bench_long_run(emu: Emulator, workdir: Path, events: int) -> None:
         else:
             event = json.loads(pod_lines[i % len(pod_lines)])
             ingest.event(POD, event["type"], event["object"], time.time())
-        if time.perf_counter() - opened > 0.25:
-            ingest.before_commit(time.time())
-            rec.commit()
-            rec.begin()
-            opened = time.perf_counter()
+        opened = commit_if_due(ingest, rec, opened)
         if (i + 1) % (events // 10) == 0:
             marks.append((i + 1, rss_mb(os.getpid()), ingest.events_recorded))
     ingest.before_commit(time.time())

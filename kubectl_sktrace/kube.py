@@ -522,24 +522,23 @@ def _read_json(resp: Any, host: str) -> dict[str, Any]:
         resp.close()
         raise TransientError(f"response from {host} broke off ({_root_reason(exc)})") from exc
     resp.release_conn()
-    try:
-        with _gc_paused():
-            data = _loads(body)
-    except ValueError as exc:
-        raise TransientError(f"malformed JSON from {host} ({exc})") from exc
-    if not isinstance(data, dict):
-        raise TransientError(f"unexpected JSON from {host}: expected an object")
-    return data
+    with _gc_paused():
+        return _json_object(body, host, what="response")
 
 
 def _parse_line(line: bytes, host: str) -> dict[str, Any]:
+    return _json_object(line, host, what="watch event")
+
+
+def _json_object(data: bytes, host: str, *, what: str) -> dict[str, Any]:
+    """One JSON object from the server; anything else is a TransientError (retried like a broken stream)."""
     try:
-        event = _loads(line)
+        value = _loads(data)
     except ValueError as exc:
-        raise TransientError(f"malformed watch event from {host} ({exc})") from exc
-    if not isinstance(event, dict):
-        raise TransientError(f"malformed watch event from {host}: expected an object")
-    return event
+        raise TransientError(f"malformed {what} from {host} ({exc})") from exc
+    if not isinstance(value, dict):
+        raise TransientError(f"malformed {what} from {host}: expected a JSON object")
+    return value
 
 
 def _chunks(resp: Any) -> Iterator[bytes]:
