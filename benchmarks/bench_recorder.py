@@ -56,6 +56,13 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process used so far."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def query(cache: str, sql: str) -> list[tuple[object, ...]]:
     try:
         conn = sqlite3.connect(cache, timeout=5)
@@ -161,9 +168,12 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
         gen_end = time.time()
         final_rv = store.rv
         resume = time.time()
+        cpu_before = cpu_seconds(proc.pid), cpu_seconds(kubectl.pid)
         os.kill(proc.pid, signal.SIGCONT)
         os.kill(kubectl.pid, signal.SIGCONT)
         recorder_done = wait_committed(cache, final_rv)
+        recorder_cpu = cpu_seconds(proc.pid) - cpu_before[0]
+        kubectl_cpu_mid = cpu_seconds(kubectl.pid) - cpu_before[1]
         # kubectl: done when its output has not grown for 3 s (or it ended: a watch it could not resume)
         while kubectl.poll() is None and time.time() - (sizes[-1][0] if sizes else resume) < (3.0 if sizes else 60.0):
             time.sleep(0.1)
@@ -171,6 +181,7 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
         kubectl_exit = kubectl.poll()
         kubectl_done = sizes[-1][0] if sizes else float("nan")
         kubectl_bytes = (sizes[-1][1] if sizes else base_size) - base_size
+        kubectl_cpu = cpu_seconds(kubectl.pid) - cpu_before[1] if kubectl_exit is None else float("nan")
         if kubectl_exit is None:
             kubectl.terminate()
         kubectl.wait()
@@ -188,8 +199,12 @@ def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen
     print(f"  kubectl get pods -A --watch -o json > file            {made / kub_s:10,.0f} events/s{ended}")
     print(f"  kubectl-sktrace start (events consumed and committed) {made / rec_s:10,.0f} events/s   "
           f"{(made / rec_s) / (made / kub_s):.2f}x kubectl (target >= 0.5x, >= 10,000/s)")
-    alone_s = bench_ingest_alone(args, proc, cache, emu, objs)
-    print(f"  kubectl-sktrace start alone, afterwards (same backlog, kubectl not running): {made / alone_s:,.0f} events/s")
+    print(f"  CPU while the recorder drained: recorder {recorder_cpu:.2f} s ({recorder_cpu / made * 1e6:.0f} us/event), "
+          f"kubectl {kubectl_cpu_mid:.2f} s, of {rec_s:.2f} s x 2 cores; kubectl in all {kubectl_cpu:.1f} s "
+          f"({kubectl_cpu / made * 1e6:.0f} us/event)")
+    alone_s, alone_cpu = bench_ingest_alone(args, proc, cache, emu, objs)
+    print(f"  kubectl-sktrace start alone, afterwards (same backlog, kubectl not running): {made / alone_s:,.0f} events/s, "
+          f"recorder CPU {alone_cpu / made * 1e6:.0f} us/event")
     print(f"  raw Kube.watch reader alone, afterwards (no rules, no writes): {raw_line}")
     print(f"  watch lines parsed with {_parser()}")
     print(f"  recorder RSS before / after the events                {rss_before:7.1f} / {rss_after:7.1f} MB; peak {peak:.1f} MB")
@@ -227,15 +242,18 @@ def wait_committed(cache: str, final_rv: int, timeout: float = 600) -> float | N
     return None
 
 
-def bench_ingest_alone(args: argparse.Namespace, proc: subprocess.Popen[bytes], cache: str, emu: Emulator, objs: list[dict]) -> float:
-    """The same backlog drained by the recorder with the machine to itself: seconds from resume to commit."""
+def bench_ingest_alone(args: argparse.Namespace, proc: subprocess.Popen[bytes], cache: str, emu: Emulator, objs: list[dict]) -> tuple[float, float]:
+    """The same backlog drained by the recorder with the machine to itself: seconds from resume to commit,
+    and the recorder's CPU seconds meanwhile."""
     os.kill(proc.pid, signal.SIGSTOP)
     made = make_backlog(emu, objs, args.events, start=args.events)
     final_rv = emu.store.rv
     resume = time.time()
+    cpu = cpu_seconds(proc.pid)
     os.kill(proc.pid, signal.SIGCONT)
     done = wait_committed(cache, final_rv)
-    return (done or float("nan")) - resume if made else float("nan")
+    cpu = cpu_seconds(proc.pid) - cpu
+    return ((done or float("nan")) - resume if made else float("nan")), cpu
 
 
 def commit_if_due(ingest: Any, rec: Any, opened: float) -> float:

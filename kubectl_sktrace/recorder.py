@@ -1,10 +1,11 @@
 """The recorder: the single writer that turns watch streams into the cache's history.
 
-Shape (SimKube's store, made durable): one watch thread per kind runs ``watching.run_watch`` and pushes what
-it sees into one queue through a ``QueueSink``; the main thread is the only one that touches the cache. It
-applies the pure rules (sanitize, change detection, lifecycles, owners) in ``Ingest`` and writes in batched
-``BEGIN IMMEDIATE`` transactions committed at least every ``COMMIT_INTERVAL`` seconds, moving the run's
-heartbeat with each commit so that a ``kill -9`` loses at most the last half second.
+Shape (SimKube's store, made durable): one watch thread per kind runs ``watching.run_watch`` and hands what
+it sees to the ``Writer``, which applies the pure rules (sanitize, change detection, lifecycles, owners) in
+``Ingest`` on that thread, under one lock, so the cache keeps a single writer. Writes go in batched ``BEGIN
+IMMEDIATE`` transactions committed at least every ``COMMIT_INTERVAL`` seconds, moving the run's heartbeat with
+each commit so that a ``kill -9`` loses at most the last half second. The main thread commits quiet batches,
+starts the pod watch, marks the sync, reports failures and progress, and stops everything.
 
 What each relist reconciles (SPEC §5), per kind and only once that kind's list is complete (so a partial
 first sync never deletes kinds not listed yet):
@@ -27,7 +28,7 @@ Memory follows the live cluster, not the history: keys, uids, hashes and lifecyc
 
 from __future__ import annotations
 
-import collections
+import dataclasses
 import gc
 import logging
 import os
@@ -51,7 +52,7 @@ COMMIT_INTERVAL = 0.25
 """Seconds a batch may stay open: half the SPEC's bound, so a commit never lags more than 0.5 s."""
 
 IDLE_COMMIT = 0.05
-"""Commit early when the queue has been empty this long: low traffic is durable at once."""
+"""Commit early when nothing was written for this long: low traffic is durable at once."""
 
 HEARTBEAT = 1.0
 """Seconds between commits that only move the run's ``stopped`` forward when nothing else is written."""
@@ -113,7 +114,8 @@ class _Relist:
 
 
 class Ingest:
-    """The recorder's rules applied to sink messages, written through ``Recording``. Single-threaded.
+    """The recorder's rules applied to sink messages, written through ``Recording``. Not thread-safe: the
+    ``Writer`` serializes the calls.
 
     ``fetch_owner(key) -> dict | None`` GETs an owner object (None when gone or forbidden); ``gap_start`` is
     when the previous run last wrote (None for a fresh cache): objects created after it were created offline.
@@ -370,72 +372,120 @@ class Ingest:
         return key in self.live.get(key.gvk, {}) or key in self.owners
 
 
-MAX_PENDING_OBJECTS = 500
-"""Objects received but not yet written, across all kinds: watch threads wait beyond this. Without the bound
-the list pages of a large cluster, parsed faster than they are written, pile up in memory."""
+class Writer:
+    """The Sink the watch threads call: each call applies the rules and writes, under one lock.
 
+    The thread that receives an event applies it, so a pod event is parsed, judged and freed on one thread
+    (handing parsed objects to another thread cost the GIL hand-off and the cross-core frees of every event,
+    more CPU than the rules themselves). The lock keeps the cache single-writer: one connection, one batch
+    at a time. A batch is committed by whichever thread holds the lock once it is ``COMMIT_INTERVAL`` old,
+    and by the main thread's ``tick`` once it has gone quiet; after ``close`` nothing more is written.
 
-class ObjectQueue:
-    """A FIFO of sink messages bounded by the number of objects they carry (a page weighs its items)."""
+    A ``CacheError`` met by a watch thread is fatal: it is kept in ``fatal`` for the main thread to raise,
+    and nothing more is written. Other failures of a kind are queued in ``failures`` for its warnings.
+    """
 
-    def __init__(self, *, limit: int = MAX_PENDING_OBJECTS, stop: threading.Event) -> None:
-        self.limit = limit
-        self.stop = stop
-        self._items: collections.deque[tuple[int, tuple[Any, ...]]] = collections.deque()
-        self._weight = 0
-        self._cond = threading.Condition()
-        self._consumer_waiting = False
-        self._producers_waiting = 0
+    def __init__(self, ingest: Ingest, recording: Recording, *, clock: Callable[[], float]) -> None:
+        self.ingest = ingest
+        self.rec = recording
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.fatal: CacheError | None = None
+        self.failures: list[tuple[GVK, BaseException]] = []
+        self._closed = False
+        self._opened: float | None = None  # monotonic time the open batch began; None: no batch
+        self._last_write = 0.0
+        self._last_commit = time.monotonic()
 
-    def put(self, msg: tuple[Any, ...], weight: int = 1) -> None:
-        with self._cond:
-            # a message heavier than the limit still passes when the queue is empty, so nothing deadlocks
-            while self._items and self._weight + weight > self.limit and not self.stop.is_set():
-                self._producers_waiting += 1
-                self._cond.wait(0.2)
-                self._producers_waiting -= 1
-            self._items.append((weight, msg))
-            self._weight += weight
-            if self._consumer_waiting:
-                self._cond.notify_all()
-
-    def get_many(self, timeout: float, *, most: int = 256) -> list[tuple[Any, ...]]:
-        """Up to ``most`` messages in order; waits up to ``timeout`` for the first. One lock round per batch."""
-        with self._cond:
-            if not self._items and timeout > 0:
-                self._consumer_waiting = True
-                self._cond.wait(timeout)
-                self._consumer_waiting = False
-            out: list[tuple[Any, ...]] = []
-            while self._items and len(out) < most:
-                weight, msg = self._items.popleft()
-                self._weight -= weight
-                out.append(msg)
-            if out and self._producers_waiting:
-                self._cond.notify_all()
-            return out
-
-
-class QueueSink:
-    """The watch threads' side of the Sink: every call becomes one queue message for the main thread."""
-
-    def __init__(self, q: ObjectQueue) -> None:
-        self.q = q
+    # -- the Sink (watch threads) ----------------------------------------------------------------------
 
     def relist_begin(self, gvk: GVK, ts: float) -> None:
-        self.q.put(("relist_begin", gvk, ts))
+        self._write(self.ingest.relist_begin, gvk, ts)
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
-        self.q.put(("relist_page", gvk, items, ts), max(1, len(items)))
+        self._write(self.ingest.relist_page, gvk, items, ts)
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
-        self.q.put(("relist_end", gvk, resource_version, ts))
+        self._write(self.ingest.relist_end, gvk, resource_version, ts)
 
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
-        self.q.put(("event", gvk, event_type, obj, ts))
+        self._write(self.ingest.event, gvk, event_type, obj, ts)
 
     def failed(self, gvk: GVK, error: BaseException) -> None:
-        self.q.put(("failed", gvk, error))
+        with self.lock:
+            if isinstance(error, CacheError):
+                self.fatal = self.fatal or error
+                self._closed = True
+            elif not self._closed:
+                self.ingest.failed(gvk, error)
+                self.failures.append((gvk, error))
+
+    def _write(self, apply: Callable[..., None], *args: Any) -> None:
+        with self.lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            if self._opened is None:
+                self.rec.begin()
+                self._opened = now
+            apply(*args)
+            self._last_write = now
+            if now - self._opened >= COMMIT_INTERVAL:
+                self._commit(now)
+
+    # -- the main thread -------------------------------------------------------------------------------
+
+    @property
+    def in_batch(self) -> bool:
+        return self._opened is not None
+
+    def tick(self) -> None:
+        """Commit a batch that went quiet (low traffic is durable at once) or grew old; move the run's
+        heartbeat when nothing was written for ``HEARTBEAT`` seconds."""
+        with self.lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            if self._opened is not None:
+                if now - self._last_write >= IDLE_COMMIT or now - self._opened >= COMMIT_INTERVAL:
+                    self._commit(now)
+            elif now - self._last_commit >= HEARTBEAT:
+                self.rec.begin()
+                self._commit(now)
+
+    def mark_synced(self, run_id: int, ts: float) -> None:
+        """Commit what the initial sync wrote together with the run's ``synced`` mark."""
+        with self.lock:
+            if self._closed:
+                return
+            if self._opened is None:
+                self.rec.begin()
+            self.rec.mark_synced(run_id, ts)
+            self._commit(time.monotonic())
+
+    def take_failures(self) -> list[tuple[GVK, BaseException]]:
+        with self.lock:
+            failures, self.failures = self.failures, []
+            return failures
+
+    def close(self, *, clean: bool) -> None:
+        """Stop writing: commit the open batch when ``clean``, else roll it back. Waits for a write in progress."""
+        with self.lock:
+            self._closed = True
+            if self._opened is None:
+                return
+            if clean:
+                self.ingest.before_commit(self.clock())
+                self.rec.commit()
+            else:
+                self.rec.rollback()
+            self._opened = None
+
+    def _commit(self, now: float) -> None:
+        self.ingest.before_commit(self.clock())
+        self.rec.commit()
+        self._opened = None
+        self._last_commit = now
 
 
 class ProgressView(Protocol):
@@ -499,11 +549,9 @@ class Session:
         self.progress = progress
         self.run_watch = run_watch
         self.clock = clock
-        self.q = ObjectQueue(stop=stop)
-        self.sink = QueueSink(self.q)
         self.threads: list[threading.Thread] = []
         self.warnings: list[str] = []
-        self._forbidden: set[GVK] = set()
+        self._failed: dict[GVK, BaseException] = {}
 
     def run(self) -> Summary:
         from kubectl_sktrace.tracerconfig import config_to_yaml
@@ -520,10 +568,11 @@ class Session:
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
         )
+        writer = Writer(ingest, self.rec, clock=self.clock)
         first_wave = list(dict.fromkeys([*tracked, *sorted(owner_kinds)]))
         first_wave = [g for g in first_wave if g != POD]
         for gvk in first_wave:
-            self._start_watch(resources[gvk])
+            self._start_watch(resources[gvk], writer)
         watched = list(first_wave)
         pods_pending = POD in resources
         synced_at: float | None = None
@@ -531,79 +580,63 @@ class Session:
         clean = False
         saved_gc = gc.get_threshold()
         gc.set_threshold(GC_THRESHOLD, saved_gc[1], saved_gc[2])
-        batch_opened = 0.0
-        last_commit = time.monotonic()
         last_view = 0.0
         rate_mark = (time.monotonic(), 0)
         rate = 0.0
         try:
             while True:
+                self.stop.wait(IDLE_COMMIT if writer.in_batch else 0.2)
+                if writer.fatal is not None:
+                    raise writer.fatal
                 now_mono = time.monotonic()
                 if self.stop.is_set() or (deadline is not None and now_mono >= deadline):
                     break
-                if pods_pending and all(self._settled(ingest, g) for g in first_wave):
-                    self._start_watch(resources[POD])
+                for gvk, error in writer.take_failures():
+                    self._report_failure(gvk, error)
+                self._check_failures(tracked, resources)
+                with writer.lock:
+                    settled = all(self._settled(ingest, g) for g in watched)
+                if synced_at is None and (settled or now_mono - last_view >= 0.5):
+                    last_view = now_mono
+                    self._show_sync(ingest, writer, watched)
+                if pods_pending and settled:
+                    self._start_watch(resources[POD], writer)
                     watched.append(POD)
                     pods_pending = False
-                timeout = IDLE_COMMIT if self.rec.in_batch else 0.2
-                messages = self.q.get_many(timeout)
-                if messages and not self.rec.in_batch:
-                    self.rec.begin()
-                    batch_opened = time.monotonic()
-                for msg in messages:
-                    self._dispatch(ingest, msg, resources)
-                now_mono = time.monotonic()
-                # commit when the batch is old enough, or when the queue stayed empty for IDLE_COMMIT
-                if self.rec.in_batch and (now_mono - batch_opened >= COMMIT_INTERVAL or not messages):
-                    if synced_at is None and not pods_pending and all(self._settled(ingest, g) for g in watched):
-                        synced_at = self.clock()
-                        self.rec.mark_synced(run_id, synced_at)
-                        self.progress.synced(synced_at - started)
-                        gc.freeze()  # the live index is long-lived: keep full collections from walking it
-                    ingest.before_commit(self.clock())
-                    self.rec.commit()
-                    last_commit = now_mono
-                if not self.rec.in_batch and now_mono - last_commit >= HEARTBEAT:
-                    self.rec.begin()
-                    ingest.before_commit(self.clock())
-                    self.rec.commit()
-                    last_commit = now_mono
-                self._check_failures(ingest, tracked, resources)
-                if now_mono - last_view >= 0.5:
+                elif synced_at is None and not pods_pending and settled:
+                    synced_at = self.clock()
+                    writer.mark_synced(run_id, synced_at)
+                    self.progress.synced(synced_at - started)
+                    gc.freeze()  # the live index is long-lived: keep full collections from walking it
+                writer.tick()
+                if synced_at is not None and now_mono - last_view >= 0.5:
                     last_view = now_mono
-                    if synced_at is None:
-                        for g in watched:
-                            self.progress.kind_progress(g, ingest.stats_for(g))
-                    else:
-                        mark_t, mark_n = rate_mark
-                        if now_mono - mark_t >= 2.0:
-                            rate = (ingest.events_recorded - mark_n) / (now_mono - mark_t)
-                            rate_mark = (now_mono, ingest.events_recorded)
-                        self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate,
-                                           left=None if deadline is None else max(0.0, deadline - now_mono))
+                    mark_t, mark_n = rate_mark
+                    if now_mono - mark_t >= 2.0:
+                        rate = (ingest.events_recorded - mark_n) / (now_mono - mark_t)
+                        rate_mark = (now_mono, ingest.events_recorded)
+                    self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate,
+                                       left=None if deadline is None else max(0.0, deadline - now_mono))
             clean = True
         except KubeError:
             clean = True  # a reported cluster error (every kind forbidden): what was written stands, the cache is sound
             raise
         finally:
             self.stop.set()
-            if clean:
-                self._drain(ingest, resources)
+            clean = clean and writer.fatal is None
+            # the watch threads write nothing after this; what they received before the stop is committed
+            writer.close(clean=clean)
             stopped = self.clock()
-            if self.rec.in_batch:
-                if clean:
-                    ingest.before_commit(stopped)
-                    self.rec.commit()
-                else:
-                    self.rec.rollback()
             gc.set_threshold(*saved_gc)
             gc.unfreeze()
             self.rec.stop_run(run_id, stopped, clean=clean)
             if clean:
                 self.rec.cache.checkpoint()
-            # The watch threads only ever touch the queue, never the cache: no need to wait for their streams
-            # to notice the stop (up to half a second each); they are daemons and end with the process.
+            # The watch threads write nothing after ``close``: no need to wait for their streams to notice the
+            # stop (up to half a second each); they are daemons and end with the process.
             self.progress.close()
+        if writer.fatal is not None:
+            raise writer.fatal  # met by a watch thread after the loop ended
         rows = tuple(
             SummaryRow(str(g), s.listed, s.applied, s.deleted_live, s.deleted_offline, s.lifecycles)
             for g, s in sorted(ingest.stats.items(), key=lambda kv: str(kv[0]))
@@ -630,7 +663,7 @@ class Session:
             )
         return dict(resources)
 
-    def _start_watch(self, resource: Any) -> None:
+    def _start_watch(self, resource: Any, writer: Writer) -> None:
         gvk = resource.gvk
         stop = self.stop
 
@@ -638,59 +671,42 @@ class Session:
             try:
                 self.run_watch(
                     resource=resource, namespace=self.namespace, list_page=self.kube.list_page, watch=self.kube.watch,
-                    sink=self.sink, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(),
+                    sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(),
                 )
             except BaseException as exc:  # noqa: BLE001 - reported on the main thread
-                self.sink.failed(gvk, exc)
+                writer.failed(gvk, exc)
 
         thread = threading.Thread(target=target, name=f"watch {gvk}", daemon=True)
         thread.start()
         self.threads.append(thread)
 
-    def _dispatch(self, ingest: Ingest, msg: tuple[Any, ...], resources: Mapping[GVK, Any]) -> None:
-        kind = msg[0]
-        if kind == "event":
-            ingest.event(msg[1], msg[2], msg[3], msg[4])
-        elif kind == "relist_page":
-            ingest.relist_page(msg[1], msg[2], msg[3])
-        elif kind == "relist_begin":
-            ingest.relist_begin(msg[1], msg[2])
-        elif kind == "relist_end":
-            ingest.relist_end(msg[1], msg[2], msg[3])
-            self.progress.kind_progress(msg[1], ingest.stats_for(msg[1]))
-        elif kind == "failed":
-            gvk, error = msg[1], msg[2]
-            if isinstance(error, CacheError):
-                raise error
-            ingest.failed(gvk, error)
-            if isinstance(error, ForbiddenError):
-                self._forbidden.add(gvk)
-                self._warn(f"{error}; {gvk} is not recorded")
-            else:
-                self._warn(f"watching {gvk} failed: {error}; it is not recorded")
+    def _report_failure(self, gvk: GVK, error: BaseException) -> None:
+        self._failed[gvk] = error
+        if isinstance(error, ForbiddenError):
+            self._warn(f"{error}; {gvk} is not recorded")
+        else:
+            self._warn(f"watching {gvk} failed: {error}; it is not recorded")
 
-    def _drain(self, ingest: Ingest, resources: Mapping[GVK, Any]) -> None:
-        """Apply what the watch threads already received before the stop."""
-        while messages := self.q.get_many(0):
-            if not self.rec.in_batch:
-                self.rec.begin()
-            for msg in messages:
-                if msg[0] != "failed":
-                    self._dispatch(ingest, msg, resources)
+    def _show_sync(self, ingest: Ingest, writer: Writer, watched: list[GVK]) -> None:
+        """The initial sync's progress per kind."""
+        with writer.lock:
+            stats = [(g, dataclasses.replace(ingest.stats_for(g))) for g in watched]
+        for gvk, kind_stats in stats:
+            self.progress.kind_progress(gvk, kind_stats)
 
     def _settled(self, ingest: Ingest, gvk: GVK) -> bool:
         stats = ingest.stats_for(gvk)
         return stats.initial_done or stats.failed is not None
 
-    def _check_failures(self, ingest: Ingest, tracked: list[GVK], resources: Mapping[GVK, Any]) -> None:
+    def _check_failures(self, tracked: list[GVK], resources: Mapping[GVK, Any]) -> None:
         """Every tracked kind failed: nothing useful can be recorded, so stop with the fix."""
-        failed = [g for g in tracked if ingest.stats_for(g).failed is not None]
+        failed = [g for g in tracked if g in self._failed]
         if not tracked or len(failed) < len(tracked):
             return
-        if all(g in self._forbidden for g in failed):
+        if all(isinstance(self._failed[g], ForbiddenError) for g in failed):
             names = [_resource_name(resources[g]) for g in [*tracked, POD] if g in resources]
             raise KubeError(f"forbidden to list and watch every tracked kind; {rbac_hint(names)}")
-        raise KubeError(f"no tracked kind can be watched ({ingest.stats_for(failed[0]).failed}); check the cluster and the config")
+        raise KubeError(f"no tracked kind can be watched ({self._failed[failed[0]]}); check the cluster and the config")
 
     def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
         resource = resources.get(key.gvk)
