@@ -1,0 +1,159 @@
+"""recorder.Writer: the watch threads' sink that applies and writes under one lock, over a real sqlite cache."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from kubectl_sktrace import recorder
+from kubectl_sktrace.errors import CacheError, ForbiddenError
+from kubectl_sktrace.model import POD
+from kubectl_sktrace.recorder import REPLICASET, Ingest, Writer
+from kubectl_sktrace.store import open_cache
+from kubectl_sktrace.store.recording import Recording
+from tests.test_recorder import CONFIG, DEPLOY, T0, deployment, pod, replicaset
+
+
+class Setup:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.cache = open_cache(path, create=True)
+        self.rec = Recording(self.cache)
+        self.run = self.rec.begin_run(started=T0, pid=1, config_yaml="")
+        self.ingest = Ingest(recording=self.rec, run_id=self.run, config=CONFIG, owner_kinds={REPLICASET},
+                             fetch_owner=lambda key: None, gap_start=None)
+        self.clock_now = T0
+        self.writer = Writer(self.ingest, self.rec, clock=lambda: self.clock_now)
+
+    def committed(self, sql: str) -> list[tuple[Any, ...]]:
+        """What another connection sees: only committed rows."""
+        conn = sqlite3.connect(self.path)
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+
+
+@pytest.fixture
+def s(tmp_path: Path) -> Iterator[Setup]:
+    setup = Setup(tmp_path / "cache.db")
+    yield setup
+    setup.cache.close()
+
+
+def list_kind(writer: Writer, gvk: Any, items: list[dict[str, Any]], rv: str = "10") -> None:
+    writer.relist_begin(gvk, T0)
+    writer.relist_page(gvk, items, T0)
+    writer.relist_end(gvk, rv, T0)
+
+
+def test_events_from_several_threads_all_land_and_are_committed_on_close(s: Setup) -> None:
+    list_kind(s.writer, REPLICASET, [replicaset("rs", "r1", "web", "d1")])
+    list_kind(s.writer, DEPLOY, [deployment("web", "d1")])
+    list_kind(s.writer, POD, [])
+
+    def feed(worker: int) -> None:
+        for i in range(200):
+            obj = pod(f"p{worker}-{i}", f"u{worker}-{i}", rs="rs", rs_uid="r1", started=T0 + 1)
+            obj["metadata"]["resourceVersion"] = str(1000 + worker * 1000 + i)
+            s.writer.event(POD, "ADDED", obj, T0 + 2)
+
+    threads = [threading.Thread(target=feed, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    s.writer.close(clean=True)
+    assert s.committed("SELECT count(*) FROM pods WHERE owner_name = 'web'") == [(800,)]
+    assert s.committed("SELECT count(*) FROM watch_state") == [(3,)]
+    assert not s.writer.in_batch
+
+
+def test_a_batch_is_committed_by_the_writing_thread_once_old_enough(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recorder, "COMMIT_INTERVAL", 0.0)
+    list_kind(s.writer, DEPLOY, [deployment("web", "d1")], rv="7")
+    assert not s.writer.in_batch
+    assert s.committed("SELECT name FROM events") == [("web",)]
+    assert s.committed("SELECT resource_version FROM watch_state") == [("7",)]
+
+
+def test_tick_commits_a_quiet_batch_and_leaves_a_busy_young_one_open(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recorder, "IDLE_COMMIT", 60.0)
+    list_kind(s.writer, DEPLOY, [deployment("web", "d1")])
+    s.writer.tick()
+    assert s.writer.in_batch and s.committed("SELECT name FROM events") == []
+    monkeypatch.setattr(recorder, "IDLE_COMMIT", 0.0)
+    s.writer.tick()
+    assert not s.writer.in_batch and s.committed("SELECT name FROM events") == [("web",)]
+
+
+def test_tick_moves_the_heartbeat_of_an_idle_run(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recorder, "HEARTBEAT", 0.0)
+    s.clock_now = T0 + 42
+    s.writer.tick()
+    assert s.committed(f"SELECT stopped FROM runs WHERE id = {s.run}") == [(T0 + 42,)]
+    assert not s.writer.in_batch
+
+
+def test_mark_synced_commits_the_sync_with_its_mark(s: Setup) -> None:
+    list_kind(s.writer, DEPLOY, [deployment("web", "d1")])
+    s.writer.mark_synced(s.run, T0 + 3)
+    assert s.committed(f"SELECT synced FROM runs WHERE id = {s.run}") == [(T0 + 3,)]
+    assert s.committed("SELECT name FROM events") == [("web",)]
+
+
+def test_close_unclean_rolls_back_and_nothing_is_written_after_close(s: Setup) -> None:
+    list_kind(s.writer, DEPLOY, [deployment("web", "d1")])
+    s.writer.close(clean=False)
+    assert s.committed("SELECT count(*) FROM events") == [(0,)]
+    s.writer.event(DEPLOY, "ADDED", deployment("late", "d9"), T0 + 5)
+    s.writer.tick()
+    assert not s.writer.in_batch
+    assert s.cache.conn.execute("SELECT count(*) FROM events").fetchone() == (0,)
+
+
+def test_a_cache_error_is_fatal_and_stops_all_writing(s: Setup) -> None:
+    list_kind(s.writer, DEPLOY, [deployment("web", "d1")])
+    error = CacheError("the cache is damaged")
+    s.writer.failed(POD, error)
+    assert s.writer.fatal is error
+    s.writer.event(DEPLOY, "ADDED", deployment("late", "d9"), T0 + 5)
+    assert "late" not in {k.name for k in s.ingest.live[DEPLOY]}
+    assert s.writer.take_failures() == []
+
+
+def test_other_failures_are_kept_for_the_main_thread_once(s: Setup) -> None:
+    error = ForbiddenError("forbidden: cannot list pods", verb="list", resource="pods")
+    s.writer.failed(POD, error)
+    assert s.writer.fatal is None
+    assert s.ingest.stats_for(POD).failed == str(error)
+    assert s.writer.take_failures() == [(POD, error)]
+    assert s.writer.take_failures() == []
+
+
+def test_close_waits_for_a_write_in_progress(s: Setup) -> None:
+    entered, release = threading.Event(), threading.Event()
+    original = s.ingest.event
+
+    def slow_event(*args: Any) -> None:
+        entered.set()
+        release.wait(5)
+        original(*args)
+
+    s.ingest.event = slow_event  # type: ignore[method-assign]
+    writer_thread = threading.Thread(target=s.writer.event, args=(DEPLOY, "ADDED", deployment("web", "d1"), T0))
+    writer_thread.start()
+    assert entered.wait(5)
+    closer = threading.Thread(target=s.writer.close, kwargs={"clean": True})
+    closer.start()
+    time.sleep(0.1)
+    assert closer.is_alive()  # blocked on the lock the event holds
+    release.set()
+    writer_thread.join(5)
+    closer.join(5)
+    assert s.committed("SELECT name FROM events") == [("web",)]
