@@ -7,7 +7,7 @@ versions) and reject more than one ``/``. This module is the one place that pars
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubectl_sktrace.errors import UsageError
 
@@ -17,6 +17,17 @@ class GVK:
     group: str
     version: str
     kind: str
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.group, self.version, self.kind)))
+
+    def __hash__(self) -> int:
+        # computed once: the recorder looks a GVK up in several dicts for every watch event
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[GVK], tuple[str, str, str]]:
+        return GVK, (self.group, self.version, self.kind)  # the hash is per process: rebuild, never copy it
 
     @classmethod
     def parse(cls, text: str) -> GVK:

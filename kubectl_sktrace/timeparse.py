@@ -8,6 +8,7 @@ seconds. Every failure is a UsageError naming the accepted forms.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timezone
 
@@ -72,6 +73,12 @@ def parse_api_time(value: object) -> float | None:
     """
     if not isinstance(value, str) or not value[:1].isdigit():
         return None
+    return _parse_api_text(value)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _parse_api_text(value: str) -> float | None:
+    """Memoized: a running pod's container start times come back in every status update it gets."""
     text = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], value, count=1)
     try:
         return parse_time(text, now=0.0)

@@ -38,3 +38,18 @@ def test_objkey() -> None:
     assert ObjKey(GVK("", "v1", "Namespace"), "", "ns").ns_name == "ns"
     assert str(ObjKey(POD, "ns", "p")) == "v1.Pod ns/p"
     assert {ObjKey(POD, "a", "b"), ObjKey(POD, "a", "b")} == {ObjKey(POD, "a", "b")}
+
+
+def test_gvk_hash_is_cached_but_behaves_like_its_fields() -> None:
+    import dataclasses
+    import pickle
+
+    gvk = GVK("apps", "v1", "Deployment")
+    assert gvk == GVK.parse("apps/v1.Deployment") and hash(gvk) == hash(GVK.parse("apps/v1.Deployment"))
+    assert gvk != GVK("apps", "v1", "ReplicaSet") and {gvk: 1}.get(GVK("apps", "v1", "ReplicaSet")) is None
+    copied = pickle.loads(pickle.dumps(gvk))
+    assert copied == gvk and hash(copied) == hash(gvk) and copied._hash == hash(("apps", "v1", "Deployment"))
+    changed = dataclasses.replace(gvk, kind="StatefulSet")
+    assert changed == GVK("apps", "v1", "StatefulSet") and hash(changed) == hash(GVK("apps", "v1", "StatefulSet"))
+    assert repr(gvk) == "GVK(group='apps', version='v1', kind='Deployment')"
+    assert sorted([GVK("b", "v1", "K"), GVK("", "v1", "Pod")])[0] == GVK("", "v1", "Pod")

@@ -219,6 +219,8 @@ def test_object_uid(obj: dict[str, Any], uid: str) -> None:
         pytest.param("@1795341600", None, id="unix-form-not-api-time"),
         pytest.param("2026-13-40T10:00:00Z", None, id="invalid-date"),
         pytest.param(1795341600, None, id="number"),
+        pytest.param({"time": "2026-11-22T10:00:00Z"}, None, id="unhashable-object"),
+        pytest.param(["2026-11-22T10:00:00Z"], None, id="unhashable-list"),
     ],
 )
 def test_parse_api_time(value: object, expected: float | None) -> None:
