@@ -381,8 +381,10 @@ class Writer:
     at a time. A batch is committed by whichever thread holds the lock once it is ``COMMIT_INTERVAL`` old,
     and by the main thread's ``tick`` once it has gone quiet; after ``close`` nothing more is written.
 
-    A ``CacheError`` met by a watch thread is fatal: it is kept in ``fatal`` for the main thread to raise,
-    and nothing more is written. Other failures of a kind are queued in ``failures`` for its warnings.
+    What escapes ``Ingest`` (which skips unreadable objects itself) means the cache or the writing failed: a
+    sqlite error, a full disk, a ``CacheError``. That is fatal to the run, not to one kind: it is kept in
+    ``fatal`` for the main thread to raise, and nothing more is written. A kind's own failure (403, a kind
+    no longer served) is queued in ``failures`` for its warning, and the other kinds go on.
     """
 
     def __init__(self, ingest: Ingest, recording: Recording, *, clock: Callable[[], float]) -> None:
@@ -390,7 +392,7 @@ class Writer:
         self.rec = recording
         self.clock = clock
         self.lock = threading.Lock()
-        self.fatal: CacheError | None = None
+        self.fatal: BaseException | None = None
         self.failures: list[tuple[GVK, BaseException]] = []
         self._closed = False
         self._opened: float | None = None  # monotonic time the open batch began; None: no batch
@@ -425,13 +427,17 @@ class Writer:
             if self._closed:
                 return
             now = time.monotonic()
-            if self._opened is None:
-                self.rec.begin()
-                self._opened = now
-            apply(*args)
-            self._last_write = now
-            if now - self._opened >= COMMIT_INTERVAL:
-                self._commit(now)
+            try:
+                if self._opened is None:
+                    self.rec.begin()
+                    self._opened = now
+                apply(*args)
+                self._last_write = now
+                if now - self._opened >= COMMIT_INTERVAL:
+                    self._commit(now)
+            except BaseException as exc:
+                self.fatal, self._closed = exc, True
+                raise
 
     # -- the main thread -------------------------------------------------------------------------------
 

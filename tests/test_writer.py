@@ -157,3 +157,17 @@ def test_close_waits_for_a_write_in_progress(s: Setup) -> None:
     writer_thread.join(5)
     closer.join(5)
     assert s.committed("SELECT name FROM events") == [("web",)]
+
+
+def test_an_error_escaping_the_rules_is_fatal_to_the_run_not_to_one_kind(s: Setup) -> None:
+    def broken(*args: Any) -> None:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    s.ingest.event = broken  # type: ignore[method-assign]
+    with pytest.raises(sqlite3.DatabaseError):
+        s.writer.event(POD, "MODIFIED", pod("p", "u1", rs=None), T0)
+    assert isinstance(s.writer.fatal, sqlite3.DatabaseError)
+    s.writer.failed(POD, s.writer.fatal)  # what the watch thread reports next: not a kind failure
+    assert s.writer.take_failures() == [] and s.ingest.stats_for(POD).failed is None
+    s.writer.relist_begin(DEPLOY, T0)  # nothing more is written
+    assert DEPLOY not in s.ingest._relists
