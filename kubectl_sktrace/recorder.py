@@ -10,13 +10,14 @@ starts the pod watch, marks the sync, reports failures and progress, and stops e
 What each relist reconciles (SPEC §5), per kind and only once that kind's list is complete (so a partial
 first sync never deletes kinds not listed yet):
 
-- cached live objects missing from the list are deleted at the relist time and marked inferred (the real
-  deletion time lies between the previous sight and the relist); a listed object with another uid is a
-  delete then an apply, both inferred;
+- cached live objects missing from the list are deleted and marked inferred (the real deletion time lies
+  between the previous sight and the relist): a kind's first list of the run records them at the run's
+  start, the restart, whichever kind is listed first; a later relist at its own time. A listed object with
+  another uid is a delete then an apply, both inferred;
 - objects that were created while no recorder ran are stamped with their ``creationTimestamp`` when it
   falls inside that gap (inferred), else with the relist time;
-- cached Running pods that vanished become Finished(start, relist time) with ``end_inferred``; listed pods
-  that finished offline get their real end from their container states.
+- cached Running pods that vanished become Finished(start, that same time) with ``end_inferred``; listed
+  pods that finished offline get their real end from their container states.
 
 Owner chains of pods are resolved at first sight from, in order: owner kinds watched cheaply alongside the
 tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached). The
@@ -119,14 +120,17 @@ class Ingest:
 
     ``fetch_owner(key) -> dict | None`` GETs an owner object (None when gone or forbidden); ``gap_start`` is
     when the previous run last wrote (None for a fresh cache): objects created after it were created offline.
+    ``restart`` is when this run started: what a kind's first list finds gone is recorded at that time, one
+    time for every kind however long the lists take (None: at each list's own time).
     """
 
     def __init__(
         self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
-        fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None,
+        fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None, restart: float | None = None,
     ) -> None:
         self.rec = recording
         self.run_id = run_id
+        self.restart = restart
         self.config = config
         self.tracked = config.tracked
         self.owner_kinds = owner_kinds
@@ -177,19 +181,20 @@ class Ingest:
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
         relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
         stats = self.stats_for(gvk)
+        gone = self.restart if relist.initial and self.restart is not None else relist.ts
         if relist.broken:
             log.warning("%s: %d listed objects could not be read; no deletions inferred from this list", gvk, relist.broken)
         elif gvk in self.tracked:
             live = self.live.setdefault(gvk, {})
             for key in changes.vanished(live, relist.seen):
-                self._delete(key, live.pop(key).uid, relist.ts, inferred=True)
+                self._delete(key, live.pop(key).uid, gone, inferred=True)
                 self.owners.pop(key, None)
                 stats.deleted_offline += 1
             self.rec.touch_objects(gvk, relist.ts)
         if gvk == POD and not relist.broken:
-            second = changes.event_second(relist.ts)
+            second = changes.event_second(gone)
             for uid in [uid for uid in self.pods if uid not in relist.seen_pods]:
-                self._pod_gone(uid, second, relist.ts, inferred=True)
+                self._pod_gone(uid, second, gone, inferred=True)
         self._gap_start[gvk] = relist.ts
         self._resource_versions[gvk] = resource_version
         self._pending_rv[gvk] = resource_version
@@ -573,6 +578,7 @@ class Session:
         ingest = Ingest(
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
+            restart=started,
         )
         writer = Writer(ingest, self.rec, clock=self.clock)
         first_wave = list(dict.fromkeys([*tracked, *sorted(owner_kinds)]))

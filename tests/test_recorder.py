@@ -65,12 +65,12 @@ class Harness:
         self.cache = open_cache(path, create=True)
         self.rec = Recording(self.cache)
 
-    def ingest(self, *, config: TracerConfig = CONFIG, started: float = T0) -> Ingest:
+    def ingest(self, *, config: TracerConfig = CONFIG, started: float = T0, restart: float | None = None) -> Ingest:
         previous = self.rec.previous_run()
         run = self.rec.begin_run(started=started, pid=1, config_yaml="")
         self.rec.begin()
         return Ingest(recording=self.rec, run_id=run, config=config, owner_kinds={REPLICASET},
-                      fetch_owner=self._fetch, gap_start=None if previous is None else previous.stopped)
+                      fetch_owner=self._fetch, gap_start=None if previous is None else previous.stopped, restart=restart)
 
     def _fetch(self, key: ObjKey) -> dict[str, Any] | None:
         self.fetched.append(key)
@@ -119,6 +119,20 @@ def test_fresh_cache_records_listed_objects_and_pod_owners_without_gets(h: Harne
     stable = h.cache.conn.execute("SELECT stable_hash FROM pods WHERE name='web-1-a'").fetchone()[0]
     assert stable % (1 << 64) == hashing.pod_spec_hash(pod("x", "x", rs=None)["spec"])
     assert h.cache.conn.execute("SELECT resource_version FROM watch_state WHERE gvk='v1.Pod'").fetchone() == ("100",)
+
+
+def test_a_restart_records_what_vanished_offline_at_the_run_start_whichever_kind_lists_when(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500, restart=T0 + 500.2)
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0 + 501.4)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1")], T0 + 501.6)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50)], T0 + 503.7)  # pods list last
+    assert h.events()[2:] == [(int(T0) + 500, "apps/v1.Deployment", "api", 1, 1)]
+    assert h.pods()["api-1-a"] == ("api", int(T0) - 40, int(T0) + 500, 1, 0)
+    # a later relist (after a 410) is no restart: what it finds gone is recorded at its own time
+    listing(ing, DEPLOY, [], T0 + 900.5)
+    h.finish(ing, T0 + 1000)
+    assert h.events()[3:] == [(int(T0) + 900, "apps/v1.Deployment", "web", 1, 1)]
 
 
 def test_restart_infers_deletions_finishes_vanished_pods_and_stamps_offline_creations(h: Harness) -> None:
