@@ -2,8 +2,9 @@
 
 On a terminal: one line rewritten in place — first the initial sync per kind (objects listed so far, a
 check mark once a kind's list is complete), then the live status (events recorded, pods tracked, events/s,
-time left). Without a terminal (a log file, CI): plain lines, one per completed initial list, one when the
-sync is done, and a status line every ``LOG_EVERY`` seconds. Warnings always print, even with ``--quiet``.
+the watch updates/s behind them, time left). Without a terminal (a log file, CI): plain lines, one per
+completed initial list, one when the sync is done, and a status line every ``LOG_EVERY`` seconds. Warnings
+always print, even with ``--quiet``.
 Output is driven by the recorder's loop (no thread of its own), so it costs nothing while nothing changes.
 """
 
@@ -56,10 +57,13 @@ class Progress:
 
     # -- while recording -----------------------------------------------------------------------------
 
-    def live(self, *, events: int, pods: int, rate: float, left: float | None) -> None:
+    def live(self, *, events: int, pods: int, rate: float, updates_rate: float, left: float | None) -> None:
+        """``events``/``rate``: what goes into the trace; ``updates_rate``: watch events received, most of them
+        pod status changes that record nothing, so a busy cluster does not look stalled."""
         if self.quiet:
             return
-        text = f"recording: {events:,} events, {pods:,} pods tracked, {rate:,.1f} events/s"
+        text = (f"recording: {events:,} events, {pods:,} pods tracked, {rate:,.1f} events/s "
+                f"(watch: {updates_rate:,.0f} updates/s)")
         if left is not None:
             text += f", {format_duration(left)} left"
         if self.tty:

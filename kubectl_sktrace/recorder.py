@@ -137,6 +137,7 @@ class Ingest:
         self.fetch_owner = fetch_owner
         self.stats: dict[GVK, KindStats] = {}
         self.events_recorded = 0
+        self.updates_seen = 0  # watch events received, whether or not they changed anything
         live = recording.load_live_objects()
         self.live: dict[GVK, dict[ObjKey, changes.Known]] = {gvk: {} for gvk in self.tracked}
         for key, row in live.items():
@@ -201,6 +202,7 @@ class Ingest:
         stats.initial_done = True
 
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        self.updates_seen += 1
         try:
             self._event(gvk, event_type, obj, ts)
         except MALFORMED as exc:
@@ -504,7 +506,7 @@ class ProgressView(Protocol):
 
     def kind_progress(self, gvk: GVK, stats: KindStats) -> None: ...
     def synced(self, seconds: float) -> None: ...
-    def live(self, *, events: int, pods: int, rate: float, left: float | None) -> None: ...
+    def live(self, *, events: int, pods: int, rate: float, updates_rate: float, left: float | None) -> None: ...
     def warn(self, message: str) -> None: ...
     def close(self) -> None: ...
 
@@ -593,8 +595,8 @@ class Session:
         saved_gc = gc.get_threshold()
         gc.set_threshold(GC_THRESHOLD, saved_gc[1], saved_gc[2])
         last_view = 0.0
-        rate_mark = (time.monotonic(), 0)
-        rate = 0.0
+        rate_mark = (time.monotonic(), 0, 0)
+        rate = updates_rate = 0.0
         try:
             while True:
                 self.stop.wait(IDLE_COMMIT if writer.in_batch else 0.2)
@@ -623,11 +625,13 @@ class Session:
                 writer.tick()
                 if synced_at is not None and now_mono - last_view >= 0.5:
                     last_view = now_mono
-                    mark_t, mark_n = rate_mark
+                    mark_t, mark_n, mark_u = rate_mark
                     if now_mono - mark_t >= 2.0:
                         rate = (ingest.events_recorded - mark_n) / (now_mono - mark_t)
-                        rate_mark = (now_mono, ingest.events_recorded)
+                        updates_rate = (ingest.updates_seen - mark_u) / (now_mono - mark_t)
+                        rate_mark = (now_mono, ingest.events_recorded, ingest.updates_seen)
                     self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate,
+                                       updates_rate=updates_rate,
                                        left=None if deadline is None else max(0.0, deadline - now_mono))
             clean = True
         except KubeError:

@@ -27,16 +27,16 @@ def test_plain_lines_without_a_terminal() -> None:
     view.kind_progress(DEPLOY, KindStats(listed=1200, initial_done=True))
     view.kind_progress(POD, KindStats(listed=12000, initial_done=True))
     view.synced(3.25)
-    view.live(events=10, pods=12000, rate=2.5, left=None)  # too soon after the start for a log line
+    view.live(events=10, pods=12000, rate=2.5, updates_rate=900.0, left=None)  # too soon after the start for a log line
     clock.now = LOG_EVERY
-    view.live(events=1234, pods=12001, rate=41.0, left=95)
+    view.live(events=1234, pods=12001, rate=41.0, updates_rate=14950.4, left=95)
     view.warn("kind v1.Foo is not served")
     view.close()
     assert out.getvalue() == (
         "listed apps/v1.Deployment: 1,200 objects\n"
         "listed v1.Pod: 12,000 objects\n"
         "initial sync done: 13,200 objects in 3.2s; recording changes (Ctrl-C to stop)\n"
-        "recording: 1,234 events, 12,001 pods tracked, 41.0 events/s, 1m35s left\n"
+        "recording: 1,234 events, 12,001 pods tracked, 41.0 events/s (watch: 14,950 updates/s), 1m35s left\n"
         "Warning: kind v1.Foo is not served\n"
     )
 
@@ -48,14 +48,14 @@ def test_one_line_rewritten_on_a_terminal() -> None:
     view.kind_progress(POD, KindStats(listed=0, failed="forbidden"))
     view.kind_progress(DEPLOY, KindStats(listed=800, initial_done=True))
     view.synced(1.0)
-    view.live(events=5, pods=7, rate=1.5, left=None)
+    view.live(events=5, pods=7, rate=1.5, updates_rate=3.0, left=None)
     view.close()
     assert out.getvalue() == (
         "\r\x1b[Ksyncing: Deployment 500…"
         "\r\x1b[Ksyncing: Deployment 500…, Pod 0 forbidden"
         "\r\x1b[Ksyncing: Deployment 800 ✓, Pod 0 forbidden\n"
         "initial sync done: 800 objects in 1.0s; recording changes (Ctrl-C to stop)\n"
-        "\r\x1b[Krecording: 5 events, 7 pods tracked, 1.5 events/s\n"
+        "\r\x1b[Krecording: 5 events, 7 pods tracked, 1.5 events/s (watch: 3 updates/s)\n"
     )
 
 
@@ -64,7 +64,7 @@ def test_quiet_keeps_only_warnings() -> None:
     view = Progress(stream=out, tty=True, quiet=True, clock=Clock())
     view.kind_progress(DEPLOY, KindStats(listed=1, initial_done=True))
     view.synced(1.0)
-    view.live(events=5, pods=7, rate=1.5, left=3)
+    view.live(events=5, pods=7, rate=1.5, updates_rate=3.0, left=3)
     view.warn("something")
     view.close()
     assert out.getvalue() == "Warning: something\n"
