@@ -74,14 +74,6 @@ OWNER_KINDS: dict[GVK, GVK] = {DEPLOYMENT: REPLICASET, CRONJOB: JOB}
 """A tracked kind with lifecycles -> the intermediate kind between it and its pods, watched for owner chains."""
 
 
-class Sink(Protocol):
-    def relist_begin(self, gvk: GVK, ts: float) -> None: ...
-    def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None: ...
-    def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None: ...
-    def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None: ...
-    def failed(self, gvk: GVK, error: BaseException) -> None: ...
-
-
 @dataclass
 class KindStats:
     """Counters per kind for the progress line and the end-of-run summary."""
@@ -380,7 +372,7 @@ class Ingest:
 
 
 class Writer:
-    """The Sink the watch threads call: each call applies the rules and writes, under one lock.
+    """The ``watching.Sink`` the watch threads call: each call applies the rules and writes, under one lock.
 
     The thread that receives an event applies it, so a pod event is parsed, judged and freed on one thread
     (handing parsed objects to another thread cost the GIL hand-off and the cross-core frees of every event,
@@ -562,7 +554,6 @@ class Session:
         self.progress = progress
         self.run_watch = run_watch
         self.clock = clock
-        self.threads: list[threading.Thread] = []
         self.warnings: list[str] = []
         self._failed: dict[GVK, BaseException] = {}
 
@@ -692,9 +683,7 @@ class Session:
             except BaseException as exc:  # noqa: BLE001 - reported on the main thread
                 writer.failed(gvk, exc)
 
-        thread = threading.Thread(target=target, name=f"watch {gvk}", daemon=True)
-        thread.start()
-        self.threads.append(thread)
+        threading.Thread(target=target, name=f"watch {gvk}", daemon=True).start()
 
     def _report_failure(self, gvk: GVK, error: BaseException) -> None:
         self._failed[gvk] = error
