@@ -42,20 +42,21 @@ from kubectl_sktrace.emulator.workload import build_large_state
 PY = sys.executable
 
 
-def peak_rss_mb(pid: int) -> float:
+def _status_mb(pid: int, key: str) -> float:
+    """A memory figure of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``) in MB."""
     with open(f"/proc/{pid}/status") as handle:
         for line in handle:
-            if line.startswith("VmHWM:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def peak_rss_mb(pid: int) -> float:
+    return _status_mb(pid, "VmHWM")
 
 
 def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    return _status_mb(pid, "VmRSS")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -480,11 +480,10 @@ class Writer:
             if self._opened is None:
                 return
             if clean:
-                self.ingest.before_commit(self.clock())
-                self.rec.commit()
+                self._commit(time.monotonic())
             else:
                 self.rec.rollback()
-            self._opened = None
+                self._opened = None
 
     def _commit(self, now: float) -> None:
         self.ingest.before_commit(self.clock())
