@@ -205,9 +205,12 @@ class Ingest:
         if gvk in self.tracked:
             if deleted:
                 key = sanitize.object_key(obj, gvk)
-                self.owners.pop(key, None)
-                known = self.live.get(gvk, {}).pop(key, None)
-                if known is not None:
+                live = self.live.get(gvk, {})
+                known = live.get(key)
+                # identity, not names: a DELETED event for a predecessor (another uid) leaves the successor live
+                if known is not None and changes.same_uid(known.uid, sanitize.object_uid(obj)):
+                    del live[key]
+                    self.owners.pop(key, None)
                     self._delete(key, known.uid, ts, inferred=False)
                     self.stats_for(gvk).deleted_live += 1
             else:
@@ -216,7 +219,10 @@ class Ingest:
             self._pod(obj, ts, deleted=deleted)
         if gvk in self.owner_kinds:
             if deleted:
-                self.owners.pop(sanitize.object_key(obj, gvk), None)
+                key = sanitize.object_key(obj, gvk)
+                record = self.owners.get(key)
+                if record is not None and changes.same_uid(record.uid, sanitize.object_uid(obj)):
+                    del self.owners[key]
             else:
                 self._remember_owner(gvk, obj, ts)
         self._gap_start[gvk] = ts
@@ -352,17 +358,26 @@ class Ingest:
             return []
         if record is None:
             record = self.rec.load_owner(key)
+        if record is None or not changes.same_uid(ref.uid, record.uid):
+            # unknown, or known under another uid: the cache is stale (the owner may have been re-created under
+            # the same name while its own kind has not been relisted yet), so ask the cluster what exists now
+            record = self._fetch_owner(key)
             if record is None:
-                obj = self.fetch_owner(key)
-                if obj is None:
-                    log.info("owner %s cannot be resolved (gone or forbidden)", key)
-                    return None
-                record = OwnerRecord(sanitize.object_uid(obj), tuple((r.gvk, r.name, r.uid) for r in owners.owner_refs(obj)))
-                self.rec.upsert_owner(key, record, fetched=time.time())
-            self.owners[key] = record
-        if ref.uid and record.uid and ref.uid != record.uid:
-            return None  # the name was reused by another object: this owner is gone
+                return None
+        self.owners[key] = record
+        if not changes.same_uid(ref.uid, record.uid):
+            log.info("owner %s is gone: its name now belongs to another object", key)
+            return None
         return [owners.OwnerRef(g, n, u) for g, n, u in record.refs]
+
+    def _fetch_owner(self, key: ObjKey) -> OwnerRecord | None:
+        obj = self.fetch_owner(key)
+        if obj is None:
+            log.info("owner %s cannot be resolved (gone or forbidden)", key)
+            return None
+        record = OwnerRecord(sanitize.object_uid(obj), tuple((r.gvk, r.name, r.uid) for r in owners.owner_refs(obj)))
+        self.rec.upsert_owner(key, record, fetched=time.time())
+        return record
 
     def _is_lifecycle_owner(self, key: ObjKey) -> bool:
         options = self.tracked.get(key.gvk)

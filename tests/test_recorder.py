@@ -260,3 +260,60 @@ def test_a_malformed_object_is_skipped_and_the_list_deletes_nothing(h: Harness) 
     h.finish(ing, T0 + 502)
     assert len(h.events()) == 2  # nothing deleted, nothing recorded for the unreadable objects
     assert set(h.rec.load_live_objects()) == {ObjKey(DEPLOY, "ns", "web"), ObjKey(DEPLOY, "ns", "api")}
+
+
+def test_a_relisted_pod_whose_owner_was_recreated_under_the_same_name_gets_its_lifecycle_owner(h: Harness) -> None:
+    # in-process relists after a 410: Pods are relisted before ReplicaSets, and the Deployment was deleted and
+    # re-created meanwhile, so the pod's ReplicaSet has the cached name and a new uid
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1")], T0)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50)], T0)
+    listing(ing, DEPLOY, [deployment("web", "d5", created=T0 + 20)], T0 + 30)
+    h.remote[ObjKey(REPLICASET, "ns", "web-1")] = replicaset("web-1", "r7", "web", "d5")
+    listing(ing, POD, [pod("web-1-x", "p9", rs="web-1", rs_uid="r7", started=T0 + 25)], T0 + 31)
+    listing(ing, REPLICASET, [replicaset("web-1", "r7", "web", "d5")], T0 + 32)
+    h.finish(ing, T0 + 40)
+    assert h.fetched == [ObjKey(REPLICASET, "ns", "web-1")]  # the stale cache entry is refreshed, not taken as "gone"
+    assert h.pods()["web-1-x"] == ("web", int(T0) + 25, None, 0, 1)
+    assert h.pods()["web-1-a"] == ("web", int(T0) - 50, int(T0) + 31, 1, 0)
+    assert h.cache.conn.execute("SELECT uid FROM owners WHERE name='web-1'").fetchone() == ("r7",)
+
+
+def test_an_owner_whose_name_now_belongs_to_another_object_is_gone(h: Harness) -> None:
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1")], T0)
+    h.remote[ObjKey(REPLICASET, "ns", "web-1")] = replicaset("web-1", "r8", "web", "d1")
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r7", started=T0 - 50)], T0)  # r7: neither cached nor live
+    h.finish(ing, T0 + 1)
+    assert h.fetched == [ObjKey(REPLICASET, "ns", "web-1")]
+    assert h.pods()["web-1-a"][0] is None
+
+
+def test_a_deleted_event_for_a_predecessor_leaves_the_live_successor_live(h: Harness) -> None:
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    ing.event(DEPLOY, "ADDED", deployment("web", "d5", replicas=2, created=T0 + 5), T0 + 5.5)  # re-created: d1 is gone
+    ing.event(DEPLOY, "DELETED", deployment("web", "d1"), T0 + 6.5)  # a stale event for the predecessor
+    h.finish(ing, T0 + 10)
+    assert h.events() == [
+        (int(T0), "apps/v1.Deployment", "web", 0, 0),
+        (int(T0) + 5, "apps/v1.Deployment", "web", 1, 0),
+        (int(T0) + 5, "apps/v1.Deployment", "web", 0, 0),
+    ]
+    assert h.rec.load_live_objects()[ObjKey(DEPLOY, "ns", "web")].uid == "d5"
+    assert ing.stats[DEPLOY].deleted_live == 1
+
+
+def test_an_in_process_relist_listing_another_uid_deletes_the_old_then_applies_the_new(h: Harness) -> None:
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    listing(ing, DEPLOY, [deployment("web", "d5", created=T0 - 2000)], T0 + 30)  # re-created earlier than anything we know
+    h.finish(ing, T0 + 40)
+    assert h.events() == [
+        (int(T0), "apps/v1.Deployment", "web", 0, 0),
+        (int(T0) + 30, "apps/v1.Deployment", "web", 1, 1),
+        (int(T0) + 30, "apps/v1.Deployment", "web", 0, 1),
+    ]
+    assert h.rec.load_live_objects()[ObjKey(DEPLOY, "ns", "web")].uid == "d5"
