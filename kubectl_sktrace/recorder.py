@@ -82,6 +82,8 @@ class KindStats:
     applied: int = 0
     deleted_live: int = 0
     deleted_offline: int = 0
+    caught_up: int = 0  # changes found after an API outage (applied or deleted), not seen live
+    outages: int = 0
     lifecycles: int = 0
     pages: int = 0
     initial_done: bool = False
@@ -103,6 +105,7 @@ class _Relist:
     seen: dict[ObjKey, str] = field(default_factory=dict)  # tracked key -> uid listed
     seen_pods: set[str] = field(default_factory=set)  # pod uids listed
     initial: bool = False
+    recovery: bool = False  # the relist ends an outage: what it finds was caught up, not seen live
     broken: int = 0  # items that could not be read: the list is then not trusted for deletions
 
 
@@ -144,12 +147,14 @@ class Ingest:
         self._relists: dict[GVK, _Relist] = {}
         self._resource_versions: dict[GVK, str] = {}
         self._pending_rv: dict[GVK, str] = {}
+        self._open_gaps: dict[GVK, int] = {}  # kind -> its open coverage gap (an outage in progress)
+        self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
     def relist_begin(self, gvk: GVK, ts: float) -> None:
         stats = self.stats_for(gvk)
-        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done)
+        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=gvk in self._open_gaps)
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
         relist = self._relists.get(gvk) or self._relists.setdefault(gvk, _Relist(ts=ts))
@@ -160,7 +165,7 @@ class Ingest:
         for obj in items:
             try:
                 if gvk in self.tracked:
-                    key = self._apply(gvk, obj, relist.ts, relist=True)
+                    key = self._apply(gvk, obj, relist.ts, relist=True, caught_up=relist.recovery)
                     if key is not None:
                         relist.seen[key] = sanitize.object_uid(obj)
                 if gvk == POD:
@@ -182,7 +187,10 @@ class Ingest:
             for key in changes.vanished(live, relist.seen):
                 self._delete(key, live.pop(key).uid, gone, inferred=True)
                 self.owners.pop(key, None)
-                stats.deleted_offline += 1
+                if relist.recovery:
+                    stats.caught_up += 1
+                else:
+                    stats.deleted_offline += 1
             self.rec.touch_objects(gvk, relist.ts)
         if gvk == POD and not relist.broken:
             second = changes.event_second(gone)
@@ -202,6 +210,8 @@ class Ingest:
 
     def _event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
         deleted = event_type == "DELETED"
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        caught_up = gvk in self._catch_up and self._caught_up(gvk, rv)
         if gvk in self.tracked:
             if deleted:
                 key = sanitize.object_key(obj, gvk)
@@ -211,12 +221,16 @@ class Ingest:
                 if known is not None and changes.same_uid(known.uid, sanitize.object_uid(obj)):
                     del live[key]
                     self.owners.pop(key, None)
-                    self._delete(key, known.uid, ts, inferred=False)
-                    self.stats_for(gvk).deleted_live += 1
+                    self._delete(key, known.uid, ts, inferred=caught_up)
+                    stats = self.stats_for(gvk)
+                    if caught_up:
+                        stats.caught_up += 1
+                    else:
+                        stats.deleted_live += 1
             else:
-                self._apply(gvk, obj, ts, relist=False)
+                self._apply(gvk, obj, ts, relist=False, caught_up=caught_up)
         if gvk == POD:
-            self._pod(obj, ts, deleted=deleted)
+            self._pod(obj, ts, deleted=deleted, caught_up=caught_up)
         if gvk in self.owner_kinds:
             if deleted:
                 key = sanitize.object_key(obj, gvk)
@@ -226,12 +240,42 @@ class Ingest:
             else:
                 self._remember_owner(gvk, obj, ts)
         self._gap_start[gvk] = ts
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
         if rv:
             self._pending_rv[gvk] = str(rv)
 
+    def _caught_up(self, gvk: GVK, rv: Any) -> bool:
+        """Whether an event of a resumed watch happened during the outage (up to the horizon); the first
+        event past the horizon ends the catch-up. A version that is not a number ends it too (live, as before)."""
+        try:
+            if int(rv) <= self._catch_up[gvk]:
+                return True
+        except (TypeError, ValueError):
+            pass
+        del self._catch_up[gvk]
+        return False
+
     def failed(self, gvk: GVK, error: BaseException) -> None:
         self.stats_for(gvk).failed = str(error)
+
+    def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
+        """The kind's watch failed: a coverage gap opens at its last proof of liveness (closed by ``resumed``;
+        a run that ends first closes it at its end)."""
+        if gvk not in self._open_gaps:
+            self._open_gaps[gvk] = self.rec.open_gap(self.run_id, gvk, since=since, cause=cause, detail=detail)
+            self._catch_up.pop(gvk, None)
+
+    def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
+        """The kind is watched again at ``ts``; a resumed watch's events up to ``horizon`` are caught up."""
+        gap = self._open_gaps.pop(gvk, None)
+        if gap is None:
+            return
+        self.rec.close_gap(gap, until=ts)
+        self.stats_for(gvk).outages += 1
+        if horizon is not None:
+            try:
+                self._catch_up[gvk] = int(horizon)
+            except ValueError:
+                log.debug("%s: resourceVersion %r is not a number; events after the outage count as live", gvk, horizon)
 
     # -- batching hooks ------------------------------------------------------------------------------
 
@@ -254,7 +298,7 @@ class Ingest:
     def _gap(self, gvk: GVK) -> float | None:
         return self._gap_start.get(gvk, self._default_gap)
 
-    def _apply(self, gvk: GVK, obj: dict[str, Any], recv: float, *, relist: bool) -> ObjKey | None:
+    def _apply(self, gvk: GVK, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False) -> ObjKey | None:
         options = self.tracked[gvk]
         if changes.is_skipped_owned(obj, skip_owned=options.skip_owned):
             return None
@@ -264,7 +308,7 @@ class Ingest:
         known = live.get(key)
         decision = changes.decide_applied(known=known, uid=uid, spec_hash=hashing.spec_hash(obj.get("spec")))
         gap = self._gap(gvk) if relist else None
-        inferred = relist and gap is not None
+        inferred = caught_up or (relist and gap is not None)
         second = changes.event_second(recv)
         stats = self.stats_for(gvk)
         created = sanitize.creation_time(obj)
@@ -275,7 +319,9 @@ class Ingest:
             # the old object was gone before its successor was created: its deletion takes the successor's
             # time, recorded first (export keeps the two in order, in two events of that second)
             self._delete(key, known.uid, recv, inferred=inferred, ts=ts)
-            if inferred:
+            if caught_up:
+                stats.caught_up += 1
+            elif inferred:
                 stats.deleted_offline += 1
             else:
                 stats.deleted_live += 1
@@ -297,6 +343,8 @@ class Ingest:
                                created=created, seen=recv)
         live[key] = changes.Known(uid, decision.spec_hash)
         stats.applied += 1
+        if caught_up:
+            stats.caught_up += 1
         return key
 
     def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool, ts: int | None = None) -> None:
@@ -305,7 +353,7 @@ class Ingest:
         self.rec.delete_object(key)
         self.events_recorded += 1
 
-    def _pod(self, obj: dict[str, Any], recv: float, *, deleted: bool) -> str:
+    def _pod(self, obj: dict[str, Any], recv: float, *, deleted: bool, caught_up: bool = False) -> str:
         uid = sanitize.object_uid(obj)
         derived = lifecycle.derive_lifecycle(obj)
         known = self.pods.get(uid)
@@ -331,7 +379,7 @@ class Ingest:
                 known.life = kept
                 self.rec.update_pod(uid, start_ts=kept.start, end_ts=kept.end, end_inferred=False, live=True, seen=recv)
         if deleted:
-            self._pod_gone(uid, second, recv, inferred=False)
+            self._pod_gone(uid, second, recv, inferred=caught_up)
         return uid
 
     def _pod_gone(self, uid: str, second: int, recv: float, *, inferred: bool) -> None:
@@ -426,6 +474,12 @@ class Writer:
 
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
         self._write(self.ingest.event, gvk, event_type, obj, ts)
+
+    def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
+        self._write(self.ingest.interrupted, gvk, since, cause, detail)
+
+    def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
+        self._write(self.ingest.resumed, gvk, ts, horizon)
 
     def failed(self, gvk: GVK, error: BaseException) -> None:
         with self.lock:

@@ -21,6 +21,14 @@ What it guarantees (SPEC §5 step 5, NOTES "The API protocol"):
   every watch immediately is not hammered.
 - Any other ``KubeError`` (403, 404, 401 after the credential reload) is permanent for this kind:
   ``sink.failed`` and return. The other kinds keep running.
+- Coverage (SPEC §5 "Outages are gaps"): once a list has completed, the kind's *last proof of liveness* is
+  the latest completed list, successful watch connection, event or bookmark. When a watch fails (a
+  ``TransientError``, or a 410 that forces a relist) the sink hears ``interrupted(gvk, since=that proof)``,
+  once per outage, and ``resumed(gvk, ts, horizon)`` when the kind is watching again: a relist completed
+  (``horizon`` None: the relist's own rules date what it found), or a resumed watch connected. Before such a
+  watch is opened, one ``limit=1`` list reads the server's current resourceVersion, the ``horizon``: events
+  of the resumed stream up to it happened while nothing watched (the server replays them from its watch
+  cache), so the sink reports them as caught up, not live.
 - ``stop`` is checked between events, and the watch callable is given it (``Kube.watch`` notices it within
   half a second even on a silent stream); the sleep must return early when ``stop`` is set (``stop.wait``).
 
@@ -68,6 +76,10 @@ class Sink(Protocol):
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None: ...
 
     def failed(self, gvk: GVK, error: Exception) -> None: ...
+
+    def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None: ...
+
+    def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None: ...
 
 
 @dataclass
@@ -119,19 +131,23 @@ def run_watch(
     gvk = resource.gvk
     backoff = Backoff(rng)
     position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
+    coverage = _Coverage()
     cycles = 0
     while not stop.is_set() and (max_cycles is None or cycles < max_cycles):
         cycles += 1
         try:
             if position is None:
-                version = _relist(resource=resource, namespace=namespace, list_page=list_page, sink=sink,
-                                  clock=clock, stop=stop)
-                position = _Position(version)
+                version, listed_at = _relist(resource=resource, namespace=namespace, list_page=list_page, sink=sink,
+                                             clock=clock, stop=stop)
+                position = _Position(version, alive=listed_at)
+                coverage.watching(sink, gvk, listed_at, horizon=None)
                 backoff.reset()
                 continue
+            horizon = _horizon(resource, namespace=namespace, list_page=list_page) if coverage.down else None
             started = clock()
             _watch_once(resource=resource, namespace=namespace, watch=watch, sink=sink, clock=clock, stop=stop,
-                        position=position, timeout_seconds=timeout_seconds)
+                        position=position, timeout_seconds=timeout_seconds,
+                        connected=lambda ts: coverage.watching(sink, gvk, ts, horizon=horizon))
             if position.received:
                 backoff.reset()
             elif not stop.is_set() and clock() - started < EMPTY_STREAM_SECONDS:
@@ -142,8 +158,14 @@ def run_watch(
             return
         except ExpiredError as exc:
             log.info("%s: %s; relisting", gvk, exc)
+            if position is not None:
+                coverage.lost(sink, gvk, since=position.alive, cause=CAUSE_EXPIRED, detail=str(exc))
             position = None
         except TransientError as exc:
+            if stop.is_set():
+                return
+            if position is not None:
+                coverage.lost(sink, gvk, since=position.alive, cause=CAUSE_UNREACHABLE, detail=str(exc))
             if position is not None and position.received:
                 backoff.reset()
             delay = backoff.next_delay(exc.retry_after)
@@ -157,9 +179,38 @@ def run_watch(
             return
 
 
+CAUSE_UNREACHABLE = "API unreachable"
+CAUSE_EXPIRED = "watch expired"
+
+
+@dataclass
+class _Coverage:
+    """Whether the kind is in an outage: opened by ``lost`` (once), closed by ``watching``."""
+
+    down: bool = False
+
+    def lost(self, sink: Sink, gvk: GVK, *, since: float, cause: str, detail: str) -> None:
+        if not self.down:
+            self.down = True
+            sink.interrupted(gvk, since, cause, detail)
+
+    def watching(self, sink: Sink, gvk: GVK, ts: float, *, horizon: str | None) -> None:
+        if self.down:
+            self.down = False
+            sink.resumed(gvk, ts, horizon)
+
+
+def _horizon(resource: Resource, *, namespace: str | None, list_page: Callable[..., dict[str, Any]]) -> str | None:
+    """The server's current resourceVersion, from the cheapest consistent list (one item)."""
+    page = list_page(resource, namespace=namespace, limit=1, continue_token=None)
+    version = (page.get("metadata") or {}).get("resourceVersion")
+    return str(version) if version else None
+
+
 def _relist(*, resource: Resource, namespace: str | None, list_page: Callable[..., dict[str, Any]], sink: Sink,
-            clock: Callable[[], float], stop: threading.Event) -> str:
-    """List every page at one timestamp; restart on an expired continue token. Returns the list's version."""
+            clock: Callable[[], float], stop: threading.Event) -> tuple[str, float]:
+    """List every page at one timestamp; restart on an expired continue token. Returns the list's version
+    and its timestamp."""
     gvk = resource.gvk
     while True:
         ts = clock()
@@ -183,7 +234,7 @@ def _relist(*, resource: Resource, namespace: str | None, list_page: Callable[..
                     if not version:
                         raise TransientError(f"list of {gvk} returned no resourceVersion")
                     sink.relist_end(gvk, str(version), ts)
-                    return str(version)
+                    return str(version), ts
         except ExpiredError as exc:
             if token is None:  # a 410 on a first page is the server's trouble, not an old token: back off
                 raise TransientError(str(exc)) from exc
@@ -199,17 +250,20 @@ class _Position:
     """
 
     version: str
+    alive: float  # the last proof that the kind was watched: a completed list, a connection, an event or bookmark
     received: bool = False
 
 
 def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..., Iterable[dict[str, Any]]],
                 sink: Sink, clock: Callable[[], float], stop: threading.Event, position: _Position,
-                timeout_seconds: int) -> None:
+                timeout_seconds: int, connected: Callable[[float], None]) -> None:
     """Consume one watch stream, moving ``position`` forward with every event and bookmark."""
     gvk = resource.gvk
     position.received = False
     stream = watch(resource, namespace=namespace, resource_version=position.version,
                    timeout_seconds=timeout_seconds, stop=stop)
+    position.alive = clock()
+    connected(position.alive)
     try:
         for event in stream:
             if stop.is_set():
@@ -221,8 +275,11 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..
             if kind in EVENT_TYPES:
                 obj.setdefault("apiVersion", gvk.api_version)
                 obj.setdefault("kind", gvk.kind)
-                sink.event(gvk, kind, obj, clock())
-            elif kind != "BOOKMARK":
+                position.alive = clock()
+                sink.event(gvk, kind, obj, position.alive)
+            elif kind == "BOOKMARK":
+                position.alive = clock()
+            else:
                 log.debug("%s: ignoring watch event of type %r", gvk, kind)
                 continue
             position.received = True

@@ -317,3 +317,48 @@ def test_an_in_process_relist_listing_another_uid_deletes_the_old_then_applies_t
         (int(T0) + 30, "apps/v1.Deployment", "web", 0, 1),
     ]
     assert h.rec.load_live_objects()[ObjKey(DEPLOY, "ns", "web")].uid == "d5"
+
+
+def test_changes_caught_up_after_an_outage_are_reconstructed_not_live(h: Harness) -> None:
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1", rv="10"), deployment("api", "d2", rv="11")], T0)
+    ing.interrupted(DEPLOY, T0 + 5.5, "API unreachable", "connection refused")
+    ing.interrupted(DEPLOY, T0 + 9, "API unreachable", "connection refused")  # retries: still the same outage
+    ing.resumed(DEPLOY, T0 + 25.2, "40")
+    ing.event(DEPLOY, "DELETED", deployment("api", "d2", rv="31"), T0 + 25.3)  # replayed: happened during the outage
+    ing.event(DEPLOY, "MODIFIED", deployment("web", "d1", replicas=2, rv="35"), T0 + 25.4)
+    ing.event(DEPLOY, "MODIFIED", deployment("web", "d1", replicas=3, rv="41"), T0 + 27.0)  # live again
+    ing.event(DEPLOY, "MODIFIED", deployment("web", "d1", replicas=4, rv="39"), T0 + 28.0)  # past the horizon: live
+    h.finish(ing, T0 + 30)
+    assert h.events()[2:] == [
+        (int(T0) + 25, "apps/v1.Deployment", "api", 1, 1),
+        (int(T0) + 25, "apps/v1.Deployment", "web", 0, 1),
+        (int(T0) + 27, "apps/v1.Deployment", "web", 0, 0),
+        (int(T0) + 28, "apps/v1.Deployment", "web", 0, 0),
+    ]
+    stats = ing.stats[DEPLOY]
+    assert (stats.deleted_live, stats.caught_up, stats.outages) == (0, 2, 1)
+    assert h.cache.conn.execute("SELECT gvk, since, until, cause, detail FROM coverage_gaps").fetchall() == [
+        ("apps/v1.Deployment", T0 + 5.5, T0 + 25.2, "API unreachable", "connection refused")]
+
+
+def test_a_relist_that_ends_an_outage_counts_what_it_finds_as_caught_up(h: Harness) -> None:
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1"), deployment("api", "d2")], T0)
+    listing(ing, REPLICASET, [], T0)
+    listing(ing, POD, [pod("web-1-a", "p1", rs=None, started=T0 - 5)], T0)
+    ing.interrupted(DEPLOY, T0 + 5, "watch expired", "410")
+    listing(ing, DEPLOY, [deployment("web", "d1", replicas=3)], T0 + 60)
+    ing.resumed(DEPLOY, T0 + 60, None)
+    h.finish(ing, T0 + 61)
+    assert h.events()[2:] == [(int(T0) + 60, "apps/v1.Deployment", "web", 0, 1), (int(T0) + 60, "apps/v1.Deployment", "api", 1, 1)]
+    stats = ing.stats[DEPLOY]
+    assert (stats.deleted_offline, stats.deleted_live, stats.caught_up) == (0, 0, 2)
+
+
+def test_a_run_that_ends_during_an_outage_closes_its_gap_at_its_end(h: Harness) -> None:
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    ing.interrupted(DEPLOY, T0 + 5, "API unreachable", "connection refused")
+    h.finish(ing, T0 + 50)
+    assert h.cache.conn.execute("SELECT since, until FROM coverage_gaps").fetchall() == [(T0 + 5, T0 + 50)]

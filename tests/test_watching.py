@@ -73,6 +73,12 @@ class Recorder:
     def failed(self, gvk: GVK, error: Exception) -> None:
         self.calls.append(("failed", str(error)))
 
+    def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
+        self.calls.append(("interrupted", since, cause))
+
+    def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
+        self.calls.append(("resumed", ts, horizon))
+
 
 class Script:
     """Scripted list/watch callables. Each list step is a page dict or an exception; each watch step is a
@@ -85,8 +91,16 @@ class Script:
         self.step = step
         self.list_calls: list[tuple[str | None, int, str | None]] = []
         self.watch_calls: list[str] = []
+        self.horizon: str | BaseException = "999"
+        self.horizon_calls = 0
 
     def list_page(self, resource: Resource, *, namespace: str | None, limit: int, continue_token: str | None) -> dict[str, Any]:
+        if limit == 1:  # the probe of the server's current version before a watch resumes after an outage
+            self.horizon_calls += 1
+            self.clock.now += self.step
+            if isinstance(self.horizon, BaseException):
+                raise self.horizon
+            return page([], rv=self.horizon)
         self.list_calls.append((namespace, limit, continue_token))
         self.clock.now += self.step
         item = self.lists.pop(0)
@@ -184,8 +198,38 @@ def test_transient_error_midstream_resumes_from_the_last_event_without_relisting
     sink, script, slept = run([page([], rv="100")], [[ev("ADDED", "a", "101"), boom], [ev("ADDED", "b", "102")]], cycles=3)
     assert script.watch_calls == ["100", "101"]
     assert script.list_calls == [(None, 500, None)]
-    assert [c[:2] for c in sink.calls[2:]] == [("ADDED", "a"), ("ADDED", "b")]
+    assert [c[:2] for c in sink.calls[2:]] == [("ADDED", "a"), ("interrupted", 1004.0), ("resumed", 1008.0 + slept[0]),
+                                              ("ADDED", "b")]
+    assert sink.calls[3] == ("interrupted", 1004.0, "API unreachable")  # since the last event: the last proof of liveness
+    assert sink.calls[4][2] == "999" and script.horizon_calls == 1  # the version the resumed stream catches up to
     assert slept == [pytest.approx(0.8, rel=0.2)]
+
+
+def test_an_outage_is_one_interruption_however_many_retries_and_ends_when_watching_again():
+    down = TransientError("connection refused")
+    sink, script, slept = run([page([], rv="100")], [[bookmark("105"), down], down, down, [ev("ADDED", "b", "106")]], cycles=5)
+    script_calls = [c for c in sink.calls if c[0] in ("interrupted", "resumed")]
+    assert script_calls == [("interrupted", 1004.0, "API unreachable"), ("resumed", pytest.approx(1012.0 + sum(slept)), "999")]
+    assert script.horizon_calls == 3 and script.watch_calls == ["100", "105", "105", "105"]
+
+
+def test_an_outage_ended_by_a_relist_resumes_at_the_relist_without_a_horizon():
+    sink, script, slept = run([page(["a"], rv="100"), page(["a"], rv="300")],
+                              [[ev("MODIFIED", "a", "101"), TransientError("reset")], ExpiredError("too old")], cycles=4)
+    assert [c for c in sink.calls if c[0] in ("interrupted", "resumed", "begin")] == [
+        ("begin", 1000.0), ("interrupted", 1004.0, "API unreachable"), ("begin", pytest.approx(1008.0 + slept[0])),
+        ("resumed", pytest.approx(1008.0 + slept[0]), None)]
+
+
+def test_a_410_on_a_healthy_watch_is_a_gap_from_the_last_event_until_the_relist():
+    sink, script, slept = run([page([], rv="100"), page([], rv="300")], [[ev("ADDED", "a", "101"), expired_event()]], cycles=3)
+    assert [c for c in sink.calls if c[0] in ("interrupted", "resumed")] == [
+        ("interrupted", 1004.0, "watch expired"), ("resumed", 1006.0, None)]
+
+
+def test_a_failure_before_the_first_list_completes_is_no_gap():
+    sink, script, slept = run([TransientError("refused"), page([], rv="100")], [[ev("ADDED", "a", "101")]], cycles=3)
+    assert not [c for c in sink.calls if c[0] in ("interrupted", "resumed")]
 
 
 def test_backoff_doubles_to_the_cap_with_jitter_and_resets_after_success():

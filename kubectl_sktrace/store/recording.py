@@ -172,8 +172,22 @@ class Recording:
         self._conn.execute("UPDATE runs SET synced = ? WHERE id = ?", (ts, run_id))
 
     def stop_run(self, run_id: int, ts: float, *, clean: bool) -> None:
+        """The run's end; a coverage gap still open (an outage the run did not outlive) ends with it."""
         with self.batch():
             self._conn.execute("UPDATE runs SET stopped = ?, clean = ? WHERE id = ?", (ts, int(clean), run_id))
+            self._conn.execute("UPDATE coverage_gaps SET until = max(since, ?) WHERE run_id = ? AND until IS NULL", (ts, run_id))
+
+    def open_gap(self, run_id: int, gvk: GVK, *, since: float, cause: str, detail: str) -> int:
+        """Within a batch: a kind stopped being watched at ``since``; returns the gap's id for ``close_gap``."""
+        cur = self._conn.execute(
+            "INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) VALUES (?, ?, ?, NULL, ?, ?)",
+            (run_id, str(gvk), since, cause, detail),
+        )
+        return int(cur.lastrowid or 0)
+
+    def close_gap(self, gap_id: int, *, until: float) -> None:
+        """Within a batch: the kind is watched again."""
+        self._conn.execute("UPDATE coverage_gaps SET until = ? WHERE id = ?", (until, gap_id))
 
     # -- loads at start -----------------------------------------------------------------------------
 

@@ -32,6 +32,12 @@ owners          owner objects met while resolving pod owner chains (ReplicaSets,
                 that neither a restart nor export needs the cluster: their uid and direct ownerReferences
                 as JSON ``[[gvk, name, uid], ...]``.
 watch_state     the last resourceVersion seen per watched kind (reported by ``status``).
+coverage_gaps   (0002) intervals of a run during which one kind was not watched although the run went on: from
+                the watch's last proof of liveness (``since``) until it watched again (``until``; NULL while
+                the outage lasts, and after a crash in one: the run's ``stopped`` ends it). ``cause`` is
+                'API unreachable' (connection refused or reset, TLS, timeouts, 429, 5xx) or 'watch expired'
+                (a 410: the watch fell behind the server's history, e.g. a stopped or sleeping process);
+                ``detail`` the error met. Changes found after a gap are recorded ``inferred``.
 discovery       cached discovery documents per group-version, JSON.
 """
 
@@ -110,6 +116,21 @@ MIGRATIONS: list[tuple[str, str]] = [
         ) WITHOUT ROWID;
         CREATE TABLE watch_state (gvk TEXT PRIMARY KEY, resource_version TEXT NOT NULL, updated REAL NOT NULL);
         CREATE TABLE discovery (group_version TEXT PRIMARY KEY, body TEXT NOT NULL, fetched REAL NOT NULL);
+        """,
+    ),
+    (
+        "0002_coverage_gaps",
+        """
+        CREATE TABLE coverage_gaps (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL,
+            gvk TEXT NOT NULL,
+            since REAL NOT NULL,
+            until REAL,
+            cause TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        CREATE INDEX coverage_gaps_run ON coverage_gaps (run_id);
         """,
     ),
 ]
