@@ -163,6 +163,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
       kubectl sktrace start --config tracer.yaml -n team-a --cache team-a.db
     """
     from kubectl_sktrace import progress, recorder, render
+    from kubectl_sktrace.status import outage_span
     from kubectl_sktrace.timeparse import format_duration, parse_duration
 
     if namespace and all_namespaces:
@@ -177,6 +178,10 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
         click.echo(f"Recorded {summary.events} events in {format_duration(summary.stopped - summary.started)} "
                    f"into {summary.cache} (run {summary.run_id}){synced}.")
         click.echo(render.render_table(list(recorder.iter_rows(summary)), "table"))
+        for outage in summary.outages:
+            click.echo(f"Outage: {outage_span(outage.cause, outage.since, outage.until)} "
+                       f"({format_duration(outage.until - outage.since)}; {', '.join(outage.kinds)}): "
+                       "changes made then were caught up afterwards, not seen live.")
 
 
 @cli.command()

@@ -250,6 +250,7 @@ def export_trace(
         if not all_runs:
             raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
         plan = _plan(cache, end_ts=end_ts, filters=filters)
+        outages = [g for g in history.coverage_gaps(cache) if g.since < end_ts and g.until > start_ts]
         groups = inferred = inferred_deleted = 0
         for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts), plan.exported):
             groups += 1
@@ -269,7 +270,7 @@ def export_trace(
         writer.finish(index=_index(plan), pod_lifecycles=table)
     notes, warnings = _messages(
         plan=plan, groups=groups, state=state, inferred=inferred, inferred_deleted=inferred_deleted,
-        gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), start_ts=start_ts, end_ts=end_ts,
+        gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), outages=outages, start_ts=start_ts, end_ts=end_ts,
     )
     return ExportReport(
         start_ts=start_ts, end_ts=end_ts, events=1 + groups, applied=applied, deleted=deleted,
@@ -278,7 +279,8 @@ def export_trace(
 
 
 def _messages(
-    *, plan: _Plan, groups: int, state: int, inferred: int, inferred_deleted: int, gaps: list[tuple[float, float]], start_ts: int, end_ts: int,
+    *, plan: _Plan, groups: int, state: int, inferred: int, inferred_deleted: int, gaps: list[tuple[float, float]],
+    outages: list[history.CoverageGap], start_ts: int, end_ts: int,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     notes: list[str] = []
     warnings: list[str] = []
@@ -297,10 +299,16 @@ def _messages(
             f"no recorder ran from {format_time(gap_start)} to {format_time(gap_end)} ({format_duration(gap_end - gap_start)}): "
             "changes made then appear at the next start's time, or not at all if the window ends first"
         )
+    for outage in outages:
+        warnings.append(
+            f"{outage.cause} from {format_time(outage.since)} to {format_time(outage.until)} "
+            f"({format_duration(outage.until - outage.since)}) while recording {', '.join(outage.kinds)}: changes made then "
+            "appear when the recorder caught up, not when they happened"
+        )
     if inferred:
         created = inferred - inferred_deleted
         warnings.append(
-            f"{inferred} event(s) in the window were reconstructed when a recorder started after a gap "
+            f"{inferred} event(s) in the window were reconstructed after a gap or an outage "
             f"({inferred_deleted} deletion(s), {created} creation(s) or change(s)): their times are when the recorder noticed, "
             "not when they happened"
         )

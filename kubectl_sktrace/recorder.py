@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, Iterator, Mapping, Protocol
 
-from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize
+from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize, watching
 from kubectl_sktrace.errors import CacheError, ForbiddenError, KubeError
 from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
 
@@ -578,6 +579,7 @@ class SummaryRow:
     applied: int
     deleted_live: int
     deleted_offline: int
+    caught_up: int
     lifecycles: int
 
 
@@ -591,6 +593,7 @@ class Summary:
     events: int
     rows: tuple[SummaryRow, ...]
     warnings: tuple[str, ...]
+    outages: tuple[CoverageGap, ...] = ()
 
 
 def rbac_hint(resources: list[str]) -> str:
@@ -624,6 +627,7 @@ class Session:
         self.clock = clock
         self.warnings: list[str] = []
         self._failed: dict[GVK, BaseException] = {}
+        self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
 
     def run(self) -> Summary:
         from kubectl_sktrace.tracerconfig import config_to_yaml
@@ -642,6 +646,7 @@ class Session:
             restart=started,
         )
         writer = Writer(ingest, self.rec, clock=self.clock)
+        self._watch_vigil()
         first_wave = list(dict.fromkeys([*tracked, *sorted(owner_kinds)]))
         first_wave = [g for g in first_wave if g != POD]
         for gvk in first_wave:
@@ -713,12 +718,13 @@ class Session:
         if writer.fatal is not None:
             raise writer.fatal  # met by a watch thread after the loop ended
         rows = tuple(
-            SummaryRow(str(g), s.listed, s.applied, s.deleted_live, s.deleted_offline, s.lifecycles)
+            SummaryRow(str(g), s.listed, s.applied, s.deleted_live, s.deleted_offline, s.caught_up, s.lifecycles)
             for g, s in sorted(ingest.stats.items(), key=lambda kv: str(kv[0]))
             if g in self.config.tracked or g == POD
         )
         return Summary(cache=str(self.rec.cache.path), run_id=run_id, started=started, stopped=stopped, synced=synced_at,
-                       events=ingest.events_recorded, rows=rows, warnings=tuple(self.warnings))
+                       events=ingest.events_recorded, rows=rows, warnings=tuple(self.warnings),
+                       outages=tuple(g for g in coverage_gaps(self.rec.cache) if g.run_id == run_id))
 
     # -- pieces ---------------------------------------------------------------------------------------
 
@@ -738,6 +744,16 @@ class Session:
             )
         return dict(resources)
 
+    def _watch_vigil(self) -> None:
+        """A thread that only sleeps and checks, so a stall it sees is the process's, never a busy lock's."""
+        vigil, stop = self._vigil, self.stop
+
+        def target() -> None:
+            while not stop.wait(0.5):
+                vigil.check()
+
+        threading.Thread(target=target, name="vigil", daemon=True).start()
+
     def _start_watch(self, resource: Any, writer: Writer) -> None:
         gvk = resource.gvk
         stop = self.stop
@@ -746,7 +762,7 @@ class Session:
             try:
                 self.run_watch(
                     resource=resource, namespace=self.namespace, list_page=self.kube.list_page, watch=self.kube.watch,
-                    sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(),
+                    sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
                 )
             except BaseException as exc:  # noqa: BLE001 - reported on the main thread
                 writer.failed(gvk, exc)
@@ -876,5 +892,5 @@ def iter_rows(summary: Summary) -> Iterator[dict[str, Any]]:
     for row in summary.rows:
         yield {
             "kind": row.kind, "listed": row.listed, "applied": row.applied, "deleted live": row.deleted_live,
-            "deleted while offline": row.deleted_offline, "lifecycles": row.lifecycles,
+            "deleted while offline": row.deleted_offline, "after outage": row.caught_up, "lifecycles": row.lifecycles,
         }

@@ -39,6 +39,11 @@ def status_to_dict(status: CacheStatus) -> dict[str, Any]:
             for r in status.runs
         ],
         "gaps": [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a)} for a, b in status.gaps],
+        "outages": [
+            {"run": g.run_id, "cause": g.cause, "from": _time(g.since), "to": _time(g.until),
+             "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
+            for g in status.outages
+        ],
         "kinds": [
             {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred}
             for k in status.kinds
@@ -47,6 +52,12 @@ def status_to_dict(status: CacheStatus) -> dict[str, Any]:
                  "running": status.pods.running, "finished": status.pods.finished},
         "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
     }
+
+
+def outage_span(cause: str, since: float, until: float) -> str:
+    """``API unreachable 2026-11-23T10:46:31Z–10:46:51``: the end's date is left out when it is the start's."""
+    start, end = format_time(since), format_time(until)
+    return f"{cause} {start}–{end[11:] if end[:10] == start[:10] else end}"
 
 
 def _size(n: int) -> str:
@@ -79,6 +90,11 @@ def render_status(status: CacheStatus, fmt: str) -> str:
     if data["gaps"]:
         parts += ["", "Gaps (not observed live; reconstructed by the next run's relist):",
                   render.render_table(data["gaps"], "table", columns=["from", "to", "duration"])]
+    if status.outages:
+        parts += ["", "Outages during runs (kinds not watched; changes then were caught up afterwards, not seen live):",
+                  render.render_table([{"run": g.run_id, "outage": outage_span(g.cause, g.since, g.until),
+                                        "duration": format_duration(g.until - g.since), "kinds": ", ".join(g.kinds)}
+                                       for g in status.outages], "table")]
     parts += ["", "Kinds:\n" + render.render_table(
         [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
          for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]

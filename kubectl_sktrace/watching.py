@@ -29,6 +29,11 @@ What it guarantees (SPEC §5 step 5, NOTES "The API protocol"):
   watch is opened, one ``limit=1`` list reads the server's current resourceVersion, the ``horizon``: events
   of the resumed stream up to it happened while nothing watched (the server replays them from its watch
   cache), so the sink reports them as caught up, not live.
+- A process that stood still (SIGSTOP, a laptop asleep) reads what the server sent meanwhile as if it had
+  just happened. A shared ``Vigil``, checked twice a second by a thread of its own and before every event
+  a watch passes on, notices a stall of ``STALL_SECONDS`` or more: the watch then drops what it just read, the gap
+  opens where the stall began (cause ``recorder suspended``), and the watch resumes from its last version
+  (the server replays what it missed, caught up, or answers 410 and the kind relists).
 - ``stop`` is checked between events, and the watch callable is given it (``Kube.watch`` notices it within
   half a second even on a silent stream); the sleep must return early when ``stop`` is set (``stop.wait``).
 
@@ -121,6 +126,7 @@ def run_watch(
     rng: random.Random,
     timeout_seconds: int = 300,
     max_cycles: int | None = None,
+    vigil: Vigil | None = None,
 ) -> None:
     """Keep ``sink`` in step with one kind until ``stop`` is set or a permanent error.
 
@@ -132,6 +138,7 @@ def run_watch(
     backoff = Backoff(rng)
     position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
     coverage = _Coverage()
+    vigil = vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf"))
     cycles = 0
     while not stop.is_set() and (max_cycles is None or cycles < max_cycles):
         cycles += 1
@@ -139,14 +146,14 @@ def run_watch(
             if position is None:
                 version, listed_at = _relist(resource=resource, namespace=namespace, list_page=list_page, sink=sink,
                                              clock=clock, stop=stop)
-                position = _Position(version, alive=listed_at)
+                position = _Position(version, alive=listed_at, epoch=vigil.check())
                 coverage.watching(sink, gvk, listed_at, horizon=None)
                 backoff.reset()
                 continue
             horizon = _horizon(resource, namespace=namespace, list_page=list_page) if coverage.down else None
             started = clock()
             _watch_once(resource=resource, namespace=namespace, watch=watch, sink=sink, clock=clock, stop=stop,
-                        position=position, timeout_seconds=timeout_seconds,
+                        position=position, timeout_seconds=timeout_seconds, vigil=vigil,
                         connected=lambda ts: coverage.watching(sink, gvk, ts, horizon=horizon))
             if position.received:
                 backoff.reset()
@@ -156,6 +163,10 @@ def run_watch(
                 sleep(delay)
         except _Stopped:
             return
+        except _Suspended as exc:
+            assert position is not None
+            coverage.lost(sink, gvk, since=min(position.alive, exc.since), cause=CAUSE_SUSPENDED, detail=str(exc))
+            position.epoch = vigil.epoch
         except ExpiredError as exc:
             log.info("%s: %s; relisting", gvk, exc)
             if position is not None:
@@ -181,6 +192,40 @@ def run_watch(
 
 CAUSE_UNREACHABLE = "API unreachable"
 CAUSE_EXPIRED = "watch expired"
+CAUSE_SUSPENDED = "recorder suspended"
+STALL_SECONDS = 5.0
+
+
+class Vigil:
+    """Notices that the whole process stood still: ``check`` is called every half second by a thread of its
+    own and by every watch before it passes an event on; a call that finds the previous one
+    ``threshold`` seconds or more ago (monotonic time) starts a new epoch, whose stall began at the previous
+    call's wall time. Whichever thread runs first after the stall notices it."""
+
+    def __init__(self, *, clock: Callable[[], float], monotonic: Callable[[], float], threshold: float = STALL_SECONDS) -> None:
+        self._clock, self._monotonic, self._threshold = clock, monotonic, threshold
+        self._lock = threading.Lock()
+        self._last_mono, self._last_wall = monotonic(), clock()
+        self.epoch = 0
+        self.stalled_at = 0.0
+
+    def check(self) -> int:
+        with self._lock:
+            mono = self._monotonic()
+            if mono - self._last_mono >= self._threshold:
+                self.epoch += 1
+                self.stalled_at = self._last_wall
+                log.info("the recorder stood still for %.0fs (suspended?)", mono - self._last_mono)
+            self._last_mono, self._last_wall = mono, self._clock()
+            return self.epoch
+
+
+class _Suspended(Exception):
+    """Internal: the process stood still since this watch last heard from the server."""
+
+    def __init__(self, since: float) -> None:
+        super().__init__(f"the recorder stood still from {since}")
+        self.since = since
 
 
 @dataclass
@@ -251,23 +296,27 @@ class _Position:
 
     version: str
     alive: float  # the last proof that the kind was watched: a completed list, a connection, an event or bookmark
+    epoch: int  # the Vigil's epoch at that proof
     received: bool = False
 
 
 def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..., Iterable[dict[str, Any]]],
                 sink: Sink, clock: Callable[[], float], stop: threading.Event, position: _Position,
-                timeout_seconds: int, connected: Callable[[float], None]) -> None:
+                timeout_seconds: int, connected: Callable[[float], None], vigil: Vigil) -> None:
     """Consume one watch stream, moving ``position`` forward with every event and bookmark."""
     gvk = resource.gvk
     position.received = False
     stream = watch(resource, namespace=namespace, resource_version=position.version,
                    timeout_seconds=timeout_seconds, stop=stop)
     position.alive = clock()
+    position.epoch = vigil.check()
     connected(position.alive)
     try:
         for event in stream:
             if stop.is_set():
                 raise _Stopped
+            if vigil.check() != position.epoch:
+                raise _Suspended(vigil.stalled_at)
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":

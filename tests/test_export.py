@@ -266,7 +266,7 @@ def test_warns_about_gaps_and_reconstructed_events(cache_builder):
     assert report.warnings == (
         "no recorder ran from 1970-01-01T00:01:40Z to 1970-01-01T00:02:40Z (1m00s): changes made then appear at the next start's "
         "time, or not at all if the window ends first",
-        "2 event(s) in the window were reconstructed when a recorder started after a gap (1 deletion(s), 1 creation(s) or change(s)): "
+        "2 event(s) in the window were reconstructed after a gap or an outage (1 deletion(s), 1 creation(s) or change(s)): "
         "their times are when the recorder noticed, not when they happened",
     )
 

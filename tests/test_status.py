@@ -102,3 +102,27 @@ def test_an_empty_cache(rec: Recording) -> None:
     text = render_status(cache_status(rec.cache), "table")
     assert "cluster          - (nothing recorded yet)" in text
     assert text.endswith("Runs: none\n\nKinds: none recorded")
+
+
+def test_outages_within_a_run_are_merged_per_cause_and_the_run_is_interrupted(rec: Recording) -> None:
+    rec.check_identity(Identity(server="https://k:6443", cluster_uid="ks-uid", context="prod", namespace=""))
+    run = rec.begin_run(started=T0, pid=11, config_yaml="")
+    with rec.batch():
+        rec.mark_synced(run, T0 + 2)
+        gap = rec.open_gap(run, DEPLOY, since=T0 + 391, cause="API unreachable", detail="connection refused")
+        rec.close_gap(gap, until=T0 + 409)
+        gap = rec.open_gap(run, GVK("", "v1", "Pod"), since=T0 + 390.5, cause="API unreachable", detail="connection refused")
+        rec.close_gap(gap, until=T0 + 411.2)
+        rec.open_gap(run, DEPLOY, since=T0 + 500, cause="watch expired", detail="410")  # still open when the run stopped
+    rec.stop_run(run, T0 + 520, clean=True)
+    status = cache_status(rec.cache)
+    assert status.runs[0].state == "interrupted"
+    text = render_status(status, "table")
+    assert """Outages during runs (kinds not watched; changes then were caught up afterwards, not seen live):
+RUN    OUTAGE                                          DURATION    KINDS
+-----  ----------------------------------------------  ----------  --------------------------
+1      API unreachable 2027-01-15T08:06:30Z–08:06:51Z  21s         apps/v1.Deployment, v1.Pod
+1      watch expired 2027-01-15T08:08:20Z–08:08:40Z    20s         apps/v1.Deployment""" in text
+    assert status_to_dict(status)["outages"][0] == {
+        "run": 1, "cause": "API unreachable", "from": "2027-01-15T08:06:30Z", "to": "2027-01-15T08:06:51Z", "duration": "21s",
+        "kinds": ["apps/v1.Deployment", "v1.Pod"]}

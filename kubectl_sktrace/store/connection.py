@@ -81,6 +81,10 @@ class Cache:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    def has_table(self, name: str) -> bool:
+        """Whether the cache has this table (a cache opened read-only may predate a migration)."""
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
     def set_meta(self, key: str, value: str) -> None:
         """Within a transaction."""
         self.conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))

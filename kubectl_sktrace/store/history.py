@@ -214,6 +214,42 @@ def uncovered(all_runs: list[Run], *, start: float, end: float) -> list[tuple[fl
     return gaps
 
 
+@dataclass(frozen=True)
+class CoverageGap:
+    """A stretch of a run during which some kinds were not watched (an API outage, an expired watch): the
+    kinds' overlapping gaps of one cause merged. ``until`` of a gap still open is its run's last heartbeat."""
+
+    run_id: int
+    since: float
+    until: float
+    cause: str
+    kinds: tuple[str, ...]
+
+
+def coverage_gaps(cache: Cache) -> list[CoverageGap]:
+    """Every run's coverage gaps, merged per run and cause, in time order."""
+    if not cache.has_table("coverage_gaps"):
+        return []  # a cache recorded before gaps were kept (schema 1)
+    rows = cache.conn.execute(
+        "SELECT g.run_id, g.since, coalesce(g.until, max(r.stopped, g.since)), g.cause, g.gvk "
+        "FROM coverage_gaps g JOIN runs r ON r.id = g.run_id ORDER BY g.run_id, g.cause, g.since"
+    ).fetchall()
+    return merge_gaps([CoverageGap(run_id, since, until, cause, (gvk,)) for run_id, since, until, cause, gvk in rows])
+
+
+def merge_gaps(gaps: list[CoverageGap]) -> list[CoverageGap]:
+    """Overlapping gaps of one run and cause as one, with the union of their kinds; sorted by time. Pure."""
+    merged: list[CoverageGap] = []
+    for gap in sorted(gaps, key=lambda g: (g.run_id, g.cause, g.since)):
+        last = merged[-1] if merged else None
+        if last is not None and (last.run_id, last.cause) == (gap.run_id, gap.cause) and gap.since <= last.until:
+            merged[-1] = CoverageGap(last.run_id, last.since, max(last.until, gap.until), last.cause,
+                                     tuple(sorted(set(last.kinds) | set(gap.kinds))))
+        else:
+            merged.append(gap)
+    return sorted(merged, key=lambda g: (g.since, g.run_id))
+
+
 def config_in_force(all_runs: list[Run], *, at: float) -> str | None:
     """The config (YAML text) of the last run started before ``at``, else of the first run. Pure."""
     if not all_runs:

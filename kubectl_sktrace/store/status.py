@@ -1,9 +1,11 @@
 """Read-only queries behind ``kubectl sktrace status``: what a cache holds. Safe while a recorder writes.
 
-Runs are reported with the state a person needs: ``clean`` (stopped cleanly), ``running`` (the writer lock
-is held right now) or ``crashed`` (neither: its ``stopped`` is the last heartbeat, within half a second of
-its last write). Gaps are the spans between one run's stop and the next run's start: nothing was observed
-live there, and the next run's relist reconstructed them (deletions inferred at its start).
+Runs are reported with the state a person needs: ``clean`` (stopped cleanly), ``interrupted`` (stopped
+cleanly, but some kinds went unwatched for a while: an API outage, an expired watch), ``running`` (the writer
+lock is held right now) or ``crashed`` (neither: its ``stopped`` is the last heartbeat, within half a second
+of its last write). Gaps are the spans between one run's stop and the next run's start: nothing was observed
+live there, and the next run's relist reconstructed them (deletions inferred at its start). Coverage gaps
+are the outages within runs (``history.coverage_gaps``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.store.connection import Cache, WriterLock
+from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class RunInfo:
     started: float
     synced: float | None
     stopped: float
-    state: str  # clean | running | crashed
+    state: str  # clean | interrupted | running | crashed
     pid: int
 
 
@@ -53,6 +56,7 @@ class CacheStatus:
     schema_version: int
     runs: tuple[RunInfo, ...]
     gaps: tuple[tuple[float, float], ...]
+    outages: tuple[CoverageGap, ...]
     kinds: tuple[KindCounts, ...]
     pods: PodCounts
     events: int
@@ -76,10 +80,12 @@ def cache_status(cache: Cache) -> CacheStatus:
     conn = cache.conn
     running = writer_running(cache)
     rows = conn.execute("SELECT id, started, synced, stopped, clean, pid FROM runs ORDER BY id").fetchall()
+    outages = tuple(coverage_gaps(cache))
+    interrupted = {gap.run_id for gap in outages}
     runs = []
     for index, (run_id, started, synced, stopped, clean, pid) in enumerate(rows):
         last = index == len(rows) - 1
-        state = "clean" if clean else "running" if last and running else "crashed"
+        state = ("interrupted" if run_id in interrupted else "clean") if clean else "running" if last and running else "crashed"
         runs.append(RunInfo(run_id, started, synced, stopped, state, pid))
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
     counts: dict[str, list[int]] = {}
@@ -106,6 +112,6 @@ def cache_status(cache: Cache) -> CacheStatus:
         path=str(cache.path), server=cache.get_meta("cluster.server"), cluster_uid=cache.get_meta("cluster.uid"),
         context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
         schema_version=conn.execute("PRAGMA user_version").fetchone()[0],
-        runs=tuple(runs), gaps=gaps, kinds=kinds, pods=PodCounts(*pod_row), events=events,
+        runs=tuple(runs), gaps=gaps, outages=outages, kinds=kinds, pods=PodCounts(*pod_row), events=events,
         first_event=first, last_event=last, size_bytes=size,
     )

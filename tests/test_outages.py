@@ -1,0 +1,145 @@
+"""Outages within a run, end to end: the API server goes away (connection refused) or the recorder is
+suspended long enough that its watches expire. The recorder must record the interval as a coverage gap,
+count what it caught up afterwards apart from what it saw live, and say so in its summary, in ``status``
+and in ``export`` (SPEC §5 "Outages are gaps").
+
+The emulator runs in this process (its own instance: these tests stop it); the recorder is the real console
+script in a subprocess. Timing bounds come from what the recorder guarantees: a commit at least every half
+second, bookmarks every 0.2 s here (so the last proof of liveness before an outage is at most that old, plus
+scheduling), and the watch's back-off (0.8 s doubling) after the server returns.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from kubectl_sktrace.emulator import Emulator
+from kubectl_sktrace.emulator.workload import deployment_object
+from kubectl_sktrace.watching import STALL_SECONDS
+from reliability_support import EXE, private_env, run_cli
+
+pytestmark = pytest.mark.timeout(120)
+
+NS = "shop"
+
+
+@pytest.fixture
+def emu() -> Iterator[Emulator]:
+    emulator = Emulator(token="outage-token", bookmark_interval=0.2, seed=3).start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+def query(cache: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(cache, timeout=10)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def wait_for(cache: Path, sql: str, *params: Any, timeout: float = 30) -> list[tuple[Any, ...]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            rows = query(cache, sql, *params)
+        except sqlite3.OperationalError:
+            rows = []
+        if rows:
+            return rows
+        time.sleep(0.05)
+    raise AssertionError(f"nothing for {sql}")
+
+
+def record(tmp_path: Path, emu: Emulator) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
+    emu.write_kubeconfig(kubeconfig)
+    rng = random.Random(5)
+    for name in ("keep", "doomed"):
+        emu.create({"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object(NS, name, replicas=1, rng=rng)})
+    proc = subprocess.Popen([EXE, "start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "60"],
+                            env=private_env(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(cache, "SELECT 1 FROM runs WHERE synced IS NOT NULL")
+    time.sleep(0.5)  # a few bookmarks: the watches are alive
+    return proc, kubeconfig, cache
+
+
+def finish(proc: subprocess.Popen[bytes]) -> str:
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+def test_an_api_outage_is_a_gap_and_what_changed_during_it_is_caught_up_not_live(tmp_path: Path, emu: Emulator) -> None:
+    proc, _, cache = record(tmp_path, emu)
+    down = time.time()
+    emu.stop()  # connection refused from now on
+    emu.delete("apps/v1", "Deployment", NS, "doomed")
+    time.sleep(2.0)
+    up = time.time()
+    emu.start()  # the same port, the same state: the watches resume from their versions
+    wait_for(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
+    wait_for(cache, "SELECT 1 FROM coverage_gaps WHERE until IS NOT NULL GROUP BY run_id HAVING count(*) >= 5")
+    emu.patch("apps/v1", "Deployment", NS, "keep", {"spec": {"replicas": 3}})  # live again
+    wait_for(cache, "SELECT 1 FROM events WHERE name = 'keep' AND op = 0 GROUP BY name HAVING count(*) = 2")
+    out = finish(proc)
+
+    (deleted,) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
+    assert deleted[0] >= int(up) and deleted[1] == 1  # stamped when caught up, marked reconstructed
+    assert query(cache, "SELECT inferred FROM events WHERE name = 'keep' ORDER BY id") == [(0,), (0,)]
+    gaps = query(cache, "SELECT gvk, since, until, cause FROM coverage_gaps ORDER BY gvk")
+    assert {g[0] for g in gaps} == {"apps/v1.Deployment", "apps/v1.StatefulSet", "batch/v1.Job", "batch/v1.CronJob", "v1.Pod",
+                                    "apps/v1.ReplicaSet"}
+    for gvk, since, until, cause in gaps:
+        assert cause == "API unreachable"
+        assert down - 2.0 <= since <= down, (gvk, since, down)  # the last bookmark or event before the outage
+        assert until >= up, (gvk, until, up)
+
+    table = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith(("apps/", "batch/", "v1."))}
+    assert table["apps/v1.Deployment"][:5] == ["2", "3", "0", "0", "1"]  # listed, applied, deleted live, offline, after outage
+    assert "Outage: API unreachable " in out and "changes made then were caught up afterwards, not seen live." in out
+
+    status = run_cli(["status", "--cache", str(cache)], home=tmp_path)
+    assert status.code == 0, status.describe()
+    assert "interrupted" in status.stdout and "API unreachable " in status.stdout
+
+    export = run_cli(["export", "--cache", str(cache), "-s", f"@{int(down) - 30}", "-t", f"@{int(time.time()) + 1}",
+                      "--include-namespaces", NS, "-O", str(tmp_path / "t.sktrace")], home=tmp_path)
+    assert export.code == 0, export.describe()
+    assert "API unreachable from " in export.stderr and "not when they happened" in export.stderr
+
+
+def test_a_suspended_recorder_whose_watches_expired_records_the_sleep_as_a_gap(tmp_path: Path, emu: Emulator) -> None:
+    proc, _, cache = record(tmp_path, emu)
+    asleep = time.time()
+    proc.send_signal(signal.SIGSTOP)  # a laptop lid closed, a process stopped
+    try:
+        time.sleep(0.5)
+        emu.drop_watches()  # a real server ends the watches of a client that stopped reading
+        time.sleep(0.5)
+        emu.delete("apps/v1", "Deployment", NS, "doomed")
+        emu.compact()  # the server's history moved on: resuming from the old versions is 410 Gone
+        time.sleep(STALL_SECONDS + 1.0 - (time.time() - asleep))  # long enough to be told from a slow scheduler
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    awake = time.time()
+    wait_for(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
+    out = finish(proc)
+
+    (deleted,) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
+    assert deleted[0] >= int(awake) - 1 and deleted[1] == 1
+    (gap,) = query(cache, "SELECT min(since), max(until), group_concat(DISTINCT cause) FROM coverage_gaps WHERE gvk = 'apps/v1.Deployment'")
+    assert gap[0] <= asleep and gap[1] >= awake, (gap, asleep, awake)
+    assert "recorder suspended" in gap[2].split(",")  # then, perhaps, the 410 that the resumed watch met
+    assert "Outage: " in out
