@@ -121,11 +121,14 @@ def _passes_basic(event: history.StoredEvent, filters: ExportFilters) -> bool:
     return not is_daemonset_owned(body)
 
 
-def _plan(cache: Cache, *, end_ts: int, filters: ExportFilters) -> _Plan:
+def _plan(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters) -> _Plan:
     """Decide which objects are exported, and the index hash of each."""
     plan = _Plan()
     candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
+    untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts)
     for event in history.last_applied_before(cache, ts=end_ts):
+        if event.key in untracked:
+            continue
         if not event.key.namespace and not filters.include_cluster_scoped:
             plan.cluster_scoped_left_out += 1
             continue
@@ -249,7 +252,8 @@ def export_trace(
         all_runs = history.runs(cache)
         if not all_runs:
             raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
-        plan = _plan(cache, end_ts=end_ts, filters=filters)
+        plan = _plan(cache, start_ts=start_ts, end_ts=end_ts, filters=filters)
+        dropped_kinds = history.untracked_in(cache, start_ts=start_ts, end_ts=end_ts)
         outages = [g for g in history.coverage_gaps(cache) if g.since < end_ts and g.until > start_ts]
         groups = inferred = inferred_deleted = 0
         for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts), plan.exported):
@@ -271,6 +275,11 @@ def export_trace(
     notes, warnings = _messages(
         plan=plan, groups=groups, state=state, inferred=inferred, inferred_deleted=inferred_deleted,
         gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), outages=outages, start_ts=start_ts, end_ts=end_ts,
+    )
+    notes += tuple(
+        f"{gvk} stopped being tracked at {format_time(ts)} (a run's config dropped or changed it): its {count} object(s) "
+        "are in the trace up to then, not deleted"
+        for gvk, ts, count in dropped_kinds
     )
     return ExportReport(
         start_ts=start_ts, end_ts=end_ts, events=1 + groups, applied=applied, deleted=deleted,

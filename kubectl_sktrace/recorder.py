@@ -630,7 +630,7 @@ class Session:
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
 
     def run(self) -> Summary:
-        from kubectl_sktrace.tracerconfig import config_to_yaml
+        from kubectl_sktrace.tracerconfig import config_to_yaml, stored_config, untracked_kinds
 
         self.rec.check_identity(self.identity)
         previous = self.rec.previous_run()
@@ -639,7 +639,10 @@ class Session:
         tracked = [g for g in self.config.tracked if g in resources]
         owner_kinds = {OWNER_KINDS[g] for g in tracked if g in OWNER_KINDS and self.config.tracked[g].track_lifecycle}
         owner_kinds = {g for g in owner_kinds if g in resources and g not in self.config.tracked}
+        before = stored_config(self.rec.previous_config())
         run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config))
+        if before is not None:
+            self._untrack(run_id, untracked_kinds(before, self.config), started)
         ingest = Ingest(
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
@@ -743,6 +746,18 @@ class Session:
                 + ", ".join(str(g) for g in missing) + "); fix the GVKs in --config"
             )
         return dict(resources)
+
+    def _untrack(self, run_id: int, kinds: list[GVK], started: float) -> None:
+        """The config no longer tracks these kinds (or tracks them otherwise): their objects leave the history at
+        this run's start, before the relists (a kind tracked again starts a new history with them)."""
+        if not kinds:
+            return
+        with self.rec.batch():
+            counts = {gvk: self.rec.untrack(run_id, gvk, ts=started) for gvk in kinds}
+        for gvk, count in counts.items():
+            verb = "no longer tracked" if gvk not in self.config.tracked else "tracked with other options"
+            log.warning("%s is %s by this config: its %d live object(s) leave the history at this run's start; "
+                        "earlier history is kept", gvk, verb, count)
 
     def _watch_vigil(self) -> None:
         """A thread that only sleeps and checks, so a stall it sees is the process's, never a busy lock's."""

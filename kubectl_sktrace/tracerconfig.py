@@ -295,3 +295,19 @@ def config_to_yaml(cfg: TracerConfig) -> str:
     """What ``kubectl sktrace config`` prints: a commented header and the normalized config."""
     body: str = yaml.safe_dump(config_to_plain(cfg), sort_keys=False, default_flow_style=False)
     return CONFIG_HEADER + body
+
+
+def stored_config(text: str | None) -> TracerConfig | None:
+    """The config a run stored (YAML text), or None when it holds none that can be read."""
+    if not text:
+        return None
+    try:
+        return parse_config(yaml.safe_load(text), source="the stored tracer config")
+    except (yaml.YAMLError, UsageError):
+        return None
+
+
+def untracked_kinds(before: TracerConfig, after: TracerConfig) -> list[GVK]:
+    """Kinds whose history under ``before`` ends when ``after`` takes over: dropped, or tracked with other
+    options (paths, lifecycles, skipOwned), which starts a new history under the new options. Pure."""
+    return sorted((g for g, options in before.tracked.items() if after.tracked.get(g) != options), key=str)

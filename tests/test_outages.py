@@ -11,6 +11,7 @@ scheduling), and the watch's back-off (0.8 s doubling) after the server returns.
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import sqlite3
@@ -21,6 +22,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from kubectl_sktrace import traceformat
 from kubectl_sktrace.emulator import Emulator
 from kubectl_sktrace.emulator.workload import deployment_object
 from kubectl_sktrace.watching import STALL_SECONDS
@@ -143,3 +145,44 @@ def test_a_suspended_recorder_whose_watches_expired_records_the_sleep_as_a_gap(t
     assert gap[0] <= asleep and gap[1] >= awake, (gap, asleep, awake)
     assert "recorder suspended" in gap[2].split(",")  # then, perhaps, the 410 that the resumed watch met
     assert "Outage: " in out
+
+
+def test_a_kind_dropped_from_the_config_leaves_the_history_at_that_run_without_being_deleted(tmp_path: Path, emu: Emulator) -> None:
+    kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
+    emu.write_kubeconfig(kubeconfig)
+    rng = random.Random(9)
+    emu.create({"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object(NS, "web", replicas=1, rng=rng)})
+    sts = deployment_object(NS, "db", replicas=1, rng=rng)
+    sts["spec"]["serviceName"] = "db"
+    emu.create({"apiVersion": "apps/v1", "kind": "StatefulSet", **sts})
+    both, deployments = tmp_path / "both.yaml", tmp_path / "deployments.yaml"
+    both.write_text("trackedObjects:\n  apps/v1.Deployment: {}\n  apps/v1.StatefulSet: {}\n")
+    deployments.write_text("trackedObjects:\n  apps/v1.Deployment: {}\n")
+    common = ["--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "1s", "--quiet"]
+    first = run_cli(["start", *common, "--config", str(both)], home=tmp_path)
+    assert first.code == 0, first.describe()
+    time.sleep(2.0)
+    dropped_at = time.time()
+    second = run_cli(["start", *common, "--config", str(deployments)], home=tmp_path)
+    assert second.code == 0, second.describe()
+    assert "apps/v1.StatefulSet is no longer tracked by this config" in second.stderr
+
+    assert query(cache, "SELECT gvk FROM objects") == [("apps/v1.Deployment",)]  # no ghost left live
+    assert query(cache, "SELECT op FROM events WHERE name = 'db' ORDER BY id") == [(0,), (2,)]  # history kept, not deleted
+    status = run_cli(["status", "--cache", str(cache), "-o", "json"], home=tmp_path)
+    kinds = {k["kind"]: k for k in json.loads(status.stdout)["kinds"]}
+    assert kinds["apps/v1.StatefulSet"]["live"] == 0 and kinds["apps/v1.StatefulSet"]["deleted"] == 0
+
+    def export(start: float) -> tuple[Any, str]:
+        out = tmp_path / f"{start}.sktrace"
+        run = run_cli(["export", "--cache", str(cache), "-s", f"@{int(start)}", "-t", f"@{int(time.time()) + 1}",
+                       "--include-namespaces", NS, "-O", str(out)], home=tmp_path)
+        assert run.code == 0, run.describe()
+        return traceformat.read_trace(out), run.stderr
+
+    after, _ = export(dropped_at + 1)
+    assert list(after.index) == ["apps/v1.Deployment"]
+    spanning, notes = export(dropped_at - 10)
+    assert sorted(spanning.index) == ["apps/v1.Deployment", "apps/v1.StatefulSet"]
+    assert not any(e["deleted_objs"] for e in spanning.events)
+    assert "apps/v1.StatefulSet stopped being tracked at " in notes

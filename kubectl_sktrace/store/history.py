@@ -20,7 +20,7 @@ from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body, packed_body
 from kubectl_sktrace.store.connection import Cache, from_db_hash
 
-APPLIED, DELETED = 0, 1
+APPLIED, DELETED, UNTRACKED = 0, 1, 2
 
 _EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status"
 
@@ -149,7 +149,24 @@ def last_applied_before(cache: Cache, *, ts: int) -> Iterator[StoredEvent]:
         yield _event(row, keys)
 
 
-_WINDOW_WHERE = "WHERE e.ts >= :start AND e.ts < :end ORDER BY e.ts, e.id"
+_WINDOW_WHERE = f"WHERE e.ts >= :start AND e.ts < :end AND e.op != {UNTRACKED} ORDER BY e.ts, e.id"
+
+
+def untracked_before(cache: Cache, *, start_ts: int, end_ts: int) -> set[ObjKey]:
+    """Objects whose kind stopped being tracked at or before ``start_ts`` and that were not recorded again
+    before ``end_ts``: no trace of that window holds them."""
+    sql = f"""
+        SELECT e.gvk, e.namespace, e.name FROM events e
+        JOIN ({LAST_ROW_PER_OBJECT.format(extra="")}) last ON last.id = e.id
+        WHERE last.op = {UNTRACKED} AND e.ts <= :start
+    """
+    return {_key(*row) for row in cache.conn.execute(sql, {"before": end_ts, "start": start_ts})}
+
+
+def untracked_in(cache: Cache, *, start_ts: int, end_ts: int) -> list[tuple[str, int, int]]:
+    """Kinds that stopped being tracked within the window: (gvk, when, how many objects left the history)."""
+    sql = f"SELECT gvk, min(ts), count(*) FROM events WHERE op = {UNTRACKED} AND ts >= ? AND ts < ? GROUP BY gvk ORDER BY gvk"
+    return [(gvk, ts, n) for gvk, ts, n in cache.conn.execute(sql, (start_ts, end_ts))]
 
 
 def window_heads(cache: Cache, *, start_ts: int, end_ts: int) -> Iterator[EventHead]:

@@ -59,7 +59,7 @@ def prune_before(cache: Cache, *, before: int) -> PruneResult:
         conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
         try:
             conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_applied})", {"before": before})
-            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_deleted}) WHERE op = {DELETED}", {"before": before})
+            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_deleted}) WHERE op != {APPLIED}", {"before": before})
             events_removed = conn.execute(
                 "DELETE FROM events WHERE ts < :before AND id NOT IN (SELECT id FROM keep_ids)", {"before": before}
             ).rowcount

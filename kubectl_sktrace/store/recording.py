@@ -24,6 +24,7 @@ from kubectl_sktrace.store.connection import Cache, from_db_hash, to_db_hash
 
 OP_APPLIED = 0
 OP_DELETED = 1
+OP_UNTRACKED = 2  # the object leaves the history here (its kind stopped being tracked), without being deleted
 
 _DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -150,6 +151,22 @@ class Recording:
             if not stored["cluster.uid"] and identity.cluster_uid:
                 self.cache.set_meta("cluster.uid", identity.cluster_uid)
             self.cache.set_meta("cluster.context", identity.context)
+
+    def previous_config(self) -> str | None:
+        """The tracer config (YAML) of the latest run, if any."""
+        row = self._conn.execute("SELECT config FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else str(row[0])
+
+    def untrack(self, run_id: int, gvk: GVK, *, ts: float) -> int:
+        """Within a batch: every live object of ``gvk`` leaves the history at ``ts`` (an ``OP_UNTRACKED`` row
+        each) and the live index; nothing recorded before is touched. Returns how many objects."""
+        count = self._conn.execute(
+            "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred) "
+            f"SELECT ?, ?, ?, gvk, namespace, name, uid, {OP_UNTRACKED}, 0 FROM objects WHERE gvk = ? ORDER BY namespace, name",
+            (int(ts), ts, run_id, str(gvk)),
+        ).rowcount
+        self._conn.execute("DELETE FROM objects WHERE gvk = ?", (str(gvk),))
+        return int(count)
 
     def previous_run(self) -> PreviousRun | None:
         row = self._conn.execute("SELECT id, started, stopped, clean FROM runs ORDER BY id DESC LIMIT 1").fetchone()

@@ -89,7 +89,7 @@ def cache_status(cache: Cache) -> CacheStatus:
         runs.append(RunInfo(run_id, started, synced, stopped, state, pid))
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
     counts: dict[str, list[int]] = {}
-    for gvk, op, inferred, n in conn.execute("SELECT gvk, op, inferred, count(*) FROM events GROUP BY gvk, op, inferred"):
+    for gvk, op, inferred, n in conn.execute("SELECT gvk, op, inferred, count(*) FROM events WHERE op < 2 GROUP BY gvk, op, inferred"):
         entry = counts.setdefault(gvk, [0, 0, 0, 0])
         entry[1 + op] += n
         if op == 1 and inferred:
