@@ -117,12 +117,15 @@ class Ingest:
     ``fetch_owner(key) -> dict | None`` GETs an owner object (None when gone or forbidden); ``gap_start`` is
     when the previous run last wrote (None for a fresh cache): objects created after it were created offline.
     ``restart`` is when this run started: what a kind's first list finds gone is recorded at that time, one
-    time for every kind however long the lists take (None: at each list's own time).
+    time for every kind however long the lists take (None: at each list's own time). ``fresh`` kinds were not
+    tracked (or not so) by the previous run: their first list records the cluster as it is, at the list's time,
+    not as changes made offline.
     """
 
     def __init__(
         self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
         fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None, restart: float | None = None,
+        fresh: frozenset[GVK] = frozenset(),
     ) -> None:
         self.rec = recording
         self.run_id = run_id
@@ -143,7 +146,8 @@ class Ingest:
             for p in recording.load_live_pods().values()
         }
         self.owners: dict[ObjKey, OwnerRecord] = recording.load_owners()
-        self._gap_start: dict[GVK, float | None] = {}
+        # kinds the previous run did not track (as now) start their history here: nothing of theirs happened "offline"
+        self._gap_start: dict[GVK, float | None] = {gvk: None for gvk in fresh}
         self._default_gap = gap_start
         self._relists: dict[GVK, _Relist] = {}
         self._resource_versions: dict[GVK, str] = {}
@@ -630,7 +634,7 @@ class Session:
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
 
     def run(self) -> Summary:
-        from kubectl_sktrace.tracerconfig import config_to_yaml, stored_config, untracked_kinds
+        from kubectl_sktrace.tracerconfig import config_change, config_to_yaml, stored_config
 
         self.rec.check_identity(self.identity)
         previous = self.rec.previous_run()
@@ -641,12 +645,15 @@ class Session:
         owner_kinds = {g for g in owner_kinds if g in resources and g not in self.config.tracked}
         before = stored_config(self.rec.previous_config())
         run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config))
+        fresh: frozenset[GVK] = frozenset()
         if before is not None:
-            self._untrack(run_id, untracked_kinds(before, self.config), started)
+            change = config_change(before, self.config)
+            self._untrack(run_id, [*change.dropped, *change.changed], started)
+            fresh = frozenset([*change.added, *change.changed])
         ingest = Ingest(
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
-            restart=started,
+            restart=started, fresh=fresh,
         )
         writer = Writer(ingest, self.rec, clock=self.clock)
         self._watch_vigil()
@@ -756,8 +763,8 @@ class Session:
             counts = {gvk: self.rec.untrack(run_id, gvk, ts=started) for gvk in kinds}
         for gvk, count in counts.items():
             verb = "no longer tracked" if gvk not in self.config.tracked else "tracked with other options"
-            log.warning("%s is %s by this config: its %d live object(s) leave the history at this run's start; "
-                        "earlier history is kept", gvk, verb, count)
+            self._warn(f"{gvk} is {verb} by this config: its {count} live object(s) leave the history at this run's start; "
+                       "earlier history is kept")
 
     def _watch_vigil(self) -> None:
         """A thread that only sleeps and checks, so a stall it sees is the process's, never a busy lock's."""

@@ -26,6 +26,24 @@ def _time(ts: float | None) -> str | None:
     return None if ts is None else format_time(ts)
 
 
+def config_history(status: CacheStatus) -> list[dict[str, Any]]:
+    """The runs whose tracer config differs from the run before: what each tracked from its start on."""
+    from kubectl_sktrace.tracerconfig import config_change, stored_config
+
+    history: list[dict[str, Any]] = []
+    previous = None
+    for run in status.runs:
+        config = stored_config(run.config)
+        if config is None:
+            continue
+        change = None if previous is None else config_change(previous, config)
+        if previous is None or change:
+            history.append({"run": run.id, "from": _time(run.started), "tracked": [str(g) for g in sorted(config.tracked, key=str)],
+                            "change": "first run" if change is None else change.describe()})
+        previous = config
+    return history
+
+
 def status_to_dict(status: CacheStatus) -> dict[str, Any]:
     return {
         "cache": status.path,
@@ -44,6 +62,7 @@ def status_to_dict(status: CacheStatus) -> dict[str, Any]:
              "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
             for g in status.outages
         ],
+        "configHistory": config_history(status),
         "kinds": [
             {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred}
             for k in status.kinds
@@ -95,6 +114,9 @@ def render_status(status: CacheStatus, fmt: str) -> str:
                   render.render_table([{"run": g.run_id, "outage": outage_span(g.cause, g.since, g.until),
                                         "duration": format_duration(g.until - g.since), "kinds": ", ".join(g.kinds)}
                                        for g in status.outages], "table")]
+    if len(data["configHistory"]) > 1:
+        parts += ["", "Config history (what each run tracked from its start on; history recorded before a change is kept):",
+                  render.render_table(data["configHistory"], "table", columns=["run", "from", "change", "tracked"])]
     parts += ["", "Kinds:\n" + render.render_table(
         [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
          for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]

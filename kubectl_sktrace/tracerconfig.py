@@ -307,7 +307,31 @@ def stored_config(text: str | None) -> TracerConfig | None:
         return None
 
 
-def untracked_kinds(before: TracerConfig, after: TracerConfig) -> list[GVK]:
-    """Kinds whose history under ``before`` ends when ``after`` takes over: dropped, or tracked with other
-    options (paths, lifecycles, skipOwned), which starts a new history under the new options. Pure."""
-    return sorted((g for g, options in before.tracked.items() if after.tracked.get(g) != options), key=str)
+@dataclass(frozen=True)
+class ConfigChange:
+    """What one config changes against the one before it: kinds added, dropped, or tracked with other options."""
+
+    added: tuple[GVK, ...]
+    dropped: tuple[GVK, ...]
+    changed: tuple[GVK, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.dropped or self.changed)
+
+    def describe(self) -> str:
+        parts = [f"{verb} {', '.join(str(g) for g in kinds)}"
+                 for verb, kinds in (("added", self.added), ("dropped", self.dropped), ("changed", self.changed)) if kinds]
+        return "; ".join(parts) or "-"
+
+
+def config_change(before: TracerConfig, after: TracerConfig) -> ConfigChange:
+    """What ``after`` changes against ``before``. A changed kind (other paths, lifecycles, skipOwned) ends its
+    history under the old options and starts a new one, like a kind dropped and added. Pure."""
+    def ordered(kinds: Iterator[GVK]) -> tuple[GVK, ...]:
+        return tuple(sorted(kinds, key=str))
+
+    return ConfigChange(
+        added=ordered(g for g in after.tracked if g not in before.tracked),
+        dropped=ordered(g for g in before.tracked if g not in after.tracked),
+        changed=ordered(g for g, options in before.tracked.items() if g in after.tracked and after.tracked[g] != options),
+    )

@@ -186,3 +186,15 @@ def test_a_kind_dropped_from_the_config_leaves_the_history_at_that_run_without_b
     assert sorted(spanning.index) == ["apps/v1.Deployment", "apps/v1.StatefulSet"]
     assert not any(e["deleted_objs"] for e in spanning.events)
     assert "apps/v1.StatefulSet stopped being tracked at " in notes
+
+    table = run_cli(["status", "--cache", str(cache)], home=tmp_path).stdout
+    assert "Config history (what each run tracked from its start on; history recorded before a change is kept):" in table
+    assert "dropped apps/v1.StatefulSet" in table
+
+    readded_at = time.time()
+    third = run_cli(["start", *common, "--config", str(both)], home=tmp_path)  # tracked again: a new history from this run
+    assert third.code == 0, third.describe()
+    assert query(cache, "SELECT op, inferred, ts >= ? FROM events WHERE name = 'db' ORDER BY id", int(readded_at)) == [
+        (0, 0, 0), (2, 0, 0), (0, 0, 1)]
+    again, _ = export(time.time() - 0.5)
+    assert sorted(again.index) == ["apps/v1.Deployment", "apps/v1.StatefulSet"]

@@ -183,3 +183,14 @@ def test_load_config_file_errors(tmp_path) -> None:
 def test_resolve_pointer(pointer, expected) -> None:
     doc = {"spec": {"template": 1, "list": [{"t": 1}, {"t": 2}], "a/b": 3, "m~n": 4}}
     assert tc.resolve_pointer(doc, pointer) == expected
+
+
+def test_config_change_names_added_dropped_and_changed_kinds() -> None:
+    from kubectl_sktrace.tracerconfig import config_change, parse_config
+
+    before = parse_config({"trackedObjects": {"apps/v1.Deployment": {"trackLifecycle": True}, "apps/v1.StatefulSet": {},
+                                              "batch/v1.Job": {}}}, source="a")
+    after = parse_config({"trackedObjects": {"apps/v1.Deployment": {}, "batch/v1.Job": {}, "v1.ConfigMap": {}}}, source="b")
+    change = config_change(before, after)
+    assert change.describe() == "added v1.ConfigMap; dropped apps/v1.StatefulSet; changed apps/v1.Deployment"
+    assert not config_change(after, after) and config_change(after, after).describe() == "-"

@@ -26,6 +26,7 @@ class RunInfo:
     stopped: float
     state: str  # clean | interrupted | running | crashed
     pid: int
+    config: str  # the tracer config in force (YAML)
 
 
 @dataclass(frozen=True)
@@ -79,14 +80,14 @@ def writer_running(cache: Cache) -> bool:
 def cache_status(cache: Cache) -> CacheStatus:
     conn = cache.conn
     running = writer_running(cache)
-    rows = conn.execute("SELECT id, started, synced, stopped, clean, pid FROM runs ORDER BY id").fetchall()
+    rows = conn.execute("SELECT id, started, synced, stopped, clean, pid, config FROM runs ORDER BY id").fetchall()
     outages = tuple(coverage_gaps(cache))
     interrupted = {gap.run_id for gap in outages}
     runs = []
-    for index, (run_id, started, synced, stopped, clean, pid) in enumerate(rows):
+    for index, (run_id, started, synced, stopped, clean, pid, config) in enumerate(rows):
         last = index == len(rows) - 1
         state = ("interrupted" if run_id in interrupted else "clean") if clean else "running" if last and running else "crashed"
-        runs.append(RunInfo(run_id, started, synced, stopped, state, pid))
+        runs.append(RunInfo(run_id, started, synced, stopped, state, pid, config))
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
     counts: dict[str, list[int]] = {}
     for gvk, op, inferred, n in conn.execute("SELECT gvk, op, inferred, count(*) FROM events WHERE op < 2 GROUP BY gvk, op, inferred"):
