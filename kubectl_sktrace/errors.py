@@ -35,12 +35,15 @@ class KubeError(SktraceError):
 
 
 class ForbiddenError(KubeError):
-    """HTTP 403 for one verb on one resource; carries what RBAC rule is missing."""
+    """HTTP 403 for one verb on one resource; carries what RBAC rule is missing. ``cluster_scope``: a kind that
+    lives in namespaces was refused at the cluster scope (across all namespaces), as the API server's denial
+    says; a grant in one namespace may still allow it there."""
 
-    def __init__(self, message: str, *, verb: str, resource: str) -> None:
+    def __init__(self, message: str, *, verb: str, resource: str, cluster_scope: bool = False) -> None:
         super().__init__(message)
         self.verb = verb
         self.resource = resource
+        self.cluster_scope = cluster_scope
 
 
 # --- API access: failures the watch engine retries (raised by kube.py, handled by watching.py) ---

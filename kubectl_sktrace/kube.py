@@ -35,7 +35,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 import urllib3
@@ -80,16 +80,31 @@ class Resource:
             parts.append(f"/{quote(name, safe='')}")
         return "".join(parts)
 
-    def rbac_hint(self, verb: str, *, namespace: str | None) -> str:
+    @property
+    def rbac_name(self) -> str:
+        """``deployments.apps``, ``pods``: how RBAC rules, ``kubectl create role --resource`` and ``kubectl auth
+        can-i`` name the resource."""
+        return f"{self.plural}.{self.gvk.group}" if self.gvk.group else self.plural
+
+    def forbidden_message(self, verb: str, *, namespace: str | None) -> str:
         """The one-line 403 message: what was refused and the rule that would allow it."""
         if not self.namespaced:
-            scope = "(cluster-scoped)"
+            scope, namespace = "(cluster-scoped)", None
         elif namespace:
             scope = f"in namespace {namespace!r}"
         else:
             scope = "in all namespaces"
-        return (f"forbidden: cannot {verb} {self.plural} {scope}; grant get/list/watch on {self.plural} "
-                f"(apiGroups: [\"{self.gvk.group}\"], resources: [\"{self.plural}\"])")
+        return f"forbidden: cannot {verb} {self.rbac_name} {scope}; {rbac_hint([self.rbac_name], namespace=namespace)}"
+
+
+def rbac_hint(resources: Sequence[str], *, namespace: str | None = None) -> str:
+    """What to grant so that ``resources`` (RBAC names, ``deployments.apps``) can be recorded, in ``namespace`` or
+    across the cluster: the one wording of the RBAC fix, for one kind's 403 and for every kind refused."""
+    if namespace:
+        role = f"a Role with rules for those resources in namespace {namespace!r}"
+    else:
+        role = "a ClusterRole with rules for those resources"
+    return f"grant get, list and watch on {', '.join(resources)} (e.g. {role}, bound to your user)"
 
 
 def discovery_path(group_version: str) -> str:
@@ -309,8 +324,12 @@ class Kube:
                              "(refresh the token or the exec plugin's login) and retry")
         if status == 403:
             if resource is not None:
-                return ForbiddenError(resource.rbac_hint(verb, namespace=namespace), verb=verb,
-                                      resource=resource.plural)
+                # the API server's denial names the scope it refused ("... at the cluster scope"); a 403 in
+                # other words (a proxy's) is judged by the request
+                denied_everywhere = "at the cluster scope" in message if "is forbidden" in message else not namespace
+                scoped = resource.namespaced and denied_everywhere
+                return ForbiddenError(resource.forbidden_message(verb, namespace=namespace), verb=verb,
+                                      resource=resource.plural, cluster_scope=scoped)
             return ForbiddenError(f"forbidden: cannot {verb} {path}; grant {verb} on it to your user "
                                   "(the system:discovery role allows discovery)", verb=verb, resource=path)
         if status == 404:

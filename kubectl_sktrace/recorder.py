@@ -600,30 +600,25 @@ class Summary:
     outages: tuple[CoverageGap, ...] = ()
 
 
-def rbac_hint(resources: list[str]) -> str:
-    return (
-        "grant get, list and watch on " + ", ".join(resources)
-        + " (e.g. a ClusterRole with rules for those resources, bound to your user), or track other kinds with --config"
-    )
-
-
 class Session:
     """One ``start``: the watch threads, the consumer loop and the run bookkeeping, around an open cache.
 
     ``kube`` offers ``discover``, ``cluster_identity``, ``list_page``, ``watch`` and ``get`` (``kube.Kube``);
     ``run_watch`` is ``watching.run_watch``. Both are injected so tests can run the loop on fakes.
+    ``context_namespace`` is the kubeconfig context's namespace: what to suggest to a user refused everywhere else.
     """
 
     def __init__(
         self, *, kube: Any, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
         duration: float | None, stop: threading.Event, progress: ProgressView,
-        run_watch: Callable[..., None], clock: Callable[[], float] = time.time,
+        run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
     ) -> None:
         self.kube = kube
         self.rec = recording
         self.config = config
         self.identity = identity
         self.namespace = namespace
+        self.context_namespace = context_namespace
         self.duration = duration
         self.stop = stop
         self.progress = progress
@@ -792,6 +787,7 @@ class Session:
         threading.Thread(target=target, name=f"watch {gvk}", daemon=True).start()
 
     def _report_failure(self, gvk: GVK, error: BaseException) -> None:
+        """One warning per kind and run (the watch loop only logs it)."""
         self._failed[gvk] = error
         if isinstance(error, ForbiddenError):
             self._warn(f"{error}; {gvk} is not recorded")
@@ -810,13 +806,28 @@ class Session:
         return stats.initial_done or stats.failed is not None
 
     def _check_failures(self, tracked: list[GVK], resources: Mapping[GVK, Any]) -> None:
-        """Every tracked kind failed: nothing useful can be recorded, so stop with the fix."""
+        """Every tracked kind failed: nothing useful can be recorded, so stop with the fix.
+
+        Refused across the cluster, a user may still read one namespace (a RoleBinding to ``view``): that
+        namespace (the kubeconfig context's) comes first, before asking for a ClusterRole."""
+        from kubectl_sktrace.kube import rbac_hint
+
         failed = [g for g in tracked if g in self._failed]
         if not tracked or len(failed) < len(tracked):
             return
-        if all(isinstance(self._failed[g], ForbiddenError) for g in failed):
-            names = [_resource_name(resources[g]) for g in [*tracked, POD] if g in resources]
-            raise KubeError(f"forbidden to list and watch every tracked kind; {rbac_hint(names)}")
+        refused = [e for e in (self._failed[g] for g in failed) if isinstance(e, ForbiddenError)]
+        if len(refused) == len(failed):
+            names = [resources[g].rbac_name for g in [*tracked, POD] if g in resources]
+            cluster = self.namespace is None and all(e.cluster_scope for e in refused)
+            scope = " at the cluster scope" if cluster else f" in namespace {self.namespace!r}" if self.namespace else ""
+            ns = self.context_namespace if self.context_namespace != self.namespace else None
+            first = ""
+            if ns and all(resources[g].namespaced for g in failed):
+                first = f"you may only have access to namespace {ns!r}: record it with -n {ns}, or "
+            elif cluster:
+                first = "you may only have access to some namespaces: record one with -n NAMESPACE, or "
+            raise KubeError(f"forbidden to list and watch every tracked kind{scope}; {first}"
+                            f"{rbac_hint(names, namespace=self.namespace)}, or track other kinds with --config")
         raise KubeError(f"no tracked kind can be watched ({self._failed[failed[0]]}); check the cluster and the config")
 
     def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
@@ -839,12 +850,6 @@ class Session:
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
         self.progress.warn(message)
-
-
-def _resource_name(resource: Any) -> str:
-    """``deployments.apps``, ``pods``: how RBAC rules and ``kubectl auth can-i`` name a resource."""
-    group = resource.gvk.group
-    return f"{resource.plural}.{group}" if group else str(resource.plural)
 
 
 @dataclass(frozen=True)
@@ -881,6 +886,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
                 session = Session(
                     kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
                     duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
+                    context_namespace=target.namespace,
                 )
                 return session.run()
             finally:

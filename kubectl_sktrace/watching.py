@@ -185,7 +185,7 @@ def run_watch(
             log.log(logging.INFO if backoff.attempt == 1 else logging.WARNING, "%s: %s; retrying in %.1fs", gvk, exc, delay)
             sleep(delay)
         except KubeError as exc:
-            log.warning("%s: %s", gvk, exc)
+            log.info("%s: %s", gvk, exc)
             sink.failed(gvk, exc)
             return
 

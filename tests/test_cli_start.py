@@ -20,6 +20,7 @@ import pytest
 
 from kubectl_sktrace.emulator import Emulator
 from kubectl_sktrace.store.bodies import decode_body
+from reliability_support import run_cli
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -320,8 +321,10 @@ def test_403_on_one_kind_records_the_others_with_a_warning(emu: Emulator, kubeco
     emu.fail("StatefulSet", 403, count=1000)
     result = start(kubeconfig, cache)
     assert result.returncode == 0, result.stderr
-    assert ("Warning: forbidden: cannot list statefulsets in all namespaces; grant get/list/watch on statefulsets "
-            '(apiGroups: ["apps"], resources: ["statefulsets"]); apps/v1.StatefulSet is not recorded') in result.stderr
+    assert [line for line in result.stderr.splitlines() if "statefulsets" in line] == [
+        "Warning: forbidden: cannot list statefulsets.apps in all namespaces; grant get, list and watch on statefulsets.apps "
+        "(e.g. a ClusterRole with rules for those resources, bound to your user); apps/v1.StatefulSet is not recorded"
+    ]
     assert [e[2] for e in events(cache)] == ["web"]
 
 
@@ -330,12 +333,71 @@ def test_403_on_every_kind_exits_1_with_the_rbac_hint(emu: Emulator, kubeconfig:
         emu.fail(kind, 403, count=1000)
     result = start(kubeconfig, cache, duration="10")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1] == (
-        "Error: forbidden to list and watch every tracked kind; grant get, list and watch on deployments.apps, "
+    assert result.stderr.splitlines()[-1] == (  # the emulator's kubeconfig context has the namespace "default"
+        "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to "
+        "namespace 'default': record it with -n default, or grant get, list and watch on deployments.apps, "
         "statefulsets.apps, jobs.batch, cronjobs.batch, pods (e.g. a ClusterRole with rules for those resources, "
         "bound to your user), or track other kinds with --config"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_a_user_who_may_view_one_namespace_is_warned_once_per_kind_then_told_to_record_it(emu: Emulator, tmp_path: Path) -> None:
+    """A RoleBinding to ``view`` in team-a and a kubeconfig context whose namespace is team-a: every list across
+    the cluster is refused (the API server's own 403), the same lists in team-a are allowed. The default cache, as
+    a user has it: the refused run must not keep ``-n team-a`` from recording into it."""
+    emu.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop", "namespace": "team-a"},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                         "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    emu.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "hidden", "namespace": "team-b"},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                         "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    emu.grant_view(["team-a"], user="jane")
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", namespace="team-a")
+    hint = "(e.g. a ClusterRole with rules for those resources, bound to your user)"
+
+    refused = run_cli(["start", "--kubeconfig", kubeconfig, "--duration", "10s"], home=tmp_path)
+    assert refused.code == 1 and "Traceback" not in refused.stderr, refused.describe()
+    *warnings, error = refused.stderr.splitlines()
+    per_kind = {name: f"Warning: forbidden: cannot list {name} in all namespaces; grant get, list and watch on {name} {hint}; {gvk} is not recorded"
+                for name, gvk in [("deployments.apps", "apps/v1.Deployment"), ("statefulsets.apps", "apps/v1.StatefulSet"),
+                                  ("jobs.batch", "batch/v1.Job"), ("cronjobs.batch", "batch/v1.CronJob"),
+                                  ("replicasets.apps", "apps/v1.ReplicaSet")]}
+    # one line per refused kind; the ReplicaSet watch (for pod owners) may be refused after the error is decided
+    assert sorted(warnings) in (sorted(per_kind.values()), sorted(v for k, v in per_kind.items() if k != "replicasets.apps")), refused.describe()
+    assert error == (
+        "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to namespace "
+        "'team-a': record it with -n team-a, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
+        f"cronjobs.batch, pods {hint}, or track other kinds with --config"
+    )
+
+    recorded = run_cli(["start", "--kubeconfig", kubeconfig, "-n", "team-a", "--duration", "2s"], home=tmp_path)
+    assert recorded.code == 0 and "Warning" not in recorded.stderr, recorded.describe()
+    status = run_cli(["status", "--kubeconfig", kubeconfig], home=tmp_path)
+    assert status.code == 0, status.describe()
+    assert [line.split(None, 1)[1] for line in status.stdout.splitlines() if line.startswith("scope ")] == ["namespace team-a"]
+    data = json.loads(run_cli(["status", "--kubeconfig", kubeconfig, "-o", "json"], home=tmp_path).stdout)
+    assert data["cluster"]["namespace"] == "team-a"
+    assert [(k["kind"], k["live"]) for k in data["kinds"]] == [("apps/v1.Deployment", 1)]
+
+
+@pytest.mark.parametrize(("context_namespace", "args", "expected"), [
+    ("", [], "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to some "
+             "namespaces: record one with -n NAMESPACE, or grant get, list and watch on deployments.apps, statefulsets.apps, "
+             "jobs.batch, cronjobs.batch, pods (e.g. a ClusterRole with rules for those resources, bound to your user), or "
+             "track other kinds with --config"),
+    ("team-a", ["-n", "team-b"],
+     "Error: forbidden to list and watch every tracked kind in namespace 'team-b'; you may only have access to namespace "
+     "'team-a': record it with -n team-a, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
+     "cronjobs.batch, pods (e.g. a Role with rules for those resources in namespace 'team-b', bound to your user), or track "
+     "other kinds with --config"),
+], ids=["no-context-namespace", "another-namespace"])
+def test_refused_everywhere_the_error_puts_a_namespace_first(emu: Emulator, tmp_path: Path, context_namespace: str,
+                                                             args: list[str], expected: str) -> None:
+    emu.grant_view(["team-a"], user="jane")
+    kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", namespace=context_namespace)
+    refused = run_cli(["start", "--kubeconfig", kubeconfig, "--duration", "10s", *args], home=tmp_path)
+    assert refused.code == 1 and refused.error_lines() == [expected], refused.describe()
 
 
 # -- scenario 7 --------------------------------------------------------------------------------------------

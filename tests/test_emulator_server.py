@@ -243,7 +243,54 @@ def test_fail_answers_status_for_that_kind_count_times(emulator: Emulator, statu
 def test_forbidden_message_names_verb_and_resource(emulator: Emulator) -> None:
     emulator.fail(None, 403)
     body = call(emulator, "GET", "/apis/batch/v1/jobs")[1]
-    assert body["message"] == 'jobs is forbidden: User "system:serviceaccount:default:sktrace" cannot get resource "jobs" in API group "batch"'
+    assert body["message"] == ('jobs.batch is forbidden: User "system:serviceaccount:default:sktrace" cannot list resource "jobs" '
+                               'in API group "batch" at the cluster scope')
+    assert body["details"] == {"group": "batch", "kind": "jobs"}
+
+
+# RBAC of a user bound to `view` in one namespace: the API server's own 403 text, word for word
+
+VIEW_CASES = [
+    ("GET", "/api/v1/pods", 403, 'pods is forbidden: User "jane" cannot list resource "pods" in API group "" at the cluster scope'),
+    ("GET", "/apis/apps/v1/deployments?watch=1&timeoutSeconds=1", 403,
+     'deployments.apps is forbidden: User "jane" cannot watch resource "deployments" in API group "apps" at the cluster scope'),
+    ("GET", "/api/v1/namespaces/team-b/pods", 403,
+     'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "team-b"'),
+    ("GET", "/api/v1/namespaces/kube-system", 403,
+     'namespaces "kube-system" is forbidden: User "jane" cannot get resource "namespaces" in API group "" in the namespace "kube-system"'),
+    ("GET", "/api/v1/nodes", 403, 'nodes is forbidden: User "jane" cannot list resource "nodes" in API group "" at the cluster scope'),
+    ("GET", "/api/v1/namespaces/team-a/secrets", 403,
+     'secrets is forbidden: User "jane" cannot list resource "secrets" in API group "" in the namespace "team-a"'),
+    ("POST", "/api/v1/namespaces/team-a/pods", 403,
+     'pods is forbidden: User "jane" cannot create resource "pods" in API group "" in the namespace "team-a"'),
+    ("GET", "/api/v1/namespaces/team-a/pods", 200, None),
+    ("GET", "/apis/apps/v1/namespaces/team-a/deployments?watch=1&timeoutSeconds=1", 200, None),
+    ("GET", "/api/v1/namespaces/team-a/pods/a", 200, None),
+    ("GET", "/api/v1/namespaces/team-a", 200, None),
+    ("GET", "/apis/apps/v1", 200, None),
+    ("GET", "/version", 200, None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "status", "message"), VIEW_CASES,
+                         ids=["list-all", "watch-all", "list-other-ns", "get-kube-system", "cluster-kind", "secrets", "create",
+                              "list-ns", "watch-ns", "get-in-ns", "get-own-ns", "discovery", "version"])
+def test_a_view_grant_in_one_namespace_allows_reading_it_and_refuses_the_rest(
+    emulator: Emulator, method: str, path: str, status: int, message: str | None
+) -> None:
+    emulator.create(make_pod("a", "team-a"))
+    emulator.grant_view(["team-a"], user="jane")
+    got, body, _ = call(emulator, method, path, make_pod("b", "team-a") if method == "POST" else None)
+    assert got == status
+    if message is not None:
+        assert (body["reason"], body["code"], body["message"]) == ("Forbidden", 403, message)
+
+
+def test_grant_view_none_allows_everything_again(emulator: Emulator) -> None:
+    emulator.grant_view(["team-a"])
+    assert call(emulator, "GET", "/api/v1/pods")[0] == 403
+    emulator.grant_view(None)
+    assert call(emulator, "GET", "/api/v1/pods")[0] == 200
 
 
 def test_delay_slows_responses(emulator: Emulator) -> None:

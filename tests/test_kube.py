@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
-from kubectl_sktrace.kube import Kube, Resource, resources_from_discovery
+from kubectl_sktrace.kube import Kube, Resource, rbac_hint, resources_from_discovery
 from kubectl_sktrace.kubeconfig import resolve_target
 from kubectl_sktrace.model import GVK, POD
 from tests.conftest import CUT, HANG, Reply, write_kubeconfig
@@ -143,13 +143,17 @@ def test_throttling_and_server_errors_are_transient(tmp_path, api_server, status
     assert str(info.value) == message.format(url=api_server.url)
 
 
-@pytest.mark.parametrize("namespace,verb,expected", [
-    (None, "watch", 'forbidden: cannot watch pods in all namespaces; grant get/list/watch on pods (apiGroups: [""], resources: ["pods"])'),
-    ("team-a", "list", 'forbidden: cannot list pods in namespace \'team-a\'; grant get/list/watch on pods (apiGroups: [""], resources: ["pods"])'),
+@pytest.mark.parametrize("namespace,verb,denial,expected", [
+    (None, "watch", 'pods is forbidden: User "jane" cannot watch resource "pods" in API group "" at the cluster scope',
+     "forbidden: cannot watch pods in all namespaces; grant get, list and watch on pods "
+     "(e.g. a ClusterRole with rules for those resources, bound to your user)"),
+    ("team-a", "list", 'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "team-a"',
+     "forbidden: cannot list pods in namespace 'team-a'; grant get, list and watch on pods "
+     "(e.g. a Role with rules for those resources in namespace 'team-a', bound to your user)"),
 ], ids=["watch-all", "list-namespace"])
-def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, verb, expected):
+def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, verb, denial, expected):
     path = "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{namespace}/pods"
-    api_server.route(path, Reply(403, {"kind": "Status", "code": 403, "message": "pods is forbidden"}))
+    api_server.route(path, Reply(403, {"kind": "Status", "code": 403, "reason": "Forbidden", "message": denial}))
     kube = connect(tmp_path, api_server.url)
     with pytest.raises(ForbiddenError) as info:
         if verb == "watch":
@@ -158,6 +162,7 @@ def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, 
             kube.list_page(PODS, namespace=namespace)
     assert str(info.value) == expected
     assert (info.value.verb, info.value.resource) == (verb, "pods")
+    assert info.value.cluster_scope is (namespace is None)
 
 
 def test_403_for_a_group_kind_names_its_api_group(tmp_path, api_server):
@@ -166,8 +171,32 @@ def test_403_for_a_group_kind_names_its_api_group(tmp_path, api_server):
     kube = connect(tmp_path, api_server.url)
     with pytest.raises(ForbiddenError) as info:
         kube.list_page(deploy, namespace=None)
-    assert str(info.value) == ('forbidden: cannot list deployments in all namespaces; grant get/list/watch on deployments '
-                               '(apiGroups: ["apps"], resources: ["deployments"])')
+    assert str(info.value) == ("forbidden: cannot list deployments.apps in all namespaces; grant get, list and watch on "
+                               "deployments.apps (e.g. a ClusterRole with rules for those resources, bound to your user)")
+    assert info.value.cluster_scope  # a 403 without the API server's wording: judged by the request
+
+
+@pytest.mark.parametrize("denial,cluster_scope", [
+    ('deployments.apps is forbidden: User "jane" cannot list resource "deployments" in API group "apps" at the cluster scope', True),
+    ('deployments.apps is forbidden: User "jane" cannot list resource "deployments" in API group "apps" in the namespace "a"', False),
+    ("", True),
+], ids=["cluster-scope", "in-a-namespace", "no-message"])
+def test_403_tells_a_refusal_at_the_cluster_scope_by_the_denial(tmp_path, api_server, denial, cluster_scope):
+    deploy = Resource(gvk=DEPLOY, plural="deployments", namespaced=True, verbs=frozenset())
+    api_server.route("/apis/apps/v1/deployments", Reply(403, {"kind": "Status", "code": 403, "message": denial}))
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(ForbiddenError) as info:
+        kube.list_page(deploy, namespace=None)
+    assert info.value.cluster_scope is cluster_scope
+
+
+@pytest.mark.parametrize("resources,namespace,expected", [
+    (["pods"], None, "grant get, list and watch on pods (e.g. a ClusterRole with rules for those resources, bound to your user)"),
+    (["deployments.apps", "pods"], "team-a", "grant get, list and watch on deployments.apps, pods "
+     "(e.g. a Role with rules for those resources in namespace 'team-a', bound to your user)"),
+], ids=["cluster", "namespace"])
+def test_rbac_hint_is_one_wording_for_one_kind_or_many(resources, namespace, expected):
+    assert rbac_hint(resources, namespace=namespace) == expected
 
 
 def test_404_on_list_says_the_kind_is_not_served(tmp_path, api_server):
@@ -378,8 +407,9 @@ def test_resources_from_discovery_skips_subresources():
     assert set(resources_from_discovery("v1", CORE_DOC)) == {POD, GVK("", "v1", "Namespace")}
     ns = resources_from_discovery("v1", CORE_DOC)[GVK("", "v1", "Namespace")]
     assert ns.path(namespace="ignored") == "/api/v1/namespaces"
-    assert ns.rbac_hint("list", namespace=None) == ('forbidden: cannot list namespaces (cluster-scoped); grant '
-                                                     'get/list/watch on namespaces (apiGroups: [""], resources: ["namespaces"])')
+    assert ns.forbidden_message("list", namespace="ignored") == (
+        "forbidden: cannot list namespaces (cluster-scoped); grant get, list and watch on namespaces "
+        "(e.g. a ClusterRole with rules for those resources, bound to your user)")
 
 
 def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path, api_server):
@@ -409,6 +439,8 @@ def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path,
         def relist_page(self, gvk, items, ts): calls.append(("page", [i["metadata"]["name"] for i in items], items[0]["kind"]))
         def relist_end(self, gvk, rv, ts): calls.append(("end", rv))
         def failed(self, gvk, error): calls.append(("failed", str(error)))
+        def interrupted(self, gvk, since, cause, detail): calls.append(("interrupted", cause))
+        def resumed(self, gvk, ts, horizon): calls.append(("resumed", horizon))
 
         def event(self, gvk, kind, obj, ts):
             calls.append((kind, obj["metadata"]["name"]))
@@ -420,7 +452,8 @@ def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path,
               sleep=stop.wait, stop=stop, rng=random.Random(0), timeout_seconds=60)
     assert time.monotonic() - started < 3
     assert calls == [("begin",), ("page", ["a"], "Pod"), ("page", ["b"], "Pod"), ("end", "10"), ("ADDED", "c"),
-                     ("begin",), ("page", ["b"], "Pod"), ("end", "30"), ("DELETED", "b")]
+                     ("interrupted", "watch expired"), ("begin",), ("page", ["b"], "Pod"), ("end", "30"), ("resumed", None),
+                     ("DELETED", "b")]
     watch_versions = [r.query["resourceVersion"] for r in api_server.requests if r.query.get("watch")]
     assert watch_versions == ["10", "15", "30"]
     assert [r.query.get("continue") for r in api_server.requests if not r.query.get("watch")] == [None, "p2", None]
@@ -502,6 +535,12 @@ class LiveSink:
     def failed(self, gvk, error):
         self._note(("failed", str(error)))
 
+    def interrupted(self, gvk, since, cause, detail):
+        self._note(("interrupted", cause))
+
+    def resumed(self, gvk, ts, horizon):
+        self._note(("resumed",))
+
     def _note(self, call):
         with self.changed:
             self.calls.append(call)
@@ -573,12 +612,27 @@ def test_emulator_transient_failures_back_off_and_forbidden_stops_the_kind(emu, 
         emu.fail("Pod", 403, count=5)
         emu.drop_watches()
         sink.wait_for(lambda s: s.calls[-1][0] == "failed")
-        assert sink.calls[-1] == ("failed", 'forbidden: cannot watch pods in all namespaces; grant get/list/watch on pods '
-                                            '(apiGroups: [""], resources: ["pods"])')
+        assert sink.calls[-1] == ("failed", "forbidden: cannot watch pods in all namespaces; grant get, list and watch on "
+                                            "pods (e.g. a ClusterRole with rules for those resources, bound to your user)")
         thread.join(3)
         assert not thread.is_alive()
     finally:
         stop.set()
+
+
+def test_emulator_view_in_one_namespace_refuses_the_cluster_scope_and_serves_that_namespace(emu, tmp_path):
+    emu.create(emu_pod("a", namespace="team-a"))
+    emu.grant_view(["team-a"], user="jane")
+    kube = emu_kube(emu, tmp_path)
+    resources, _ = kube.discover([POD])
+    with pytest.raises(ForbiddenError) as info:
+        kube.list_page(resources[POD], namespace=None)
+    assert info.value.cluster_scope
+    assert [p["metadata"]["name"] for p in kube.list_page(resources[POD], namespace="team-a")["items"]] == ["a"]
+    with pytest.raises(ForbiddenError) as info:
+        kube.list_page(resources[POD], namespace="team-b")
+    assert not info.value.cluster_scope
+    assert kube.cluster_identity() == (emu.url, "")  # kube-system is not readable: no uid, no error
 
 
 def test_emulator_identity_and_wrong_token(emu, tmp_path):

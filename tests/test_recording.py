@@ -58,11 +58,23 @@ def test_same_cluster_behind_another_url_is_accepted(rec: Recording) -> None:
 
 def test_another_scope_is_refused(rec: Recording) -> None:
     rec.check_identity(IDENT)
+    run = rec.begin_run(started=100.0, pid=1, config_yaml="")
+    with rec.batch():
+        rec.mark_synced(run, 101.0)  # an empty cluster recorded: its history (nothing) is of all namespaces
     with pytest.raises(CacheError) as err:
         rec.check_identity(Identity(server="https://a:6443", cluster_uid="uid-a", context="ctx", namespace="team"))
     assert str(err.value) == (
         f"cache {rec.cache.path} records all namespaces, not namespace 'team'; record this scope into another --cache FILE"
     )
+
+
+def test_a_cache_without_history_takes_the_scope_of_the_next_run(rec: Recording) -> None:
+    """A run refused everywhere (every list 403) recorded nothing: the user may retry on one namespace."""
+    rec.check_identity(IDENT)
+    run = rec.begin_run(started=100.0, pid=1, config_yaml="")
+    rec.stop_run(run, 101.0, clean=True)
+    rec.check_identity(Identity(server="https://a:6443", cluster_uid="", context="ctx", namespace="team"))
+    assert rec.cache.get_meta("scope.namespace") == "team"
 
 
 def test_runs_heartbeat_synced_and_clean_stop(rec: Recording) -> None:

@@ -15,7 +15,7 @@ Public API::
                    seed=None, tls=None)   # tls=None: https when the openssl command exists (kubectl sends
                                           # bearer tokens only over https); the CA is in emu.ca_pem
     emu.start() / emu.stop() / with Emulator() as emu: ...
-    emu.url; emu.port; emu.open_watches; emu.write_kubeconfig(path, *, context="emulator") -> str
+    emu.url; emu.port; emu.open_watches; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
     emu.patch(api_version, kind, namespace, name, patch) -> dict         # JSON merge patch
     emu.delete(api_version, kind, namespace, name, *, graceful=True)
@@ -26,6 +26,8 @@ Public API::
     # fault knobs (HTTP requests only):
     emu.vanish(api_version, kind, namespace, name); emu.compact(); emu.force_410(kind=None)
     emu.drop_watches(); emu.fail(kind, status, *, count=1, retry_after=None); emu.set_delay(seconds)
+    emu.grant_view(namespaces, *, user=None)   # RBAC as for a RoleBinding to `view` in those namespaces only;
+                                               # None: all allowed. 403s carry the API server's own message
 
     from kubectl_sktrace.emulator.workload import Workload, build_large_state
     wl = Workload(emu, seed=1); wl.step(); wl.start(); wl.stop(); wl.generate(rate, duration)

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Iterable
 from urllib.parse import parse_qs, urlsplit
 
 from kubectl_sktrace.emulator.state import (
@@ -51,6 +51,7 @@ SERVER_VERSION = {
 }
 
 _VERBS_NAMESPACED = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+_VIEW_VERBS = frozenset({"get", "list", "watch"})
 
 
 class _Failure:
@@ -92,6 +93,8 @@ class Emulator:
         self._delay = 0.0
         self.drop_generation = 0
         self.open_watches = 0
+        self.user = "system:serviceaccount:default:sktrace"
+        self._view_namespaces: frozenset[str] | None = None  # None: every request is allowed
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.store.create(self.store.type_of("v1", "Namespace"), {"metadata": {"name": ns}})
 
@@ -133,8 +136,9 @@ class Emulator:
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
-    def write_kubeconfig(self, path: str | os.PathLike[str], *, context: str = "emulator") -> str:
-        """Write a kubeconfig (JSON, which is YAML) with this server, its CA, its bearer token and one context."""
+    def write_kubeconfig(self, path: str | os.PathLike[str], *, context: str = "emulator", namespace: str = "default") -> str:
+        """Write a kubeconfig (JSON, which is YAML) with this server, its CA, its bearer token and one context
+        whose namespace is ``namespace``."""
         cluster: Obj = {"server": self.url}
         if self.tls:
             cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
@@ -143,7 +147,7 @@ class Emulator:
             "kind": "Config",
             "clusters": [{"name": context, "cluster": cluster}],
             "users": [{"name": context, "user": {"token": self.token}}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": "default"}}],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
             "current-context": context,
             "preferences": {},
         }
@@ -217,6 +221,16 @@ class Emulator:
     def set_delay(self, seconds: float) -> None:
         self._delay = seconds
 
+    def grant_view(self, namespaces: Iterable[str] | None, *, user: str | None = None) -> None:
+        """Authorize HTTP requests as RBAC does for a user whose only grant is a RoleBinding to ``view`` in each
+        of ``namespaces``: discovery stays open; get, list and watch inside those namespaces succeed; the rest
+        (lists and watches across all namespaces, cluster-scoped kinds, other namespaces, Secrets, writes) is
+        403 with the API server's own message, naming ``user``. ``None``: every request allowed (the default)."""
+        with self._knob_lock:
+            self._view_namespaces = None if namespaces is None else frozenset(namespaces)
+            if user is not None:
+                self.user = user
+
     # knob checks (server side)
 
     def _take_failure(self, kind: str) -> _Failure | None:
@@ -228,6 +242,12 @@ class Emulator:
                         self._failures.remove(failure)
                     return failure
         return None
+
+    def _denies(self, verb: str, rtype: ResourceType, namespace: str | None) -> bool:
+        granted = self._view_namespaces
+        if granted is None:
+            return False
+        return verb not in _VIEW_VERBS or namespace not in granted or (rtype.group, rtype.plural) == ("", "secrets")
 
     def _take_forced_410(self, kind: str) -> bool:
         with self._knob_lock:
@@ -386,10 +406,17 @@ class Handler(BaseHTTPRequestHandler):
         subresource = rest[2] if len(rest) > 2 else ""
         if subresource not in ("", "status"):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({subresource})")
+        verb = _request_verb(self.command, name=name, watch=query.get("watch") in ("1", "true", "True"))
+        # the API server's request info puts a namespace's own path inside that namespace
+        scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
+        if self.emulator._denies(verb, rtype, scope):
+            raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
         failure = self.emulator._take_failure(rtype.kind)
         if failure is not None:
+            if failure.status == 403:
+                raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
             reason = _REASONS.get(failure.status, "InternalError")
-            message = {401: "Unauthorized", 403: f'{rtype.plural} is forbidden: User "system:serviceaccount:default:sktrace" cannot {self.command.lower()} resource "{rtype.plural}" in API group "{rtype.group}"'}.get(failure.status, f"emulated failure {failure.status}")
+            message = "Unauthorized" if failure.status == 401 else f"emulated failure {failure.status}"
             raise ApiError(failure.status, reason, message, retry_after=failure.retry_after)
         self._resource(rtype, namespace, name, subresource, query)
 
@@ -649,6 +676,29 @@ class Handler(BaseHTTPRequestHandler):
     def _table_event(self, rtype: ResourceType, event_type: str, stored: Stored) -> bytes:
         table = self._table(rtype, [stored], rv=stored.rv, cont="", remaining=0)
         return json.dumps({"type": event_type, "object": table}, separators=(",", ":")).encode() + b"\n"
+
+
+def _request_verb(method: str, *, name: str, watch: bool) -> str:
+    """The RBAC verb of a resource request, as the API server derives it from the method and the path."""
+    if method in ("GET", "HEAD"):
+        return "watch" if watch else "get" if name else "list"
+    if method == "DELETE" and not name:
+        return "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
+
+
+def forbidden(*, user: str, verb: str, rtype: ResourceType, namespace: str | None, name: str = "", subresource: str = "") -> ApiError:
+    """The API server's 403 for a request RBAC does not allow, word for word (``apierrors.NewForbidden`` around
+    the authorizer's ``forbiddenMessage``): ``pods is forbidden: User "x" cannot list resource "pods" in API
+    group "" at the cluster scope``."""
+    resource = f"{rtype.plural}/{subresource}" if subresource else rtype.plural
+    qualified = f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural
+    subject = f"{qualified} {json.dumps(name)}" if name else qualified
+    scope = f"in the namespace {json.dumps(namespace)}" if namespace else "at the cluster scope"
+    message = (f"{subject} is forbidden: User {json.dumps(user)} cannot {verb} resource {json.dumps(resource)} "
+               f"in API group {json.dumps(rtype.group)} {scope}")
+    details = {k: v for k, v in (("name", name), ("group", rtype.group), ("kind", rtype.plural)) if v}
+    return ApiError(403, "Forbidden", message, details=details)
 
 
 def _age(created: str | None, now: float) -> str:

@@ -42,28 +42,33 @@ Obj = dict[str, Any]
 class ApiError(Exception):
     """A request the store refuses; the server turns it into a ``Status`` with this code and reason."""
 
-    def __init__(self, code: int, reason: str, message: str, *, retry_after: int | None = None) -> None:
+    def __init__(self, code: int, reason: str, message: str, *, retry_after: int | None = None,
+                 details: Obj | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.retry_after = retry_after
+        self.details = details
 
     def status(self) -> Obj:
-        return status_body(code=self.code, reason=self.reason, message=self.message)
+        return status_body(code=self.code, reason=self.reason, message=self.message, details=self.details)
 
 
-def status_body(*, code: int, reason: str, message: str) -> Obj:
+def status_body(*, code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
     """A ``meta/v1 Status`` as a real server sends for errors (and inside ERROR watch events)."""
-    return {
+    body: Obj = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Failure",
         "message": message,
         "reason": reason,
-        "code": code,
     }
+    if details:
+        body["details"] = details
+    body["code"] = code
+    return body
 
 
 def rfc3339(ts: float) -> str:

@@ -121,7 +121,8 @@ class Recording:
     # -- identity and runs --------------------------------------------------------------------------
 
     def check_identity(self, identity: Identity) -> None:
-        """Store the identity on first use; afterwards refuse another cluster or scope."""
+        """Store the identity on first use; afterwards refuse another cluster or scope. A cache that holds no
+        history yet (no run ever synced, nothing recorded: every list was refused, say) takes the new scope."""
         with self.batch():
             stored = {k: self.cache.get_meta(k) for k in ("cluster.server", "cluster.uid", "scope.namespace")}
             if stored["cluster.server"] is None:
@@ -144,10 +145,12 @@ class Recording:
             if (stored["scope.namespace"] or "") != identity.namespace:
                 def scope(ns: str) -> str:
                     return f"namespace {ns!r}" if ns else "all namespaces"
-                raise CacheError(
-                    f"{where} records {scope(stored['scope.namespace'] or '')}, not {scope(identity.namespace)}; "
-                    "record this scope into another --cache FILE"
-                )
+                if self._holds_history():
+                    raise CacheError(
+                        f"{where} records {scope(stored['scope.namespace'] or '')}, not {scope(identity.namespace)}; "
+                        "record this scope into another --cache FILE"
+                    )
+                self.cache.set_meta("scope.namespace", identity.namespace)
             if not stored["cluster.uid"] and identity.cluster_uid:
                 self.cache.set_meta("cluster.uid", identity.cluster_uid)
             self.cache.set_meta("cluster.context", identity.context)
@@ -167,6 +170,13 @@ class Recording:
         ).rowcount
         self._conn.execute("DELETE FROM objects WHERE gvk = ?", (str(gvk),))
         return int(count)
+
+    def _holds_history(self) -> bool:
+        row = self._conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM runs WHERE synced IS NOT NULL) OR EXISTS (SELECT 1 FROM events) "
+            "OR EXISTS (SELECT 1 FROM objects) OR EXISTS (SELECT 1 FROM pods)"
+        ).fetchone()
+        return bool(row[0])
 
     def previous_run(self) -> PreviousRun | None:
         row = self._conn.execute("SELECT id, started, stopped, clean FROM runs ORDER BY id DESC LIMIT 1").fetchone()
