@@ -40,3 +40,30 @@ def test_serve_writes_kubeconfig_serves_and_stops_on_sigterm(tmp_path: Path) -> 
 def test_serve_help_names_the_workloads() -> None:
     result = subprocess.run([sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--help"], capture_output=True, text=True, check=True)
     assert "{none,demo,load,large,storm}" in result.stdout and "--kubeconfig-out FILE" in result.stdout
+
+
+def test_sigusr2_takes_the_server_down_and_brings_it_back_with_the_same_state(tmp_path: Path) -> None:
+    import socket
+
+    kubeconfig = tmp_path / "kc"
+    proc = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--kubeconfig-out", str(kubeconfig), "--workload", "demo"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        port = int(proc.stderr.readline().split("127.0.0.1:")[1].split(";")[0])
+        from kubernetes import client, config
+
+        api = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig), persist_config=False))
+        uid = api.read_namespace("kube-system").metadata.uid
+        proc.send_signal(signal.SIGUSR2)
+        assert proc.stderr.readline() == "outage: the API server is down (connection refused); SIGUSR2 brings it back\n"
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        proc.send_signal(signal.SIGUSR2)
+        assert proc.stderr.readline() == f"outage over: serving https://127.0.0.1:{port} again\n"
+        assert api.read_namespace("kube-system").metadata.uid == uid  # the same cluster, not a new one
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+        proc.wait()

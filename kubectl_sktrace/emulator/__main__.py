@@ -6,6 +6,9 @@ Workloads: ``none`` (an empty cluster), ``demo`` (controllers and kubelet runnin
 Job and a CronJob), ``load`` (``demo`` plus changes at ``--rate`` events per second), ``large`` (a bulk-built
 state of ``--pods`` running pods, then ``load`` if ``--rate`` is given), ``storm`` (the ``large`` state; each
 SIGUSR1 makes every pod's containers restart once, as fast as the server can stream it: for benchmarks).
+SIGUSR2, with any workload, takes the API server down (connection refused, open watches cut) while the
+cluster's controllers go on, and brings it back on the same port with the same state at the next SIGUSR2:
+an outage, as when a control plane restarts.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     storms = threading.Semaphore(0)
     if args.workload == "storm":
         signal.signal(signal.SIGUSR1, lambda *_: storms.release())
+    outages = threading.Semaphore(0)
+    signal.signal(signal.SIGUSR2, lambda *_: outages.release())
+    down = False
     storm = RestartStorm(emu, restarts=0) if args.workload == "storm" else None
     storm_count = 0
     workload: Workload | None = None
@@ -64,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
                     emu.create({"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object("demo", name, replicas=2, rng=rng)})
                 emu.create({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "report", "namespace": "demo"}, "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "report", "image": "busybox:1.36"}], "restartPolicy": "Never"}}}}}})
         while not stop.is_set():
+            if outages.acquire(blocking=False):
+                down = not down
+                if down:
+                    emu.stop()
+                    print("outage: the API server is down (connection refused); SIGUSR2 brings it back", file=sys.stderr, flush=True)
+                else:
+                    emu.start()
+                    print(f"outage over: serving {emu.url} again", file=sys.stderr, flush=True)
             if workload is not None and args.rate > 0 and args.workload != "demo":
                 workload.generate(args.rate, 1.0)
             elif workload is not None:
