@@ -150,6 +150,7 @@ def run_watch(
                 coverage.watching(sink, gvk, listed_at, horizon=None)
                 backoff.reset()
                 continue
+            position.received = False
             horizon = _horizon(resource, namespace=namespace, list_page=list_page) if coverage.down else None
             started = clock()
             _watch_once(resource=resource, namespace=namespace, watch=watch, sink=sink, clock=clock, stop=stop,
@@ -305,7 +306,6 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..
                 timeout_seconds: int, connected: Callable[[float], None], vigil: Vigil) -> None:
     """Consume one watch stream, moving ``position`` forward with every event and bookmark."""
     gvk = resource.gvk
-    position.received = False
     stream = watch(resource, namespace=namespace, resource_version=position.version,
                    timeout_seconds=timeout_seconds, stop=stop)
     position.alive = clock()

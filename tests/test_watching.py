@@ -125,9 +125,11 @@ class Script:
 
 
 def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0, seed: int = 1,
-        stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None) -> tuple[Recorder, Script, list[float]]:
+        stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None,
+        horizon: str | BaseException = "999") -> tuple[Recorder, Script, list[float]]:
     clock = Clock()
     script = Script(lists, watches, clock, step=step)
+    script.horizon = horizon
     sink = Recorder()
     slept: list[float] = []
 
@@ -211,6 +213,15 @@ def test_an_outage_is_one_interruption_however_many_retries_and_ends_when_watchi
     script_calls = [c for c in sink.calls if c[0] in ("interrupted", "resumed")]
     assert script_calls == [("interrupted", 1004.0, "API unreachable"), ("resumed", pytest.approx(1012.0 + sum(slept)), "999")]
     assert script.horizon_calls == 3 and script.watch_calls == ["100", "105", "105", "105"]
+    assert [round(d / base, 1) >= 0.8 and round(d / base, 1) <= 1.2 for d, base in zip(slept, (0.8, 1.6, 3.2))] == [True] * 3
+
+
+def test_the_back_off_grows_while_the_probe_before_a_resumed_watch_fails():
+    down = TransientError("connection refused")
+    sink, script, slept = run([page([], rv="100")], [[ev("ADDED", "a", "101"), down]], cycles=5, horizon=down)
+    # the server is still down when each probe asks for its version: 0.8, 1.6, 3.2 s, not 0.8 s forever
+    assert [0.8 <= d / base <= 1.2 for d, base in zip(slept, (0.8, 1.6, 3.2, 6.4))] == [True] * 4, slept
+    assert script.horizon_calls == 3
 
 
 def test_an_outage_ended_by_a_relist_resumes_at_the_relist_without_a_horizon():
