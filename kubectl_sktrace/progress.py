@@ -78,6 +78,13 @@ class Progress:
         self._end_line()
         self._print(f"Warning: {message}")
 
+    def note(self, message: str) -> None:
+        """A line worth reading once (an outage over), not a warning; left out with ``--quiet``."""
+        if self.quiet:
+            return
+        self._end_line()
+        self._print(message)
+
     def close(self) -> None:
         self._end_line()
 

@@ -91,6 +91,16 @@ class KindStats:
     failed: str | None = None
 
 
+@dataclass(frozen=True)
+class Outage:
+    """A kind's coverage gap while it lasts: its row, since when, and why."""
+
+    gap_id: int
+    since: float
+    cause: str
+    detail: str
+
+
 @dataclass
 class _Pod:
     __slots__ = ("namespace", "name", "owner", "life")
@@ -152,14 +162,14 @@ class Ingest:
         self._relists: dict[GVK, _Relist] = {}
         self._resource_versions: dict[GVK, str] = {}
         self._pending_rv: dict[GVK, str] = {}
-        self._open_gaps: dict[GVK, int] = {}  # kind -> its open coverage gap (an outage in progress)
+        self.outages: dict[GVK, Outage] = {}  # kind -> its open coverage gap (an outage in progress)
         self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
     def relist_begin(self, gvk: GVK, ts: float) -> None:
         stats = self.stats_for(gvk)
-        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=gvk in self._open_gaps)
+        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=gvk in self.outages)
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
         relist = self._relists.get(gvk) or self._relists.setdefault(gvk, _Relist(ts=ts))
@@ -265,16 +275,17 @@ class Ingest:
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
         """The kind's watch failed: a coverage gap opens at its last proof of liveness (closed by ``resumed``;
         a run that ends first closes it at its end)."""
-        if gvk not in self._open_gaps:
-            self._open_gaps[gvk] = self.rec.open_gap(self.run_id, gvk, since=since, cause=cause, detail=detail)
+        if gvk not in self.outages:
+            gap_id = self.rec.open_gap(self.run_id, gvk, since=since, cause=cause, detail=detail)
+            self.outages[gvk] = Outage(gap_id, since, cause, detail)
             self._catch_up.pop(gvk, None)
 
     def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
         """The kind is watched again at ``ts``; a resumed watch's events up to ``horizon`` are caught up."""
-        gap = self._open_gaps.pop(gvk, None)
-        if gap is None:
+        outage = self.outages.pop(gvk, None)
+        if outage is None:
             return
-        self.rec.close_gap(gap, until=ts)
+        self.rec.close_gap(outage.gap_id, until=ts)
         self.stats_for(gvk).outages += 1
         if horizon is not None:
             try:
@@ -573,6 +584,7 @@ class ProgressView(Protocol):
     def synced(self, seconds: float) -> None: ...
     def live(self, *, events: int, pods: int, rate: float, updates_rate: float, left: float | None) -> None: ...
     def warn(self, message: str) -> None: ...
+    def note(self, message: str) -> None: ...
     def close(self) -> None: ...
 
 
@@ -627,6 +639,7 @@ class Session:
         self.warnings: list[str] = []
         self._failed: dict[GVK, BaseException] = {}
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
+        self._outage: Outage | None = None  # the outage reported to the person, until every kind watches again
 
     def run(self) -> Summary:
         from kubectl_sktrace.tracerconfig import config_change, config_to_yaml, stored_config
@@ -676,6 +689,9 @@ class Session:
                     break
                 for gvk, error in writer.take_failures():
                     self._report_failure(gvk, error)
+                with writer.lock:
+                    outages = dict(ingest.outages)
+                self._report_outage(outages)
                 self._check_failures(tracked, resources)
                 with writer.lock:
                     settled = all(self._settled(ingest, g) for g in watched)
@@ -760,6 +776,21 @@ class Session:
             verb = "no longer tracked" if gvk not in self.config.tracked else "tracked with other options"
             self._warn(f"{gvk} is {verb} by this config: its {count} live object(s) leave the history at this run's start; "
                        "earlier history is kept")
+
+    def _report_outage(self, open_now: Mapping[GVK, Outage]) -> None:
+        """One warning when kinds stop being watched, one line when all watch again (not one per retry)."""
+        from kubectl_sktrace.timeparse import format_duration, format_time
+
+        if open_now and self._outage is None:
+            first = min(open_now.values(), key=lambda o: o.since)
+            self._outage = first
+            self._warn(f"{first.cause} since {format_time(first.since)} ({first.detail}); "
+                       f"{len(open_now)} kind(s) not watched until it recovers, what changes meanwhile is caught up afterwards")
+        elif not open_now and self._outage is not None:
+            now = self.clock()
+            self.progress.note(f"{self._outage.cause} since {format_time(self._outage.since)}: recovered after "
+                               f"{format_duration(now - self._outage.since)}; every kind is watched again")
+            self._outage = None
 
     def _watch_vigil(self) -> None:
         """A thread that only sleeps and checks, so a stall it sees is the process's, never a busy lock's."""

@@ -181,9 +181,10 @@ def run_watch(
             if position is not None and position.received:
                 backoff.reset()
             delay = backoff.next_delay(exc.retry_after)
-            # one failure after a success is routine (a quiet stream presumed dead, a server restart);
-            # say it loudly only when failures repeat
-            log.log(logging.INFO if backoff.attempt == 1 else logging.WARNING, "%s: %s; retrying in %.1fs", gvk, exc, delay)
+            # one failure after a success is routine (a quiet stream presumed dead, a server restart); an outage
+            # is reported once by the sink's owner; say it loudly only when failures repeat before any list
+            quiet = backoff.attempt == 1 or coverage.down
+            log.log(logging.INFO if quiet else logging.WARNING, "%s: %s; retrying in %.1fs", gvk, exc, delay)
             sleep(delay)
         except KubeError as exc:
             log.info("%s: %s", gvk, exc)

@@ -76,11 +76,11 @@ def record(tmp_path: Path, emu: Emulator) -> tuple[subprocess.Popen[bytes], Path
     return proc, kubeconfig, cache
 
 
-def finish(proc: subprocess.Popen[bytes]) -> str:
+def finish(proc: subprocess.Popen[bytes]) -> tuple[str, str]:
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err.decode()
-    return out.decode()
+    return out.decode(), err.decode()
 
 
 def test_an_api_outage_is_a_gap_and_what_changed_during_it_is_caught_up_not_live(tmp_path: Path, emu: Emulator) -> None:
@@ -95,7 +95,15 @@ def test_an_api_outage_is_a_gap_and_what_changed_during_it_is_caught_up_not_live
     wait_for(cache, "SELECT 1 FROM coverage_gaps WHERE until IS NOT NULL GROUP BY run_id HAVING count(*) >= 5")
     emu.patch("apps/v1", "Deployment", NS, "keep", {"spec": {"replicas": 3}})  # live again
     wait_for(cache, "SELECT 1 FROM events WHERE name = 'keep' AND op = 0 GROUP BY name HAVING count(*) = 2")
-    out = finish(proc)
+    out, err = finish(proc)
+
+    # what the person saw while it happened: one warning when it began, one line when it was over
+    began = [line for line in err.splitlines() if line.startswith("Warning: API unreachable since ")]
+    over = [line for line in err.splitlines() if line.startswith("API unreachable since ") and ": recovered after " in line]
+    assert len(began) == 1 and len(over) == 1, err
+    assert "kind(s) not watched until it recovers, what changes meanwhile is caught up afterwards" in began[0]
+    assert over[0].endswith("; every kind is watched again")
+    assert "retrying" not in err  # not one line per attempt
 
     (deleted,) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
     assert deleted[0] >= int(up) and deleted[1] == 1  # stamped when caught up, marked reconstructed
@@ -137,7 +145,7 @@ def test_a_suspended_recorder_whose_watches_expired_records_the_sleep_as_a_gap(t
         proc.send_signal(signal.SIGCONT)
     awake = time.time()
     wait_for(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
-    out = finish(proc)
+    out, _ = finish(proc)
 
     (deleted,) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
     assert deleted[0] >= int(awake) - 1 and deleted[1] == 1

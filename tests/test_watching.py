@@ -393,10 +393,18 @@ def test_watch_is_given_namespace_timeout_and_stop():
     assert seen == {"namespace": "team-a", "resource_version": "4", "timeout_seconds": 120, "stop": stop}
 
 
-def test_a_single_transient_failure_is_info_and_repeated_ones_warn(caplog):
+def test_a_single_transient_failure_is_info_and_repeated_ones_warn_before_the_first_list(caplog):
     import logging
     caplog.set_level(logging.INFO, logger="kubectl_sktrace.watching")
     fail = TransientError("no data in time")
-    run([page([], rv="1")], [[ev("ADDED", "a", "2"), fail], fail, [ev("ADDED", "b", "3")]], cycles=4)
+    run([fail, fail, page([], rv="1")], [[ev("ADDED", "b", "3")]], cycles=4)
     levels = [(r.levelname, r.getMessage().split(";")[0]) for r in caplog.records]
     assert levels == [("INFO", "apps/v1.Deployment: no data in time"), ("WARNING", "apps/v1.Deployment: no data in time")]
+
+
+def test_retries_during_an_outage_stay_info_the_sink_reports_the_outage_once(caplog):
+    import logging
+    caplog.set_level(logging.INFO, logger="kubectl_sktrace.watching")
+    fail = TransientError("no data in time")
+    run([page([], rv="1")], [[ev("ADDED", "a", "2"), fail], fail, fail, [ev("ADDED", "b", "3")]], cycles=5)
+    assert {r.levelname for r in caplog.records} == {"INFO"}
