@@ -84,7 +84,6 @@ class KindStats:
     deleted_live: int = 0
     deleted_offline: int = 0
     caught_up: int = 0  # changes found after an API outage (applied or deleted), not seen live
-    outages: int = 0
     lifecycles: int = 0
     pages: int = 0
     initial_done: bool = False
@@ -286,7 +285,6 @@ class Ingest:
         if outage is None:
             return
         self.rec.close_gap(outage.gap_id, until=ts)
-        self.stats_for(gvk).outages += 1
         if horizon is not None:
             try:
                 self._catch_up[gvk] = int(horizon)
