@@ -176,7 +176,7 @@ def test_unreadable_traces_give_one_error_line(tmp_path, dsb_path, command) -> N
 
 def test_missing_file_is_one_error_line(tmp_path) -> None:
     code, out, err = run("inspect", str(tmp_path / "nope.sktrace"))
-    assert (code, out, err) == (1, "", f"Error: {tmp_path}/nope.sktrace: no such file\n")
+    assert (code, out, err) == (1, "", f"Error: {tmp_path}/nope.sktrace: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'\n")
 
 
 def test_bad_output_format_is_a_usage_error(dsb_path) -> None:
