@@ -69,9 +69,18 @@ def kube_options(f: F) -> F:
     return f
 
 
+def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a URL as --cache while parsing, before a command reads a kubeconfig or starts anything."""
+    if value:
+        from kubectl_sktrace.kubeconfig import check_cache_location
+
+        check_cache_location(value)
+    return value
+
+
 def cache_option(f: F) -> F:
     return click.option(
-        "--cache", "cache", metavar="FILE",
+        "--cache", "cache", metavar="FILE", callback=_local_cache,
         help="The sqlite cache (default: one file per context under ${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/).",
     )(f)
 
@@ -408,7 +417,7 @@ def validate_command(trace: str, output: str) -> None:
 
 @cli.command("demo", short_help="Record, export and check a scripted workload on a built-in API server.")
 @verbosity_option
-@click.option("--cache", "cache", metavar="FILE",
+@click.option("--cache", "cache", metavar="FILE", callback=_local_cache,
               help="Keep the recording cache here (default: a temporary directory, removed at the end).")
 @click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
 @click.option("--record-seconds", "record_seconds", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",

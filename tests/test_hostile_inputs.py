@@ -484,6 +484,37 @@ def test_reads_beside_a_crashed_recorders_log(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == names and snapshot([path, wal]) == kept
 
 
+URLS = [
+    pytest.param("postgresql://alice:hunter2@db.example:5432/traces", "postgresql://alice:****@db.example:5432/traces", id="postgresql"),
+    pytest.param("postgres://db/traces?user=bob&password=hunter2", "postgres://db/traces?user=bob&password=****", id="postgres-query"),
+    pytest.param("s3://bucket/team/cache.db", "s3://bucket/team/cache.db", id="s3"),
+    pytest.param("file:///tmp/cache.db", "file:///tmp/cache.db", id="file-url"),
+]
+URL_COMMANDS: dict[str, list[str]] = {
+    "start": ["start", "--kubeconfig", "{kubeconfig}", "--duration", "5s"],
+    "status": ["status"],
+    "export": ["export", "-s", "@0", "-t", "@5000", "-O", "out.sktrace"],
+    "prune": ["prune", "--before", "@0"],
+    "prune-dry-run": ["prune", "--dry-run", "--before", "@0"],
+    "demo": ["demo", "--record-seconds", "4"],
+}
+
+
+@pytest.mark.parametrize("command", list(URL_COMMANDS))
+@pytest.mark.parametrize(("url", "shown"), URLS)
+def test_a_cache_url_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, url: str, shown: str) -> None:
+    """No store but local sqlite files exists yet: a URL is refused at once, with any password masked,
+    instead of becoming a local file under a directory named after the scheme."""
+    (tmp_path / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
+    monkeypatch.chdir(tmp_path)  # where a URL taken as a relative path would land
+    before = _tree(tmp_path)
+    args = [a.replace("{kubeconfig}", str(tmp_path / "kubeconfig")) for a in URL_COMMANDS[command]]
+    run = run_cli([*args, "--cache", url], home=tmp_path)
+    line = assert_one_error(run, f"--cache {shown}: only local sqlite files are supported by this version; pass a file path")
+    assert "hunter2" not in run.stderr + run.stdout, line
+    assert _tree(tmp_path) == before
+
+
 # --- times, selectors and paths given to export and prune --------------------------------------------------
 
 EXPORT_ARG_CASES: list[tuple[str, list[str], str, str]] = [
