@@ -69,9 +69,18 @@ def kube_options(f: F) -> F:
     return f
 
 
+def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a URL as --cache while parsing, before a command reads a kubeconfig or starts anything."""
+    if value:
+        from kubectl_sktrace.kubeconfig import check_cache_location
+
+        check_cache_location(value)
+    return value
+
+
 def cache_option(f: F) -> F:
     return click.option(
-        "--cache", "cache", metavar="FILE",
+        "--cache", "cache", metavar="FILE", callback=_local_cache,
         help="The sqlite cache (default: one file per context under ${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/).",
     )(f)
 
@@ -272,7 +281,7 @@ def export_command(
     from kubectl_sktrace.errors import UsageError
     from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window, write_atomically
     from kubectl_sktrace.selectors import parse_selector
-    from kubectl_sktrace.store import open_cache
+    from kubectl_sktrace.store import open_cache_readonly
 
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
     selectors = tuple(parse_selector(text) for text in exclude_labels)
@@ -288,9 +297,11 @@ def export_command(
         exclude_labels=selectors, include_cluster_scoped=include_cluster_scoped,
     )
     path = _cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
-    with open_cache(path, create=False) as opened:
+    with open_cache_readonly(path) as opened:
         def write(stream: Any) -> Any:
-            return export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, stream=stream)
+            report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, stream=stream)
+            opened.ensure_unchanged()  # before the trace replaces -O: a writer may have changed what was read
+            return report
 
         if output_file == "-":
             stdout = sys.stdout.buffer
@@ -321,14 +332,16 @@ def export_command(
 @output_option
 @click.option("--before", "before", required=True, metavar="TIME",
               help="Drop history older than this ('-7d', an RFC 3339 time, '@<unix seconds>').")
-def prune_command(kubeconfig: str | None, context: str | None, cache: str | None, output: str, before: str) -> None:
+@click.option("--dry-run", "dry_run", is_flag=True, help="Only count what would be dropped; the cache is opened read-only.")
+def prune_command(kubeconfig: str | None, context: str | None, cache: str | None, output: str, before: str, dry_run: bool) -> None:
     """Drop history older than TIME from the cache, keeping what later exports need.
 
     Any export whose window starts at or after TIME gives the same trace before and after the prune. It
-    cannot run while a recorder writes to the same cache.
+    cannot run while a recorder writes to the same cache; --dry-run can, and changes nothing.
 
     \b
     Example:
+      kubectl sktrace prune --before -7d --dry-run
       kubectl sktrace prune --before -7d
     """
     import time
@@ -338,7 +351,7 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
     from kubectl_sktrace.timeparse import parse_time
 
     cutoff = parse_time(before, now=time.time())
-    report = prune_cache(_cache_path(cache=cache, kubeconfig=kubeconfig, context=context), before=cutoff)
+    report = prune_cache(_cache_path(cache=cache, kubeconfig=kubeconfig, context=context), before=cutoff, dry_run=dry_run)
     click.echo(render.render_mapping(report.as_mapping(), output))
 
 
@@ -366,7 +379,7 @@ def config_command() -> None:
 @verbosity_option
 @output_option
 @click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
-@click.argument("trace", metavar="TRACE", type=click.Path(dir_okay=False))
+@click.argument("trace", metavar="TRACE", type=click.Path())
 def inspect_command(trace: str, with_events: bool, output: str) -> None:
     """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
 
@@ -384,7 +397,7 @@ def inspect_command(trace: str, with_events: bool, output: str) -> None:
 @cli.command("validate", short_help="Check a trace as SimKube would; exit 1 on errors.")
 @verbosity_option
 @output_option
-@click.argument("trace", metavar="TRACE", type=click.Path(dir_okay=False))
+@click.argument("trace", metavar="TRACE", type=click.Path())
 def validate_command(trace: str, output: str) -> None:
     """Check a trace the way SimKube loads it, plus its rules W0000 and E0001-E0005; exit 1 on errors.
 
@@ -409,7 +422,8 @@ def validate_command(trace: str, output: str) -> None:
 
 @cli.command("demo", short_help="Record, export and check a scripted workload on a built-in API server.")
 @verbosity_option
-@click.option("--cache", "cache", metavar="FILE", help="Keep the recording cache here (default: a temporary directory, removed at the end).")
+@click.option("--cache", "cache", metavar="FILE", callback=_local_cache,
+              help="Keep the recording cache here (default: a temporary directory, removed at the end).")
 @click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
 @click.option("--record-seconds", "record_seconds", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
               help="Seconds of recording in all, split about 70/30 between the two recordings.")

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from kubectl_sktrace.errors import KubeError
+from kubectl_sktrace.errors import KubeError, UsageError
 
 IN_CLUSTER = "in-cluster"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -115,13 +115,33 @@ def default_cache_path(context: str, *, environ: Mapping[str, str] = os.environ)
     return base / "kubectl-sktrace" / f"{safe}.db"
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# the password of the user info (which ends at the authority's last "@"), and secret-looking query values
+_URL_PASSWORD = re.compile(r"^([^:/?#]+://[^:/?#@]*):[^/?#]*@")
+_URL_SECRET_PARAM = re.compile(r"([?&][^=&#]*(?:pass|pwd|secret|token|key|sig|credential)[^=&#]*=)[^&#]*", re.IGNORECASE)
+
+
+def check_cache_location(cache: str) -> None:
+    """Refuse a ``--cache`` that names a remote store (``postgresql://…``, ``s3://…``): only local sqlite
+    files exist so far, and a URL taken as a path would create a directory named after its scheme."""
+    if _URL.match(cache):
+        raise UsageError(f"--cache {mask_url(cache)}: only local sqlite files are supported by this version; pass a file path")
+
+
+def mask_url(url: str) -> str:
+    """``url`` fit to print: ``user:****@host``, and ``****`` for query values such as ``password=``."""
+    return _URL_SECRET_PARAM.sub(r"\1****", _URL_PASSWORD.sub(r"\1:****@", url))
+
+
 def resolve_cache_path(*, cache: str | None, kubeconfig: str | None, context: str | None,
                        environ: Mapping[str, str] = os.environ) -> Path:
-    """``--cache`` when given; else the default file of the context kubectl would use.
+    """``--cache`` when given (a local file; a URL is refused); else the default file of the context
+    kubectl would use.
 
     Only the context *name* is needed, so this works offline and does not check the cluster entry.
     """
     if cache:
+        check_cache_location(cache)
         return Path(os.path.expanduser(cache))
     if context:
         return default_cache_path(context, environ=environ)

@@ -3,6 +3,7 @@
 What is kept and why is documented in ``store/pruning.py``. Prune writes, so it takes the cache's writer
 lock: it never runs while a recorder records into the same cache (the recorder would be holding the lock,
 and prune says so), and a recorder started during a prune waits for nothing but is refused the same way.
+``--dry-run`` only counts: it opens the cache read-only and takes no lock, so it runs beside a recorder.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import math
 from dataclasses import dataclass
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.store import WriterLock, open_cache
-from kubectl_sktrace.store.pruning import PruneResult, prune_before
+from kubectl_sktrace.store import WriterLock, open_cache, open_cache_readonly
+from kubectl_sktrace.store.pruning import PrunePlan, PruneResult, plan_prune, prune_before
 from kubectl_sktrace.timeparse import format_time
 
 
@@ -20,26 +21,25 @@ from kubectl_sktrace.timeparse import format_time
 class PruneReport:
     cache: str
     before: int
-    result: PruneResult
+    result: PruneResult | PrunePlan
 
     def as_mapping(self) -> dict[str, object]:
         r = self.result
-        return {
-            "cache": self.cache,
-            "before": format_time(self.before),
-            "eventsRemoved": r.events_removed,
-            "eventsKeptBefore": r.events_kept_before,
-            "podsRemoved": r.pods_removed,
-            "bytesBefore": r.bytes_before,
-            "bytesAfter": r.bytes_after,
-            "bytesFreed": r.freed_bytes,
-            "vacuumed": r.vacuumed,
-        }
+        head: dict[str, object] = {"cache": self.cache, "before": format_time(self.before)}
+        counts = {"eventsRemoved": r.events_removed, "eventsKeptBefore": r.events_kept_before, "podsRemoved": r.pods_removed,
+                  "bytesBefore": r.bytes_before}
+        if isinstance(r, PrunePlan):
+            return {**head, "dryRun": True, **counts}
+        return {**head, **counts, "bytesAfter": r.bytes_after, "bytesFreed": r.freed_bytes, "vacuumed": r.vacuumed}
 
 
-def prune_cache(path: str, *, before: float) -> PruneReport:
-    """Prune the cache at ``path`` of history before ``before`` (Unix seconds, rounded down)."""
+def prune_cache(path: str, *, before: float, dry_run: bool = False) -> PruneReport:
+    """Prune the cache at ``path`` of history before ``before`` (Unix seconds, rounded down); with
+    ``dry_run``, only count what would go."""
     cutoff = math.floor(before)
+    if dry_run:
+        with open_cache_readonly(path) as cache:
+            return PruneReport(cache=str(path), before=cutoff, result=plan_prune(cache, before=cutoff))
     with open_cache(path, create=False) as cache:
         lock = WriterLock(path)
         try:

@@ -1,6 +1,6 @@
 """``kubectl sktrace status``: what a cache holds, for a person (table) or a program (JSON/YAML).
 
-Offline: reads only the cache (never imports ``kubernetes``); safe while a recorder is writing to it.
+Offline: reads only the cache, read-only (never imports ``kubernetes``); safe while a recorder is writing to it.
 Times are printed in RFC 3339 UTC (``timeparse.format_time``) in every format, so JSON and tables agree.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_sktrace import render
-from kubectl_sktrace.store import open_cache
+from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.status import CacheStatus, cache_status
 from kubectl_sktrace.timeparse import format_duration, format_time
 
@@ -18,7 +18,7 @@ def load_status(*, cache: str | None, kubeconfig: str | None, context: str | Non
     from kubectl_sktrace.kubeconfig import resolve_cache_path
 
     path = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
-    with open_cache(path, create=False) as opened:
+    with open_cache_readonly(path) as opened:
         return cache_status(opened)
 
 

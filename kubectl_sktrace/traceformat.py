@@ -141,9 +141,9 @@ def read_trace(path: str | Path) -> Trace:
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        raise TraceFormatError(f"{path}: no such file") from None
+        raise TraceFormatError(f"{path}: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'") from None
     except IsADirectoryError:
-        raise TraceFormatError(f"{path}: is a directory, not a trace file") from None
+        raise TraceFormatError(f"{path}: is a directory, not a trace file; pass the path of a trace file") from None
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     try:

@@ -20,9 +20,9 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_version_table_and_json() -> None:
     code, out, _ = run("version")
     assert code == 0
-    assert out == f"plugin       {__version__}\ntraceFormat  2\ncacheSchema  1\n"
+    assert out == f"plugin       {__version__}\ntraceFormat  2\ncacheSchema  2\n"
     code, out, _ = run("version", "-o", "json")
-    assert json.loads(out) == {"plugin": __version__, "traceFormat": 2, "cacheSchema": 1}
+    assert json.loads(out) == {"plugin": __version__, "traceFormat": 2, "cacheSchema": 2}
 
 
 def test_config_prints_the_default() -> None:
@@ -176,7 +176,7 @@ def test_unreadable_traces_give_one_error_line(tmp_path, dsb_path, command) -> N
 
 def test_missing_file_is_one_error_line(tmp_path) -> None:
     code, out, err = run("inspect", str(tmp_path / "nope.sktrace"))
-    assert (code, out, err) == (1, "", f"Error: {tmp_path}/nope.sktrace: no such file\n")
+    assert (code, out, err) == (1, "", f"Error: {tmp_path}/nope.sktrace: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'\n")
 
 
 def test_bad_output_format_is_a_usage_error(dsb_path) -> None:

@@ -100,9 +100,9 @@ def test_empty_cache_file(tmp_path):
     out = tmp_path / "t.sktrace"
     result = invoke(["export", "--cache", str(tmp_path / "empty.db"), "-O", str(out)])
     assert result.exit_code == 1
-    assert result.stderr == f"Error: cache {tmp_path}/empty.db holds no recording yet; record first with 'kubectl sktrace start'\n"
-    assert not out.exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert result.stderr == (f"Error: cache {tmp_path}/empty.db is an empty file, not a recording; record into it with "
+                             f"'kubectl sktrace start --cache {tmp_path}/empty.db' or pass another --cache FILE\n")
+    assert [(p.name, p.read_bytes()) for p in tmp_path.iterdir()] == [("empty.db", b"")], "read, never written"
 
 
 def test_output_in_a_missing_directory(recorded, tmp_path):

@@ -376,6 +376,147 @@ def test_export_from_a_cache_without_usable_runs(tmp_path: Path, make: Callable[
     assert snapshot([cache]) == before and not out.exists()
 
 
+# --- reads never write: status, export, inspect, validate and prune --dry-run ---------------------------------
+
+READ_COMMANDS: dict[str, list[str]] = {
+    "status": ["status", "--cache", "{path}"],
+    "export": ["export", "-s", "@0", "-t", "@5000", "-O", "{out}", "--cache", "{path}"],
+    "prune-dry-run": ["prune", "--dry-run", "--before", "@0", "--cache", "{path}"],
+    "inspect": ["inspect", "{path}"],
+    "validate": ["validate", "{path}"],
+}
+TRACE_READERS = ("inspect", "validate")
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every file and directory under ``root`` with its bytes (None for a directory): what a read must keep."""
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in sorted(root.rglob("*"))}
+
+
+def _read_args(command: str, path: Path, out: Path) -> list[str]:
+    return [a.replace("{path}", str(path)).replace("{out}", str(out)) for a in READ_COMMANDS[command]]
+
+
+def _foreign_sqlite_wal(p: Path) -> None:
+    _sqlite_edit(p, "PRAGMA journal_mode = WAL", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)", "INSERT INTO notes (text) VALUES ('x')")
+
+
+def _first_schema(p: Path) -> None:
+    """A cache as the first release wrote it: schema 1, before coverage gaps were kept."""
+    _cache(p)
+    _sqlite_edit(p, "DROP TABLE coverage_gaps", "PRAGMA user_version = 1")
+
+
+# (id, make the path, what a cache reader says, what a trace reader says)
+BAD_READ_PATHS: list[tuple[str, Callable[[Path], None], str, str]] = [
+    ("absent", lambda p: None, "no cache at", "no such file"),
+    ("empty-file", lambda p: p.touch(), "is an empty file, not a recording", "the file is empty"),
+    ("directory", lambda p: p.mkdir(), "is a directory; pass a file path with --cache", "is a directory, not a trace file"),
+    ("text-file", _not_sqlite, "is not a kubectl-sktrace cache (not an sqlite file)", "not a SimKube trace"),
+    ("sqlite-of-another-program", _foreign_sqlite, "is an sqlite file but not a kubectl-sktrace cache", "not a SimKube trace"),
+    ("sqlite-wal-of-another-program", _foreign_sqlite_wal, "is an sqlite file but not a kubectl-sktrace cache", "not a SimKube trace"),
+]
+
+
+@pytest.mark.parametrize("command", list(READ_COMMANDS))
+@pytest.mark.parametrize(("make", "cache_problem", "trace_problem"), [pytest.param(m, c, t, id=i) for i, m, c, t in BAD_READ_PATHS])
+def test_reads_of_a_bad_path_change_nothing(tmp_path: Path, command: str, make: Callable[[Path], None], cache_problem: str,
+                                            trace_problem: str) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    path = work / "cache.db"
+    make(path)
+    before = _tree(tmp_path)
+    problem = trace_problem if command in TRACE_READERS else cache_problem
+    line = assert_one_error(run_cli(_read_args(command, path, work / "out.sktrace"), home=tmp_path), problem)
+    assert str(path) in line
+    assert _tree(tmp_path) == before, "no file or directory created, every byte kept (no -wal, -shm, .lock, state dir)"
+
+
+@pytest.mark.parametrize("command", [c for c in READ_COMMANDS if c not in TRACE_READERS])
+def test_reads_of_an_older_schema_read_it_as_it_is_and_never_migrate(tmp_path: Path, command: str) -> None:
+    # a cache of a cluster that is gone can never be upgraded by start: reading it must still work
+    work = tmp_path / "work"
+    work.mkdir()
+    path = work / "cache.db"
+    _first_schema(path)
+    before = _tree(tmp_path)
+    run = run_cli(_read_args(command, path, work / "out.sktrace"), home=tmp_path)
+    assert run.code == 0 and "Traceback" not in run.stderr, run.describe()
+    after = _tree(tmp_path)
+    after.pop("work/out.sktrace", None)  # what export was asked to write
+    assert after == before
+
+
+def test_reads_of_a_cache_leave_no_file_behind(tmp_path: Path) -> None:
+    """status, export and prune --dry-run on a good cache that no recorder holds: the cache keeps its bytes
+    and nothing appears beside it (sqlite's -wal and -shm, the writer's .lock)."""
+    work, elsewhere = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    elsewhere.mkdir()
+    path = work / "cache.db"
+    _cache(path)
+    before = _tree(work)
+    for command in ("status", "export", "prune-dry-run"):
+        run = run_cli(_read_args(command, path, elsewhere / "out.sktrace"), home=tmp_path)
+        assert run.code == 0, run.describe()
+        assert _tree(work) == before, command
+    run = run_cli(["prune", "--dry-run", "--before", "@1500", "--cache", str(path), "-o", "json"], home=tmp_path)
+    assert run.code == 0 and '"dryRun": true' in run.stdout, run.describe()
+
+
+def test_reads_beside_a_crashed_recorders_log(tmp_path: Path) -> None:
+    """A recorder killed before its first checkpoint leaves its commits in ``-wal``: a read sees them and
+    leaves the cache and its log as they were, creating nothing."""
+    path = tmp_path / "cache.db"
+    script = (
+        "import os, sys\n"
+        "from kubectl_sktrace.store import open_cache\n"
+        "cache = open_cache(sys.argv[1], create=True)\n"
+        "with cache.transaction() as conn:\n"
+        "    conn.execute(\"INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (1000, 1001, 2000, 0, 1, '')\")\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True)
+    wal = Path(f"{path}-wal")
+    assert wal.stat().st_size > 0
+    names, kept = sorted(p.name for p in tmp_path.iterdir()), snapshot([path, wal])
+    run = run_cli(["status", "--cache", str(path), "-o", "json"], home=tmp_path)
+    assert run.code == 0 and '"run": 1' in run.stdout, run.describe()
+    assert sorted(p.name for p in tmp_path.iterdir()) == names and snapshot([path, wal]) == kept
+
+
+URLS = [
+    pytest.param("postgresql://alice:hunter2@db.example:5432/traces", "postgresql://alice:****@db.example:5432/traces", id="postgresql"),
+    pytest.param("postgres://db/traces?user=bob&password=hunter2", "postgres://db/traces?user=bob&password=****", id="postgres-query"),
+    pytest.param("s3://bucket/team/cache.db", "s3://bucket/team/cache.db", id="s3"),
+    pytest.param("file:///tmp/cache.db", "file:///tmp/cache.db", id="file-url"),
+]
+URL_COMMANDS: dict[str, list[str]] = {
+    "start": ["start", "--kubeconfig", "{kubeconfig}", "--duration", "5s"],
+    "status": ["status"],
+    "export": ["export", "-s", "@0", "-t", "@5000", "-O", "out.sktrace"],
+    "prune": ["prune", "--before", "@0"],
+    "prune-dry-run": ["prune", "--dry-run", "--before", "@0"],
+    "demo": ["demo", "--record-seconds", "4"],
+}
+
+
+@pytest.mark.parametrize("command", list(URL_COMMANDS))
+@pytest.mark.parametrize(("url", "shown"), URLS)
+def test_a_cache_url_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, url: str, shown: str) -> None:
+    """No store but local sqlite files exists yet: a URL is refused at once, with any password masked,
+    instead of becoming a local file under a directory named after the scheme."""
+    (tmp_path / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
+    monkeypatch.chdir(tmp_path)  # where a URL taken as a relative path would land
+    before = _tree(tmp_path)
+    args = [a.replace("{kubeconfig}", str(tmp_path / "kubeconfig")) for a in URL_COMMANDS[command]]
+    run = run_cli([*args, "--cache", url], home=tmp_path)
+    line = assert_one_error(run, f"--cache {shown}: only local sqlite files are supported by this version; pass a file path")
+    assert "hunter2" not in run.stderr + run.stdout, line
+    assert _tree(tmp_path) == before
+
+
 # --- times, selectors and paths given to export and prune --------------------------------------------------
 
 EXPORT_ARG_CASES: list[tuple[str, list[str], str, str]] = [

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_sktrace.errors import KubeError
-from kubectl_sktrace.kubeconfig import default_cache_path, resolve_cache_path, resolve_target
+from kubectl_sktrace.errors import KubeError, UsageError
+from kubectl_sktrace.kubeconfig import default_cache_path, mask_url, resolve_cache_path, resolve_target
 
 
 def kubeconfig(path: Path, *, current: str | None, contexts: dict[str, tuple[str, str | None]],
@@ -186,6 +186,34 @@ def test_resolve_cache_path(tmp_path, two_files):
     assert resolve_cache_path(cache=None, kubeconfig=None, context="other", environ=env(tmp_path)) == state / "other.db"
     with pytest.raises(KubeError, match=r"pass --cache FILE or --context NAME$"):
         resolve_cache_path(cache=None, kubeconfig=None, context=None, environ=env(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        pytest.param("postgresql://alice:hunter2@db:5432/traces", "postgresql://alice:****@db:5432/traces", id="password"),
+        pytest.param("postgresql://alice:p@ss@db/traces", "postgresql://alice:****@db/traces", id="password-with-at"),
+        pytest.param("postgresql://:hunter2@db/traces", "postgresql://:****@db/traces", id="password-only"),
+        pytest.param("postgresql://alice@db/traces", "postgresql://alice@db/traces", id="user-only"),
+        pytest.param("postgresql://db:5432/traces", "postgresql://db:5432/traces", id="port-is-no-password"),
+        pytest.param("postgresql://db/t?sslmode=require&password=x#f", "postgresql://db/t?sslmode=require&password=****#f", id="query"),
+        pytest.param("s3://b/c.db?X-Amz-Credential=AK&X-Amz-Signature=ab", "s3://b/c.db?X-Amz-Credential=****&X-Amz-Signature=****", id="presigned"),
+        pytest.param("s3://bucket/path/a@b.db", "s3://bucket/path/a@b.db", id="at-in-path"),
+    ],
+)
+def test_mask_url(url, shown):
+    assert mask_url(url) == shown
+
+
+@pytest.mark.parametrize("cache", ["postgresql://u:hunter2@db/traces", "s3://bucket/c.db", "file:///tmp/c.db", "Postgres+psycopg://db"])
+def test_a_cache_url_is_refused(cache):
+    with pytest.raises(UsageError, match=r": only local sqlite files are supported by this version; pass a file path$") as info:
+        resolve_cache_path(cache=cache, kubeconfig=None, context=None, environ={})
+    assert "hunter2" not in str(info.value)
+
+
+def test_a_path_with_a_colon_is_no_url(tmp_path):
+    assert resolve_cache_path(cache=f"{tmp_path}/postgresql:/x.db", kubeconfig=None, context=None, environ={}) == tmp_path / "postgresql:" / "x.db"
 
 
 def test_kubeconfig_module_does_not_import_the_client():

@@ -127,3 +127,28 @@ def test_prune_of_a_missing_cache(tmp_path):
     with pytest.raises(CacheError, match="no cache at"):
         prune_cache(str(tmp_path / "missing.db"), before=10)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("cutoff", [30, 100, 150])
+def test_a_dry_run_counts_what_the_prune_then_removes(tmp_path, seed, cutoff):
+    builder = CacheBuilder(tmp_path / "cache.db")
+    random_history(builder, seed)
+    builder.close()
+    path = str(tmp_path / "cache.db")
+    pristine = (tmp_path / "cache.db").read_bytes()
+    plan = prune_cache(path, before=cutoff, dry_run=True)
+    assert (tmp_path / "cache.db").read_bytes() == pristine and sorted(p.name for p in tmp_path.iterdir()) == ["cache.db"]
+    done = prune_cache(path, before=cutoff).result
+    p = plan.result
+    assert (p.events_removed, p.pods_removed, p.events_kept_before, p.bytes_before) == (
+        done.events_removed, done.pods_removed, done.events_kept_before, done.bytes_before)
+    assert plan.as_mapping() == {"cache": path, "before": plan.as_mapping()["before"], "dryRun": True, "eventsRemoved": p.events_removed,
+                                 "eventsKeptBefore": p.events_kept_before, "podsRemoved": p.pods_removed, "bytesBefore": p.bytes_before}
+
+
+def test_a_dry_run_runs_beside_a_recorder(cache_builder):
+    cache_builder.run(started=0, stopped=1)
+    path = str(cache_builder.path)
+    with WriterLock(path):
+        assert prune_cache(path, before=10, dry_run=True).result.events_removed == 0

@@ -141,7 +141,7 @@ def test_read_trace_names_the_file(tmp_path) -> None:
     path.write_bytes(b"")
     with pytest.raises(TraceFormatError, match=f"^{path}: the file is empty"):
         tf.read_trace(path)
-    with pytest.raises(TraceFormatError, match=f"^{tmp_path}/nope.sktrace: no such file$"):
+    with pytest.raises(TraceFormatError, match=f"^{tmp_path}/nope.sktrace: no such file; check the path"):
         tf.read_trace(tmp_path / "nope.sktrace")
     with pytest.raises(TraceFormatError, match="is a directory"):
         tf.read_trace(tmp_path)

@@ -5,7 +5,7 @@ locks a cache file. Typed reads and writes for the recorder, status, export and 
 their own here, all on top of ``connection.Cache``.
 """
 
-from kubectl_sktrace.store.connection import Cache, WriterLock, from_db_hash, open_cache, to_db_hash
+from kubectl_sktrace.store.connection import Cache, WriterLock, from_db_hash, open_cache, open_cache_readonly, to_db_hash
 from kubectl_sktrace.store.schema import SCHEMA_VERSION
 
-__all__ = ["Cache", "WriterLock", "SCHEMA_VERSION", "from_db_hash", "open_cache", "to_db_hash"]
+__all__ = ["Cache", "WriterLock", "SCHEMA_VERSION", "from_db_hash", "open_cache", "open_cache_readonly", "to_db_hash"]

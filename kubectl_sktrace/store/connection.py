@@ -11,6 +11,26 @@
 - A new cache directory is created 0700 and a new file 0600.
 - One writer per cache: ``WriterLock`` holds ``flock`` on a sidecar ``<cache>.lock`` for the whole run;
   the kernel releases it when the process dies, so a crashed recorder never blocks the next one.
+
+Reading without writing (``open_cache_readonly``, for status, export and ``prune --dry-run``): the file is
+opened read-only, never migrated, and nothing is created beside it. An absent path, an empty file, a
+directory and a file that is not sqlite are refused before sqlite opens anything; another program's sqlite
+file, by its header, once opened read-only. A cache of an older schema is read as it is, unmigrated (a
+cache of a cluster that is gone can never be upgraded by ``start``, and export must still work): migrations
+only add, and what reads a table a later migration added asks ``Cache.has_table`` first. sqlite's
+``mode=ro`` alone is not enough, because a read-only connection to a WAL database creates ``-wal`` and
+``-shm`` files and cannot remove them:
+
+- When ``<cache>-wal`` exists, a recorder has the cache open (or crashed with commits still in the log):
+  the connection is ``mode=ro`` and shares the recorder's log and index, so a reader sees every commit
+  while the recorder writes. sqlite may rewrite the existing ``-shm`` (an index, no data) to do so, or
+  create it if only the log was left (copied by hand), and a recorder that stops cleanly in the instant
+  between the check and the open leaves an empty log and index that the next writer reuses.
+- Otherwise no connection has the cache open and the main file holds every commit: it is read as
+  ``immutable``, which takes no locks and creates no file. Should a writer open the cache meanwhile, it
+  writes into a new log and leaves the main file alone until its first checkpoint (after about 4 MB);
+  if one happens before the read ends, the file's size or mtime has changed and the read is refused as
+  "changed while it was read" rather than trusted (``Cache.ensure_unchanged``).
 """
 
 from __future__ import annotations
@@ -41,11 +61,19 @@ def from_db_hash(value: int) -> int:
 
 
 class Cache:
-    """An open cache: one sqlite connection in autocommit mode. Not shared between threads."""
+    """An open cache: one sqlite connection in autocommit mode. Not shared between threads.
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    ``unchanging`` is the file's identity when it was opened as immutable (see the module docstring)."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, *, unchanging: tuple[int, ...] | None = None) -> None:
         self.path = path
         self.conn = conn
+        self._unchanging = unchanging
+
+    def ensure_unchanged(self) -> None:
+        """Refuse what was read from an immutable cache if a writer has changed the file since it opened."""
+        if self._unchanging is not None and _identity(self.path) != self._unchanging:
+            raise CacheError(f"cache {self.path} changed while it was read (a recorder or prune started writing to it); run the command again")
 
     def begin(self) -> None:
         """``BEGIN IMMEDIATE``: take the write lock now, so the transaction never fails half-way for it."""
@@ -102,6 +130,8 @@ class Cache:
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        if exc is None or isinstance(exc, (sqlite3.DatabaseError, CacheError)):
+            self.ensure_unchanged()  # a torn read may surface as damage: say what really happened
         if isinstance(exc, sqlite3.DatabaseError):
             raise _unusable(self.path, exc) from exc
 
@@ -114,17 +144,13 @@ def _unusable(path: Path, exc: sqlite3.DatabaseError) -> CacheError:
 
 
 def open_cache(path: str | os.PathLike[str], *, create: bool) -> Cache:
-    """Open (and migrate) the cache at ``path``.
+    """Open (and migrate) the cache at ``path`` for writing.
 
-    With ``create=False`` (export, status, prune) a missing file is a CacheError telling the user to record
+    With ``create=False`` (prune) a missing or empty file is a CacheError telling the user to record
     first; with ``create=True`` (start, demo) the file and its directory are created.
     """
     cache_path = Path(path).expanduser()
-    exists = cache_path.exists()
-    if cache_path.is_dir():
-        raise CacheError(f"cache {cache_path} is a directory; pass a file path with --cache")
-    if not exists and not create:
-        raise CacheError(f"no cache at {cache_path}; record one first with 'kubectl sktrace start' or pass --cache FILE")
+    exists = _check_path(cache_path, must_exist=not create)
     if exists:
         _check_header(cache_path)
     else:
@@ -134,7 +160,7 @@ def open_cache(path: str | os.PathLike[str], *, create: bool) -> Cache:
     except sqlite3.Error as exc:
         raise CacheError(f"cannot open cache {cache_path} ({exc}); check the path and its permissions") from exc
     try:
-        _check_ours(cache_path, conn)
+        _check_ours(cache_path, conn, fresh_ok=True)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         _migrate(cache_path, conn)
@@ -145,6 +171,54 @@ def open_cache(path: str | os.PathLike[str], *, create: bool) -> Cache:
         conn.close()
         raise
     return Cache(cache_path, conn)
+
+
+def open_cache_readonly(path: str | os.PathLike[str]) -> Cache:
+    """Open the cache at ``path`` for reading only: nothing is created, changed or migrated (see the
+    module docstring for how, while a recorder writes and while none does)."""
+    cache_path = Path(path).expanduser()
+    _check_path(cache_path, must_exist=True)
+    _check_header(cache_path)
+    live = Path(f"{cache_path}-wal").exists()
+    unchanging = None if live else _identity(cache_path)
+    uri = f"{cache_path.absolute().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10.0, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise CacheError(f"cannot open cache {cache_path} ({exc}); check the path and its permissions") from exc
+    try:
+        _check_ours(cache_path, conn, fresh_ok=False)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise CacheError(f"{cache_path} is not a usable kubectl-sktrace cache ({exc}); pass another --cache FILE") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return Cache(cache_path, conn, unchanging=unchanging)
+
+
+def _identity(path: Path) -> tuple[int, ...]:
+    try:
+        st = path.stat()
+    except OSError:
+        return ()
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _check_path(path: Path, *, must_exist: bool) -> bool:
+    """Whether a cache file exists at ``path``; a CacheError for what can never be one."""
+    if path.is_dir():
+        raise CacheError(f"cache {path} is a directory; pass a file path with --cache")
+    if not path.exists():
+        if must_exist:
+            raise CacheError(f"no cache at {path}; record one first with 'kubectl sktrace start' or pass --cache FILE")
+        return False
+    if not path.is_file():
+        raise CacheError(f"cache {path} is not a regular file; pass a file path with --cache")
+    if must_exist and path.stat().st_size == 0:
+        raise CacheError(f"cache {path} is an empty file, not a recording; record into it with 'kubectl sktrace start --cache {path}' "
+                         "or pass another --cache FILE")
+    return True
 
 
 def _create_file(path: Path) -> None:
@@ -168,19 +242,22 @@ def _check_header(path: Path) -> None:
         raise CacheError(f"{path} is not a kubectl-sktrace cache (not an sqlite file); it was left untouched, pass another --cache FILE")
 
 
-def _check_ours(path: Path, conn: sqlite3.Connection) -> None:
+def _check_ours(path: Path, conn: sqlite3.Connection, *, fresh_ok: bool) -> int:
+    """The schema version of our cache; a CacheError for another program's file (an sqlite file with no
+    tables and no application id is a fresh one when ``fresh_ok``, version 0)."""
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     if app_id == APPLICATION_ID:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
             raise CacheError(
                 f"cache {path} has schema version {version}, newer than this kubectl-sktrace knows ({SCHEMA_VERSION}); "
                 "upgrade kubectl-sktrace (the file was left untouched)"
             )
-        return
+        return version
     tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-    if app_id != 0 or tables:
+    if app_id != 0 or tables or not fresh_ok:
         raise CacheError(f"{path} is an sqlite file but not a kubectl-sktrace cache; it was left untouched, pass another --cache FILE")
+    return 0
 
 
 def _migrate(path: Path, conn: sqlite3.Connection) -> None:
@@ -247,3 +324,19 @@ class WriterLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def writer_active(cache_path: str | os.PathLike[str]) -> bool:
+    """Whether a process holds the writer lock of the cache now. Probed read-only: no lock file is created
+    where none exists (then no writer ever ran, or none since the file was removed)."""
+    try:
+        fd = os.open(WriterLock(cache_path).path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

@@ -19,12 +19,33 @@ Runs are kept: they are tiny, and hold the config in force and the coverage that
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from dataclasses import dataclass
+from typing import Iterator
 
 from kubectl_sktrace.store.connection import Cache
-from kubectl_sktrace.store.history import APPLIED, DELETED, LAST_ROW_PER_OBJECT
+from kubectl_sktrace.store.history import APPLIED, DELETED, LAST_ROW_PER_OBJECT, read_snapshot
 
 VACUUM_FREE_FRACTION = 0.25
+
+# What a prune removes, over the rows marked in ``keep_ids`` (``_marked_rows``): one predicate each for the
+# DELETE and for the dry run's count. A pod row stays while an applied event of its uid survives.
+_EVENTS_GONE = "ts < :before AND id NOT IN (SELECT id FROM keep_ids)"
+_PODS_GONE = f"""
+    end_ts IS NOT NULL AND end_ts < :before
+    AND uid NOT IN (SELECT uid FROM events WHERE gvk = 'v1.Pod' AND op = :applied AND NOT ({_EVENTS_GONE}))
+"""
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    """What a prune before the same time would remove now (``prune --dry-run``)."""
+
+    events_removed: int
+    pods_removed: int
+    events_kept_before: int
+    bytes_before: int
 
 
 @dataclass(frozen=True)
@@ -49,30 +70,41 @@ def _free_bytes(cache: Cache) -> int:
     return int(page_size * cache.conn.execute("PRAGMA freelist_count").fetchone()[0])
 
 
+@contextlib.contextmanager
+def _marked_rows(conn: sqlite3.Connection, *, before: int) -> Iterator[dict[str, int]]:
+    """Inside a transaction: the temporary table ``keep_ids`` of the rows before ``before`` that survive;
+    yields the parameters of ``_EVENTS_GONE`` and ``_PODS_GONE``. A temporary table is no write to the
+    cache, so a read-only connection may hold it too."""
+    params = {"before": before, "applied": APPLIED}
+    conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
+    try:
+        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({LAST_ROW_PER_OBJECT.format(extra=f'AND op = {APPLIED}')})", params)
+        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({LAST_ROW_PER_OBJECT.format(extra='')}) WHERE op != {APPLIED}", params)
+        yield params
+    finally:
+        conn.execute("DROP TABLE temp.keep_ids")
+
+
+def plan_prune(cache: Cache, *, before: int) -> PrunePlan:
+    """What ``prune_before`` would remove, counted from one snapshot; changes nothing, needs no lock."""
+    with read_snapshot(cache), _marked_rows(cache.conn, before=before) as params:
+        conn = cache.conn
+        events_removed = conn.execute(f"SELECT count(*) FROM events WHERE {_EVENTS_GONE}", params).fetchone()[0]
+        older = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
+        pods_removed = conn.execute(f"SELECT count(*) FROM pods WHERE {_PODS_GONE}", params).fetchone()[0]
+        size = _file_size(cache)
+    return PrunePlan(events_removed=int(events_removed), pods_removed=int(pods_removed), events_kept_before=int(older - events_removed),
+                     bytes_before=size)
+
+
 def prune_before(cache: Cache, *, before: int) -> PruneResult:
     """Remove what no export starting at or after ``before`` reads; the caller holds the writer lock."""
     bytes_before = _file_size(cache)
     free_before = _free_bytes(cache)
-    keep_last_deleted = LAST_ROW_PER_OBJECT.format(extra="")
-    keep_last_applied = LAST_ROW_PER_OBJECT.format(extra=f"AND op = {APPLIED}")
-    with cache.transaction() as conn:
-        conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
-        try:
-            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_applied})", {"before": before})
-            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_deleted}) WHERE op != {APPLIED}", {"before": before})
-            events_removed = conn.execute(
-                "DELETE FROM events WHERE ts < :before AND id NOT IN (SELECT id FROM keep_ids)", {"before": before}
-            ).rowcount
-            kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", {"before": before}).fetchone()[0]
-            pods_removed = conn.execute(
-                """
-                DELETE FROM pods WHERE end_ts IS NOT NULL AND end_ts < :before
-                  AND uid NOT IN (SELECT uid FROM events WHERE gvk = 'v1.Pod' AND op = :applied)
-                """,
-                {"before": before, "applied": APPLIED},
-            ).rowcount
-        finally:
-            conn.execute("DROP TABLE temp.keep_ids")
+    with cache.transaction() as conn, _marked_rows(conn, before=before) as params:
+        events_removed = conn.execute(f"DELETE FROM events WHERE {_EVENTS_GONE}", params).rowcount
+        kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
+        pods_removed = conn.execute(f"DELETE FROM pods WHERE {_PODS_GONE}", params).rowcount
     cache.checkpoint()
     freed = max(0, _free_bytes(cache) - free_before)
     vacuumed = False

@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.store.connection import Cache, WriterLock
+from kubectl_sktrace.store.connection import Cache, writer_active
 from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 
 
@@ -66,20 +65,9 @@ class CacheStatus:
     size_bytes: int
 
 
-def writer_running(cache: Cache) -> bool:
-    """Whether a recorder holds the cache's writer lock now (probed without keeping it)."""
-    lock = WriterLock(cache.path)
-    try:
-        lock.acquire()
-    except CacheError:
-        return True
-    lock.release()
-    return False
-
-
 def cache_status(cache: Cache) -> CacheStatus:
     conn = cache.conn
-    running = writer_running(cache)
+    running = writer_active(cache.path)
     rows = conn.execute("SELECT id, started, synced, stopped, clean, pid, config FROM runs ORDER BY id").fetchall()
     outages = tuple(coverage_gaps(cache))
     interrupted = {gap.run_id for gap in outages}
