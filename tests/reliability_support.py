@@ -7,6 +7,8 @@ judge what a user sees: the exit code, exactly one ``Error:`` line, and no trace
 
 from __future__ import annotations
 
+import calendar
+import math
 import os
 import random
 import signal
@@ -91,13 +93,16 @@ class Change:
     name: str
     uid: str
     spec_hash: int | None
+    created: float | None = None  # the object's creationTimestamp (whole seconds, set before the commit)
 
 
 class GroundTruth:
     """Every change to tracked kinds, taken at the emulator's store commit (the one place every write passes).
 
     Wrapping ``Store._commit`` is a test-only hook: the store is the source of truth a real API server's
-    etcd would be, so what it commits is exactly what a perfect recorder would have seen.
+    etcd would be, so what it commits is exactly what a perfect recorder would have seen. The time is taken
+    after the commit but still under the store's lock, before any list or watch can read the change: no
+    recorder can receive a change before its ``t``.
     """
 
     def __init__(self, emu: Any) -> None:
@@ -118,7 +123,7 @@ class GroundTruth:
                 meta = body["metadata"]
                 with self._lock:
                     self.changes.append(Change(time.time(), event_type, gvk, meta.get("namespace", ""), meta["name"],
-                                               meta["uid"], spec_hash(body.get("spec"))))
+                                               meta["uid"], spec_hash(body.get("spec")), _epoch(meta.get("creationTimestamp"))))
             elif gvk in ("apps/v1.ReplicaSet", "v1.Pod") and event_type != "DELETED":
                 self._owned(gvk, stored.obj())
             return stored
@@ -181,6 +186,11 @@ class GroundTruth:
         return live
 
 
+
+
+def _epoch(stamp: str | None) -> float | None:
+    """``2026-11-22T10:00:00Z`` as Unix seconds."""
+    return None if not stamp else float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
 
 
 class Traffic:
@@ -315,36 +325,129 @@ def committed_events(cache: Path) -> dict[int, tuple[Any, ...]]:
     return {row[0]: tuple(row[1:]) for row in rows}
 
 
+Key = tuple[str, str, str]  # (gvk, namespace, name)
+
+
 @dataclass(frozen=True)
 class RunRow:
     started: float
     synced: float | None
     stopped: float
     clean: bool
+    id: int = 0
 
 
 def runs(cache: Path) -> list[RunRow]:
     conn = sqlite3.connect(cache, timeout=10)
     try:
-        rows = conn.execute("SELECT started, synced, stopped, clean FROM runs ORDER BY id").fetchall()
+        rows = conn.execute("SELECT started, synced, stopped, clean, id FROM runs ORDER BY id").fetchall()
     finally:
         conn.close()
-    return [RunRow(r[0], r[1], r[2], bool(r[3])) for r in rows]
+    return [RunRow(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One event row a recorder committed: which run, when it received it, what it stamped it with."""
+
+    run_id: int
+    ts: int
+    recv: float
+    gvk: str
+    namespace: str
+    name: str
+    uid: str
+    deleted: bool
+    inferred: bool
+    spec_hash: int | None
+
+
+def recorded(cache: Path) -> list[Recorded]:
+    """Every event row committed so far, in the order it was written."""
+    conn = sqlite3.connect(cache, timeout=10)
+    try:
+        rows = conn.execute(
+            "SELECT run_id, ts, recv, gvk, namespace, name, uid, op, inferred, spec_hash FROM events ORDER BY id").fetchall()
+    finally:
+        conn.close()
+    u64 = 1 << 64
+    return [Recorded(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]),
+                     None if r[9] is None else r[9] + u64 if r[9] < 0 else r[9]) for r in rows]
+
+
+def wait_recorded(cache: Path, keys: Sequence[Key], *, timeout: float) -> None:
+    """Wait until the cache holds a committed event of each key (gvk, namespace, name)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        have = {(row[1], row[2], row[3]) for row in committed_events(cache).values()} if cache.exists() else set()
+        missing = [k for k in keys if k not in have]
+        if not missing:
+            return
+        assert time.monotonic() < deadline, f"the recorder did not record {missing} within {timeout}s"
+        time.sleep(0.05)
+
+
+def settle(emu: Any, cache: Path, truth: GroundTruth, namespace: str, *, timeout: float = 60.0) -> float:
+    """Make the end of the history observable, without waiting on luck: one last change of every tracked kind
+    the cluster changed in ``namespace`` (a new object ``settle-probe``), made after everything else, waited
+    for in the cache. A watch delivers a kind's changes in the order they were made, so once the recorder
+    committed the last one it had every earlier one. Returns the time the recorder had them all."""
+    from kubectl_sktrace.emulator.workload import sample_pod_template
+
+    keys: list[Key] = []
+    for gvk in sorted({c.gvk for c in truth.snapshot() if c.namespace == namespace}):
+        api_version, kind = gvk.rsplit(".", 1)
+        template = sample_pod_template(random.Random(0), app="settle-probe")
+        if kind == "CronJob":
+            spec: dict[str, Any] = {"schedule": "@yearly", "jobTemplate": {"spec": {"template": template}}}
+        else:
+            spec = {"selector": {"matchLabels": dict(template["metadata"]["labels"])}, "template": template}
+        emu.create({"apiVersion": api_version, "kind": kind, "metadata": {"name": "settle-probe", "namespace": namespace}, "spec": spec})
+        keys.append((gvk, namespace, "settle-probe"))
+    wait_recorded(cache, keys, timeout=timeout)
+    return time.time()
 
 
 # --- comparing an export with the ground truth --------------------------------------------------------------
 
-Key = tuple[str, str, str]
-
 
 @dataclass
 class _Life:
-    """One lifetime of an object (one uid, or one stretch between exported deletions)."""
+    """One lifetime of an object: one uid in the truth, one stretch between exported deletions in the export."""
 
     first: float
     deleted: float | None = None
     hashes: list[tuple[float, int | None]] = field(default_factory=list)
-    matched: bool = False
+    created: float | None = None
+
+
+@dataclass(frozen=True)
+class _Version:
+    """One spec version of a true lifetime, with the stamps an export may give it."""
+
+    start: float
+    spec_hash: int | None
+    required: bool  # some recorder surely recorded it
+    lower: int
+    upper: float  # inf: nothing bounds it
+
+
+@dataclass
+class _TrueLife:
+    life: _Life
+    observable: bool
+    required: bool
+    first_lower: int  # the earliest stamp of its first exported apply
+    versions: list[_Version]
+    deletion_bounds: tuple[int, float] | None  # (lower, upper) of its deletion's stamp; None: not deleted
+
+
+@dataclass
+class _Pairing:
+    problems: list[str]
+    shared: int
+    versions_checked: int
+    deletion_checked: bool
 
 
 @dataclass
@@ -367,7 +470,7 @@ def _truth_lives(changes: Sequence[Change]) -> dict[Key, list[_Life]]:
     lives: dict[Key, dict[str, _Life]] = {}
     for c in changes:
         by_uid = lives.setdefault((c.gvk, c.namespace, c.name), {})
-        life = by_uid.setdefault(c.uid, _Life(first=c.t))
+        life = by_uid.setdefault(c.uid, _Life(first=c.t, created=c.created))
         if c.type == "DELETED":
             life.deleted = c.t
         else:
@@ -408,93 +511,248 @@ def _exported_lives(trace: Any, namespaces: frozenset[str]) -> tuple[dict[Key, l
     return lives, changes, duplicates
 
 
-def _observed(t: float, run_rows: Sequence[RunRow], *, margin: float, blind: Sequence[tuple[float, float]] = ()) -> bool:
-    """Whether a change at ``t`` happened while a synced recorder was surely running and committing.
-
-    ``stopped`` is the run's last commit (a heartbeat moved at every commit, at least every half second), so a
-    change delivered ``margin`` before it was in a committed batch. ``blind`` periods are faults during which
-    the recorder may legitimately see only the state after them (a relist after 410).
-    """
-    if any(a - margin <= t <= b for a, b in blind):
-        return False
-    return any(r.synced is not None and r.synced <= t <= r.stopped - margin for r in run_rows)
-
-
-def _versions(hashes: Sequence[tuple[float, int | None]], end: float | None) -> list[tuple[float, float, int | None]]:
-    """Spec versions as (from, until, hash): status-only changes keep the version."""
-    out: list[tuple[float, float, int | None]] = []
+def _versions(hashes: Sequence[tuple[float, int | None]], end: float | None) -> list[tuple[float, float | None, int | None]]:
+    """Spec versions as (from, until, hash); until is None for the spec at the end. Status-only changes keep
+    the version."""
+    out: list[tuple[float, float | None, int | None]] = []
     for t, h in hashes:
         if not out or out[-1][2] != h:
             if out:
                 out[-1] = (out[-1][0], t, out[-1][2])
-            out.append((t, float("inf"), h))
+            out.append((t, None, h))
     if out and end is not None:
         out[-1] = (out[-1][0], end, out[-1][2])
     return out
 
 
-def _next_sync_after(t: float, run_rows: Sequence[RunRow]) -> float | None:
-    later = [r.synced for r in run_rows if r.synced is not None and r.started > t]
-    return min(later) if later else None
+class _Coverage:
+    """What the recorders could see, what they surely recorded, and the stamps they could give: the rules of
+    ``compare``, from the run rows, the committed event rows and the truth."""
+
+    def __init__(self, *, changes: Sequence[Change], run_rows: Sequence[RunRow], rows: Sequence[Recorded],
+                 blind: Sequence[tuple[float, float]]) -> None:
+        self.runs = sorted(run_rows, key=lambda r: r.started)
+        self.synced = [r for r in self.runs if r.synced is not None]
+        self.blind = list(blind)
+        # the earliest true time of each (uid, spec hash) and of each uid's deletion: a row that recorded one of
+        # them proves its watch had delivered the stream at least that far
+        applied_at: dict[tuple[str, int | None], float] = {}
+        deleted_at: dict[str, float] = {}
+        for c in changes:
+            if c.type == "DELETED":
+                deleted_at.setdefault(c.uid, c.t)
+            else:
+                applied_at.setdefault((c.uid, c.spec_hash), c.t)
+        by_id = {r.id: r for r in self.runs}
+        # per kind: (true time of the change, stamp, receive time, run) of every watched change
+        self.watched: dict[str, list[tuple[float, int, float, RunRow]]] = {}
+        for row in rows:
+            run = by_id.get(row.run_id)
+            if run is None or run.synced is None or row.recv < run.synced or row.inferred:
+                continue  # not surely a watch event (a list's rows are stamped by the list's rules)
+            t = deleted_at.get(row.uid) if row.deleted else applied_at.get((row.uid, row.spec_hash))
+            if t is not None:  # a row that matches no true change proves nothing (it is reported as invented)
+                self.watched.setdefault(row.gvk, []).append((t, row.ts, row.recv, run))
+
+    def observable(self, start: float, end: float | None) -> bool:
+        """Whether any recorder could have seen an object that lived from ``start`` to ``end``: a run committed
+        only what it received before its ``stopped``, and listed or watched only what existed after its start."""
+        return any(start <= r.stopped and (end is None or end >= r.started) for r in self.runs)
+
+    def lower(self, t: float) -> int:
+        """The earliest stamp of a change made at ``t``."""
+        low = math.floor(t)
+        for r in self.runs:
+            if r.started <= t <= (r.synced if r.synced is not None else r.stopped):
+                low = min(low, math.floor(r.started))
+        for a, b in self.blind:
+            if a <= t <= b:
+                low = min(low, math.floor(a))
+        return low
+
+    def upper(self, gvk: str, t: float) -> float:
+        """The latest stamp of a change made at ``t`` that a recorder recorded (inf: nothing bounds it)."""
+        bounds = [float(math.floor(r.synced)) for r in self.synced if r.started >= t and r.synced is not None]
+        bounds += [float(stamp) for t2, stamp, _, _ in self.watched.get(gvk, ()) if t2 >= t]
+        return min(bounds, default=math.inf)
+
+    def _delivered(self, run: RunRow, gvk: str, t: float) -> bool:
+        """Whether ``run``'s watch of ``gvk`` surely delivered a change made at ``t`` (and so committed it)."""
+        return any(r is run and t2 >= t and not any(a <= recv and b >= t for a, b in self.blind)
+                   for t2, _, recv, r in self.watched.get(gvk, ()))
+
+    def required(self, gvk: str, start: float, end: float | None) -> bool:
+        """Whether a state (an object, or one spec version of it) held from ``start`` until ``end`` (None: to
+        the end) was surely recorded by some run."""
+        for r in self.synced:
+            assert r.synced is not None
+            if start <= r.started and (end is None or end >= r.synced):
+                return True  # it held through the run's first list
+            if (end is None or end >= r.synced or start >= r.synced) and self._delivered(r, gvk, start):
+                return True  # after the list's snapshot, the watch delivered it
+        return False
+
+
+def _true_life(*, gvk: str, life: _Life, cov: _Coverage) -> _TrueLife:
+    first_lower = cov.lower(life.first)
+    if life.created is not None:
+        first_lower = min(first_lower, math.floor(life.created))  # made while offline: stamped at its creationTimestamp
+    versions = [
+        _Version(start, h, cov.required(gvk, start, end), cov.lower(start), cov.upper(gvk, start))
+        for start, end, h in _versions(life.hashes, life.deleted)
+    ]
+    deletion = None if life.deleted is None else (cov.lower(life.deleted), cov.upper(gvk, life.deleted))
+    return _TrueLife(life, cov.observable(life.first, life.deleted), cov.required(gvk, life.first, life.deleted),
+                     first_lower, versions, deletion)
+
+
+def _bound(value: float) -> str:
+    return "open" if value == math.inf else f"{value:.0f}"
+
+
+def _pair(*, key: Key, e: _Life, t: _TrueLife) -> _Pairing | None:
+    """The problems of taking the exported lifetime ``e`` for the true one ``t``; None when it cannot be it."""
+    if e.first < t.first_lower or (t.deletion_bounds is not None and e.first > t.deletion_bounds[1]):
+        return None
+    problems: list[str] = []
+    exported = {h for _, h in e.hashes}
+    checked = 0
+    for v in t.versions:
+        if v.required:
+            checked += 1
+            if v.spec_hash not in exported:
+                problems.append(f"{key}: the spec version of {v.start:.2f} (hash {v.spec_hash}) was lost")
+    for i, (stamp, h) in enumerate(e.hashes):
+        candidates = [v for v in t.versions if v.spec_hash == h]
+        if not candidates:
+            problems.append(f"{key}: spec hash {h} exported at {stamp}, a spec the object never had")
+            continue
+        lows = [min(v.lower, t.first_lower) if i == 0 else v.lower for v in candidates]
+        if not any(low <= stamp <= v.upper for low, v in zip(lows, candidates)):
+            v = candidates[0]
+            problems.append(f"{key}: the spec version of {v.start:.2f} (hash {h}) exported at {stamp}, "
+                            f"outside its bounds {lows[0]}..{_bound(v.upper)}")
+    true_deleted = t.life.deleted
+    if true_deleted is None:
+        if e.deleted is not None:
+            problems.append(f"{key}: deletion at {e.deleted} invented (the object still exists)")
+        return _Pairing(problems, len(exported & {v.spec_hash for v in t.versions}), checked, False)
+    assert t.deletion_bounds is not None
+    low, high = t.deletion_bounds
+    if e.deleted is None:
+        if high < math.inf:  # a recorder surely saw it gone
+            problems.append(f"{key}: deletion at {true_deleted:.2f} missed")
+    elif not low <= e.deleted <= high:
+        problems.append(f"{key}: deleted at {true_deleted:.2f} but exported at {e.deleted} (bounds {low}..{_bound(high)})")
+    return _Pairing(problems, len(exported & {v.spec_hash for v in t.versions}), checked, True)
+
+
+def _align(*, key: Key, exported: Sequence[_Life], truth: Sequence[_TrueLife]
+           ) -> tuple[list[tuple[_Life, _TrueLife, _Pairing]], list[_Life], list[_TrueLife]]:
+    """The best assignment of exported lifetimes to true ones: fewest problems, then most spec hashes shared.
+
+    The lifetimes of one name follow each other in both histories, so an assignment keeps their order: a
+    weighted alignment of the two sequences, by dynamic programming over (exported i, true j).
+    """
+    n, m = len(exported), len(truth)
+    pairs = {(i, j): _pair(key=key, e=exported[i], t=truth[j]) for i in range(n) for j in range(m)}
+    # best[i][j]: (problems, -shared) of the best alignment of exported[i:] with truth[j:]
+    best = [[(0, 0)] * (m + 1) for _ in range(n + 1)]
+    choice: list[list[str]] = [[""] * (m + 1) for _ in range(n + 1)]
+    for i in range(n, -1, -1):
+        for j in range(m, -1, -1):
+            options: list[tuple[tuple[int, int], str]] = []  # on a tie the first wins: a pairing says more
+            if i < n and j < m and (pairing := pairs[(i, j)]) is not None:
+                p, s = best[i + 1][j + 1]
+                options.append(((p + len(pairing.problems), s - pairing.shared), "p"))
+            if j < m:
+                p, s = best[i][j + 1]
+                options.append(((p + int(truth[j].required), s), "t"))  # true lifetime missing (when required)
+            if i < n:
+                p, s = best[i + 1][j]
+                options.append(((p + 1, s), "e"))  # exported lifetime invented
+            if options:
+                best[i][j], choice[i][j] = min(options, key=lambda o: o[0])
+    matched, invented, missing = [], [], []
+    i = j = 0
+    while i < n or j < m:
+        step = choice[i][j]
+        if step == "p":
+            pairing = pairs[(i, j)]
+            assert pairing is not None
+            matched.append((exported[i], truth[j], pairing))
+            i, j = i + 1, j + 1
+        elif step == "e":
+            invented.append(exported[i])
+            i += 1
+        else:
+            missing.append(truth[j])
+            j += 1
+    return matched, invented, missing
 
 
 def compare(changes: Sequence[Change], trace: Any, run_rows: Sequence[RunRow], *, namespaces: frozenset[str],
-            slack: float = 2.0, blind: Sequence[tuple[float, float]] = ()) -> Comparison:
+            rows: Sequence[Recorded] = (), blind: Sequence[tuple[float, float]] = ()) -> Comparison:
     """Judge an export against what the cluster did: nothing lost, duplicated, invented or missed.
 
-    - every exported object lifetime matches a true one (no invented object, no invented deletion);
-    - every true deletion of an object the recorder knew is exported once, at a time between the deletion and
-      the next recorder's sync (tight when a recorder was watching);
-    - every spec version that lived a second or more while a synced recorder ran is exported;
-    - an object that lived across a sync, or was made while a recorder watched, is exported;
-    - the final state and index equal the cluster's final state.
+    ``changes`` is the truth (``GroundTruth``), ``run_rows`` and ``rows`` what the cache says of its runs and
+    the event rows they committed (``runs``, ``recorded``), ``blind`` the periods of a fault during which a
+    relist may legitimately skip what came and went (410 Gone). Per object name, the exported lifetimes are
+    assigned to true lifetimes (uids) by the best assignment (``_align``): fewest problems, then most spec
+    hashes shared; a lifetime no recorder could have observed is never offered. Then:
+
+    - every exported lifetime is a true one (no invented object), with only spec hashes it really had;
+    - a true deletion is exported once when some recorder surely saw it, and never invented;
+    - every spec version and every object some recorder surely recorded is exported;
+    - every stamp lies within the bounds below; the final state and index equal the cluster's.
+
+    No slack is guessed: the bounds follow from what the recorder guarantees (SPEC §4-§6).
+
+    - A change's true time ``t`` is taken under the store's lock after its commit, before any list or watch
+      can read it, and a stamp is the integer second of a receive time, so a watched change is stamped at or
+      after ``floor(t)``. What a run's first lists find is stamped at the list's start (changed objects), or
+      at the run's start (objects gone), so a change made while a run's first lists ran (between ``started``
+      and ``synced``) may be stamped as early as ``floor(started)``. An object made while offline may be
+      stamped at its ``creationTimestamp`` (whole seconds, taken before the commit). A relist in a blind
+      period is stamped at its own start: no earlier than the period's start.
+    - A run moves ``stopped`` at every commit (at least every half second, so a ``kill -9`` loses at most
+      what it received in its last half second): a run's ``stopped`` is its last commit, everything it
+      committed it received before then, and what it received after is lost. The checks use that last
+      commit itself, not the kill's time less half a second, so they hold even when a loaded machine
+      stretches the half second. A lifetime that ended before a run started or began after it stopped was
+      not observable by that run; one observable by no run is never offered to the export.
+    - A run that started after ``t`` and synced listed every kind after ``t``: whatever state the change left
+      was recorded by its ``synced`` at the latest (or earlier, by a previous run).
+    - A watch delivers a kind's changes in the order the store committed them, and a run commits what it
+      received in that order. So a watched event row (received after its run synced, not inferred) that
+      records a change made at ``t2`` proves that every change of that kind made at ``t <= t2`` was
+      delivered before it and committed with it or earlier, stamped no later than that row: this bounds
+      stamps from above, and makes a state that held from ``start`` (``<= t2``) until after the run's lists
+      required in the export. A state that held through a synced run's first list is required too. No
+      bound relies on how fast a change travels from the store to the recorder.
     """
     report = Comparison()
     changes = [c for c in changes if c.namespace in namespaces]
+    rows = [r for r in rows if r.namespace in namespaces]
     report.truth_changes = len(changes)
     report.exported_events = len(trace.events)
+    cov = _Coverage(changes=changes, run_rows=run_rows, rows=rows, blind=blind)
     truth = _truth_lives(changes)
     exported, report.exported_changes, duplicates = _exported_lives(trace, namespaces)
     report.problems.extend(duplicates)
     for key in sorted(set(truth) | set(exported)):
-        t_lives, e_lives = truth.get(key, []), exported.get(key, [])
-        for e in e_lives:
-            match = next((t for t in t_lives if not t.matched and t.first <= e.first + slack
-                          and (t.deleted is None or t.deleted >= e.first - slack)), None)
-            if match is None:
-                report.problems.append(f"{key}: exported as applied at {e.first} but no such object existed then")
-                continue
-            match.matched = True
-            exported_hashes = {eh for _, eh in e.hashes}
-            for t, lived_until, h in _versions(match.hashes, match.deleted):
-                if lived_until - t >= 1.0 and _observed(t, run_rows, margin=0.5, blind=blind):
-                    report.versions_checked += 1
-                    if h not in exported_hashes:
-                        report.problems.append(f"{key}: the spec version of {t:.2f} (hash {h}) was lost")
-            if match.deleted is None:
-                if e.deleted is not None:
-                    report.problems.append(f"{key}: deletion at {e.deleted} invented (the object still exists)")
-                continue
-            report.deletions_checked += 1
-            if e.deleted is None:
-                report.problems.append(f"{key}: deletion at {match.deleted:.2f} missed")
-                continue
-            in_blind = [b for a, b in blind if a - slack <= match.deleted <= b]
-            if in_blind:
-                upper = max(in_blind) + slack
-            elif _observed(match.deleted, run_rows, margin=0.5):
-                upper = match.deleted + slack
-            else:
-                upper = (_next_sync_after(match.deleted, run_rows) or match.deleted) + slack
-            if not (match.deleted - slack <= e.deleted <= upper):
-                report.problems.append(f"{key}: deleted at {match.deleted:.2f} but exported at {e.deleted} (bounds up to {upper:.2f})")
-        for t in t_lives:
-            if t.matched:
-                continue
-            across_sync = any(r.synced is not None and t.first + slack <= r.started and (t.deleted is None or t.deleted >= r.synced + slack)
-                              for r in run_rows)
-            if across_sync or _observed(t.first, run_rows, margin=1.5, blind=blind) and (t.deleted is None or t.deleted - t.first > slack):
-                report.problems.append(f"{key}: the object made at {t.first:.2f} (deleted {t.deleted}) is missing from the export")
+        lives = [_true_life(gvk=key[0], life=life, cov=cov) for life in truth.get(key, [])]
+        matched, invented, missing = _align(key=key, exported=exported.get(key, []), truth=[t for t in lives if t.observable])
+        for e in invented:
+            report.problems.append(f"{key}: exported as applied at {e.first} but no such object existed then")
+        for _, t, pairing in matched:
+            report.problems.extend(pairing.problems)
+            report.versions_checked += pairing.versions_checked
+            report.deletions_checked += int(pairing.deletion_checked)
+        for t in missing:
+            if t.required:
+                gone = "never deleted" if t.life.deleted is None else f"deleted at {t.life.deleted:.2f}"
+                report.problems.append(f"{key}: the object made at {t.life.first:.2f} ({gone}) is missing from the export")
     _compare_final_state(changes, trace, exported, report)
     return report
 

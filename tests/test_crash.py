@@ -9,10 +9,11 @@ checkpoint). It is restarted each time after a random offline gap, while the wor
 
 After every kill: ``PRAGMA integrity_check`` is ``ok`` and every event row committed before is still there,
 unchanged. At the end a clean run resyncs, the whole history is exported and judged against the ground
-truth the emulator's store committed (``reliability_support.compare``): no object or deletion invented,
-no deletion missed or exported twice, deletions timed between the real deletion and the next sync, every
-spec version that lived a second under a synced recorder present, the final state and index equal to the
-cluster's; and every committed event row appears in the export.
+truth the emulator's store committed (``reliability_support.compare``): no object, spec or deletion
+invented, no deletion missed or exported twice, every stamp between the change and the moment a recorder
+surely had it (the next sync, or a later change its watch delivered), every spec version a recorder surely
+received present, the final state and index equal to the cluster's; and every committed event row appears
+in the export.
 
 ``SKTRACE_SOAK=1`` runs 100 kill points instead of 20.
 """
@@ -30,7 +31,7 @@ import pytest
 
 from reliability_support import (
     GroundTruth, Recorder, Traffic, assert_one_error, check_lifecycles, committed_events, compare, integrity_check,
-    run_cli, runs,
+    recorded, run_cli, runs, settle,
 )
 
 pytestmark = pytest.mark.timeout(900)
@@ -108,7 +109,7 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
         assert run.code == 0, run.describe()
         trace = traceformat.read_trace(out)
         truth.save(tmp_path / "truth.json")
-        report = compare(truth.snapshot(), trace, runs(cache), namespaces=frozenset([NAMESPACE]))
+        report = compare(truth.snapshot(), trace, runs(cache), rows=recorded(cache), namespaces=frozenset([NAMESPACE]))
         check_lifecycles(trace, truth.started_per_owner(), report)
         assert not report.problems, "\n".join(report.problems[:40])
 
@@ -172,7 +173,8 @@ def _export_and_compare(tmp_path: Path, cache: Path, truth: GroundTruth, t0: flo
     run = run_cli(["export", "--cache", str(cache), "-s", f"@{int(t0) - 5}", "-t", f"@{int(time.time()) + 2}",
                    "--include-namespaces", "shop", "-O", str(out)], home=tmp_path)
     assert run.code == 0, run.describe()
-    return compare(truth.snapshot(), traceformat.read_trace(out), runs(cache), namespaces=frozenset(["shop"])).problems
+    return compare(truth.snapshot(), traceformat.read_trace(out), runs(cache), rows=recorded(cache),
+                   namespaces=frozenset(["shop"])).problems
 
 
 def _start_for(tmp_path: Path, kubeconfig: Path, cache: Path, seconds: str) -> None:
@@ -212,6 +214,6 @@ def test_recreated_within_one_second_stays_alive(tmp_path: Path) -> None:
         time.sleep(1.0 - time.time() % 1.0 + 0.05)  # early in a second, so both changes share it
         emu.delete("apps/v1", "Deployment", "shop", "web")
         emu.create(_deployment("web", image="web:2"))
-        time.sleep(1.5)
+        settle(emu, cache, truth, "shop")
         assert rec.stop() == 0, rec.output()
         assert _export_and_compare(tmp_path, cache, truth, t0) == []
