@@ -10,19 +10,24 @@ after the prune. Such an export reads, from the rows before ``T``, exactly:
   keeps objects deleted before the window, so this row is needed even for long-gone objects);
 - for bare pods in that state, whether the pod's lifecycle finished before the start (``pods.end_ts``).
 
-So per object at most two rows before ``T`` survive, unchanged: its last applied event, and its last
-event when that is a deletion (dropping it would resurrect the object in the state). Everything else
-before ``T`` is removed. Pods whose lifecycle ended before ``T`` can never overlap such a window and are
-removed, except those a surviving bare-pod event still refers to (they tell export the pod is finished).
-Runs are kept: they are tiny, and hold the config in force and the coverage that export reports.
+An export reads only rows received before the time its record is final (``history.known_until`` of its
+window end), which for such a window is at least ``K``, that time for ``T`` itself (``T`` when a synced run
+was recording at ``T``; earlier when ``T`` falls in a gap). So the rows before ``T`` received at or after
+``K`` (a restart stamps offline creations back into the gap) are all kept, and among those received before
+``K``, per object at most two survive, unchanged: its last applied event, and its last event when that is
+a deletion (dropping it would resurrect the object in the state). Everything else before ``T`` is removed.
+Pods whose lifecycle was known to have ended before ``K`` can never overlap such a window and are removed,
+except those a surviving bare-pod event still refers to (they tell export the pod is finished). Runs are
+kept: they are tiny, and hold the config in force and the coverage that export reports.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from kubectl_sktrace.store.connection import Cache
-from kubectl_sktrace.store.history import APPLIED, DELETED, LAST_ROW_PER_OBJECT
+from kubectl_sktrace.store.history import APPLIED, DELETED, LAST_ROW_PER_OBJECT, known_until, runs
 
 VACUUM_FREE_FRACTION = 0.25
 
@@ -56,20 +61,23 @@ def prune_before(cache: Cache, *, before: int) -> PruneResult:
     keep_last_deleted = LAST_ROW_PER_OBJECT.format(extra="")
     keep_last_applied = LAST_ROW_PER_OBJECT.format(extra=f"AND op = {APPLIED}")
     with cache.transaction() as conn:
+        known = known_until(runs(cache), end=before)
+        # no run had synced by ``before``: every later export reads from ``before`` on, or reads nothing
+        params = {"before": before, "known": known if known > -math.inf else before}
         conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
         try:
-            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_applied})", {"before": before})
-            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_deleted}) WHERE op = {DELETED}", {"before": before})
+            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_applied})", params)
+            conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({keep_last_deleted}) WHERE op = {DELETED}", params)
             events_removed = conn.execute(
-                "DELETE FROM events WHERE ts < :before AND id NOT IN (SELECT id FROM keep_ids)", {"before": before}
+                "DELETE FROM events WHERE ts < :before AND recv < :known AND id NOT IN (SELECT id FROM keep_ids)", params
             ).rowcount
-            kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", {"before": before}).fetchone()[0]
+            kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
             pods_removed = conn.execute(
                 """
-                DELETE FROM pods WHERE end_ts IS NOT NULL AND end_ts < :before
+                DELETE FROM pods WHERE end_ts IS NOT NULL AND end_ts + 1 <= :known
                   AND uid NOT IN (SELECT uid FROM events WHERE gvk = 'v1.Pod' AND op = :applied)
                 """,
-                {"before": before, "applied": APPLIED},
+                {**params, "applied": APPLIED},
             ).rowcount
         finally:
             conn.execute("DROP TABLE temp.keep_ids")
