@@ -20,6 +20,28 @@ else the excluded namespaces; any matching ``--exclude-labels`` selector; an own
 last, an owner chain (stored by the recorder) that reaches another exported object, which recreates it in
 the simulator.
 
+A window that has ended exports the same bytes every time, however much is recorded after it (while the
+recorder still runs, after it stopped, after later restarts): the trace depends only on what the cache had
+recorded before the window end. The store says until when that record is final (``history.known_until``):
+the window end itself when a synced recorder was running then, else the last heartbeat of a synced run
+before it (the end falls in a gap, or before a restarted recorder finished its initial lists). Everything
+is read as of that time:
+
+- events received after it are left out of the state, the window, the index and the filters' decisions,
+  even when stamped earlier (a restart stamps an object created while offline with its creation time, and
+  records what vanished at the restart time, while its lists are still running);
+- pods first seen after it are left out of ``pod_lifecycles``;
+- each lifecycle is taken as it stood then (``lifecycle.as_of``): a pod that finished at or after the window
+  end — live, or at a deletion inferred by a later restart — is exported as ``Running(start)``, what was
+  known at the window end (SimKube's tracer exports a pod still running when it exports the same way);
+- the config is that of the run in force then.
+
+What it cannot see: when the recorder learned a pod's container start or end (the cache keeps the container
+times, not when they arrived), so a start or end that happened just before the window end but reached the
+recorder after it (network latency, a watch that was down) still shows up in a later export; nor rows that a
+relist running at the window end (an expired watch) adds afterwards with its start time
+(``history.known_until`` says where it assumes).
+
 Memory: per-object data (keys, hashes, owner chains) and the per-pod lifecycle table are held; events are
 not. The events are read twice from one snapshot, once without bodies to count the groups (msgpack needs
 the array length first), then with bodies, one group at a time. A msgpack trace without status copies the
@@ -121,12 +143,12 @@ def _passes_basic(event: history.StoredEvent, filters: ExportFilters) -> bool:
     return not is_daemonset_owned(body)
 
 
-def _plan(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters) -> _Plan:
-    """Decide which objects are exported, and the index hash of each."""
+def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: ExportFilters) -> _Plan:
+    """Decide which objects are exported, and the index hash of each, from what was recorded before ``known``."""
     plan = _Plan()
     candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
-    untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts)
-    for event in history.last_applied_before(cache, ts=end_ts):
+    untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts, known=known)
+    for event in history.last_applied_before(cache, ts=end_ts, known=known):
         if event.key in untracked:
             continue
         if not event.key.namespace and not filters.include_cluster_scoped:
@@ -148,13 +170,16 @@ def _index(plan: _Plan) -> dict[str, dict[str, int]]:
     return index
 
 
-def _pod_lifecycles(cache: Cache, *, start_ts: int, end_ts: int, plan: _Plan) -> tuple[dict[tuple[str, str], dict[int, list[dict[str, Any]]]], int]:
+def _pod_lifecycles(
+    cache: Cache, *, start_ts: int, end_ts: int, known: float, plan: _Plan,
+) -> tuple[dict[tuple[str, str], dict[int, list[dict[str, Any]]]], int]:
+    """The ``pod_lifecycles`` table: each lifecycle as it stood at ``known`` (never after the window end)."""
     table: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
     count = 0
-    for pod in history.pod_lifecycles(cache, before=end_ts):
+    for pod in history.pod_lifecycles(cache, before=end_ts, known=known):
         if pod.owner not in plan.exported:
             continue
-        lc = lifecycles.Lifecycle(pod.start_ts, pod.end_ts)
+        lc = lifecycles.as_of(lifecycles.Lifecycle(pod.start_ts, pod.end_ts), at=known)
         if not lifecycles.overlaps(lc, start_ts=start_ts, end_ts=end_ts):
             continue
         entry = lifecycles.to_trace_entry(lifecycles.clamp(lc, start_ts=start_ts))
@@ -163,8 +188,9 @@ def _pod_lifecycles(cache: Cache, *, start_ts: int, end_ts: int, plan: _Plan) ->
     return table, count
 
 
-def _exported_config(cache: Cache, all_runs: list[history.Run], *, at: int) -> dict[str, Any]:
-    """The config of the run in force at the window end, as SimKube loads it (pod-less kinds left out)."""
+def _exported_config(cache: Cache, all_runs: list[history.Run], *, at: float) -> dict[str, Any]:
+    """The config of the run in force at ``at`` (the window end, as far as it is known), as SimKube loads it
+    (pod-less kinds left out)."""
     text = history.config_in_force(all_runs, at=at) or ""
     source = f"the tracer config stored in cache {cache.path}"
     try:
@@ -252,25 +278,26 @@ def export_trace(
         all_runs = history.runs(cache)
         if not all_runs:
             raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
-        plan = _plan(cache, start_ts=start_ts, end_ts=end_ts, filters=filters)
-        dropped_kinds = history.untracked_in(cache, start_ts=start_ts, end_ts=end_ts)
+        known = history.known_until(all_runs, end=end_ts)
+        plan = _plan(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters)
+        dropped_kinds = history.untracked_in(cache, start_ts=start_ts, end_ts=end_ts, known=known)
         outages = [g for g in history.coverage_gaps(cache) if g.since < end_ts and g.until > start_ts]
         groups = inferred = inferred_deleted = 0
-        for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts), plan.exported):
+        for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
             groups += 1
             for head in heads:
                 if head.inferred:
                     inferred += 1
                     inferred_deleted += head.deleted
-        config = _exported_config(cache, all_runs, at=end_ts)
+        config = _exported_config(cache, all_runs, at=known)
         writer = _make_writer(fmt, stream, config=config, event_count=1 + groups)
         write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status)
-        state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts) if e.key in plan.exported])
+        state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known) if e.key in plan.exported])
         applied = deleted = 0
-        for ts, rows in _groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts), plan.exported):
+        for ts, rows in _groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
             count = write(ts, rows)
             applied, deleted = applied + count, deleted + len(rows) - count
-        table, lifecycle_count = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, plan=plan)
+        table, lifecycle_count = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, known=known, plan=plan)
         writer.finish(index=_index(plan), pod_lifecycles=table)
     notes, warnings = _messages(
         plan=plan, groups=groups, state=state, inferred=inferred, inferred_deleted=inferred_deleted,

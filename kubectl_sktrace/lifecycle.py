@@ -26,7 +26,10 @@ information and is ignored without a reason. Empty is never stored.
 When a pod disappears (``on_pod_gone``), a Running lifecycle is closed at the deletion time; the end is
 never put before the start (a container clock ahead of the recorder's would otherwise do it).
 
-``overlaps`` and ``clamp`` are export's window rules (SPEC §7 step 5).
+``as_of``, ``overlaps`` and ``clamp`` are export's window rules (SPEC §7 step 5). A trace of a window that
+has ended must not change when it is exported again later, so export first takes each lifecycle as it stood
+at the window end (``as_of``): an end at or after it had not happened yet, and the pod is still Running
+there; a start at or after it, not started. Only then are the overlap and the clamp applied.
 """
 
 from __future__ import annotations
@@ -154,6 +157,17 @@ def on_pod_gone(current: Lifecycle, *, ts: int) -> Lifecycle:
     if current.start is None or current.end is not None:
         return current
     return Lifecycle(current.start, max(ts, current.start))
+
+
+def as_of(lc: Lifecycle, *, at: float) -> Lifecycle:
+    """The lifecycle as it stood at time ``at``: a start or end second counts only when the whole second lies
+    before ``at`` (``t + 1 <= at``; for a whole-second ``at``, ``t < at``), else the pod had not started
+    (Empty) or had not finished (Running) by then."""
+    if lc.start is None or lc.start + 1 > at:
+        return EMPTY
+    if lc.end is not None and lc.end + 1 > at:
+        return Lifecycle(lc.start, None)
+    return lc
 
 
 def overlaps(lc: Lifecycle, *, start_ts: int, end_ts: int) -> bool:

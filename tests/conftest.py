@@ -101,45 +101,51 @@ class CacheBuilder:
         self.cache = open_cache(path, create=True)
         self.run_id = 0
 
-    def run(self, *, started: float, stopped: float, config: str = DEFAULT_CONFIG_YAML, clean: bool = True) -> int:
+    def run(self, *, started: float, stopped: float, config: str = DEFAULT_CONFIG_YAML, clean: bool = True,
+            synced: float | None | str = "at start") -> int:
+        """A recording run; it finished its initial lists when it started unless ``synced`` says otherwise
+        (None: never)."""
         with self.cache.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (?, ?, ?, ?, 1, ?)",
-                (started, started, stopped, int(clean), config),
+                (started, started if synced == "at start" else synced, stopped, int(clean), config),
             )
         self.run_id = int(cur.lastrowid)
         return self.run_id
 
     def apply(self, ts: int, body: dict[str, Any], *, inferred: bool = False, owner_chain: list[ObjKey] | None = None,
-              uid: str | None = None) -> int:
+              uid: str | None = None, recv: float | None = None) -> int:
+        """An applied event stamped ``ts``, received a quarter second into it unless ``recv`` says otherwise
+        (a restart stamps an offline creation back to its creation time)."""
         key = key_of(body)
         chain = json.dumps([[str(k.gvk), k.namespace, k.name] for k in owner_chain]) if owner_chain else None
         with self.cache.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
-                (ts, ts + 0.25, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}", int(inferred),
-                 to_db_hash(spec_hash(body.get("spec"))), chain, *encode_body(body)),
+                (ts, ts + 0.25 if recv is None else recv, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}",
+                 int(inferred), to_db_hash(spec_hash(body.get("spec"))), chain, *encode_body(body)),
             )
         return int(cur.lastrowid)
 
-    def delete(self, ts: int, body: dict[str, Any], *, inferred: bool = False, uid: str | None = None) -> int:
+    def delete(self, ts: int, body: dict[str, Any], *, inferred: bool = False, uid: str | None = None, recv: float | None = None) -> int:
         key = key_of(body)
         with self.cache.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
-                (ts, ts + 0.25, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}", int(inferred)),
+                (ts, ts + 0.25 if recv is None else recv, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}",
+                 int(inferred)),
             )
         return int(cur.lastrowid)
 
     def pod(self, name: str, *, owner: ObjKey | None, stable_hash: int, start_ts: int | None, end_ts: int | None = None,
-            namespace: str = "app", uid: str | None = None) -> None:
+            namespace: str = "app", uid: str | None = None, first_seen: float = 0) -> None:
         with self.cache.transaction() as conn:
             conn.execute(
                 "INSERT INTO pods (uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, "
-                "live, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)",
+                "live, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (uid or f"uid-{name}", namespace, name, str(owner.gvk) if owner else None, owner.namespace if owner else None,
-                 owner.name if owner else None, to_db_hash(stable_hash), start_ts, end_ts, int(end_ts is None)),
+                 owner.name if owner else None, to_db_hash(stable_hash), start_ts, end_ts, int(end_ts is None), first_seen, first_seen),
             )
 
     def close(self) -> None:

@@ -8,7 +8,7 @@ import yaml
 import tempfile
 from pathlib import Path
 
-from conftest import assert_valid_trace, key_of, obj
+from conftest import DEFAULT_CONFIG_YAML, assert_valid_trace, key_of, obj
 from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window, write_atomically
 from kubectl_sktrace.hashing import spec_hash
@@ -205,7 +205,8 @@ def test_rows_of_one_second_are_one_event_and_events_are_time_ordered(cache_buil
 
 
 def test_lifecycle_table(cache_builder):
-    """Running and Finished pods before, inside, across and after the window [10, 20)."""
+    """Running and Finished pods before, inside, across and after the window [10, 20). A pod that finished
+    at or after the window end was still running at the end: Running, as an export made then showed it."""
     b = cache_builder
     b.run(started=0, stopped=100)
     web = dep("web")
@@ -235,8 +236,8 @@ def test_lifecycle_table(cache_builder):
     assert trace["pod_lifecycles"] == {
         ("apps/v1.Deployment", "app/web"): {
             7: (
-                {"Finished": (10, 10)}, {"Finished": (10, 15)}, {"Finished": (12, 15)}, {"Finished": (15, 25)},
-                {"Finished": (10, 25)}, {"Running": 10}, {"Running": 18},
+                {"Finished": (10, 10)}, {"Finished": (10, 15)}, {"Finished": (12, 15)}, {"Running": 15},
+                {"Running": 10}, {"Running": 10}, {"Running": 18},
             ),
             2**64 - 1: ({"Running": 11},),
         }
@@ -363,3 +364,87 @@ def test_objects_pods_reference_come_first_within_an_event(cache_builder):
     assert names(events[1]["applied_objs"]) == [
         ("ConfigMap", "web-config"), ("ServiceAccount", "web"), ("Deployment", "web"), ("Deployment", "api"),
     ]
+
+
+# --- a closed window exports the same bytes, whatever is recorded after it ---------------------------------
+
+
+def test_a_pod_that_finishes_after_the_window_end_stays_running_in_it(cache_builder):
+    b = cache_builder
+    b.run(started=0, stopped=30, clean=False)  # still recording
+    b.apply(1, dep("web"))
+    b.pod("p", owner=key_of(dep("web")), stable_hash=7, start_ts=5, first_seen=5.2)
+    before = run_export(b, 0, 10)[1]
+    b.cache.conn.execute("UPDATE pods SET end_ts = 10, live = 0")  # finished at the window end
+    assert run_export(b, 0, 10)[1] == before
+    assert decode(run_export(b, 0, 11)[1])["pod_lifecycles"] == {("apps/v1.Deployment", "app/web"): {7: ({"Finished": (5, 10)},)}}
+    b.cache.conn.execute("UPDATE pods SET end_ts = 25, end_inferred = 1")  # or found gone by a later restart
+    assert run_export(b, 0, 10)[1] == before
+    assert decode(before)["pod_lifecycles"] == {("apps/v1.Deployment", "app/web"): {7: ({"Running": 5},)}}
+
+
+def test_a_pod_first_seen_after_the_window_end_is_left_out(cache_builder):
+    """Its container started inside the window, but the recorder learned of it only after the end."""
+    b = cache_builder
+    b.run(started=0, stopped=30)
+    b.apply(1, dep("web"))
+    b.pod("slow", owner=key_of(dep("web")), stable_hash=7, start_ts=9, first_seen=10.3)
+    assert decode(run_export(b, 0, 10)[1])["pod_lifecycles"] == {}
+    assert decode(run_export(b, 0, 11)[1])["pod_lifecycles"] == {("apps/v1.Deployment", "app/web"): {7: ({"Running": 9},)}}
+
+
+def test_a_window_ending_in_a_gap_is_what_was_recorded_before_the_gap(cache_builder):
+    """A restart after the gap stamps what it finds back into the gap (a creation at its creation time) and
+    closes what vanished: none of it was known when the window ended, so the trace stays as it was."""
+    b = cache_builder
+    b.run(started=0, stopped=20.5, clean=False)  # crashed at 20.5
+    b.apply(1, dep("web"))
+    b.apply(2, dep("api"))
+    b.pod("p", owner=key_of(dep("web")), stable_hash=7, start_ts=3, first_seen=3.1)
+    window = (0, 25)
+    before = run_export(b, *window)
+    b.run(started=40, stopped=60)
+    b.apply(22, dep("offline"), inferred=True, recv=40.2)  # created at 22, while nothing recorded
+    b.apply(23, dep("api", 3), inferred=True, recv=40.2)
+    b.delete(40, dep("web"), inferred=True)
+    b.cache.conn.execute("UPDATE pods SET end_ts = 21, live = 0")  # finished at 21 (its true end, read at the restart)
+    after = run_export(b, *window)
+    assert after[1] == before[1]
+    assert after[0] == before[0]
+    trace = decode(after[1])
+    assert set(trace["index"][DEP]) == {"app/web", "app/api"}
+    assert trace["pod_lifecycles"] == {("apps/v1.Deployment", "app/web"): {7: ({"Running": 3},)}}
+    assert set(decode(run_export(b, 0, 41)[1])["index"][DEP]) == {"app/web", "app/api", "app/offline"}
+
+
+def test_a_window_ending_while_a_restart_lists_the_cluster(cache_builder):
+    """A restart records what vanished offline at its start time, and the true end of pods that finished
+    offline, but only once its lists are done: a window ending before that holds what the previous run knew,
+    and the run's config only once it is synced."""
+    b = cache_builder
+    b.run(started=0, stopped=10, config=DEFAULT_CONFIG_YAML)
+    b.apply(1, dep("web"))
+    b.pod("p", owner=key_of(dep("web")), stable_hash=7, start_ts=3, first_seen=3.1)
+    restart = b.run(started=20, stopped=22.5, config=DEFAULT_CONFIG_YAML.replace("  v1.ConfigMap: {}\n", ""), synced=None, clean=False)
+    window = (0, 22)
+    before = run_export(b, *window)
+    b.delete(20, dep("web"), inferred=True, recv=20)  # written at 23, stamped with the restart
+    b.cache.conn.execute("UPDATE pods SET end_ts = 15, live = 0")
+    b.cache.conn.execute("UPDATE runs SET synced = 24, stopped = 30 WHERE id = ?", (restart,))
+    after = run_export(b, *window)
+    assert (after[0], after[1]) == (before[0], before[1])
+    trace = decode(after[1])
+    assert [e["ts"] for e in trace["events"]] == [0, 1]
+    assert trace["pod_lifecycles"] == {("apps/v1.Deployment", "app/web"): {7: ({"Running": 3},)}}
+    synced = decode(run_export(b, 0, 25)[1])
+    assert [e["ts"] for e in synced["events"]] == [0, 1, 20]
+    assert synced["pod_lifecycles"] == {("apps/v1.Deployment", "app/web"): {7: ({"Finished": (3, 15)},)}}
+
+
+def test_a_window_ending_before_any_run_synced_holds_nothing_yet(cache_builder):
+    b = cache_builder
+    b.run(started=0, stopped=30, synced=None, clean=False)
+    b.apply(1, dep("web"))
+    report, data = run_export(b, 0, 10)
+    assert decode(data)["events"] == ({"ts": 0, "applied_objs": (), "deleted_objs": ()},)
+    assert report.index_objects == 0

@@ -1,10 +1,12 @@
+import math
+
 import pytest
 
 from conftest import key_of, obj
 from kubectl_sktrace.hashing import spec_hash
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store import history
-from kubectl_sktrace.store.history import Run, config_in_force, uncovered
+from kubectl_sktrace.store.history import Run, config_in_force, known_until, uncovered
 
 
 def dep(name, replicas=1):
@@ -26,25 +28,25 @@ def filled(cache_builder):
 
 
 def test_state_at_is_the_last_applied_version_of_live_objects(filled):
-    state = list(history.state_at(filled.cache, ts=5))
+    state = list(history.state_at(filled.cache, ts=5, known=50))
     assert [(e.key.name, e.body["spec"]) for e in state] == [("a", {"replicas": 2}), ("b", {"replicas": 1}), ("c", {"replicas": 1})]
     assert state[0].owner_chain == (ObjKey(GVK("apps", "v1", "Deployment"), "app", "top"),)
     assert state[0].spec_hash == spec_hash({"replicas": 2})
-    assert [e.key.name for e in history.state_at(filled.cache, ts=6)] == ["a", "c"]
-    assert [e.key.name for e in history.state_at(filled.cache, ts=8)] == ["a", "b"]
+    assert [e.key.name for e in history.state_at(filled.cache, ts=6, known=50)] == ["a", "c"]
+    assert [e.key.name for e in history.state_at(filled.cache, ts=8, known=50)] == ["a", "b"]
 
 
 def test_last_applied_before_keeps_deleted_objects(filled):
-    rows = list(history.last_applied_before(filled.cache, ts=100))
+    rows = list(history.last_applied_before(filled.cache, ts=100, known=100))
     assert [(e.key.name, e.body["spec"]["replicas"]) for e in rows] == [("a", 2), ("b", 3), ("c", 1)]
 
 
 def test_window_is_in_time_then_recorded_order(filled):
-    heads = list(history.window_heads(filled.cache, start_ts=2, end_ts=7))
+    heads = list(history.window_heads(filled.cache, start_ts=2, end_ts=7, known=7))
     assert [(h.ts, h.key.name, h.deleted, h.inferred) for h in heads] == [
         (2, "b", False, False), (3, "a", False, False), (4, "c", False, True), (5, "b", True, False), (6, "b", False, False),
     ]
-    events = list(history.window_events(filled.cache, start_ts=2, end_ts=7))
+    events = list(history.window_events(filled.cache, start_ts=2, end_ts=7, known=7))
     assert [e.id for e in events] == [h.id for h in heads]
     assert events[3].body is None and events[3].spec_hash is None
 
@@ -55,14 +57,53 @@ def test_pod_lifecycles_in_first_recorded_order(cache_builder):
     cache_builder.pod("a", owner=owner, stable_hash=1, start_ts=1, end_ts=3)
     cache_builder.pod("late", owner=owner, stable_hash=1, start_ts=50)
     cache_builder.pod("orphan", owner=None, stable_hash=1, start_ts=1)
-    rows = list(history.pod_lifecycles(cache_builder.cache, before=10))
+    rows = list(history.pod_lifecycles(cache_builder.cache, before=10, known=10))
     assert [(r.name, r.owner, r.stable_hash, r.start_ts, r.end_ts) for r in rows] == [
         ("z", owner, 2**64 - 2, 5, None), ("a", owner, 1, 1, 3),
     ]
 
 
-def run(start, stop, config="c"):
-    return Run(id=0, started=start, synced=start, stopped=stop, clean=True, config=config)
+def test_what_was_received_after_known_is_left_out(cache_builder):
+    """A restart stamps an object created while offline with its creation time: a row stamped 4 but
+    received at 60, after rows that were already final at 10."""
+    b = cache_builder
+    b.run(started=0, stopped=100)
+    b.apply(1, dep("a"))
+    b.apply(4, dep("a", 2), recv=60)
+    b.apply(4, dep("late"), recv=60.5)
+    b.delete(5, dep("a"), recv=60.5)
+    owner = key_of(dep("web"))
+    b.pod("seen", owner=owner, stable_hash=1, start_ts=2, first_seen=2.5)
+    b.pod("seen-late", owner=owner, stable_hash=1, start_ts=3, first_seen=60)
+
+    def names(rows):
+        return [(r.key.name, r.deleted) for r in rows]
+
+    assert names(history.state_at(b.cache, ts=10, known=10)) == [("a", False)]
+    assert next(history.state_at(b.cache, ts=10, known=10)).body["spec"] == {"replicas": 1}
+    assert names(history.last_applied_before(b.cache, ts=10, known=10)) == [("a", False)]
+    assert names(history.window_heads(b.cache, start_ts=0, end_ts=10, known=10)) == [("a", False)]
+    assert names(history.window_events(b.cache, start_ts=0, end_ts=10, known=61)) == [
+        ("a", False), ("a", False), ("late", False), ("a", True),
+    ]
+    assert names(history.state_at(b.cache, ts=10, known=61)) == [("late", False)]
+    assert [p.name for p in history.pod_lifecycles(b.cache, before=10, known=10)] == ["seen"]
+    assert [p.name for p in history.pod_lifecycles(b.cache, before=10, known=61)] == ["seen", "seen-late"]
+    assert list(history.state_at(b.cache, ts=10, known=-math.inf)) == []
+
+
+def test_a_bare_pod_is_finished_in_the_state_only_once_its_end_was_known(cache_builder):
+    b = cache_builder
+    b.run(started=0, stopped=100)
+    b.apply(1, obj("Pod", "job", spec={"containers": []}))
+    b.pod("job", owner=None, stable_hash=1, start_ts=1, end_ts=8)
+    assert [e.key.name for e in history.state_at(b.cache, ts=9, known=8)] == ["job"]  # ended in the second known is in
+    assert [e.key.name for e in history.state_at(b.cache, ts=9, known=8.9)] == ["job"]
+    assert [e.key.name for e in history.state_at(b.cache, ts=9, known=9)] == []
+
+
+def run(start, stop, config="c", synced="at start"):
+    return Run(id=0, started=start, synced=start if synced == "at start" else synced, stopped=stop, clean=True, config=config)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +128,27 @@ def test_config_in_force():
     assert config_in_force(runs, at=15) == "second"
     assert config_in_force(runs, at=0) == "first"
     assert config_in_force([], at=1) is None
+
+
+@pytest.mark.parametrize(
+    "runs, end, known",
+    [
+        ([], 10, -math.inf),
+        ([run(0, 20)], 10, 10),
+        ([run(0, 10)], 10, 10),
+        ([run(0, 8.5)], 10, 8.5),
+        ([run(0, 4.5), run(6, 20)], 5, 4.5),
+        ([run(0, 4.5), run(6, 20, synced=12)], 10, 4.5),
+        ([run(0, 4.5), run(6, 20, synced=None)], 10, 4.5),
+        ([run(0, 4.5), run(6, 20, synced=12)], 12, 12),
+        ([run(0, 20, synced=None)], 10, -math.inf),
+        ([run(0, 3, synced=None), run(5, 20)], 10, 10),
+        ([run(20, 30)], 10, -math.inf),
+    ],
+    ids=[
+        "no-run", "recording", "at-the-last-heartbeat", "after-the-last-heartbeat", "in-a-gap", "during-a-restarts-sync",
+        "restart-never-synced", "at-the-sync", "first-run-not-synced", "after-a-run-that-never-synced", "before-any-run",
+    ],
+)
+def test_known_until(runs, end, known):
+    assert known_until(runs, end=end) == known

@@ -9,6 +9,7 @@ import pytest
 from kubectl_sktrace.lifecycle import (
     EMPTY,
     Lifecycle,
+    as_of,
     clamp,
     derive_lifecycle,
     finished,
@@ -174,6 +175,26 @@ OVERLAP_CASES = [
 @pytest.mark.parametrize("lc, expected", OVERLAP_CASES)
 def test_overlaps(lc: Lifecycle, expected: bool) -> None:
     assert overlaps(lc, start_ts=START, end_ts=END) is expected
+
+
+@pytest.mark.parametrize(
+    "lc, at, expected",
+    [
+        pytest.param(finished(50, 150), END, finished(50, 150), id="ended-before"),
+        pytest.param(finished(50, 199), END, finished(50, 199), id="ended-in-the-last-second"),
+        pytest.param(finished(50, 200), END, running(50), id="ends-at-the-time-still-running"),
+        pytest.param(finished(50, 250), END, running(50), id="ends-after-still-running"),
+        pytest.param(running(199), END, running(199), id="running-unchanged"),
+        pytest.param(running(200), END, EMPTY, id="starts-at-the-time-not-started"),
+        pytest.param(finished(220, 250), END, EMPTY, id="starts-after-not-started"),
+        pytest.param(finished(50, 199), 199.5, running(50), id="end-second-not-over-still-running"),
+        pytest.param(finished(50, 198), 199.5, finished(50, 198), id="end-second-over"),
+        pytest.param(running(50), float("-inf"), EMPTY, id="nothing-known"),
+        pytest.param(EMPTY, END, EMPTY, id="empty-unchanged"),
+    ],
+)
+def test_as_of(lc: Lifecycle, at: float, expected: Lifecycle) -> None:
+    assert as_of(lc, at=at) == expected
 
 
 @pytest.mark.parametrize(

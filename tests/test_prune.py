@@ -152,3 +152,26 @@ def test_a_dry_run_runs_beside_a_recorder(cache_builder):
     path = str(cache_builder.path)
     with WriterLock(path):
         assert prune_cache(path, before=10, dry_run=True).result.events_removed == 0
+
+
+def test_prune_in_a_gap_keeps_what_a_window_ending_in_the_gap_reads(tmp_path):
+    """A restart stamped an object created while offline back into the gap; a window ending in the gap reads
+    only what was recorded before the gap, so the version before it must survive a prune in the gap."""
+    b = CacheBuilder(tmp_path / "cache.db")
+    b.run(started=0, stopped=90)
+    web = obj("Deployment", "web", spec={"replicas": 1})
+    b.apply(10, web)
+    b.apply(20, obj("ConfigMap", "cm", spec={"x": 1}))
+    b.pod("p", owner=key_of(web), stable_hash=1, start_ts=30, end_ts=90)  # its end not over at the last heartbeat
+    b.run(started=110, stopped=200)
+    b.apply(95, obj("Deployment", "web", spec={"replicas": 4}), inferred=True, recv=110.5)  # changed offline
+    b.apply(98, obj("ConfigMap", "cm", spec={"x": 2}), inferred=True, recv=110.5)
+    b.close()
+    pristine = tmp_path / "pristine.db"
+    shutil.copy(tmp_path / "cache.db", pristine)
+    result = prune_cache(str(tmp_path / "cache.db"), before=100).result
+    assert (result.events_removed, result.pods_removed) == (0, 0)
+    for start, end in [(100, 105), (100, 120), (101, 200)]:
+        assert export_bytes(tmp_path / "cache.db", start, end) == export_bytes(pristine, start, end), (start, end)
+    again = prune_cache(str(tmp_path / "cache.db"), before=150).result
+    assert (again.events_removed, again.pods_removed) == (2, 1)

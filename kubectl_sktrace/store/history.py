@@ -8,11 +8,17 @@ bounded memory; only per-object and per-run results are returned as lists.
 ``ts < T``: ``ts`` first, because a relist may stamp an object created while offline with its (earlier)
 creation time after later rows were written; ``id`` breaks ties in recorded order. Every query here and
 the pruning that must keep their results unchanged (``pruning.py``) use that one order.
+
+What was known when: the queries behind an export take ``known``, the time until which the record is final
+(``known_until``), and read only what had been received before it — events by ``recv``, pods by
+``first_seen`` — so rows recorded later (an offline creation stamped back to its creation time by a
+restart, a pod first seen after the window) cannot change an export of a window that already ended.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -24,11 +30,12 @@ APPLIED, DELETED, UNTRACKED = 0, 1, 2
 
 _EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status"
 
-# The last row per object among those before :before, ranked by (ts, id) descending. Shared with pruning.
+# The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
+# descending. Shared with pruning.
 LAST_ROW_PER_OBJECT = """
     SELECT id, op FROM (
         SELECT id, op, ROW_NUMBER() OVER (PARTITION BY gvk, namespace, name ORDER BY ts DESC, id DESC) AS rank
-        FROM events WHERE ts < :before {extra}
+        FROM events WHERE ts < :before AND recv < :known {extra}
     ) WHERE rank = 1
 """
 
@@ -119,61 +126,64 @@ def _event(row: tuple[Any, ...], keys: dict[tuple[str, str, str], ObjKey]) -> St
     )
 
 
-def state_at(cache: Cache, *, ts: int) -> Iterator[StoredEvent]:
-    """The objects that exist at ``ts``: for each object whose last event before ``ts`` is an applied one,
-    that event, in recorded order. Pods whose lifecycle finished before ``ts`` are not part of the state
-    (SPEC §7.1), even when the object itself was never deleted (a Completed bare pod)."""
+def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
+    """The objects that exist at ``ts`` as recorded before ``known``: for each object whose last event before
+    ``ts`` is an applied one, that event, in recorded order. Pods whose lifecycle finished before ``ts`` are
+    not part of the state (SPEC §7.1), even when the object itself was never deleted (a Completed bare pod);
+    the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
         JOIN ({LAST_ROW_PER_OBJECT.format(extra="")}) last ON last.id = e.id
         WHERE last.op = {APPLIED}
           AND NOT (e.gvk = :pod AND EXISTS (
-              SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before))
+              SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
         ORDER BY e.id
     """
     keys: dict[tuple[str, str, str], ObjKey] = {}
-    for row in cache.conn.execute(sql, {"before": ts, "pod": str(POD)}):
+    for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD)}):
         yield _event(row, keys)
 
 
-def last_applied_before(cache: Cache, *, ts: int) -> Iterator[StoredEvent]:
-    """For every object with an applied event before ``ts`` (deleted since or not), its last applied
-    version before ``ts``: what the index of a trace ending at ``ts`` holds, and what filters judge."""
+def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
+    """For every object with an applied event before ``ts`` received before ``known`` (deleted since or not),
+    its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
         JOIN ({LAST_ROW_PER_OBJECT.format(extra=f"AND op = {APPLIED}")}) last ON last.id = e.id
         ORDER BY e.id
     """
     keys: dict[tuple[str, str, str], ObjKey] = {}
-    for row in cache.conn.execute(sql, {"before": ts}):
+    for row in cache.conn.execute(sql, {"before": ts, "known": known}):
         yield _event(row, keys)
 
 
-_WINDOW_WHERE = f"WHERE e.ts >= :start AND e.ts < :end AND e.op != {UNTRACKED} ORDER BY e.ts, e.id"
+_WINDOW_WHERE = f"WHERE e.ts >= :start AND e.ts < :end AND e.recv < :known AND e.op != {UNTRACKED} ORDER BY e.ts, e.id"
 
 
-def untracked_before(cache: Cache, *, start_ts: int, end_ts: int) -> set[ObjKey]:
+def untracked_before(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> set[ObjKey]:
     """Objects whose kind stopped being tracked at or before ``start_ts`` and that were not recorded again
-    before ``end_ts``: no trace of that window holds them."""
+    before ``end_ts`` (as recorded before ``known``): no trace of that window holds them."""
     sql = f"""
         SELECT e.gvk, e.namespace, e.name FROM events e
         JOIN ({LAST_ROW_PER_OBJECT.format(extra="")}) last ON last.id = e.id
         WHERE last.op = {UNTRACKED} AND e.ts <= :start
     """
-    return {_key(*row) for row in cache.conn.execute(sql, {"before": end_ts, "start": start_ts})}
+    return {_key(*row) for row in cache.conn.execute(sql, {"before": end_ts, "known": known, "start": start_ts})}
 
 
-def untracked_in(cache: Cache, *, start_ts: int, end_ts: int) -> list[tuple[str, int, int]]:
+def untracked_in(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> list[tuple[str, int, int]]:
     """Kinds that stopped being tracked within the window: (gvk, when, how many objects left the history)."""
-    sql = f"SELECT gvk, min(ts), count(*) FROM events WHERE op = {UNTRACKED} AND ts >= ? AND ts < ? GROUP BY gvk ORDER BY gvk"
-    return [(gvk, ts, n) for gvk, ts, n in cache.conn.execute(sql, (start_ts, end_ts))]
+    sql = (f"SELECT gvk, min(ts), count(*) FROM events WHERE op = {UNTRACKED} AND ts >= ? AND ts < ? AND recv < ? "
+           "GROUP BY gvk ORDER BY gvk")
+    return [(gvk, ts, n) for gvk, ts, n in cache.conn.execute(sql, (start_ts, end_ts, known))]
 
 
-def window_heads(cache: Cache, *, start_ts: int, end_ts: int) -> Iterator[EventHead]:
-    """Events with ``start_ts <= ts < end_ts`` in time then recorded order, without their bodies."""
+def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[EventHead]:
+    """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, without
+    their bodies."""
     keys: dict[tuple[str, str, str], ObjKey] = {}
     sql = f"SELECT e.id, e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_WINDOW_WHERE}"
-    for eid, ts, gvk, ns, name, op, inferred in cache.conn.execute(sql, {"start": start_ts, "end": end_ts}):
+    for eid, ts, gvk, ns, name, op, inferred in cache.conn.execute(sql, {"start": start_ts, "end": end_ts, "known": known}):
         raw = (gvk, ns, name)
         key = keys.get(raw)
         if key is None:
@@ -181,23 +191,28 @@ def window_heads(cache: Cache, *, start_ts: int, end_ts: int) -> Iterator[EventH
         yield EventHead(id=eid, ts=ts, key=key, deleted=op == DELETED, inferred=bool(inferred))
 
 
-def window_events(cache: Cache, *, start_ts: int, end_ts: int) -> Iterator[StoredEvent]:
-    """Events with ``start_ts <= ts < end_ts`` in time then recorded order, one row at a time."""
+def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[StoredEvent]:
+    """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, one row at
+    a time."""
     keys: dict[tuple[str, str, str], ObjKey] = {}
-    for row in cache.conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events e {_WINDOW_WHERE}", {"start": start_ts, "end": end_ts}):
+    params = {"start": start_ts, "end": end_ts, "known": known}
+    for row in cache.conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events e {_WINDOW_WHERE}", params):
         yield _event(row, keys)
 
 
-def pod_lifecycles(cache: Cache, *, before: int) -> Iterator[PodLifecycleRow]:
-    """Pods with a lifecycle owner whose lifecycle started before ``before``, in first-recorded order."""
+def pod_lifecycles(cache: Cache, *, before: int, known: float) -> Iterator[PodLifecycleRow]:
+    """Pods with a lifecycle owner whose lifecycle started before ``before``, first seen before ``known``, in
+    first-recorded order. The lifecycle is the one stored now: ``lifecycle.as_of`` says what of it was known."""
     sql = """
         SELECT id, uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, end_inferred
         FROM pods
         WHERE owner_gvk IS NOT NULL AND stable_hash IS NOT NULL AND start_ts IS NOT NULL AND start_ts < :before
+          AND first_seen < :known
         ORDER BY id
     """
     keys: dict[tuple[str, str, str], ObjKey] = {}
-    for pid, uid, ns, name, ogvk, ons, oname, stable, start, end, end_inferred in cache.conn.execute(sql, {"before": before}):
+    params = {"before": before, "known": known}
+    for pid, uid, ns, name, ogvk, ons, oname, stable, start, end, end_inferred in cache.conn.execute(sql, params):
         raw = (ogvk, ons or "", oname)
         owner = keys.get(raw)
         if owner is None:
@@ -265,6 +280,30 @@ def merge_gaps(gaps: list[CoverageGap]) -> list[CoverageGap]:
         else:
             merged.append(gap)
     return sorted(merged, key=lambda g: (g.since, g.run_id))
+
+
+def known_until(all_runs: list[Run], *, end: float) -> float:
+    """Until when the record of what happened before ``end`` is final: the time an export ending at ``end``
+    reads up to, so that exporting it again later, after more recording, gives the same trace. Pure.
+
+    ``end`` itself when a run that had finished its initial lists was recording at ``end``
+    (``synced <= end <= stopped``, ``stopped`` being its last heartbeat): every change it received before
+    ``end`` was committed by that heartbeat. Otherwise the last heartbeat before ``end`` of a run that had
+    synced, or ``-inf`` when none had: ``end`` then falls in a gap, after the last heartbeat, or before a
+    (re)started recorder finished its initial lists — whose rows, stamped back to the restart or to creation
+    times in the gap, may still be coming.
+
+    Where this assumes: rows are received (``recv``) when they are written, give or take a commit. A relist
+    after an expired watch stamps its rows with the time it began, so one still running at ``end`` may add
+    rows received before it; so may a watch event received just before a commit that waited for the writer."""
+    known = -math.inf
+    for run in all_runs:
+        if run.synced is None or run.synced > end:
+            continue
+        if run.stopped >= end:
+            return end
+        known = max(known, run.stopped)
+    return known
 
 
 def config_in_force(all_runs: list[Run], *, at: float) -> str | None:

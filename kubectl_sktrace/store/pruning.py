@@ -10,30 +10,34 @@ after the prune. Such an export reads, from the rows before ``T``, exactly:
   keeps objects deleted before the window, so this row is needed even for long-gone objects);
 - for bare pods in that state, whether the pod's lifecycle finished before the start (``pods.end_ts``).
 
-So per object at most two rows before ``T`` survive, unchanged: its last applied event, and its last
-event when that is a deletion (dropping it would resurrect the object in the state). Everything else
-before ``T`` is removed. Pods whose lifecycle ended before ``T`` can never overlap such a window and are
-removed, except those a surviving bare-pod event still refers to (they tell export the pod is finished).
-Runs are kept: they are tiny, and hold the config in force and the coverage that export reports.
+An export reads only rows received before the time its record is final (``history.known_until`` of its
+window end), which for such a window is at least ``K``, that time for ``T`` itself (``T`` when a synced run
+was recording at ``T``; earlier when ``T`` falls in a gap). So the rows before ``T`` received at or after
+``K`` (a restart stamps offline creations back into the gap) are all kept, and among those received before
+``K``, per object at most two survive, unchanged: its last applied event, and its last event when that is
+a deletion (dropping it would resurrect the object in the state). Everything else before ``T`` is removed.
+Pods whose lifecycle was known to have ended before ``K`` can never overlap such a window and are removed,
+except those a surviving bare-pod event still refers to (they tell export the pod is finished). Runs are
+kept: they are tiny, and hold the config in force and the coverage that export reports.
 """
 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
+import math
 from dataclasses import dataclass
 from typing import Iterator
 
 from kubectl_sktrace.store.connection import Cache
-from kubectl_sktrace.store.history import APPLIED, DELETED, LAST_ROW_PER_OBJECT, read_snapshot
+from kubectl_sktrace.store.history import APPLIED, LAST_ROW_PER_OBJECT, known_until, read_snapshot, runs
 
 VACUUM_FREE_FRACTION = 0.25
 
 # What a prune removes, over the rows marked in ``keep_ids`` (``_marked_rows``): one predicate each for the
 # DELETE and for the dry run's count. A pod row stays while an applied event of its uid survives.
-_EVENTS_GONE = "ts < :before AND id NOT IN (SELECT id FROM keep_ids)"
+_EVENTS_GONE = "ts < :before AND recv < :known AND id NOT IN (SELECT id FROM keep_ids)"
 _PODS_GONE = f"""
-    end_ts IS NOT NULL AND end_ts < :before
+    end_ts IS NOT NULL AND end_ts + 1 <= :known
     AND uid NOT IN (SELECT uid FROM events WHERE gvk = 'v1.Pod' AND op = :applied AND NOT ({_EVENTS_GONE}))
 """
 
@@ -71,11 +75,14 @@ def _free_bytes(cache: Cache) -> int:
 
 
 @contextlib.contextmanager
-def _marked_rows(conn: sqlite3.Connection, *, before: int) -> Iterator[dict[str, int]]:
+def _marked_rows(cache: Cache, *, before: int) -> Iterator[dict[str, float]]:
     """Inside a transaction: the temporary table ``keep_ids`` of the rows before ``before`` that survive;
     yields the parameters of ``_EVENTS_GONE`` and ``_PODS_GONE``. A temporary table is no write to the
     cache, so a read-only connection may hold it too."""
-    params = {"before": before, "applied": APPLIED}
+    conn = cache.conn
+    known = known_until(runs(cache), end=before)
+    # no run had synced by ``before``: every later export reads from ``before`` on, or reads nothing
+    params = {"before": before, "known": known if known > -math.inf else before, "applied": APPLIED}
     conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
     try:
         conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({LAST_ROW_PER_OBJECT.format(extra=f'AND op = {APPLIED}')})", params)
@@ -87,7 +94,7 @@ def _marked_rows(conn: sqlite3.Connection, *, before: int) -> Iterator[dict[str,
 
 def plan_prune(cache: Cache, *, before: int) -> PrunePlan:
     """What ``prune_before`` would remove, counted from one snapshot; changes nothing, needs no lock."""
-    with read_snapshot(cache), _marked_rows(cache.conn, before=before) as params:
+    with read_snapshot(cache), _marked_rows(cache, before=before) as params:
         conn = cache.conn
         events_removed = conn.execute(f"SELECT count(*) FROM events WHERE {_EVENTS_GONE}", params).fetchone()[0]
         older = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
@@ -101,7 +108,7 @@ def prune_before(cache: Cache, *, before: int) -> PruneResult:
     """Remove what no export starting at or after ``before`` reads; the caller holds the writer lock."""
     bytes_before = _file_size(cache)
     free_before = _free_bytes(cache)
-    with cache.transaction() as conn, _marked_rows(conn, before=before) as params:
+    with cache.transaction() as conn, _marked_rows(cache, before=before) as params:
         events_removed = conn.execute(f"DELETE FROM events WHERE {_EVENTS_GONE}", params).rowcount
         kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
         pods_removed = conn.execute(f"DELETE FROM pods WHERE {_PODS_GONE}", params).rowcount
