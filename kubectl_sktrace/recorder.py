@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+import math
 import os
 import random
 import signal
@@ -162,6 +163,7 @@ class Ingest:
         self._resource_versions: dict[GVK, str] = {}
         self._pending_rv: dict[GVK, str] = {}
         self.outages: dict[GVK, Outage] = {}  # kind -> its open coverage gap (an outage in progress)
+        self._heartbeat = -math.inf  # the last heartbeat committed by this run
         self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
 
     # -- the Sink, applied ---------------------------------------------------------------------------
@@ -299,6 +301,14 @@ class Ingest:
             self.rec.set_watch_state(gvk, rv, ts)
         self._pending_rv.clear()
         self.rec.heartbeat(self.run_id, ts)
+        self._heartbeat = max(self._heartbeat, ts)
+
+    def _written(self, recv: float) -> float:
+        """The ``recv`` stored for a row: when it was received, but never before a heartbeat already committed.
+        An event received before a commit may be written after it (it waited for the writer, or a relist stamps
+        its pages with the list's start); exports rely on "every row received before a heartbeat was committed
+        with it" (``history.known_until``), so such a row counts as received after that heartbeat."""
+        return recv if recv >= self._heartbeat else self._heartbeat
 
     # -- rules ----------------------------------------------------------------------------------------
 
@@ -348,7 +358,7 @@ class Ingest:
         body = sanitize.sanitize(obj, gvk=gvk, keep_secret_data=options.keep_secret_data)
         self.rec.append_event(
             self.run_id,
-            EventRow(ts=ts, recv=recv, key=key, uid=uid, op=OP_APPLIED, inferred=inferred, spec_hash=decision.spec_hash,
+            EventRow(ts=ts, recv=self._written(recv), key=key, uid=uid, op=OP_APPLIED, inferred=inferred, spec_hash=decision.spec_hash,
                      owner_chain=chain or None, body=body),
         )
         self.events_recorded += 1
@@ -363,7 +373,8 @@ class Ingest:
 
     def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool, ts: int | None = None) -> None:
         second = changes.event_second(recv) if ts is None else ts
-        self.rec.append_event(self.run_id, EventRow(ts=second, recv=recv, key=key, uid=uid, op=OP_DELETED, inferred=inferred))
+        self.rec.append_event(self.run_id, EventRow(ts=second, recv=self._written(recv), key=key, uid=uid, op=OP_DELETED,
+                                                    inferred=inferred))
         self.rec.delete_object(key)
         self.events_recorded += 1
 
@@ -379,7 +390,7 @@ class Ingest:
             owner = owners.lifecycle_owner(pod_key=ObjKey(POD, namespace, name), chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
             stable = hashing.pod_spec_hash(obj.get("spec") or {}) if owner is not None else None
             self.rec.insert_pod(uid=uid, namespace=namespace, name=name, owner=owner, stable_hash=stable,
-                                start_ts=derived.start, end_ts=derived.end, seen=recv)
+                                start_ts=derived.start, end_ts=derived.end, seen=self._written(recv))
             known = self.pods[uid] = _Pod(namespace, name, None if owner is None else owner.gvk, derived)
             if owner is not None and derived.start is not None:
                 self.stats_for(owner.gvk).lifecycles += 1

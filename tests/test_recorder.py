@@ -362,3 +362,19 @@ def test_a_run_that_ends_during_an_outage_closes_its_gap_at_its_end(h: Harness) 
     ing.interrupted(DEPLOY, T0 + 5, "API unreachable", "connection refused")
     h.finish(ing, T0 + 50)
     assert h.cache.conn.execute("SELECT since, until FROM coverage_gaps").fetchall() == [(T0 + 5, T0 + 50)]
+
+
+def test_a_row_written_after_a_commit_is_never_received_before_that_commits_heartbeat(h: Harness) -> None:
+    # a relist stamps its pages with the list's start; a page written after a commit counts as received after it,
+    # so an export that trusted that heartbeat ("everything received before it is in") never changes later
+    ing = h.ingest()
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    ing.relist_begin(DEPLOY, T0 + 10)
+    ing.before_commit(T0 + 12.5)
+    h.rec.commit()
+    h.rec.begin()
+    ing.relist_page(DEPLOY, [deployment("web", "d1"), deployment("api", "d2")], T0 + 10)
+    ing.relist_end(DEPLOY, "5", T0 + 10)
+    h.finish(ing, T0 + 20)
+    assert h.cache.conn.execute("SELECT name, ts, recv FROM events ORDER BY id").fetchall() == [
+        ("web", int(T0), T0), ("api", int(T0) + 10, T0 + 12.5)]
