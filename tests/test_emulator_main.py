@@ -62,6 +62,15 @@ def test_sigusr2_takes_the_server_down_and_brings_it_back_with_the_same_state(tm
         proc.send_signal(signal.SIGUSR2)
         assert proc.stderr.readline() == f"outage over: serving https://127.0.0.1:{port} again\n"
         assert api.read_namespace("kube-system").metadata.uid == uid  # the same cluster, not a new one
+        version = api.list_namespace().metadata.resource_version
+        proc.send_signal(signal.SIGHUP)
+        assert proc.stderr.readline() == "compacted: watch history before now is gone, every watch was cut\n"
+        try:
+            resp = api.list_namespace(watch=True, resource_version=str(int(version) - 1), timeout_seconds=1, _preload_content=False)
+            first = json.loads(resp.data.splitlines()[0])
+            assert first["type"] == "ERROR" and first["object"]["code"] == 410, first  # resuming from before is 410 Gone
+        except client.ApiException as gone:
+            assert gone.status == 410
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
     finally:

@@ -8,7 +8,8 @@ state of ``--pods`` running pods, then ``load`` if ``--rate`` is given), ``storm
 SIGUSR1 makes every pod's containers restart once, as fast as the server can stream it: for benchmarks).
 SIGUSR2, with any workload, takes the API server down (connection refused, open watches cut) while the
 cluster's controllers go on, and brings it back on the same port with the same state at the next SIGUSR2:
-an outage, as when a control plane restarts.
+an outage, as when a control plane restarts. SIGHUP compacts the watch history and cuts every watch, so
+every watcher must relist (410 Gone), as after a long sleep or an etcd compaction.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     storms = threading.Semaphore(0)
     if args.workload == "storm":
         signal.signal(signal.SIGUSR1, lambda *_: storms.release())
-    outages = threading.Semaphore(0)
+    outages, compactions = threading.Semaphore(0), threading.Semaphore(0)
     signal.signal(signal.SIGUSR2, lambda *_: outages.release())
+    signal.signal(signal.SIGHUP, lambda *_: compactions.release())
     down = False
     storm = RestartStorm(emu, restarts=0) if args.workload == "storm" else None
     storm_count = 0
@@ -78,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     emu.start()
                     print(f"outage over: serving {emu.url} again", file=sys.stderr, flush=True)
+            if compactions.acquire(blocking=False):
+                emu.compact()
+                emu.drop_watches()
+                print("compacted: watch history before now is gone, every watch was cut", file=sys.stderr, flush=True)
             if workload is not None and args.rate > 0 and args.workload != "demo":
                 workload.generate(args.rate, 1.0)
             elif workload is not None:
