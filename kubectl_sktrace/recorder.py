@@ -698,9 +698,7 @@ class Session:
                     break
                 for gvk, error in writer.take_failures():
                     self._report_failure(gvk, error)
-                with writer.lock:
-                    outages = dict(ingest.outages)
-                self._report_outage(outages)
+                self._report_outage(ingest, writer)
                 self._check_failures(tracked, resources)
                 with writer.lock:
                     settled = all(self._settled(ingest, g) for g in watched)
@@ -727,6 +725,7 @@ class Session:
                     self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate,
                                        updates_rate=updates_rate,
                                        left=None if deadline is None else max(0.0, deadline - now_mono))
+            self._report_outage(ingest, writer)  # an outage that ended since the last round is said to be over
             clean = True
         except KubeError:
             clean = True  # a reported cluster error (every kind forbidden): what was written stands, the cache is sound
@@ -786,10 +785,12 @@ class Session:
             self._warn(f"{gvk} is {verb} by this config: its {count} live object(s) leave the history at this run's start; "
                        "earlier history is kept")
 
-    def _report_outage(self, open_now: Mapping[GVK, Outage]) -> None:
+    def _report_outage(self, ingest: Ingest, writer: Writer) -> None:
         """One warning when kinds stop being watched, one line when all watch again (not one per retry)."""
         from kubectl_sktrace.timeparse import format_duration, format_time
 
+        with writer.lock:
+            open_now = dict(ingest.outages)
         if open_now and self._outage is None:
             first = min(open_now.values(), key=lambda o: o.since)
             self._outage = first

@@ -155,21 +155,12 @@ def open_cache(path: str | os.PathLike[str], *, create: bool) -> Cache:
         _check_header(cache_path)
     else:
         _create_file(cache_path)
-    try:
-        conn = sqlite3.connect(str(cache_path), isolation_level=None, timeout=10.0, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise CacheError(f"cannot open cache {cache_path} ({exc}); check the path and its permissions") from exc
-    try:
+    conn = _connect(cache_path, str(cache_path))
+    with _closed_on_failure(cache_path, conn):
         _check_ours(cache_path, conn, fresh_ok=True)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         _migrate(cache_path, conn)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise CacheError(f"{cache_path} is not a usable kubectl-sktrace cache ({exc}); pass another --cache FILE") from exc
-    except BaseException:
-        conn.close()
-        raise
     return Cache(cache_path, conn)
 
 
@@ -182,19 +173,30 @@ def open_cache_readonly(path: str | os.PathLike[str]) -> Cache:
     live = Path(f"{cache_path}-wal").exists()
     unchanging = None if live else _identity(cache_path)
     uri = f"{cache_path.absolute().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
+    conn = _connect(cache_path, uri, uri=True)
+    with _closed_on_failure(cache_path, conn):
+        _check_ours(cache_path, conn, fresh_ok=False)
+    return Cache(cache_path, conn, unchanging=unchanging)
+
+
+def _connect(cache_path: Path, database: str, *, uri: bool = False) -> sqlite3.Connection:
     try:
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=10.0, check_same_thread=False)
+        return sqlite3.connect(database, uri=uri, isolation_level=None, timeout=10.0, check_same_thread=False)
     except sqlite3.Error as exc:
         raise CacheError(f"cannot open cache {cache_path} ({exc}); check the path and its permissions") from exc
+
+
+@contextlib.contextmanager
+def _closed_on_failure(cache_path: Path, conn: sqlite3.Connection) -> Iterator[None]:
+    """Whatever fails while a new connection is checked closes it; sqlite's own errors become one line."""
     try:
-        _check_ours(cache_path, conn, fresh_ok=False)
+        yield
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise CacheError(f"{cache_path} is not a usable kubectl-sktrace cache ({exc}); pass another --cache FILE") from exc
     except BaseException:
         conn.close()
         raise
-    return Cache(cache_path, conn, unchanging=unchanging)
 
 
 def _identity(path: Path) -> tuple[int, ...]:
