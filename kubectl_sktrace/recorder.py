@@ -164,6 +164,7 @@ class Ingest:
         self._pending_rv: dict[GVK, str] = {}
         self.outages: dict[GVK, Outage] = {}  # kind -> its open coverage gap (an outage in progress)
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
+        self.last_resumed = 0.0  # when a kind last watched again after an outage
         self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
 
     # -- the Sink, applied ---------------------------------------------------------------------------
@@ -287,6 +288,7 @@ class Ingest:
         if outage is None:
             return
         self.rec.close_gap(outage.gap_id, until=ts)
+        self.last_resumed = ts
         if horizon is not None:
             try:
                 self._catch_up[gvk] = int(horizon)
@@ -790,16 +792,15 @@ class Session:
         from kubectl_sktrace.timeparse import format_duration, format_time
 
         with writer.lock:
-            open_now = dict(ingest.outages)
+            open_now, resumed = dict(ingest.outages), ingest.last_resumed
         if open_now and self._outage is None:
             first = min(open_now.values(), key=lambda o: o.since)
             self._outage = first
             self._warn(f"{first.cause} since {format_time(first.since)} ({first.detail}); "
                        f"{len(open_now)} kind(s) not watched until it recovers, what changes meanwhile is caught up afterwards")
         elif not open_now and self._outage is not None:
-            now = self.clock()
             self.progress.note(f"{self._outage.cause} since {format_time(self._outage.since)}: recovered after "
-                               f"{format_duration(now - self._outage.since)}; every kind is watched again")
+                               f"{format_duration(resumed - self._outage.since)}; every kind is watched again")
             self._outage = None
 
     def _watch_vigil(self) -> None:
