@@ -25,7 +25,9 @@ What it guarantees (SPEC §5 step 5, NOTES "The API protocol"):
   the latest completed list, successful watch connection, event or bookmark. When a watch fails (a
   ``TransientError``, or a 410 that forces a relist) the sink hears ``interrupted(gvk, since=that proof)``,
   once per outage, and ``resumed(gvk, ts, horizon)`` when the kind is watching again: a relist completed
-  (``horizon`` None: the relist's own rules date what it found), or a resumed watch connected. Before such a
+  (``horizon`` None: the relist's own rules date what it found), or a resumed watch connected (said when
+  its first event or bookmark arrives, or it ends cleanly: a watch answered at once with a 410 or another
+  error was no recovery, and the outage goes on). Before such a
   watch is opened, one ``limit=1`` list reads the server's current resourceVersion, the ``horizon``: events
   of the resumed stream up to it happened while nothing watched (the server replays them from its watch
   cache), so the sink reports them as caught up, not live.
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from kubectl_sktrace.errors import ExpiredError, KubeError, TransientError
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.timeparse import format_time
 
 if TYPE_CHECKING:
     from kubectl_sktrace.kube import Resource
@@ -226,7 +229,7 @@ class _Suspended(Exception):
     """Internal: the process stood still since this watch last heard from the server."""
 
     def __init__(self, since: float) -> None:
-        super().__init__(f"the recorder stood still from {since}")
+        super().__init__(f"the process stood still from {format_time(since)}")
         self.since = since
 
 
@@ -309,9 +312,9 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..
     gvk = resource.gvk
     stream = watch(resource, namespace=namespace, resource_version=position.version,
                    timeout_seconds=timeout_seconds, stop=stop)
-    position.alive = clock()
+    opened = position.alive = clock()
     position.epoch = vigil.check()
-    connected(position.alive)
+    confirmed = False  # the stream proved itself: an event, a bookmark or a clean end, not an ERROR at once
     try:
         for event in stream:
             if stop.is_set():
@@ -322,6 +325,9 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..
             obj = event.get("object") or {}
             if kind == "ERROR":
                 raise _status_error(gvk, obj)
+            if not confirmed:
+                confirmed = True
+                connected(opened)
             if kind in EVENT_TYPES:
                 obj.setdefault("apiVersion", gvk.api_version)
                 obj.setdefault("kind", gvk.kind)
@@ -336,6 +342,8 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..
             rv = (obj.get("metadata") or {}).get("resourceVersion")
             if rv:
                 position.version = str(rv)
+        if not confirmed and not stop.is_set():
+            connected(opened)
     finally:
         close = getattr(stream, "close", None)
         if close is not None:

@@ -408,3 +408,16 @@ def test_retries_during_an_outage_stay_info_the_sink_reports_the_outage_once(cap
     fail = TransientError("no data in time")
     run([page([], rv="1")], [[ev("ADDED", "a", "2"), fail], fail, fail, [ev("ADDED", "b", "3")]], cycles=5)
     assert {r.levelname for r in caplog.records} == {"INFO"}
+
+
+def test_a_resumed_watch_answered_at_once_with_410_is_no_recovery_the_outage_goes_on_until_the_relist():
+    sink, script, slept = run([page(["a"], rv="100"), page(["a"], rv="300")],
+                              [[ev("MODIFIED", "a", "101"), TransientError("reset")], [expired_event()]], cycles=4)
+    assert [c for c in sink.calls if c[0] in ("interrupted", "resumed")] == [
+        ("interrupted", 1004.0, "API unreachable"), ("resumed", pytest.approx(1010.0 + slept[0]), None)]
+
+
+def test_a_quiet_resumed_watch_that_ends_cleanly_ends_the_outage_at_its_connection():
+    sink, script, slept = run([page([], rv="100")], [[ev("ADDED", "a", "101"), TransientError("reset")], []], cycles=3)
+    assert [c for c in sink.calls if c[0] in ("interrupted", "resumed")] == [
+        ("interrupted", 1004.0, "API unreachable"), ("resumed", pytest.approx(1008.0 + slept[0]), "999")]
