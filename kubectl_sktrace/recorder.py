@@ -165,6 +165,8 @@ class Ingest:
         self.outages: dict[GVK, Outage] = {}  # kind -> its open coverage gap (an outage in progress)
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
         self.last_resumed = 0.0  # when a kind last watched again after an outage
+        self.last_outage: Outage | None = None
+        self.outages_opened = 0
         self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
 
     # -- the Sink, applied ---------------------------------------------------------------------------
@@ -279,7 +281,8 @@ class Ingest:
         a run that ends first closes it at its end)."""
         if gvk not in self.outages:
             gap_id = self.rec.open_gap(self.run_id, gvk, since=since, cause=cause, detail=detail)
-            self.outages[gvk] = Outage(gap_id, since, cause, detail)
+            self.outages[gvk] = self.last_outage = Outage(gap_id, since, cause, detail)
+            self.outages_opened += 1
             self._catch_up.pop(gvk, None)
 
     def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
@@ -651,6 +654,7 @@ class Session:
         self._failed: dict[GVK, BaseException] = {}
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
         self._outage: Outage | None = None  # the outage reported to the person, until every kind watches again
+        self._outages_told = 0
 
     def run(self) -> Summary:
         from kubectl_sktrace.tracerconfig import config_change, config_to_yaml, stored_config
@@ -792,7 +796,9 @@ class Session:
         from kubectl_sktrace.timeparse import format_duration, format_time
 
         with writer.lock:
-            open_now, resumed = dict(ingest.outages), ingest.last_resumed
+            open_now, resumed, opened, last = dict(ingest.outages), ingest.last_resumed, ingest.outages_opened, ingest.last_outage
+        unseen = opened > self._outages_told and not open_now and self._outage is None
+        self._outages_told = opened
         if open_now and self._outage is None:
             first = min(open_now.values(), key=lambda o: o.since)
             self._outage = first
@@ -802,6 +808,9 @@ class Session:
             self.progress.note(f"{self._outage.cause} since {format_time(self._outage.since)}: recovered after "
                                f"{format_duration(resumed - self._outage.since)}; every kind is watched again")
             self._outage = None
+        elif unseen and last is not None:  # begun and over between two rounds (the whole process stood still)
+            self._warn(f"{last.cause} from {format_time(last.since)} for {format_duration(resumed - last.since)} "
+                       f"({last.detail}); what changed meanwhile was caught up afterwards")
 
     def _watch_vigil(self) -> None:
         """A thread that only sleeps and checks, so a stall it sees is the process's, never a busy lock's."""

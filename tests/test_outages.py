@@ -146,7 +146,9 @@ def test_a_suspended_recorder_whose_watches_expired_records_the_sleep_as_a_gap(t
         proc.send_signal(signal.SIGCONT)
     awake = time.time()
     wait_for(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
-    out, _ = finish(proc)
+    out, err = finish(proc)
+    told = [line for line in err.splitlines() if line.startswith("Warning: recorder suspended ")]
+    assert len(told) == 1, err  # whether the run saw it begin, or only over (every thread stood still with it)
 
     (deleted,) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
     assert deleted[0] >= int(awake) - 1 and deleted[1] == 1
