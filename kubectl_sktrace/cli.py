@@ -279,7 +279,8 @@ def export_command(
     import time
 
     from kubectl_sktrace.errors import UsageError
-    from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window, write_atomically
+    from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window
+    from kubectl_sktrace.output import write_output
     from kubectl_sktrace.selectors import parse_selector
     from kubectl_sktrace.store import open_cache_readonly
 
@@ -300,15 +301,10 @@ def export_command(
     with open_cache_readonly(path) as opened:
         def write(stream: Any) -> Any:
             report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, stream=stream)
-            opened.ensure_unchanged()  # before the trace replaces -O: a writer may have changed what was read
+            opened.ensure_unchanged()  # before the trace replaces a file at -O: a writer may have changed what was read
             return report
 
-        if output_file == "-":
-            stdout = sys.stdout.buffer
-            report = write(stdout)
-            stdout.flush()
-        else:
-            report = write_atomically(output_file, write)
+        report = write_output(output_file, write, binary=fmt == "sktrace", stdout=sys.stdout.buffer)
     for note in report.notes:
         click.echo(f"Note: {note}", err=True)
     for warning in report.warnings:

@@ -54,10 +54,7 @@ import contextlib
 import gc
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
 import yaml
@@ -387,30 +384,3 @@ def _make_writer(fmt: str, stream: IO[bytes], *, config: dict[str, Any], event_c
     if fmt == "sktrace":
         return TraceWriter(stream, config=config, event_count=event_count)
     return _TextTraceWriter(stream, fmt=fmt, config=config)
-
-
-def write_atomically(path: str, write: Callable[[IO[bytes]], ExportReport]) -> ExportReport:
-    """Run ``write`` on a temporary file next to ``path`` and rename it into place only when it succeeds,
-    so a failed export never leaves a partial (or clobbered) trace behind."""
-    target = Path(path).expanduser()
-    parent = target.parent
-    if not parent.is_dir():
-        raise UsageError(f"cannot write {path}: the directory {parent} does not exist; create it or pass another -O/--output-file")
-    if target.is_dir():
-        raise UsageError(f"cannot write {path}: it is a directory; pass a file path with -O/--output-file")
-    try:
-        fd, temp_name = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise UsageError(f"cannot write in {parent} ({exc.strerror}); pass a writable -O/--output-file") from exc
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as handle:
-            report = write(handle)
-        os.replace(temp_name, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-    return report

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import DEFAULT_CONFIG_YAML, assert_valid_trace, key_of, obj
 from kubectl_sktrace.errors import CacheError, UsageError
-from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window, write_atomically
+from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window
 from kubectl_sktrace.hashing import spec_hash
 from kubectl_sktrace.selectors import parse_selector
 
@@ -306,28 +306,6 @@ def test_resolve_window_errors(start, end, message):
 def test_resolve_window_rounds_outwards():
     assert resolve_window("-30m", "now", now=10_000.5) == (8200, 10_001)
     assert resolve_window("@1.5", "@9", now=0) == (1, 9)
-
-
-def test_write_atomically_leaves_nothing_on_failure(tmp_path):
-    target = tmp_path / "out.sktrace"
-    target.write_bytes(b"old")
-
-    def fail(stream):
-        stream.write(b"partial")
-        raise CacheError("boom")
-
-    with pytest.raises(CacheError):
-        write_atomically(str(target), fail)
-    assert target.read_bytes() == b"old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.sktrace"]
-
-
-def test_write_atomically_refuses_a_missing_directory(tmp_path):
-    with pytest.raises(UsageError) as info:
-        write_atomically(str(tmp_path / "nope" / "out.sktrace"), lambda s: None)
-    assert str(info.value) == (
-        f"cannot write {tmp_path}/nope/out.sktrace: the directory {tmp_path}/nope does not exist; create it or pass another -O/--output-file"
-    )
 
 
 def test_a_deletion_and_re_creation_in_one_second_become_two_events_of_that_second(cache_builder):
