@@ -254,7 +254,8 @@ def _cache_path(*, cache: str | None, kubeconfig: str | None, context: str | Non
 @click.option("--include-cluster-scoped", "include_cluster_scoped", is_flag=True,
               help="Keep cluster-scoped objects (SimKube's driver needs namespaced ones, so they are left out by default).")
 @click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH",
-              help="Where to write the trace; '-' writes to stdout. Written whole or not at all.")
+              help="Where to write the trace; '-' is stdout. A file (or a symlink's target) is replaced whole or not at all, "
+                   "keeping its mode; a device, FIFO or /dev/fd/N is written into.")
 @click.option("--format", "fmt", type=click.Choice(["sktrace", "json", "yaml"]), default="sktrace", show_default=True,
               help="sktrace is SimKube's msgpack format; json and yaml are for people and do not load in SimKube.")
 @click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
