@@ -38,8 +38,8 @@ def write_output(path: str, write: Callable[[IO[bytes]], T], *, binary: bool, st
     ``binary``: the bytes are not text, so a terminal is refused."""
     if path == "-":
         _refuse_terminal(stdout, binary=binary)
-        result = write(stdout)
-        _guarded(path, stdout.flush)
+        result = _guarded("stdout", lambda: write(stdout))
+        _guarded("stdout", stdout.flush)
         return result
     fd = _descriptor(path)
     if fd is not None:
