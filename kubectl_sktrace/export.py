@@ -13,6 +13,11 @@ The window is ``[start_ts, end_ts)`` in integer seconds. What the trace holds:
    clamped to ``start_ts``, window-spanning pods kept, in the order the pods were first recorded.
 5. The tracer config in force, as SimKube loads it.
 
+A window that starts before the cache's first run starts there (the cache knows nothing earlier; the first
+run never changes, so this keeps closed windows stable). A trace with no object at all is refused before a
+byte is written, unless asked for; what the filters left out, and SimKube's reference rules checked on the
+events as they are written (``validation.ReferenceRules``), become notes and warnings (``exportadvice``).
+
 Filters decide per object, on its last applied version before ``end_ts`` (so an object is in or out of
 the whole trace, and its deletion follows it): cluster-scoped objects are out unless asked for (SimKube's
 driver crashes on them); then ``--include-namespaces`` if given (it replaces ``--excluded-namespaces``),
