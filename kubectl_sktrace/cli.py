@@ -259,10 +259,12 @@ def _cache_path(*, cache: str | None, kubeconfig: str | None, context: str | Non
 @click.option("--format", "fmt", type=click.Choice(["sktrace", "json", "yaml"]), default="sktrace", show_default=True,
               help="sktrace is SimKube's msgpack format; json and yaml are for people and do not load in SimKube.")
 @click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
+@click.option("--allow-empty", "allow_empty", is_flag=True,
+              help="Write the trace even when it holds no object (else that is an error, and nothing is written).")
 def export_command(
     kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
     start_time: str, end_time: str, excluded_namespaces: str, include_namespaces: str | None, exclude_labels: tuple[str, ...],
-    include_cluster_scoped: bool, output_file: str, fmt: str, keep_status: bool,
+    include_cluster_scoped: bool, output_file: str, fmt: str, keep_status: bool, allow_empty: bool,
 ) -> None:
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
 
@@ -301,7 +303,8 @@ def export_command(
     path = _cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
     with open_cache_readonly(path) as opened:
         def write(stream: Any) -> Any:
-            report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, stream=stream)
+            report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
+                                  stream=stream, allow_empty=allow_empty)
             opened.ensure_unchanged()  # before the trace replaces a file at -O: a writer may have changed what was read
             return report
 
@@ -310,13 +313,15 @@ def export_command(
         click.echo(f"Note: {note}", err=True)
     for warning in report.warnings:
         click.echo(f"Warning: {warning}", err=True)
-    from kubectl_sktrace.timeparse import format_time
+    from kubectl_sktrace.timeparse import format_duration, format_time
 
     where = "stdout" if output_file == "-" else output_file
     click.echo(
         f"Wrote {where}: {report.events} events ({report.applied} applied, {report.deleted} deleted after the start state), "
         f"{report.index_objects} objects in the index, {report.lifecycles} pod lifecycles, "
-        f"window {format_time(report.start_ts)} to {format_time(report.end_ts)}.",
+        f"window {format_time(report.start_ts)} .. {format_time(report.last_event_ts)} "
+        f"({format_duration(report.last_event_ts - report.start_ts)}, first to last event as inspect shows it; "
+        f"exported up to {format_time(report.end_ts)}).",
         err=True,
     )
 

@@ -30,6 +30,10 @@ class CacheError(SktraceError):
     """A cache file that cannot be used: not ours, newer schema, locked, another cluster, unwritable."""
 
 
+class EmptyTraceError(SktraceError):
+    """An export whose trace would hold no object at all: the message says why and what to pass instead."""
+
+
 class KubeError(SktraceError):
     """The cluster cannot be reached or refuses us: kubeconfig, network, TLS, 401, 403, unknown kinds."""
 

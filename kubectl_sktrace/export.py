@@ -13,6 +13,11 @@ The window is ``[start_ts, end_ts)`` in integer seconds. What the trace holds:
    clamped to ``start_ts``, window-spanning pods kept, in the order the pods were first recorded.
 5. The tracer config in force, as SimKube loads it.
 
+A window that starts before the cache's first run starts there (the cache knows nothing earlier; the first
+run never changes, so this keeps closed windows stable). A trace with no object at all is refused before a
+byte is written, unless asked for; what the filters left out, and SimKube's reference rules checked on the
+events as they are written (``validation.ReferenceRules``), become notes and warnings (``exportadvice``).
+
 Filters decide per object, on its last applied version before ``end_ts`` (so an object is in or out of
 the whole trace, and its deletion follows it): cluster-scoped objects are out unless asked for (SimKube's
 driver crashes on them); then ``--include-namespaces`` if given (it replaces ``--excluded-namespaces``),
@@ -54,13 +59,16 @@ import contextlib
 import gc
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
 import yaml
 
 from kubectl_sktrace import lifecycle as lifecycles
-from kubectl_sktrace.errors import CacheError, UsageError
+from kubectl_sktrace import validation
+from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
+from kubectl_sktrace.exportadvice import LeftOut, clamp_note, default_namespace_note, empty_trace_reason, validation_warning
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.owners import is_daemonset_owned
 from kubectl_sktrace.sanitize import deleted_stub
@@ -68,7 +76,7 @@ from kubectl_sktrace.selectors import Selector, matches_any
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_duration, format_time, parse_time
 from kubectl_sktrace.traceformat import TraceWriter
-from kubectl_sktrace.tracerconfig import config_to_trace, parse_config
+from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, config_to_trace, parse_config
 
 DEFAULT_EXCLUDED_NAMESPACES = (
     "cert-manager", "default", "kube-public", "kube-node-lease", "kube-system", "local-path-storage", "monitoring", "simkube",
@@ -97,6 +105,7 @@ class ExportReport:
     deleted: int
     index_objects: int
     lifecycles: int
+    last_event_ts: int
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -104,7 +113,7 @@ class ExportReport:
 @dataclass
 class _Plan:
     exported: dict[ObjKey, int] = field(default_factory=dict)
-    cluster_scoped_left_out: int = 0
+    left_out: LeftOut = field(default_factory=LeftOut)
 
 
 def resolve_window(start: str, end: str, *, now: float) -> tuple[int, int]:
@@ -125,19 +134,20 @@ def resolve_window(start: str, end: str, *, now: float) -> tuple[int, int]:
     return start_ts, end_ts
 
 
-def _passes_basic(event: history.StoredEvent, filters: ExportFilters) -> bool:
-    key = event.key
-    if key.namespace:
+def _left_out_by(event: history.StoredEvent, filters: ExportFilters) -> str | None:
+    """Which filter leaves an object out ("namespace", "labels", "daemonset"), or None."""
+    namespace = event.key.namespace
+    if namespace:
         if filters.include_namespaces is not None:
-            if key.namespace not in filters.include_namespaces:
-                return False
-        elif key.namespace in filters.excluded_namespaces:
-            return False
+            if namespace not in filters.include_namespaces:
+                return "namespace"
+        elif namespace in filters.excluded_namespaces:
+            return "namespace"
     body = event.without_status() or {}
     metadata = body.get("metadata") or {}
     if filters.exclude_labels and matches_any(filters.exclude_labels, metadata.get("labels")):
-        return False
-    return not is_daemonset_owned(body)
+        return "labels"
+    return "daemonset" if is_daemonset_owned(body) else None
 
 
 def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: ExportFilters) -> _Plan:
@@ -148,15 +158,25 @@ def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: Ex
     for event in history.last_applied_before(cache, ts=end_ts, known=known):
         if event.key in untracked:
             continue
+        left = plan.left_out
+        left.recorded += 1
         if not event.key.namespace and not filters.include_cluster_scoped:
-            plan.cluster_scoped_left_out += 1
+            left.cluster_scoped += 1
             continue
-        if _passes_basic(event, filters):
+        reason = _left_out_by(event, filters)
+        if reason == "namespace":
+            left.namespaces[event.key.namespace] += 1
+        elif reason == "labels":
+            left.labels += 1
+        elif reason == "daemonset":
+            left.daemonset += 1
+        else:
             candidates[event.key] = (event.spec_hash or 0, event.owner_chain)
     for key in sorted(candidates):
         spec_hash, chain = candidates[key]
         if not any(owner in candidates for owner in chain):
             plan.exported[key] = spec_hash
+            plan.left_out.kept_namespaces.add(key.namespace)
     return plan
 
 
@@ -185,30 +205,41 @@ def _pod_lifecycles(
     return table, count
 
 
-def _exported_config(cache: Cache, all_runs: list[history.Run], *, at: float) -> dict[str, Any]:
-    """The config of the run in force at ``at`` (the window end, as far as it is known), as SimKube loads it
-    (pod-less kinds left out)."""
+def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) -> TracerConfig:
+    """The config of the run in force at ``at`` (the window end, as far as it is known), every kind included
+    (``config_to_trace`` gives what the trace holds: pod-less kinds left out)."""
     text = history.config_in_force(all_runs, at=at) or ""
     source = f"the tracer config stored in cache {cache.path}"
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
         raise CacheError(f"{source} is not valid YAML; the cache is damaged: record into a new --cache") from None
-    return config_to_trace(parse_config(data, source=source))
+    return parse_config(data, source=source)
 
 
-def _event_writer(writer: Any, *, packed: bool, keep_status: bool) -> Callable[[int, list[history.StoredEvent]], int]:
+def _event_writer(
+    writer: Any, *, packed: bool, keep_status: bool, rules: validation.ReferenceRules | None, errors: Counter[str],
+) -> Callable[[int, list[history.StoredEvent]], int]:
     """A function writing one event of stored rows, returning how many objects it applied. Without
-    status in a msgpack trace, the stored bytes are copied as they are (``store/bodies.py``)."""
+    status in a msgpack trace, the stored bytes are copied as they are (``store/bodies.py``). ``rules`` see
+    each event as ``validate`` will (only bodies of kinds with pod templates are decoded for them); their
+    errors are counted per rule in ``errors``."""
 
     def write(ts: int, rows: list[history.StoredEvent]) -> int:
         applied = sorted((r for r in rows if not r.deleted), key=_apply_order)
-        deleted_objs = [deleted_stub(r.key) for r in rows if r.deleted]
+        deleted = [r for r in rows if r.deleted]
+        deleted_objs = [deleted_stub(r.key) for r in deleted]
         if packed:
             writer.write_packed_event(ts=ts, applied=[r.packed() for r in applied], deleted=deleted_objs)
         else:
             objs = [(r.body if keep_status else r.without_status()) or {} for r in applied]
             writer.write_event(ts=ts, applied=objs, deleted=deleted_objs)
+        if rules is not None:
+            for row in applied:
+                body = row.without_status() if rules.checks(row.key.gvk) else None
+                errors.update(f.code for f in rules.applied(body, key=row.key, ts=ts) if f.is_error)
+            for row in deleted:
+                rules.deleted(row.key)
         return len(applied)
 
     return write
@@ -265,8 +296,14 @@ def _relaxed_gc() -> Iterator[None]:
 
 def export_trace(
     cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
+    allow_empty: bool = False,
 ) -> ExportReport:
-    """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml)."""
+    """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml).
+
+    A window that starts before the cache's first run (its first whole second) starts there instead: the
+    cache knows nothing earlier, and the first run never changes, so a closed window still exports the same
+    bytes. A trace that would hold no object raises EmptyTraceError before anything is written to
+    ``stream``, unless ``allow_empty``."""
     if end_ts <= start_ts:
         raise UsageError(f"the window [{start_ts}, {end_ts}) is empty; pass an end time after the start time")
     if fmt not in FORMATS:
@@ -275,8 +312,20 @@ def export_trace(
         all_runs = history.runs(cache)
         if not all_runs:
             raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
+        notes: list[str] = []
+        history_start = math.ceil(all_runs[0].started)
+        if start_ts < history_start < end_ts:
+            notes.append(clamp_note(history_start=history_start, asked=start_ts))
+            start_ts = history_start
         known = history.known_until(all_runs, end=end_ts)
+        config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else
         plan = _plan(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters)
+        if not plan.exported and not allow_empty:
+            synced = [r.synced for r in all_runs if r.synced is not None]
+            raise EmptyTraceError(empty_trace_reason(
+                plan.left_out, include_namespaces=filters.include_namespaces, end_ts=end_ts,
+                history_start=math.ceil(min(synced)) if synced else None,
+            ))
         dropped_kinds = history.untracked_in(cache, start_ts=start_ts, end_ts=end_ts, known=known)
         outages = [g for g in history.coverage_gaps(cache) if g.since < end_ts and g.until > start_ts]
         groups = inferred = inferred_deleted = 0
@@ -286,29 +335,50 @@ def export_trace(
                 if head.inferred:
                     inferred += 1
                     inferred_deleted += head.deleted
-        config = _exported_config(cache, all_runs, at=known)
-        writer = _make_writer(fmt, stream, config=config, event_count=1 + groups)
-        write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status)
+        trace_config = config_to_trace(config)
+        writer = _make_writer(fmt, stream, config=trace_config, event_count=1 + groups)
+        errors: Counter[str] = Counter()
+        write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status,
+                              rules=_reference_rules(trace_config), errors=errors)
         state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known) if e.key in plan.exported])
         applied = deleted = 0
+        last_ts = start_ts
         for ts, rows in _groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
             count = write(ts, rows)
-            applied, deleted = applied + count, deleted + len(rows) - count
+            applied, deleted, last_ts = applied + count, deleted + len(rows) - count, ts
         table, lifecycle_count = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, known=known, plan=plan)
         writer.finish(index=_index(plan), pod_lifecycles=table)
-    notes, warnings = _messages(
+    more_notes, warnings = _messages(
         plan=plan, groups=groups, state=state, inferred=inferred, inferred_deleted=inferred_deleted,
         gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), outages=outages, start_ts=start_ts, end_ts=end_ts,
     )
-    notes += tuple(
+    notes += more_notes
+    left_out_default = default_namespace_note(
+        plan.left_out, include_namespaces=filters.include_namespaces,
+        default_exclusions=filters.excluded_namespaces == frozenset(DEFAULT_EXCLUDED_NAMESPACES),
+    )
+    if left_out_default:
+        notes.append(left_out_default)
+    invalid = validation_warning(errors, rule_names=validation.RULES, tracked=frozenset(config.tracked))
+    if invalid:
+        warnings += (invalid,)
+    notes += (
         f"{gvk} stopped being tracked at {format_time(ts)} (a run's config dropped or changed it): its {count} object(s) "
         "are in the trace up to then, not deleted"
         for gvk, ts, count in dropped_kinds
     )
     return ExportReport(
         start_ts=start_ts, end_ts=end_ts, events=1 + groups, applied=applied, deleted=deleted,
-        index_objects=len(plan.exported), lifecycles=lifecycle_count, notes=notes, warnings=warnings,
+        index_objects=len(plan.exported), lifecycles=lifecycle_count, last_event_ts=last_ts, notes=tuple(notes), warnings=warnings,
     )
+
+
+def _reference_rules(trace_config: dict[str, Any]) -> validation.ReferenceRules | None:
+    """SimKube's reference rules under the trace's own config, as ``validate`` loads it."""
+    try:
+        return validation.ReferenceRules(config_from_trace(trace_config))
+    except ConfigError:
+        return None  # validate reports the config itself (L0001)
 
 
 def _messages(
@@ -317,9 +387,9 @@ def _messages(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     notes: list[str] = []
     warnings: list[str] = []
-    if plan.cluster_scoped_left_out:
+    if plan.left_out.cluster_scoped:
         notes.append(
-            f"left out {plan.cluster_scoped_left_out} cluster-scoped object(s): SimKube's driver needs namespaced objects "
+            f"left out {plan.left_out.cluster_scoped} cluster-scoped object(s): SimKube's driver needs namespaced objects "
             "(pass --include-cluster-scoped to keep them)"
         )
     if not groups:

@@ -67,7 +67,7 @@ def summarize(trace: Trace, *, path: str, with_events: bool) -> dict[str, Any]:
         "events": len(events),
         "applied": applied,
         "deleted": deleted,
-        "trackedKinds": list(trace.config.get("trackedObjects", {})),
+        "trackedKinds": _tracked_kinds(trace, seen),
         "objects": [
             {"kind": kind, "namespace": ns, "objects": count}
             for (kind, ns), count in sorted(per_kind.items())
@@ -86,6 +86,14 @@ def summarize(trace: Trace, *, path: str, with_events: bool) -> dict[str, Any]:
             for event in events
         ]
     return result
+
+
+def _tracked_kinds(trace: Trace, seen: set[ObjKey]) -> list[str]:
+    """The kinds of the config, then every other kind the trace holds (in events or the index): an exported
+    config leaves out kinds without pod templates (ConfigMaps, say), yet their objects are in the trace."""
+    kinds = list(trace.config.get("trackedObjects", {}))
+    present = {str(key.gvk) for key in seen} | set(trace.index)
+    return kinds + sorted(present - set(kinds))
 
 
 def _lifecycle_row(owner: tuple[str, str], by_hash: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:

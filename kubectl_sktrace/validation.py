@@ -90,7 +90,7 @@ def check_trace(trace: Trace) -> Iterator[Finding]:
     except ConfigError as exc:
         config = None
         yield Finding(code="L0001", message=f"SimKube cannot load this config: {exc}")
-    existing: set[ObjKey] = set()
+    references = ReferenceRules(config) if config is not None else None
     for event in trace.events:
         ts = event["ts"]
         for obj in event["applied_objs"]:
@@ -99,15 +99,36 @@ def check_trace(trace: Trace) -> Iterator[Finding]:
             status = obj.get("status")
             if status not in (None, {}):
                 yield Finding(code="W0000", message="status is present (SimKube drops it; export without --keep-status)", ts=ts, object=key)
-            if config is not None and key is not None:
-                yield from _reference_checks(obj, key=key, ts=ts, config=config, existing=existing)
-            if key is not None:
-                existing.add(key)
+            if references is not None and key is not None:
+                yield from references.applied(obj, key=key, ts=ts)
         for obj in event["deleted_objs"]:
             key = object_key(obj)
             yield from _load_checks(obj, ts=ts, key=key)
-            if key is not None:
-                existing.discard(key)
+            if key is not None and references is not None:
+                references.deleted(key)
+
+
+class ReferenceRules:
+    """SimKube's rules E0001-E0005 over a trace's objects, fed one at a time in trace order, so that a
+    writer can check a trace while it streams it. Holds the keys of the objects in the trace so far."""
+
+    def __init__(self, config: TracerConfig) -> None:
+        self._config = config
+        self._existing: set[ObjKey] = set()
+
+    def checks(self, gvk: GVK) -> bool:
+        """Whether objects of this kind hold pod templates the rules look into (others need no body)."""
+        opts = self._config.get(gvk)
+        return opts is not None and bool(opts.pod_spec_template_paths)
+
+    def applied(self, obj: dict[str, Any] | None, *, key: ObjKey, ts: int) -> Iterator[Finding]:
+        """The findings of an applied object (``obj`` may be None for a kind that ``checks`` refuses)."""
+        if obj is not None and self.checks(key.gvk):
+            yield from _reference_checks(obj, key=key, ts=ts, config=self._config, existing=self._existing)
+        self._existing.add(key)
+
+    def deleted(self, key: ObjKey) -> None:
+        self._existing.discard(key)
 
 
 def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterator[Finding]:

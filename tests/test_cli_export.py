@@ -35,7 +35,8 @@ def test_export_writes_a_trace_and_a_summary(recorded, tmp_path):
     assert result.stdout == ""
     assert result.stderr == (
         "Wrote " + str(out) + ": 4 events (2 applied, 1 deleted after the start state), 2 objects in the index, 0 pod lifecycles, "
-        "window 2027-01-15T07:30:00Z to 2027-01-15T08:00:00Z.\n"
+        "window 2027-01-15T07:30:00Z .. 2027-01-15T07:58:20Z (28m20s, first to last event as inspect shows it; "
+        "exported up to 2027-01-15T08:00:00Z).\n"
     )
     trace = msgpack.unpackb(out.read_bytes(), raw=False, strict_map_key=False, use_list=False)
     assert [e["ts"] for e in trace["events"]] == [NOW - 1800, NOW - 600, NOW - 500, NOW - 100]
@@ -51,15 +52,17 @@ def test_export_selector_and_stdout(recorded):
     assert "Wrote stdout: 3 events" in result.stderr
 
 
-def test_export_namespace_flag(recorded):
+def test_export_namespace_flag_with_no_object_there_is_an_error_and_writes_nothing(recorded):
     result = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW}", "-n", "other", "-O", "-"])
-    assert result.exit_code == 0
-    assert result.stderr.startswith("Note: no events in the window 2027-01-15T07:30:00Z to 2027-01-15T08:00:00Z: the trace holds only")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == ("Error: the trace would hold no objects: all 2 objects are outside namespace other (in app); "
+                             "pass -n app, or pass --allow-empty to write it anyway\n")
 
 
-def test_empty_window_still_writes_a_valid_trace_and_says_so(recorded, tmp_path):
+def test_empty_window_still_writes_a_valid_trace_with_allow_empty_and_says_so(recorded, tmp_path):
     out = tmp_path / "empty.sktrace"
-    result = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW - 3600}", "-t", f"@{NOW - 3500}", "-O", str(out)])
+    result = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW - 3600}", "-t", f"@{NOW - 3500}", "-O", str(out), "--allow-empty"])
     assert result.exit_code == 0
     assert "Note: no events in the window" in result.stderr
     trace = msgpack.unpackb(out.read_bytes(), raw=False, strict_map_key=False, use_list=False)
@@ -134,3 +137,118 @@ def test_prune_needs_before(recorded):
     result = invoke(["prune", "--cache", str(recorded.path)])
     assert result.exit_code == 2
     assert "Missing option '--before'" in result.stderr
+
+
+# --- exports that say when they are useless ----------------------------------------------------------
+
+
+def test_a_window_starting_before_the_cache_starts_where_the_cache_does(recorded, tmp_path):
+    out = tmp_path / "t.sktrace"
+    result = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW - 7200}", "-t", f"@{NOW}", "-O", str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == (
+        "Note: the cache starts at 2027-01-15T07:00:00Z, after the window start 2027-01-15T06:00:00Z; the trace starts there\n"
+        f"Wrote {out}: 5 events (3 applied, 1 deleted after the start state), 2 objects in the index, 0 pod lifecycles, "
+        "window 2027-01-15T07:00:00Z .. 2027-01-15T07:58:20Z (58m20s, first to last event as inspect shows it; "
+        "exported up to 2027-01-15T08:00:00Z).\n"
+    )
+    trace = msgpack.unpackb(out.read_bytes(), raw=False, strict_map_key=False, use_list=False)
+    assert trace["events"][0]["ts"] == NOW - 3600
+
+
+def test_a_window_before_the_history_is_an_error_that_leaves_the_old_file_alone(recorded, tmp_path):
+    out = tmp_path / "t.sktrace"
+    out.write_bytes(b"the old trace")
+    result = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW - 9000}", "-t", f"@{NOW - 8000}", "-O", str(out)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: the trace would hold no objects: the window ends at 2027-01-15T05:46:40Z, before the cache's history starts at "
+        "2027-01-15T07:00:00Z; pass an --end-time after 2027-01-15T07:00:00Z, or pass --allow-empty to write it anyway\n"
+    )
+    assert out.read_bytes() == b"the old trace"
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("cache.db")) == ["t.sktrace"]
+
+
+@pytest.fixture
+def in_default(cache_builder):
+    b = cache_builder
+    b.run(started=NOW - 3600, stopped=NOW)
+    for i in range(12):
+        b.apply(NOW - 3000 + i, obj("Deployment", f"web-{i}", namespace="default", spec={"replicas": 1}))
+    b.apply(NOW - 2000, obj("Deployment", "dns", namespace="kube-system", spec={"replicas": 1}))
+    return b
+
+
+def test_everything_in_excluded_namespaces_is_an_error_with_the_flag_that_keeps_them(in_default, tmp_path):
+    out = tmp_path / "t.sktrace"
+    result = invoke(["export", "--cache", str(in_default.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW}", "-O", str(out)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: the trace would hold no objects: all 13 objects are in excluded namespaces (default, kube-system); "
+        "pass --include-namespaces default, or pass --allow-empty to write it anyway\n"
+    )
+    assert not out.exists()
+    kept = invoke(["export", "--cache", str(in_default.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW}", "-O", str(out),
+                   "--include-namespaces", "default"])
+    assert kept.exit_code == 0, kept.stderr
+    assert "12 objects in the index" in kept.stderr
+
+
+def test_objects_left_out_in_namespace_default_are_counted_with_the_flag_that_keeps_them(in_default, tmp_path):
+    in_default.apply(NOW - 1000, obj("Deployment", "shop", namespace="app", spec={"replicas": 1}))
+    out = tmp_path / "t.sktrace"
+    result = invoke(["export", "--cache", str(in_default.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW}", "-O", str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[0] == (
+        "Note: left out 12 objects in namespace default (SimKube's excluded namespaces include it); "
+        "to keep them, pass --include-namespaces app,default"
+    )
+    explicit = invoke(["export", "--cache", str(in_default.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW}", "-O", str(out),
+                       "--excluded-namespaces", "default,kube-system"])
+    assert "namespace default" not in explicit.stderr
+
+
+def _with_configmap_volume(name):
+    template = {"spec": {"containers": [{"name": "c", "image": "nginx"}], "volumes": [{"name": "v", "configMap": {"name": "settings"}}]}}
+    return obj("Deployment", name, spec={"replicas": 1, "template": template})
+
+
+CONFIG_WITHOUT_CONFIGMAPS = "trackedObjects:\n  apps/v1.Deployment:\n    trackLifecycle: true\n"
+
+
+@pytest.mark.parametrize(
+    "config, fix",
+    [
+        (CONFIG_WITHOUT_CONFIGMAPS,
+         "add v1.ConfigMap to trackedObjects in the tracer config ('kubectl sktrace start --config FILE') and record again"),
+        (None, "the objects they use were not recorded before them, or the filters left them out; "
+               "'kubectl sktrace validate' on the trace lists them"),
+    ],
+    ids=["kind-untracked", "kind-tracked"],
+)
+def test_a_trace_that_would_fail_validate_says_so_with_the_fix(cache_builder, tmp_path, config, fix):
+    b = cache_builder
+    b.run(started=NOW - 3600, stopped=NOW, **({"config": config} if config else {}))
+    b.apply(NOW - 3000, _with_configmap_volume("web"))
+    b.apply(NOW - 600, _with_configmap_volume("api"))
+    out = tmp_path / "t.sktrace"
+    result = invoke(["export", "--cache", str(b.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW}", "-O", str(out)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"Warning: the trace would fail 'kubectl sktrace validate' with 2 errors (2 E0005 volume configmap missing): {fix}"
+    )
+    assert "2 errors" in invoke(["validate", str(out)]).stdout
+
+
+def test_inspect_shows_the_window_export_reported_and_every_kind_in_the_trace(recorded, tmp_path):
+    recorded.apply(NOW - 400, obj("ConfigMap", "settings"))
+    out = tmp_path / "t.sktrace"
+    exported = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW}", "-O", str(out)])
+    assert "window 2027-01-15T07:30:00Z .. 2027-01-15T07:58:20Z (28m20s," in exported.stderr
+    inspected = invoke(["inspect", str(out)])
+    assert inspected.exit_code == 0
+    lines = inspected.stdout.splitlines()
+    assert [line for line in lines if line.startswith(("Window", "Tracked kinds"))] == [
+        "Window           2027-01-15T07:30:00Z .. 2027-01-15T07:58:20Z (28m20s)",
+        "Tracked kinds    apps/v1.Deployment, apps/v1.ReplicaSet, batch/v1.Job, v1.ConfigMap",
+    ]

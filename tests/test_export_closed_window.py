@@ -284,7 +284,7 @@ class World:
 def export(cache: Cache, start_ts: int, end_ts: int) -> tuple[bytes, ExportReport]:
     out = io.BytesIO()
     report = export_trace(cache, start_ts=start_ts, end_ts=end_ts, filters=ExportFilters(include_namespaces=frozenset({NS})),
-                          keep_status=False, fmt="sktrace", stream=out)
+                          keep_status=False, fmt="sktrace", stream=out, allow_empty=True)
     return out.getvalue(), report
 
 

@@ -380,7 +380,7 @@ def test_export_from_a_cache_without_usable_runs(tmp_path: Path, make: Callable[
 
 READ_COMMANDS: dict[str, list[str]] = {
     "status": ["status", "--cache", "{path}"],
-    "export": ["export", "-s", "@0", "-t", "@5000", "-O", "{out}", "--cache", "{path}"],
+    "export": ["export", "-s", "@0", "-t", "@5000", "--allow-empty", "-O", "{out}", "--cache", "{path}"],
     "prune-dry-run": ["prune", "--dry-run", "--before", "@0", "--cache", "{path}"],
     "inspect": ["inspect", "{path}"],
     "validate": ["validate", "{path}"],
