@@ -300,9 +300,9 @@ def export_trace(
 ) -> ExportReport:
     """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml).
 
-    A window that starts before the cache's first run (its first whole second) starts there instead: the
-    cache knows nothing earlier, and the first run never changes, so a closed window still exports the same
-    bytes. A trace that would hold no object raises EmptyTraceError before anything is written to
+    A window that starts before the cache's first run starts at the second that run began in (no event of
+    it is earlier): the cache knows nothing before, and the first run never changes, so a closed window
+    still exports the same bytes. A trace that would hold no object raises EmptyTraceError before anything is written to
     ``stream``, unless ``allow_empty``."""
     if end_ts <= start_ts:
         raise UsageError(f"the window [{start_ts}, {end_ts}) is empty; pass an end time after the start time")
@@ -313,7 +313,7 @@ def export_trace(
         if not all_runs:
             raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
         notes: list[str] = []
-        history_start = math.ceil(all_runs[0].started)
+        history_start = math.floor(all_runs[0].started)  # the second the first run began in: no event of it is earlier
         if start_ts < history_start < end_ts:
             notes.append(clamp_note(history_start=history_start, asked=start_ts))
             start_ts = history_start

@@ -427,3 +427,14 @@ def test_a_window_ending_before_any_run_synced_holds_nothing_yet(cache_builder):
     report, data = run_export(b, 0, 10, allow_empty=True)
     assert decode(data)["events"] == ({"ts": 0, "applied_objs": (), "deleted_objs": ()},)
     assert report.index_objects == 0
+
+
+def test_a_window_clamped_to_a_run_that_began_mid_second_keeps_that_seconds_events_as_events(cache_builder):
+    # the first run began at 100.6 and applied "web" in second 100: the clamped trace starts at 100, so web is an
+    # event of second 100, not moved into a state event at 101
+    cache_builder.run(started=100.6, stopped=200)
+    cache_builder.apply(100, dep("web"))
+    report, data = run_export(cache_builder, 50, 150)
+    trace = decode(data)
+    assert report.start_ts == 100 and report.notes[0].startswith("the cache starts at 1970-01-01T00:01:40Z")
+    assert [(e["ts"], names(e["applied_objs"])) for e in trace["events"]] == [(100, []), (100, [("Deployment", "web")])]
