@@ -11,11 +11,12 @@ recorder carries on undisturbed.
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -112,6 +113,13 @@ def test_a_closed_window_exports_the_same_bytes_while_recording_and_after_the_st
     tmp_path: Path, recording: tuple[Recorder, Path, float],
 ) -> None:
     rec, cache, t0 = recording
+    # a window that holds a finished pod lifecycle as well as running ones: wait until the cache has one that ended
+    # whole seconds ago, instead of hoping the workload's jobs (0.5-2 s) finished in time
+    deadline = time.monotonic() + 60
+    while not _query(cache, "SELECT 1 FROM pods WHERE owner_gvk IS NOT NULL AND namespace = ? AND end_ts + 3 <= ? LIMIT 1",
+                     NAMESPACE, time.time()):
+        assert time.monotonic() < deadline, "no pod of the workload finished in a minute"
+        time.sleep(0.2)
     end = int(time.time()) - 1  # every event before this second is committed (commits are at most 0.5 s apart)
     time.sleep(1.0)
     window = ["--cache", str(cache), "-s", f"@{int(t0) - 5}", "-t", f"@{end}", "--include-namespaces", NAMESPACE]
@@ -151,3 +159,11 @@ def test_second_recorder_and_prune_are_refused(tmp_path: Path, recording: tuple[
     time.sleep(1.0)
     assert rec.proc.poll() is None
     assert "Error" not in rec.output()
+
+
+def _query(cache: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(cache, timeout=10)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
