@@ -11,7 +11,7 @@ import pytest
 from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
 from kubectl_sktrace.kube import Resource
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.watching import Backoff, run_watch
+from kubectl_sktrace.watching import Backoff, Vigil, run_watch
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -117,6 +117,9 @@ class Script:
 
         def stream() -> Iterable[dict[str, Any]]:
             for e in item:
+                if isinstance(e, float):  # the process stands still this long before the next item
+                    self.clock.now += e
+                    continue
                 self.clock.now += self.step
                 if isinstance(e, BaseException):
                     raise e
@@ -126,7 +129,7 @@ class Script:
 
 def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0, seed: int = 1,
         stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None,
-        horizon: str | BaseException = "999") -> tuple[Recorder, Script, list[float]]:
+        horizon: str | BaseException = "999", stall: float | None = None) -> tuple[Recorder, Script, list[float]]:
     clock = Clock()
     script = Script(lists, watches, clock, step=step)
     script.horizon = horizon
@@ -137,9 +140,10 @@ def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0,
         slept.append(seconds)
         clock.now += seconds
 
+    vigil = None if stall is None else Vigil(clock=clock, monotonic=clock, threshold=stall)
     run_watch(resource=RES, namespace=None, list_page=script.list_page, watch=script.watch, sink=sink, clock=clock,
               sleep=sleep or fake_sleep, stop=stop or threading.Event(), rng=random.Random(seed), timeout_seconds=300,
-              max_cycles=cycles)
+              max_cycles=cycles, vigil=vigil)
     return sink, script, slept
 
 
@@ -421,3 +425,27 @@ def test_a_quiet_resumed_watch_that_ends_cleanly_ends_the_outage_at_its_connecti
     sink, script, slept = run([page([], rv="100")], [[ev("ADDED", "a", "101"), TransientError("reset")], []], cycles=3)
     assert [c for c in sink.calls if c[0] in ("interrupted", "resumed")] == [
         ("interrupted", 1004.0, "API unreachable"), ("resumed", pytest.approx(1008.0 + slept[0]), "999")]
+
+
+def test_the_vigil_notices_a_stall_whichever_thread_checks_first():
+    mono, wall = [0.0], [1000.0]
+    vigil = Vigil(clock=lambda: wall[0], monotonic=lambda: mono[0], threshold=5.0)
+    assert vigil.check() == 0
+    mono[0] += 0.5
+    wall[0] += 0.5
+    assert vigil.check() == 0
+    mono[0] += 7.0
+    wall[0] += 7.0
+    assert vigil.check() == 1 and vigil.stalled_at == 1000.5  # the stall began at the last check before it
+    assert vigil.check() == 1
+
+
+def test_an_event_read_after_the_process_stood_still_is_dropped_and_the_watch_resumes_from_its_version():
+    # the stream delivers "a", then the process stands still 30 s, then "b" (sent meanwhile, read late): "b" is not
+    # passed on as live; the outage opens at the last proof of liveness, and the resumed watch replays "b" caught up
+    sink, script, slept = run([page([], rv="100")],
+                              [[ev("ADDED", "a", "101"), 30.0, ev("ADDED", "b", "102")], [ev("ADDED", "b", "102")]],
+                              cycles=3, stall=5.0)
+    assert script.watch_calls == ["100", "101"]
+    assert [c for c in sink.calls if c[0] != "begin" and c[0] != "end"] == [
+        ("ADDED", "a", 1004.0), ("interrupted", 1004.0, "recorder suspended"), ("resumed", 1038.0, "999"), ("ADDED", "b", 1040.0)]
