@@ -307,6 +307,15 @@ class Recorder:
 # --- reading a cache from outside, as a second process would ------------------------------------------------
 
 
+def query(cache: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of one query on a cache, from a connection of its own (as a second process would read it)."""
+    conn = sqlite3.connect(cache, timeout=10)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
 def integrity_check(cache: Path) -> str:
     conn = sqlite3.connect(cache, timeout=10)
     try:

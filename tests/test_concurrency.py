@@ -11,17 +11,16 @@ recorder carries on undisturbed.
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
 from kubectl_sktrace import traceformat
-from reliability_support import EXE, Recorder, Run, Traffic, assert_one_error, integrity_check, private_env, run_cli
+from reliability_support import EXE, Recorder, Run, Traffic, assert_one_error, integrity_check, private_env, query, run_cli
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -116,7 +115,7 @@ def test_a_closed_window_exports_the_same_bytes_while_recording_and_after_the_st
     # a window that holds a finished pod lifecycle as well as running ones: wait until the cache has one that ended
     # whole seconds ago, instead of hoping the workload's jobs (0.5-2 s) finished in time
     deadline = time.monotonic() + 60
-    while not _query(cache, "SELECT 1 FROM pods WHERE owner_gvk IS NOT NULL AND namespace = ? AND end_ts + 3 <= ? LIMIT 1",
+    while not query(cache, "SELECT 1 FROM pods WHERE owner_gvk IS NOT NULL AND namespace = ? AND end_ts + 3 <= ? LIMIT 1",
                      NAMESPACE, time.time()):
         assert time.monotonic() < deadline, "no pod of the workload finished in a minute"
         time.sleep(0.2)
@@ -159,11 +158,3 @@ def test_second_recorder_and_prune_are_refused(tmp_path: Path, recording: tuple[
     time.sleep(1.0)
     assert rec.proc.poll() is None
     assert "Error" not in rec.output()
-
-
-def _query(cache: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(cache, timeout=10)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()

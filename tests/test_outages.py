@@ -26,7 +26,7 @@ from kubectl_sktrace import traceformat
 from kubectl_sktrace.emulator import Emulator
 from kubectl_sktrace.emulator.workload import deployment_object
 from kubectl_sktrace.watching import STALL_SECONDS
-from reliability_support import EXE, private_env, run_cli
+from reliability_support import EXE, private_env, query, run_cli
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -40,14 +40,6 @@ def emu() -> Iterator[Emulator]:
         yield emulator
     finally:
         emulator.stop()
-
-
-def query(cache: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(cache, timeout=10)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def wait_for(cache: Path, sql: str, *params: Any, timeout: float = 30) -> list[tuple[Any, ...]]:
