@@ -117,8 +117,16 @@ class SktraceGroup(click.Group):
         if not args and not ctx.resilient_parsing:
             click.echo(ctx.get_help())
             ctx.exit(0)
-        from kubectl_sktrace.globalflags import hoist_global_flags
+        from kubectl_sktrace.globalflags import hoist_global_flags, lacks_command
 
+        if lacks_command(args, commands=self.commands) and not ctx.resilient_parsing:
+            if {"-h", "--help"} & set(args):
+                click.echo(ctx.get_help())
+                ctx.exit(0)
+            error = UsageError("the flags need a command to go with, e.g. 'kubectl sktrace --context NAME status'; "
+                               "'kubectl sktrace --help' lists the commands")
+            _report(str(error), error)  # the group's own arguments: before the error boundary of invoke
+            ctx.exit(error.exit_code)
         return super().parse_args(ctx, hoist_global_flags(args, commands=self.commands))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -394,7 +402,9 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
     """Drop history older than TIME from the cache, keeping what later exports need.
 
     Any export whose window starts at or after TIME gives the same trace before and after the prune. It
-    cannot run while a recorder writes to the same cache; --dry-run can, and changes nothing.
+    cannot run while a recorder writes to the same cache; --dry-run can, and changes nothing. Sizes are
+    those of the files on disk: bytesFreed is what the disk got back. When less than a quarter of the cache
+    is freed it is not vacuumed, so the file keeps its size and bytesReusable is reused by later recordings.
 
     \b
     Example:

@@ -83,6 +83,11 @@ def hoist_global_flags(args: Sequence[str], *, commands: Collection[str]) -> lis
     return words
 
 
+def lacks_command(args: Sequence[str], *, commands: Collection[str]) -> bool:
+    """Whether ``args`` hold global flags but no command to give them to (``kubectl sktrace --context prod``)."""
+    return not any(word in commands for word in args) and any(_flag_of(word) is not None for word in args)
+
+
 def global_spelling(option: str) -> str | None:
     """The long spelling of the global flag ``option`` names, or None when it names none."""
     found = _flag_of(option)

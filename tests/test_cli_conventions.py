@@ -135,6 +135,10 @@ def test_bare_command_prints_help_and_exits_0() -> None:
     code, out, err = run([])
     assert (code, err) == (0, "")
     assert out.startswith("Usage: kubectl sktrace [OPTIONS] COMMAND [ARGS]...") and "Commands:" in out
+    assert run(["--context", "prod", "-n", "shop"]) == (
+        1, "", "Error: the flags need a command to go with, e.g. 'kubectl sktrace --context NAME status'; "
+               "'kubectl sktrace --help' lists the commands\n")
+    assert run(["--context", "prod", "--help"])[:2] == (0, out)
 
 
 # --- status: -n, -A, --runs, a running run, and no kubeconfig at all ------------------------------------

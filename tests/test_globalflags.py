@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.globalflags import global_spelling, hoist_global_flags, namespace_scope, refusal
+from kubectl_sktrace.globalflags import global_spelling, hoist_global_flags, lacks_command, namespace_scope, refusal
 
 COMMANDS = {"status", "export", "inspect", "start"}
 
@@ -28,6 +28,14 @@ COMMANDS = {"status", "export", "inspect", "start"}
 )
 def test_hoist_global_flags(args: list[str], hoisted: list[str]) -> None:
     assert hoist_global_flags(args, commands=COMMANDS) == hoisted
+
+
+@pytest.mark.parametrize(
+    ("args", "lacking"),
+    [(["--context", "c"], True), (["-A"], True), (["--context", "c", "status"], False), (["-v", "6"], False), ([], False)],
+)
+def test_lacks_command(args: list[str], lacking: bool) -> None:
+    assert lacks_command(args, commands=COMMANDS) is lacking
 
 
 @pytest.mark.parametrize(
