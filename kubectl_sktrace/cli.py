@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar
 import click
 
 from kubectl_sktrace import __version__
-from kubectl_sktrace.errors import SktraceError
+from kubectl_sktrace.errors import SktraceError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,7 +54,7 @@ def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int | None
 
 def verbosity_option(f: F) -> F:
     return click.option(
-        "-v", "--v", "verbosity", type=click.IntRange(0, 10), default=None, expose_value=False, is_eager=True,
+        "-v", "--v", "--verbosity", "verbosity", type=click.IntRange(0, 10), default=None, expose_value=False, is_eager=True,
         callback=_set_verbosity, metavar="N",
         help="Log verbosity on stderr, as kubectl's: 1-3 info, 4+ debug, 6+ tracebacks on errors.",
     )(f)
@@ -62,7 +62,8 @@ def verbosity_option(f: F) -> F:
 
 def kube_options(f: F) -> F:
     """--kubeconfig, --context, -n/--namespace and -A/--all-namespaces, as kubectl spells them."""
-    f = click.option("-A", "--all-namespaces", "all_namespaces", is_flag=True, help="All namespaces (the default for start).")(f)
+    f = click.option("-A", "--all-namespaces", "all_namespaces", is_flag=True,
+                     help="All namespaces (the default of start and status; export: none excluded).")(f)
     f = click.option("-n", "--namespace", "namespace", metavar="NS", help="Only this namespace.")(f)
     f = click.option("--context", "context", metavar="NAME", help="The kubeconfig context to use.")(f)
     f = click.option("--kubeconfig", "kubeconfig", metavar="FILE", help="Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config).")(f)
@@ -92,8 +93,41 @@ def output_option(f: F) -> F:
     )(f)
 
 
+class SktraceCommand(click.Command):
+    """A command that refuses a kubectl global flag it has no use for with one line saying so."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from kubectl_sktrace import globalflags
+
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            if globalflags.global_spelling(exc.option_name) is None:
+                raise
+            raise UsageError(globalflags.refusal(ctx.info_name or self.name or "", exc.option_name)) from None
+
+
 class SktraceGroup(click.Group):
-    """The error boundary: SktraceError becomes one ``Error:`` line and exit 1."""
+    """The error boundary: SktraceError becomes one ``Error:`` line and exit 1. kubectl's global flags may come
+    before the command (``globalflags``); no command at all prints the help."""
+
+    command_class = SktraceCommand
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        from kubectl_sktrace.globalflags import hoist_global_flags, lacks_command
+
+        if lacks_command(args, commands=self.commands) and not ctx.resilient_parsing:
+            if {"-h", "--help"} & set(args):
+                click.echo(ctx.get_help())
+                ctx.exit(0)
+            error = UsageError("the flags need a command to go with, e.g. 'kubectl sktrace --context NAME status'; "
+                               "'kubectl sktrace --help' lists the commands")
+            _report(str(error), error)  # the group's own arguments: before the error boundary of invoke
+            ctx.exit(error.exit_code)
+        return super().parse_args(ctx, hoist_global_flags(args, commands=self.commands))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -172,11 +206,12 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
       kubectl sktrace start --config tracer.yaml -n team-a --cache team-a.db
     """
     from kubectl_sktrace import progress, recorder, render
+    from kubectl_sktrace.globalflags import namespace_scope
+    from kubectl_sktrace.plural import counted
     from kubectl_sktrace.status import outage_span
     from kubectl_sktrace.timeparse import format_duration, parse_duration
 
-    if namespace and all_namespaces:
-        raise click.UsageError("use either -n/--namespace or -A/--all-namespaces, not both")
+    namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
     seconds = parse_duration(duration) if duration is not None else None
     view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet)
     options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
@@ -184,7 +219,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     summary = recorder.start(options, progress=view)
     if not quiet:
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
-        click.echo(f"Recorded {summary.events} events in {format_duration(summary.stopped - summary.started)} "
+        click.echo(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
                    f"into {summary.cache} (run {summary.run_id}){synced}.")
         click.echo(render.render_table(list(recorder.iter_rows(summary)), "table"))
         for outage in summary.outages:
@@ -197,22 +232,28 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
 @kube_options
 @cache_option
 @output_option
+@click.option("--runs", "runs", default="10", show_default=True, metavar="N|all", help="Show the last N recording runs, or all of them.")
 @verbosity_option
 def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-           output: str) -> None:
+           output: str, runs: str) -> None:
     """Show what the cache holds: cluster, recording runs and gaps, counts per kind, pods, size.
 
-    Needs no cluster, and works while a recorder is writing to the cache.
+    Needs no cluster, and works while a recorder is writing to the cache. -n NS counts only the kinds, events
+    and pods of that namespace. With no kubeconfig at all (and no --cache or --context), lists the caches
+    kept in ${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/ instead.
 
     \b
     Example:
       kubectl sktrace status
+      kubectl sktrace status -n shop --runs all
       kubectl sktrace status --cache team-a.db -o json
     """
     from kubectl_sktrace import status as status_module
+    from kubectl_sktrace.globalflags import namespace_scope
 
-    result = status_module.load_status(cache=cache, kubeconfig=kubeconfig, context=context)
-    click.echo(status_module.render_status(result, output))
+    namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
+    click.echo(status_module.status_text(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace,
+                                         runs=status_module.parse_runs(runs), fmt=output))
 
 # --- end of recording commands -----------------------------------------------------------------------
 
@@ -237,12 +278,25 @@ def _cache_path(*, cache: str | None, kubeconfig: str | None, context: str | Non
     return str(resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context))
 
 
+TRACE_FORMATS = ("sktrace", "json", "yaml")
+
+
+def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """skctl's ``-o FILE`` habit gets a hint: here, as in kubectl, -o is the output format."""
+    if value in TRACE_FORMATS:
+        return value
+    if "/" in value or "." in value or value == "-":
+        raise UsageError(f"did you mean -O {value}? (-o is the output format, as in kubectl: {', '.join(TRACE_FORMATS)})")
+    raise UsageError(f"-o/--format {value}: not an output format; pass one of {', '.join(TRACE_FORMATS)}")
+
+
 @cli.command("export")
 @verbosity_option
 @kube_options
 @cache_option
 @click.option("-s", "--start-time", "start_time", default="-30m", show_default=True, metavar="TIME",
-              help="Window start: 'now', '-30m', '-2h', '-1d', an RFC 3339 time or '@<unix seconds>'.")
+              help="Window start: 'now', a time relative to now ('-30m' is 30 minutes ago; '-2h', '-1d'), an RFC 3339 time "
+                   "or '@<unix seconds>'.")
 @click.option("-t", "--end-time", "end_time", default="now", show_default=True, metavar="TIME",
               help="Window end (excluded), in the same forms.")
 @click.option("--excluded-namespaces", "excluded_namespaces", default=_SIMKUBE_EXCLUDED_NAMESPACES, show_default=True, metavar="LIST",
@@ -256,8 +310,9 @@ def _cache_path(*, cache: str | None, kubeconfig: str | None, context: str | Non
 @click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH",
               help="Where to write the trace; '-' is stdout. A file (or a symlink's target) is replaced whole or not at all, "
                    "keeping its mode; a device, FIFO or /dev/fd/N is written into.")
-@click.option("--format", "fmt", type=click.Choice(["sktrace", "json", "yaml"]), default="sktrace", show_default=True,
-              help="sktrace is SimKube's msgpack format; json and yaml are for people and do not load in SimKube.")
+@click.option("-o", "--format", "fmt", default="sktrace", show_default=True, metavar="[sktrace|json|yaml]", callback=_trace_format,
+              help="The output format, as kubectl's -o: sktrace is SimKube's msgpack format; json and yaml are for people "
+                   "and do not load in SimKube.")
 @click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
 @click.option("--allow-empty", "allow_empty", is_flag=True,
               help="Write the trace even when it holds no object (else that is an error, and nothing is written).")
@@ -269,8 +324,9 @@ def export_command(
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
 
     The window is [--start-time, --end-time). The trace starts with the state at the start time, then every
-    recorded change in the window. Namespaces: -n NS keeps one namespace; --include-namespaces keeps only
-    those listed and overrides --excluded-namespaces; otherwise the excluded namespaces are left out. Objects
+    recorded change in the window. Namespaces: -n NS keeps one namespace; -A keeps every namespace (none
+    excluded); --include-namespaces keeps only those listed and overrides --excluded-namespaces; otherwise
+    the excluded namespaces are left out. Objects
     owned by a DaemonSet or by another exported object are left out too (SimKube recreates them).
 
     \b
@@ -281,8 +337,8 @@ def export_command(
     """
     import time
 
-    from kubectl_sktrace.errors import UsageError
     from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window
+    from kubectl_sktrace.globalflags import namespace_scope
     from kubectl_sktrace.output import write_output
     from kubectl_sktrace.selectors import parse_selector
     from kubectl_sktrace.store import open_cache_readonly
@@ -290,14 +346,20 @@ def export_command(
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
     selectors = tuple(parse_selector(text) for text in exclude_labels)
     included = _namespace_list(include_namespaces)
-    if namespace and all_namespaces:
-        raise UsageError("-n/--namespace and -A/--all-namespaces contradict each other; pass one of them")
-    if namespace:
+    excluded = _namespace_list(excluded_namespaces) or frozenset()
+    namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
+    if namespace is not None:
         if included is not None:
             raise UsageError("-n/--namespace and --include-namespaces both choose namespaces; pass one of them")
         included = frozenset([namespace])
+    if all_namespaces:
+        chosen = click.get_current_context().get_parameter_source("excluded_namespaces") != click.core.ParameterSource.DEFAULT
+        if included is not None or chosen:
+            other = "--include-namespaces" if included is not None else "--excluded-namespaces"
+            raise UsageError(f"-A/--all-namespaces and {other} contradict each other; pass one of them")
+        excluded = frozenset()
     filters = ExportFilters(
-        excluded_namespaces=_namespace_list(excluded_namespaces) or frozenset(), include_namespaces=included,
+        excluded_namespaces=excluded, include_namespaces=included,
         exclude_labels=selectors, include_cluster_scoped=include_cluster_scoped,
     )
     path = _cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
@@ -313,12 +375,13 @@ def export_command(
         click.echo(f"Note: {note}", err=True)
     for warning in report.warnings:
         click.echo(f"Warning: {warning}", err=True)
+    from kubectl_sktrace.plural import counted
     from kubectl_sktrace.timeparse import format_duration, format_time
 
     where = "stdout" if output_file == "-" else output_file
     click.echo(
-        f"Wrote {where}: {report.events} events ({report.applied} applied, {report.deleted} deleted after the start state), "
-        f"{report.index_objects} objects in the index, {report.lifecycles} pod lifecycles, "
+        f"Wrote {where}: {counted(report.events, 'event')} ({report.applied} applied, {report.deleted} deleted after the start state), "
+        f"{counted(report.index_objects, 'object')} in the index, {counted(report.lifecycles, 'pod lifecycle')}, "
         f"window {format_time(report.start_ts)} .. {format_time(report.last_event_ts)} "
         f"({format_duration(report.last_event_ts - report.start_ts)}, first to last event as inspect shows it; "
         f"exported up to {format_time(report.end_ts)}).",
@@ -333,13 +396,15 @@ def export_command(
 @cache_option
 @output_option
 @click.option("--before", "before", required=True, metavar="TIME",
-              help="Drop history older than this ('-7d', an RFC 3339 time, '@<unix seconds>').")
+              help="Drop history older than this: a time relative to now ('-7d' is 7 days ago), an RFC 3339 time or '@<unix seconds>'.")
 @click.option("--dry-run", "dry_run", is_flag=True, help="Only count what would be dropped; the cache is opened read-only.")
 def prune_command(kubeconfig: str | None, context: str | None, cache: str | None, output: str, before: str, dry_run: bool) -> None:
     """Drop history older than TIME from the cache, keeping what later exports need.
 
     Any export whose window starts at or after TIME gives the same trace before and after the prune. It
-    cannot run while a recorder writes to the same cache; --dry-run can, and changes nothing.
+    cannot run while a recorder writes to the same cache; --dry-run can, and changes nothing. Sizes are
+    those of the files on disk: bytesFreed is what the disk got back. When less than a quarter of the cache
+    is freed it is not vacuumed, so the file keeps its size and bytesReusable is reused by later recordings.
 
     \b
     Example:
@@ -385,15 +450,16 @@ def config_command() -> None:
 def inspect_command(trace: str, with_events: bool, output: str) -> None:
     """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
 
-    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer.
+    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer. TRACE '-' reads standard input.
 
     \b
     Example:
       kubectl sktrace inspect incident.sktrace --events
+      kubectl sktrace export -s -1h -O - | kubectl sktrace inspect -
     """
     from kubectl_sktrace import inspection, render
 
-    click.echo(render.render_inspection(inspection.inspect_trace(trace, with_events=with_events), output))
+    click.echo(render.render_inspection(inspection.inspect_trace(trace, with_events=with_events, stdin=sys.stdin.buffer), output))
 
 
 @cli.command("validate", short_help="Check a trace as SimKube would; exit 1 on errors.")
@@ -405,15 +471,24 @@ def validate_command(trace: str, output: str) -> None:
 
     A file that is not a v2 trace at all is one Error: line. Otherwise every finding is listed: L0001-L0003
     (SimKube would refuse to load the trace), W0000 (status present), E0001-E0005 (a ServiceAccount,
-    Secret or ConfigMap used by a pod template is not in the trace before it).
+    Secret or ConfigMap used by a pod template is not in the trace before it). TRACE '-' reads standard
+    input. With -o json or yaml, a file that is no trace is reported in that format too (on stdout, exit 1).
 
     \b
     Example:
       kubectl sktrace validate incident.sktrace -o json
+      kubectl sktrace export -s -1h -O - | kubectl sktrace validate -
     """
     from kubectl_sktrace import render, validation
+    from kubectl_sktrace.errors import TraceFormatError
 
-    report = validation.validate_trace(trace)
+    try:
+        report = validation.validate_trace(trace, stdin=sys.stdin.buffer)
+    except TraceFormatError as exc:
+        if output == "table":
+            raise
+        click.echo(render.render_unreadable(trace, str(exc), output))
+        sys.exit(1)
     click.echo(render.render_validation(report, output))
     if report.has_errors:
         sys.exit(1)
@@ -427,8 +502,8 @@ def validate_command(trace: str, output: str) -> None:
 @click.option("--cache", "cache", metavar="FILE", callback=_local_cache,
               help="Keep the recording cache here (default: a temporary directory, removed at the end).")
 @click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
-@click.option("--record-seconds", "record_seconds", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
-              help="Seconds of recording in all, split about 70/30 between the two recordings.")
+@click.option("--record-seconds", "record_seconds", type=int, default=20, show_default=True, metavar="N",
+              help="Seconds of recording in all (at least 4: two recordings of 2 seconds), split about 70/30 between the two recordings.")
 def demo_command(cache: str | None, output_file: str, record_seconds: int) -> None:
     """Run the whole flow on a built-in local API server, narrated: no cluster needed, under a minute.
 

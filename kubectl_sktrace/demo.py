@@ -41,6 +41,7 @@ from kubectl_sktrace.errors import SktraceError, UsageError
 
 NAMESPACE = "shop"
 DEPLOYMENTS = {"frontend": 2, "cart": 2, "checkout": 2}
+MIN_RECORD_SECONDS = 4  # each of the two recordings gets at least 2 seconds (split_seconds); --help says so
 SYNC_TIMEOUT_SECONDS = 30.0
 ORDER_SECONDS = 0.3
 """A pause between making a ConfigMap and the object that mounts it, so their events reach the recorder
@@ -102,8 +103,8 @@ def check_options(options: DemoOptions) -> None:
         )
     if target.is_dir():
         raise UsageError(f"cannot write {options.output_file}: it is a directory; pass a file path with -O/--output-file")
-    if options.record_seconds < 4:
-        raise UsageError(f"--record-seconds {options.record_seconds} is too short to show anything; pass 4 or more")
+    if options.record_seconds < MIN_RECORD_SECONDS:
+        raise UsageError(f"--record-seconds {options.record_seconds} is too short to show anything; pass {MIN_RECORD_SECONDS} or more")
     if options.cache is not None:
         cache = Path(options.cache).expanduser()
         if cache.exists():

@@ -72,6 +72,7 @@ from kubectl_sktrace.exportadvice import LeftOut, clamp_note, default_namespace_
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.owners import is_daemonset_owned
 from kubectl_sktrace.sanitize import deleted_stub
+from kubectl_sktrace.plural import counted
 from kubectl_sktrace.selectors import Selector, matches_any
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_duration, format_time, parse_time
@@ -363,7 +364,7 @@ def export_trace(
     if invalid:
         warnings += (invalid,)
     notes += (
-        f"{gvk} stopped being tracked at {format_time(ts)} (a run's config dropped or changed it): its {count} object(s) "
+        f"{gvk} stopped being tracked at {format_time(ts)} (a run's config dropped or changed it): its {counted(count, 'object')} "
         "are in the trace up to then, not deleted"
         for gvk, ts, count in dropped_kinds
     )
@@ -389,13 +390,13 @@ def _messages(
     warnings: list[str] = []
     if plan.left_out.cluster_scoped:
         notes.append(
-            f"left out {plan.left_out.cluster_scoped} cluster-scoped object(s): SimKube's driver needs namespaced objects "
+            f"left out {counted(plan.left_out.cluster_scoped, 'cluster-scoped object')}: SimKube's driver needs namespaced objects "
             "(pass --include-cluster-scoped to keep them)"
         )
     if not groups:
         notes.append(
             f"no events in the window {format_time(start_ts)} to {format_time(end_ts)}: the trace holds only the state at its start "
-            f"({state} object(s))"
+            f"({counted(state, 'object')})"
         )
     for gap_start, gap_end in gaps:
         warnings.append(
@@ -411,8 +412,8 @@ def _messages(
     if inferred:
         created = inferred - inferred_deleted
         warnings.append(
-            f"{inferred} event(s) in the window were reconstructed after a gap or an outage "
-            f"({inferred_deleted} deletion(s), {created} creation(s) or change(s)): their times are when the recorder noticed, "
+            f"{counted(inferred, 'event')} in the window {'was' if inferred == 1 else 'were'} reconstructed after a gap or an outage "
+            f"({counted(inferred_deleted, 'deletion')}, {counted(created, 'creation or change', 'creations or changes')}): their times are when the recorder noticed, "
             "not when they happened"
         )
     return tuple(notes), tuple(warnings)

@@ -9,11 +9,11 @@ lifecycle owners with their Running/Finished counts and, when asked, one row per
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import IO, Any
 
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.timeparse import format_duration, format_time
-from kubectl_sktrace.traceformat import Trace, read_trace
+from kubectl_sktrace.traceformat import Trace, read_trace, source_name
 
 
 def object_key(obj: dict[str, Any]) -> ObjKey | None:
@@ -34,9 +34,9 @@ def _describe(obj: dict[str, Any]) -> str:
     return f"{key.gvk.kind} {key.ns_name}" if key else "(object without apiVersion/kind/name)"
 
 
-def inspect_trace(path: str, *, with_events: bool) -> dict[str, Any]:
-    """Summarize the trace at ``path``; TraceFormatError when it is not a loadable v2 trace."""
-    return summarize(read_trace(path), path=path, with_events=with_events)
+def inspect_trace(path: str, *, with_events: bool, stdin: IO[bytes] | None = None) -> dict[str, Any]:
+    """Summarize the trace at ``path`` (``-``: ``stdin``); TraceFormatError when it is not a loadable v2 trace."""
+    return summarize(read_trace(path, stdin=stdin), path=source_name(path), with_events=with_events)
 
 
 def summarize(trace: Trace, *, path: str, with_events: bool) -> dict[str, Any]:

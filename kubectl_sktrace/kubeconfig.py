@@ -106,13 +106,26 @@ def default_cache_path(context: str, *, environ: Mapping[str, str] = os.environ)
     ``:`` and ``/``); when anything was replaced, a short hash of the real name is appended so two
     contexts that differ only in those characters never share a cache.
     """
-    state = environ.get("XDG_STATE_HOME", "")
-    base = Path(state) if state and os.path.isabs(state) else _home(environ) / ".local" / "state"
     safe = _UNSAFE.sub("_", context)
     if safe != context or not safe or safe.startswith("."):
         digest = hashlib.sha256(context.encode("utf-8")).hexdigest()[:8]
         safe = f"{safe.lstrip('.')}-{digest}" if safe.lstrip(".") else digest
-    return base / "kubectl-sktrace" / f"{safe}.db"
+    return state_dir(environ) / f"{safe}.db"
+
+
+def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """``${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace``, where the default caches live."""
+    state = environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and os.path.isabs(state) else _home(environ) / ".local" / "state"
+    return base / "kubectl-sktrace"
+
+
+def names_no_cluster(*, kubeconfig: str | None, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether nothing names a cluster: no ``--kubeconfig``, no ``KUBECONFIG``, no ``~/.kube/config`` and no
+    in-cluster service account."""
+    if kubeconfig or environ.get("KUBECONFIG"):
+        return False
+    return not (_home(environ) / ".kube" / "config").is_file() and _in_cluster_target(environ) is None
 
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")

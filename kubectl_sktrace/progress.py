@@ -14,6 +14,7 @@ import time
 from typing import Callable, TextIO
 
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.plural import counted
 from kubectl_sktrace.recorder import KindStats
 from kubectl_sktrace.timeparse import format_duration
 
@@ -46,14 +47,14 @@ class Progress:
                 parts.append(f"{kind.kind} {listed:,}{mark}")
             self._rewrite("syncing: " + ", ".join(parts))
         elif stats.initial_done and not (before and before[1]):
-            self._print(f"listed {gvk}: {stats.listed:,} objects")
+            self._print(f"listed {gvk}: {counted(stats.listed, 'object', grouped=True)}")
 
     def synced(self, seconds: float) -> None:
         if self.quiet:
             return
         total = sum(listed for listed, _, _ in self._kinds.values())
         self._end_line()
-        self._print(f"initial sync done: {total:,} objects in {seconds:.1f}s; recording changes (Ctrl-C to stop)")
+        self._print(f"initial sync done: {counted(total, 'object', grouped=True)} in {seconds:.1f}s; recording changes (Ctrl-C to stop)")
 
     # -- while recording -----------------------------------------------------------------------------
 
@@ -62,7 +63,7 @@ class Progress:
         pod status changes that record nothing, so a busy cluster does not look stalled."""
         if self.quiet:
             return
-        text = (f"recording: {events:,} events, {pods:,} pods tracked, {rate:,.1f} events/s "
+        text = (f"recording: {counted(events, 'event', grouped=True)}, {counted(pods, 'pod', grouped=True)} tracked, {rate:,.1f} events/s "
                 f"(watch: {updates_rate:,.0f} updates/s)")
         if left is not None:
             text += f", {format_duration(left)} left"

@@ -30,7 +30,8 @@ class PruneReport:
                   "bytesBefore": r.bytes_before}
         if isinstance(r, PrunePlan):
             return {**head, "dryRun": True, **counts}
-        return {**head, **counts, "bytesAfter": r.bytes_after, "bytesFreed": r.freed_bytes, "vacuumed": r.vacuumed}
+        return {**head, **counts, "bytesAfter": r.bytes_after, "bytesFreed": r.freed_bytes, "bytesReusable": r.reusable_bytes,
+                "vacuumed": r.vacuumed}
 
 
 def prune_cache(path: str, *, before: float, dry_run: bool = False) -> PruneReport:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from tabulate import tabulate
 
+from kubectl_sktrace.plural import counted
+
 if TYPE_CHECKING:
     from kubectl_sktrace.validation import ValidationReport
 
@@ -112,6 +114,14 @@ def validation_to_dict(report: ValidationReport) -> dict[str, Any]:
     }
 
 
+def render_unreadable(path: str, error: str, fmt: str) -> str:
+    """``validate -o json|yaml`` of a file that is no trace at all: the error in the format asked for, shaped
+    like a report (``valid: false``) so that a program reads one shape either way."""
+    from kubectl_sktrace.traceformat import source_name
+
+    return _dump({"file": source_name(path), "valid": False, "error": error, "errors": 1, "warnings": 0, "findings": []}, fmt)
+
+
 def render_validation(report: ValidationReport, fmt: str) -> str:
     """``kubectl sktrace validate``: the findings, then one verdict line."""
     data = validation_to_dict(report)
@@ -119,8 +129,7 @@ def render_validation(report: ValidationReport, fmt: str) -> str:
         return _dump(data, fmt)
     verdict = (
         f"{report.path}: {'invalid' if report.has_errors else 'valid'}, "
-        f"{report.errors} error{'s' if report.errors != 1 else ''}, "
-        f"{report.warnings} warning{'s' if report.warnings != 1 else ''}"
+        f"{counted(report.errors, 'error')}, {counted(report.warnings, 'warning')}"
     )
     if not data["findings"]:
         return verdict

@@ -2,24 +2,125 @@
 
 Offline: reads only the cache, read-only (never imports ``kubernetes``); safe while a recorder is writing to it.
 Times are printed in RFC 3339 UTC (``timeparse.format_time``) in every format, so JSON and tables agree.
+
+The last ``DEFAULT_RUNS`` runs are shown (with the gaps and outages among them) unless ``--runs`` asks for
+more: a cache recorded every day for a year would otherwise print hundreds of lines. ``-n NS`` narrows the
+counts of kinds, pods and events to one namespace; runs belong to the whole recording. With nothing that
+names a cluster (no ``--cache``, ``--context``, ``--kubeconfig``, ``KUBECONFIG`` or ``~/.kube/config``),
+status lists the caches in the state directory instead of failing: one line each, read-only.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from pathlib import Path
+from typing import Any, Mapping
 
 from kubectl_sktrace import render
+from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.store import open_cache_readonly
-from kubectl_sktrace.store.status import CacheStatus, cache_status
+from kubectl_sktrace.store.connection import disk_size
+from kubectl_sktrace.store.status import CacheOverview, CacheStatus, RunInfo, cache_overview, cache_status
 from kubectl_sktrace.timeparse import format_duration, format_time
 
+DEFAULT_RUNS = 10
 
-def load_status(*, cache: str | None, kubeconfig: str | None, context: str | None) -> CacheStatus:
+
+def parse_runs(text: str) -> int | None:
+    """``--runs N|all``: how many of the last runs to show (None: all)."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise UsageError(f"--runs {text}: pass a number of runs (1 or more) or 'all'")
+    return count
+
+
+def status_text(*, cache: str | None, kubeconfig: str | None, context: str | None, namespace: str | None, runs: int | None, fmt: str,
+                environ: Mapping[str, str] = os.environ) -> str:
+    """What ``status`` prints: the cache of the context (or ``--cache``), or the list of caches when nothing
+    names a cluster."""
+    from kubectl_sktrace.kubeconfig import names_no_cluster, state_dir
+
+    if not cache and not context and names_no_cluster(kubeconfig=kubeconfig, environ=environ):
+        if namespace is not None:
+            raise UsageError("-n/--namespace needs one cache, and no kubeconfig names one; pass --cache FILE or --context NAME")
+        directory = state_dir(environ)
+        return render_cache_list(list_caches(directory), fmt, directory=directory)
+    status = load_status(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace, environ=environ)
+    return render_status(status, fmt, namespace=namespace, runs=runs)
+
+
+def load_status(*, cache: str | None, kubeconfig: str | None, context: str | None, namespace: str | None = None,
+                environ: Mapping[str, str] = os.environ) -> CacheStatus:
     from kubectl_sktrace.kubeconfig import resolve_cache_path
 
-    path = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
+    path = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context, environ=environ)
     with open_cache_readonly(path) as opened:
-        return cache_status(opened)
+        scope = opened.get_meta("scope.namespace")
+        if namespace is not None and scope and scope != namespace:
+            raise UsageError(f"cache {path} records only namespace {scope}; pass -n {scope}, or leave -n out")
+        return cache_status(opened, namespace=namespace)
+
+
+def list_caches(directory: Path) -> list[CacheOverview | tuple[Path, str]]:
+    """Every ``*.db`` file in ``directory``, read-only: its overview, or (path, why it cannot be read)."""
+    found: list[CacheOverview | tuple[Path, str]] = []
+    for path in sorted(directory.glob("*.db")) if directory.is_dir() else []:
+        try:
+            with open_cache_readonly(path) as opened:
+                found.append(cache_overview(opened))
+        except CacheError as exc:
+            found.append((path, str(exc)))
+    return found
+
+
+def _run_span(run: RunInfo) -> str:
+    start = format_time(run.started)
+    if run.state == "running":
+        return f"{start}– (running)"
+    end = format_time(run.stopped)
+    return f"{start}–{end[11:] if end[:10] == start[:10] else end} ({run.state})"
+
+
+def caches_to_list(caches: list[CacheOverview | tuple[Path, str]]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for entry in caches:
+        if isinstance(entry, tuple):
+            rows.append({"cache": str(entry[0]), "context": None, "cluster": None, "namespace": None,
+                         "sizeBytes": disk_size(entry[0]), "lastRun": None, "error": entry[1]})
+            continue
+        run = entry.last_run
+        rows.append({
+            "cache": entry.path, "context": entry.context, "cluster": entry.server, "namespace": entry.namespace or None,
+            "sizeBytes": entry.size_bytes,
+            "lastRun": None if run is None else {"run": run.id, "started": _time(run.started),
+                                                 "stopped": None if run.state == "running" else _time(run.stopped), "state": run.state},
+            "error": None,
+        })
+    return rows
+
+
+def render_cache_list(caches: list[CacheOverview | tuple[Path, str]], fmt: str, *, directory: Path) -> str:
+    """The caches of the state directory, for a user with no kubeconfig."""
+    rows = caches_to_list(caches)
+    if fmt != "table":
+        return render.render_mapping({"stateDirectory": str(directory), "caches": rows}, fmt)
+    why = "No kubeconfig (no --kubeconfig, no KUBECONFIG, no ~/.kube/config)"
+    if not rows:
+        return f"{why}, and no cache in {directory}. Record one with 'kubectl sktrace start --kubeconfig FILE'."
+    readable = [entry for entry in caches if isinstance(entry, CacheOverview)]
+    table = render.render_table([
+        {"context": entry.context, "cluster": entry.server, "size": _size(entry.size_bytes),
+         "last run": "-" if entry.last_run is None else _run_span(entry.last_run), "cache": Path(entry.path).name}
+        for entry in readable
+    ], "table") if readable else "(none readable)"
+    unreadable = "".join(f"\nNot listed: {entry[1]}" for entry in caches if isinstance(entry, tuple))
+    return (f"{why}; the caches in {directory}:\n{table}{unreadable}\n\n"
+            "Show one with 'kubectl sktrace status --context CONTEXT' or 'kubectl sktrace status --cache FILE'.")
 
 
 def _time(ts: float | None) -> str | None:
@@ -44,23 +145,30 @@ def config_history(status: CacheStatus) -> list[dict[str, Any]]:
     return history
 
 
-def status_to_dict(status: CacheStatus) -> dict[str, Any]:
+def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: int | None = None) -> dict[str, Any]:
+    """The status as plain data; ``runs``: only the last so many runs, with the gaps and outages among them."""
+    shown = status.runs if runs is None else status.runs[-runs:]
+    since = shown[0].started if shown else 0.0
+    ids = {r.id for r in shown}
     return {
         "cache": status.path,
         "sizeBytes": status.size_bytes,
         "schemaVersion": status.schema_version,
         "cluster": {"server": status.server, "kubeSystemUid": status.cluster_uid or None, "context": status.context,
                     "namespace": status.namespace or None},
+        "countsNamespace": namespace,
+        "runsTotal": len(status.runs),
         "runs": [
-            {"run": r.id, "started": _time(r.started), "synced": _time(r.synced), "stopped": _time(r.stopped),
+            {"run": r.id, "started": _time(r.started), "synced": _time(r.synced),
+             "stopped": None if r.state == "running" else _time(r.stopped),
              "duration": format_duration(r.stopped - r.started), "state": r.state, "pid": r.pid}
-            for r in status.runs
+            for r in shown
         ],
-        "gaps": [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a)} for a, b in status.gaps],
+        "gaps": [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a)} for a, b in status.gaps if a >= since],
         "outages": [
             {"run": g.run_id, "cause": g.cause, "from": _time(g.since), "to": _time(g.until),
              "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
-            for g in status.outages
+            for g in status.outages if g.run_id in ids
         ],
         "configHistory": config_history(status),
         "kinds": [
@@ -87,33 +195,39 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def render_status(status: CacheStatus, fmt: str) -> str:
-    data = status_to_dict(status)
+def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None, runs: int | None = DEFAULT_RUNS) -> str:
+    data = status_to_dict(status, namespace=namespace, runs=runs)
     if fmt != "table":
         return render.render_mapping(data, fmt)
     cluster = data["cluster"]
-    head = render.render_mapping({
+    head: dict[str, Any] = {
         "cache": status.path,
         "size": _size(status.size_bytes),
         "cluster": cluster["server"] or "- (nothing recorded yet)",
         "kube-system uid": cluster["kubeSystemUid"],
         "context": cluster["context"],
         "scope": f"namespace {status.namespace}" if status.namespace else "all namespaces",
-        "events": f"{status.events} ({data['events']['first']} .. {data['events']['last']})" if status.events else "0",
-        "pods": f"{status.pods.seen} seen, {status.pods.live} live, {status.pods.running} running, {status.pods.finished} finished, "
-                f"{status.pods.with_owner} with a lifecycle owner",
-    }, "table")
-    parts = [head, ""]
-    parts.append("Runs:\n" + render.render_table(data["runs"], "table", columns=["run", "started", "synced", "stopped", "duration", "state"])
+    }
+    if namespace is not None:
+        head["counts of"] = f"namespace {namespace} (kinds, events and pods below; runs are the whole recording's)"
+    head["events"] = f"{status.events} ({data['events']['first']} .. {data['events']['last']})" if status.events else "0"
+    head["pods"] = (f"{status.pods.seen} seen, {status.pods.live} live, {status.pods.running} running, {status.pods.finished} finished, "
+                    f"{status.pods.with_owner} with a lifecycle owner")
+    parts = [render.render_mapping(head, "table"), ""]
+    hidden = len(status.runs) - len(data["runs"])
+    title = f"Runs (the last {len(data['runs'])} of {len(status.runs)}; --runs all shows every run):" if hidden else "Runs:"
+    parts.append(title + "\n" + render.render_table(data["runs"], "table", columns=["run", "started", "synced", "stopped", "duration", "state"])
                  if data["runs"] else "Runs: none")
     if data["gaps"]:
         parts += ["", "Gaps (not observed live; reconstructed by the next run's relist):",
                   render.render_table(data["gaps"], "table", columns=["from", "to", "duration"])]
-    if status.outages:
+    shown = {r["run"] for r in data["runs"]}
+    outages = [g for g in status.outages if g.run_id in shown]
+    if outages:
         parts += ["", "Outages during runs (kinds not watched; changes then were caught up afterwards, not seen live):",
                   render.render_table([{"run": g.run_id, "outage": outage_span(g.cause, g.since, g.until),
                                         "duration": format_duration(g.until - g.since), "kinds": ", ".join(g.kinds)}
-                                       for g in status.outages], "table")]
+                                       for g in outages], "table")]
     if len(data["configHistory"]) > 1:
         parts += ["", "Config history (what each run tracked from its start on; history recorded before a change is kept):",
                   render.render_table(data["configHistory"], "table", columns=["run", "from", "change", "tracked"])]

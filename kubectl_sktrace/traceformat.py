@@ -136,8 +136,27 @@ class TraceWriter:
         self._finished = True
 
 
-def read_trace(path: str | Path) -> Trace:
-    """Read and decode a trace file; TraceFormatError (one line naming the file) when it is not one."""
+STDIN = "-"
+STDIN_NAME = "standard input"
+
+
+def source_name(path: str) -> str:
+    """How a trace's origin is shown: its path, or ``standard input`` for ``-``."""
+    return STDIN_NAME if path == STDIN else path
+
+
+def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None) -> Trace:
+    """Read and decode a trace file, or ``stdin`` when ``path`` is ``-``; TraceFormatError (one line naming
+    the file) when it is not one."""
+    if str(path) == STDIN and stdin is not None:
+        try:
+            data = stdin.read()
+        except OSError as exc:
+            raise TraceFormatError(f"{STDIN_NAME}: cannot read it: {exc.strerror or exc}") from None
+        try:
+            return decode_trace(data)
+        except TraceFormatError as exc:
+            raise TraceFormatError(f"{STDIN_NAME}: {exc}") from None
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:

@@ -21,13 +21,13 @@ own config (``podSpecTemplatePaths``); kinds it does not list are not checked. R
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.inspection import object_key
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, resolve_pointer
-from kubectl_sktrace.traceformat import Trace, read_trace
+from kubectl_sktrace.traceformat import Trace, read_trace, source_name
 
 SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
 SECRET = GVK("", "v1", "Secret")
@@ -78,9 +78,9 @@ class ValidationReport:
         return sum(1 for f in self.findings if not f.is_error)
 
 
-def validate_trace(path: str) -> ValidationReport:
-    """Validate the trace at ``path``; TraceFormatError when it cannot be decoded at all."""
-    return ValidationReport(path=path, findings=tuple(check_trace(read_trace(path))))
+def validate_trace(path: str, *, stdin: IO[bytes] | None = None) -> ValidationReport:
+    """Validate the trace at ``path`` (``-``: ``stdin``); TraceFormatError when it cannot be decoded at all."""
+    return ValidationReport(path=source_name(path), findings=tuple(check_trace(read_trace(path, stdin=stdin))))
 
 
 def check_trace(trace: Trace) -> Iterator[Finding]:

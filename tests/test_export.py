@@ -91,7 +91,7 @@ def test_everything_filtered_gives_one_empty_event_and_an_empty_index(simkube_ca
     assert trace["index"] == {}
     assert trace["pod_lifecycles"] == {}
     assert report.notes == (
-        "no events in the window 1970-01-01T00:00:01Z to 1970-01-01T00:00:10Z: the trace holds only the state at its start (0 object(s))",
+        "no events in the window 1970-01-01T00:00:01Z to 1970-01-01T00:00:10Z: the trace holds only the state at its start (0 objects)",
     )
 
 
@@ -165,7 +165,7 @@ def test_filters_namespaces_labels_daemonsets_and_cluster_scoped(cache_builder):
     ]
     assert trace["index"] == {DEP: {"app/keep": spec_hash({"replicas": 1})}}
     assert report.notes == (
-        "left out 1 cluster-scoped object(s): SimKube's driver needs namespaced objects (pass --include-cluster-scoped to keep them)",
+        "left out 1 cluster-scoped object: SimKube's driver needs namespaced objects (pass --include-cluster-scoped to keep them)",
     )
     with_cluster = decode(run_export(b, 0, 10, filters=ExportFilters(include_cluster_scoped=True, exclude_labels=filters.exclude_labels))[1])
     assert with_cluster["index"]["v1.Namespace"] == {"app": spec_hash(None)}
@@ -268,7 +268,7 @@ def test_warns_about_gaps_and_reconstructed_events(cache_builder):
     assert report.warnings == (
         "no recorder ran from 1970-01-01T00:01:40Z to 1970-01-01T00:02:40Z (1m00s): changes made then appear at the next start's "
         "time, or not at all if the window ends first",
-        "2 event(s) in the window were reconstructed after a gap or an outage (1 deletion(s), 1 creation(s) or change(s)): "
+        "2 events in the window were reconstructed after a gap or an outage (1 deletion, 1 creation or change): "
         "their times are when the recorder noticed, not when they happened",
     )
 

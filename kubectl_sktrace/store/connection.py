@@ -328,6 +328,15 @@ class WriterLock:
         self.release()
 
 
+def disk_size(cache_path: str | os.PathLike[str]) -> int:
+    """The bytes the cache takes on disk: the file and its write-ahead log (the ``-shm`` index holds no data)."""
+    size = 0
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(OSError):
+            size += os.path.getsize(f"{cache_path}{suffix}")
+    return size
+
+
 def writer_active(cache_path: str | os.PathLike[str]) -> bool:
     """Whether a process holds the writer lock of the cache now. Probed read-only: no lock file is created
     where none exists (then no writer ever ran, or none since the file was removed)."""

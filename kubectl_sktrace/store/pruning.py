@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterator
 
-from kubectl_sktrace.store.connection import Cache
+from kubectl_sktrace.store.connection import Cache, disk_size
 from kubectl_sktrace.store.history import APPLIED, LAST_ROW_PER_OBJECT, known_until, read_snapshot, runs
 
 VACUUM_FREE_FRACTION = 0.25
@@ -54,12 +54,17 @@ class PrunePlan:
 
 @dataclass(frozen=True)
 class PruneResult:
+    """Sizes are of the files on disk (the cache and its log), so ``freed_bytes`` is what the disk got back.
+    Without a vacuum the file keeps its size: the removed rows' pages stay inside it, free for later
+    recordings to reuse (``reusable_bytes``)."""
+
     events_removed: int
     pods_removed: int
     events_kept_before: int
     bytes_before: int
     bytes_after: int
     freed_bytes: int
+    reusable_bytes: int
     vacuumed: bool
 
 
@@ -99,28 +104,27 @@ def plan_prune(cache: Cache, *, before: int) -> PrunePlan:
         events_removed = conn.execute(f"SELECT count(*) FROM events WHERE {_EVENTS_GONE}", params).fetchone()[0]
         older = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
         pods_removed = conn.execute(f"SELECT count(*) FROM pods WHERE {_PODS_GONE}", params).fetchone()[0]
-        size = _file_size(cache)
+        size = disk_size(cache.path)
     return PrunePlan(events_removed=int(events_removed), pods_removed=int(pods_removed), events_kept_before=int(older - events_removed),
                      bytes_before=size)
 
 
 def prune_before(cache: Cache, *, before: int) -> PruneResult:
     """Remove what no export starting at or after ``before`` reads; the caller holds the writer lock."""
-    bytes_before = _file_size(cache)
-    free_before = _free_bytes(cache)
+    bytes_before = disk_size(cache.path)
     with cache.transaction() as conn, _marked_rows(cache, before=before) as params:
         events_removed = conn.execute(f"DELETE FROM events WHERE {_EVENTS_GONE}", params).rowcount
         kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
         pods_removed = conn.execute(f"DELETE FROM pods WHERE {_PODS_GONE}", params).rowcount
     cache.checkpoint()
-    freed = max(0, _free_bytes(cache) - free_before)
     vacuumed = False
     total = _file_size(cache)
     if total and _free_bytes(cache) / total > VACUUM_FREE_FRACTION:
         cache.conn.execute("VACUUM")
         cache.checkpoint()
         vacuumed = True
+    bytes_after = disk_size(cache.path)
     return PruneResult(
         events_removed=events_removed, pods_removed=pods_removed, events_kept_before=int(kept), bytes_before=bytes_before,
-        bytes_after=_file_size(cache), freed_bytes=freed, vacuumed=vacuumed,
+        bytes_after=bytes_after, freed_bytes=bytes_before - bytes_after, reusable_bytes=_free_bytes(cache), vacuumed=vacuumed,
     )

@@ -10,10 +10,10 @@ are the outages within runs (``history.coverage_gaps``).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+from typing import Any
 
-from kubectl_sktrace.store.connection import Cache, writer_active
+from kubectl_sktrace.store.connection import Cache, disk_size, writer_active
 from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 
 
@@ -65,38 +65,68 @@ class CacheStatus:
     size_bytes: int
 
 
-def cache_status(cache: Cache) -> CacheStatus:
-    conn = cache.conn
-    running = writer_active(cache.path)
-    rows = conn.execute("SELECT id, started, synced, stopped, clean, pid, config FROM runs ORDER BY id").fetchall()
-    outages = tuple(coverage_gaps(cache))
-    interrupted = {gap.run_id for gap in outages}
+_RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config"
+
+
+def _runs(cache: Cache, rows: list[tuple[Any, ...]], *, interrupted: set[int], last_id: int | None) -> list[RunInfo]:
+    """Runs from their rows; only the cache's last run can be ``running`` (the writer lock is held now)."""
+    running = writer_active(cache.path) if rows else False
     runs = []
-    for index, (run_id, started, synced, stopped, clean, pid, config) in enumerate(rows):
-        last = index == len(rows) - 1
+    for run_id, started, synced, stopped, clean, pid, config in rows:
+        last = run_id == last_id
         state = ("interrupted" if run_id in interrupted else "clean") if clean else "running" if last and running else "crashed"
         runs.append(RunInfo(run_id, started, synced, stopped, state, pid, config))
+    return runs
+
+
+@dataclass(frozen=True)
+class CacheOverview:
+    """One line of the list of caches: whose cluster, how big, and its last run."""
+
+    path: str
+    server: str | None
+    context: str | None
+    namespace: str | None
+    last_run: RunInfo | None
+    size_bytes: int
+
+
+def cache_overview(cache: Cache) -> CacheOverview:
+    """The identity, size and last run of a cache, without counting its history (fast on a large cache)."""
+    rows = cache.conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id DESC LIMIT 1").fetchall()
+    interrupted: set[int] = set()
+    if rows and rows[0][4]:
+        interrupted = {gap.run_id for gap in coverage_gaps(cache) if gap.run_id == rows[0][0]}
+    runs = _runs(cache, rows, interrupted=interrupted, last_id=rows[0][0] if rows else None)
+    return CacheOverview(path=str(cache.path), server=cache.get_meta("cluster.server"), context=cache.get_meta("cluster.context"),
+                         namespace=cache.get_meta("scope.namespace"), last_run=runs[0] if runs else None, size_bytes=disk_size(cache.path))
+
+
+def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
+    """What the cache holds; with ``namespace``, the counts of kinds, pods and events are those of that
+    namespace only (runs, gaps and outages belong to the whole recording)."""
+    conn = cache.conn
+    where, params = ("AND namespace = ?", (namespace,)) if namespace is not None else ("", ())
+    rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id").fetchall()
+    outages = tuple(coverage_gaps(cache))
+    runs = _runs(cache, rows, interrupted={gap.run_id for gap in outages}, last_id=rows[-1][0] if rows else None)
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
     counts: dict[str, list[int]] = {}
-    for gvk, op, inferred, n in conn.execute("SELECT gvk, op, inferred, count(*) FROM events WHERE op < 2 GROUP BY gvk, op, inferred"):
+    for gvk, op, inferred, n in conn.execute(f"SELECT gvk, op, inferred, count(*) FROM events WHERE op < 2 {where} GROUP BY gvk, op, inferred",
+                                             params):
         entry = counts.setdefault(gvk, [0, 0, 0, 0])
         entry[1 + op] += n
         if op == 1 and inferred:
             entry[3] += n
-    for gvk, n in conn.execute("SELECT gvk, count(*) FROM objects GROUP BY gvk"):
+    for gvk, n in conn.execute(f"SELECT gvk, count(*) FROM objects WHERE 1 {where} GROUP BY gvk", params):
         counts.setdefault(gvk, [0, 0, 0, 0])[0] = n
     kinds = tuple(KindCounts(g, *c) for g, c in sorted(counts.items()))
     pod_row = conn.execute(
         "SELECT count(*), coalesce(sum(live), 0), count(owner_gvk), "
-        "coalesce(sum(start_ts IS NOT NULL AND end_ts IS NULL), 0), coalesce(sum(end_ts IS NOT NULL), 0) FROM pods"
+        f"coalesce(sum(start_ts IS NOT NULL AND end_ts IS NULL), 0), coalesce(sum(end_ts IS NOT NULL), 0) FROM pods WHERE 1 {where}", params
     ).fetchone()
-    events, first, last = conn.execute("SELECT count(*), min(ts), max(ts) FROM events").fetchone()
-    size = 0
-    for suffix in ("", "-wal"):
-        try:
-            size += os.path.getsize(str(cache.path) + suffix)
-        except OSError:
-            pass
+    events, first, last = conn.execute(f"SELECT count(*), min(ts), max(ts) FROM events WHERE 1 {where}", params).fetchone()
+    size = disk_size(cache.path)
     return CacheStatus(
         path=str(cache.path), server=cache.get_meta("cluster.server"), cluster_uid=cache.get_meta("cluster.uid"),
         context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
