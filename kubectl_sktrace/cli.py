@@ -18,6 +18,7 @@ from typing import Any, Callable, TypeVar
 import click
 
 from kubectl_sktrace import __version__
+from kubectl_sktrace.completion import complete_contexts, complete_files, complete_namespaces
 from kubectl_sktrace.errors import SktraceError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,9 +64,10 @@ def verbosity_option(f: F) -> F:
 def kube_options(f: F) -> F:
     """--kubeconfig, --context, -n/--namespace and -A/--all-namespaces, as kubectl spells them."""
     f = click.option("-A", "--all-namespaces", "all_namespaces", is_flag=True, help="All namespaces (the default for start).")(f)
-    f = click.option("-n", "--namespace", "namespace", metavar="NS", help="Only this namespace.")(f)
-    f = click.option("--context", "context", metavar="NAME", help="The kubeconfig context to use.")(f)
-    f = click.option("--kubeconfig", "kubeconfig", metavar="FILE", help="Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config).")(f)
+    f = click.option("-n", "--namespace", "namespace", metavar="NS", shell_complete=complete_namespaces, help="Only this namespace.")(f)
+    f = click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts, help="The kubeconfig context to use.")(f)
+    f = click.option("--kubeconfig", "kubeconfig", metavar="FILE", shell_complete=complete_files,
+                     help="Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config).")(f)
     return f
 
 
@@ -80,7 +82,7 @@ def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 def cache_option(f: F) -> F:
     return click.option(
-        "--cache", "cache", metavar="FILE", callback=_local_cache,
+        "--cache", "cache", metavar="FILE", callback=_local_cache, shell_complete=complete_files,
         help="The sqlite cache (default: one file per context under ${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/).",
     )(f)
 
@@ -155,7 +157,7 @@ def version(output: str) -> None:
 @cli.command()
 @kube_options
 @cache_option
-@click.option("--config", "config_path", metavar="FILE", help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
+@click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files, help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
 @click.option("--quiet", is_flag=True, help="No progress and no summary; warnings and errors only.")
 @verbosity_option
@@ -253,7 +255,7 @@ def _cache_path(*, cache: str | None, kubeconfig: str | None, context: str | Non
               help="Leave out objects matching this kubectl label selector ('a=b,c!=d,e in (x,y),!f'); repeatable, any match excludes.")
 @click.option("--include-cluster-scoped", "include_cluster_scoped", is_flag=True,
               help="Keep cluster-scoped objects (SimKube's driver needs namespaced ones, so they are left out by default).")
-@click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH",
+@click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH", shell_complete=complete_files,
               help="Where to write the trace; '-' is stdout. A file (or a symlink's target) is replaced whole or not at all, "
                    "keeping its mode; a device, FIFO or /dev/fd/N is written into.")
 @click.option("--format", "fmt", type=click.Choice(["sktrace", "json", "yaml"]), default="sktrace", show_default=True,
@@ -328,8 +330,8 @@ def export_command(
 
 @cli.command("prune")
 @verbosity_option
-@click.option("--kubeconfig", "kubeconfig", metavar="FILE", help="Path to the kubeconfig file (locates the default cache).")
-@click.option("--context", "context", metavar="NAME", help="The kubeconfig context whose default cache to prune.")
+@click.option("--kubeconfig", "kubeconfig", metavar="FILE", shell_complete=complete_files, help="Path to the kubeconfig file (locates the default cache).")
+@click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts, help="The kubeconfig context whose default cache to prune.")
 @cache_option
 @output_option
 @click.option("--before", "before", required=True, metavar="TIME",
@@ -424,9 +426,10 @@ def validate_command(trace: str, output: str) -> None:
 
 @cli.command("demo", short_help="Record, export and check a scripted workload on a built-in API server.")
 @verbosity_option
-@click.option("--cache", "cache", metavar="FILE", callback=_local_cache,
+@click.option("--cache", "cache", metavar="FILE", callback=_local_cache, shell_complete=complete_files,
               help="Keep the recording cache here (default: a temporary directory, removed at the end).")
-@click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
+@click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", shell_complete=complete_files,
+              help="Where to write the trace.")
 @click.option("--record-seconds", "record_seconds", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
               help="Seconds of recording in all, split about 70/30 between the two recordings.")
 def demo_command(cache: str | None, output_file: str, record_seconds: int) -> None:
@@ -458,6 +461,11 @@ COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"
 
 
 def main() -> None:
+    if os.path.basename(sys.argv[0]).startswith("kubectl_complete-"):  # linked under kubectl's completion name (krew)
+        from kubectl_sktrace import completion
+
+        completion.main()
+        return
     # Shell completion is generated for the executable's own name: with "kubectl sktrace" click would name
     # the variable with a space and register the completion function for the words kubectl and sktrace.
     completing = COMPLETE_VAR in os.environ

@@ -23,7 +23,7 @@ OWNERS = {
     "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
     "msgpack": {"kubectl_sktrace.traceformat"},
     "tabulate": {"kubectl_sktrace.render"},
-    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.emulator.__main__"},
+    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion", "kubectl_sktrace.emulator.__main__"},  # the command-line layer
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice"]
 # modules of ours a pure module may import
