@@ -94,6 +94,37 @@ def output_option(f: F) -> F:
     )(f)
 
 
+def timeline_options(f: F) -> F:
+    """--timeline and how the chart is drawn, spelled the same on inspect and status."""
+    f = click.option("--width", "width", type=int, metavar="N", help="Chart width in columns (default: the terminal's, else 80).")(f)
+    f = click.option("--ascii", "ascii_only", is_flag=True, help="Plain ASCII instead of block characters (the default when stdout is not UTF-8).")(f)
+    f = click.option("--top", "top", type=click.IntRange(min=1), metavar="N", help="Draw the N most active owners (default 10).")(f)
+    f = click.option("--timeline", "timeline", is_flag=True,
+                     help="Draw running pods and spec changes per owner over time (a terminal chart).")(f)
+    return f
+
+
+def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None, ascii_only: bool,
+                   start: int | None = None, end: int | None = None) -> None:
+    import shutil
+
+    from kubectl_sktrace import timeline
+    from kubectl_sktrace.errors import UsageError
+
+    if width is not None and width < timeline.MIN_WIDTH:
+        raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")
+    columns = width if width is not None else max(timeline.MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
+    charset = timeline.charset_for(sys.stdout.encoding, ascii_only=ascii_only)
+    click.echo(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end))
+
+
+def _refuse_without_timeline(timeline: bool, **given: object) -> None:
+    """A drawing flag without --timeline would be silently ignored: refuse it."""
+    used = [name for name, value in given.items() if value not in (None, False)]
+    if used and not timeline:
+        raise click.UsageError(f"{', '.join(used)} only {'apply' if len(used) > 1 else 'applies'} to a chart; add --timeline")
+
+
 class SktraceGroup(click.Group):
     """The error boundary: SktraceError becomes one ``Error:`` line and exit 1."""
 
@@ -200,19 +231,43 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
 @cache_option
 @output_option
 @verbosity_option
+@timeline_options
+@click.option("-s", "--start-time", "start_time", metavar="TIME", help="With --timeline: the window start, as export takes it (default -30m).")
+@click.option("-t", "--end-time", "end_time", metavar="TIME", help="With --timeline: the window end (default now).")
 def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-           output: str) -> None:
+           output: str, timeline: bool, top: int | None, ascii_only: bool, width: int | None, start_time: str | None,
+           end_time: str | None) -> None:
     """Show what the cache holds: cluster, recording runs and gaps, counts per kind, pods, size.
 
-    Needs no cluster, and works while a recorder is writing to the cache.
+    Needs no cluster, and works while a recorder is writing to the cache. With --timeline, draws a window
+    instead: per owner, running pods and spec changes over time, from the trace export would write for it
+    (its default namespace exclusions, or -n NS).
 
     \b
     Example:
       kubectl sktrace status
       kubectl sktrace status --cache team-a.db -o json
+      kubectl sktrace status --timeline -s -1h
     """
     from kubectl_sktrace import status as status_module
 
+    _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width, "--start-time": start_time,
+                                          "--end-time": end_time})
+    if timeline:
+        import time
+
+        from kubectl_sktrace.export import resolve_window
+
+        if output != "table":
+            raise click.UsageError("--timeline draws a chart; leave out -o/--output")
+        start_ts, end_ts = resolve_window(start_time or "-30m", end_time or "now", now=time.time())
+        window = status_module.window_trace(cache=cache, kubeconfig=kubeconfig, context=context, start_ts=start_ts, end_ts=end_ts,
+                                            namespace=namespace)
+        for note in window.report.notes:
+            click.echo(f"Note: {note}", err=True)
+        _draw_timeline(window.trace, title=f"Cache {window.path}", top=top, width=width, ascii_only=ascii_only,
+                       start=window.report.start_ts, end=window.report.end_ts - 1)
+        return
     result = status_module.load_status(cache=cache, kubeconfig=kubeconfig, context=context)
     click.echo(status_module.render_status(result, output))
 
@@ -383,18 +438,30 @@ def config_command() -> None:
 @verbosity_option
 @output_option
 @click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
+@timeline_options
 @click.argument("trace", metavar="TRACE", type=click.Path())
-def inspect_command(trace: str, with_events: bool, output: str) -> None:
+def inspect_command(trace: str, with_events: bool, output: str, timeline: bool, top: int | None, ascii_only: bool,
+                    width: int | None) -> None:
     """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
 
-    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer.
+    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer. With --timeline, draws the
+    trace instead: per owner (the most active first), running pods and spec changes over its window.
 
     \b
     Example:
       kubectl sktrace inspect incident.sktrace --events
+      kubectl sktrace inspect incident.sktrace --timeline --top 5
     """
     from kubectl_sktrace import inspection, render
 
+    _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width})
+    if timeline:
+        if with_events or output != "table":
+            raise click.UsageError("--timeline draws a chart; leave out --events and -o/--output")
+        from kubectl_sktrace.traceformat import read_trace
+
+        _draw_timeline(read_trace(trace), title=f"Trace {trace}", top=top, width=width, ascii_only=ascii_only)
+        return
     click.echo(render.render_inspection(inspection.inspect_trace(trace, with_events=with_events), output))
 
 

@@ -69,6 +69,7 @@ def test_flags_of_a_subcommand(home: Path) -> None:
         "--exclude-labels\tLeave out objects matching this kubectl label selector ('a=b,c!=d,e in (x,y),!f'); repeatable, any match excludes.",
         ":4",
     ]
+    assert complete("inspect", "--ti") == ["--timeline\tDraw running pods and spec changes per owner over time (a terminal chart).", ":4"]
 
 
 def test_choices(home: Path) -> None:
