@@ -105,7 +105,7 @@ def timeline_options(f: F) -> F:
 
 
 def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None, ascii_only: bool,
-                   start: int | None = None, end: int | None = None) -> None:
+                   start: int | None = None, end: int | None = None, gaps: tuple[tuple[float, float], ...] = ()) -> None:
     import shutil
 
     from kubectl_sktrace import timeline
@@ -115,7 +115,7 @@ def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None
         raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")
     columns = width if width is not None else max(timeline.MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
     charset = timeline.charset_for(sys.stdout.encoding, ascii_only=ascii_only)
-    click.echo(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end))
+    click.echo(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps))
 
 
 def _refuse_without_timeline(timeline: bool, **given: object) -> None:
@@ -266,7 +266,7 @@ def status(kubeconfig: str | None, context: str | None, namespace: str | None, a
         for note in window.report.notes:
             click.echo(f"Note: {note}", err=True)
         _draw_timeline(window.trace, title=f"Cache {window.path}", top=top, width=width, ascii_only=ascii_only,
-                       start=window.report.start_ts, end=window.report.end_ts - 1)
+                       start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps)
         return
     result = status_module.load_status(cache=cache, kubeconfig=kubeconfig, context=context)
     click.echo(status_module.render_status(result, output))

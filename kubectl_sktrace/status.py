@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubectl_sktrace import render
-from kubectl_sktrace.store import open_cache_readonly
+from kubectl_sktrace.store import history, open_cache_readonly
 from kubectl_sktrace.store.status import CacheStatus, cache_status
 from kubectl_sktrace.timeparse import format_duration, format_time
 
@@ -31,11 +31,13 @@ def load_status(*, cache: str | None, kubeconfig: str | None, context: str | Non
 
 @dataclass(frozen=True)
 class WindowTrace:
-    """The trace ``export`` writes for a window of a cache, decoded, and what export said about it."""
+    """The trace ``export`` writes for a window of a cache, decoded, what export said about it, and the times
+    of the window nothing was recorded live: no recorder ran, or a run's watches were down."""
 
     path: str
     trace: Trace
     report: ExportReport
+    gaps: tuple[tuple[float, float], ...]
 
 
 def window_trace(*, cache: str | None, kubeconfig: str | None, context: str | None, start_ts: int, end_ts: int,
@@ -52,7 +54,10 @@ def window_trace(*, cache: str | None, kubeconfig: str | None, context: str | No
     with open_cache_readonly(path) as opened:
         report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=False, fmt="sktrace",
                               stream=buffer, allow_empty=True)
-    return WindowTrace(path=str(path), trace=decode_trace(buffer.getvalue()), report=report)
+        with history.read_snapshot(opened):
+            offline = history.uncovered(history.runs(opened), start=report.start_ts, end=report.end_ts)
+            outages = [(g.since, g.until) for g in history.coverage_gaps(opened)]
+    return WindowTrace(path=str(path), trace=decode_trace(buffer.getvalue()), report=report, gaps=tuple(sorted(offline + outages)))
 
 
 def _time(ts: float | None) -> str | None:

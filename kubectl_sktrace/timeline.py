@@ -55,10 +55,13 @@ class Charset:
     left_corner: str
     right_corner: str
     ellipsis: str
+    gap: str
 
 
-UNICODE = Charset(levels="▁▂▃▄▅▆▇█", applied="◆", deleted="×", edge="│", axis="─", left_corner="└", right_corner="┘", ellipsis="…")
-ASCII = Charset(levels=".:-=+*#@", applied="o", deleted="x", edge="|", axis="-", left_corner="+", right_corner="+", ellipsis="~")
+UNICODE = Charset(levels="▁▂▃▄▅▆▇█", applied="◆", deleted="×", edge="│", axis="─", left_corner="└", right_corner="┘", ellipsis="…",
+                  gap="┄")
+ASCII = Charset(levels=".:-=+*#@", applied="o", deleted="x", edge="|", axis="-", left_corner="+", right_corner="+", ellipsis="~",
+                gap="?")
 
 
 def charset_for(encoding: str | None, *, ascii_only: bool) -> Charset:
@@ -95,18 +98,21 @@ class OwnerActivity:
 @dataclass(frozen=True)
 class Timeline:
     """What a chart shows: the window ``[start, end]`` (whole seconds, both drawn), the most active owners
-    in order, and how many owners and quiet objects there are in all."""
+    in order, how many owners and quiet objects there are in all, and the times ``[since, until)`` nothing
+    was recorded live (drawn on the time axis)."""
 
     start: int
     end: int
     owners: tuple[OwnerActivity, ...]
     active: int
     quiet: int
+    gaps: tuple[tuple[float, float], ...] = ()
 
 
-def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int | None = None) -> Timeline | None:
+def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int | None = None,
+                   gaps: tuple[tuple[float, float], ...] = ()) -> Timeline | None:
     """The ``top`` most active owners of ``trace`` over its window (``start``/``end`` override the window's
-    ends, ``end`` included); None when the trace has no event."""
+    ends, ``end`` included), with the ``gaps`` of the record; None when the trace has no event."""
     if not trace.events:
         return None
     first = trace.events[0]["ts"] if start is None else start
@@ -140,8 +146,9 @@ def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int
         for (gvk, ns_name), lists in found.items()
     ]
     active = sorted((o for o in owners if o.activity), key=lambda o: (-o.activity, o.gvk.rpartition(".")[2], o.ns_name, o.gvk))
-    return Timeline(start=first, end=max(first, last if end is None else end), owners=tuple(active[:top]), active=len(active),
-                    quiet=len(owners) - len(active))
+    stop = max(first, last if end is None else end)
+    return Timeline(start=first, end=stop, owners=tuple(active[:top]), active=len(active), quiet=len(owners) - len(active),
+                    gaps=tuple((since, until) for since, until in gaps if since < stop + 1 and until > first))
 
 
 def _pod_span(lifecycle: dict[str, Any]) -> tuple[int, int | None] | None:
@@ -283,13 +290,20 @@ def render_timeline(timeline: Timeline | None, *, title: str, width: int, charse
         rows.append(f"{label} {most[owner]:>{digits}} {charset.edge}{bars}{charset.edge}")
         if owner.applied or owner.deleted:
             rows.append(f"{pad}{charset.edge}{marks}{charset.edge}")
-    rows.append(f"{pad}{charset.left_corner}{charset.axis * grid.columns}{charset.right_corner}")
+    axis = "".join((charset.gap if _in_gap(timeline.gaps, grid, bucket) else charset.axis) * grid.repeat for bucket in range(grid.buckets))
+    rows.append(f"{pad}{charset.left_corner}{axis}{charset.right_corner}")
     rows += _axis_labels(timeline.start, grid.end, pad=pad, span=grid.columns + 2)
     legend = _wrapped([
         f"{charset.levels} running pods; {charset.levels[-1]} = the row's most, at its left",
         f"{charset.applied} spec applied   {charset.deleted} deleted   {grid.describe()}",
+        *([f"{charset.gap} no recorder, or a watch down: changes then were caught up later, at that time"] if timeline.gaps else []),
     ], width)
     return head + rows + [""] + legend
+
+
+def _in_gap(gaps: tuple[tuple[float, float], ...], grid: _Grid, bucket: int) -> bool:
+    begin = grid.start + bucket * grid.seconds
+    return any(since < begin + grid.seconds and until > begin for since, until in gaps)
 
 
 def _wrapped(lines: list[str], width: int) -> list[str]:
@@ -307,6 +321,8 @@ def _axis_labels(start: int, end: int, *, pad: str, span: int) -> list[str]:
     return [f"{pad}{left}", f"{pad}{right:>{span}}"]
 
 
-def draw(trace: Trace, *, title: str, top: int, width: int, charset: Charset, start: int | None = None, end: int | None = None) -> str:
+def draw(trace: Trace, *, title: str, top: int, width: int, charset: Charset, start: int | None = None, end: int | None = None,
+         gaps: tuple[tuple[float, float], ...] = ()) -> str:
     """``build_timeline`` then ``render_timeline``: the chart of ``trace`` as one text."""
-    return "\n".join(render_timeline(build_timeline(trace, top=top, start=start, end=end), title=title, width=width, charset=charset))
+    timeline = build_timeline(trace, top=top, start=start, end=end, gaps=gaps)
+    return "\n".join(render_timeline(timeline, title=title, width=width, charset=charset))

@@ -154,12 +154,13 @@ def test_status_timeline_draws_a_recorded_window_read_only(emulator: Emulator, e
     assert first.returncode == 0, first.stderr
     emulator.patch("apps/v1", "Deployment", NS, "web", {"spec": {"replicas": 3}})
     emulator.delete("apps/v1", "Deployment", NS, "gone", graceful=False)
-    second = _sktrace("start", "--kubeconfig", emulator_kubeconfig, "--cache", str(cache), "--duration", "1")
+    second = _sktrace("start", "--kubeconfig", emulator_kubeconfig, "--cache", str(cache), "--duration", "2")  # a whole second recorded
     assert second.returncode == 0, second.stderr
     (synced, end), = _query(cache, "SELECT (SELECT synced FROM runs WHERE id = 1), max(stopped) FROM runs")
     (changed,), = _query(cache, "SELECT ts FROM events WHERE name = 'web' AND inferred = 1")
     (deleted,), = _query(cache, "SELECT ts FROM events WHERE name = 'gone' AND op = 1")
     (finished,), = _query(cache, "SELECT end_ts FROM pods WHERE name = 'gone-rs-0'")
+    (started1, stopped1), (started2, stopped2) = _query(cache, "SELECT started, stopped FROM runs ORDER BY id")
     before = (cache.stat().st_mtime_ns, cache.read_bytes())
 
     # from the second the first run's lists ended: what they found is the start state, not a change
@@ -173,9 +174,14 @@ def test_status_timeline_draws_a_recorded_window_read_only(emulator: Emulator, e
                          "2 owners with pods or spec changes"]
     # the window has fewer seconds than columns: each second is `repeat` columns wide, marks in its first
     web_bars, web_marks, gone_bars, gone_marks = lines[4:8]
-    repeat = int(lines[-1].rsplit("1 second = ", 1)[1].split()[0])
+    repeat = int(lines[-2].rsplit("1 second = ", 1)[1].split()[0])
     seconds = end_ts - start_ts
     assert web_bars == f"Deployment {NS}/web  2 |{'@' * seconds * repeat}|"  # the third pod was never seen started
     assert web_marks == f"{'':23}|{' ' * (changed - start_ts) * repeat}o{' ' * ((end_ts - changed) * repeat - 1)}|"
     assert gone_bars == f"Deployment {NS}/gone 1 |{'@' * (finished - start_ts) * repeat}{' ' * (end_ts - finished) * repeat}|"
     assert gone_marks == f"{'':23}|{' ' * (deleted - start_ts) * repeat}x{' ' * ((end_ts - deleted) * repeat - 1)}|"
+    # on the axis, the seconds no recorder ran in, even in part: before, between and after the runs
+    offline = [(start_ts, started1), (stopped1, started2), (stopped2, end_ts)]
+    axis = "".join(("?" if any(a < second + 1 and b > second for a, b in offline) else "-") * repeat for second in range(start_ts, end_ts))
+    assert lines[8] == f"{'':23}+{axis}+" and "-" in axis
+    assert lines[-1] == "? no recorder, or a watch down: changes then were caught up later, at that time"

@@ -217,3 +217,22 @@ def test_too_narrow_is_refused() -> None:
 )
 def test_charset_for(encoding: str | None, ascii_only: bool, expected: Charset) -> None:
     assert charset_for(encoding, ascii_only=ascii_only) is expected
+
+
+def test_gaps_in_the_record_are_drawn_on_the_axis() -> None:
+    """Seconds 2 and 3 were not recorded live, in part or whole: their columns on the axis say so."""
+    trace = _trace([{"ts": T0, "applied_objs": [_deployment("web")], "deleted_objs": []},
+                    {"ts": T0 + 5, "applied_objs": [_deployment("web")], "deleted_objs": []}])
+    timeline = build_timeline(trace, top=10, end=T0 + 7, gaps=((T0 - 9.0, T0 - 1.0), (T0 + 2.5, T0 + 4.0)))
+    assert timeline is not None and timeline.gaps == ((T0 + 2.5, T0 + 4.0),)  # the one before the window is dropped
+    assert render_timeline(timeline, title="t", width=52, charset=UNICODE)[5:] == [
+        "Deployment shop/web - │               ◆        │",
+        "                      └──────┄┄┄┄┄┄────────────┘",
+        "                      08:00:00Z        08:00:08Z",
+        "",
+        "▁▂▃▄▅▆▇█ running pods; █ = the row's most, at its",
+        "left",
+        "◆ spec applied   × deleted   1 second = 3 columns",
+        "┄ no recorder, or a watch down: changes then were",
+        "caught up later, at that time",
+    ]
