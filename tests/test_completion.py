@@ -73,8 +73,8 @@ def test_flags_of_a_subcommand(home: Path) -> None:
 
 
 def test_choices(home: Path) -> None:
-    assert complete("export", "--format", "") == ["sktrace", "json", "yaml", ":4"]
-    assert complete("status", "-o", "j") == ["json", ":4"]
+    assert complete("version", "-o", "") == ["table", "json", "yaml", ":4"]
+    assert complete("status", "--output=j") == ["json", ":4"]
 
 
 def test_contexts_from_the_kubeconfig(home: Path, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
