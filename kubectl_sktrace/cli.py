@@ -94,37 +94,6 @@ def output_option(f: F) -> F:
     )(f)
 
 
-def timeline_options(f: F) -> F:
-    """--timeline and how the chart is drawn, spelled the same on inspect and status."""
-    f = click.option("--width", "width", type=int, metavar="N", help="Chart width in columns (default: the terminal's, else 80).")(f)
-    f = click.option("--ascii", "ascii_only", is_flag=True, help="Plain ASCII instead of block characters (the default when stdout is not UTF-8).")(f)
-    f = click.option("--top", "top", type=click.IntRange(min=1), metavar="N", help="Draw the N most active owners (default 10).")(f)
-    f = click.option("--timeline", "timeline", is_flag=True,
-                     help="Draw running pods and spec changes per owner over time (a terminal chart).")(f)
-    return f
-
-
-def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None, ascii_only: bool,
-                   start: int | None = None, end: int | None = None, gaps: tuple[tuple[float, float], ...] = ()) -> None:
-    import shutil
-
-    from kubectl_sktrace import timeline
-    from kubectl_sktrace.errors import UsageError
-
-    if width is not None and width < timeline.MIN_WIDTH:
-        raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")
-    columns = width if width is not None else max(timeline.MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
-    charset = timeline.charset_for(sys.stdout.encoding, ascii_only=ascii_only)
-    click.echo(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps))
-
-
-def _refuse_without_timeline(timeline: bool, **given: object) -> None:
-    """A drawing flag without --timeline would be silently ignored: refuse it."""
-    used = [name for name, value in given.items() if value not in (None, False)]
-    if used and not timeline:
-        raise click.UsageError(f"{', '.join(used)} only {'apply' if len(used) > 1 else 'applies'} to a chart; add --timeline")
-
-
 class SktraceGroup(click.Group):
     """The error boundary: SktraceError becomes one ``Error:`` line and exit 1."""
 
@@ -180,6 +149,61 @@ def version(output: str) -> None:
 
     info = {"plugin": __version__, "traceFormat": traceformat.FORMAT_VERSION, "cacheSchema": store.SCHEMA_VERSION}
     click.echo(render.render_mapping(info, output))
+
+
+# --- timeline charts: inspect --timeline and status --timeline ------------------------------------
+
+
+def timeline_options(f: F) -> F:
+    """--timeline and how the chart is drawn, spelled the same on inspect and status."""
+    f = click.option("--width", "width", type=int, metavar="N", help="Chart width in columns (default: the terminal's, else 80).")(f)
+    f = click.option("--ascii", "ascii_only", is_flag=True, help="Plain ASCII instead of block characters (the default when stdout is not UTF-8).")(f)
+    f = click.option("--top", "top", type=click.IntRange(min=1), metavar="N", help="Draw the N most active owners (default 10).")(f)
+    f = click.option("--timeline", "timeline", is_flag=True,
+                     help="Draw running pods and spec changes per owner over time (a terminal chart).")(f)
+    return f
+
+
+def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None, ascii_only: bool,
+                   start: int | None = None, end: int | None = None, gaps: tuple[tuple[float, float], ...] = ()) -> None:
+    import shutil
+
+    from kubectl_sktrace import timeline
+    from kubectl_sktrace.errors import UsageError
+
+    if width is not None and width < timeline.MIN_WIDTH:
+        raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")
+    columns = width if width is not None else max(timeline.MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
+    charset = timeline.charset_for(sys.stdout.encoding, ascii_only=ascii_only)
+    click.echo(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps))
+
+
+def _refuse_without_timeline(timeline: bool, **given: object) -> None:
+    """A drawing flag without --timeline would be silently ignored: refuse it."""
+    used = [name for name, value in given.items() if value not in (None, False)]
+    if used and not timeline:
+        raise click.UsageError(f"{', '.join(used)} only {'apply' if len(used) > 1 else 'applies'} to a chart; add --timeline")
+
+
+def _status_timeline(*, cache: str | None, kubeconfig: str | None, context: str | None, namespace: str | None, output: str,
+                     start_time: str | None, end_time: str | None, top: int | None, ascii_only: bool, width: int | None) -> None:
+    """``status --timeline``: the window's trace as export writes it (its default filters, or only -n NS), drawn."""
+    import time
+
+    from kubectl_sktrace.export import ExportFilters, resolve_window, window_trace
+    from kubectl_sktrace.store import open_cache_readonly
+
+    if output != "table":
+        raise click.UsageError("--timeline draws a chart; leave out -o/--output")
+    start_ts, end_ts = resolve_window(start_time or "-30m", end_time or "now", now=time.time())
+    filters = ExportFilters() if not namespace else ExportFilters(include_namespaces=frozenset([namespace]))
+    path = _cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
+    with open_cache_readonly(path) as opened:
+        window = window_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters)
+    for note in window.report.notes:
+        click.echo(f"Note: {note}", err=True)
+    _draw_timeline(window.trace, title=f"Cache {path}", top=top, width=width, ascii_only=ascii_only,
+                   start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps)
 
 
 # --- recording: start and status --------------------------------------------------------------------
@@ -254,19 +278,8 @@ def status(kubeconfig: str | None, context: str | None, namespace: str | None, a
     _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width, "--start-time": start_time,
                                           "--end-time": end_time})
     if timeline:
-        import time
-
-        from kubectl_sktrace.export import resolve_window
-
-        if output != "table":
-            raise click.UsageError("--timeline draws a chart; leave out -o/--output")
-        start_ts, end_ts = resolve_window(start_time or "-30m", end_time or "now", now=time.time())
-        window = status_module.window_trace(cache=cache, kubeconfig=kubeconfig, context=context, start_ts=start_ts, end_ts=end_ts,
-                                            namespace=namespace)
-        for note in window.report.notes:
-            click.echo(f"Note: {note}", err=True)
-        _draw_timeline(window.trace, title=f"Cache {window.path}", top=top, width=width, ascii_only=ascii_only,
-                       start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps)
+        _status_timeline(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output,
+                         start_time=start_time, end_time=end_time, top=top, ascii_only=ascii_only, width=width)
         return
     result = status_module.load_status(cache=cache, kubeconfig=kubeconfig, context=context)
     click.echo(status_module.render_status(result, output))

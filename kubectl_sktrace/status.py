@@ -2,23 +2,16 @@
 
 Offline: reads only the cache, read-only (never imports ``kubernetes``); safe while a recorder is writing to it.
 Times are printed in RFC 3339 UTC (``timeparse.format_time``) in every format, so JSON and tables agree.
-``status --timeline`` draws a window instead: the trace ``export`` would write for it (``window_trace``).
 """
 
 from __future__ import annotations
 
-import io
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubectl_sktrace import render
-from kubectl_sktrace.store import history, open_cache_readonly
+from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.status import CacheStatus, cache_status
 from kubectl_sktrace.timeparse import format_duration, format_time
-
-if TYPE_CHECKING:
-    from kubectl_sktrace.export import ExportReport
-    from kubectl_sktrace.traceformat import Trace
 
 
 def load_status(*, cache: str | None, kubeconfig: str | None, context: str | None) -> CacheStatus:
@@ -27,37 +20,6 @@ def load_status(*, cache: str | None, kubeconfig: str | None, context: str | Non
     path = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
     with open_cache_readonly(path) as opened:
         return cache_status(opened)
-
-
-@dataclass(frozen=True)
-class WindowTrace:
-    """The trace ``export`` writes for a window of a cache, decoded, what export said about it, and the times
-    of the window nothing was recorded live: no recorder ran, or a run's watches were down."""
-
-    path: str
-    trace: Trace
-    report: ExportReport
-    gaps: tuple[tuple[float, float], ...]
-
-
-def window_trace(*, cache: str | None, kubeconfig: str | None, context: str | None, start_ts: int, end_ts: int,
-                 namespace: str | None) -> WindowTrace:
-    """The trace of ``[start_ts, end_ts)`` as ``export`` builds it (its default filters, or only ``namespace``),
-    read-only, held in memory to be drawn (``status --timeline``). A window without objects is no error here."""
-    from kubectl_sktrace.export import ExportFilters, export_trace
-    from kubectl_sktrace.kubeconfig import resolve_cache_path
-    from kubectl_sktrace.traceformat import decode_trace
-
-    path = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
-    filters = ExportFilters() if namespace is None else ExportFilters(include_namespaces=frozenset([namespace]))
-    buffer = io.BytesIO()
-    with open_cache_readonly(path) as opened:
-        report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=False, fmt="sktrace",
-                              stream=buffer, allow_empty=True)
-        with history.read_snapshot(opened):
-            offline = history.uncovered(history.runs(opened), start=report.start_ts, end=report.end_ts)
-            outages = [(g.since, g.until) for g in history.coverage_gaps(opened)]
-    return WindowTrace(path=str(path), trace=decode_trace(buffer.getvalue()), report=report, gaps=tuple(sorted(offline + outages)))
 
 
 def _time(ts: float | None) -> str | None:
