@@ -9,11 +9,12 @@ as decorators, and spelled the same on every command.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
 import traceback
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 import click
 
@@ -152,16 +153,83 @@ def version(output: str) -> None:
 
 
 # --- timeline charts: inspect --timeline and status --timeline ------------------------------------
+#
+# --timeline turns inspect and status into drawing a chart. Each is a decorator that adds the drawing flags
+# and, when --timeline is given, draws instead of running the command it wraps (which never sees the flags).
 
 
-def timeline_options(f: F) -> F:
-    """--timeline and how the chart is drawn, spelled the same on inspect and status."""
+def _timeline_options(f: F, *, window: bool) -> F:
+    if window:
+        f = click.option("-t", "--end-time", "end_time", metavar="TIME", help="With --timeline: the window end (default now).")(f)
+        f = click.option("-s", "--start-time", "start_time", metavar="TIME",
+                         help="With --timeline: the window start, in export's forms (default -30m).")(f)
     f = click.option("--width", "width", type=int, metavar="N", help="Chart width in columns (default: the terminal's, else 80).")(f)
     f = click.option("--ascii", "ascii_only", is_flag=True, help="Plain ASCII instead of block characters (the default when stdout is not UTF-8).")(f)
     f = click.option("--top", "top", type=click.IntRange(min=1), metavar="N", help="Draw the N most active owners (default 10).")(f)
     f = click.option("--timeline", "timeline", is_flag=True,
                      help="Draw running pods and spec changes per owner over time (a terminal chart).")(f)
     return f
+
+
+def inspect_timeline(f: F) -> F:
+    """``inspect --timeline [--top N] [--ascii] [--width N] TRACE``: the trace file, drawn."""
+
+    @functools.wraps(f)
+    def command(*, timeline: bool, top: int | None, ascii_only: bool, width: int | None, **kwargs: Any) -> Any:
+        _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width})
+        if not timeline:
+            return f(**kwargs)
+        if kwargs.get("with_events") or kwargs.get("output", "table") != "table":
+            raise click.UsageError("--timeline draws a chart; leave out --events and -o/--output")
+        from kubectl_sktrace.traceformat import read_trace
+
+        trace = kwargs["trace"]
+        _draw_timeline(read_trace(trace), title=f"Trace {trace}", top=top, width=width, ascii_only=ascii_only)
+        return None
+
+    return cast(F, _timeline_options(command, window=False))
+
+
+def status_timeline(f: F) -> F:
+    """``status --timeline [-s TIME] [-t TIME] [-n NS] ...``: a window of the cache, drawn from the trace export
+    writes for it (its default filters, or only -n NS). Read-only and offline, as status is."""
+
+    @functools.wraps(f)
+    def command(*, timeline: bool, top: int | None, ascii_only: bool, width: int | None, start_time: str | None,
+                end_time: str | None, **kwargs: Any) -> Any:
+        _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width, "--start-time": start_time,
+                                              "--end-time": end_time})
+        if not timeline:
+            return f(**kwargs)
+        if kwargs.get("output", "table") != "table":
+            raise click.UsageError("--timeline draws a chart; leave out -o/--output")
+        namespace = kwargs.get("namespace")
+        if namespace and kwargs.get("all_namespaces"):
+            raise click.UsageError("use either -n/--namespace or -A/--all-namespaces, not both")
+        import time
+
+        from kubectl_sktrace.export import ExportFilters, resolve_window, window_trace
+        from kubectl_sktrace.store import open_cache_readonly
+
+        start_ts, end_ts = resolve_window(start_time or "-30m", end_time or "now", now=time.time())
+        filters = ExportFilters() if not namespace else ExportFilters(include_namespaces=frozenset([namespace]))
+        path = _cache_path(cache=kwargs.get("cache"), kubeconfig=kwargs.get("kubeconfig"), context=kwargs.get("context"))
+        with open_cache_readonly(path) as opened:
+            window = window_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters)
+        for note in window.report.notes:
+            click.echo(f"Note: {note}", err=True)
+        _draw_timeline(window.trace, title=f"Cache {path}", top=top, width=width, ascii_only=ascii_only,
+                       start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps)
+        return None
+
+    return cast(F, _timeline_options(command, window=True))
+
+
+def _refuse_without_timeline(timeline: bool, **given: object) -> None:
+    """A drawing flag without --timeline would be silently ignored: refuse it."""
+    used = [name for name, value in given.items() if value not in (None, False)]
+    if used and not timeline:
+        raise click.UsageError(f"{', '.join(used)} only {'apply' if len(used) > 1 else 'applies'} to a chart; add --timeline")
 
 
 def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None, ascii_only: bool,
@@ -176,34 +244,6 @@ def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None
     columns = width if width is not None else max(timeline.MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
     charset = timeline.charset_for(sys.stdout.encoding, ascii_only=ascii_only)
     click.echo(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps))
-
-
-def _refuse_without_timeline(timeline: bool, **given: object) -> None:
-    """A drawing flag without --timeline would be silently ignored: refuse it."""
-    used = [name for name, value in given.items() if value not in (None, False)]
-    if used and not timeline:
-        raise click.UsageError(f"{', '.join(used)} only {'apply' if len(used) > 1 else 'applies'} to a chart; add --timeline")
-
-
-def _status_timeline(*, cache: str | None, kubeconfig: str | None, context: str | None, namespace: str | None, output: str,
-                     start_time: str | None, end_time: str | None, top: int | None, ascii_only: bool, width: int | None) -> None:
-    """``status --timeline``: the window's trace as export writes it (its default filters, or only -n NS), drawn."""
-    import time
-
-    from kubectl_sktrace.export import ExportFilters, resolve_window, window_trace
-    from kubectl_sktrace.store import open_cache_readonly
-
-    if output != "table":
-        raise click.UsageError("--timeline draws a chart; leave out -o/--output")
-    start_ts, end_ts = resolve_window(start_time or "-30m", end_time or "now", now=time.time())
-    filters = ExportFilters() if not namespace else ExportFilters(include_namespaces=frozenset([namespace]))
-    path = _cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
-    with open_cache_readonly(path) as opened:
-        window = window_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters)
-    for note in window.report.notes:
-        click.echo(f"Note: {note}", err=True)
-    _draw_timeline(window.trace, title=f"Cache {path}", top=top, width=width, ascii_only=ascii_only,
-                   start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps)
 
 
 # --- recording: start and status --------------------------------------------------------------------
@@ -255,17 +295,12 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
 @cache_option
 @output_option
 @verbosity_option
-@timeline_options
-@click.option("-s", "--start-time", "start_time", metavar="TIME", help="With --timeline: the window start, as export takes it (default -30m).")
-@click.option("-t", "--end-time", "end_time", metavar="TIME", help="With --timeline: the window end (default now).")
+@status_timeline
 def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-           output: str, timeline: bool, top: int | None, ascii_only: bool, width: int | None, start_time: str | None,
-           end_time: str | None) -> None:
+           output: str) -> None:
     """Show what the cache holds: cluster, recording runs and gaps, counts per kind, pods, size.
 
-    Needs no cluster, and works while a recorder is writing to the cache. With --timeline, draws a window
-    instead: per owner, running pods and spec changes over time, from the trace export would write for it
-    (its default namespace exclusions, or -n NS).
+    Needs no cluster, and works while a recorder is writing to the cache.
 
     \b
     Example:
@@ -275,12 +310,6 @@ def status(kubeconfig: str | None, context: str | None, namespace: str | None, a
     """
     from kubectl_sktrace import status as status_module
 
-    _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width, "--start-time": start_time,
-                                          "--end-time": end_time})
-    if timeline:
-        _status_timeline(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace, output=output,
-                         start_time=start_time, end_time=end_time, top=top, ascii_only=ascii_only, width=width)
-        return
     result = status_module.load_status(cache=cache, kubeconfig=kubeconfig, context=context)
     click.echo(status_module.render_status(result, output))
 
@@ -451,30 +480,19 @@ def config_command() -> None:
 @verbosity_option
 @output_option
 @click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
-@timeline_options
+@inspect_timeline
 @click.argument("trace", metavar="TRACE", type=click.Path())
-def inspect_command(trace: str, with_events: bool, output: str, timeline: bool, top: int | None, ascii_only: bool,
-                    width: int | None) -> None:
+def inspect_command(trace: str, with_events: bool, output: str) -> None:
     """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
 
-    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer. With --timeline, draws the
-    trace instead: per owner (the most active first), running pods and spec changes over its window.
+    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer.
 
     \b
     Example:
       kubectl sktrace inspect incident.sktrace --events
-      kubectl sktrace inspect incident.sktrace --timeline --top 5
     """
     from kubectl_sktrace import inspection, render
 
-    _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width})
-    if timeline:
-        if with_events or output != "table":
-            raise click.UsageError("--timeline draws a chart; leave out --events and -o/--output")
-        from kubectl_sktrace.traceformat import read_trace
-
-        _draw_timeline(read_trace(trace), title=f"Trace {trace}", top=top, width=width, ascii_only=ascii_only)
-        return
     click.echo(render.render_inspection(inspection.inspect_trace(trace, with_events=with_events), output))
 
 
@@ -508,8 +526,7 @@ def validate_command(trace: str, output: str) -> None:
 @verbosity_option
 @click.option("--cache", "cache", metavar="FILE", callback=_local_cache, shell_complete=complete_files,
               help="Keep the recording cache here (default: a temporary directory, removed at the end).")
-@click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", shell_complete=complete_files,
-              help="Where to write the trace.")
+@click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
 @click.option("--record-seconds", "record_seconds", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
               help="Seconds of recording in all, split about 70/30 between the two recordings.")
 def demo_command(cache: str | None, output_file: str, record_seconds: int) -> None:
