@@ -9,15 +9,17 @@ as decorators, and spelled the same on every command.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
 import traceback
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 import click
 
 from kubectl_sktrace import __version__
+from kubectl_sktrace.completion import complete_contexts, complete_files, complete_namespaces
 from kubectl_sktrace.errors import SktraceError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -64,9 +66,10 @@ def kube_options(f: F) -> F:
     """--kubeconfig, --context, -n/--namespace and -A/--all-namespaces, as kubectl spells them."""
     f = click.option("-A", "--all-namespaces", "all_namespaces", is_flag=True,
                      help="All namespaces (the default of start and status; export: none excluded).")(f)
-    f = click.option("-n", "--namespace", "namespace", metavar="NS", help="Only this namespace.")(f)
-    f = click.option("--context", "context", metavar="NAME", help="The kubeconfig context to use.")(f)
-    f = click.option("--kubeconfig", "kubeconfig", metavar="FILE", help="Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config).")(f)
+    f = click.option("-n", "--namespace", "namespace", metavar="NS", shell_complete=complete_namespaces, help="Only this namespace.")(f)
+    f = click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts, help="The kubeconfig context to use.")(f)
+    f = click.option("--kubeconfig", "kubeconfig", metavar="FILE", shell_complete=complete_files,
+                     help="Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config).")(f)
     return f
 
 
@@ -81,7 +84,7 @@ def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 def cache_option(f: F) -> F:
     return click.option(
-        "--cache", "cache", metavar="FILE", callback=_local_cache,
+        "--cache", "cache", metavar="FILE", callback=_local_cache, shell_complete=complete_files,
         help="The sqlite cache (default: one file per context under ${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/).",
     )(f)
 
@@ -183,13 +186,107 @@ def version(output: str) -> None:
     click.echo(render.render_mapping(info, output))
 
 
+# --- timeline charts: inspect --timeline and status --timeline ------------------------------------
+#
+# --timeline turns inspect and status into drawing a chart. Each is a decorator that adds the drawing flags
+# and, when --timeline is given, draws instead of running the command it wraps (which never sees the flags).
+
+
+def _timeline_options(f: F, *, window: bool) -> F:
+    if window:
+        f = click.option("-t", "--end-time", "end_time", metavar="TIME", help="With --timeline: the window end (default now).")(f)
+        f = click.option("-s", "--start-time", "start_time", metavar="TIME",
+                         help="With --timeline: the window start, in export's forms (default -30m).")(f)
+    f = click.option("--width", "width", type=int, metavar="N", help="Chart width in columns (default: the terminal's, else 80).")(f)
+    f = click.option("--ascii", "ascii_only", is_flag=True, help="Plain ASCII instead of block characters (the default when stdout is not UTF-8).")(f)
+    f = click.option("--top", "top", type=click.IntRange(min=1), metavar="N", help="Draw the N most active owners (default 10).")(f)
+    f = click.option("--timeline", "timeline", is_flag=True,
+                     help="Draw running pods and spec changes per owner over time (a terminal chart).")(f)
+    return f
+
+
+def inspect_timeline(f: F) -> F:
+    """``inspect --timeline [--top N] [--ascii] [--width N] TRACE``: the trace file, drawn."""
+
+    @functools.wraps(f)
+    def command(*, timeline: bool, top: int | None, ascii_only: bool, width: int | None, **kwargs: Any) -> Any:
+        _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width})
+        if not timeline:
+            return f(**kwargs)
+        if kwargs.get("with_events") or kwargs.get("output", "table") != "table":
+            raise click.UsageError("--timeline draws a chart; leave out --events and -o/--output")
+        from kubectl_sktrace.traceformat import read_trace, source_name
+
+        trace = kwargs["trace"]
+        _draw_timeline(read_trace(trace, stdin=sys.stdin.buffer), title=f"Trace {source_name(trace)}", top=top, width=width, ascii_only=ascii_only)
+        return None
+
+    return cast(F, _timeline_options(command, window=False))
+
+
+def status_timeline(f: F) -> F:
+    """``status --timeline [-s TIME] [-t TIME] [-n NS] ...``: a window of the cache, drawn from the trace export
+    writes for it (its default filters, or only -n NS). Read-only and offline, as status is."""
+
+    @functools.wraps(f)
+    def command(*, timeline: bool, top: int | None, ascii_only: bool, width: int | None, start_time: str | None,
+                end_time: str | None, **kwargs: Any) -> Any:
+        _refuse_without_timeline(timeline, **{"--top": top, "--ascii": ascii_only, "--width": width, "--start-time": start_time,
+                                              "--end-time": end_time})
+        if not timeline:
+            return f(**kwargs)
+        if kwargs.get("output", "table") != "table":
+            raise click.UsageError("--timeline draws a chart; leave out -o/--output")
+        namespace = kwargs.get("namespace")
+        if namespace and kwargs.get("all_namespaces"):
+            raise click.UsageError("use either -n/--namespace or -A/--all-namespaces, not both")
+        import time
+
+        from kubectl_sktrace.export import ExportFilters, resolve_window, window_trace
+        from kubectl_sktrace.store import open_cache_readonly
+
+        start_ts, end_ts = resolve_window(start_time or "-30m", end_time or "now", now=time.time())
+        filters = ExportFilters() if not namespace else ExportFilters(include_namespaces=frozenset([namespace]))
+        path = _cache_path(cache=kwargs.get("cache"), kubeconfig=kwargs.get("kubeconfig"), context=kwargs.get("context"))
+        with open_cache_readonly(path) as opened:
+            window = window_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters)
+        for note in window.report.notes:
+            click.echo(f"Note: {note}", err=True)
+        _draw_timeline(window.trace, title=f"Cache {path}", top=top, width=width, ascii_only=ascii_only,
+                       start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps)
+        return None
+
+    return cast(F, _timeline_options(command, window=True))
+
+
+def _refuse_without_timeline(timeline: bool, **given: object) -> None:
+    """A drawing flag without --timeline would be silently ignored: refuse it."""
+    used = [name for name, value in given.items() if value not in (None, False)]
+    if used and not timeline:
+        raise click.UsageError(f"{', '.join(used)} only {'apply' if len(used) > 1 else 'applies'} to a chart; add --timeline")
+
+
+def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None, ascii_only: bool,
+                   start: int | None = None, end: int | None = None, gaps: tuple[tuple[float, float], ...] = ()) -> None:
+    import shutil
+
+    from kubectl_sktrace import timeline
+    from kubectl_sktrace.errors import UsageError
+
+    if width is not None and width < timeline.MIN_WIDTH:
+        raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")
+    columns = width if width is not None else max(timeline.MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
+    charset = timeline.charset_for(sys.stdout.encoding, ascii_only=ascii_only)
+    click.echo(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps))
+
+
 # --- recording: start and status --------------------------------------------------------------------
 
 
 @cli.command()
 @kube_options
 @cache_option
-@click.option("--config", "config_path", metavar="FILE", help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
+@click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files, help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
 @click.option("--quiet", is_flag=True, help="No progress and no summary; warnings and errors only.")
 @verbosity_option
@@ -234,6 +331,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
 @output_option
 @click.option("--runs", "runs", default="10", show_default=True, metavar="N|all", help="Show the last N recording runs, or all of them.")
 @verbosity_option
+@status_timeline
 def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
            output: str, runs: str) -> None:
     """Show what the cache holds: cluster, recording runs and gaps, counts per kind, pods, size.
@@ -247,6 +345,7 @@ def status(kubeconfig: str | None, context: str | None, namespace: str | None, a
       kubectl sktrace status
       kubectl sktrace status -n shop --runs all
       kubectl sktrace status --cache team-a.db -o json
+      kubectl sktrace status --timeline -s -1h
     """
     from kubectl_sktrace import status as status_module
     from kubectl_sktrace.globalflags import namespace_scope
@@ -307,7 +406,7 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Leave out objects matching this kubectl label selector ('a=b,c!=d,e in (x,y),!f'); repeatable, any match excludes.")
 @click.option("--include-cluster-scoped", "include_cluster_scoped", is_flag=True,
               help="Keep cluster-scoped objects (SimKube's driver needs namespaced ones, so they are left out by default).")
-@click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH",
+@click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH", shell_complete=complete_files,
               help="Where to write the trace; '-' is stdout. A file (or a symlink's target) is replaced whole or not at all, "
                    "keeping its mode; a device, FIFO or /dev/fd/N is written into.")
 @click.option("-o", "--format", "fmt", default="sktrace", show_default=True, metavar="[sktrace|json|yaml]", callback=_trace_format,
@@ -391,8 +490,8 @@ def export_command(
 
 @cli.command("prune")
 @verbosity_option
-@click.option("--kubeconfig", "kubeconfig", metavar="FILE", help="Path to the kubeconfig file (locates the default cache).")
-@click.option("--context", "context", metavar="NAME", help="The kubeconfig context whose default cache to prune.")
+@click.option("--kubeconfig", "kubeconfig", metavar="FILE", shell_complete=complete_files, help="Path to the kubeconfig file (locates the default cache).")
+@click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts, help="The kubeconfig context whose default cache to prune.")
 @cache_option
 @output_option
 @click.option("--before", "before", required=True, metavar="TIME",
@@ -446,6 +545,7 @@ def config_command() -> None:
 @verbosity_option
 @output_option
 @click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
+@inspect_timeline
 @click.argument("trace", metavar="TRACE", type=click.Path())
 def inspect_command(trace: str, with_events: bool, output: str) -> None:
     """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
@@ -499,7 +599,7 @@ def validate_command(trace: str, output: str) -> None:
 
 @cli.command("demo", short_help="Record, export and check a scripted workload on a built-in API server.")
 @verbosity_option
-@click.option("--cache", "cache", metavar="FILE", callback=_local_cache,
+@click.option("--cache", "cache", metavar="FILE", callback=_local_cache, shell_complete=complete_files,
               help="Keep the recording cache here (default: a temporary directory, removed at the end).")
 @click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
 @click.option("--record-seconds", "record_seconds", type=int, default=20, show_default=True, metavar="N",
@@ -533,6 +633,11 @@ COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"
 
 
 def main() -> None:
+    if os.path.basename(sys.argv[0]).startswith("kubectl_complete-"):  # linked under kubectl's completion name (krew)
+        from kubectl_sktrace import completion
+
+        completion.main()
+        return
     # Shell completion is generated for the executable's own name: with "kubectl sktrace" click would name
     # the variable with a space and register the completion function for the words kubectl and sktrace.
     completing = COMPLETE_VAR in os.environ

@@ -168,6 +168,13 @@ def resolve_cache_path(*, cache: str | None, kubeconfig: str | None, context: st
     return default_cache_path(_context_name(merged, context=None, files=files), environ=environ)
 
 
+def list_contexts(*, kubeconfig: str | None, environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The context names of the kubeconfig kubectl would read (every file of ``KUBECONFIG`` merged), sorted;
+    KubeError when a file cannot be read. Shell completion offers them for ``--context``."""
+    files = _kubeconfig_files(kubeconfig=kubeconfig, environ=environ)
+    return sorted(_merge([(path, _load_file(path)) for path in files])["contexts"])
+
+
 def _home(environ: Mapping[str, str]) -> Path:
     home = environ.get("HOME")
     return Path(home) if home else Path.home()

@@ -355,6 +355,19 @@ def test_shell_completion_as_the_readme_documents_it_from_the_archive(installed:
     assert completed.stdout == "plain,version\n"
 
 
+@pytest.mark.timeout(180)
+def test_kubectl_completes_the_plugin_through_the_link_the_readme_documents(installed: dict[str, Any]) -> None:
+    """krew installs one executable: the README's one-line link under kubectl's completion name does the rest."""
+    link = installed["root"] / "bin" / "kubectl_complete-sktrace"
+    link.symlink_to(installed["root"] / "bin" / "kubectl-sktrace")
+    try:
+        completed = _kubectl(installed, "__complete", "sktrace", "ver")
+    finally:
+        link.unlink()
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines() == ["version\tPrint the versions of the plugin, the...", ":4"]
+
+
 @pytest.mark.timeout(300)
 def test_kubectl_sktrace_demo_runs_end_to_end_from_the_archive(installed: dict[str, Any], tmp_path: Path) -> None:
     demo = subprocess.run(["kubectl", "sktrace", "demo"], capture_output=True, text=True, env=installed["env"],

@@ -23,7 +23,7 @@ OWNERS = {
     "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
     "msgpack": {"kubectl_sktrace.traceformat"},
     "tabulate": {"kubectl_sktrace.render"},
-    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.emulator.__main__"},
+    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion", "kubectl_sktrace.emulator.__main__"},  # the command-line layer
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice",
         "globalflags", "plural"]
@@ -110,8 +110,9 @@ print(json.dumps(sorted(m for m in sys.modules if m == "kubernetes" or m.startsw
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "args",
-    [["--help"], ["version"], ["config"], ["inspect", "{dsb}"], ["inspect", "--events", "{dsb}", "-o", "yaml"], ["validate", "{dsb}"]],
-    ids=["help", "version", "config", "inspect", "inspect-events", "validate"],
+    [["--help"], ["version"], ["config"], ["inspect", "{dsb}"], ["inspect", "--events", "{dsb}", "-o", "yaml"], ["validate", "{dsb}"],
+     ["inspect", "--timeline", "{dsb}"]],
+    ids=["help", "version", "config", "inspect", "inspect-events", "validate", "inspect-timeline"],
 )
 def test_offline_commands_never_import_kubernetes(args, dsb_path) -> None:
     argv = [a.format(dsb=dsb_path) for a in args]

@@ -134,3 +134,12 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         runs=tuple(runs), gaps=gaps, outages=outages, kinds=kinds, pods=PodCounts(*pod_row), events=events,
         first_event=first, last_event=last, size_bytes=size,
     )
+
+
+def known_namespaces(cache: Cache) -> list[str]:
+    """The namespaces of the objects and pods the cache knows of (live or not), and its recording scope,
+    sorted; for shell completion, so it reads only the two small tables, never the history."""
+    rows = cache.conn.execute(
+        "SELECT namespace FROM objects UNION SELECT namespace FROM pods UNION SELECT value FROM meta WHERE key = 'scope.namespace'"
+    ).fetchall()
+    return sorted(str(ns) for (ns,) in rows if ns)
