@@ -23,7 +23,7 @@ from kubectl_sktrace.errors import SktraceError
 F = TypeVar("F", bound=Callable[..., Any])
 
 TRACEBACK_VERBOSITY = 6
-_state = {"verbosity": 0}
+_state = {"verbosity": 0, "quiet": 0}
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -31,11 +31,14 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 DEBUG_VERBOSITY = 4
 
 
-def configure_logging(verbosity: int) -> None:
+def configure_logging(verbosity: int, *, quiet: bool = False) -> None:
     """Logs go to stderr. Below debug verbosity only our own records pass: the kubernetes client logs
     failures (of an exec credential plugin, say) on the root logger, and those would precede, and repeat
-    less clearly, the one ``Error:`` line the user gets. Without ``-v``, warnings read ``Warning: ...``."""
+    less clearly, the one ``Error:`` line the user gets. Without ``-v``, warnings read ``Warning: ...``;
+    ``--quiet`` (without ``-v``) leaves them out."""
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity < DEBUG_VERBOSITY else logging.DEBUG
+    if quiet and verbosity <= 0:
+        level = logging.ERROR
     handler = logging.StreamHandler(sys.stderr)
     fmt = "Warning: %(message)s" if verbosity <= 0 else "%(asctime)s %(levelname)s %(name)s: %(message)s"
     handler.setFormatter(logging.Formatter(fmt))
@@ -48,7 +51,7 @@ def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int | None
     if value is None:
         return value
     _state["verbosity"] = max(_state["verbosity"], value)
-    configure_logging(_state["verbosity"])
+    configure_logging(_state["verbosity"], quiet=bool(_state["quiet"]))
     return value
 
 
@@ -58,6 +61,33 @@ def verbosity_option(f: F) -> F:
         callback=_set_verbosity, metavar="N",
         help="Log verbosity on stderr, as kubectl's: 1-3 info, 4+ debug, 6+ tracebacks on errors.",
     )(f)
+
+
+def _set_quiet(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    _state["quiet"] = int(value)
+    configure_logging(_state["verbosity"], quiet=value)
+    return value
+
+
+def quiet_option(f: F) -> F:
+    """``--quiet``, spelled and meaning the same on every command that can warn: no warnings, notes or progress;
+    errors are still printed (and what the command is asked for: a table, a trace on stdout)."""
+    return click.option(
+        "--quiet", "quiet", is_flag=True, is_eager=True, expose_value=False, callback=_set_quiet,
+        help="No warnings, notes or progress on stderr; errors only.",
+    )(f)
+
+
+def warn(message: str) -> None:
+    """A ``Warning:`` line on stderr, unless ``--quiet``."""
+    if not _state["quiet"]:
+        click.echo(f"Warning: {message}", err=True)
+
+
+def note(message: str) -> None:
+    """A line of information on stderr, unless ``--quiet``."""
+    if not _state["quiet"]:
+        click.echo(message, err=True)
 
 
 def kube_options(f: F) -> F:
@@ -157,10 +187,10 @@ def version(output: str) -> None:
 @cache_option
 @click.option("--config", "config_path", metavar="FILE", help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
-@click.option("--quiet", is_flag=True, help="No progress and no summary; warnings and errors only.")
+@quiet_option
 @verbosity_option
 def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-          config_path: str | None, duration: str | None, quiet: bool) -> None:
+          config_path: str | None, duration: str | None) -> None:
     """Record the cluster into the local cache until --duration elapses or Ctrl-C.
 
     On every start the cluster is listed and compared with the cache, so what changed while no recorder
@@ -178,10 +208,12 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     if namespace and all_namespaces:
         raise click.UsageError("use either -n/--namespace or -A/--all-namespaces, not both")
     seconds = parse_duration(duration) if duration is not None else None
-    view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet)
+    quiet = bool(_state["quiet"])
+    view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet, columns=progress.stream_columns(sys.stderr))
     options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
                                     config_path=config_path, duration=seconds, quiet=quiet)
-    summary = recorder.start(options, progress=view)
+    with progress.routed_logs(view):
+        summary = recorder.start(options, progress=view)
     if not quiet:
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
         click.echo(f"Recorded {summary.events} events in {format_duration(summary.stopped - summary.started)} "
@@ -197,6 +229,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
 @kube_options
 @cache_option
 @output_option
+@quiet_option
 @verbosity_option
 def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
            output: str) -> None:
@@ -239,6 +272,7 @@ def _cache_path(*, cache: str | None, kubeconfig: str | None, context: str | Non
 
 @cli.command("export")
 @verbosity_option
+@quiet_option
 @kube_options
 @cache_option
 @click.option("-s", "--start-time", "start_time", default="-30m", show_default=True, metavar="TIME",
@@ -309,25 +343,25 @@ def export_command(
             return report
 
         report = write_output(output_file, write, binary=fmt == "sktrace", stdout=sys.stdout.buffer)
-    for note in report.notes:
-        click.echo(f"Note: {note}", err=True)
+    for text in report.notes:
+        note(f"Note: {text}")
     for warning in report.warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        warn(warning)
     from kubectl_sktrace.timeparse import format_duration, format_time
 
     where = "stdout" if output_file == "-" else output_file
-    click.echo(
+    note(
         f"Wrote {where}: {report.events} events ({report.applied} applied, {report.deleted} deleted after the start state), "
         f"{report.index_objects} objects in the index, {report.lifecycles} pod lifecycles, "
         f"window {format_time(report.start_ts)} .. {format_time(report.last_event_ts)} "
         f"({format_duration(report.last_event_ts - report.start_ts)}, first to last event as inspect shows it; "
-        f"exported up to {format_time(report.end_ts)}).",
-        err=True,
+        f"exported up to {format_time(report.end_ts)})."
     )
 
 
 @cli.command("prune")
 @verbosity_option
+@quiet_option
 @click.option("--kubeconfig", "kubeconfig", metavar="FILE", help="Path to the kubeconfig file (locates the default cache).")
 @click.option("--context", "context", metavar="NAME", help="The kubeconfig context whose default cache to prune.")
 @cache_option
@@ -379,6 +413,7 @@ def config_command() -> None:
 
 @cli.command("inspect", short_help="Summarize a SimKube v2 trace file.")
 @verbosity_option
+@quiet_option
 @output_option
 @click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
 @click.argument("trace", metavar="TRACE", type=click.Path())
@@ -398,6 +433,7 @@ def inspect_command(trace: str, with_events: bool, output: str) -> None:
 
 @cli.command("validate", short_help="Check a trace as SimKube would; exit 1 on errors.")
 @verbosity_option
+@quiet_option
 @output_option
 @click.argument("trace", metavar="TRACE", type=click.Path())
 def validate_command(trace: str, output: str) -> None:
