@@ -179,7 +179,7 @@ def routed_logs(view: Progress) -> Iterator[None]:
     handlers = [h for h in logging.getLogger().handlers
                 if isinstance(h, logging.StreamHandler) and h.stream is view.stream]
     sink = _LineSink(view)
-    saved = [h.setStream(sink) for h in handlers]  # type: ignore[arg-type]
+    saved = [h.setStream(sink) for h in handlers]
     try:
         yield
     finally:

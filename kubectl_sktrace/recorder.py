@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize, watching
 from kubectl_sktrace.errors import CacheError, ForbiddenError, KubeError
 from kubectl_sktrace.model import GVK, POD, ObjKey
-from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
+from kubectl_sktrace.store.history import CAUSE_FAILED, CAUSE_FORBIDDEN, CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
 
@@ -273,8 +273,11 @@ class Ingest:
         del self._catch_up[gvk]
         return False
 
-    def failed(self, gvk: GVK, error: BaseException) -> None:
+    def failed(self, gvk: GVK, error: BaseException, ts: float) -> None:
+        """The kind is given up for the rest of the run: kept as a gap of its own cause, so ``status`` remembers it."""
         self.stats_for(gvk).failed = str(error)
+        cause = CAUSE_FORBIDDEN if isinstance(error, ForbiddenError) else CAUSE_FAILED
+        self.rec.open_gap(self.run_id, gvk, since=ts, cause=cause, detail=str(error))
 
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
         """The kind's watch failed: a coverage gap opens at its last proof of liveness (closed by ``resumed``;
@@ -512,13 +515,20 @@ class Writer:
         self._write(self.ingest.resumed, gvk, ts, horizon)
 
     def failed(self, gvk: GVK, error: BaseException) -> None:
-        with self.lock:
-            if isinstance(error, CacheError):
+        if isinstance(error, CacheError):
+            with self.lock:
                 self.fatal = self.fatal or error
                 self._closed = True
-            elif not self._closed:
-                self.ingest.failed(gvk, error)
-                self.failures.append((gvk, error))
+            return
+
+        def record() -> None:
+            self.ingest.failed(gvk, error, self.clock())
+            self.failures.append((gvk, error))
+
+        try:
+            self._write(record)
+        except BaseException:  # noqa: BLE001 - kept in ``fatal`` for the main thread to raise
+            pass
 
     def _write(self, apply: Callable[..., None], *args: Any) -> None:
         with self.lock:

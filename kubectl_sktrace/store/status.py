@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 
 from kubectl_sktrace.store.connection import Cache, writer_active
-from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
+from kubectl_sktrace.store.history import CoverageGap, UnrecordedKind, coverage_gaps, unrecorded_kinds
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class CacheStatus:
     runs: tuple[RunInfo, ...]
     gaps: tuple[tuple[float, float], ...]
     outages: tuple[CoverageGap, ...]
+    unrecorded: tuple[UnrecordedKind, ...]  # kinds the latest run gave up
     kinds: tuple[KindCounts, ...]
     pods: PodCounts
     events: int
@@ -77,6 +78,7 @@ def cache_status(cache: Cache) -> CacheStatus:
         state = ("interrupted" if run_id in interrupted else "clean") if clean else "running" if last and running else "crashed"
         runs.append(RunInfo(run_id, started, synced, stopped, state, pid, config))
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
+    unrecorded = tuple(u for u in unrecorded_kinds(cache) if runs and u.run_id == runs[-1].id)
     counts: dict[str, list[int]] = {}
     for gvk, op, inferred, n in conn.execute("SELECT gvk, op, inferred, count(*) FROM events WHERE op < 2 GROUP BY gvk, op, inferred"):
         entry = counts.setdefault(gvk, [0, 0, 0, 0])
@@ -101,6 +103,6 @@ def cache_status(cache: Cache) -> CacheStatus:
         path=str(cache.path), server=cache.get_meta("cluster.server"), cluster_uid=cache.get_meta("cluster.uid"),
         context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
         schema_version=conn.execute("PRAGMA user_version").fetchone()[0],
-        runs=tuple(runs), gaps=gaps, outages=outages, kinds=kinds, pods=PodCounts(*pod_row), events=events,
+        runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=PodCounts(*pod_row), events=events,
         first_event=first, last_event=last, size_bytes=size,
     )
