@@ -355,7 +355,8 @@ def export_trace(
         writer.finish(index=_index(plan), pod_lifecycles=table)
     more_notes, warnings = _messages(
         plan=plan, groups=groups, state=state, inferred=inferred, inferred_deleted=inferred_deleted,
-        gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), outages=outages, unrecorded=unrecorded,
+        # before the first run there is no history to miss (the clamp note says where it starts), not a gap
+        gaps=history.uncovered(all_runs, start=max(start_ts, all_runs[0].started), end=end_ts), outages=outages, unrecorded=unrecorded,
         start_ts=start_ts, end_ts=end_ts,
     )
     notes += more_notes

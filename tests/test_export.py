@@ -465,3 +465,11 @@ def test_a_window_clamped_to_a_run_that_began_mid_second_keeps_that_seconds_even
     trace = decode(data)
     assert report.start_ts == 100 and report.notes[0].startswith("the cache starts at 1970-01-01T00:01:40Z")
     assert [(e["ts"], names(e["applied_objs"])) for e in trace["events"]] == [(100, []), (100, [("Deployment", "web")])]
+
+
+def test_the_second_a_window_is_clamped_to_before_the_first_run_is_not_a_gap(cache_builder):
+    b = cache_builder
+    b.run(started=100.4, stopped=300)
+    b.apply(101, dep("web"))
+    report, _ = run_export(b, 50, 300)
+    assert report.start_ts == 100 and report.warnings == ()
