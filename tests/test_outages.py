@@ -164,7 +164,7 @@ def test_a_kind_dropped_from_the_config_leaves_the_history_at_that_run_without_b
     both, deployments = tmp_path / "both.yaml", tmp_path / "deployments.yaml"
     both.write_text("trackedObjects:\n  apps/v1.Deployment: {}\n  apps/v1.StatefulSet: {}\n")
     deployments.write_text("trackedObjects:\n  apps/v1.Deployment: {}\n")
-    common = ["--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "1s", "--quiet"]
+    common = ["--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "1s"]
     first = run_cli(["start", *common, "--config", str(both)], home=tmp_path)
     assert first.code == 0, first.describe()
     time.sleep(2.0)
