@@ -25,7 +25,7 @@ from kubectl_sktrace.errors import SktraceError, UsageError
 F = TypeVar("F", bound=Callable[..., Any])
 
 TRACEBACK_VERBOSITY = 6
-_state = {"verbosity": 0}
+_state = {"verbosity": 0, "quiet": 0}
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -33,11 +33,14 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 DEBUG_VERBOSITY = 4
 
 
-def configure_logging(verbosity: int) -> None:
+def configure_logging(verbosity: int, *, quiet: bool = False) -> None:
     """Logs go to stderr. Below debug verbosity only our own records pass: the kubernetes client logs
     failures (of an exec credential plugin, say) on the root logger, and those would precede, and repeat
-    less clearly, the one ``Error:`` line the user gets. Without ``-v``, warnings read ``Warning: ...``."""
+    less clearly, the one ``Error:`` line the user gets. Without ``-v``, warnings read ``Warning: ...``;
+    ``--quiet`` (without ``-v``) leaves them out."""
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity < DEBUG_VERBOSITY else logging.DEBUG
+    if quiet and verbosity <= 0:
+        level = logging.ERROR
     handler = logging.StreamHandler(sys.stderr)
     fmt = "Warning: %(message)s" if verbosity <= 0 else "%(asctime)s %(levelname)s %(name)s: %(message)s"
     handler.setFormatter(logging.Formatter(fmt))
@@ -50,7 +53,7 @@ def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int | None
     if value is None:
         return value
     _state["verbosity"] = max(_state["verbosity"], value)
-    configure_logging(_state["verbosity"])
+    configure_logging(_state["verbosity"], quiet=bool(_state["quiet"]))
     return value
 
 
@@ -60,6 +63,33 @@ def verbosity_option(f: F) -> F:
         callback=_set_verbosity, metavar="N",
         help="Log verbosity on stderr, as kubectl's: 1-3 info, 4+ debug, 6+ tracebacks on errors.",
     )(f)
+
+
+def _set_quiet(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    _state["quiet"] = int(value)
+    configure_logging(_state["verbosity"], quiet=value)
+    return value
+
+
+def quiet_option(f: F) -> F:
+    """``--quiet``, spelled and meaning the same on every command that can warn: no warnings, notes or progress;
+    errors are still printed (and what the command is asked for: a table, a trace on stdout)."""
+    return click.option(
+        "--quiet", "quiet", is_flag=True, is_eager=True, expose_value=False, callback=_set_quiet,
+        help="No warnings, notes or progress on stderr; errors only.",
+    )(f)
+
+
+def warn(message: str) -> None:
+    """A ``Warning:`` line on stderr, unless ``--quiet``."""
+    if not _state["quiet"]:
+        click.echo(f"Warning: {message}", err=True)
+
+
+def note(message: str) -> None:
+    """A line of information on stderr, unless ``--quiet``."""
+    if not _state["quiet"]:
+        click.echo(message, err=True)
 
 
 def kube_options(f: F) -> F:
@@ -288,10 +318,10 @@ def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None
 @cache_option
 @click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files, help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
-@click.option("--quiet", is_flag=True, help="No progress and no summary; warnings and errors only.")
+@quiet_option
 @verbosity_option
 def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-          config_path: str | None, duration: str | None, quiet: bool) -> None:
+          config_path: str | None, duration: str | None) -> None:
     """Record the cluster into the local cache until --duration elapses or Ctrl-C.
 
     On every start the cluster is listed and compared with the cache, so what changed while no recorder
@@ -310,10 +340,12 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
 
     namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
     seconds = parse_duration(duration) if duration is not None else None
-    view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet)
+    quiet = bool(_state["quiet"])
+    view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet, columns=progress.stream_columns(sys.stderr))
     options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
                                     config_path=config_path, duration=seconds, quiet=quiet)
-    summary = recorder.start(options, progress=view)
+    with progress.routed_logs(view):
+        summary = recorder.start(options, progress=view)
     if not quiet:
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
         click.echo(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
@@ -330,6 +362,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
 @cache_option
 @output_option
 @click.option("--runs", "runs", default="10", show_default=True, metavar="N|all", help="Show the last N recording runs, or all of them.")
+@quiet_option
 @verbosity_option
 @status_timeline
 def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
@@ -391,6 +424,7 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
 
 @cli.command("export")
 @verbosity_option
+@quiet_option
 @kube_options
 @cache_option
 @click.option("-s", "--start-time", "start_time", default="-30m", show_default=True, metavar="TIME",
@@ -470,26 +504,26 @@ def export_command(
             return report
 
         report = write_output(output_file, write, binary=fmt == "sktrace", stdout=sys.stdout.buffer)
-    for note in report.notes:
-        click.echo(f"Note: {note}", err=True)
+    for text in report.notes:
+        note(f"Note: {text}")
     for warning in report.warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        warn(warning)
     from kubectl_sktrace.plural import counted
     from kubectl_sktrace.timeparse import format_duration, format_time
 
     where = "stdout" if output_file == "-" else output_file
-    click.echo(
+    note(
         f"Wrote {where}: {counted(report.events, 'event')} ({report.applied} applied, {report.deleted} deleted after the start state), "
         f"{counted(report.index_objects, 'object')} in the index, {counted(report.lifecycles, 'pod lifecycle')}, "
         f"window {format_time(report.start_ts)} .. {format_time(report.last_event_ts)} "
         f"({format_duration(report.last_event_ts - report.start_ts)}, first to last event as inspect shows it; "
-        f"exported up to {format_time(report.end_ts)}).",
-        err=True,
+        f"exported up to {format_time(report.end_ts)})."
     )
 
 
 @cli.command("prune")
 @verbosity_option
+@quiet_option
 @click.option("--kubeconfig", "kubeconfig", metavar="FILE", shell_complete=complete_files, help="Path to the kubeconfig file (locates the default cache).")
 @click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts, help="The kubeconfig context whose default cache to prune.")
 @cache_option
@@ -543,6 +577,7 @@ def config_command() -> None:
 
 @cli.command("inspect", short_help="Summarize a SimKube v2 trace file.")
 @verbosity_option
+@quiet_option
 @output_option
 @click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
 @inspect_timeline
@@ -564,6 +599,7 @@ def inspect_command(trace: str, with_events: bool, output: str) -> None:
 
 @cli.command("validate", short_help="Check a trace as SimKube would; exit 1 on errors.")
 @verbosity_option
+@quiet_option
 @output_option
 @click.argument("trace", metavar="TRACE", type=click.Path())
 def validate_command(trace: str, output: str) -> None:

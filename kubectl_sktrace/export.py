@@ -69,14 +69,16 @@ import yaml
 from kubectl_sktrace import lifecycle as lifecycles
 from kubectl_sktrace import validation
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
-from kubectl_sktrace.exportadvice import LeftOut, clamp_note, default_namespace_note, empty_trace_reason, validation_warning
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.exportadvice import (
+    NO_RECORDER, LeftOut, clamp_note, coverage_block, default_namespace_note, empty_trace_reason, validation_warning,
+)
+from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.owners import is_daemonset_owned
 from kubectl_sktrace.sanitize import deleted_stub
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.selectors import Selector, matches_any
 from kubectl_sktrace.store import Cache, history
-from kubectl_sktrace.timeparse import format_duration, format_time, parse_time
+from kubectl_sktrace.timeparse import format_time, parse_time
 from kubectl_sktrace.traceformat import Trace, TraceWriter, decode_trace
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, config_to_trace, parse_config
 
@@ -330,6 +332,9 @@ def export_trace(
             ))
         dropped_kinds = history.untracked_in(cache, start_ts=start_ts, end_ts=end_ts, known=known)
         outages = [g for g in history.coverage_gaps(cache) if g.since < end_ts and g.until > start_ts]
+        watched = {str(g) for g in config.tracked} | {str(POD)}
+        unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
+                      if u.since < end_ts and u.until > start_ts and u.gvk in watched]
         groups = inferred = inferred_deleted = 0
         for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
             groups += 1
@@ -352,7 +357,9 @@ def export_trace(
         writer.finish(index=_index(plan), pod_lifecycles=table)
     more_notes, warnings = _messages(
         plan=plan, groups=groups, state=state, inferred=inferred, inferred_deleted=inferred_deleted,
-        gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), outages=outages, start_ts=start_ts, end_ts=end_ts,
+        # before the first run there is no history to miss (the clamp note says where it starts), not a gap
+        gaps=history.uncovered(all_runs, start=max(start_ts, all_runs[0].started), end=end_ts), outages=outages, unrecorded=unrecorded,
+        start_ts=start_ts, end_ts=end_ts,
     )
     notes += more_notes
     left_out_default = default_namespace_note(
@@ -385,7 +392,7 @@ def _reference_rules(trace_config: dict[str, Any]) -> validation.ReferenceRules 
 
 def _messages(
     *, plan: _Plan, groups: int, state: int, inferred: int, inferred_deleted: int, gaps: list[tuple[float, float]],
-    outages: list[history.CoverageGap], start_ts: int, end_ts: int,
+    outages: list[history.CoverageGap], unrecorded: list[tuple[str, int, str]], start_ts: int, end_ts: int,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     notes: list[str] = []
     warnings: list[str] = []
@@ -399,24 +406,12 @@ def _messages(
             f"no events in the window {format_time(start_ts)} to {format_time(end_ts)}: the trace holds only the state at its start "
             f"({counted(state, 'object')})"
         )
-    for gap_start, gap_end in gaps:
-        warnings.append(
-            f"no recorder ran from {format_time(gap_start)} to {format_time(gap_end)} ({format_duration(gap_end - gap_start)}): "
-            "changes made then appear at the next start's time, or not at all if the window ends first"
-        )
-    for outage in outages:
-        warnings.append(
-            f"{outage.cause} from {format_time(outage.since)} to {format_time(outage.until)} "
-            f"({format_duration(outage.until - outage.since)}) while recording {', '.join(outage.kinds)}: changes made then "
-            "appear when the recorder caught up, not when they happened"
-        )
-    if inferred:
-        created = inferred - inferred_deleted
-        warnings.append(
-            f"{counted(inferred, 'event')} in the window {'was' if inferred == 1 else 'were'} reconstructed after a gap or an outage "
-            f"({counted(inferred_deleted, 'deletion')}, {counted(created, 'creation or change', 'creations or changes')}): their times are when the recorder noticed, "
-            "not when they happened"
-        )
+    coverage = coverage_block(
+        start_ts=start_ts, end_ts=end_ts, blind=[(a, b, NO_RECORDER) for a, b in gaps] + [(o.since, o.until, o.cause) for o in outages],
+        unrecorded=unrecorded, inferred=inferred, inferred_deleted=inferred_deleted,
+    )
+    if coverage:
+        warnings.append(coverage)
     return tuple(notes), tuple(warnings)
 
 

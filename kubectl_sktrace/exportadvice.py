@@ -3,16 +3,19 @@ empty, smaller than expected, or would not pass ``validate``, each with what to 
 
 Export counts what its filters left out (``LeftOut``) while it plans the trace; these functions turn the
 counts into one-line notes, warnings and the reason of an empty trace. The hints name flags exactly as the
-user types them, so they can be copied.
+user types them, so they can be copied. What the window's record is worth (how much of it was observed
+live, where it was not, what was reconstructed) is said once, in one block (``coverage_block``).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.timeparse import format_time
+from kubectl_sktrace.timeparse import format_duration, format_span, format_time
 
 DEFAULT_NAMESPACE = "default"
 
@@ -120,3 +123,76 @@ def validation_warning(errors: Counter[str], *, rule_names: dict[str, str], trac
         fix = ("the objects they use were not recorded before them, or the filters left them out; "
                "'kubectl sktrace validate' on the trace lists them")
     return f"the trace would fail 'kubectl sktrace validate' with {count(total, 'error')} ({per_rule}): {fix}"
+
+
+NO_RECORDER = "no recorder ran"
+LISTED_GAP_SECONDS = 5.0
+"""Outages shorter than this (a watch re-established at once) count in the share, but are not listed one by one;
+the time between two runs always is (a stop is the person's own doing, and there are few)."""
+MAX_LISTED_GAPS = 5
+
+
+@dataclass(frozen=True)
+class Blind:
+    """A stretch of the window not observed live, whatever kinds it touched, with every cause met in it."""
+
+    since: float
+    until: float
+    causes: tuple[str, ...]
+
+
+def merge_blind(spans: Iterable[tuple[float, float, str]], *, start: float, end: float) -> list[Blind]:
+    """``(since, until, cause)`` spans clipped to ``[start, end)`` and merged where they overlap or touch,
+    across kinds and causes (causes kept in the order met), in time order."""
+    clipped = sorted((max(a, start), min(b, end), cause) for a, b, cause in spans if min(b, end) > max(a, start))
+    merged: list[Blind] = []
+    for since, until, cause in clipped:
+        last = merged[-1] if merged else None
+        if last is not None and since <= last.until:
+            causes = last.causes if cause in last.causes else (*last.causes, cause)
+            merged[-1] = Blind(last.since, max(last.until, until), causes)
+        else:
+            merged.append(Blind(since, until, (cause,)))
+    return merged
+
+
+def _share(observed: float) -> str:
+    """``97.2%``, rounded down so that a window with anything unobserved never reads ``100%``."""
+    if observed >= 1:
+        return "100%"
+    return f"{math.floor(max(observed, 0.0) * 1000) / 10:.1f}%"
+
+
+def coverage_block(
+    *, start_ts: float, end_ts: float, blind: Iterable[tuple[float, float, str]],
+    unrecorded: Iterable[tuple[str, int, str]] = (), inferred: int = 0, inferred_deleted: int = 0,
+) -> str | None:
+    """What the trace of ``[start_ts, end_ts)`` is worth, in one block: the share of the window observed live,
+    the stretches that were not (no recorder ran, an outage: ``blind``; outages from ``LISTED_GAP_SECONDS`` on),
+    the kinds a run did not record (``(gvk, run, cause)``), and how many events were reconstructed. None when
+    there is nothing to say."""
+    gaps = merge_blind(blind, start=start_ts, end=end_ts)
+    refused = sorted(set(unrecorded))
+    if not gaps and not refused and not inferred:
+        return None
+    window = end_ts - start_ts
+    unobserved = sum(g.until - g.since for g in gaps)
+    head = f"coverage: {_share(1 - unobserved / window)} of the window ({format_duration(window)}) observed live"
+    lines = [head + ("; not observed:" if gaps else "")]
+    listed = [g for g in gaps if NO_RECORDER in g.causes or g.until - g.since >= LISTED_GAP_SECONDS]
+    for gap in listed[:MAX_LISTED_GAPS]:
+        lines.append(f"  {format_span(gap.since, gap.until)} ({format_duration(gap.until - gap.since)}, {', '.join(gap.causes)})")
+    more = len(listed) - MAX_LISTED_GAPS
+    shorter = len(gaps) - len(listed)
+    rest = [text for n, text in ((more, count(more, "more gap")),
+                                 (shorter, f"{count(shorter, 'gap')} shorter than {LISTED_GAP_SECONDS:.0f}s")) if n > 0]
+    if rest:
+        lines.append(f"  {'and ' if listed else ''}{' and '.join(rest)}")
+    for gvk, run, cause in refused:
+        lines.append(f"  {gvk} was not recorded by run {run} ({cause}): its changes during that run are not in the trace")
+    if inferred:
+        changed = inferred - inferred_deleted
+        lines.append(f"  {count(inferred, 'event')} reconstructed after a gap ({count(inferred_deleted, 'deletion')}, "
+                     f"{changed} {'creation or change' if changed == 1 else 'creations or changes'}): "
+                     "their times are when the recorder caught up, not when they happened")
+    return "\n".join(lines)

@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol
 from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize, watching
 from kubectl_sktrace.errors import CacheError, ForbiddenError, KubeError
 from kubectl_sktrace.model import GVK, POD, ObjKey
-from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
+from kubectl_sktrace.store.history import CAUSE_FAILED, CAUSE_FORBIDDEN, CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
 
@@ -273,8 +273,11 @@ class Ingest:
         del self._catch_up[gvk]
         return False
 
-    def failed(self, gvk: GVK, error: BaseException) -> None:
+    def failed(self, gvk: GVK, error: BaseException, ts: float) -> None:
+        """The kind is given up for the rest of the run: kept as a gap of its own cause, so ``status`` remembers it."""
         self.stats_for(gvk).failed = str(error)
+        cause = CAUSE_FORBIDDEN if isinstance(error, ForbiddenError) else CAUSE_FAILED
+        self.rec.open_gap(self.run_id, gvk, since=ts, cause=cause, detail=str(error))
 
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
         """The kind's watch failed: a coverage gap opens at its last proof of liveness (closed by ``resumed``;
@@ -291,7 +294,7 @@ class Ingest:
         if outage is None:
             return
         self.rec.close_gap(outage.gap_id, until=ts)
-        self.last_resumed = ts
+        self.last_resumed = max(self.last_resumed, ts)  # a stream proves itself late, with its connection's time
         if horizon is not None:
             try:
                 self._catch_up[gvk] = int(horizon)
@@ -512,13 +515,20 @@ class Writer:
         self._write(self.ingest.resumed, gvk, ts, horizon)
 
     def failed(self, gvk: GVK, error: BaseException) -> None:
-        with self.lock:
-            if isinstance(error, CacheError):
+        if isinstance(error, CacheError):
+            with self.lock:
                 self.fatal = self.fatal or error
                 self._closed = True
-            elif not self._closed:
-                self.ingest.failed(gvk, error)
-                self.failures.append((gvk, error))
+            return
+
+        def record() -> None:
+            self.ingest.failed(gvk, error, self.clock())
+            self.failures.append((gvk, error))
+
+        try:
+            self._write(record)
+        except BaseException:  # noqa: BLE001 - kept in ``fatal`` for the main thread to raise
+            pass
 
     def _write(self, apply: Callable[..., None], *args: Any) -> None:
         with self.lock:
@@ -655,6 +665,8 @@ class Session:
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
         self._outage: Outage | None = None  # the outage reported to the person, until every kind watches again
         self._outages_told = 0
+        self._retries = 0  # retries of every kind since the outage reported began
+        self._retries_lock = threading.Lock()
 
     def run(self) -> Summary:
         from kubectl_sktrace.tracerconfig import config_change, config_to_yaml, stored_config
@@ -791,25 +803,36 @@ class Session:
             self._warn(f"{gvk} is {verb} by this config: its {count} live object(s) leave the history at this run's start; "
                        "earlier history is kept")
 
+    def _count_retry(self, gvk: GVK) -> None:
+        with self._retries_lock:
+            self._retries += 1
+
     def _report_outage(self, ingest: Ingest, writer: Writer) -> None:
-        """One warning when kinds stop being watched, one line when all watch again (not one per retry)."""
+        """One warning when kinds stop being watched, one line when all watch again, with the retries it took
+        (not one line per retry). Times of day only: the person is watching it happen."""
         from kubectl_sktrace.timeparse import format_duration, format_time
 
         with writer.lock:
             open_now, resumed, opened, last = dict(ingest.outages), ingest.last_resumed, ingest.outages_opened, ingest.last_outage
         unseen = opened > self._outages_told and not open_now and self._outage is None
         self._outages_told = opened
+        with self._retries_lock:
+            retries = self._retries
+            if not open_now and (self._outage is not None or unseen):
+                self._retries = 0  # told with the outage's end, below
         if open_now and self._outage is None:
             first = min(open_now.values(), key=lambda o: o.since)
             self._outage = first
-            self._warn(f"{first.cause} since {format_time(first.since)} ({first.detail}); "
-                       f"{len(open_now)} kind(s) not watched until it recovers, what changes meanwhile is caught up afterwards")
+            kinds = "1 kind" if len(open_now) == 1 else f"{len(open_now)} kinds"
+            self._warn(f"{first.cause} since {format_time(first.since)[11:]} ({first.detail}): {kinds} not watched; "
+                       "retrying, and what changes meanwhile is caught up once it recovers")
         elif not open_now and self._outage is not None:
-            self.progress.note(f"{self._outage.cause} since {format_time(self._outage.since)}: recovered after "
+            tries = "" if not retries else " (1 retry)" if retries == 1 else f" ({retries} retries)"
+            self.progress.note(f"{self._outage.cause} since {format_time(self._outage.since)[11:]}{tries} — recovered after "
                                f"{format_duration(resumed - self._outage.since)}; every kind is watched again")
             self._outage = None
         elif unseen and last is not None:  # begun and over between two rounds (the whole process stood still)
-            self._warn(f"{last.cause} from {format_time(last.since)} for {format_duration(resumed - last.since)} "
+            self._warn(f"{last.cause} from {format_time(last.since)[11:]} for {format_duration(resumed - last.since)} "
                        f"({last.detail}); what changed meanwhile was caught up afterwards")
 
     def _watch_vigil(self) -> None:
@@ -831,6 +854,7 @@ class Session:
                 self.run_watch(
                     resource=resource, namespace=self.namespace, list_page=self.kube.list_page, watch=self.kube.watch,
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
+                    retrying=self._count_retry,
                 )
             except BaseException as exc:  # noqa: BLE001 - reported on the main thread
                 writer.failed(gvk, exc)

@@ -21,7 +21,7 @@ from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.connection import disk_size
 from kubectl_sktrace.store.status import CacheOverview, CacheStatus, RunInfo, cache_overview, cache_status
-from kubectl_sktrace.timeparse import format_duration, format_time
+from kubectl_sktrace.timeparse import format_duration, format_span, format_time
 
 DEFAULT_RUNS = 10
 
@@ -170,6 +170,10 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
              "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
             for g in status.outages if g.run_id in ids
         ],
+        "notRecorded": [
+            {"run": u.run_id, "kind": u.gvk, "cause": u.cause, "from": _time(u.since), "detail": u.detail}
+            for u in status.unrecorded
+        ],
         "configHistory": config_history(status),
         "kinds": [
             {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred}
@@ -182,9 +186,8 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
 
 
 def outage_span(cause: str, since: float, until: float) -> str:
-    """``API unreachable 2026-11-23T10:46:31Z–10:46:51``: the end's date is left out when it is the start's."""
-    start, end = format_time(since), format_time(until)
-    return f"{cause} {start}–{end[11:] if end[:10] == start[:10] else end}"
+    """``API unreachable 2026-11-23T10:46:31Z–10:46:51Z``."""
+    return f"{cause} {format_span(since, until)}"
 
 
 def _size(n: int) -> str:
@@ -228,6 +231,9 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
                   render.render_table([{"run": g.run_id, "outage": outage_span(g.cause, g.since, g.until),
                                         "duration": format_duration(g.until - g.since), "kinds": ", ".join(g.kinds)}
                                        for g in outages], "table")]
+    if status.unrecorded:
+        parts += ["", f"Not recorded by the latest run ({status.unrecorded[0].run_id}): it has none of their changes",
+                  *(f"  {u.gvk}: {u.detail if u.detail.startswith(u.cause) else f'{u.cause}: {u.detail}'}" for u in status.unrecorded)]
     if len(data["configHistory"]) > 1:
         parts += ["", "Config history (what each run tracked from its start on; history recorded before a change is kept):",
                   render.render_table(data["configHistory"], "table", columns=["run", "from", "change", "tracked"])]

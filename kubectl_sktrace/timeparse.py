@@ -101,3 +101,9 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs:02d}s"
     return f"{secs}s"
+
+
+def format_span(since: float, until: float) -> str:
+    """``2026-11-23T10:46:31Z–10:46:51Z``: the end's date is left out when it is the start's."""
+    start, end = format_time(since), format_time(until)
+    return f"{start}–{end[11:] if end[:10] == start[:10] else end}"

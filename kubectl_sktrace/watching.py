@@ -130,12 +130,14 @@ def run_watch(
     timeout_seconds: int = 300,
     max_cycles: int | None = None,
     vigil: Vigil | None = None,
+    retrying: Callable[[GVK], None] | None = None,
 ) -> None:
     """Keep ``sink`` in step with one kind until ``stop`` is set or a permanent error.
 
     ``list_page(resource, namespace=, limit=, continue_token=)`` returns one raw list page;
     ``watch(resource, namespace=, resource_version=, timeout_seconds=, stop=)`` yields raw watch events.
     ``max_cycles`` bounds the number of list-or-watch attempts (for tests); None runs until stopped.
+    ``retrying(gvk)`` is told of each retry after a failure during an outage (what a person is told it cost).
     """
     gvk = resource.gvk
     backoff = Backoff(rng)
@@ -188,6 +190,8 @@ def run_watch(
             # is reported once by the sink's owner; say it loudly only when failures repeat before any list
             quiet = backoff.attempt == 1 or coverage.down
             log.log(logging.INFO if quiet else logging.WARNING, "%s: %s; retrying in %.1fs", gvk, exc, delay)
+            if coverage.down and retrying is not None:
+                retrying(gvk)
             sleep(delay)
         except KubeError as exc:
             log.info("%s: %s", gvk, exc)

@@ -252,3 +252,24 @@ def test_inspect_shows_the_window_export_reported_and_every_kind_in_the_trace(re
         "Window           2027-01-15T07:30:00Z .. 2027-01-15T07:58:20Z (28m20s)",
         "Tracked kinds    apps/v1.Deployment, apps/v1.ReplicaSet, batch/v1.Job, v1.ConfigMap",
     ]
+
+
+def test_quiet_leaves_out_the_coverage_block_and_the_summary_but_not_errors(recorded, tmp_path):
+    recorded.run(started=NOW + 60, stopped=NOW + 120)  # a stop: the window has a gap
+    args = ["export", "--cache", str(recorded.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW + 120}", "-O", str(tmp_path / "t.sktrace")]
+    loud = invoke(args)
+    assert loud.exit_code == 0, loud.stderr
+    assert loud.stderr.splitlines()[:2] == [
+        "Warning: coverage: 96.8% of the window (32m00s) observed live; not observed:",
+        "  2027-01-15T08:00:00Z–08:01:00Z (1m00s, no recorder ran)",
+    ]
+    quiet = invoke([*args, "--quiet"])
+    assert (quiet.exit_code, quiet.stdout, quiet.stderr) == (0, "", "")
+    refused = invoke([*args[:-2], "-O", "-", "-n", "other", "--quiet"])
+    assert refused.exit_code == 1 and refused.stderr.startswith("Error: the trace would hold no objects: ")
+
+
+@pytest.mark.parametrize("command", ["start", "status", "export", "prune", "inspect", "validate"])
+def test_every_command_that_can_warn_takes_quiet(command):
+    result = invoke([command, "--help"])
+    assert "--quiet No warnings, notes or progress on stderr; errors only." in " ".join(result.stdout.split()), result.stdout

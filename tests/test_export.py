@@ -266,10 +266,37 @@ def test_warns_about_gaps_and_reconstructed_events(cache_builder):
     b.apply(160, dep("new"), inferred=True)
     report, _ = run_export(b, 50, 200)
     assert report.warnings == (
-        "no recorder ran from 1970-01-01T00:01:40Z to 1970-01-01T00:02:40Z (1m00s): changes made then appear at the next start's "
-        "time, or not at all if the window ends first",
-        "2 events in the window were reconstructed after a gap or an outage (1 deletion, 1 creation or change): "
-        "their times are when the recorder noticed, not when they happened",
+        "coverage: 60.0% of the window (2m30s) observed live; not observed:\n"
+        "  1970-01-01T00:01:40Z–00:02:40Z (1m00s, no recorder ran)\n"
+        "  2 events reconstructed after a gap (1 deletion, 1 creation or change): "
+        "their times are when the recorder caught up, not when they happened",
+    )
+
+
+def test_coverage_is_one_block_with_outages_merged_across_kinds_and_the_kinds_a_run_did_not_record(cache_builder):
+    b = cache_builder
+    run = b.run(started=0, stopped=400)
+    b.apply(1, dep("web"))
+    gaps = [("apps/v1.Deployment", 100, 120, "API unreachable", "connection refused"),
+            ("v1.Pod", 105, 130, "API unreachable", "connection refused"),
+            ("batch/v1.Job", 125, 140, "watch expired", "410"),
+            ("apps/v1.Deployment", 300, 302, "watch expired", "410"),
+            ("batch/v1.Job", 200, None, "forbidden", "forbidden: cannot watch jobs.batch in all namespaces; grant ..."),
+            ("example.com/v1.Other", 200, None, "forbidden", "not tracked: left out")]
+    with b.cache.transaction() as conn:
+        conn.executemany("INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                         [(run, *gap) for gap in gaps])
+    report, _ = run_export(b, 0, 400)
+    assert report.warnings == (
+        "coverage: 89.5% of the window (6m40s) observed live; not observed:\n"
+        "  1970-01-01T00:01:40Z–00:02:20Z (40s, API unreachable, watch expired)\n"
+        "  and 1 gap shorter than 5s\n"
+        "  batch/v1.Job was not recorded by run 1 (forbidden): its changes during that run are not in the trace",
+    )
+    full, _ = run_export(b, 150, 290)  # no outage, no gap: only the kind that was not recorded
+    assert full.warnings == (
+        "coverage: 100% of the window (2m20s) observed live\n"
+        "  batch/v1.Job was not recorded by run 1 (forbidden): its changes during that run are not in the trace",
     )
 
 
@@ -438,3 +465,11 @@ def test_a_window_clamped_to_a_run_that_began_mid_second_keeps_that_seconds_even
     trace = decode(data)
     assert report.start_ts == 100 and report.notes[0].startswith("the cache starts at 1970-01-01T00:01:40Z")
     assert [(e["ts"], names(e["applied_objs"])) for e in trace["events"]] == [(100, []), (100, [("Deployment", "web")])]
+
+
+def test_the_second_a_window_is_clamped_to_before_the_first_run_is_not_a_gap(cache_builder):
+    b = cache_builder
+    b.run(started=100.4, stopped=300)
+    b.apply(101, dep("web"))
+    report, _ = run_export(b, 50, 300)
+    assert report.start_ts == 100 and report.warnings == ()

@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from kubectl_sktrace.exportadvice import LeftOut, default_namespace_note, empty_trace_reason
+from kubectl_sktrace.exportadvice import Blind, LeftOut, coverage_block, default_namespace_note, empty_trace_reason, merge_blind
 
 END = 1_800_000_000
 TAIL = ", or pass --allow-empty to write it anyway"
@@ -50,3 +50,58 @@ def test_no_synced_recording():
 def test_default_namespace_note(include, default_exclusions, expected):
     left = LeftOut(recorded=2, namespaces=Counter({"default": 1}), kept_namespaces={"shop"})
     assert default_namespace_note(left, include_namespaces=include, default_exclusions=default_exclusions) == expected
+
+
+H = 1_800_000_000  # 2027-01-15T08:00:00Z
+
+
+@pytest.mark.parametrize(
+    "spans, expected",
+    [
+        ([], []),
+        ([(H + 10, H + 20, "API unreachable"), (H + 15, H + 30, "API unreachable")], [Blind(H + 10, H + 30, ("API unreachable",))]),
+        ([(H + 10, H + 20, "API unreachable"), (H + 20, H + 25, "watch expired")],
+         [Blind(H + 10, H + 25, ("API unreachable", "watch expired"))]),
+        ([(H - 50, H + 5, "no recorder ran"), (H + 90, H + 200, "no recorder ran")],
+         [Blind(H, H + 5, ("no recorder ran",)), Blind(H + 90, H + 100, ("no recorder ran",))]),
+        ([(H + 40, H + 41, "watch expired"), (H + 10, H + 12, "API unreachable"), (H + 200, H + 300, "x")],
+         [Blind(H + 10, H + 12, ("API unreachable",)), Blind(H + 40, H + 41, ("watch expired",))]),
+    ],
+    ids=["none", "overlapping-kinds", "touching-causes", "clipped-to-the-window", "sorted-outside-dropped"],
+)
+def test_merge_blind(spans, expected):
+    assert merge_blind(spans, start=H, end=H + 100) == expected
+
+
+@pytest.mark.parametrize(
+    "blind, unrecorded, inferred, expected",
+    [
+        ([], [], (0, 0), None),
+        ([(H + 100, H + 120, "API unreachable")], [], (0, 0),
+         "coverage: 99.4% of the window (1h00m00s) observed live; not observed:\n"
+         "  2027-01-15T08:01:40Z–08:02:00Z (20s, API unreachable)"),
+        ([(H + 100 * i, H + 100 * i + 10, "watch expired") for i in range(1, 8)] + [(H + 2000, H + 2001, "API unreachable")], [], (0, 0),
+         "coverage: 98.0% of the window (1h00m00s) observed live; not observed:\n"
+         + "".join(f"  2027-01-15T08:{m:02d}:{s:02d}Z–08:{m:02d}:{s + 10:02d}Z (10s, watch expired)\n"
+                   for m, s in [(1, 40), (3, 20), (5, 0), (6, 40), (8, 20)])
+         + "  and 2 more gaps and 1 gap shorter than 5s"),
+        ([(H + 3599.5, H + 3600, "watch expired")], [("apps/v1.StatefulSet", 3, "forbidden")], (14, 3),
+         "coverage: 99.9% of the window (1h00m00s) observed live; not observed:\n"
+         "  1 gap shorter than 5s\n"
+         "  apps/v1.StatefulSet was not recorded by run 3 (forbidden): its changes during that run are not in the trace\n"
+         "  14 events reconstructed after a gap (3 deletions, 11 creations or changes): "
+         "their times are when the recorder caught up, not when they happened"),
+        ([], [], (1, 0),
+         "coverage: 100% of the window (1h00m00s) observed live\n"
+         "  1 event reconstructed after a gap (0 deletions, 1 creation or change): "
+         "their times are when the recorder caught up, not when they happened"),
+        ([(H + 61, H + 63, "no recorder ran")], [], (0, 0),
+         "coverage: 99.9% of the window (1h00m00s) observed live; not observed:\n"
+         "  2027-01-15T08:01:01Z–08:01:03Z (2s, no recorder ran)"),
+    ],
+    ids=["all-observed", "one-outage", "many-gaps", "never-100-percent-with-a-gap", "reconstructed-only", "a-short-stop-is-listed"],
+)
+def test_coverage_block(blind, unrecorded, inferred, expected):
+    block = coverage_block(start_ts=H, end_ts=H + 3600, blind=blind, unrecorded=unrecorded, inferred=inferred[0],
+                           inferred_deleted=inferred[1])
+    assert block == expected

@@ -152,3 +152,21 @@ def test_config_in_force():
 )
 def test_known_until(runs, end, known):
     assert known_until(runs, end=end) == known
+
+
+def test_a_kind_given_up_is_not_an_outage_but_a_kind_the_run_did_not_record(cache_builder):
+    b = cache_builder
+    run = b.run(started=0, stopped=100)
+    with b.cache.transaction() as conn:
+        conn.executemany("INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) VALUES (?, ?, ?, ?, ?, ?)", [
+            (run, "apps/v1.Deployment", 10, 20, "API unreachable", "connection refused"),
+            (run, "v1.Pod", 15, 25, "API unreachable", "connection refused"),
+            (run, "apps/v1.StatefulSet", 1, None, "forbidden", "forbidden: cannot list statefulsets.apps in all namespaces"),
+            (run, "batch/v1.Job", 2, 50, "watch failed", "the server no longer serves batch/v1.Job"),
+        ])
+    assert history.coverage_gaps(b.cache) == [
+        history.CoverageGap(run, 10, 25, "API unreachable", ("apps/v1.Deployment", "v1.Pod"))]
+    assert history.unrecorded_kinds(b.cache) == [
+        history.UnrecordedKind(run, "apps/v1.StatefulSet", 1, 100, "forbidden", "forbidden: cannot list statefulsets.apps in all namespaces"),
+        history.UnrecordedKind(run, "batch/v1.Job", 2, 50, "watch failed", "the server no longer serves batch/v1.Job"),
+    ]

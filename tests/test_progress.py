@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import io
+import logging
 
 from kubectl_sktrace.model import GVK, POD
-from kubectl_sktrace.progress import LOG_EVERY, Progress
+from kubectl_sktrace.progress import LOG_EVERY, Progress, routed_logs
 from kubectl_sktrace.recorder import KindStats
 
 DEPLOY = GVK("apps", "v1", "Deployment")
@@ -53,18 +54,63 @@ def test_one_line_rewritten_on_a_terminal() -> None:
     assert out.getvalue() == (
         "\r\x1b[Ksyncing: Deployment 500…"
         "\r\x1b[Ksyncing: Deployment 500…, Pod 0 forbidden"
-        "\r\x1b[Ksyncing: Deployment 800 ✓, Pod 0 forbidden\n"
-        "initial sync done: 800 objects in 1.0s; recording changes (Ctrl-C to stop)\n"
-        "\r\x1b[Krecording: 5 events, 7 pods tracked, 1.5 events/s (watch: 3 updates/s)\n"
+        "\r\x1b[Ksyncing: Deployment 800 ✓, Pod 0 forbidden"
+        "\r\x1b[Kinitial sync done: 800 objects in 1.0s; recording changes (Ctrl-C to stop)\n"
+        "\r\x1b[Krecording: 5 events, 7 pods tracked, 1.5 events/s (watch: 3 updates/s)"
+        "\r\x1b[K"
     )
 
 
-def test_quiet_keeps_only_warnings() -> None:
+def test_a_warning_clears_the_status_line_and_the_status_is_drawn_again_below_it() -> None:
+    out = io.StringIO()
+    view = Progress(stream=out, tty=True, quiet=False, clock=Clock())
+    view.live(events=5, pods=7, rate=1.5, updates_rate=3.0, left=None)
+    view.warn("API unreachable")
+    view.note("API unreachable since 10:46:31Z: recovered")
+    view.close()
+    status = "recording: 5 events, 7 pods tracked, 1.5 events/s (watch: 3 updates/s)"
+    assert out.getvalue() == (
+        f"\r\x1b[K{status}"
+        f"\r\x1b[KWarning: API unreachable\n{status}"
+        f"\r\x1b[KAPI unreachable since 10:46:31Z: recovered\n{status}"
+        "\r\x1b[K"
+    )
+
+
+def test_the_status_line_is_cut_to_the_terminal_width() -> None:
+    out = io.StringIO()
+    view = Progress(stream=out, tty=True, quiet=False, clock=Clock(), columns=lambda: 40)
+    view.live(events=12345, pods=7, rate=1.5, updates_rate=3.0, left=None)
+    assert out.getvalue() == "\r\x1b[Krecording: 12,345 events, 7 pods track…"
+    assert len(out.getvalue()) - len("\r\x1b[K") == 39
+
+
+def test_quiet_leaves_out_everything() -> None:
     out = io.StringIO()
     view = Progress(stream=out, tty=True, quiet=True, clock=Clock())
     view.kind_progress(DEPLOY, KindStats(listed=1, initial_done=True))
     view.synced(1.0)
     view.live(events=5, pods=7, rate=1.5, updates_rate=3.0, left=3)
     view.warn("something")
+    view.note("something else")
     view.close()
-    assert out.getvalue() == "Warning: something\n"
+    assert out.getvalue() == ""
+
+
+def test_log_records_go_above_the_status_line_while_routed() -> None:
+    out = io.StringIO()
+    view = Progress(stream=out, tty=True, quiet=False, clock=Clock())
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("Warning: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        view.live(events=5, pods=7, rate=1.5, updates_rate=3.0, left=None)
+        with routed_logs(view):
+            logging.getLogger("kubectl_sktrace.somewhere").warning("retrying in %.1fs", 1.6)
+        view.close()
+    finally:
+        root.removeHandler(handler)
+    status = "recording: 5 events, 7 pods tracked, 1.5 events/s (watch: 3 updates/s)"
+    assert out.getvalue() == f"\r\x1b[K{status}\r\x1b[KWarning: retrying in 1.6s\n{status}\r\x1b[K"
+    assert handler.stream is out

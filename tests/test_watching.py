@@ -129,7 +129,8 @@ class Script:
 
 def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0, seed: int = 1,
         stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None,
-        horizon: str | BaseException = "999", stall: float | None = None) -> tuple[Recorder, Script, list[float]]:
+        horizon: str | BaseException = "999", stall: float | None = None,
+        retrying: Callable[[GVK], None] | None = None) -> tuple[Recorder, Script, list[float]]:
     clock = Clock()
     script = Script(lists, watches, clock, step=step)
     script.horizon = horizon
@@ -143,7 +144,7 @@ def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0,
     vigil = None if stall is None else Vigil(clock=clock, monotonic=clock, threshold=stall)
     run_watch(resource=RES, namespace=None, list_page=script.list_page, watch=script.watch, sink=sink, clock=clock,
               sleep=sleep or fake_sleep, stop=stop or threading.Event(), rng=random.Random(seed), timeout_seconds=300,
-              max_cycles=cycles, vigil=vigil)
+              max_cycles=cycles, vigil=vigil, retrying=retrying)
     return sink, script, slept
 
 
@@ -218,6 +219,14 @@ def test_an_outage_is_one_interruption_however_many_retries_and_ends_when_watchi
     assert script_calls == [("interrupted", 1004.0, "API unreachable"), ("resumed", pytest.approx(1012.0 + sum(slept)), "999")]
     assert script.horizon_calls == 3 and script.watch_calls == ["100", "105", "105", "105"]
     assert [round(d / base, 1) >= 0.8 and round(d / base, 1) <= 1.2 for d, base in zip(slept, (0.8, 1.6, 3.2))] == [True] * 3
+
+
+def test_each_retry_of_an_outage_is_told_but_not_a_retry_before_the_first_list():
+    down = TransientError("connection refused")
+    retries: list[GVK] = []
+    run([down, page([], rv="100")], [[bookmark("105"), down], down, down, [ev("ADDED", "b", "106")]], cycles=6,
+        retrying=retries.append)
+    assert retries == [RES.gvk] * 3  # the three failed attempts of the outage, each followed by a retry
 
 
 def test_the_back_off_grows_while_the_probe_before_a_resumed_watch_fails():

@@ -134,6 +134,9 @@ def test_other_failures_are_kept_for_the_main_thread_once(s: Setup) -> None:
     assert s.ingest.stats_for(POD).failed == str(error)
     assert s.writer.take_failures() == [(POD, error)]
     assert s.writer.take_failures() == []
+    s.writer.close(clean=True)  # committed like any write: status remembers the kind this run did not record
+    assert s.committed("SELECT run_id, gvk, since, until, cause, detail FROM coverage_gaps") == [
+        (s.run, "v1.Pod", T0, None, "forbidden", "forbidden: cannot list pods")]
 
 
 def test_close_waits_for_a_write_in_progress(s: Setup) -> None:

@@ -246,6 +246,13 @@ def uncovered(all_runs: list[Run], *, start: float, end: float) -> list[tuple[fl
     return gaps
 
 
+CAUSE_FORBIDDEN = "forbidden"
+CAUSE_FAILED = "watch failed"
+GIVEN_UP = (CAUSE_FORBIDDEN, CAUSE_FAILED)
+"""Causes of a ``coverage_gaps`` row whose kind was given up for the rest of its run (a 403, a kind no longer
+served): not an outage the run came back from, but a kind that run did not record (``unrecorded_kinds``)."""
+
+
 @dataclass(frozen=True)
 class CoverageGap:
     """A stretch of a run during which some kinds were not watched (an API outage, an expired watch): the
@@ -259,14 +266,40 @@ class CoverageGap:
 
 
 def coverage_gaps(cache: Cache) -> list[CoverageGap]:
-    """Every run's coverage gaps, merged per run and cause, in time order."""
+    """Every run's coverage gaps (outages, not kinds given up), merged per run and cause, in time order."""
     if not cache.has_table("coverage_gaps"):
         return []  # a cache recorded before gaps were kept (schema 1)
     rows = cache.conn.execute(
         "SELECT g.run_id, g.since, coalesce(g.until, max(r.stopped, g.since)), g.cause, g.gvk "
-        "FROM coverage_gaps g JOIN runs r ON r.id = g.run_id ORDER BY g.run_id, g.cause, g.since"
+        f"FROM coverage_gaps g JOIN runs r ON r.id = g.run_id WHERE g.cause NOT IN ({', '.join('?' * len(GIVEN_UP))}) "
+        "ORDER BY g.run_id, g.cause, g.since", GIVEN_UP,
     ).fetchall()
     return merge_gaps([CoverageGap(run_id, since, until, cause, (gvk,)) for run_id, since, until, cause, gvk in rows])
+
+
+@dataclass(frozen=True)
+class UnrecordedKind:
+    """A kind a run gave up from ``since`` to its end (``until``): refused (``forbidden``) or no longer
+    watchable; ``detail`` is the error the person was shown, with its fix."""
+
+    run_id: int
+    gvk: str
+    since: float
+    until: float
+    cause: str
+    detail: str
+
+
+def unrecorded_kinds(cache: Cache) -> list[UnrecordedKind]:
+    """Every kind a run gave up, by run then kind."""
+    if not cache.has_table("coverage_gaps"):
+        return []
+    rows = cache.conn.execute(
+        "SELECT g.run_id, g.gvk, g.since, coalesce(g.until, max(r.stopped, g.since)), g.cause, g.detail "
+        f"FROM coverage_gaps g JOIN runs r ON r.id = g.run_id WHERE g.cause IN ({', '.join('?' * len(GIVEN_UP))}) "
+        "ORDER BY g.run_id, g.gvk, g.since", GIVEN_UP,
+    ).fetchall()
+    return [UnrecordedKind(*row) for row in rows]
 
 
 def merge_gaps(gaps: list[CoverageGap]) -> list[CoverageGap]:

@@ -37,7 +37,9 @@ coverage_gaps   (0002) intervals of a run during which one kind was not watched 
                 the outage lasts, and after a crash in one: the run's ``stopped`` ends it). ``cause`` is
                 'API unreachable' (connection refused or reset, TLS, timeouts, 429, 5xx) or 'watch expired'
                 (a 410: the watch fell behind the server's history, e.g. a stopped or sleeping process);
-                ``detail`` the error met. Changes found after a gap are recorded ``inferred``.
+                ``detail`` the error met. Changes found after a gap are recorded ``inferred``. The causes
+                'forbidden' (a 403) and 'watch failed' mark a kind given up until the run's end: not an
+                outage, a kind that run did not record (``history.unrecorded_kinds``).
 discovery       cached discovery documents per group-version, JSON.
 """
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_sktrace.store.connection import Cache, disk_size, writer_active
-from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
+from kubectl_sktrace.store.history import CoverageGap, UnrecordedKind, coverage_gaps, unrecorded_kinds
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class CacheStatus:
     runs: tuple[RunInfo, ...]
     gaps: tuple[tuple[float, float], ...]
     outages: tuple[CoverageGap, ...]
+    unrecorded: tuple[UnrecordedKind, ...]  # kinds the latest run gave up
     kinds: tuple[KindCounts, ...]
     pods: PodCounts
     events: int
@@ -111,6 +112,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     outages = tuple(coverage_gaps(cache))
     runs = _runs(cache, rows, interrupted={gap.run_id for gap in outages}, last_id=rows[-1][0] if rows else None)
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
+    unrecorded = tuple(u for u in unrecorded_kinds(cache) if runs and u.run_id == runs[-1].id)
     counts: dict[str, list[int]] = {}
     for gvk, op, inferred, n in conn.execute(f"SELECT gvk, op, inferred, count(*) FROM events WHERE op < 2 {where} GROUP BY gvk, op, inferred",
                                              params):
@@ -131,7 +133,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         path=str(cache.path), server=cache.get_meta("cluster.server"), cluster_uid=cache.get_meta("cluster.uid"),
         context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
         schema_version=conn.execute("PRAGMA user_version").fetchone()[0],
-        runs=tuple(runs), gaps=gaps, outages=outages, kinds=kinds, pods=PodCounts(*pod_row), events=events,
+        runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=PodCounts(*pod_row), events=events,
         first_event=first, last_event=last, size_bytes=size,
     )
 
