@@ -69,9 +69,8 @@ from kubectl_sktrace import lifecycle as lifecycles
 from kubectl_sktrace import validation
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
 from kubectl_sktrace.exportadvice import LeftOut, clamp_note, default_namespace_note, empty_trace_reason, validation_warning
-from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.owners import is_daemonset_owned
-from kubectl_sktrace.sanitize import deleted_stub
+from kubectl_sktrace.model import CONFIG_MAP, NAMESPACE, SECRET, SERVICE_ACCOUNT, ObjKey
+from kubectl_sktrace.sanitize import deleted_stub, is_daemonset_owned
 from kubectl_sktrace.selectors import Selector, matches_any
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_duration, format_time, parse_time
@@ -247,7 +246,7 @@ def _event_writer(
 
 # Objects that pods reference by name: applied first within an event, so that a Deployment listed in the
 # same second as its ConfigMap does not come before it (SimKube's validation counts only earlier objects).
-_REFERENCED_FIRST = frozenset({GVK("", "v1", "Namespace"), GVK("", "v1", "ServiceAccount"), GVK("", "v1", "ConfigMap"), GVK("", "v1", "Secret")})
+_REFERENCED_FIRST = frozenset({NAMESPACE, SERVICE_ACCOUNT, CONFIG_MAP, SECRET})
 
 
 def _apply_order(row: history.StoredEvent) -> int:

@@ -24,14 +24,11 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import ConfigError
-from kubectl_sktrace.inspection import object_key
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import CONFIG_MAP, SECRET, SERVICE_ACCOUNT, GVK, ObjKey
+from kubectl_sktrace.sanitize import object_key
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, resolve_pointer
 from kubectl_sktrace.traceformat import Trace, read_trace
 
-SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
-SECRET = GVK("", "v1", "Secret")
-CONFIG_MAP = GVK("", "v1", "ConfigMap")
 
 RULES = {
     "W0000": "status field present",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.model import GVK, POD, ObjKey, OwnerRef
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body
 from kubectl_sktrace.store.recording import (
@@ -117,14 +117,14 @@ def test_pods_owners_watch_state_and_discovery(rec: Recording) -> None:
                        start_ts=None, end_ts=None, seen=1.0)
         rec.insert_pod(uid="p2", namespace="ns", name="b", owner=None, stable_hash=None, start_ts=3, end_ts=None, seen=1.0)
         rec.update_pod("p2", start_ts=3, end_ts=9, end_inferred=True, live=False, seen=9.0)
-        rec.upsert_owner(ObjKey(RS, "ns", "web-1"), OwnerRecord("r1", ((DEPLOY, "web", "d1"),)), fetched=2.0)
+        rec.upsert_owner(ObjKey(RS, "ns", "web-1"), OwnerRecord("r1", (OwnerRef(DEPLOY, "web", "d1"),)), fetched=2.0)
         rec.set_watch_state(POD, "42", 3.0)
         rec.set_watch_state(POD, "43", 4.0)
     assert list(rec.load_live_pods()) == ["p1"]
     assert rec.cache.conn.execute("SELECT owner_gvk, owner_namespace, owner_name FROM pods WHERE uid='p1'").fetchone() == (
         "apps/v1.Deployment", "ns", "web")
     assert rec.cache.conn.execute("SELECT start_ts, end_ts, end_inferred, live FROM pods WHERE uid='p2'").fetchone() == (3, 9, 1, 0)
-    assert rec.load_owners() == {ObjKey(RS, "ns", "web-1"): OwnerRecord("r1", ((DEPLOY, "web", "d1"),))}
+    assert rec.load_owners() == {ObjKey(RS, "ns", "web-1"): OwnerRecord("r1", (OwnerRef(DEPLOY, "web", "d1"),))}
     assert rec.load_owner(ObjKey(RS, "ns", "nope")) is None
     assert rec.cache.conn.execute("SELECT resource_version FROM watch_state").fetchall() == [("43",)]
     rec.save_discovery({"apps/v1": {"resources": []}}, fetched=5.0)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import GVK, ObjKey, OwnerRef
 from kubectl_sktrace.store.bodies import chain_to_json, encode_body
 from kubectl_sktrace.store.connection import Cache, from_db_hash, to_db_hash
 
@@ -65,7 +65,7 @@ class OwnerRecord:
     """An owner object met on a pod's owner chain: its uid and direct owner references."""
 
     uid: str
-    refs: tuple[tuple[GVK, str, str], ...]  # (gvk, name, uid)
+    refs: tuple[OwnerRef, ...]
 
 
 @dataclass(frozen=True)
@@ -306,7 +306,7 @@ class Recording:
         self._conn.execute(
             "INSERT INTO owners (gvk, namespace, name, uid, owner_refs, fetched) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, owner_refs = excluded.owner_refs, fetched = excluded.fetched",
-            (str(key.gvk), key.namespace, key.name, record.uid, _DUMPS([[str(g), n, u] for g, n, u in record.refs]), fetched),
+            (str(key.gvk), key.namespace, key.name, record.uid, _DUMPS([[str(r.gvk), r.name, r.uid] for r in record.refs]), fetched),
         )
 
     def set_watch_state(self, gvk: GVK, resource_version: str, ts: float) -> None:
@@ -326,5 +326,5 @@ class Recording:
                 )
 
 
-def _refs_from_json(text: str) -> tuple[tuple[GVK, str, str], ...]:
-    return tuple((GVK.parse(g), n, u) for g, n, u in json.loads(text))
+def _refs_from_json(text: str) -> tuple[OwnerRef, ...]:
+    return tuple(OwnerRef(GVK.parse(g), n, u) for g, n, u in json.loads(text))
