@@ -128,7 +128,6 @@ class Ingest:
         self._gap_start: dict[GVK, float | None] = {gvk: None for gvk in fresh}
         self._default_gap = gap_start
         self._relists: dict[GVK, _Relist] = {}
-        self._resource_versions: dict[GVK, str] = {}
         self._pending_rv: dict[GVK, str] = {}
         self.outages: dict[GVK, Outage] = {}  # kind -> its open coverage gap (an outage in progress)
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
@@ -178,13 +177,11 @@ class Ingest:
                     stats.caught_up += 1
                 else:
                     stats.deleted_offline += 1
-            self.rec.touch_objects(gvk, relist.ts)
         if gvk == POD and not relist.broken:
             second = changes.event_second(gone)
             for uid in [uid for uid in self.pods if uid not in relist.seen_pods]:
-                self._pod_gone(uid, second, gone, inferred=True)
+                self._pod_gone(uid, second, inferred=True)
         self._gap_start[gvk] = relist.ts
-        self._resource_versions[gvk] = resource_version
         self._pending_rv[gvk] = resource_version
         stats.initial_done = True
 
@@ -318,8 +315,7 @@ class Ingest:
                      spec_hash=spec_hash, owner_chain=chain or None, body=body),
         )
         self.events_recorded += 1
-        self.rec.upsert_object(key, uid=head.uid, spec_hash=spec_hash, resource_version=head.resource_version,
-                               created=head.created, seen=recv)
+        self.rec.upsert_object(key, uid=head.uid, spec_hash=spec_hash)
         self.live[key.gvk][key] = changes.Known(head.uid, spec_hash)
         self.stats_for(key.gvk).applied += 1
 
@@ -356,9 +352,9 @@ class Ingest:
         if known is None:
             self._first_sight(head, obj, derived, recv)
         else:
-            self._merge_pod(head.uid, known, derived, recv)
+            self._merge_pod(head.uid, known, derived)
         if deleted:
-            self._pod_gone(head.uid, changes.event_second(recv), recv, inferred=caught_up)
+            self._pod_gone(head.uid, changes.event_second(recv), inferred=caught_up)
 
     def _first_sight(self, head: ObjectHead, obj: dict[str, Any], derived: lifecycle.Lifecycle, recv: float) -> None:
         """A pod met for the first time: its lifecycle owner, resolved once, and its row."""
@@ -367,12 +363,12 @@ class Ingest:
         owner = owners.lifecycle_owner(pod_key=key, chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
         stable = hashing.pod_spec_hash(obj.get("spec") or {}) if owner is not None else None
         self.rec.insert_pod(uid=head.uid, namespace=key.namespace, name=key.name, owner=owner, stable_hash=stable,
-                            start_ts=derived.start, end_ts=derived.end, seen=self._written(recv))
+                            start_ts=derived.start, end_ts=derived.end, first_seen=self._written(recv))
         self.pods[head.uid] = _Pod(key.namespace, key.name, None if owner is None else owner.gvk, derived)
         if owner is not None and derived.start is not None:
             self.stats_for(owner.gvk).lifecycles += 1
 
-    def _merge_pod(self, uid: str, known: _Pod, derived: lifecycle.Lifecycle, recv: float) -> None:
+    def _merge_pod(self, uid: str, known: _Pod, derived: lifecycle.Lifecycle) -> None:
         kept, refusal = lifecycle.merge_lifecycle(known.life, derived)
         if refusal:
             log.info("pod %s/%s: %s", known.namespace, known.name, refusal)
@@ -380,13 +376,12 @@ class Ingest:
             if known.owner is not None and known.life.start is None and kept.start is not None:
                 self.stats_for(known.owner).lifecycles += 1
             known.life = kept
-            self.rec.update_pod(uid, start_ts=kept.start, end_ts=kept.end, end_inferred=False, live=True, seen=recv)
+            self.rec.update_pod(uid, start_ts=kept.start, end_ts=kept.end, end_inferred=False, live=True)
 
-    def _pod_gone(self, uid: str, second: int, recv: float, *, inferred: bool) -> None:
+    def _pod_gone(self, uid: str, second: int, *, inferred: bool) -> None:
         known = self.pods.pop(uid)
         ended = lifecycle.on_pod_gone(known.life, ts=second)
-        self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life,
-                            live=False, seen=recv)
+        self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life, live=False)
 
     def _store_owner(self, head: ObjectHead, recv: float) -> None:
         record = OwnerRecord(head.uid, head.owners)
