@@ -74,7 +74,7 @@ from kubectl_sktrace.sanitize import deleted_stub, is_daemonset_owned
 from kubectl_sktrace.selectors import Selector, matches_any
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_duration, format_time, parse_time
-from kubectl_sktrace.traceformat import TraceWriter
+from kubectl_sktrace.traceformat import FORMAT_VERSION, TraceWriter
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, config_to_trace, parse_config
 
 DEFAULT_EXCLUDED_NAMESPACES = (
@@ -426,9 +426,9 @@ class _TextTraceWriter:
         self._fmt = fmt
         self._first = True
         if fmt == "json":
-            self._put('{"version": 2, "config": ' + json.dumps(config) + ', "events": [')
+            self._put('{"version": ' + json.dumps(FORMAT_VERSION) + ', "config": ' + json.dumps(config) + ', "events": [')
         else:
-            self._put(yaml.safe_dump({"version": 2, "config": config}, sort_keys=False) + "events:\n")
+            self._put(yaml.safe_dump({"version": FORMAT_VERSION, "config": config}, sort_keys=False) + "events:\n")
 
     def _put(self, text: str) -> None:
         self._stream.write(text.encode())
