@@ -44,6 +44,7 @@ MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
 """What reading an object that breaks the API's shape raises (``sanitize`` says so with a KubeError): that object
 is skipped and logged, not fatal."""
 
+
 @dataclass
 class KindStats:
     """Counters per kind for the progress line and the end-of-run summary."""
@@ -108,7 +109,6 @@ class Ingest:
         self.rec = recording
         self.run_id = run_id
         self.restart = restart
-        self.config = config
         self.tracked = config.tracked
         self.owner_kinds = owner_kinds
         self.fetch_owner = fetch_owner
@@ -173,10 +173,7 @@ class Ingest:
             for key in changes.vanished(live, relist.seen):
                 self._delete(key, live.pop(key).uid, gone, inferred=True)
                 self.owners.pop(key, None)
-                if relist.recovery:
-                    stats.caught_up += 1
-                else:
-                    stats.deleted_offline += 1
+                self._count_deleted(gvk, caught_up=relist.recovery, offline=True)
         if gvk == POD and not relist.broken:
             second = changes.event_second(gone)
             for uid in [uid for uid in self.pods if uid not in relist.seen_pods]:
