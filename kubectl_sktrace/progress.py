@@ -26,8 +26,8 @@ import time
 from typing import Callable, Iterator, TextIO
 
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.ingest import KindStats
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.recorder import KindStats
 from kubectl_sktrace.timeparse import format_duration
 
 LOG_EVERY = 30.0

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_sktrace.exportadvice import count
-from kubectl_sktrace.inspection import object_key
+from kubectl_sktrace.sanitize import object_key
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.traceformat import Trace
 

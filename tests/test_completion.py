@@ -98,10 +98,9 @@ def _cache_with_namespaces(path: Path) -> None:
     run = rec.begin_run(started=1_800_000_000.0, pid=1, config_yaml="")
     with rec.batch():
         for ns, name in (("shop", "web"), ("billing", "api"), ("shop", "db")):
-            rec.upsert_object(ObjKey(GVK("apps", "v1", "Deployment"), ns, name), uid=name, spec_hash=1, resource_version="1",
-                              created=None, seen=1_800_000_000.0)
+            rec.upsert_object(ObjKey(GVK("apps", "v1", "Deployment"), ns, name), uid=name, spec_hash=1)
         rec.insert_pod(uid="p", namespace="batch-jobs", name="p", owner=None, stable_hash=None, start_ts=None, end_ts=None,
-                       seen=1_800_000_000.0)
+                       first_seen=1_800_000_000.0)
     rec.stop_run(run, 1_800_000_060.0, clean=True)
     cache.checkpoint()
     cache.close()

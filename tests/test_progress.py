@@ -6,8 +6,8 @@ import io
 import logging
 
 from kubectl_sktrace.model import GVK, POD
+from kubectl_sktrace.ingest import KindStats
 from kubectl_sktrace.progress import LOG_EVERY, Progress, routed_logs
-from kubectl_sktrace.recorder import KindStats
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 

@@ -1,0 +1,59 @@
+"""What a person is told about an outage while ``start`` runs: one warning when kinds stop being watched, one
+line when every kind watches again with the retries it took, never one line per retry.
+
+The recorder hands in what the ingest knows after each round (the open outages, when a kind last resumed, how
+many outages were ever opened); this module decides what to say. Retries are counted by the watch threads,
+so the count is guarded by a lock of its own. Times of day only: the person is watching it happen.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Mapping
+
+from kubectl_sktrace.ingest import Outage
+from kubectl_sktrace.model import GVK
+from kubectl_sktrace.plural import counted
+from kubectl_sktrace.timeparse import format_duration, format_time
+
+
+def _clock(ts: float) -> str:
+    return format_time(ts)[11:]
+
+
+class OutageNotices:
+    """Decides the outage lines of one run. ``warn`` and ``note`` print them (the progress view)."""
+
+    def __init__(self, *, warn: Callable[[str], None], note: Callable[[str], None]) -> None:
+        self._warn = warn
+        self._note = note
+        self._told: Outage | None = None  # the outage told to the person, until every kind watches again
+        self._opened_told = 0
+        self._retries = 0  # retries of every kind since the told outage began
+        self._lock = threading.Lock()
+
+    def count_retry(self, gvk: GVK) -> None:
+        """A watch thread retries (the ``retrying`` callback of ``watching.run_watch``)."""
+        with self._lock:
+            self._retries += 1
+
+    def report(self, *, open_now: Mapping[GVK, Outage], resumed: float, opened: int, last: Outage | None) -> None:
+        unseen = opened > self._opened_told and not open_now and self._told is None
+        self._opened_told = opened
+        with self._lock:
+            retries = self._retries
+            if not open_now and (self._told is not None or unseen):
+                self._retries = 0  # told with the outage's end, below
+        if open_now and self._told is None:
+            first = min(open_now.values(), key=lambda o: o.since)
+            self._told = first
+            self._warn(f"{first.cause} since {_clock(first.since)} ({first.detail}): {counted(len(open_now), 'kind')} not watched; "
+                       "retrying, and what changes meanwhile is caught up once it recovers")
+        elif not open_now and self._told is not None:
+            tries = f" ({counted(retries, 'retry', 'retries')})" if retries else ""
+            self._note(f"{self._told.cause} since {_clock(self._told.since)}{tries} — recovered after "
+                       f"{format_duration(resumed - self._told.since)}; every kind is watched again")
+            self._told = None
+        elif unseen and last is not None:  # begun and over between two rounds (the whole process stood still)
+            self._warn(f"{last.cause} from {_clock(last.since)} for {format_duration(resumed - last.since)} "
+                       f"({last.detail}); what changed meanwhile was caught up afterwards")
