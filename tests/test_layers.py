@@ -92,9 +92,11 @@ def test_pure_modules_do_no_io(name) -> None:
 
 # The recording side's rooms, lowest first: a room may import those before it, never those after it.
 RECORDER_ROOMS = ["kubectl_sktrace.ingest", "kubectl_sktrace.writer", "kubectl_sktrace.recorder"]
-# who may import the recorder's rooms: the session wires them, the CLI starts it; progress only reads counters
+# who may import the recorder's rooms: the session wires them, the CLI starts it; progress and the outage notices
+# only read its records
 ROOM_IMPORTERS = {
-    "kubectl_sktrace.ingest": {"kubectl_sktrace.writer", "kubectl_sktrace.recorder", "kubectl_sktrace.progress"},
+    "kubectl_sktrace.ingest": {"kubectl_sktrace.writer", "kubectl_sktrace.recorder", "kubectl_sktrace.progress",
+                               "kubectl_sktrace.outagenotice"},
     "kubectl_sktrace.writer": {"kubectl_sktrace.recorder"},
     "kubectl_sktrace.recorder": {"kubectl_sktrace.cli"},
 }
