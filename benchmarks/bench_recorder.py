@@ -282,7 +282,7 @@ def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
 
     pods = [s.obj() for s in emu.store.current(emu.store.type_of("v1", "Pod"), _all())[1]][:5000]
     lines = [json.dumps({"type": "MODIFIED", "object": p}).encode() for p in pods]
-    from kubectl_sktrace.kube import _loads as parse
+    from kubectl_sktrace.kube.stream import loads as parse
 
     t = time.perf_counter()
     for i in range(events):
@@ -401,9 +401,9 @@ print(f"{n / (time.perf_counter() - t):,.0f} events/s over {n:,} events (the emu
 
 
 def _parser() -> str:
-    from kubectl_sktrace import kube
+    from kubectl_sktrace.kube import stream
 
-    return f"{kube._loads.__module__}.loads"
+    return f"{stream.loads.__module__}.loads"
 
 
 def _all():  # type: ignore[no-untyped-def]

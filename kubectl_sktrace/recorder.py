@@ -40,7 +40,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
 from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize, watching
 from kubectl_sktrace.errors import CacheError, ForbiddenError, KubeError
@@ -48,6 +48,9 @@ from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.kube import ClusterClient
 
 log = logging.getLogger(__name__)
 
@@ -635,7 +638,7 @@ class Session:
     """
 
     def __init__(
-        self, *, kube: Any, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
+        self, *, kube: ClusterClient, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
         duration: float | None, stop: threading.Event, progress: ProgressView,
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
     ) -> None:

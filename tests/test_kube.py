@@ -1,4 +1,4 @@
-"""kube.py against a scripted local HTTP server: real sockets, real urllib3 pool from the client."""
+"""The kube package against a scripted local HTTP server: real sockets, real urllib3 pool from the client."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kubectl_sktrace"
 
 # third-party or stdlib package -> the modules allowed to import it
 OWNERS = {
-    "kubernetes": {"kubectl_sktrace.kube"},
+    "kubernetes": {"kubectl_sktrace.kube.client"},
     "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
     "msgpack": {"kubectl_sktrace.traceformat"},
     "tabulate": {"kubectl_sktrace.render"},
