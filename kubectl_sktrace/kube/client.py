@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
+import shutil
 import threading
+from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping
 
 import urllib3
@@ -34,7 +37,7 @@ from kubectl_sktrace import __version__
 from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.kube import discovery, stream
 from kubectl_sktrace.kube.discovery import Documents, Resource
-from kubectl_sktrace.kube.errors import NotFound, status_error, transport_error
+from kubectl_sktrace.kube.errors import NotFound, exec_failed, exec_not_found, status_error, transport_error
 from kubectl_sktrace.kubeconfig import KubeTarget
 from kubectl_sktrace.model import GVK
 
@@ -151,25 +154,37 @@ class Kube:
             old.rest_client.pool_manager.clear()
 
     def _load_credentials(self, configuration: Any) -> None:
-        """Fill ``configuration`` from the kubeconfig (or the pod's service account); one-line errors."""
+        """Fill ``configuration`` from the kubeconfig (or the pod's service account); one-line errors.
+
+        The loader only logs an exec credential plugin's failure and goes on without credentials (the server
+        would then answer 401): a plugin that is missing or fails is reported here instead, as kubectl does."""
         from kubernetes.config.config_exception import ConfigException
 
+        plugin = _exec_plugin(self.target.config)
+        if plugin is not None:
+            _check_installed(plugin, context=self.target.context)
         try:
-            if self.target.in_cluster:
-                from kubernetes.config.incluster_config import InClusterConfigLoader
-
-                InClusterConfigLoader(token_filename=self.target.config["token-file"],
-                                      cert_filename=self.target.config["ca-file"]).load_and_set(configuration)
-            else:
-                from kubernetes.config.kube_config import KubeConfigLoader
-
-                loader = KubeConfigLoader(config_dict=copy.deepcopy(self.target.config),
-                                          active_context=self.target.context, config_persister=None)
-                loader.load_and_set(configuration)
+            with _loader_errors() as failures:
+                self._run_loader(configuration)
         except (ConfigException, OSError, KeyError, ValueError) as exc:
             detail = " ".join(str(exc).split()) or type(exc).__name__
             raise KubeError(f"cannot load the credentials of context {self.target.context!r}: {detail}; "
                             "fix the user and cluster entries in your kubeconfig") from exc
+        if plugin is not None and failures:
+            raise exec_failed(str(plugin.get("command")), failures[0], context=self.target.context)
+
+    def _run_loader(self, configuration: Any) -> None:
+        if self.target.in_cluster:
+            from kubernetes.config.incluster_config import InClusterConfigLoader
+
+            InClusterConfigLoader(token_filename=self.target.config["token-file"],
+                                  cert_filename=self.target.config["ca-file"]).load_and_set(configuration)
+        else:
+            from kubernetes.config.kube_config import KubeConfigLoader
+
+            loader = KubeConfigLoader(config_dict=copy.deepcopy(self.target.config),
+                                      active_context=self.target.context, config_persister=None)
+            loader.load_and_set(configuration)
 
     def _snapshot(self) -> tuple[int, Any, str, dict[str, str]]:
         """The current pool and headers; the client's refresh hook renews an expiring token here."""
@@ -219,3 +234,52 @@ class Kube:
         except NotFound:
             return None
         return stream.read_json(resp, self._host)
+
+
+def _exec_plugin(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``exec`` entry of the target's user, if it authenticates with a credential plugin."""
+    for entry in config.get("users") or []:
+        plugin = ((entry or {}).get("user") or {}).get("exec")
+        if isinstance(plugin, dict):
+            return plugin
+    return None
+
+
+def _check_installed(plugin: Mapping[str, Any], *, context: str) -> None:
+    """Raise kubectl's "executable ... not found" when the plugin's command cannot be run.
+
+    The command is looked up as the loader's child process will be: on the PATH of its environment (the
+    plugin's ``env`` entries over ours); a command with a path separator is already absolute (kubeconfig.py)."""
+    command = plugin.get("command")
+    if not isinstance(command, str) or not command:
+        return  # the loader reports the malformed entry
+    path = os.environ.get("PATH", os.defpath)
+    for item in plugin.get("env") or []:
+        if isinstance(item, dict) and item.get("name") == "PATH":
+            path = str(item.get("value") or "")
+    if shutil.which(command, path=path) is None:
+        hint = plugin.get("installHint")
+        raise exec_not_found(command, install_hint=hint if isinstance(hint, str) else None, context=context)
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.ERROR)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.module == "kube_config":
+            self.into.append(record.getMessage())
+
+
+@contextmanager
+def _loader_errors() -> Iterator[list[str]]:
+    """The errors the ``kubernetes`` kubeconfig loader logs (to the root logger) instead of raising them."""
+    failures: list[str] = []
+    handler = _Collect(failures)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield failures
+    finally:
+        root.removeHandler(handler)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 from typing import TYPE_CHECKING, Mapping, Sequence
 
@@ -20,6 +21,9 @@ from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, Tran
 
 if TYPE_CHECKING:
     from kubectl_sktrace.kube.discovery import Resource
+
+
+PLUGIN_DOCS = "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins"
 
 
 class NotFound(KubeError):
@@ -34,6 +38,31 @@ def rbac_hint(resources: Sequence[str], *, namespace: str | None = None) -> str:
     else:
         role = "a ClusterRole with rules for those resources"
     return f"grant get, list and watch on {', '.join(resources)} (e.g. {role}, bound to your user)"
+
+
+def exec_not_found(command: str, *, install_hint: str | None, context: str) -> KubeError:
+    """An exec credential plugin that is not installed, in kubectl's words, with the kubeconfig's ``installHint``."""
+    hint = " ".join((install_hint or "").split())
+    fix = hint or ("it looks like a client-go credential plugin that is not installed: install it or fix the command "
+                   f"in your kubeconfig ({PLUGIN_DOCS})")
+    return KubeError(f"cannot get the credentials of context {context!r}: exec: executable {command} not found; {fix}")
+
+
+def exec_failed(command: str, failure: str, *, context: str) -> KubeError:
+    """An exec credential plugin that ran and failed: kubectl's words and the plugin's own message.
+
+    ``failure`` is what the ``kubernetes`` loader says ("exec: process returned 1. <stderr>"); the plugin's
+    stderr is kept on one line (a plugin run interactively wrote it to the terminal already)."""
+    match = re.fullmatch(r"exec: process returned (-?\d+)\.?\s*(.*)", failure, flags=re.DOTALL)
+    if match is None:
+        detail = " ".join(failure.split())
+        what = detail if detail.startswith("exec:") else f"exec: executable {command} failed: {detail}"
+        return KubeError(f"cannot get the credentials of context {context!r}: {what}; check the plugin and its "
+                         "configuration in your kubeconfig")
+    code, stderr = match.group(1), " ".join(match.group(2).split())
+    said = f": {stderr}" if stderr else f"; run {command} yourself to see why"
+    return KubeError(f"cannot get the credentials of context {context!r}: exec: executable {command} failed with "
+                     f"exit code {code}{said}")
 
 
 def status_error(status: int, body: bytes, headers: Mapping[str, str], *, host: str, context: str, path: str,
