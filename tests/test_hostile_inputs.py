@@ -680,9 +680,12 @@ EMULATOR_KUBECONFIG_CASES = [
     pytest.param("user", {"token": "wrong-token"}, "unauthorized (401)", "log in again", id="wrong-token"),
     pytest.param("cluster", {"certificate-authority-data": "bm90IGEgY2VydGlmaWNhdGU="}, "TLS certificate check failed",
                  "check certificate-authority", id="bad-certificate-data"),
-    pytest.param("exec", "echo 'login required' >&2\nexit 3\n", "unauthorized (401)", "exec plugin", id="exec-plugin-fails"),
-    pytest.param("exec", "echo 'this is not json'\n", "unauthorized (401)", "exec plugin", id="exec-plugin-garbage"),
-    pytest.param("exec", None, "unauthorized (401)", "exec plugin", id="exec-plugin-missing"),
+    pytest.param("exec", "echo 'login required' >&2\nexit 3\n", "login.sh failed with exit code 3", ": login required",
+                 id="exec-plugin-fails"),
+    pytest.param("exec", "echo 'this is not json'\n", "exec: failed to decode process output",
+                 "check the plugin and its configuration", id="exec-plugin-garbage"),
+    pytest.param("exec", None, "exec: executable /nonexistent/sktrace-login not found", "install it or fix the command",
+                 id="exec-plugin-missing"),
 ]
 
 
