@@ -275,7 +275,7 @@ def main() -> None:
 def emulator_watch(events: int) -> None:
     """Watch events/s from the emulator's history replay, when the emulator is installed."""
     try:
-        from kubectl_sktrace.emulator import Emulator
+        from sktrace_emulator import Emulator
     except ImportError:
         print("\n(emulator not installed: skipping the emulator watch figure)")
         return

@@ -36,8 +36,8 @@ import time
 from typing import Any
 from pathlib import Path
 
-from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.emulator.workload import build_large_state
+from sktrace_emulator import Emulator
+from sktrace_emulator.workload import build_large_state
 
 PY = sys.executable
 
@@ -407,7 +407,7 @@ def _parser() -> str:
 
 
 def _all():  # type: ignore[no-untyped-def]
-    from kubectl_sktrace.emulator.state import Filter
+    from sktrace_emulator.state import Filter
 
     return Filter()
 

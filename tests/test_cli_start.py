@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.emulator import Emulator
+from sktrace_emulator import Emulator
 from kubectl_sktrace.store.bodies import decode_body
 from reliability_support import run_cli
 

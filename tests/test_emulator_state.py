@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kubectl_sktrace.emulator.state import ApiError, Filter, Store, merge_patch, parse_field_selector, parse_label_selector
+from sktrace_emulator.state import ApiError, Filter, Store, merge_patch, parse_field_selector, parse_label_selector
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict:

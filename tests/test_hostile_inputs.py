@@ -721,7 +721,7 @@ def test_no_kubeconfig_anywhere(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def emulator() -> Any:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(token="right-token", seed=5) as emu:
         yield emu
@@ -750,7 +750,7 @@ def test_certificate_of_another_server(tmp_path: Path, emulator: Any) -> None:
 
 def test_forbidden_everywhere_names_the_rbac_rule(tmp_path: Path) -> None:
     """403 on every kind: nothing can be watched, so start ends with one line naming the RBAC rule."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(token="t", seed=8) as emu:
         kubeconfig = tmp_path / "kubeconfig"
@@ -761,7 +761,7 @@ def test_forbidden_everywhere_names_the_rbac_rule(tmp_path: Path) -> None:
 
 
 def test_forbidden_one_kind_warns_and_records_the_rest(tmp_path: Path) -> None:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(token="t", seed=8) as emu:
         kubeconfig = tmp_path / "kubeconfig"
@@ -774,7 +774,7 @@ def test_forbidden_one_kind_warns_and_records_the_rest(tmp_path: Path) -> None:
 
 
 def test_cache_of_another_cluster_or_scope(tmp_path: Path, emulator: Any) -> None:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
     emulator.write_kubeconfig(kubeconfig)
@@ -841,7 +841,7 @@ def _file_limit(size: int) -> Callable[[], None]:
 def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
     """The cache's files may not grow past 300 KB (``ulimit -f``): the recorder stops with one line, and what
     it committed before stays readable and intact."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
     from reliability_support import Traffic, committed_events, integrity_check
 
     with Emulator(seed=31) as emu:

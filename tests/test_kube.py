@@ -489,7 +489,7 @@ def test_one_stop_ends_every_stream_sharing_it_and_the_watchdog_thread_exits(tmp
 
 @pytest.fixture
 def emu():
-    emulator = pytest.importorskip("kubectl_sktrace.emulator")
+    emulator = pytest.importorskip("sktrace_emulator")
     server = emulator.Emulator(token="sekret", tls=False, bookmark_interval=0.3).start()
     yield server
     server.stop()

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "kubectl_sktrace"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "kubectl_sktrace"
+EMULATOR = ROOT / "sktrace_emulator"
 
 # third-party or stdlib package -> the modules allowed to import it
 OWNERS = {
@@ -23,7 +25,7 @@ OWNERS = {
     "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
     "msgpack": {"kubectl_sktrace.traceformat"},
     "tabulate": {"kubectl_sktrace.render"},
-    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.emulator.__main__"},
+    "click": {"kubectl_sktrace.cli"},  # the emulator's command line is argparse: it runs without the product's CLI
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice"]
 # modules of ours a pure module may import
@@ -32,7 +34,7 @@ IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "
 
 
 def _module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    rel = path.relative_to(ROOT).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -60,7 +62,7 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-MODULES = {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {_module_name(p): _imports(p) for p in sorted([*PACKAGE.rglob("*.py"), *EMULATOR.rglob("*.py")])}
 
 
 def _owner_allows(package: str, module: str) -> bool:
@@ -87,6 +89,23 @@ def test_pure_modules_do_no_io(name) -> None:
     assert top_level & (IO_MODULES | set(OWNERS)) == set()
     ours = {i for i in imports if i.startswith("kubectl_sktrace.")}
     assert {i for i in ours if not any(i == m or i.startswith(m + ".") for m in PURE_MAY_IMPORT)} == set()
+
+
+def _importers(prefix: str, *, among: str) -> list[str]:
+    return sorted(
+        module
+        for module, imports in MODULES.items()
+        if module.split(".")[0] == among and any(name == prefix or name.startswith(prefix + ".") for name in imports)
+    )
+
+
+def test_only_the_demo_imports_the_emulator() -> None:
+    assert _importers("sktrace_emulator", among="kubectl_sktrace") == ["kubectl_sktrace.demo"]
+
+
+def test_the_emulator_imports_nothing_of_the_product() -> None:
+    assert "sktrace_emulator.server" in MODULES
+    assert _importers("kubectl_sktrace", among="sktrace_emulator") == []
 
 
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:

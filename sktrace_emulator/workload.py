@@ -30,8 +30,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from kubectl_sktrace.emulator.server import Emulator
-from kubectl_sktrace.emulator.state import ApiError, Filter, Obj, ResourceType, Store, Stored, default_pod, random_suffix, rfc3339, serialize
+from sktrace_emulator.server import Emulator
+from sktrace_emulator.state import ApiError, Filter, Obj, ResourceType, Store, Stored, default_pod, random_suffix, rfc3339, serialize
 
 RUN_SECONDS = "sktrace.io/run-seconds"
 EVERY_SECONDS = "sktrace.io/every-seconds"

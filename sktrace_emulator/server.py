@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterable
 from urllib.parse import parse_qs, urlsplit
 
-from kubectl_sktrace.emulator.state import (
+from sktrace_emulator.state import (
     ApiError,
     Filter,
     Obj,
