@@ -15,7 +15,7 @@ Public API::
                    seed=None, tls=None)   # tls=None: https when the openssl command exists (kubectl sends
                                           # bearer tokens only over https); the CA is in emu.ca_pem
     emu.start() / emu.stop() / with Emulator() as emu: ...
-    emu.url; emu.port; emu.open_watches; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
+    emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
     emu.patch(api_version, kind, namespace, name, patch) -> dict         # JSON merge patch
     emu.delete(api_version, kind, namespace, name, *, graceful=True)

@@ -92,7 +92,6 @@ class Emulator:
         self._forced_410: dict[str | None, int] = {}
         self._delay = 0.0
         self.drop_generation = 0
-        self.open_watches = 0
         self.user = "system:serviceaccount:default:sktrace"
         self._view_namespaces: frozenset[str] | None = None  # None: every request is allowed
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
@@ -612,13 +611,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if error is not None:
             return self._end_with_error(error)
-        with emu._knob_lock:
-            emu.open_watches += 1
-        try:
-            self._stream(rtype, flt, initial, position, table=table, timeout=timeout, bookmarks=bookmarks, generation=generation)
-        finally:
-            with emu._knob_lock:
-                emu.open_watches -= 1
+        self._stream(rtype, flt, initial, position, table=table, timeout=timeout, bookmarks=bookmarks, generation=generation)
 
     def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, table: bool, timeout: float | None, bookmarks: bool, generation: int) -> None:
         emu, store = self.emulator, self.emulator.store

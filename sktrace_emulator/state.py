@@ -510,13 +510,6 @@ class Store:
             raise ApiError(404, "NotFound", f'no matches for kind "{kind}" in version "{api_version}"')
         return rtype
 
-    def type_by_kind(self, kind: str) -> ResourceType:
-        """A type by kind, plural or short name alone (first registered match)."""
-        for rtype in self.types.values():
-            if kind in (rtype.kind, rtype.plural, rtype.singular) or kind in rtype.short_names:
-                return rtype
-        raise ApiError(404, "NotFound", f"the server doesn't have a resource type {kind!r}")
-
     # reads
 
     def get(self, rtype: ResourceType, namespace: str, name: str) -> Stored | None:

@@ -136,7 +136,7 @@ class Workload:
         self.job_seconds = job_seconds
         self.interval = interval
         t = self.store.type_of
-        self.T_POD, self.T_NODE, self.T_NS = t("v1", "Pod"), t("v1", "Node"), t("v1", "Namespace")
+        self.T_POD, self.T_NODE = t("v1", "Pod"), t("v1", "Node")
         self.T_DEPLOY, self.T_RS = t("apps/v1", "Deployment"), t("apps/v1", "ReplicaSet")
         self.T_JOB, self.T_CRON = t("batch/v1", "Job"), t("batch/v1", "CronJob")
         self.T_CM = t("v1", "ConfigMap")
@@ -749,8 +749,3 @@ class RestartStorm:
             if was_enabled:
                 gc.enable()
         return made
-
-
-def restart_storm(emu: Emulator, *, restarts: int = 0, batch: int = 1000) -> int:
-    """Prepare and run a ``RestartStorm``; returns the number of MODIFIED events made."""
-    return RestartStorm(emu, restarts=restarts, batch=batch).run()
