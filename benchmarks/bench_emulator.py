@@ -32,7 +32,8 @@ import threading
 import time
 
 from sktrace_emulator import Emulator
-from sktrace_emulator.workload import build_large_state, pod_from_template, sample_pod_template
+from sktrace_emulator.builders import pod_from_template, sample_pod_template
+from sktrace_emulator.bulk import build_large_state
 
 
 def bench_build(pods: int) -> None:

@@ -37,7 +37,7 @@ from typing import Any
 from pathlib import Path
 
 from sktrace_emulator import Emulator
-from sktrace_emulator.workload import build_large_state
+from sktrace_emulator.bulk import build_large_state
 
 PY = sys.executable
 
@@ -407,7 +407,7 @@ def _parser() -> str:
 
 
 def _all():  # type: ignore[no-untyped-def]
-    from sktrace_emulator.state import Filter
+    from sktrace_emulator.selectors import Filter
 
     return Filter()
 

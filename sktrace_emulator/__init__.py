@@ -40,15 +40,18 @@ Public API::
 
 Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]``.
 
-Modules: ``state`` (objects, versions, history, snapshots, selectors: no I/O), ``server`` (HTTP and the
-``Emulator`` facade), ``workload`` (controllers, kubelet, load), ``__main__`` (the command).
+Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status),
+``selectors`` and ``patches`` (what requests ask for), ``state`` (the store: versions, history, deletion,
+garbage collection), ``handler`` (the REST paths, Table output, watch streams), ``server`` (the ``Emulator``
+facade: HTTP(S) server, kubeconfig, fault knobs), ``builders`` (objects as controllers make them),
+``workload`` (controllers, kubelet, load), ``bulk`` (fast paths for benchmarks), ``__main__`` (the command).
 """
 
+from sktrace_emulator.builders import RUN_SECONDS, deployment_object, finished_status, sample_pod_template
+from sktrace_emulator.bulk import RestartStorm, build_large_state
+from sktrace_emulator.records import ApiError, ResourceType
 from sktrace_emulator.server import Emulator
-from sktrace_emulator.state import ApiError, ResourceType
-from sktrace_emulator.workload import (
-    RUN_SECONDS, RestartStorm, Workload, build_large_state, deployment_object, finished_status, sample_pod_template,
-)
+from sktrace_emulator.workload import Workload
 
 __all__ = ["RUN_SECONDS", "ApiError", "Emulator", "ResourceType", "RestartStorm", "Workload", "build_large_state",
            "deployment_object", "finished_status", "sample_pod_template"]

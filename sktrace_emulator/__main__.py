@@ -22,7 +22,9 @@ import threading
 import time
 
 from sktrace_emulator import Emulator
-from sktrace_emulator.workload import Workload, build_large_state, deployment_object, RestartStorm
+from sktrace_emulator.builders import deployment_object
+from sktrace_emulator.bulk import RestartStorm, build_large_state
+from sktrace_emulator.workload import Workload
 
 
 def main(argv: list[str] | None = None) -> int:

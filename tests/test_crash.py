@@ -159,7 +159,7 @@ def test_a_killed_recorder_never_blocks_the_next(tmp_path: Path) -> None:
 
 
 def _deployment(name: str, *, image: str) -> dict[str, Any]:
-    from sktrace_emulator.workload import deployment_object
+    from sktrace_emulator.builders import deployment_object
 
     obj = {"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object("shop", name, replicas=1, rng=random.Random(name))}
     obj["spec"]["template"]["spec"]["containers"][0]["image"] = image

@@ -1,0 +1,491 @@
+"""The emulator's HTTP handler: the Kubernetes REST paths, discovery, Table output, chunked watch streams.
+
+HTTP/1.1 with keep-alive, one thread per connection. Watch streams are chunked, one JSON event per line;
+a watcher reads its kind's history from its own position under the store's condition, so a burst of writes
+goes out as one chunk of many lines and nothing is serialized twice (every object's bytes were made once,
+when it changed). Requests pass the ``Emulator``'s fault knobs and RBAC before they reach the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from sktrace_emulator.records import ApiError, Obj, ResourceType, Stored
+from sktrace_emulator.selectors import Filter, parse_field_selector, parse_label_selector
+
+if TYPE_CHECKING:
+    from sktrace_emulator.server import Emulator
+
+
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "30",
+    "gitVersion": "v1.30.0-sktrace-emulator",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2024-04-17T00:00:00Z",
+    "goVersion": "go1.22.2",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+
+_VERBS_NAMESPACED = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+_REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
+
+
+class _Dropped(Exception):
+    """The watch was cut by ``drop_watches``: close the socket without the terminating chunk."""
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    emulator: Emulator
+    server_version = "sktrace-emulator"
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out in separate writes: without this, Nagle + delayed ACK add 40 ms each
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        if os.environ.get("SKTRACE_EMULATOR_LOG"):
+            super().log_message(format, *args)
+
+    # plumbing
+
+    def _send_bytes(self, code: int, body: bytes, *, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _send_json(self, code: int, obj: Any, *, headers: dict[str, str] | None = None) -> None:
+        self._send_bytes(code, json.dumps(obj, separators=(",", ":")).encode(), headers=headers)
+
+    def _send_error(self, err: ApiError) -> None:
+        headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
+        self._send_json(err.code, err.status(), headers=headers)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            pass
+        try:
+            import yaml  # kubectl sends JSON; YAML bodies come only from hand-made requests
+
+            return yaml.safe_load(raw)
+        except Exception:
+            raise ApiError(400, "BadRequest", "the request body is not valid JSON") from None
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        emu = self.emulator
+        try:
+            if emu._delay:
+                time.sleep(emu._delay)
+            if self.headers.get("Authorization", "") != f"Bearer {emu.token}":
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            split = urlsplit(self.path)
+            query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+            parts = [p for p in split.path.split("/") if p]
+            self._route(parts, query)
+        except ApiError as err:
+            self._send_error(err)
+        except _Dropped:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        except OSError:  # the client went away (broken pipe, reset, TLS EOF): nothing left to answer
+            self.close_connection = True
+
+    # routing
+
+    def _route(self, parts: list[str], query: dict[str, str]) -> None:
+        store = self.emulator.store
+        if parts == ["version"]:
+            return self._send_json(200, SERVER_VERSION)
+        if parts in (["healthz"], ["readyz"], ["livez"]):
+            return self._send_bytes(200, b"ok")
+        if parts[:2] == ["openapi", "v3"]:
+            return self._send_json(200, self._openapi_v3(parts[2:]))
+        if parts == ["api"]:
+            return self._send_json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.emulator.port}"}]})
+        if parts == ["apis"]:
+            return self._send_json(200, self._group_list())
+        if parts[:1] == ["api"] and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) == 2:
+            group_doc = next((g for g in self._group_list()["groups"] if g["name"] == parts[1]), None)
+            if group_doc is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1", **group_doc})
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not rest:
+            return self._send_json(200, self._resource_list(group, version))
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and (group, version, rest[2]) in store.by_plural:
+            namespace, rest = rest[1], rest[2:]
+        rtype = store.by_plural.get((group, version, rest[0]))
+        if rtype is None or (namespace is not None and not rtype.namespaced):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else ""
+        subresource = rest[2] if len(rest) > 2 else ""
+        if subresource not in ("", "status"):
+            raise ApiError(404, "NotFound", f"the server could not find the requested resource ({subresource})")
+        verb = _request_verb(self.command, name=name, watch=query.get("watch") in ("1", "true", "True"))
+        # the API server's request info puts a namespace's own path inside that namespace
+        scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
+        if self.emulator._denies(verb, rtype, scope):
+            raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
+        failure = self.emulator._take_failure(rtype.kind)
+        if failure is not None:
+            if failure.status == 403:
+                raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
+            reason = _REASONS.get(failure.status, "InternalError")
+            message = "Unauthorized" if failure.status == 401 else f"emulated failure {failure.status}"
+            raise ApiError(failure.status, reason, message, retry_after=failure.retry_after)
+        self._resource(rtype, namespace, name, subresource, query)
+
+    def _group_list(self) -> Obj:
+        groups: dict[str, list[str]] = {}
+        for rtype in self.emulator.store.types.values():
+            if rtype.group:
+                versions = groups.setdefault(rtype.group, [])
+                if rtype.version not in versions:
+                    versions.append(rtype.version)
+        return {
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": [
+                {
+                    "name": group,
+                    "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
+                    "preferredVersion": {"groupVersion": f"{group}/{versions[0]}", "version": versions[0]},
+                }
+                for group, versions in groups.items()
+            ],
+        }
+
+    def _openapi_v3(self, gv_parts: list[str]) -> Obj:
+        """Just enough OpenAPI v3 for kubectl to see that the server validates fields itself.
+
+        kubectl create/apply look for a ``fieldValidation`` query parameter on the kind's PATCH operation;
+        finding it, they send ``fieldValidation=Strict`` and skip client-side schema validation (which
+        would need the full schemas). The emulator accepts and ignores that parameter.
+        """
+        types = list(self.emulator.store.types.values())
+        if not gv_parts:
+            gvs = sorted({("api/" if not t.group else "apis/") + t.api_version for t in types})
+            return {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={self.emulator.store.rv}"} for gv in gvs}}
+        gv = "/".join(gv_parts)
+        paths: Obj = {}
+        for t in types:
+            if ("api/" if not t.group else "apis/") + t.api_version != gv:
+                continue
+            scope = "/namespaces/{namespace}" if t.namespaced else ""
+            paths[f"/{gv}{scope}/{t.plural}/{{name}}"] = {
+                "patch": {
+                    "operationId": f"patch{t.kind}",
+                    "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}}],
+                    "responses": {"200": {"description": "OK"}},
+                    "x-kubernetes-action": "patch",
+                    "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
+                }
+            }
+        if not paths:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]}, "paths": paths, "components": {"schemas": {}}}
+
+    def _resource_list(self, group: str, version: str) -> Obj:
+        types = [t for t in self.emulator.store.types.values() if t.group == group and t.version == version]
+        if not types:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        resources: list[Obj] = []
+        for t in types:
+            entry: Obj = {"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced, "kind": t.kind, "verbs": _VERBS_NAMESPACED}
+            if t.short_names:
+                entry["shortNames"] = list(t.short_names)
+            resources.append(entry)
+            resources.append({"name": f"{t.plural}/status", "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]})
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version, "resources": resources}
+
+    def _resource(self, rtype: ResourceType, namespace: str | None, name: str, subresource: str, query: dict[str, str]) -> None:
+        store = self.emulator.store
+        method = self.command
+        ns = namespace if rtype.namespaced else ""
+        if method == "GET" and not name:
+            flt = Filter(
+                namespace=namespace if rtype.namespaced else None,
+                labels=parse_label_selector(query.get("labelSelector", "")),
+                fields=parse_field_selector(query.get("fieldSelector", ""), rtype),
+            )
+            if query.get("watch") in ("1", "true", "True"):
+                return self._watch(rtype, flt, query)
+            return self._list(rtype, flt, query)
+        if method == "GET":
+            stored = store.get(rtype, ns or "", name)
+            if stored is None:
+                raise store._not_found(rtype, name)
+            if self._wants_table():
+                return self._send_json(200, self._table(rtype, [stored], rv=stored.rv, cont="", remaining=0))
+            return self._send_bytes(200, stored.raw)
+        if method == "POST" and not name:
+            body = self._object_body(rtype)
+            return self._send_bytes(201, store.create(rtype, body, namespace=namespace).raw)
+        if method == "PUT" and name:
+            body = self._object_body(rtype)
+            body.setdefault("metadata", {}).setdefault("name", name)
+            if body["metadata"]["name"] != name:
+                raise ApiError(400, "BadRequest", "the name of the object does not match the name on the URL")
+            return self._send_bytes(200, store.update(rtype, body, namespace=namespace, subresource=subresource).raw)
+        if method == "PATCH" and name:
+            content_type = self.headers.get("Content-Type", "")
+            if "apply-patch" in content_type:
+                raise ApiError(415, "UnsupportedMediaType", "server-side apply is not supported by the emulator; use client-side kubectl apply")
+            patch_type = "json" if "json-patch" in content_type else "merge"
+            return self._send_bytes(200, store.patch(rtype, ns or "", name, self._body(), patch_type=patch_type, subresource=subresource).raw)
+        if method == "DELETE" and name:
+            options = self._body() or {}
+            grace = query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
+            policy = query.get("propagationPolicy", options.get("propagationPolicy", "Background"))
+            stored = store.delete(rtype, ns or "", name, grace_seconds=None if grace is None else int(grace), propagate=policy != "Orphan")
+            return self._send_bytes(200, stored.raw)
+        raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})")
+
+    def _object_body(self, rtype: ResourceType) -> Obj:
+        body = self._body()
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "the request body must be a JSON object")
+        if body.get("kind", rtype.kind) != rtype.kind or body.get("apiVersion", rtype.api_version) != rtype.api_version:
+            raise ApiError(400, "BadRequest", f"the body is a {body.get('apiVersion')}/{body.get('kind')}, the URL is for {rtype.api_version}/{rtype.kind}")
+        return body
+
+    # list
+
+    def _wants_table(self) -> bool:
+        accept = self.headers.get("Accept", "")
+        return "as=Table" in accept
+
+    def _list(self, rtype: ResourceType, flt: Filter, query: dict[str, str]) -> None:
+        limit = int(query.get("limit") or 0)
+        rv, items, cont, remaining = self.emulator.store.list_page(rtype, flt, limit=limit, token=query.get("continue", ""))
+        if self._wants_table():
+            return self._send_json(200, self._table(rtype, items, rv=rv, cont=cont, remaining=remaining))
+        meta: Obj = {"resourceVersion": str(rv)}
+        if cont:
+            meta["continue"] = cont
+            meta["remainingItemCount"] = remaining
+        head = json.dumps({"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta}, separators=(",", ":")).encode()
+        body = b"".join([head[:-1], b',"items":[', b",".join(s.item_raw() for s in items), b"]}"])
+        self._send_bytes(200, body)
+
+    def _table(self, rtype: ResourceType, items: list[Stored], *, rv: int, cont: str, remaining: int) -> Obj:
+        columns = [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}]
+        if rtype.kind == "Pod":
+            columns += [
+                {"name": "Ready", "type": "string", "format": "", "description": "The aggregate readiness state of this pod for accepting traffic.", "priority": 0},
+                {"name": "Status", "type": "string", "format": "", "description": "The aggregate status of the containers in this pod.", "priority": 0},
+                {"name": "Restarts", "type": "string", "format": "", "description": "The number of times the containers in this pod have been restarted.", "priority": 0},
+            ]
+        columns.append({"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0})
+        rows = []
+        now = time.time()
+        for stored in items:
+            obj = stored.obj()
+            meta = obj["metadata"]
+            cells: list[Any] = [meta["name"]]
+            if rtype.kind == "Pod":
+                cells += _pod_cells(obj)
+            cells.append(_age(meta.get("creationTimestamp"), now))
+            rows.append({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}})
+        table_meta: Obj = {"resourceVersion": str(rv)}
+        if cont:
+            table_meta["continue"] = cont
+            table_meta["remainingItemCount"] = remaining
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": table_meta, "columnDefinitions": columns, "rows": rows}
+
+    # watch
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _watch(self, rtype: ResourceType, flt: Filter, query: dict[str, str]) -> None:
+        emu, store = self.emulator, self.emulator.store
+        table = self._wants_table()
+        rv_param = query.get("resourceVersion", "")
+        timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
+        bookmarks = query.get("allowWatchBookmarks") in ("1", "true", "True")
+        generation = emu.drop_generation
+        initial: list[Stored] = []
+        error: ApiError | None = None
+        if emu._take_forced_410(rtype.kind):
+            error = ApiError(410, "Expired", f"too old resource version: {rv_param or store.rv} ({store.rv})")
+            position = 0
+        elif rv_param in ("", "0"):
+            with store.lock:
+                _, initial = store.current(rtype, flt)
+                position = store.histories[rtype].end()
+        else:
+            try:
+                position = store.watch_start(rtype, int(rv_param))
+            except ValueError:
+                raise ApiError(400, "BadRequest", f"invalid resourceVersion {rv_param!r}") from None
+            except ApiError as exc:
+                error = exc
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if error is not None:
+            return self._end_with_error(error)
+        self._stream(rtype, flt, initial, position, table=table, timeout=timeout, bookmarks=bookmarks, generation=generation)
+
+    def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, table: bool, timeout: float | None, bookmarks: bool, generation: int) -> None:
+        emu, store = self.emulator, self.emulator.store
+        prefix = {t: b'{"type":"%s","object":' % t.encode() for t in ("ADDED", "MODIFIED", "DELETED")}
+
+        def encode(event_type: str, stored: Stored) -> bytes:
+            if table:
+                return self._table_event(rtype, event_type, stored)
+            return b"".join((prefix[event_type], stored.raw, b"}\n"))
+
+        for start in range(0, len(initial), 1000):
+            self._write_chunk(b"".join(encode("ADDED", s) for s in initial[start : start + 1000]))
+        del initial
+        now = time.monotonic()
+        deadline = now + timeout if timeout is not None else None
+        next_bookmark = now + emu.bookmark_interval
+        history = store.histories[rtype]
+        while True:
+            with store.changed:
+                while True:
+                    if emu.drop_generation != generation:
+                        raise _Dropped()
+                    events = history.since(position)
+                    if events is None or events:
+                        break
+                    now = time.monotonic()
+                    wake = next_bookmark if bookmarks else float("inf")
+                    if deadline is not None:
+                        wake = min(wake, deadline)
+                    if wake <= now:
+                        break
+                    store.changed.wait(min(wake - now, 1.0))
+                current_rv = store.rv
+            if events is None:
+                return self._end_with_error(ApiError(410, "Expired", f"too old resource version: {position} ({current_rv})"))
+            if events:
+                position += len(events)
+                data = b"".join(encode(e.type, e.stored) for e in events if flt.matches(e.stored))
+                if data:
+                    self._write_chunk(data)
+                continue
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            if bookmarks and now >= next_bookmark:
+                bookmark = {"type": "BOOKMARK", "object": {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": {"resourceVersion": str(current_rv)}}}
+                self._write_chunk(json.dumps(bookmark, separators=(",", ":")).encode() + b"\n")
+                next_bookmark = now + emu.bookmark_interval
+
+    def _end_with_error(self, error: ApiError) -> None:
+        self._write_chunk(json.dumps({"type": "ERROR", "object": error.status()}, separators=(",", ":")).encode() + b"\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _table_event(self, rtype: ResourceType, event_type: str, stored: Stored) -> bytes:
+        table = self._table(rtype, [stored], rv=stored.rv, cont="", remaining=0)
+        return json.dumps({"type": event_type, "object": table}, separators=(",", ":")).encode() + b"\n"
+
+
+def _request_verb(method: str, *, name: str, watch: bool) -> str:
+    """The RBAC verb of a resource request, as the API server derives it from the method and the path."""
+    if method in ("GET", "HEAD"):
+        return "watch" if watch else "get" if name else "list"
+    if method == "DELETE" and not name:
+        return "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
+
+
+def forbidden(*, user: str, verb: str, rtype: ResourceType, namespace: str | None, name: str = "", subresource: str = "") -> ApiError:
+    """The API server's 403 for a request RBAC does not allow, word for word (``apierrors.NewForbidden`` around
+    the authorizer's ``forbiddenMessage``): ``pods is forbidden: User "x" cannot list resource "pods" in API
+    group "" at the cluster scope``."""
+    resource = f"{rtype.plural}/{subresource}" if subresource else rtype.plural
+    qualified = f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural
+    subject = f"{qualified} {json.dumps(name)}" if name else qualified
+    scope = f"in the namespace {json.dumps(namespace)}" if namespace else "at the cluster scope"
+    message = (f"{subject} is forbidden: User {json.dumps(user)} cannot {verb} resource {json.dumps(resource)} "
+               f"in API group {json.dumps(rtype.group)} {scope}")
+    details = {k: v for k, v in (("name", name), ("group", rtype.group), ("kind", rtype.plural)) if v}
+    return ApiError(403, "Forbidden", message, details=details)
+
+
+def _age(created: str | None, now: float) -> str:
+    if not created:
+        return "<unknown>"
+    from calendar import timegm
+
+    seconds = max(0, int(now - timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 172800:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"
+
+
+def _pod_cells(pod: Obj) -> list[Any]:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for c in statuses if c.get("ready"))
+    phase = status.get("phase", "Pending")
+    reason = phase
+    for cs in statuses:
+        state = cs.get("state") or {}
+        if "waiting" in state and state["waiting"].get("reason"):
+            reason = state["waiting"]["reason"]
+        elif "terminated" in state and phase not in ("Running",):
+            reason = state["terminated"].get("reason", "Completed")
+    if pod["metadata"].get("deletionTimestamp"):
+        reason = "Terminating"
+    restarts = sum(int(c.get("restartCount", 0)) for c in statuses)
+    return [f"{ready}/{len(spec.get('containers') or [])}", reason, str(restarts)]
