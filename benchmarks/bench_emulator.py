@@ -5,7 +5,7 @@ Run: ``.venv/bin/python benchmarks/bench_emulator.py [--pods 50000]``
 1. Build: ``build_large_state`` for N pods in this process, next to the reference of the ordinary create
    path (``Store.create`` per pod, with defaulting and one ``json.dumps`` each) measured on a sample
    and scaled to N.
-2. Streaming: the server runs in its own process (``python -m kubectl_sktrace.emulator serve --workload
+2. Streaming: the server runs in its own process (``python -m sktrace_emulator serve --workload
    storm``) so reader and server do not share a GIL. Each SIGUSR1 makes every pod restart once: N
    MODIFIED events of realistic ~5.5 KB pods, produced faster than they can be streamed. Readers:
    a raw Python socket reader (TLS, reads chunks and counts lines) for the synthetic ADDED events of
@@ -31,8 +31,9 @@ import tempfile
 import threading
 import time
 
-from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.emulator.workload import build_large_state, pod_from_template, sample_pod_template
+from sktrace_emulator import Emulator
+from sktrace_emulator.builders import pod_from_template, sample_pod_template
+from sktrace_emulator.bulk import build_large_state
 
 
 def bench_build(pods: int) -> None:
@@ -56,7 +57,7 @@ def bench_build(pods: int) -> None:
 class Server:
     def __init__(self, pods: int, kubeconfig: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--kubeconfig-out", kubeconfig, "--workload", "storm", "--pods", str(pods), "--history-limit", str(pods * 4)],
+            [sys.executable, "-m", "sktrace_emulator", "serve", "--kubeconfig-out", kubeconfig, "--workload", "storm", "--pods", str(pods), "--history-limit", str(pods * 4)],
             stderr=subprocess.PIPE,
             text=True,
         )

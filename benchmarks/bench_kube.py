@@ -1,4 +1,4 @@
-"""API access speed: raw JSON (kube.py) against the client's typed models, on the same local server.
+"""API access speed: raw JSON (the kube package) against the client's typed models, on the same local server.
 
 Run: ``.venv/bin/python benchmarks/bench_kube.py [--pods 10000] [--events 50000]``
 
@@ -214,8 +214,9 @@ def main() -> None:
     def raw_single() -> int:
         return len(kube.list_page(PODS, namespace=None, limit=1_000_000)["items"])
 
+    from kubernetes import config as kube_config
     from kubernetes.client import CoreV1Api
-    core = CoreV1Api(kube.api_client)
+    core = CoreV1Api(kube_config.new_client_from_config(config_file=str(config), persist_config=False))
 
     def typed() -> int:
         return len(core.list_pod_for_all_namespaces().items)
@@ -274,7 +275,7 @@ def main() -> None:
 def emulator_watch(events: int) -> None:
     """Watch events/s from the emulator's history replay, when the emulator is installed."""
     try:
-        from kubectl_sktrace.emulator import Emulator
+        from sktrace_emulator import Emulator
     except ImportError:
         print("\n(emulator not installed: skipping the emulator watch figure)")
         return

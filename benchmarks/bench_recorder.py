@@ -36,8 +36,8 @@ import time
 from typing import Any
 from pathlib import Path
 
-from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.emulator.workload import build_large_state
+from sktrace_emulator import Emulator
+from sktrace_emulator.bulk import build_large_state
 
 PY = sys.executable
 
@@ -284,7 +284,7 @@ def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
 
     pods = [s.obj() for s in emu.store.current(emu.store.type_of("v1", "Pod"), _all())[1]][:5000]
     lines = [json.dumps({"type": "MODIFIED", "object": p}).encode() for p in pods]
-    from kubectl_sktrace.kube import _loads as parse
+    from kubectl_sktrace.kube.stream import loads as parse
 
     t = time.perf_counter()
     for i in range(events):
@@ -405,13 +405,13 @@ print(f"{n / (time.perf_counter() - t):,.0f} events/s over {n:,} events (the emu
 
 
 def _parser() -> str:
-    from kubectl_sktrace import kube
+    from kubectl_sktrace.kube import stream
 
-    return f"{kube._loads.__module__}.loads"
+    return f"{stream.loads.__module__}.loads"
 
 
 def _all():  # type: ignore[no-untyped-def]
-    from kubectl_sktrace.emulator.state import Filter
+    from sktrace_emulator.selectors import Filter
 
     return Filter()
 

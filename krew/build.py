@@ -14,7 +14,7 @@ every platform krew lists for us, because nothing inside is compiled:
 - ``siphash24`` has no fallback of its own; the package's ``hashing`` module carries a pure-Python SipHash
   used when it is absent, so it is left out.
 
-Before writing anything the build imports every module of the package, the ``kubernetes`` client and the
+Before writing anything the build imports every module of the package and of the emulator beside it, the ``kubernetes`` client and the
 fallbacks from the staged tree in a fresh interpreter, and fails if anything compiled slipped in. The
 launcher (``krew/bootstrap.py``) unpacks the payload once per build id into the user's cache; see there.
 The output is reproducible for fixed dependency versions: sorted entries, fixed timestamps and owners.
@@ -41,6 +41,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "kubectl_sktrace"
+PACKAGES = (PACKAGE, "sktrace_emulator")  # the product and the emulator that ``kubectl sktrace demo`` runs
 EXECUTABLE = "kubectl-sktrace"
 MIN_PYTHON = "3.10"
 RELEASE_URL = "https://github.com/kubectl-sktrace/kubectl-sktrace/releases/download/v{version}/{archive}"
@@ -48,7 +49,7 @@ RELEASE_URL = "https://github.com/kubectl-sktrace/kubectl-sktrace/releases/downl
 # distribution name -> why it is not bundled
 EXCLUDED = {
     "siphash24": "compiled; kubectl_sktrace.hashing falls back to pure-Python SipHash",
-    "orjson": "compiled; kubectl_sktrace.kube falls back to the standard json module",
+    "orjson": "compiled; kubectl_sktrace.kube.stream falls back to the standard json module",
 }
 # distribution name -> import names whose compiled extension is dropped in favour of the pure fallback
 PURE_FALLBACK = {"msgpack": ("msgpack",), "pyyaml": ("yaml", "_yaml")}
@@ -126,7 +127,8 @@ def stage_dependencies(pins: dict[str, str], stage: Path) -> None:
 
 
 def stage_package(stage: Path) -> None:
-    shutil.copytree(REPO / PACKAGE, stage / PACKAGE, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for package in PACKAGES:
+        shutil.copytree(REPO / package, stage / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
 def check_stage(stage: Path) -> None:
@@ -139,10 +141,10 @@ def check_stage(stage: Path) -> None:
     probe = f"""
 import importlib, pkgutil, sys
 sys.path[:] = [{str(stage)!r}] + [p for p in sys.path if 'site-packages' not in p and 'dist-packages' not in p]
-import {PACKAGE}
-for mod in pkgutil.walk_packages({PACKAGE}.__path__, '{PACKAGE}.'):
-    if not mod.name.endswith('__main__'):
-        importlib.import_module(mod.name)
+for package in {PACKAGES!r}:
+    for mod in pkgutil.walk_packages(importlib.import_module(package).__path__, package + '.'):
+        if not mod.name.endswith('__main__'):
+            importlib.import_module(mod.name)
 import kubernetes.client, kubernetes.config, msgpack, msgpack.fallback, yaml, tabulate, click
 assert msgpack.Packer is msgpack.fallback.Packer, 'msgpack is not using its pure fallback'
 assert not yaml.__with_libyaml__, 'yaml is using libyaml'

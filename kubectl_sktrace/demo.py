@@ -2,7 +2,7 @@
 
 What it does, in order, and why each step is there:
 
-1. Starts the emulator (``kubectl_sktrace.emulator``) on 127.0.0.1 over HTTPS with its controllers and
+1. Starts the emulator (``sktrace_emulator``) on 127.0.0.1 over HTTPS with its controllers and
    kubelet running, and a scripted shop: three Deployments (ReplicaSets and pods), their ConfigMaps, a
    CronJob every few seconds. A kubeconfig for it goes into a temporary directory.
 2. Records it with the real ``kubectl sktrace start`` in a child process (the same interpreter and import
@@ -35,9 +35,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from kubectl_sktrace.errors import SktraceError, UsageError
+
+if TYPE_CHECKING:
+    from sktrace_emulator import Emulator
 
 NAMESPACE = "shop"
 DEPLOYMENTS = {"frontend": 2, "cart": 2, "checkout": 2}
@@ -207,8 +210,8 @@ def _shown(args: list[str], tmp: str) -> str:
 class Shop:
     """The demo's workload on one emulator: what exists, and the changes the narration talks about."""
 
-    def __init__(self, emu: Any) -> None:
-        from kubectl_sktrace.emulator.workload import Workload
+    def __init__(self, emu: Emulator) -> None:
+        from sktrace_emulator import Workload
 
         self.emu = emu
         self.rng = random.Random(7)
@@ -216,7 +219,7 @@ class Shop:
 
     def prepare(self) -> None:
         """What exists before the first recording: the ConfigMaps, the CronJob; controllers running."""
-        from kubectl_sktrace.emulator.workload import RUN_SECONDS
+        from sktrace_emulator import RUN_SECONDS
 
         for name in DEPLOYMENTS:
             self._config_map(f"{name}-config")
@@ -233,7 +236,7 @@ class Shop:
     def open_shop(self) -> None:
         """The Deployments, made while the recorder watches: their ReplicaSets and pods arrive live, after the
         ConfigMaps they mount (a trace must apply a ConfigMap before the template that uses it)."""
-        from kubectl_sktrace.emulator.workload import deployment_object
+        from sktrace_emulator import deployment_object
 
         for name, replicas in DEPLOYMENTS.items():
             self.emu.create({"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object(NAMESPACE, name, replicas=replicas, rng=self.rng)})
@@ -245,12 +248,14 @@ class Shop:
     def roll_out(self) -> None:
         """A new image for frontend: a new ReplicaSet, every pod replaced."""
         deploy = self.emu.get("apps/v1", "Deployment", NAMESPACE, "frontend")
+        if deploy is None:
+            raise DemoError("the Deployment frontend vanished from the emulator before its roll-out; rerun the demo")
         deploy["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example.com/team/frontend:2.0.0"
         self.emu.update(deploy)
 
     def start_job(self) -> None:
         """A migration Job whose pod runs until the demo makes it finish (while nothing records)."""
-        from kubectl_sktrace.emulator.workload import RUN_SECONDS, sample_pod_template
+        from sktrace_emulator import RUN_SECONDS, sample_pod_template
 
         self._config_map("migrate-config")
         time.sleep(ORDER_SECONDS)
@@ -262,7 +267,7 @@ class Shop:
 
     def change_offline(self) -> None:
         """Delete checkout and its ConfigMap, scale cart 2 -> 4, finish the migration Job's pod."""
-        from kubectl_sktrace.emulator.workload import finished_status
+        from sktrace_emulator import finished_status
 
         self.emu.delete("apps/v1", "Deployment", NAMESPACE, "checkout")
         self.emu.delete("v1", "ConfigMap", NAMESPACE, "checkout-config")
@@ -305,12 +310,12 @@ def run_demo(options: DemoOptions, *, say: Callable[[str], None], clock: Callabl
     first, second = split_seconds(options.record_seconds)
     tmp = tempfile.mkdtemp(prefix="sktrace-demo-")
     child = _Child(verbosity=options.verbosity)
-    emu: Any = None
+    emu: Emulator | None = None
     shop: Shop | None = None
     trace = str(Path(options.output_file).expanduser().resolve())
     try:
         with _SigtermAsInterrupt():
-            from kubectl_sktrace.emulator import Emulator
+            from sktrace_emulator import Emulator
 
             cache = str(Path(options.cache).expanduser().resolve()) if options.cache else os.path.join(tmp, "cache.db")
             kubeconfig, config = os.path.join(tmp, "kubeconfig.yaml"), os.path.join(tmp, "tracer.yaml")

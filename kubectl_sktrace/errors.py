@@ -50,7 +50,7 @@ class ForbiddenError(KubeError):
         self.cluster_scope = cluster_scope
 
 
-# --- API access: failures the watch engine retries (raised by kube.py, handled by watching.py) ---
+# --- API access: failures the watch engine retries (raised by kube, handled by watching.py) ---
 
 
 class TransientError(KubeError):

@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
 from kubectl_sktrace import watching
 from kubectl_sktrace.errors import ForbiddenError, KubeError
@@ -36,6 +36,9 @@ from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import Identity, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
 from kubectl_sktrace.writer import IDLE_COMMIT, Writer
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.kube import ClusterClient
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +120,7 @@ class Session:
     """
 
     def __init__(
-        self, *, kube: Any, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
+        self, *, kube: ClusterClient, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
         duration: float | None, stop: threading.Event, progress: ProgressView,
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
     ) -> None:

@@ -53,14 +53,14 @@ import logging
 import random
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kubectl_sktrace.errors import ExpiredError, KubeError, TransientError
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.timeparse import format_time
 
 if TYPE_CHECKING:
-    from kubectl_sktrace.kube import Resource
+    from kubectl_sktrace.kube import ListPage, OpenWatch, Resource
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +120,8 @@ def run_watch(
     *,
     resource: Resource,
     namespace: str | None,
-    list_page: Callable[..., dict[str, Any]],
-    watch: Callable[..., Iterable[dict[str, Any]]],
+    list_page: ListPage,
+    watch: OpenWatch,
     sink: Sink,
     clock: Callable[[], float],
     sleep: Callable[[float], Any],
@@ -254,14 +254,14 @@ class _Coverage:
             sink.resumed(gvk, ts, horizon)
 
 
-def _horizon(resource: Resource, *, namespace: str | None, list_page: Callable[..., dict[str, Any]]) -> str | None:
+def _horizon(resource: Resource, *, namespace: str | None, list_page: ListPage) -> str | None:
     """The server's current resourceVersion, from the cheapest consistent list (one item)."""
     page = list_page(resource, namespace=namespace, limit=1, continue_token=None)
     version = (page.get("metadata") or {}).get("resourceVersion")
     return str(version) if version else None
 
 
-def _relist(*, resource: Resource, namespace: str | None, list_page: Callable[..., dict[str, Any]], sink: Sink,
+def _relist(*, resource: Resource, namespace: str | None, list_page: ListPage, sink: Sink,
             clock: Callable[[], float], stop: threading.Event) -> tuple[str, float]:
     """List every page at one timestamp; restart on an expired continue token. Returns the list's version
     and its timestamp."""
@@ -309,7 +309,7 @@ class _Position:
     received: bool = False
 
 
-def _watch_once(*, resource: Resource, namespace: str | None, watch: Callable[..., Iterable[dict[str, Any]]],
+def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
                 sink: Sink, clock: Callable[[], float], stop: threading.Event, position: _Position,
                 timeout_seconds: int, connected: Callable[[float], None], vigil: Vigil) -> None:
     """Consume one watch stream, moving ``position`` forward with every event and bookmark."""

@@ -164,13 +164,13 @@ def cache_builder(tmp_path: Path):
 
 
 if TYPE_CHECKING:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
 
 @pytest.fixture
 def emulator() -> Iterator["Emulator"]:
     """A running emulator (https on 127.0.0.1, token ``test-token``, bookmarks every 0.2 s), stopped after."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     emu = Emulator(token="test-token", bookmark_interval=0.2, seed=1)
     emu.start()

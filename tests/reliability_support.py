@@ -197,7 +197,7 @@ class Traffic:
     """The workload's mix plus churn of tracked objects, in one thread (the workload is single-threaded)."""
 
     def __init__(self, emu: Any, *, seed: int, rate: float, namespace: str) -> None:
-        from kubectl_sktrace.emulator.workload import Workload
+        from sktrace_emulator.workload import Workload
 
         self.emu, self.rate, self.namespace = emu, rate, namespace
         self.workload = Workload(emu, seed=seed, job_seconds=(0.5, 2.0), start_delay=0.2)
@@ -227,8 +227,9 @@ class Traffic:
 
     def _churn(self) -> None:
         """Create, delete and re-create (same name, new uid) Deployments and delete finished Jobs."""
-        from kubectl_sktrace.emulator.state import ApiError, Filter
-        from kubectl_sktrace.emulator.workload import deployment_object
+        from sktrace_emulator.records import ApiError
+        from sktrace_emulator.selectors import Filter
+        from sktrace_emulator.builders import deployment_object
 
         store, rng = self.emu.store, self.rng
         t_deploy, t_job = store.type_of("apps/v1", "Deployment"), store.type_of("batch/v1", "Job")
@@ -401,7 +402,7 @@ def settle(emu: Any, cache: Path, truth: GroundTruth, namespace: str, *, timeout
     the cluster changed in ``namespace`` (a new object ``settle-probe``), made after everything else, waited
     for in the cache. A watch delivers a kind's changes in the order they were made, so once the recorder
     committed the last one it had every earlier one. Returns the time the recorder had them all."""
-    from kubectl_sktrace.emulator.workload import sample_pod_template
+    from sktrace_emulator.builders import sample_pod_template
 
     keys: list[Key] = []
     for gvk in sorted({c.gvk for c in truth.snapshot() if c.namespace == namespace}):

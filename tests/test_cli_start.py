@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.emulator import Emulator
+from sktrace_emulator import Emulator
 from kubectl_sktrace.store.bodies import decode_body
 from reliability_support import run_cli
 
@@ -489,3 +489,41 @@ def test_sigterm_is_a_prompt_clean_stop(emu: Emulator, kubeconfig: str, cache: s
     assert run_row(cache, 1)[3] == 1 and out.startswith("Recorded 0 events in ")
     wal = Path(cache + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0  # checkpointed
+
+
+def exec_user_kubeconfig(kubeconfig: str, tmp_path: Path, exec_config: dict[str, Any]) -> str:
+    """The emulator's kubeconfig with its user's token replaced by an exec credential plugin."""
+    import yaml
+
+    doc = yaml.safe_load(Path(kubeconfig).read_text())
+    doc["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                        "interactiveMode": "Never", **exec_config}}
+    path = tmp_path / "exec-kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+@pytest.mark.parametrize("hint, expected", [
+    ("install no-such-auth-plugin from https://example.com/plugin\n",
+     "Error: cannot get the credentials of context 'emulator': exec: executable no-such-auth-plugin not found; "
+     "install no-such-auth-plugin from https://example.com/plugin"),
+    (None,
+     "Error: cannot get the credentials of context 'emulator': exec: executable no-such-auth-plugin not found; "
+     "it looks like a client-go credential plugin that is not installed: install it or fix the command in your "
+     "kubeconfig (https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins)"),
+], ids=["install-hint", "no-hint"])
+def test_a_missing_exec_credential_plugin_is_one_line_like_kubectl(kubeconfig: str, cache: str, tmp_path: Path,
+                                                                   hint: str | None, expected: str) -> None:
+    config = {"command": "no-such-auth-plugin", **({"installHint": hint} if hint else {})}
+    result = start(exec_user_kubeconfig(kubeconfig, tmp_path, config), cache)
+    assert (result.returncode, result.stderr) == (1, expected + "\n")
+
+
+def test_a_failing_exec_credential_plugin_reports_its_own_message(kubeconfig: str, cache: str, tmp_path: Path) -> None:
+    plugin = tmp_path / "corp-login.sh"
+    plugin.write_text("#!/bin/sh\necho \"error: you must be logged in (run 'corp-login' first)\" >&2\nexit 1\n")
+    plugin.chmod(0o755)
+    result = start(exec_user_kubeconfig(kubeconfig, tmp_path, {"command": str(plugin)}), cache)
+    assert (result.returncode, result.stderr) == (1, (
+        f"Error: cannot get the credentials of context 'emulator': exec: executable {plugin} failed with exit code 1: "
+        "error: you must be logged in (run 'corp-login' first)\n"))

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.emulator import Emulator
+from sktrace_emulator import Emulator
 from kubectl_sktrace.traceformat import Trace, encode_trace
 
 DATA = Path(__file__).parent / "data"

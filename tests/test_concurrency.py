@@ -30,7 +30,7 @@ NAMESPACE = "busy"
 @pytest.fixture
 def recording(tmp_path: Path) -> Iterator[tuple[Recorder, Path, float]]:
     """A recorder writing a busy workload into tmp_path/cache.db; yields it, the cache and its start time."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     emu = Emulator(seed=21).start()
     traffic = None

@@ -69,7 +69,7 @@ def _kill_once(rec: Recorder, phase: str, rng: random.Random) -> str:
 
 def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     from kubectl_sktrace import traceformat
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     rng = random.Random(SEED)
     cache, kubeconfig, log = tmp_path / "cache.db", tmp_path / "kubeconfig", tmp_path / "recorder.log"
@@ -137,7 +137,7 @@ def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
 
 def test_a_killed_recorder_never_blocks_the_next(tmp_path: Path) -> None:
     """The lock dies with the process: a start right after a SIGKILL records; a start beside a live one is refused."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(seed=1) as emu:
         kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
@@ -159,7 +159,7 @@ def test_a_killed_recorder_never_blocks_the_next(tmp_path: Path) -> None:
 
 
 def _deployment(name: str, *, image: str) -> dict[str, Any]:
-    from kubectl_sktrace.emulator.workload import deployment_object
+    from sktrace_emulator.builders import deployment_object
 
     obj = {"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object("shop", name, replicas=1, rng=random.Random(name))}
     obj["spec"]["template"]["spec"]["containers"][0]["image"] = image
@@ -183,7 +183,7 @@ def _start_for(tmp_path: Path, kubeconfig: Path, cache: Path, seconds: str) -> N
 
 
 def test_recreated_while_offline_stays_alive(tmp_path: Path) -> None:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(seed=3) as emu:
         truth = GroundTruth(emu)
@@ -201,7 +201,7 @@ def test_recreated_while_offline_stays_alive(tmp_path: Path) -> None:
 
 
 def test_recreated_within_one_second_stays_alive(tmp_path: Path) -> None:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(seed=4) as emu:
         truth = GroundTruth(emu)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.emulator.workload import Workload
+from sktrace_emulator import Emulator
+from sktrace_emulator.workload import Workload
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,4 +1,4 @@
-"""``python -m kubectl_sktrace.emulator serve``: a standalone server that writes its own kubeconfig."""
+"""``python -m sktrace_emulator serve``: a standalone server that writes its own kubeconfig."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(30)
 
 def test_serve_writes_kubeconfig_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc"
-    proc = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--kubeconfig-out", str(kubeconfig), "--workload", "demo"], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "sktrace_emulator", "serve", "--kubeconfig-out", str(kubeconfig), "--workload", "demo"], stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
@@ -38,7 +38,7 @@ def test_serve_writes_kubeconfig_serves_and_stops_on_sigterm(tmp_path: Path) -> 
 
 
 def test_serve_help_names_the_workloads() -> None:
-    result = subprocess.run([sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--help"], capture_output=True, text=True, check=True)
+    result = subprocess.run([sys.executable, "-m", "sktrace_emulator", "serve", "--help"], capture_output=True, text=True, check=True)
     assert "{none,demo,load,large,storm}" in result.stdout and "--kubeconfig-out FILE" in result.stdout
 
 
@@ -46,7 +46,7 @@ def test_sigusr2_takes_the_server_down_and_brings_it_back_with_the_same_state(tm
     import socket
 
     kubeconfig = tmp_path / "kc"
-    proc = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--kubeconfig-out", str(kubeconfig), "--workload", "demo"],
+    proc = subprocess.Popen([sys.executable, "-m", "sktrace_emulator", "serve", "--kubeconfig-out", str(kubeconfig), "--workload", "demo"],
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None

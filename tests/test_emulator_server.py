@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.emulator import Emulator
+from sktrace_emulator import Emulator
 
 pytestmark = pytest.mark.timeout(30)
 

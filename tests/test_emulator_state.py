@@ -6,7 +6,10 @@ import json
 
 import pytest
 
-from kubectl_sktrace.emulator.state import ApiError, Filter, Store, merge_patch, parse_field_selector, parse_label_selector
+from sktrace_emulator.patches import merge_patch
+from sktrace_emulator.records import ApiError
+from sktrace_emulator.selectors import Filter, parse_field_selector, parse_label_selector
+from sktrace_emulator.state import Store
 
 
 def pod(name: str, namespace: str = "default", **labels: str) -> dict:

@@ -7,8 +7,10 @@ import random
 
 import pytest
 
-from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.emulator.workload import RUN_SECONDS, Workload, build_large_state, cron_period, deployment_object
+from sktrace_emulator import Emulator
+from sktrace_emulator.builders import RUN_SECONDS, deployment_object
+from sktrace_emulator.bulk import build_large_state
+from sktrace_emulator.workload import Workload, cron_period
 
 pytestmark = pytest.mark.timeout(60)
 

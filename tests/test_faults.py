@@ -168,7 +168,7 @@ FAULTS = [
 def test_recording_survives_the_fault(tmp_path: Path, request: pytest.FixtureRequest, inject: Callable[[Any, dict[str, Any]], int],
                                       blind: bool) -> None:
     from kubectl_sktrace import traceformat
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     fault = request.node.callspec.id
     emu = Emulator(seed=hash(fault) % 1000, bookmark_interval=1.0).start()

@@ -680,9 +680,12 @@ EMULATOR_KUBECONFIG_CASES = [
     pytest.param("user", {"token": "wrong-token"}, "unauthorized (401)", "log in again", id="wrong-token"),
     pytest.param("cluster", {"certificate-authority-data": "bm90IGEgY2VydGlmaWNhdGU="}, "TLS certificate check failed",
                  "check certificate-authority", id="bad-certificate-data"),
-    pytest.param("exec", "echo 'login required' >&2\nexit 3\n", "unauthorized (401)", "exec plugin", id="exec-plugin-fails"),
-    pytest.param("exec", "echo 'this is not json'\n", "unauthorized (401)", "exec plugin", id="exec-plugin-garbage"),
-    pytest.param("exec", None, "unauthorized (401)", "exec plugin", id="exec-plugin-missing"),
+    pytest.param("exec", "echo 'login required' >&2\nexit 3\n", "login.sh failed with exit code 3", ": login required",
+                 id="exec-plugin-fails"),
+    pytest.param("exec", "echo 'this is not json'\n", "exec: failed to decode process output",
+                 "check the plugin and its configuration", id="exec-plugin-garbage"),
+    pytest.param("exec", None, "exec: executable /nonexistent/sktrace-login not found", "install it or fix the command",
+                 id="exec-plugin-missing"),
 ]
 
 
@@ -718,7 +721,7 @@ def test_no_kubeconfig_anywhere(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def emulator() -> Any:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(token="right-token", seed=5) as emu:
         yield emu
@@ -747,7 +750,7 @@ def test_certificate_of_another_server(tmp_path: Path, emulator: Any) -> None:
 
 def test_forbidden_everywhere_names_the_rbac_rule(tmp_path: Path) -> None:
     """403 on every kind: nothing can be watched, so start ends with one line naming the RBAC rule."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(token="t", seed=8) as emu:
         kubeconfig = tmp_path / "kubeconfig"
@@ -758,7 +761,7 @@ def test_forbidden_everywhere_names_the_rbac_rule(tmp_path: Path) -> None:
 
 
 def test_forbidden_one_kind_warns_and_records_the_rest(tmp_path: Path) -> None:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(token="t", seed=8) as emu:
         kubeconfig = tmp_path / "kubeconfig"
@@ -771,7 +774,7 @@ def test_forbidden_one_kind_warns_and_records_the_rest(tmp_path: Path) -> None:
 
 
 def test_cache_of_another_cluster_or_scope(tmp_path: Path, emulator: Any) -> None:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
     emulator.write_kubeconfig(kubeconfig)
@@ -838,7 +841,7 @@ def _file_limit(size: int) -> Callable[[], None]:
 def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
     """The cache's files may not grow past 300 KB (``ulimit -f``): the recorder stops with one line, and what
     it committed before stays readable and intact."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
     from reliability_support import Traffic, committed_events, integrity_check
 
     with Emulator(seed=31) as emu:

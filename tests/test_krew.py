@@ -424,3 +424,10 @@ def test_first_run_of_a_build_prunes_builds_not_started_for_two_weeks(installed:
     assert ran.returncode == 0, ran.stderr
     left = sorted(p.name for p in root.iterdir())
     assert len(left) == 3 and "fedcba9876543210" in left and "notes" in left
+
+
+def test_the_payload_stages_the_product_and_the_emulator_its_demo_runs(tmp_path: Path) -> None:
+    build.stage_package(tmp_path)
+    staged = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("__init__.py"))
+    assert "kubectl_sktrace/__init__.py" in staged and "sktrace_emulator/__init__.py" in staged
+    assert not list(tmp_path.rglob("__pycache__"))

@@ -1,4 +1,4 @@
-"""kube.py against a scripted local HTTP server: real sockets, real urllib3 pool from the client."""
+"""The kube package against a scripted local HTTP server: real sockets, real urllib3 pool from the client."""
 
 from __future__ import annotations
 
@@ -489,7 +489,7 @@ def test_one_stop_ends_every_stream_sharing_it_and_the_watchdog_thread_exits(tmp
 
 @pytest.fixture
 def emu():
-    emulator = pytest.importorskip("kubectl_sktrace.emulator")
+    emulator = pytest.importorskip("sktrace_emulator")
     server = emulator.Emulator(token="sekret", tls=False, bookmark_interval=0.3).start()
     yield server
     server.stop()
@@ -646,3 +646,35 @@ def test_emulator_identity_and_wrong_token(emu, tmp_path):
     bad = Kube.connect(resolve_target(kubeconfig=path, context=None, environ={}))
     with pytest.raises(KubeError, match=r"^unauthorized \(401\) by http://127\.0\.0\.1:\d+ with the credentials of context 'emulator'"):
         bad.list_page(PODS, namespace=None)
+
+
+@pytest.mark.parametrize("failure, expected", [
+    ("exec: process returned 1. error: log in first", "exec: executable /bin/p failed with exit code 1: error: log in first"),
+    ("exec: process returned 2. line one\n  line two\n", "exec: executable /bin/p failed with exit code 2: line one line two"),
+    ("exec: process returned 3", "exec: executable /bin/p failed with exit code 3; run /bin/p yourself to see why"),
+    ("exec: failed to decode process output: Expecting value: line 1 column 1 (char 0)",
+     "exec: failed to decode process output: Expecting value: line 1 column 1 (char 0); check the plugin and its "
+     "configuration in your kubeconfig"),
+    ("exec: missing token or clientCertificateData field in plugin output",
+     "exec: missing token or clientCertificateData field in plugin output; check the plugin and its configuration "
+     "in your kubeconfig"),
+    ("[Errno 13] Permission denied: '/bin/p'", "exec: executable /bin/p failed: [Errno 13] Permission denied: '/bin/p'; "
+     "check the plugin and its configuration in your kubeconfig"),
+], ids=["stderr", "multi-line-stderr", "silent", "bad-output", "no-token", "os-error"])
+def test_exec_plugin_failures_are_one_line(failure, expected):
+    from kubectl_sktrace.kube.errors import exec_failed
+
+    assert str(exec_failed("/bin/p", failure, context="c")) == f"cannot get the credentials of context 'c': {expected}"
+
+
+def test_an_exec_plugin_printing_no_credential_is_reported_not_sent_as_anonymous(tmp_path, api_server):
+    plugin = tmp_path / "plugin"
+    plugin.write_text("#!/bin/sh\necho '{\"apiVersion\": \"client.authentication.k8s.io/v1beta1\", "
+                      "\"kind\": \"ExecCredential\", \"status\": {}}'\n")
+    plugin.chmod(0o755)
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin), "interactiveMode": "Never"}}
+    with pytest.raises(KubeError) as info:
+        connect(tmp_path, api_server.url, user=user)
+    assert str(info.value) == ("cannot get the credentials of context 'test': exec: missing token or clientCertificateData "
+                               "field in plugin output; check the plugin and its configuration in your kubeconfig")
+    assert api_server.requests == []

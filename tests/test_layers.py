@@ -15,15 +15,17 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "kubectl_sktrace"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "kubectl_sktrace"
+EMULATOR = ROOT / "sktrace_emulator"
 
 # third-party or stdlib package -> the modules allowed to import it
 OWNERS = {
-    "kubernetes": {"kubectl_sktrace.kube"},
+    "kubernetes": {"kubectl_sktrace.kube.client"},
     "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
     "msgpack": {"kubectl_sktrace.traceformat"},
     "tabulate": {"kubectl_sktrace.render"},
-    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion", "kubectl_sktrace.emulator.__main__"},  # the command-line layer
+    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion"},  # the command-line layer; the emulator's is argparse
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice",
         "globalflags", "plural"]
@@ -33,7 +35,7 @@ IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "
 
 
 def _module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    rel = path.relative_to(ROOT).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -61,7 +63,7 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-MODULES = {_module_name(p): _imports(p) for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {_module_name(p): _imports(p) for p in sorted([*PACKAGE.rglob("*.py"), *EMULATOR.rglob("*.py")])}
 
 
 def _owner_allows(package: str, module: str) -> bool:
@@ -116,6 +118,23 @@ def test_ingest_is_single_threaded() -> None:
 def test_recorder_rooms_have_known_importers(room) -> None:
     importers = {m for m, imports in MODULES.items() if m != room and any(i == room or i.startswith(room + ".") for i in imports)}
     assert importers <= ROOM_IMPORTERS[room]
+
+
+def _importers(prefix: str, *, among: str) -> list[str]:
+    return sorted(
+        module
+        for module, imports in MODULES.items()
+        if module.split(".")[0] == among and any(name == prefix or name.startswith(prefix + ".") for name in imports)
+    )
+
+
+def test_only_the_demo_imports_the_emulator() -> None:
+    assert _importers("sktrace_emulator", among="kubectl_sktrace") == ["kubectl_sktrace.demo"]
+
+
+def test_the_emulator_imports_nothing_of_the_product() -> None:
+    assert "sktrace_emulator.server" in MODULES
+    assert _importers("kubectl_sktrace", among="sktrace_emulator") == []
 
 
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:

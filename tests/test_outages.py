@@ -23,8 +23,8 @@ from typing import Any, Iterator
 import pytest
 
 from kubectl_sktrace import traceformat
-from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.emulator.workload import deployment_object
+from sktrace_emulator import Emulator
+from sktrace_emulator.builders import deployment_object
 from kubectl_sktrace.watching import STALL_SECONDS
 from reliability_support import EXE, private_env, query, run_cli
 

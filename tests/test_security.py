@@ -110,7 +110,7 @@ def _exports(tmp_path: Path, cache: Path) -> dict[str, bytes]:
 
 
 def test_no_credential_or_secret_value_is_stored_or_exported(tmp_path: Path) -> None:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     planted = _plant()
     client = _client_cert(tmp_path)
@@ -136,7 +136,7 @@ def test_no_credential_or_secret_value_is_stored_or_exported(tmp_path: Path) -> 
 
 def test_keep_secret_data_is_the_only_way_values_are_stored(tmp_path: Path) -> None:
     """The positive control: with the opt-in, the same search finds the value, so the search works."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     planted = _plant()
     with Emulator(token=planted["token"], seed=12) as emu:
@@ -148,7 +148,7 @@ def test_keep_secret_data_is_the_only_way_values_are_stored(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("umask", [0o022, 0o000], ids=["umask-022", "umask-000"])
 def test_cache_directory_and_files_are_private(tmp_path: Path, umask: int) -> None:
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(seed=13) as emu:
         kubeconfig = tmp_path / "kubeconfig"
@@ -193,13 +193,13 @@ def _sockets_of(pid: int) -> set[str]:
 
 def test_emulator_and_recorder_listen_on_loopback_only(tmp_path: Path) -> None:
     """The standalone emulator listens on 127.0.0.1 only; the recorder listens on nothing at all."""
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
 
     with Emulator(seed=14) as emu:  # the in-process server too
         assert emu._httpd is not None and emu._httpd.server_address[0] == "127.0.0.1"
         assert emu.url.split("://")[1].startswith("127.0.0.1:")
     kubeconfig = tmp_path / "kubeconfig"
-    server = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--kubeconfig-out", str(kubeconfig)],
+    server = subprocess.Popen([sys.executable, "-m", "sktrace_emulator", "serve", "--kubeconfig-out", str(kubeconfig)],
                               env=private_env(tmp_path), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30

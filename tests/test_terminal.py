@@ -26,8 +26,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.emulator.workload import deployment_object
+from sktrace_emulator import Emulator
+from sktrace_emulator.builders import deployment_object
 from reliability_support import private_env
 
 TMUX = shutil.which("tmux")
@@ -107,14 +107,14 @@ def terminal(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Termina
 
 
 class Served:
-    """``python -m kubectl_sktrace.emulator serve`` with a steady load, as a person would run it."""
+    """``python -m sktrace_emulator serve`` with a steady load, as a person would run it."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.kubeconfig = tmp_path / "emulator.kubeconfig"
         self.log = tmp_path / "emulator.log"
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kubectl_sktrace.emulator", "serve", "--kubeconfig-out", str(self.kubeconfig),
+                [sys.executable, "-m", "sktrace_emulator", "serve", "--kubeconfig-out", str(self.kubeconfig),
                  "--workload", "load", "--rate", "20", "--bookmark-interval", "0.3"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=private_env(tmp_path),
             )

@@ -1,4 +1,4 @@
-"""``python -m kubectl_sktrace.emulator serve``: run the emulator standalone until interrupted.
+"""``python -m sktrace_emulator serve``: run the emulator standalone until interrupted.
 
 It writes a kubeconfig for itself (server, CA, bearer token, one context), so a person can run
 ``kubectl --kubeconfig FILE get pods -A`` or ``kubectl sktrace start --kubeconfig FILE`` against it.
@@ -21,14 +21,16 @@ import sys
 import threading
 import time
 
-from kubectl_sktrace.emulator import Emulator
-from kubectl_sktrace.emulator.workload import Workload, build_large_state, deployment_object, RestartStorm
+from sktrace_emulator import Emulator
+from sktrace_emulator.builders import deployment_object
+from sktrace_emulator.bulk import RestartStorm, build_large_state
+from sktrace_emulator.workload import Workload
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kubectl_sktrace.emulator", description="A local Kubernetes API server for tests and demos.")
+    parser = argparse.ArgumentParser(prog="python -m sktrace_emulator", description="A local Kubernetes API server for tests and demos.")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the server until interrupted", description="Example: python -m kubectl_sktrace.emulator serve --kubeconfig-out /tmp/emu.kubeconfig --workload load --rate 50")
+    serve = sub.add_parser("serve", help="run the server until interrupted", description="Example: python -m sktrace_emulator serve --kubeconfig-out /tmp/emu.kubeconfig --workload load --rate 50")
     serve.add_argument("--kubeconfig-out", required=True, metavar="FILE", help="write a kubeconfig for this server here")
     serve.add_argument("--workload", choices=["none", "demo", "load", "large", "storm"], default="demo")
     serve.add_argument("--rate", type=float, default=0.0, help="events per second for the load generator")

@@ -10,12 +10,12 @@ and a bearer-token check. It binds to 127.0.0.1 only.
 
 Public API::
 
-    from kubectl_sktrace.emulator import Emulator
+    from sktrace_emulator import Emulator
     emu = Emulator(token="t", port=0, bookmark_interval=60.0, history_limit=200_000, continue_ttl=300.0,
                    seed=None, tls=None)   # tls=None: https when the openssl command exists (kubectl sends
                                           # bearer tokens only over https); the CA is in emu.ca_pem
     emu.start() / emu.stop() / with Emulator() as emu: ...
-    emu.url; emu.port; emu.open_watches; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
+    emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
     emu.patch(api_version, kind, namespace, name, patch) -> dict         # JSON merge patch
     emu.delete(api_version, kind, namespace, name, *, graceful=True)
@@ -29,20 +29,29 @@ Public API::
     emu.grant_view(namespaces, *, user=None)   # RBAC as for a RoleBinding to `view` in those namespaces only;
                                                # None: all allowed. 403s carry the API server's own message
 
-    from kubectl_sktrace.emulator.workload import Workload, build_large_state
+    from sktrace_emulator import Workload, build_large_state, RestartStorm
     wl = Workload(emu, seed=1); wl.step(); wl.start(); wl.stop(); wl.generate(rate, duration)
     build_large_state(emu, *, deployments=5000, pods_per_deployment=10, namespaces=50, seed=7) -> int
     RestartStorm(emu, restarts=0).run() -> int   # one MODIFIED per running pod, fast (benchmarks)
     annotations: sktrace.io/run-seconds on a pod (it finishes after that), sktrace.io/every-seconds on a
     CronJob (overrides its schedule)
+    deployment_object(namespace, name, *, replicas, rng); sample_pod_template(rng, *, app, run_seconds=None);
+    finished_status(pod, *, finished)   # objects as the demo and the benchmarks make them
 
-Standalone: ``python -m kubectl_sktrace.emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]``.
+Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]``.
 
-Modules: ``state`` (objects, versions, history, snapshots, selectors: no I/O), ``server`` (HTTP and the
-``Emulator`` facade), ``workload`` (controllers, kubelet, load), ``__main__`` (the command).
+Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status),
+``selectors`` and ``patches`` (what requests ask for), ``state`` (the store: versions, history, deletion,
+garbage collection), ``handler`` (the REST paths, Table output, watch streams), ``server`` (the ``Emulator``
+facade: HTTP(S) server, kubeconfig, fault knobs), ``builders`` (objects as controllers make them),
+``workload`` (controllers, kubelet, load), ``bulk`` (fast paths for benchmarks), ``__main__`` (the command).
 """
 
-from kubectl_sktrace.emulator.server import Emulator
-from kubectl_sktrace.emulator.state import ApiError, ResourceType
+from sktrace_emulator.builders import RUN_SECONDS, deployment_object, finished_status, sample_pod_template
+from sktrace_emulator.bulk import RestartStorm, build_large_state
+from sktrace_emulator.records import ApiError, ResourceType
+from sktrace_emulator.server import Emulator
+from sktrace_emulator.workload import Workload
 
-__all__ = ["ApiError", "Emulator", "ResourceType"]
+__all__ = ["RUN_SECONDS", "ApiError", "Emulator", "ResourceType", "RestartStorm", "Workload", "build_large_state",
+           "deployment_object", "finished_status", "sample_pod_template"]

@@ -21,7 +21,6 @@ by anyone (kubectl over HTTP, tests calling ``Emulator.create``). ``step()`` is 
 from __future__ import annotations
 
 import functools
-import gc
 import hashlib
 import json
 import random
@@ -30,11 +29,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from kubectl_sktrace.emulator.server import Emulator
-from kubectl_sktrace.emulator.state import ApiError, Filter, Obj, ResourceType, Store, Stored, default_pod, random_suffix, rfc3339, serialize
-
-RUN_SECONDS = "sktrace.io/run-seconds"
-EVERY_SECONDS = "sktrace.io/every-seconds"
+from sktrace_emulator.builders import EVERY_SECONDS, RUN_SECONDS, deployment_object, finished_status, node_object, owner_reference, pod_from_template, running_status, sample_containers, sample_pod_template, template_hash
+from sktrace_emulator.records import ApiError, Obj, ResourceType, Stored, rfc3339
+from sktrace_emulator.selectors import Filter
+from sktrace_emulator.server import Emulator
+from sktrace_emulator.state import Store
 
 
 @dataclass
@@ -45,24 +44,6 @@ class _PodTrack:
     run_seconds: float | None
     stage: str = "pending"  # pending -> bound -> running -> finished
     started: float = 0.0
-
-
-def template_hash(template: Obj) -> str:
-    """A stable pod-template-hash-like name suffix for a pod template."""
-    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).digest()
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(alphabet[b % len(alphabet)] for b in digest[:10])
-
-
-def owner_reference(obj: Obj) -> Obj:
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def cron_period(schedule: str) -> float:
@@ -79,39 +60,6 @@ def cron_period(schedule: str) -> float:
         if minute.startswith("*/") and minute[2:].isdigit() and int(minute[2:]) > 0:
             return 60.0 * int(minute[2:])
     return 3600.0
-
-
-def sample_containers(rng: random.Random, *, app: str, count: int = 2) -> list[Obj]:
-    """Containers that make a realistic ~5 KB pod: env, resources, ports, probes, mounts."""
-    containers = []
-    for i in range(count):
-        name = app if i == 0 else f"sidecar-{i}"
-        containers.append(
-            {
-                "name": name,
-                "image": f"registry.example.com/team/{name}:1.{rng.randint(0, 30)}.{rng.randint(0, 9)}",
-                "args": ["--port=8080", f"--log-level={rng.choice(['info', 'debug', 'warn'])}", "--metrics"],
-                "ports": [{"name": "http", "containerPort": 8080 + i, "protocol": "TCP"}],
-                "env": [{"name": f"{app.upper().replace('-', '_')}_SETTING_{j}", "value": f"value-{rng.randint(0, 10**6)}"} for j in range(8)]
-                + [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
-                "resources": {"requests": {"cpu": f"{rng.choice([50, 100, 250])}m", "memory": f"{rng.choice([64, 128, 256])}Mi"}, "limits": {"memory": "512Mi"}},
-                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080 + i, "scheme": "HTTP"}, "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
-                "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}],
-            }
-        )
-    return containers
-
-
-def sample_pod_template(rng: random.Random, *, app: str, run_seconds: float | None = None) -> Obj:
-    annotations = {RUN_SECONDS: str(run_seconds)} if run_seconds is not None else {}
-    return {
-        "metadata": {"labels": {"app": app, "tier": rng.choice(["web", "backend", "batch"])}, "annotations": annotations},
-        "spec": {
-            "containers": sample_containers(rng, app=app),
-            "volumes": [{"name": "config", "configMap": {"name": f"{app}-config", "defaultMode": 420}}],
-            "nodeSelector": {"kubernetes.io/os": "linux"},
-        },
-    }
 
 
 class Workload:
@@ -136,7 +84,7 @@ class Workload:
         self.job_seconds = job_seconds
         self.interval = interval
         t = self.store.type_of
-        self.T_POD, self.T_NODE, self.T_NS = t("v1", "Pod"), t("v1", "Node"), t("v1", "Namespace")
+        self.T_POD, self.T_NODE = t("v1", "Pod"), t("v1", "Node")
         self.T_DEPLOY, self.T_RS = t("apps/v1", "Deployment"), t("apps/v1", "ReplicaSet")
         self.T_JOB, self.T_CRON = t("batch/v1", "Job"), t("batch/v1", "CronJob")
         self.T_CM = t("v1", "ConfigMap")
@@ -493,264 +441,3 @@ _ALL = Filter()
 
 def _in(namespace: str) -> Filter:
     return Filter(namespace=namespace)
-
-
-# --- object builders -------------------------------------------------------------------------------------
-
-
-def node_object(name: str, *, index: int) -> Obj:
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "m5.xlarge"}},
-        "spec": {"podCIDR": f"10.244.{index}.0/24", "providerID": f"emulator://{name}"},
-        "status": {
-            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-            "allocatable": {"cpu": "3900m", "memory": "15Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}],
-            "addresses": [{"type": "InternalIP", "address": f"192.168.0.{10 + index}"}, {"type": "Hostname", "address": name}],
-            "nodeInfo": {"kubeletVersion": "v1.30.0", "containerRuntimeVersion": "containerd://1.7.13", "operatingSystem": "linux", "architecture": "amd64"},
-        },
-    }
-
-
-def deployment_object(namespace: str, name: str, *, replicas: int, rng: random.Random) -> Obj:
-    template = sample_pod_template(rng, app=name)
-    return {
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": dict(template["metadata"]["labels"])},
-            "template": template,
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
-            "revisionHistoryLimit": 10,
-            "progressDeadlineSeconds": 600,
-        },
-    }
-
-
-def pod_from_template(owner: Obj, rng: random.Random, *, job_name: str | None = None, run_seconds: float | None = None) -> Obj:
-    """A new pod for a ReplicaSet or Job, from its template, owned by it."""
-    template = json.loads(json.dumps((owner.get("spec") or {}).get("template") or {}))
-    meta = template.get("metadata") or {}
-    labels = dict(meta.get("labels") or {})
-    annotations = dict(meta.get("annotations") or {})
-    if job_name is not None:
-        labels.update({"batch.kubernetes.io/job-name": job_name, "job-name": job_name, "batch.kubernetes.io/controller-uid": owner["metadata"]["uid"], "controller-uid": owner["metadata"]["uid"]})
-        if run_seconds is not None and RUN_SECONDS not in annotations:
-            annotations[RUN_SECONDS] = str(run_seconds)
-    spec = template.get("spec") or {"containers": [{"name": "main", "image": "busybox:1.36"}]}
-    if job_name is not None:
-        spec.setdefault("restartPolicy", "Never")
-    return {
-        "metadata": {
-            "generateName": f"{owner['metadata']['name']}-",
-            "namespace": owner["metadata"]["namespace"],
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [owner_reference(owner)],
-        },
-        "spec": spec,
-    }
-
-
-def _conditions(now: str, *, ready: bool) -> list[Obj]:
-    flag = "True" if ready else "False"
-    return [
-        {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
-        {"type": "Initialized", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
-        {"type": "Ready", "status": flag, "lastProbeTime": None, "lastTransitionTime": now},
-        {"type": "ContainersReady", "status": flag, "lastProbeTime": None, "lastTransitionTime": now},
-        {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now},
-    ]
-
-
-def _pod_ip(name: str) -> str:
-    digest = hashlib.md5(name.encode()).digest()
-    return f"10.244.{digest[0] % 16}.{2 + digest[1] % 250}"
-
-
-def running_status(pod: Obj, *, started: float, rng: random.Random) -> Obj:
-    now = rfc3339(started)
-    ip = _pod_ip(pod["metadata"]["name"])
-    return {
-        "phase": "Running",
-        "conditions": _conditions(now, ready=True),
-        "hostIP": "192.168.0.10",
-        "hostIPs": [{"ip": "192.168.0.10"}],
-        "podIP": ip,
-        "podIPs": [{"ip": ip}],
-        "startTime": now,
-        "containerStatuses": [
-            {
-                "name": c["name"],
-                "state": {"running": {"startedAt": now}},
-                "lastState": {},
-                "ready": True,
-                "restartCount": 0,
-                "image": c.get("image", ""),
-                "imageID": f"{c.get('image', '').split(':')[0]}@sha256:{hashlib.sha256(c.get('image', '').encode()).hexdigest()}",
-                "containerID": f"containerd://{rng.getrandbits(256):064x}",
-                "started": True,
-            }
-            for c in pod["spec"].get("containers", [])
-        ],
-        "qosClass": (pod.get("status") or {}).get("qosClass", "BestEffort"),
-    }
-
-
-def finished_status(pod: Obj, *, finished: float) -> Obj:
-    status: Obj = json.loads(json.dumps(pod.get("status") or {}))
-    now = rfc3339(finished)
-    status["phase"] = "Succeeded"
-    status["conditions"] = _conditions(now, ready=False)
-    for cs in status.get("containerStatuses") or []:
-        started = (cs.get("state") or {}).get("running", {}).get("startedAt", now)
-        cs["state"] = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now, "containerID": cs.get("containerID", "")}}
-        cs["ready"] = False
-        cs["started"] = False
-    return status
-
-
-# --- fast bulk build -------------------------------------------------------------------------------------
-
-
-def build_large_state(emu: Emulator, *, deployments: int = 5000, pods_per_deployment: int = 10, namespaces: int = 50, seed: int = 7) -> int:
-    """Fill the store with running Deployments, their ReplicaSets and Pods, without HTTP; returns pod count.
-
-    Each Deployment's pods share one serialized template; each pod's bytes are that template with its
-    own name, uid, resourceVersion, IP and container ids spliced in, which is what makes 50,000 pods take
-    seconds instead of minutes. The result is what the controllers would have built (same names, labels,
-    owner references, Running statuses), and every object gets an ADDED event in the history.
-    """
-    # the cyclic GC would rescan the growing heap of small dicts many times over: pause it for the build
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _build(emu, deployments=deployments, pods_per_deployment=pods_per_deployment, namespaces=namespaces, seed=seed)
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _build(emu: Emulator, *, deployments: int, pods_per_deployment: int, namespaces: int, seed: int) -> int:
-    store, rng = emu.store, random.Random(seed)
-    t = store.type_of
-    t_pod, t_rs, t_deploy, t_ns = t("v1", "Pod"), t("apps/v1", "ReplicaSet"), t("apps/v1", "Deployment"), t("v1", "Namespace")
-    nodes = [f"node-{i + 1}" for i in range(max(3, deployments * pods_per_deployment // 100))]
-    now = emu.store.clock()
-    stamp = rfc3339(now)
-    for i, node in enumerate(nodes):
-        if store.get(store.type_of("v1", "Node"), "", node) is None:
-            store.create(store.type_of("v1", "Node"), node_object(node, index=i))
-    ns_names = [f"tenant-{i:03d}" for i in range(namespaces)]
-    for ns in ns_names:
-        if store.get(t_ns, "", ns) is None:
-            store.create(t_ns, {"metadata": {"name": ns}})
-    count = 0
-    with store.lock:
-        for d in range(deployments):
-            ns = ns_names[d % len(ns_names)]
-            name = f"svc-{d:05d}"
-            deploy = {"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object(ns, name, replicas=pods_per_deployment, rng=rng)}
-            deploy["metadata"].update({"uid": store.new_uid(), "creationTimestamp": stamp, "generation": 1})
-            deploy["status"] = {"observedGeneration": 1, "replicas": pods_per_deployment, "updatedReplicas": pods_per_deployment, "readyReplicas": pods_per_deployment, "availableReplicas": pods_per_deployment}
-            store.bulk_insert(t_deploy, [deploy])
-            pod_hash = template_hash(deploy["spec"]["template"])
-            labels = {**deploy["spec"]["template"]["metadata"]["labels"], "pod-template-hash": pod_hash}
-            rs: Obj = {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "metadata": {
-                    "name": f"{name}-{pod_hash}",
-                    "namespace": ns,
-                    "uid": store.new_uid(),
-                    "creationTimestamp": stamp,
-                    "generation": 1,
-                    "labels": labels,
-                    "annotations": {"deployment.kubernetes.io/desired-replicas": str(pods_per_deployment), "deployment.kubernetes.io/max-replicas": str(pods_per_deployment + 1), "deployment.kubernetes.io/revision": "1"},
-                    "ownerReferences": [owner_reference(deploy)],
-                },
-                "spec": {"replicas": pods_per_deployment, "selector": {"matchLabels": labels}, "template": {**deploy["spec"]["template"], "metadata": {"labels": labels}}},
-                "status": {"replicas": pods_per_deployment, "fullyLabeledReplicas": pods_per_deployment, "readyReplicas": pods_per_deployment, "availableReplicas": pods_per_deployment, "observedGeneration": 1},
-            }
-            store.bulk_insert(t_rs, [rs])
-            node = nodes[d % len(nodes)]
-            pod = pod_from_template(rs, rng)
-            pod["metadata"].update({"name": "@@NAME@@", "uid": "@@UID@@", "creationTimestamp": stamp, "resourceVersion": "@@RV@@"})
-            pod["metadata"].pop("generateName", None)
-            default_pod(pod, suffix="@@SFX@@", created=stamp)
-            pod["spec"]["nodeName"] = node
-            pod["status"] = running_status(pod, started=now, rng=rng)
-            pod["status"]["podIP"] = pod["status"]["podIPs"][0]["ip"] = "@@IP@@"
-            for cs in pod["status"]["containerStatuses"]:
-                cs["containerID"] = "containerd://@@CID@@"
-            _, template_raw = serialize(t_pod, pod)
-            rs_uid = rs["metadata"]["uid"]
-            for _ in range(pods_per_deployment):
-                pod_name = f"{rs['metadata']['name']}-{random_suffix(rng)}"
-                uid = store.new_uid()
-                rv = store.next_rv()
-                raw = (
-                    template_raw.replace(b"@@NAME@@", pod_name.encode())
-                    .replace(b"@@UID@@", uid.encode())
-                    .replace(b"@@RV@@", str(rv).encode())
-                    .replace(b"@@SFX@@", random_suffix(rng).encode())
-                    .replace(b"@@IP@@", _pod_ip(pod_name).encode())
-                    .replace(b"@@CID@@", b"%064x" % rng.getrandbits(256))
-                )
-                store.insert_stored(
-                    Stored.from_parts(t_pod, namespace=ns, name=pod_name, uid=uid, rv=rv, raw=raw, labels=labels, owner_uids=(rs_uid,), node_name=node, phase="Running")
-                )
-                count += 1
-        store.changed.notify_all()
-    return count
-
-
-class RestartStorm:
-    """Every running pod whose containers restarted ``restarts`` times restarts once more: one MODIFIED
-    per pod. The fast path for benchmarks of watch streaming.
-
-    ``prepare`` (untimed) makes each pod's next bytes with the restart counter bumped; ``run`` then only
-    splices in the resourceVersion (found near the start of the bytes) and records the events, in batches
-    of ``batch`` under the lock, releasing it in between so streams keep flowing. A pod changed since
-    ``prepare`` keeps its newer version (it is skipped).
-    """
-
-    def __init__(self, emu: Emulator, *, restarts: int = 0, batch: int = 1000) -> None:
-        self.store, self.batch = emu.store, batch
-        self.t_pod = self.store.type_of("v1", "Pod")
-        before, after = b'"restartCount":%d,' % restarts, b'"restartCount":%d,' % (restarts + 1)
-        with self.store.lock:
-            self.prepared = [
-                (old, old.raw.replace(before, after))
-                for old in self.store.objects[self.t_pod].values()
-                if old.fields["status.phase"] == "Running" and before in old.raw
-            ]
-
-    def run(self) -> int:
-        store, t_pod, made = self.store, self.t_pod, 0
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for start in range(0, len(self.prepared), self.batch):
-                with store.lock:
-                    objects = store.objects[t_pod]
-                    for old, bumped in self.prepared[start : start + self.batch]:
-                        if objects.get((old.namespace, old.name)) is not old:
-                            continue
-                        rv = store.next_rv()
-                        raw = bumped.replace(b'"resourceVersion":"%d"' % old.rv, b'"resourceVersion":"%d"' % rv, 1)
-                        store.insert_stored(
-                            Stored.from_parts(t_pod, namespace=old.namespace, name=old.name, uid=old.uid, rv=rv, raw=raw, labels=old.labels, owner_uids=old.owner_uids, node_name=old.fields["spec.nodeName"], phase="Running"),
-                            event_type="MODIFIED",
-                        )
-                        made += 1
-                    store.changed.notify_all()
-        finally:
-            if was_enabled:
-                gc.enable()
-        return made
-
-
-def restart_storm(emu: Emulator, *, restarts: int = 0, batch: int = 1000) -> int:
-    """Prepare and run a ``RestartStorm``; returns the number of MODIFIED events made."""
-    return RestartStorm(emu, restarts=restarts, batch=batch).run()

@@ -1,0 +1,285 @@
+"""Raw-JSON access to the API server through the ``kubernetes`` package's configuration and transport.
+
+The only module that imports ``kubernetes`` (lazily, in ``_rebuild``). The client does what it is good at:
+turning a kubeconfig into credentials (tokens, client certificates, CA data, exec plugins, expiring tokens
+refreshed by its hook) and a configured urllib3 pool (TLS, proxy). Requests are built here and sent through
+that pool; bodies are parsed by ``stream`` — never the model classes, which are 5-15x slower and drop what
+they do not know (NOTES.md) — and never the client's ``Watch`` helper, which mishandles resource versions
+and 410.
+
+Guarantees:
+
+- Nothing is written to the user's kubeconfig: the loader gets a dict copy and no persister.
+- 401 rebuilds the configuration from the kubeconfig once (re-running an exec plugin, re-reading a token
+  file) and retries; a second 401 is a KubeError saying to log in again.
+- Failures are one-line errors with the fix (``kube.errors``).
+- ``watch`` notices ``stop`` within half a second even on a silent stream (``stream.Watchdog``), and a
+  connection silent for ``idle_timeout`` seconds (bookmarks come about once a minute) is declared dead
+  instead of hanging forever.
+
+Thread-safety: one ``Kube`` is shared by one thread per watched kind; the pool is thread-safe and the
+credential refresh and rebuild are serialized by a lock.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import shutil
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Mapping
+
+import urllib3
+
+from kubectl_sktrace import __version__
+from kubectl_sktrace.errors import ForbiddenError, KubeError
+from kubectl_sktrace.kube import discovery, stream
+from kubectl_sktrace.kube.discovery import Documents, Resource
+from kubectl_sktrace.kube.errors import NotFound, exec_failed, exec_not_found, status_error, transport_error
+from kubectl_sktrace.kubeconfig import KubeTarget
+from kubectl_sktrace.model import GVK
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 10.0
+REQUEST_TIMEOUT = 60.0
+IDLE_TIMEOUT = 90.0
+POOL_MAXSIZE = 32
+
+
+class Kube:
+    """One connection to one cluster for one run."""
+
+    def __init__(self, target: KubeTarget, *, connect_timeout: float = CONNECT_TIMEOUT,
+                 request_timeout: float = REQUEST_TIMEOUT, idle_timeout: float = IDLE_TIMEOUT) -> None:
+        self.target = target
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.idle_timeout = idle_timeout
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._api: Any = None
+        self._host = target.cluster_server
+        self._watchdog = stream.Watchdog()
+
+    @classmethod
+    def connect(cls, target: KubeTarget, **timeouts: float) -> Kube:
+        """Load credentials for ``target`` (running an exec plugin if the kubeconfig says so).
+
+        No request is sent yet: the first one (discovery, usually) reports an unreachable server.
+        """
+        kube = cls(target, **timeouts)
+        with kube._lock:
+            kube._rebuild()
+        return kube
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    def close(self) -> None:
+        with self._lock:
+            if self._api is not None:
+                self._api.rest_client.pool_manager.clear()
+
+    # --- requests ---------------------------------------------------------------------------------------
+
+    def discover(self, gvks: Iterable[GVK], *,
+                 cached: Mapping[str, dict[str, Any]] = {}) -> tuple[dict[GVK, Resource], Documents]:
+        """Resolve ``gvks`` by fetching only their group-versions, reusing ``cached`` documents.
+
+        Kinds the server does not serve are absent from the result, for the caller to warn about. Returns the
+        resources and the documents fetched now (to store in the cache's ``discovery`` table).
+        """
+        return discovery.discover(gvks, cached=cached, fetch=self._get_discovery)
+
+    def cluster_identity(self) -> tuple[str, str]:
+        """The server URL and the uid of the ``kube-system`` namespace ("" when it cannot be read)."""
+        try:
+            ns = self._get_json("/api/v1/namespaces/kube-system", verb="get", resource=None, namespace=None)
+        except ForbiddenError:
+            ns = None
+        uid = ((ns or {}).get("metadata") or {}).get("uid") or ""
+        return self._host, str(uid)
+
+    def list_page(self, resource: Resource, *, namespace: str | None, limit: int = 500,
+                  continue_token: str | None = None) -> dict[str, Any]:
+        """One page of a list, as raw JSON; resourceVersion unset, so the read is consistent and current."""
+        query: dict[str, Any] = {"limit": str(limit)}
+        if continue_token:
+            query["continue"] = continue_token
+        resp = self._open(resource.path(namespace=namespace), query, read_timeout=self.request_timeout,
+                          verb="list", resource=resource, namespace=namespace)
+        return stream.read_json(resp, self._host)
+
+    def get(self, resource: Resource, *, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """One object as raw JSON, or None when it does not exist."""
+        return self._get_json(resource.path(namespace=namespace, name=name), verb="get", resource=resource,
+                              namespace=namespace)
+
+    def watch(self, resource: Resource, *, namespace: str | None, resource_version: str, timeout_seconds: int,
+              stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
+        """Watch events as raw dicts, one ``loads`` per line, bookmarks included.
+
+        Ends cleanly when the server ends the stream (``timeoutSeconds``) or ``stop`` is set; raises
+        TransientError when the connection breaks or stays silent for ``idle_timeout`` seconds.
+        """
+        query = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": resource_version,
+                 "timeoutSeconds": str(int(timeout_seconds))}
+        resp = self._open(resource.path(namespace=namespace), query, read_timeout=self.idle_timeout,
+                          verb="watch", resource=resource, namespace=namespace)
+        return stream.events(resp, stop=stop, watchdog=self._watchdog, host=self._host, context=self.target.context)
+
+    # --- transport --------------------------------------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        """(Re)load credentials and the pool from the kubeconfig dict. Caller holds the lock."""
+        from kubernetes.client import ApiClient, Configuration
+
+        configuration = Configuration()
+        self._load_credentials(configuration)
+        configuration.connection_pool_maxsize = POOL_MAXSIZE
+        if not configuration.verify_ssl:
+            # kubectl warns once; urllib3 would warn on every request, flooding the live status line
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+            if self._api is None:
+                log.warning("context %r skips TLS verification (insecure-skip-tls-verify)", self.target.context)
+        old = self._api
+        self._api = ApiClient(configuration)
+        self._host = configuration.host.rstrip("/")
+        self._generation += 1
+        if old is not None:
+            old.rest_client.pool_manager.clear()
+
+    def _load_credentials(self, configuration: Any) -> None:
+        """Fill ``configuration`` from the kubeconfig (or the pod's service account); one-line errors.
+
+        The loader only logs an exec credential plugin's failure and goes on without credentials (the server
+        would then answer 401): a plugin that is missing or fails is reported here instead, as kubectl does."""
+        from kubernetes.config.config_exception import ConfigException
+
+        plugin = _exec_plugin(self.target.config)
+        if plugin is not None:
+            _check_installed(plugin, context=self.target.context)
+        try:
+            with _loader_errors() as failures:
+                self._run_loader(configuration)
+        except (ConfigException, OSError, KeyError, ValueError) as exc:
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise KubeError(f"cannot load the credentials of context {self.target.context!r}: {detail}; "
+                            "fix the user and cluster entries in your kubeconfig") from exc
+        if plugin is not None and failures:
+            raise exec_failed(str(plugin.get("command")), failures[0], context=self.target.context)
+
+    def _run_loader(self, configuration: Any) -> None:
+        if self.target.in_cluster:
+            from kubernetes.config.incluster_config import InClusterConfigLoader
+
+            InClusterConfigLoader(token_filename=self.target.config["token-file"],
+                                  cert_filename=self.target.config["ca-file"]).load_and_set(configuration)
+        else:
+            from kubernetes.config.kube_config import KubeConfigLoader
+
+            loader = KubeConfigLoader(config_dict=copy.deepcopy(self.target.config),
+                                      active_context=self.target.context, config_persister=None)
+            loader.load_and_set(configuration)
+
+    def _snapshot(self) -> tuple[int, Any, str, dict[str, str]]:
+        """The current pool and headers; the client's refresh hook renews an expiring token here."""
+        with self._lock:
+            configuration = self._api.configuration
+            headers = {"Accept": "application/json", "User-Agent": f"kubectl-sktrace/{__version__}"}
+            for setting in configuration.auth_settings().values():
+                if setting.get("in") == "header" and setting.get("value"):
+                    headers[setting["key"]] = setting["value"]
+            return self._generation, self._api.rest_client.pool_manager, self._host, headers
+
+    def _reload_after_401(self, generation: int) -> None:
+        with self._lock:
+            if generation == self._generation:  # another thread may have reloaded already
+                log.info("401 from %s: reloading credentials", self._host)
+                self._rebuild()
+
+    def _open(self, path: str, query: Mapping[str, str], *, read_timeout: float, verb: str,
+              resource: Resource | None, namespace: str | None) -> Any:
+        """Send a GET and return the undecoded urllib3 response with a 2xx status, or raise."""
+        for attempt in range(2):
+            generation, pool, host, headers = self._snapshot()
+            try:
+                resp = pool.request("GET", host + path, fields=dict(query), headers=headers, preload_content=False,
+                                    timeout=urllib3.Timeout(connect=self.connect_timeout, read=read_timeout),
+                                    retries=False, redirect=False)
+            except urllib3.exceptions.HTTPError as exc:
+                raise transport_error(exc, host=host, context=self.target.context) from exc
+            if 200 <= resp.status < 300:
+                return resp
+            body = stream.drain(resp)
+            if resp.status == 401 and attempt == 0:
+                self._reload_after_401(generation)
+                continue
+            raise status_error(resp.status, body, resp.headers, host=self._host, context=self.target.context,
+                               path=path, verb=verb, resource=resource, namespace=namespace)
+        raise AssertionError("unreachable")
+
+    def _get_discovery(self, path: str) -> dict[str, Any] | None:
+        return self._get_json(path, verb="get", resource=None, namespace=None)
+
+    def _get_json(self, path: str, *, verb: str, resource: Resource | None,
+                  namespace: str | None) -> dict[str, Any] | None:
+        try:
+            resp = self._open(path, {}, read_timeout=self.request_timeout, verb=verb, resource=resource,
+                              namespace=namespace)
+        except NotFound:
+            return None
+        return stream.read_json(resp, self._host)
+
+
+def _exec_plugin(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``exec`` entry of the target's user, if it authenticates with a credential plugin."""
+    for entry in config.get("users") or []:
+        plugin = ((entry or {}).get("user") or {}).get("exec")
+        if isinstance(plugin, dict):
+            return plugin
+    return None
+
+
+def _check_installed(plugin: Mapping[str, Any], *, context: str) -> None:
+    """Raise kubectl's "executable ... not found" when the plugin's command cannot be run.
+
+    The command is looked up as the loader's child process will be: on the PATH of its environment (the
+    plugin's ``env`` entries over ours); a command with a path separator is already absolute (kubeconfig.py)."""
+    command = plugin.get("command")
+    if not isinstance(command, str) or not command:
+        return  # the loader reports the malformed entry
+    path = os.environ.get("PATH", os.defpath)
+    for item in plugin.get("env") or []:
+        if isinstance(item, dict) and item.get("name") == "PATH":
+            path = str(item.get("value") or "")
+    if shutil.which(command, path=path) is None:
+        hint = plugin.get("installHint")
+        raise exec_not_found(command, install_hint=hint if isinstance(hint, str) else None, context=context)
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.ERROR)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.module == "kube_config":
+            self.into.append(record.getMessage())
+
+
+@contextmanager
+def _loader_errors() -> Iterator[list[str]]:
+    """The errors the ``kubernetes`` kubeconfig loader logs (to the root logger) instead of raising them."""
+    failures: list[str] = []
+    handler = _Collect(failures)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield failures
+    finally:
+        root.removeHandler(handler)

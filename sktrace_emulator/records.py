@@ -1,0 +1,228 @@
+"""What the emulator's store holds: kinds, objects as the bytes they serialize to once, events and snapshots,
+and the API server's error Status. Plain records, no locking: ``state.Store`` owns them behind its lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+
+Obj = dict[str, Any]
+
+
+class ApiError(Exception):
+    """A request the store refuses; the server turns it into a ``Status`` with this code and reason."""
+
+    def __init__(self, code: int, reason: str, message: str, *, retry_after: int | None = None,
+                 details: Obj | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+        self.details = details
+
+    def status(self) -> Obj:
+        return status_body(code=self.code, reason=self.reason, message=self.message, details=self.details)
+
+
+def status_body(*, code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
+    """A ``meta/v1 Status`` as a real server sends for errors (and inside ERROR watch events)."""
+    body: Obj = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
+    if details:
+        body["details"] = details
+    body["code"] = code
+    return body
+
+
+def rfc3339(ts: float) -> str:
+    """Seconds since the epoch as the API server writes times: ``2024-05-01T10:00:00Z``."""
+    return datetime.fromtimestamp(int(ts), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def random_suffix(rng: random.Random, length: int = 5) -> str:
+    """The alphabet the API server uses for ``generateName`` and the pod-template-hash-like suffixes."""
+    return "".join(rng.choice(_NAME_CHARS) for _ in range(length))
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One served kind: what discovery advertises and what paths route to."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def has_spec(self) -> bool:
+        return self.kind not in ("ConfigMap", "Secret", "ServiceAccount")
+
+
+BUILTIN_TYPES: tuple[ResourceType, ...] = (
+    ResourceType("", "v1", "Namespace", "namespaces", namespaced=False, short_names=("ns",)),
+    ResourceType("", "v1", "Node", "nodes", namespaced=False, short_names=("no",)),
+    ResourceType("", "v1", "Pod", "pods", short_names=("po",)),
+    ResourceType("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
+    ResourceType("", "v1", "Secret", "secrets"),
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
+    ResourceType("apps", "v1", "Deployment", "deployments", short_names=("deploy",)),
+    ResourceType("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",)),
+    ResourceType("apps", "v1", "StatefulSet", "statefulsets", short_names=("sts",)),
+    ResourceType("apps", "v1", "DaemonSet", "daemonsets", short_names=("ds",)),
+    ResourceType("batch", "v1", "Job", "jobs"),
+    ResourceType("batch", "v1", "CronJob", "cronjobs", short_names=("cj",)),
+)
+
+
+class Stored:
+    """One version of one object: its JSON bytes plus the few fields indexes and selectors need."""
+
+    __slots__ = ("rtype", "namespace", "name", "uid", "rv", "raw", "labels", "fields", "owner_uids", "finalizers", "deleting")
+
+    def __init__(self, rtype: ResourceType, obj: Obj, raw: bytes) -> None:
+        meta = obj["metadata"]
+        self.rtype = rtype
+        self.namespace: str = meta.get("namespace", "")
+        self.name: str = meta["name"]
+        self.uid: str = meta["uid"]
+        self.rv = int(meta["resourceVersion"])
+        self.raw = raw
+        self.labels: dict[str, str] = meta.get("labels") or {}
+        self.owner_uids: tuple[str, ...] = tuple(r.get("uid", "") for r in meta.get("ownerReferences") or ())
+        self.finalizers = bool(meta.get("finalizers"))
+        self.deleting = "deletionTimestamp" in meta
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        self.fields = {
+            "metadata.name": self.name,
+            "metadata.namespace": self.namespace,
+            "spec.nodeName": spec.get("nodeName", "") if rtype.kind == "Pod" else "",
+            "status.phase": status.get("phase", "") if rtype.kind == "Pod" else "",
+        }
+
+    @classmethod
+    def from_parts(
+        cls,
+        rtype: ResourceType,
+        *,
+        namespace: str,
+        name: str,
+        uid: str,
+        rv: int,
+        raw: bytes,
+        labels: dict[str, str],
+        owner_uids: tuple[str, ...],
+        node_name: str = "",
+        phase: str = "",
+    ) -> Stored:
+        """Build a record from parts already known (the bulk builder), skipping a parse of ``raw``."""
+        self = cls.__new__(cls)
+        self.rtype, self.namespace, self.name, self.uid, self.rv, self.raw = rtype, namespace, name, uid, rv, raw
+        self.labels, self.owner_uids, self.finalizers, self.deleting = labels, owner_uids, False, False
+        self.fields = {"metadata.name": name, "metadata.namespace": namespace, "spec.nodeName": node_name, "status.phase": phase}
+        return self
+
+    def obj(self) -> Obj:
+        """A fresh dict of this version (callers may mutate it freely)."""
+        result: Obj = json.loads(self.raw)
+        return result
+
+    def item_raw(self) -> bytes:
+        """The JSON of this object as a list item: without ``apiVersion`` and ``kind``."""
+        prefix = len(_type_prefix(self.rtype))
+        return b"{" + self.raw[prefix:]
+
+
+def _type_prefix(rtype: ResourceType) -> bytes:
+    return b'{"apiVersion":%s,"kind":%s,' % (json.dumps(rtype.api_version).encode(), json.dumps(rtype.kind).encode())
+
+
+def serialize(rtype: ResourceType, obj: Obj) -> tuple[Obj, bytes]:
+    """Reorder so apiVersion and kind come first, and serialize compactly."""
+    ordered: Obj = {"apiVersion": rtype.api_version, "kind": rtype.kind}
+    for key, value in obj.items():
+        if key not in ("apiVersion", "kind"):
+            ordered[key] = value
+    return ordered, json.dumps(ordered, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of a kind's history: what a watch from an older version replays."""
+
+    rv: int
+    type: str
+    stored: Stored
+
+
+class History:
+    """Events of one kind, oldest first, trimmed from the front past ``limit``.
+
+    Positions are absolute (``offset`` counts trimmed events) so a watcher can keep its place across trims
+    and notice when it fell behind the window.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.events: list[Event] = []
+        self.offset = 0
+        self.floor = 0  # events with rv <= floor are gone
+
+    def append(self, event: Event) -> None:
+        self.events.append(event)
+        if len(self.events) > self.limit + self.limit // 4:
+            drop = len(self.events) - self.limit
+            self.floor = max(self.floor, self.events[drop - 1].rv)
+            del self.events[:drop]
+            self.offset += drop
+
+    def end(self) -> int:
+        return self.offset + len(self.events)
+
+    def position_after(self, rv: int) -> int:
+        """Absolute position of the first event newer than ``rv``."""
+        return self.offset + bisect.bisect_right(self.events, rv, key=lambda e: e.rv)
+
+    def since(self, position: int) -> list[Event] | None:
+        """Events from ``position`` on, or None when they were trimmed already."""
+        if position < self.offset:
+            return None
+        return self.events[position - self.offset :]
+
+
+@dataclass
+class Snapshot:
+    rv: int
+    items: tuple[Stored, ...]
+    created: float = field(default_factory=time.monotonic)

@@ -1,0 +1,250 @@
+"""The emulator's facade: one store served over HTTP(S) on 127.0.0.1 (``handler.Handler``, one thread per
+connection through ``ThreadingHTTPServer``), with its kubeconfig, its TLS certificate and its fault knobs.
+
+``Emulator`` is the facade tests and the demo use: it owns the store, the server thread and the fault
+knobs. The knobs act on HTTP requests only; the direct state methods (``create``, ``delete``...) bypass
+them, as a controller inside the control plane would.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import tempfile
+import threading
+from http.server import ThreadingHTTPServer
+from typing import Iterable
+
+from sktrace_emulator.handler import Handler
+from sktrace_emulator.records import Obj, ResourceType
+from sktrace_emulator.selectors import Filter
+from sktrace_emulator.state import Store
+
+
+_VIEW_VERBS = frozenset({"get", "list", "watch"})
+
+
+class _Failure:
+    def __init__(self, kind: str | None, status: int, count: int, retry_after: int | None) -> None:
+        self.kind = kind
+        self.status = status
+        self.remaining = count
+        self.retry_after = retry_after
+
+
+class Emulator:
+    """A local Kubernetes API server for tests, benchmarks and the demo. Never used against a real cluster."""
+
+    def __init__(
+        self,
+        *,
+        token: str = "emulator-token",
+        port: int = 0,
+        bookmark_interval: float = 60.0,
+        history_limit: int = 200_000,
+        continue_ttl: float = 300.0,
+        seed: int | None = None,
+        tls: bool | None = None,
+    ) -> None:
+        self.token = token
+        self.tls = shutil.which("openssl") is not None if tls is None else tls
+        self.ca_pem = b""
+        self.port = port
+        self.bookmark_interval = bookmark_interval
+        self.store = Store(history_limit=history_limit, continue_ttl=continue_ttl, seed=seed)
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._knob_lock = threading.Lock()
+        self._failures: list[_Failure] = []
+        self._forced_410: dict[str | None, int] = {}
+        self._delay = 0.0
+        self.drop_generation = 0
+        self.user = "system:serviceaccount:default:sktrace"
+        self._view_namespaces: frozenset[str] | None = None  # None: every request is allowed
+        for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            self.store.create(self.store.type_of("v1", "Namespace"), {"metadata": {"name": ns}})
+
+    # lifecycle
+
+    def start(self) -> Emulator:
+        handler = type("BoundHandler", (Handler,), {"emulator": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self._httpd.daemon_threads = True
+        if self.tls:
+            context, self.ca_pem = _self_signed_context()
+            # the handshake happens on the first read, in the connection's own thread
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True, do_handshake_on_connect=False)
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="emulator-http", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self.drop_watches()
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def serve_forever(self) -> None:
+        """Block until the server thread ends (the standalone command)."""
+        if self._thread is not None:
+            while self._thread.is_alive():
+                self._thread.join(0.5)
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def write_kubeconfig(self, path: str | os.PathLike[str], *, context: str = "emulator", namespace: str = "default") -> str:
+        """Write a kubeconfig (JSON, which is YAML) with this server, its CA, its bearer token and one context
+        whose namespace is ``namespace``."""
+        cluster: Obj = {"server": self.url}
+        if self.tls:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": cluster}],
+            "users": [{"name": context, "user": {"token": self.token}}],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
+            "current-context": context,
+            "preferences": {},
+        }
+        fd = os.open(os.fspath(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(config, fh, indent=2)
+        return os.fspath(path)
+
+    # direct state access
+
+    def _type(self, api_version: str, kind: str) -> ResourceType:
+        return self.store.type_of(api_version, kind)
+
+    def create(self, obj: Obj) -> Obj:
+        return self.store.create(self._type(obj["apiVersion"], obj["kind"]), json.loads(json.dumps(obj))).obj()
+
+    def update(self, obj: Obj) -> Obj:
+        return self.store.update(self._type(obj["apiVersion"], obj["kind"]), json.loads(json.dumps(obj))).obj()
+
+    def update_status(self, obj: Obj) -> Obj:
+        return self.store.update(self._type(obj["apiVersion"], obj["kind"]), json.loads(json.dumps(obj)), subresource="status").obj()
+
+    def patch(self, api_version: str, kind: str, namespace: str, name: str, patch: Obj) -> Obj:
+        return self.store.patch(self._type(api_version, kind), namespace, name, patch).obj()
+
+    def delete(self, api_version: str, kind: str, namespace: str, name: str, *, graceful: bool = True) -> None:
+        self.store.delete(self._type(api_version, kind), namespace, name, graceful=graceful)
+
+    def get(self, api_version: str, kind: str, namespace: str, name: str) -> Obj | None:
+        stored = self.store.get(self._type(api_version, kind), namespace, name)
+        return stored.obj() if stored is not None else None
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
+        _, items = self.store.current(self._type(api_version, kind), Filter(namespace=namespace))
+        return [s.obj() for s in items]
+
+    @property
+    def resource_version(self) -> str:
+        return str(self.store.rv)
+
+    @property
+    def cluster_uid(self) -> str:
+        stored = self.store.get(self._type("v1", "Namespace"), "", "kube-system")
+        assert stored is not None
+        return stored.uid
+
+    def register_kind(self, group: str, version: str, kind: str, plural: str, *, namespaced: bool = True) -> ResourceType:
+        return self.store.register(ResourceType(group, version, kind, plural, namespaced=namespaced))
+
+    # fault knobs
+
+    def vanish(self, api_version: str, kind: str, namespace: str, name: str) -> None:
+        self.store.vanish(self._type(api_version, kind), namespace, name)
+
+    def compact(self) -> int:
+        return self.store.compact()
+
+    def force_410(self, kind: str | None = None) -> None:
+        with self._knob_lock:
+            self._forced_410[kind] = self._forced_410.get(kind, 0) + 1
+
+    def drop_watches(self) -> None:
+        with self.store.changed:
+            self.drop_generation += 1
+            self.store.changed.notify_all()
+
+    def fail(self, kind: str | None, status: int, *, count: int = 1, retry_after: int | None = None) -> None:
+        with self._knob_lock:
+            self._failures.append(_Failure(kind, status, count, retry_after))
+
+    def set_delay(self, seconds: float) -> None:
+        self._delay = seconds
+
+    def grant_view(self, namespaces: Iterable[str] | None, *, user: str | None = None) -> None:
+        """Authorize HTTP requests as RBAC does for a user whose only grant is a RoleBinding to ``view`` in each
+        of ``namespaces``: discovery stays open; get, list and watch inside those namespaces succeed; the rest
+        (lists and watches across all namespaces, cluster-scoped kinds, other namespaces, Secrets, writes) is
+        403 with the API server's own message, naming ``user``. ``None``: every request allowed (the default)."""
+        with self._knob_lock:
+            self._view_namespaces = None if namespaces is None else frozenset(namespaces)
+            if user is not None:
+                self.user = user
+
+    # knob checks (server side)
+
+    def _take_failure(self, kind: str) -> _Failure | None:
+        with self._knob_lock:
+            for failure in self._failures:
+                if failure.remaining > 0 and failure.kind in (None, kind):
+                    failure.remaining -= 1
+                    if failure.remaining == 0:
+                        self._failures.remove(failure)
+                    return failure
+        return None
+
+    def _denies(self, verb: str, rtype: ResourceType, namespace: str | None) -> bool:
+        granted = self._view_namespaces
+        if granted is None:
+            return False
+        return verb not in _VIEW_VERBS or namespace not in granted or (rtype.group, rtype.plural) == ("", "secrets")
+
+    def _take_forced_410(self, kind: str) -> bool:
+        with self._knob_lock:
+            for key in (kind, None):
+                if self._forced_410.get(key, 0) > 0:
+                    self._forced_410[key] -= 1
+                    return True
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def _self_signed_context() -> tuple[ssl.SSLContext, bytes]:
+    """A TLS context with a self-signed certificate for 127.0.0.1, made by the openssl command once per
+    process. TLS is on by default because kubectl sends a bearer token only over https."""
+    with tempfile.TemporaryDirectory(prefix="sktrace-emulator-") as tmp:
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(
+            [
+                "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", key, "-out", cert, "-days", "3650", "-subj", "/CN=sktrace-emulator",
+                "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        with open(cert, "rb") as fh:
+            return context, fh.read()
