@@ -275,7 +275,9 @@ def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
     import json
 
     from kubectl_sktrace.model import POD
-    from kubectl_sktrace.recorder import GC_THRESHOLD, REPLICASET, Ingest
+    from kubectl_sktrace.ingest import Ingest
+    from kubectl_sktrace.model import REPLICASET
+    from kubectl_sktrace.recorder import GC_THRESHOLD
     from kubectl_sktrace.store import open_cache
     from kubectl_sktrace.store.recording import Recording
     from kubectl_sktrace.tracerconfig import default_config
@@ -332,7 +334,9 @@ def bench_long_run(emu: Emulator, workdir: Path, events: int) -> None:
     import json
 
     from kubectl_sktrace.model import GVK, POD
-    from kubectl_sktrace.recorder import GC_THRESHOLD, REPLICASET, Ingest
+    from kubectl_sktrace.ingest import Ingest
+    from kubectl_sktrace.model import REPLICASET
+    from kubectl_sktrace.recorder import GC_THRESHOLD
     from kubectl_sktrace.store import open_cache
     from kubectl_sktrace.store.recording import Recording
     from kubectl_sktrace.tracerconfig import default_config

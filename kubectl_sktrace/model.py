@@ -61,7 +61,13 @@ class GVK:
         return f"{self.api_version}.{self.kind}"
 
 
+# Well-known kinds, defined once: the rules and the recorder name them.
 POD = GVK("", "v1", "Pod")
+SECRET = GVK("", "v1", "Secret")
+REPLICASET = GVK("apps", "v1", "ReplicaSet")
+DEPLOYMENT = GVK("apps", "v1", "Deployment")
+JOB = GVK("batch", "v1", "Job")
+CRONJOB = GVK("batch", "v1", "CronJob")
 
 
 @dataclass(frozen=True, order=True)

@@ -14,7 +14,7 @@ import time
 from typing import Callable, TextIO
 
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.recorder import KindStats
+from kubectl_sktrace.ingest import KindStats
 from kubectl_sktrace.timeparse import format_duration
 
 LOG_EVERY = 30.0

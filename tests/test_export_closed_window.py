@@ -1,7 +1,7 @@
 """Exports of a closed window are stable: recording more history after the window end changes no byte.
 
 A simulated cluster (Deployments with their ReplicaSets and pods, ConfigMaps, bare pods) changes at random;
-a recorder made of the real ``recorder.Ingest`` over a real cache watches it, commits its batches, stops
+a recorder made of the real ``ingest.Ingest`` over a real cache watches it, commits its batches, stops
 cleanly, crashes (losing its open batch) and restarts (the restart's lists run one kind at a time, so an
 export can fall in the middle of an initial sync). At a random moment the window ``[start_ts, end_ts)``
 with ``end_ts`` at or before that moment is exported; then more history is recorded — pods start, finish
@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubectl_sktrace.export import ExportFilters, ExportReport, export_trace
-from kubectl_sktrace.model import GVK, POD, ObjKey
-from kubectl_sktrace.recorder import REPLICASET, Ingest
+from kubectl_sktrace.ingest import Ingest
+from kubectl_sktrace.model import GVK, POD, REPLICASET, ObjKey
 from kubectl_sktrace.store import Cache, open_cache
 from kubectl_sktrace.store.recording import Recording
 from kubectl_sktrace.tracerconfig import config_to_yaml, parse_config

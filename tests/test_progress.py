@@ -6,7 +6,7 @@ import io
 
 from kubectl_sktrace.model import GVK, POD
 from kubectl_sktrace.progress import LOG_EVERY, Progress
-from kubectl_sktrace.recorder import KindStats
+from kubectl_sktrace.ingest import KindStats
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 

@@ -1,4 +1,4 @@
-"""recorder.Writer: the watch threads' sink that applies and writes under one lock, over a real sqlite cache."""
+"""writer.Writer: the watch threads' sink that applies and writes under one lock, over a real sqlite cache."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from kubectl_sktrace import recorder
+from kubectl_sktrace import writer as writer_module
 from kubectl_sktrace.errors import CacheError, ForbiddenError
-from kubectl_sktrace.model import POD
-from kubectl_sktrace.recorder import REPLICASET, Ingest, Writer
+from kubectl_sktrace.ingest import Ingest
+from kubectl_sktrace.model import POD, REPLICASET
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.recording import Recording
-from tests.test_recorder import CONFIG, DEPLOY, T0, deployment, pod, replicaset
+from kubectl_sktrace.writer import Writer
+from tests.test_ingest import CONFIG, DEPLOY, T0, deployment, pod, replicaset
 
 
 class Setup:
@@ -75,7 +76,7 @@ def test_events_from_several_threads_all_land_and_are_committed_on_close(s: Setu
 
 
 def test_a_batch_is_committed_by_the_writing_thread_once_old_enough(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(recorder, "COMMIT_INTERVAL", 0.0)
+    monkeypatch.setattr(writer_module, "COMMIT_INTERVAL", 0.0)
     list_kind(s.writer, DEPLOY, [deployment("web", "d1")], rv="7")
     assert not s.writer.in_batch
     assert s.committed("SELECT name FROM events") == [("web",)]
@@ -83,17 +84,17 @@ def test_a_batch_is_committed_by_the_writing_thread_once_old_enough(s: Setup, mo
 
 
 def test_tick_commits_a_quiet_batch_and_leaves_a_busy_young_one_open(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(recorder, "IDLE_COMMIT", 60.0)
+    monkeypatch.setattr(writer_module, "IDLE_COMMIT", 60.0)
     list_kind(s.writer, DEPLOY, [deployment("web", "d1")])
     s.writer.tick()
     assert s.writer.in_batch and s.committed("SELECT name FROM events") == []
-    monkeypatch.setattr(recorder, "IDLE_COMMIT", 0.0)
+    monkeypatch.setattr(writer_module, "IDLE_COMMIT", 0.0)
     s.writer.tick()
     assert not s.writer.in_batch and s.committed("SELECT name FROM events") == [("web",)]
 
 
 def test_tick_moves_the_heartbeat_of_an_idle_run(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(recorder, "HEARTBEAT", 0.0)
+    monkeypatch.setattr(writer_module, "HEARTBEAT", 0.0)
     s.clock_now = T0 + 42
     s.writer.tick()
     assert s.committed(f"SELECT stopped FROM runs WHERE id = {s.run}") == [(T0 + 42,)]

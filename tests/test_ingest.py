@@ -1,4 +1,4 @@
-"""recorder.Ingest: the rules applied to sink messages, over a real sqlite cache (no cluster, no threads)."""
+"""ingest.Ingest: the rules applied to sink messages, over a real sqlite cache (no cluster, no threads)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any, Iterator
 import pytest
 
 from kubectl_sktrace import hashing
-from kubectl_sktrace.model import GVK, POD, ObjKey
-from kubectl_sktrace.recorder import REPLICASET, Ingest
+from kubectl_sktrace.ingest import Ingest
+from kubectl_sktrace.model import GVK, POD, REPLICASET, ObjKey
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.store.recording import Recording

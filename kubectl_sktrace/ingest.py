@@ -1,0 +1,433 @@
+"""The rules' caller (SimKube's handler): what each watch message means for the cache's history.
+
+``Ingest`` receives the messages of ``watching.Sink`` (relist begin/page/end, watch events, outages) and applies
+the pure rules to them (``sanitize``, ``changes``, ``lifecycle``, ``owners``), writing through ``Recording``. It
+keeps the live index (keys, uids, spec hashes), the live pods' lifecycles and the owner records in memory, and
+the bookkeeping of relists in progress and of outages. It is not thread-safe and never commits: the ``Writer``
+serializes the calls and owns the batches.
+
+What each relist reconciles (SPEC §5), per kind and only once that kind's list is complete (so a partial
+first sync never deletes kinds not listed yet):
+
+- cached live objects missing from the list are deleted and marked inferred (the real deletion time lies
+  between the previous sight and the relist): a kind's first list of the run records them at the run's
+  start, the restart, whichever kind is listed first; a later relist at its own time. A listed object with
+  another uid is a delete then an apply, both inferred;
+- objects that were created while no recorder ran are stamped with their ``creationTimestamp`` when it
+  falls inside that gap (inferred), else with the relist time;
+- cached Running pods that vanished become Finished(start, that same time) with ``end_inferred``; listed
+  pods that finished offline get their real end from their container states.
+
+Owner chains of pods are resolved at first sight from, in order: owner kinds watched cheaply alongside the
+tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached).
+
+Memory follows the live cluster, not the history: keys, uids, hashes and lifecycles only; bodies go to disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize
+from kubectl_sktrace.errors import KubeError
+from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, OwnerRecord, Recording
+from kubectl_sktrace.tracerconfig import TracerConfig
+
+log = logging.getLogger(__name__)
+
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
+"""What reading an object that breaks the API's shape raises (``sanitize`` says so with a KubeError): that object
+is skipped and logged, not fatal."""
+
+@dataclass
+class KindStats:
+    """Counters per kind for the progress line and the end-of-run summary."""
+
+    listed: int = 0
+    applied: int = 0
+    deleted_live: int = 0
+    deleted_offline: int = 0
+    caught_up: int = 0  # changes found after an API outage (applied or deleted), not seen live
+    lifecycles: int = 0
+    pages: int = 0
+    initial_done: bool = False
+    failed: str | None = None
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A kind's coverage gap while it lasts: its row, since when, and why."""
+
+    gap_id: int
+    since: float
+    cause: str
+    detail: str
+
+
+@dataclass
+class _Pod:
+    __slots__ = ("namespace", "name", "owner", "life")
+    namespace: str
+    name: str
+    owner: GVK | None
+    life: lifecycle.Lifecycle
+
+
+@dataclass
+class _Relist:
+    ts: float
+    seen: dict[ObjKey, str] = field(default_factory=dict)  # tracked key -> uid listed
+    seen_pods: set[str] = field(default_factory=set)  # pod uids listed
+    initial: bool = False
+    recovery: bool = False  # the relist ends an outage: what it finds was caught up, not seen live
+    broken: int = 0  # items that could not be read: the list is then not trusted for deletions
+
+
+class Ingest:
+    """The recorder's rules applied to sink messages, written through ``Recording``. Not thread-safe: the
+    ``Writer`` serializes the calls.
+
+    ``fetch_owner(key) -> dict | None`` GETs an owner object (None when gone or forbidden); ``gap_start`` is
+    when the previous run last wrote (None for a fresh cache): objects created after it were created offline.
+    ``restart`` is when this run started: what a kind's first list finds gone is recorded at that time, one
+    time for every kind however long the lists take (None: at each list's own time). ``fresh`` kinds were not
+    tracked (or not so) by the previous run: their first list records the cluster as it is, at the list's time,
+    not as changes made offline.
+    """
+
+    def __init__(
+        self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
+        fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None, restart: float | None = None,
+        fresh: frozenset[GVK] = frozenset(),
+    ) -> None:
+        self.rec = recording
+        self.run_id = run_id
+        self.restart = restart
+        self.config = config
+        self.tracked = config.tracked
+        self.owner_kinds = owner_kinds
+        self.fetch_owner = fetch_owner
+        self.stats: dict[GVK, KindStats] = {}
+        self.events_recorded = 0
+        self.updates_seen = 0  # watch events received, whether or not they changed anything
+        live = recording.load_live_objects()
+        self.live: dict[GVK, dict[ObjKey, changes.Known]] = {gvk: {} for gvk in self.tracked}
+        for key, row in live.items():
+            self.live.setdefault(key.gvk, {})[key] = changes.Known(row.uid, row.spec_hash)
+        self.pods: dict[str, _Pod] = {
+            p.uid: _Pod(p.namespace, p.name, p.owner_gvk, lifecycle.Lifecycle(p.start_ts, p.end_ts))
+            for p in recording.load_live_pods().values()
+        }
+        self.owners: dict[ObjKey, OwnerRecord] = recording.load_owners()
+        # kinds the previous run did not track (as now) start their history here: nothing of theirs happened "offline"
+        self._gap_start: dict[GVK, float | None] = {gvk: None for gvk in fresh}
+        self._default_gap = gap_start
+        self._relists: dict[GVK, _Relist] = {}
+        self._resource_versions: dict[GVK, str] = {}
+        self._pending_rv: dict[GVK, str] = {}
+        self.outages: dict[GVK, Outage] = {}  # kind -> its open coverage gap (an outage in progress)
+        self._heartbeat = -math.inf  # the last heartbeat committed by this run
+        self.last_resumed = 0.0  # when a kind last watched again after an outage
+        self.last_outage: Outage | None = None
+        self.outages_opened = 0
+        self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
+
+    # -- the Sink, applied ---------------------------------------------------------------------------
+
+    def relist_begin(self, gvk: GVK, ts: float) -> None:
+        stats = self.stats_for(gvk)
+        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=gvk in self.outages)
+
+    def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
+        relist = self._relists.get(gvk) or self._relists.setdefault(gvk, _Relist(ts=ts))
+        stats = self.stats_for(gvk)
+        stats.pages += 1
+        if relist.initial:
+            stats.listed += len(items)
+        for obj in items:
+            try:
+                if gvk in self.tracked:
+                    key = self._apply(gvk, obj, relist.ts, relist=True, caught_up=relist.recovery)
+                    if key is not None:
+                        relist.seen[key] = sanitize.object_uid(obj)
+                if gvk == POD:
+                    relist.seen_pods.add(self._pod(obj, relist.ts, deleted=False))
+                if gvk in self.owner_kinds:
+                    self._remember_owner(gvk, obj, relist.ts)
+            except MALFORMED as exc:
+                relist.broken += 1
+                log.warning("%s: skipped a listed object that cannot be read (%s: %s)", gvk, type(exc).__name__, exc)
+
+    def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
+        relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
+        stats = self.stats_for(gvk)
+        gone = self.restart if relist.initial and self.restart is not None else relist.ts
+        if relist.broken:
+            log.warning("%s: %d listed objects could not be read; no deletions inferred from this list", gvk, relist.broken)
+        elif gvk in self.tracked:
+            live = self.live.setdefault(gvk, {})
+            for key in changes.vanished(live, relist.seen):
+                self._delete(key, live.pop(key).uid, gone, inferred=True)
+                self.owners.pop(key, None)
+                if relist.recovery:
+                    stats.caught_up += 1
+                else:
+                    stats.deleted_offline += 1
+            self.rec.touch_objects(gvk, relist.ts)
+        if gvk == POD and not relist.broken:
+            second = changes.event_second(gone)
+            for uid in [uid for uid in self.pods if uid not in relist.seen_pods]:
+                self._pod_gone(uid, second, gone, inferred=True)
+        self._gap_start[gvk] = relist.ts
+        self._resource_versions[gvk] = resource_version
+        self._pending_rv[gvk] = resource_version
+        stats.initial_done = True
+
+    def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        self.updates_seen += 1
+        try:
+            self._event(gvk, event_type, obj, ts)
+        except MALFORMED as exc:
+            log.warning("%s: skipped a %s event that cannot be read (%s: %s)", gvk, event_type, type(exc).__name__, exc)
+
+    def _event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        deleted = event_type == "DELETED"
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        caught_up = gvk in self._catch_up and self._caught_up(gvk, rv)
+        if gvk in self.tracked:
+            if deleted:
+                key = sanitize.object_key(obj, gvk)
+                live = self.live.get(gvk, {})
+                known = live.get(key)
+                # identity, not names: a DELETED event for a predecessor (another uid) leaves the successor live
+                if known is not None and changes.same_uid(known.uid, sanitize.object_uid(obj)):
+                    del live[key]
+                    self.owners.pop(key, None)
+                    self._delete(key, known.uid, ts, inferred=caught_up)
+                    stats = self.stats_for(gvk)
+                    if caught_up:
+                        stats.caught_up += 1
+                    else:
+                        stats.deleted_live += 1
+            else:
+                self._apply(gvk, obj, ts, relist=False, caught_up=caught_up)
+        if gvk == POD:
+            self._pod(obj, ts, deleted=deleted, caught_up=caught_up)
+        if gvk in self.owner_kinds:
+            if deleted:
+                key = sanitize.object_key(obj, gvk)
+                record = self.owners.get(key)
+                if record is not None and changes.same_uid(record.uid, sanitize.object_uid(obj)):
+                    del self.owners[key]
+            else:
+                self._remember_owner(gvk, obj, ts)
+        self._gap_start[gvk] = ts
+        if rv:
+            self._pending_rv[gvk] = str(rv)
+
+    def _caught_up(self, gvk: GVK, rv: Any) -> bool:
+        """Whether an event of a resumed watch happened during the outage (up to the horizon); the first
+        event past the horizon ends the catch-up. A version that is not a number ends it too (live, as before)."""
+        try:
+            if int(rv) <= self._catch_up[gvk]:
+                return True
+        except (TypeError, ValueError):
+            pass
+        del self._catch_up[gvk]
+        return False
+
+    def failed(self, gvk: GVK, error: BaseException) -> None:
+        self.stats_for(gvk).failed = str(error)
+
+    def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
+        """The kind's watch failed: a coverage gap opens at its last proof of liveness (closed by ``resumed``;
+        a run that ends first closes it at its end)."""
+        if gvk not in self.outages:
+            gap_id = self.rec.open_gap(self.run_id, gvk, since=since, cause=cause, detail=detail)
+            self.outages[gvk] = self.last_outage = Outage(gap_id, since, cause, detail)
+            self.outages_opened += 1
+            self._catch_up.pop(gvk, None)
+
+    def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
+        """The kind is watched again at ``ts``; a resumed watch's events up to ``horizon`` are caught up."""
+        outage = self.outages.pop(gvk, None)
+        if outage is None:
+            return
+        self.rec.close_gap(outage.gap_id, until=ts)
+        self.last_resumed = ts
+        if horizon is not None:
+            try:
+                self._catch_up[gvk] = int(horizon)
+            except ValueError:
+                log.debug("%s: resourceVersion %r is not a number; events after the outage count as live", gvk, horizon)
+
+    # -- batching hooks ------------------------------------------------------------------------------
+
+    def before_commit(self, ts: float) -> None:
+        """Inside the open batch: the heartbeat and the watch positions reached."""
+        for gvk, rv in self._pending_rv.items():
+            self.rec.set_watch_state(gvk, rv, ts)
+        self._pending_rv.clear()
+        self.rec.heartbeat(self.run_id, ts)
+        self._heartbeat = max(self._heartbeat, ts)
+
+    def _written(self, recv: float) -> float:
+        """The ``recv`` stored for a row: when it was received, but never before a heartbeat already committed.
+        An event received before a commit may be written after it (it waited for the writer, or a relist stamps
+        its pages with the list's start); exports rely on "every row received before a heartbeat was committed
+        with it" (``history.known_until``), so such a row counts as received after that heartbeat."""
+        return recv if recv >= self._heartbeat else self._heartbeat
+
+    # -- rules ----------------------------------------------------------------------------------------
+
+    def stats_for(self, gvk: GVK) -> KindStats:
+        """The counters of one kind (created on first use)."""
+        stats = self.stats.get(gvk)
+        if stats is None:
+            stats = self.stats[gvk] = KindStats()
+        return stats
+
+    def _gap(self, gvk: GVK) -> float | None:
+        return self._gap_start.get(gvk, self._default_gap)
+
+    def _apply(self, gvk: GVK, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False) -> ObjKey | None:
+        options = self.tracked[gvk]
+        if changes.is_skipped_owned(obj, skip_owned=options.skip_owned):
+            return None
+        key = sanitize.object_key(obj, gvk)
+        uid = sanitize.object_uid(obj)
+        live = self.live.setdefault(gvk, {})
+        known = live.get(key)
+        decision = changes.decide_applied(known=known, uid=uid, spec_hash=hashing.spec_hash(obj.get("spec")))
+        gap = self._gap(gvk) if relist else None
+        inferred = caught_up or (relist and gap is not None)
+        second = changes.event_second(recv)
+        stats = self.stats_for(gvk)
+        created = sanitize.creation_time(obj)
+        ts = second
+        if (known is None or decision.delete_first) and gap is not None and created is not None and gap < created < recv:
+            ts = min(second, int(created))  # created while offline: stamped with its creation time (inferred)
+        if decision.delete_first and known is not None:
+            # the old object was gone before its successor was created: its deletion takes the successor's
+            # time, recorded first (export keeps the two in order, in two events of that second)
+            self._delete(key, known.uid, recv, inferred=inferred, ts=ts)
+            if caught_up:
+                stats.caught_up += 1
+            elif inferred:
+                stats.deleted_offline += 1
+            else:
+                stats.deleted_live += 1
+        refs = owners.owner_refs(obj)
+        if refs:
+            self._store_owner(key, OwnerRecord(uid, tuple((r.gvk, r.name, r.uid) for r in refs)), recv)
+        if not decision.apply:
+            return key
+        chain = tuple(owners.resolve_chain(obj, namespace=key.namespace, lookup=self._lookup)) if refs else ()
+        body = sanitize.sanitize(obj, gvk=gvk, keep_secret_data=options.keep_secret_data)
+        self.rec.append_event(
+            self.run_id,
+            EventRow(ts=ts, recv=self._written(recv), key=key, uid=uid, op=OP_APPLIED, inferred=inferred, spec_hash=decision.spec_hash,
+                     owner_chain=chain or None, body=body),
+        )
+        self.events_recorded += 1
+        meta = obj.get("metadata") or {}
+        self.rec.upsert_object(key, uid=uid, spec_hash=decision.spec_hash, resource_version=str(meta.get("resourceVersion") or ""),
+                               created=created, seen=recv)
+        live[key] = changes.Known(uid, decision.spec_hash)
+        stats.applied += 1
+        if caught_up:
+            stats.caught_up += 1
+        return key
+
+    def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool, ts: int | None = None) -> None:
+        second = changes.event_second(recv) if ts is None else ts
+        self.rec.append_event(self.run_id, EventRow(ts=second, recv=self._written(recv), key=key, uid=uid, op=OP_DELETED,
+                                                    inferred=inferred))
+        self.rec.delete_object(key)
+        self.events_recorded += 1
+
+    def _pod(self, obj: dict[str, Any], recv: float, *, deleted: bool, caught_up: bool = False) -> str:
+        uid = sanitize.object_uid(obj)
+        derived = lifecycle.derive_lifecycle(obj)
+        known = self.pods.get(uid)
+        second = changes.event_second(recv)
+        if known is None:
+            meta = obj.get("metadata") or {}
+            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+            chain = owners.resolve_chain(obj, namespace=namespace, lookup=self._lookup) if owners.owner_refs(obj) else []
+            owner = owners.lifecycle_owner(pod_key=ObjKey(POD, namespace, name), chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
+            stable = hashing.pod_spec_hash(obj.get("spec") or {}) if owner is not None else None
+            self.rec.insert_pod(uid=uid, namespace=namespace, name=name, owner=owner, stable_hash=stable,
+                                start_ts=derived.start, end_ts=derived.end, seen=self._written(recv))
+            known = self.pods[uid] = _Pod(namespace, name, None if owner is None else owner.gvk, derived)
+            if owner is not None and derived.start is not None:
+                self.stats_for(owner.gvk).lifecycles += 1
+        else:
+            kept, refusal = lifecycle.merge_lifecycle(known.life, derived)
+            if refusal:
+                log.info("pod %s/%s: %s", known.namespace, known.name, refusal)
+            if kept != known.life:
+                if known.owner is not None and known.life.start is None and kept.start is not None:
+                    self.stats_for(known.owner).lifecycles += 1
+                known.life = kept
+                self.rec.update_pod(uid, start_ts=kept.start, end_ts=kept.end, end_inferred=False, live=True, seen=recv)
+        if deleted:
+            self._pod_gone(uid, second, recv, inferred=caught_up)
+        return uid
+
+    def _pod_gone(self, uid: str, second: int, recv: float, *, inferred: bool) -> None:
+        known = self.pods.pop(uid)
+        ended = lifecycle.on_pod_gone(known.life, ts=second)
+        self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life,
+                            live=False, seen=recv)
+
+    def _remember_owner(self, gvk: GVK, obj: dict[str, Any], recv: float) -> None:
+        key = sanitize.object_key(obj, gvk)
+        record = OwnerRecord(sanitize.object_uid(obj), tuple((r.gvk, r.name, r.uid) for r in owners.owner_refs(obj)))
+        self._store_owner(key, record, recv)
+
+    def _store_owner(self, key: ObjKey, record: OwnerRecord, recv: float) -> None:
+        if self.owners.get(key) != record:
+            self.owners[key] = record
+            self.rec.upsert_owner(key, record, fetched=recv)
+
+    def _lookup(self, ref: owners.OwnerRef, namespace: str) -> list[owners.OwnerRef] | None:
+        """The owner references of an owner: memory, then the tracked live index, then the cache, then a GET."""
+        key = ref.key(namespace)
+        record = self.owners.get(key)
+        if record is None and key in self.live.get(key.gvk, {}):
+            return []
+        if record is None:
+            record = self.rec.load_owner(key)
+        if record is None or not changes.same_uid(ref.uid, record.uid):
+            # unknown, or known under another uid: the cache is stale (the owner may have been re-created under
+            # the same name while its own kind has not been relisted yet), so ask the cluster what exists now
+            record = self._fetch_owner(key)
+            if record is None:
+                return None
+        self.owners[key] = record
+        if not changes.same_uid(ref.uid, record.uid):
+            log.info("owner %s is gone: its name now belongs to another object", key)
+            return None
+        return [owners.OwnerRef(g, n, u) for g, n, u in record.refs]
+
+    def _fetch_owner(self, key: ObjKey) -> OwnerRecord | None:
+        obj = self.fetch_owner(key)
+        if obj is None:
+            log.info("owner %s cannot be resolved (gone or forbidden)", key)
+            return None
+        record = OwnerRecord(sanitize.object_uid(obj), tuple((r.gvk, r.name, r.uid) for r in owners.owner_refs(obj)))
+        self.rec.upsert_owner(key, record, fetched=time.time())
+        return record
+
+    def _is_lifecycle_owner(self, key: ObjKey) -> bool:
+        options = self.tracked.get(key.gvk)
+        if options is None or not options.track_lifecycle:
+            return False
+        return key in self.live.get(key.gvk, {}) or key in self.owners
+

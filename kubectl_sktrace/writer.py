@@ -1,0 +1,156 @@
+"""The batching writer: the one lock, the one open transaction, the commit cadence.
+
+The watch threads call the ``Writer`` as their ``watching.Sink``; it hands each message to ``Ingest`` under one
+lock, inside a batched ``BEGIN IMMEDIATE`` transaction committed at least every ``COMMIT_INTERVAL`` seconds,
+moving the run's heartbeat with each commit so that a ``kill -9`` loses at most the last half second. The main
+thread commits quiet batches (``tick``), marks the sync and closes it. Nothing else writes to the cache while a
+recorder runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.ingest import Ingest
+from kubectl_sktrace.model import GVK
+from kubectl_sktrace.store.recording import Recording
+
+COMMIT_INTERVAL = 0.25
+"""Seconds a batch may stay open: half the SPEC's bound, so a commit never lags more than 0.5 s."""
+
+IDLE_COMMIT = 0.05
+"""Commit early when nothing was written for this long: low traffic is durable at once."""
+
+HEARTBEAT = 1.0
+"""Seconds between commits that only move the run's ``stopped`` forward when nothing else is written."""
+
+
+class Writer:
+    """The ``watching.Sink`` the watch threads call: each call applies the rules and writes, under one lock.
+
+    The thread that receives an event applies it, so a pod event is parsed, judged and freed on one thread
+    (handing parsed objects to another thread cost the GIL hand-off and the cross-core frees of every event,
+    more CPU than the rules themselves). The lock keeps the cache single-writer: one connection, one batch
+    at a time. A batch is committed by whichever thread holds the lock once it is ``COMMIT_INTERVAL`` old,
+    and by the main thread's ``tick`` once it has gone quiet; after ``close`` nothing more is written.
+
+    What escapes ``Ingest`` (which skips unreadable objects itself) means the cache or the writing failed: a
+    sqlite error, a full disk, a ``CacheError``. That is fatal to the run, not to one kind: it is kept in
+    ``fatal`` for the main thread to raise, and nothing more is written. A kind's own failure (403, a kind
+    no longer served) is queued in ``failures`` for its warning, and the other kinds go on.
+    """
+
+    def __init__(self, ingest: Ingest, recording: Recording, *, clock: Callable[[], float]) -> None:
+        self.ingest = ingest
+        self.rec = recording
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.fatal: BaseException | None = None
+        self.failures: list[tuple[GVK, BaseException]] = []
+        self._closed = False
+        self._opened: float | None = None  # monotonic time the open batch began; None: no batch
+        self._last_write = 0.0
+        self._last_commit = time.monotonic()
+
+    # -- the Sink (watch threads) ----------------------------------------------------------------------
+
+    def relist_begin(self, gvk: GVK, ts: float) -> None:
+        self._write(self.ingest.relist_begin, gvk, ts)
+
+    def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
+        self._write(self.ingest.relist_page, gvk, items, ts)
+
+    def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
+        self._write(self.ingest.relist_end, gvk, resource_version, ts)
+
+    def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        self._write(self.ingest.event, gvk, event_type, obj, ts)
+
+    def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
+        self._write(self.ingest.interrupted, gvk, since, cause, detail)
+
+    def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
+        self._write(self.ingest.resumed, gvk, ts, horizon)
+
+    def failed(self, gvk: GVK, error: BaseException) -> None:
+        with self.lock:
+            if isinstance(error, CacheError):
+                self.fatal = self.fatal or error
+                self._closed = True
+            elif not self._closed:
+                self.ingest.failed(gvk, error)
+                self.failures.append((gvk, error))
+
+    def _write(self, apply: Callable[..., None], *args: Any) -> None:
+        with self.lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            try:
+                if self._opened is None:
+                    self.rec.begin()
+                    self._opened = now
+                apply(*args)
+                self._last_write = now
+                if now - self._opened >= COMMIT_INTERVAL:
+                    self._commit(now)
+            except BaseException as exc:
+                self.fatal, self._closed = exc, True
+                raise
+
+    # -- the main thread -------------------------------------------------------------------------------
+
+    @property
+    def in_batch(self) -> bool:
+        return self._opened is not None
+
+    def tick(self) -> None:
+        """Commit a batch that went quiet (low traffic is durable at once) or grew old; move the run's
+        heartbeat when nothing was written for ``HEARTBEAT`` seconds."""
+        with self.lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            if self._opened is not None:
+                if now - self._last_write >= IDLE_COMMIT or now - self._opened >= COMMIT_INTERVAL:
+                    self._commit(now)
+            elif now - self._last_commit >= HEARTBEAT:
+                self.rec.begin()
+                self._commit(now)
+
+    def mark_synced(self, run_id: int, ts: float) -> None:
+        """Commit what the initial sync wrote together with the run's ``synced`` mark."""
+        with self.lock:
+            if self._closed:
+                return
+            if self._opened is None:
+                self.rec.begin()
+            self.rec.mark_synced(run_id, ts)
+            self._commit(time.monotonic())
+
+    def take_failures(self) -> list[tuple[GVK, BaseException]]:
+        with self.lock:
+            failures, self.failures = self.failures, []
+            return failures
+
+    def close(self, *, clean: bool) -> None:
+        """Stop writing: commit the open batch when ``clean``, else roll it back. Waits for a write in progress."""
+        with self.lock:
+            self._closed = True
+            if self._opened is None:
+                return
+            if clean:
+                self._commit(time.monotonic())
+            else:
+                self.rec.rollback()
+                self._opened = None
+
+    def _commit(self, now: float) -> None:
+        self.ingest.before_commit(self.clock())
+        self.rec.commit()
+        self._opened = None
+        self._last_commit = now
+
