@@ -39,6 +39,10 @@ coverage_gaps   (0002) intervals of a run during which one kind was not watched 
                 (a 410: the watch fell behind the server's history, e.g. a stopped or sleeping process);
                 ``detail`` the error met. Changes found after a gap are recorded ``inferred``.
 discovery       cached discovery documents per group-version, JSON.
+
+Indexes for the reconciliation report (``store/reconciliation.py``, 0005): ``events_uid`` finds an object's
+earlier versions by identity (was an object found by a restart's relist created or changed while offline?),
+``pods_end`` the pods whose lifecycle ended within an offline gap.
 """
 
 from __future__ import annotations
@@ -131,6 +135,13 @@ MIGRATIONS: list[tuple[str, str]] = [
             detail TEXT NOT NULL
         );
         CREATE INDEX coverage_gaps_run ON coverage_gaps (run_id);
+        """,
+    ),
+    (
+        "0005_reconciliation_indexes",
+        """
+        CREATE INDEX events_uid ON events (uid);
+        CREATE INDEX pods_end ON pods (end_ts);
         """,
     ),
 ]
