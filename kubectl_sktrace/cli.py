@@ -157,19 +157,23 @@ def version(output: str) -> None:
 @cache_option
 @click.option("--config", "config_path", metavar="FILE", help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
-@click.option("--quiet", is_flag=True, help="No progress and no summary; warnings and errors only.")
+@click.option("--quiet", is_flag=True, help="No progress and no table summary; warnings and errors only (-o json|yaml still prints).")
+@output_option
 @verbosity_option
 def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-          config_path: str | None, duration: str | None, quiet: bool) -> None:
+          config_path: str | None, duration: str | None, quiet: bool, output: str) -> None:
     """Record the cluster into the local cache until --duration elapses or Ctrl-C.
 
     On every start the cluster is listed and compared with the cache, so what changed while no recorder
-    ran is recorded too (deletions inferred at the start time). Ends with a summary per kind.
+    ran is recorded too (deletions inferred at the start time); once the lists are done, a report on stderr
+    names what was deleted, created and changed while offline and which pods finished meanwhile. Ends with a
+    summary per kind; -o json|yaml prints it, with the outages and that report, as one document on stdout.
 
     \b
     Example:
       kubectl sktrace start --duration 10m
       kubectl sktrace start --config tracer.yaml -n team-a --cache team-a.db
+      kubectl sktrace start --duration 1m -o json | jq .reconciliation
     """
     from kubectl_sktrace import progress, recorder, render
     from kubectl_sktrace.status import outage_span
@@ -182,7 +186,9 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
                                     config_path=config_path, duration=seconds, quiet=quiet)
     summary = recorder.start(options, progress=view)
-    if not quiet:
+    if output != "table":
+        click.echo(render.render_mapping(render.summary_to_dict(summary), output))
+    elif not quiet:
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
         click.echo(f"Recorded {summary.events} events in {format_duration(summary.stopped - summary.started)} "
                    f"into {summary.cache} (run {summary.run_id}){synced}.")

@@ -3,7 +3,8 @@
 On a terminal: one line rewritten in place — first the initial sync per kind (objects listed so far, a
 check mark once a kind's list is complete), then the live status (events recorded, pods tracked, events/s,
 the watch updates/s behind them, time left). Without a terminal (a log file, CI): plain lines, one per
-completed initial list, one when the sync is done, and a status line every ``LOG_EVERY`` seconds. Warnings
+completed initial list, one when the sync is done, and a status line every ``LOG_EVERY`` seconds. After the
+sync, in both, the reconciliation report as a block of lines (what changed while no recorder ran). Warnings
 always print, even with ``--quiet``.
 Output is driven by the recorder's loop (no thread of its own), so it costs nothing while nothing changes.
 """
@@ -15,6 +16,8 @@ from typing import Callable, TextIO
 
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.ingest import KindStats
+from kubectl_sktrace.reconciliation import Reconciliation
+from kubectl_sktrace.render import reconciliation_lines
 from kubectl_sktrace.timeparse import format_duration
 
 LOG_EVERY = 30.0
@@ -84,6 +87,14 @@ class Progress:
             return
         self._end_line()
         self._print(message)
+
+    def reconciled(self, report: Reconciliation) -> None:
+        """What the initial sync found changed while offline, as a block of lines; left out with ``--quiet``."""
+        if self.quiet:
+            return
+        self._end_line()
+        for line in reconciliation_lines(report):
+            self._print(line)
 
     def close(self) -> None:
         self._end_line()

@@ -30,6 +30,7 @@ from kubectl_sktrace import watching
 from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.ingest import Ingest, KindStats, Outage
 from kubectl_sktrace.model import CRONJOB, DEPLOYMENT, GVK, JOB, POD, REPLICASET, ObjKey
+from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import Identity, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
@@ -59,6 +60,7 @@ class ProgressView(Protocol):
     def live(self, *, events: int, pods: int, rate: float, updates_rate: float, left: float | None) -> None: ...
     def warn(self, message: str) -> None: ...
     def note(self, message: str) -> None: ...
+    def reconciled(self, report: Reconciliation) -> None: ...
     def close(self) -> None: ...
 
 
@@ -84,6 +86,7 @@ class Summary:
     rows: tuple[SummaryRow, ...]
     warnings: tuple[str, ...]
     outages: tuple[CoverageGap, ...] = ()
+    reconciliation: Reconciliation | None = None  # what the initial sync found changed while offline (None: not synced)
 
 
 @dataclass
@@ -100,6 +103,7 @@ class _Run:
     pods_pending: bool  # the pod watch waits for every other kind's initial list
     deadline: float | None  # monotonic time at which ``--duration`` ends the run
     synced_at: float | None = None
+    reconciliation: Reconciliation | None = None
     last_view: float = 0.0  # monotonic time of the last progress redraw
     rate_mark: tuple[float, int, int] = (0.0, 0, 0)  # monotonic time, events recorded, updates seen
     rate: float = 0.0
@@ -228,6 +232,7 @@ class Session:
             run.synced_at = self.clock()
             run.writer.mark_synced(run.run_id, run.synced_at)
             self.progress.synced(run.synced_at - run.started)
+            run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
 
     def _show_live(self, run: _Run, now: float) -> None:
@@ -267,7 +272,20 @@ class Session:
         )
         return Summary(cache=str(self.rec.cache.path), run_id=run.run_id, started=run.started, stopped=stopped,
                        synced=run.synced_at, events=run.ingest.events_recorded, rows=rows, warnings=tuple(self.warnings),
-                       outages=tuple(g for g in coverage_gaps(self.rec.cache) if g.run_id == run.run_id))
+                       outages=tuple(g for g in coverage_gaps(self.rec.cache) if g.run_id == run.run_id),
+                       reconciliation=run.reconciliation)
+
+    def _reconcile(self, run: _Run) -> Reconciliation | None:
+        """Once, right after the sync mark: what the initial lists found changed while offline, read back from the
+        cache (the report ``status`` gives for this run), shown to the person."""
+        from kubectl_sktrace.store.reconciliation import reconciliation
+
+        with run.writer.lock:  # the watch threads write on the same connection
+            report = reconciliation(self.rec.cache, run_id=run.run_id)
+        if report is None or report.synced is None:
+            return None  # the writer closed before the sync mark (a fatal error is on its way)
+        self.progress.reconciled(report)
+        return report
 
     # -- pieces ---------------------------------------------------------------------------------------
 
