@@ -70,6 +70,7 @@ def status_to_dict(status: CacheStatus) -> dict[str, Any]:
         "pods": {"seen": status.pods.seen, "live": status.pods.live, "withLifecycleOwner": status.pods.with_owner,
                  "running": status.pods.running, "finished": status.pods.finished},
         "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
+        "reconciliation": None if status.reconciliation is None else render.reconciliation_to_dict(status.reconciliation),
     }
 
 
@@ -120,4 +121,7 @@ def render_status(status: CacheStatus, fmt: str) -> str:
     parts += ["", "Kinds:\n" + render.render_table(
         [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
          for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]
+    if status.reconciliation is not None:
+        parts += ["", "Reconciliation of the latest run (-o json names the objects):",
+                  *render.reconciliation_brief(status.reconciliation)]
     return "\n".join(parts)

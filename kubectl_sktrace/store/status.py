@@ -5,7 +5,8 @@ cleanly, but some kinds went unwatched for a while: an API outage, an expired wa
 lock is held right now) or ``crashed`` (neither: its ``stopped`` is the last heartbeat, within half a second
 of its last write). Gaps are the spans between one run's stop and the next run's start: nothing was observed
 live there, and the next run's relist reconstructed them (deletions inferred at its start). Coverage gaps
-are the outages within runs (``history.coverage_gaps``).
+are the outages within runs (``history.coverage_gaps``). The latest run's reconciliation report
+(``store.reconciliation``) says what its initial lists found changed while offline.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.connection import Cache, writer_active
-from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
+from kubectl_sktrace.store.history import CoverageGap, coverage_gaps, read_snapshot
+from kubectl_sktrace.store.reconciliation import reconciliation
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,18 @@ class CacheStatus:
     first_event: int | None
     last_event: int | None
     size_bytes: int
+    reconciliation: Reconciliation | None = None  # the latest run's (None: no run yet)
 
 
 def cache_status(cache: Cache) -> CacheStatus:
+    """Every count from one snapshot, so a recorder's commits in between cannot make them disagree."""
+    if cache.conn.in_transaction:
+        return _cache_status(cache)
+    with read_snapshot(cache):
+        return _cache_status(cache)
+
+
+def _cache_status(cache: Cache) -> CacheStatus:
     conn = cache.conn
     running = writer_active(cache.path)
     rows = conn.execute("SELECT id, started, synced, stopped, clean, pid, config FROM runs ORDER BY id").fetchall()
@@ -102,5 +114,5 @@ def cache_status(cache: Cache) -> CacheStatus:
         context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
         schema_version=conn.execute("PRAGMA user_version").fetchone()[0],
         runs=tuple(runs), gaps=gaps, outages=outages, kinds=kinds, pods=PodCounts(*pod_row), events=events,
-        first_event=first, last_event=last, size_bytes=size,
+        first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
     )
