@@ -237,7 +237,7 @@ def reconciliation_lines(report: Reconciliation) -> list[str]:
         pods = report.pods
         details = [
             f"ended {_clock(p.end_ts, day)}{' (vanished: ended earlier)' if p.end_inferred else ''}"
-            + (f"  {p.owner}" if p.owner else "")
+            + (f"  owner {p.owner}" if p.owner else "")
             for p in pods.items
         ]
         lines += _block(f"pods finished while offline ({pods.count})", [f"{p.namespace}/{p.name}" for p in pods.items],

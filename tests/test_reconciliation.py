@@ -91,8 +91,8 @@ Offline 2027-01-15T08:02:11Z → 09:30:05 (1h27m54s); found by this run's initia
   apps/v1.Deployment changed while offline (1):
     web/scaled  last recorded 2027-01-14T08:00:00Z → found changed 09:30:05
   pods finished while offline (3):
-    web/batch-0       ended 09:23:20  apps/v1.Deployment web/batch
-    web/gone-00-rs-0  ended 09:30:05 (vanished: ended earlier)  apps/v1.Deployment web/gone-00
+    web/batch-0       ended 09:23:20  owner apps/v1.Deployment web/batch
+    web/gone-00-rs-0  ended 09:30:05 (vanished: ended earlier)  owner apps/v1.Deployment web/gone-00
     web/bare          ended 09:06:40"""
     assert reconciliation_brief(report) == [
         "Offline 2027-01-15T08:02:11Z → 09:30:05 (1h27m54s), reconciled by run 2:",
