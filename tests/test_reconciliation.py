@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubectl_sktrace.emulator import Emulator
 from kubectl_sktrace.model import GVK, ObjKey
@@ -194,8 +195,9 @@ def test_a_restart_reports_exactly_what_changed_offline(emulator: Emulator, kube
     assert block[13] == "  apps/v1.Deployment created while offline (2):"
 
     # the third start has nothing to report, and the second run's report stays what it was
-    third = start(kubeconfig, cache)
+    third = start(kubeconfig, cache, "-o", "yaml")
     assert third.returncode == 0, third.stderr
+    assert yaml.safe_load(third.stdout)["reconciliation"]["kinds"] == []
     assert report_of(cache).empty and report_of(cache, 2) == report
 
 

@@ -15,7 +15,9 @@ relies only on what the recorder wrote (the schema docstring):
   sync at the latest: the vanished ones carry the restart second as an inferred end.
 
 Where it guesses: seconds. A pod that ended in the second a run stopped or started may be counted on the
-wrong side of the gap's edge. An outage during R's initial sync records its catch-ups as inferred too: they
+wrong side of the gap's edge. A creation's row is stamped with its ``creationTimestamp`` when that lies in
+the gap, else with the list's second: a row stamped no later than R's start is read as the creation time,
+so an object of unknown birth listed in the very second R started shows that second. An outage during R's initial sync records its catch-ups as inferred too: they
 count here, as changes made while nothing watched.
 """
 
