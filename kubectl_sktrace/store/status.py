@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.connection import Cache, writer_active
-from kubectl_sktrace.store.history import CoverageGap, coverage_gaps, read_snapshot
+from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 from kubectl_sktrace.store.reconciliation import reconciliation
 
 
@@ -70,14 +70,6 @@ class CacheStatus:
 
 
 def cache_status(cache: Cache) -> CacheStatus:
-    """Every count from one snapshot, so a recorder's commits in between cannot make them disagree."""
-    if cache.conn.in_transaction:
-        return _cache_status(cache)
-    with read_snapshot(cache):
-        return _cache_status(cache)
-
-
-def _cache_status(cache: Cache) -> CacheStatus:
     conn = cache.conn
     running = writer_active(cache.path)
     rows = conn.execute("SELECT id, started, synced, stopped, clean, pid, config FROM runs ORDER BY id").fetchall()
