@@ -15,8 +15,7 @@ from typing import Any, Callable
 from kubectl_sktrace.changes import Known, decide_applied
 from kubectl_sktrace.lifecycle import derive_lifecycle
 from kubectl_sktrace.model import POD
-from kubectl_sktrace.owners import owner_refs
-from kubectl_sktrace.sanitize import object_key, object_uid, sanitize
+from kubectl_sktrace.sanitize import read_head, sanitize
 
 
 def realistic_pod() -> dict[str, Any]:
@@ -76,11 +75,10 @@ def main() -> None:
     known = Known("0b6f4a3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", 1)
 
     def rules() -> None:
+        head = read_head(pod, POD)
         sanitize(pod, gvk=POD)
         derive_lifecycle(pod)
-        owner_refs(pod)
-        object_key(pod, POD)
-        decide_applied(known=known, uid=object_uid(pod), spec_hash=2)
+        decide_applied(known=known, uid=head.uid, spec_hash=2)
 
     figures = {
         "json.loads (reference)": per_second(lambda: json.loads(raw)),

@@ -25,9 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from kubectl_sktrace.model import ObjKey
+from kubectl_sktrace.model import ObjectHead, ObjKey
 
 
 @dataclass(frozen=True)
@@ -61,13 +59,9 @@ def decide_applied(*, known: Known | None, uid: str, spec_hash: int) -> Decision
     return Decision(delete_first=False, apply=known.spec_hash != spec_hash, spec_hash=spec_hash)
 
 
-def is_skipped_owned(obj: dict[str, Any], *, skip_owned: bool) -> bool:
-    """Whether a ``skipOwned`` kind's object is ignored: it has at least one ownerReference."""
-    if not skip_owned:
-        return False
-    meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    return isinstance(refs, list) and len(refs) > 0
+def is_skipped_owned(head: ObjectHead, *, skip_owned: bool) -> bool:
+    """Whether a ``skipOwned`` kind's object is ignored: it has at least one (readable) ownerReference."""
+    return skip_owned and len(head.owners) > 0
 
 
 def vanished(known: Mapping[ObjKey, Known], seen: Mapping[ObjKey, str]) -> list[ObjKey]:

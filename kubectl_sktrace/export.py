@@ -69,13 +69,12 @@ from kubectl_sktrace import lifecycle as lifecycles
 from kubectl_sktrace import validation
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
 from kubectl_sktrace.exportadvice import LeftOut, clamp_note, default_namespace_note, empty_trace_reason, validation_warning
-from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.owners import is_daemonset_owned
-from kubectl_sktrace.sanitize import deleted_stub
+from kubectl_sktrace.model import CONFIG_MAP, NAMESPACE, SECRET, SERVICE_ACCOUNT, ObjKey
+from kubectl_sktrace.sanitize import deleted_stub, is_daemonset_owned
 from kubectl_sktrace.selectors import Selector, matches_any
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_duration, format_time, parse_time
-from kubectl_sktrace.traceformat import TraceWriter
+from kubectl_sktrace.traceformat import FORMAT_VERSION, TraceWriter
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, config_to_trace, parse_config
 
 DEFAULT_EXCLUDED_NAMESPACES = (
@@ -247,7 +246,7 @@ def _event_writer(
 
 # Objects that pods reference by name: applied first within an event, so that a Deployment listed in the
 # same second as its ConfigMap does not come before it (SimKube's validation counts only earlier objects).
-_REFERENCED_FIRST = frozenset({GVK("", "v1", "Namespace"), GVK("", "v1", "ServiceAccount"), GVK("", "v1", "ConfigMap"), GVK("", "v1", "Secret")})
+_REFERENCED_FIRST = frozenset({NAMESPACE, SERVICE_ACCOUNT, CONFIG_MAP, SECRET})
 
 
 def _apply_order(row: history.StoredEvent) -> int:
@@ -328,49 +327,88 @@ def export_trace(
             ))
         dropped_kinds = history.untracked_in(cache, start_ts=start_ts, end_ts=end_ts, known=known)
         outages = [g for g in history.coverage_gaps(cache) if g.since < end_ts and g.until > start_ts]
-        groups = inferred = inferred_deleted = 0
-        for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
-            groups += 1
-            for head in heads:
-                if head.inferred:
-                    inferred += 1
-                    inferred_deleted += head.deleted
-        trace_config = config_to_trace(config)
-        writer = _make_writer(fmt, stream, config=trace_config, event_count=1 + groups)
-        errors: Counter[str] = Counter()
-        write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status,
-                              rules=_reference_rules(trace_config), errors=errors)
-        state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known) if e.key in plan.exported])
-        applied = deleted = 0
-        last_ts = start_ts
-        for ts, rows in _groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
-            count = write(ts, rows)
-            applied, deleted, last_ts = applied + count, deleted + len(rows) - count, ts
-        table, lifecycle_count = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, known=known, plan=plan)
-        writer.finish(index=_index(plan), pod_lifecycles=table)
+        window = _Window(start_ts=start_ts, end_ts=end_ts, known=known)
+        written = _write_trace(cache, window, plan=plan, config=config, fmt=fmt, stream=stream, keep_status=keep_status)
     more_notes, warnings = _messages(
-        plan=plan, groups=groups, state=state, inferred=inferred, inferred_deleted=inferred_deleted,
-        gaps=history.uncovered(all_runs, start=start_ts, end=end_ts), outages=outages, start_ts=start_ts, end_ts=end_ts,
+        plan=plan, groups=written.groups, state=written.state, inferred=written.inferred,
+        inferred_deleted=written.inferred_deleted, gaps=history.uncovered(all_runs, start=start_ts, end=end_ts),
+        outages=outages, start_ts=start_ts, end_ts=end_ts,
     )
     notes += more_notes
+    notes += _filter_notes(plan, filters=filters, dropped_kinds=dropped_kinds)
+    invalid = validation_warning(written.errors, rule_names=validation.RULES, tracked=frozenset(config.tracked))
+    if invalid:
+        warnings += (invalid,)
+    return ExportReport(
+        start_ts=start_ts, end_ts=end_ts, events=1 + written.groups, applied=written.applied, deleted=written.deleted,
+        index_objects=len(plan.exported), lifecycles=written.lifecycles, last_event_ts=written.last_ts, notes=tuple(notes),
+        warnings=warnings,
+    )
+
+
+def _filter_notes(plan: _Plan, *, filters: ExportFilters, dropped_kinds: list[tuple[str, int, int]]) -> list[str]:
+    """What the default namespace exclusions left out, and the kinds that stopped being tracked in the window."""
+    notes = []
     left_out_default = default_namespace_note(
         plan.left_out, include_namespaces=filters.include_namespaces,
         default_exclusions=filters.excluded_namespaces == frozenset(DEFAULT_EXCLUDED_NAMESPACES),
     )
     if left_out_default:
         notes.append(left_out_default)
-    invalid = validation_warning(errors, rule_names=validation.RULES, tracked=frozenset(config.tracked))
-    if invalid:
-        warnings += (invalid,)
     notes += (
         f"{gvk} stopped being tracked at {format_time(ts)} (a run's config dropped or changed it): its {count} object(s) "
         "are in the trace up to then, not deleted"
         for gvk, ts, count in dropped_kinds
     )
-    return ExportReport(
-        start_ts=start_ts, end_ts=end_ts, events=1 + groups, applied=applied, deleted=deleted,
-        index_objects=len(plan.exported), lifecycles=lifecycle_count, last_event_ts=last_ts, notes=tuple(notes), warnings=warnings,
-    )
+    return notes
+
+
+@dataclass(frozen=True)
+class _Window:
+    start_ts: int
+    end_ts: int
+    known: float
+
+
+@dataclass
+class _Written:
+    """What writing the trace counted: its event groups, the rows behind them, the validation errors met."""
+
+    groups: int = 0
+    inferred: int = 0
+    inferred_deleted: int = 0
+    state: int = 0
+    applied: int = 0
+    deleted: int = 0
+    last_ts: int = 0
+    lifecycles: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+def _write_trace(
+    cache: Cache, window: _Window, *, plan: _Plan, config: TracerConfig, fmt: str, stream: IO[bytes], keep_status: bool,
+) -> _Written:
+    """The trace itself: the state at the window's start, one event per second with changes, the index and the
+    pod lifecycles. The event count goes first in the file, so the groups are counted in a first pass."""
+    start_ts, end_ts, known = window.start_ts, window.end_ts, window.known
+    out = _Written(last_ts=start_ts)
+    for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
+        out.groups += 1
+        for head in heads:
+            if head.inferred:
+                out.inferred += 1
+                out.inferred_deleted += head.deleted
+    trace_config = config_to_trace(config)
+    writer = _make_writer(fmt, stream, config=trace_config, event_count=1 + out.groups)
+    write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status,
+                          rules=_reference_rules(trace_config), errors=out.errors)
+    out.state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known) if e.key in plan.exported])
+    for ts, rows in _groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
+        count = write(ts, rows)
+        out.applied, out.deleted, out.last_ts = out.applied + count, out.deleted + len(rows) - count, ts
+    table, out.lifecycles = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, known=known, plan=plan)
+    writer.finish(index=_index(plan), pod_lifecycles=table)
+    return out
 
 
 def _reference_rules(trace_config: dict[str, Any]) -> validation.ReferenceRules | None:
@@ -427,9 +465,9 @@ class _TextTraceWriter:
         self._fmt = fmt
         self._first = True
         if fmt == "json":
-            self._put('{"version": 2, "config": ' + json.dumps(config) + ', "events": [')
+            self._put('{"version": ' + json.dumps(FORMAT_VERSION) + ', "config": ' + json.dumps(config) + ', "events": [')
         else:
-            self._put(yaml.safe_dump({"version": 2, "config": config}, sort_keys=False) + "events:\n")
+            self._put(yaml.safe_dump({"version": FORMAT_VERSION, "config": config}, sort_keys=False) + "events:\n")
 
     def _put(self, text: str) -> None:
         self._stream.write(text.encode())

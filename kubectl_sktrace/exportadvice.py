@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from kubectl_sktrace.model import GVK
+from kubectl_sktrace.model import CONFIG_MAP, SECRET, SERVICE_ACCOUNT, GVK
 from kubectl_sktrace.timeparse import format_time
 
 DEFAULT_NAMESPACE = "default"
 
 # The kind each validation rule finds missing (validation.py's E0001-E0005).
 _MISSING_KIND = {
-    "E0001": GVK("", "v1", "ServiceAccount"),
-    "E0002": GVK("", "v1", "Secret"),
-    "E0003": GVK("", "v1", "ConfigMap"),
-    "E0004": GVK("", "v1", "Secret"),
-    "E0005": GVK("", "v1", "ConfigMap"),
+    "E0001": SERVICE_ACCOUNT,
+    "E0002": SECRET,
+    "E0003": CONFIG_MAP,
+    "E0004": SECRET,
+    "E0005": CONFIG_MAP,
 }
 
 

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize
 from kubectl_sktrace.errors import KubeError
-from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.model import GVK, POD, ObjectHead, ObjKey, OwnerRef
 from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, OwnerRecord, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
 
@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
 """What reading an object that breaks the API's shape raises (``sanitize`` says so with a KubeError): that object
 is skipped and logged, not fatal."""
+
 
 @dataclass
 class KindStats:
@@ -108,7 +109,6 @@ class Ingest:
         self.rec = recording
         self.run_id = run_id
         self.restart = restart
-        self.config = config
         self.tracked = config.tracked
         self.owner_kinds = owner_kinds
         self.fetch_owner = fetch_owner
@@ -128,7 +128,6 @@ class Ingest:
         self._gap_start: dict[GVK, float | None] = {gvk: None for gvk in fresh}
         self._default_gap = gap_start
         self._relists: dict[GVK, _Relist] = {}
-        self._resource_versions: dict[GVK, str] = {}
         self._pending_rv: dict[GVK, str] = {}
         self.outages: dict[GVK, Outage] = {}  # kind -> its open coverage gap (an outage in progress)
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
@@ -151,14 +150,14 @@ class Ingest:
             stats.listed += len(items)
         for obj in items:
             try:
-                if gvk in self.tracked:
-                    key = self._apply(gvk, obj, relist.ts, relist=True, caught_up=relist.recovery)
-                    if key is not None:
-                        relist.seen[key] = sanitize.object_uid(obj)
+                head = sanitize.read_head(obj, gvk)
+                if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery):
+                    relist.seen[head.key] = head.uid
                 if gvk == POD:
-                    relist.seen_pods.add(self._pod(obj, relist.ts, deleted=False))
+                    self._pod(head, obj, relist.ts, deleted=False)
+                    relist.seen_pods.add(head.uid)
                 if gvk in self.owner_kinds:
-                    self._remember_owner(gvk, obj, relist.ts)
+                    self._store_owner(head, relist.ts)
             except MALFORMED as exc:
                 relist.broken += 1
                 log.warning("%s: skipped a listed object that cannot be read (%s: %s)", gvk, type(exc).__name__, exc)
@@ -174,17 +173,12 @@ class Ingest:
             for key in changes.vanished(live, relist.seen):
                 self._delete(key, live.pop(key).uid, gone, inferred=True)
                 self.owners.pop(key, None)
-                if relist.recovery:
-                    stats.caught_up += 1
-                else:
-                    stats.deleted_offline += 1
-            self.rec.touch_objects(gvk, relist.ts)
+                self._count_deleted(gvk, caught_up=relist.recovery, offline=True)
         if gvk == POD and not relist.broken:
             second = changes.event_second(gone)
             for uid in [uid for uid in self.pods if uid not in relist.seen_pods]:
-                self._pod_gone(uid, second, gone, inferred=True)
+                self._pod_gone(uid, second, inferred=True)
         self._gap_start[gvk] = relist.ts
-        self._resource_versions[gvk] = resource_version
         self._pending_rv[gvk] = resource_version
         stats.initial_done = True
 
@@ -196,41 +190,26 @@ class Ingest:
             log.warning("%s: skipped a %s event that cannot be read (%s: %s)", gvk, event_type, type(exc).__name__, exc)
 
     def _event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        head = sanitize.read_head(obj, gvk)
         deleted = event_type == "DELETED"
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
-        caught_up = gvk in self._catch_up and self._caught_up(gvk, rv)
+        caught_up = gvk in self._catch_up and self._caught_up(gvk, head.resource_version)
         if gvk in self.tracked:
             if deleted:
-                key = sanitize.object_key(obj, gvk)
-                live = self.live.get(gvk, {})
-                known = live.get(key)
-                # identity, not names: a DELETED event for a predecessor (another uid) leaves the successor live
-                if known is not None and changes.same_uid(known.uid, sanitize.object_uid(obj)):
-                    del live[key]
-                    self.owners.pop(key, None)
-                    self._delete(key, known.uid, ts, inferred=caught_up)
-                    stats = self.stats_for(gvk)
-                    if caught_up:
-                        stats.caught_up += 1
-                    else:
-                        stats.deleted_live += 1
+                self._deleted(head, ts, caught_up=caught_up)
             else:
-                self._apply(gvk, obj, ts, relist=False, caught_up=caught_up)
+                self._apply(head, obj, ts, relist=False, caught_up=caught_up)
         if gvk == POD:
-            self._pod(obj, ts, deleted=deleted, caught_up=caught_up)
+            self._pod(head, obj, ts, deleted=deleted, caught_up=caught_up)
         if gvk in self.owner_kinds:
             if deleted:
-                key = sanitize.object_key(obj, gvk)
-                record = self.owners.get(key)
-                if record is not None and changes.same_uid(record.uid, sanitize.object_uid(obj)):
-                    del self.owners[key]
+                self._forget_owner(head)
             else:
-                self._remember_owner(gvk, obj, ts)
+                self._store_owner(head, ts)
         self._gap_start[gvk] = ts
-        if rv:
-            self._pending_rv[gvk] = str(rv)
+        if head.resource_version:
+            self._pending_rv[gvk] = head.resource_version
 
-    def _caught_up(self, gvk: GVK, rv: Any) -> bool:
+    def _caught_up(self, gvk: GVK, rv: str) -> bool:
         """Whether an event of a resumed watch happened during the outage (up to the horizon); the first
         event past the horizon ends the catch-up. A version that is not a number ends it too (live, as before)."""
         try:
@@ -295,54 +274,67 @@ class Ingest:
     def _gap(self, gvk: GVK) -> float | None:
         return self._gap_start.get(gvk, self._default_gap)
 
-    def _apply(self, gvk: GVK, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False) -> ObjKey | None:
+    def _apply(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False) -> bool:
+        """An added, modified or listed object; False when its kind skips it (owned objects of ``skipOwned``)."""
+        gvk = head.key.gvk
         options = self.tracked[gvk]
-        if changes.is_skipped_owned(obj, skip_owned=options.skip_owned):
-            return None
-        key = sanitize.object_key(obj, gvk)
-        uid = sanitize.object_uid(obj)
+        if changes.is_skipped_owned(head, skip_owned=options.skip_owned):
+            return False
         live = self.live.setdefault(gvk, {})
-        known = live.get(key)
-        decision = changes.decide_applied(known=known, uid=uid, spec_hash=hashing.spec_hash(obj.get("spec")))
+        known = live.get(head.key)
+        decision = changes.decide_applied(known=known, uid=head.uid, spec_hash=hashing.spec_hash(obj.get("spec")))
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
-        second = changes.event_second(recv)
-        stats = self.stats_for(gvk)
-        created = sanitize.creation_time(obj)
-        ts = second
-        if (known is None or decision.delete_first) and gap is not None and created is not None and gap < created < recv:
-            ts = min(second, int(created))  # created while offline: stamped with its creation time (inferred)
+        ts = changes.event_second(recv)
+        if (known is None or decision.delete_first) and gap is not None and head.created is not None and gap < head.created < recv:
+            ts = min(ts, int(head.created))  # created while offline: stamped with its creation time (inferred)
         if decision.delete_first and known is not None:
             # the old object was gone before its successor was created: its deletion takes the successor's
             # time, recorded first (export keeps the two in order, in two events of that second)
-            self._delete(key, known.uid, recv, inferred=inferred, ts=ts)
+            self._delete(head.key, known.uid, recv, inferred=inferred, ts=ts)
+            self._count_deleted(gvk, caught_up=caught_up, offline=inferred)
+        if head.owners:
+            self._store_owner(head, recv)
+        if decision.apply:
+            self._record_applied(head, obj, recv, ts=ts, spec_hash=decision.spec_hash, inferred=inferred)
             if caught_up:
-                stats.caught_up += 1
-            elif inferred:
-                stats.deleted_offline += 1
-            else:
-                stats.deleted_live += 1
-        refs = owners.owner_refs(obj)
-        if refs:
-            self._store_owner(key, OwnerRecord(uid, tuple((r.gvk, r.name, r.uid) for r in refs)), recv)
-        if not decision.apply:
-            return key
-        chain = tuple(owners.resolve_chain(obj, namespace=key.namespace, lookup=self._lookup)) if refs else ()
-        body = sanitize.sanitize(obj, gvk=gvk, keep_secret_data=options.keep_secret_data)
+                self.stats_for(gvk).caught_up += 1
+        return True
+
+    def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, spec_hash: int, inferred: bool) -> None:
+        """The applied event of a tracked object, its owner chain resolved, and its row in the live index."""
+        key = head.key
+        chain = tuple(owners.resolve_chain(head, lookup=self._lookup)) if head.owners else ()
+        body = sanitize.sanitize(obj, gvk=key.gvk, keep_secret_data=self.tracked[key.gvk].keep_secret_data)
         self.rec.append_event(
             self.run_id,
-            EventRow(ts=ts, recv=self._written(recv), key=key, uid=uid, op=OP_APPLIED, inferred=inferred, spec_hash=decision.spec_hash,
-                     owner_chain=chain or None, body=body),
+            EventRow(ts=ts, recv=self._written(recv), key=key, uid=head.uid, op=OP_APPLIED, inferred=inferred,
+                     spec_hash=spec_hash, owner_chain=chain or None, body=body),
         )
         self.events_recorded += 1
-        meta = obj.get("metadata") or {}
-        self.rec.upsert_object(key, uid=uid, spec_hash=decision.spec_hash, resource_version=str(meta.get("resourceVersion") or ""),
-                               created=created, seen=recv)
-        live[key] = changes.Known(uid, decision.spec_hash)
-        stats.applied += 1
+        self.rec.upsert_object(key, uid=head.uid, spec_hash=spec_hash)
+        self.live[key.gvk][key] = changes.Known(head.uid, spec_hash)
+        self.stats_for(key.gvk).applied += 1
+
+    def _deleted(self, head: ObjectHead, recv: float, *, caught_up: bool) -> None:
+        """A DELETED event of a tracked object."""
+        live = self.live.get(head.key.gvk, {})
+        known = live.get(head.key)
+        # identity, not names: a DELETED event for a predecessor (another uid) leaves the successor live
+        if known is not None and changes.same_uid(known.uid, head.uid):
+            del live[head.key]
+            self.owners.pop(head.key, None)
+            self._delete(head.key, known.uid, recv, inferred=caught_up)
+            self._count_deleted(head.key.gvk, caught_up=caught_up, offline=False)
+
+    def _count_deleted(self, gvk: GVK, *, caught_up: bool, offline: bool) -> None:
+        stats = self.stats_for(gvk)
         if caught_up:
             stats.caught_up += 1
-        return key
+        elif offline:
+            stats.deleted_offline += 1
+        else:
+            stats.deleted_live += 1
 
     def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool, ts: int | None = None) -> None:
         second = changes.event_second(recv) if ts is None else ts
@@ -351,57 +343,61 @@ class Ingest:
         self.rec.delete_object(key)
         self.events_recorded += 1
 
-    def _pod(self, obj: dict[str, Any], recv: float, *, deleted: bool, caught_up: bool = False) -> str:
-        uid = sanitize.object_uid(obj)
+    def _pod(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, deleted: bool, caught_up: bool = False) -> None:
         derived = lifecycle.derive_lifecycle(obj)
-        known = self.pods.get(uid)
-        second = changes.event_second(recv)
+        known = self.pods.get(head.uid)
         if known is None:
-            meta = obj.get("metadata") or {}
-            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-            chain = owners.resolve_chain(obj, namespace=namespace, lookup=self._lookup) if owners.owner_refs(obj) else []
-            owner = owners.lifecycle_owner(pod_key=ObjKey(POD, namespace, name), chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
-            stable = hashing.pod_spec_hash(obj.get("spec") or {}) if owner is not None else None
-            self.rec.insert_pod(uid=uid, namespace=namespace, name=name, owner=owner, stable_hash=stable,
-                                start_ts=derived.start, end_ts=derived.end, seen=self._written(recv))
-            known = self.pods[uid] = _Pod(namespace, name, None if owner is None else owner.gvk, derived)
-            if owner is not None and derived.start is not None:
-                self.stats_for(owner.gvk).lifecycles += 1
+            self._first_sight(head, obj, derived, recv)
         else:
-            kept, refusal = lifecycle.merge_lifecycle(known.life, derived)
-            if refusal:
-                log.info("pod %s/%s: %s", known.namespace, known.name, refusal)
-            if kept != known.life:
-                if known.owner is not None and known.life.start is None and kept.start is not None:
-                    self.stats_for(known.owner).lifecycles += 1
-                known.life = kept
-                self.rec.update_pod(uid, start_ts=kept.start, end_ts=kept.end, end_inferred=False, live=True, seen=recv)
+            self._merge_pod(head.uid, known, derived)
         if deleted:
-            self._pod_gone(uid, second, recv, inferred=caught_up)
-        return uid
+            self._pod_gone(head.uid, changes.event_second(recv), inferred=caught_up)
 
-    def _pod_gone(self, uid: str, second: int, recv: float, *, inferred: bool) -> None:
+    def _first_sight(self, head: ObjectHead, obj: dict[str, Any], derived: lifecycle.Lifecycle, recv: float) -> None:
+        """A pod met for the first time: its lifecycle owner, resolved once, and its row."""
+        key = head.key
+        chain = owners.resolve_chain(head, lookup=self._lookup) if head.owners else []
+        owner = owners.lifecycle_owner(pod_key=key, chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
+        stable = hashing.pod_spec_hash(obj.get("spec") or {}) if owner is not None else None
+        self.rec.insert_pod(uid=head.uid, namespace=key.namespace, name=key.name, owner=owner, stable_hash=stable,
+                            start_ts=derived.start, end_ts=derived.end, first_seen=self._written(recv))
+        self.pods[head.uid] = _Pod(key.namespace, key.name, None if owner is None else owner.gvk, derived)
+        if owner is not None and derived.start is not None:
+            self.stats_for(owner.gvk).lifecycles += 1
+
+    def _merge_pod(self, uid: str, known: _Pod, derived: lifecycle.Lifecycle) -> None:
+        kept, refusal = lifecycle.merge_lifecycle(known.life, derived)
+        if refusal:
+            log.info("pod %s/%s: %s", known.namespace, known.name, refusal)
+        if kept != known.life:
+            if known.owner is not None and known.life.start is None and kept.start is not None:
+                self.stats_for(known.owner).lifecycles += 1
+            known.life = kept
+            self.rec.update_pod(uid, start_ts=kept.start, end_ts=kept.end, end_inferred=False, live=True)
+
+    def _pod_gone(self, uid: str, second: int, *, inferred: bool) -> None:
         known = self.pods.pop(uid)
         ended = lifecycle.on_pod_gone(known.life, ts=second)
-        self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life,
-                            live=False, seen=recv)
+        self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life, live=False)
 
-    def _remember_owner(self, gvk: GVK, obj: dict[str, Any], recv: float) -> None:
-        key = sanitize.object_key(obj, gvk)
-        record = OwnerRecord(sanitize.object_uid(obj), tuple((r.gvk, r.name, r.uid) for r in owners.owner_refs(obj)))
-        self._store_owner(key, record, recv)
+    def _store_owner(self, head: ObjectHead, recv: float) -> None:
+        record = OwnerRecord(head.uid, head.owners)
+        if self.owners.get(head.key) != record:
+            self.owners[head.key] = record
+            self.rec.upsert_owner(head.key, record, fetched=recv)
 
-    def _store_owner(self, key: ObjKey, record: OwnerRecord, recv: float) -> None:
-        if self.owners.get(key) != record:
-            self.owners[key] = record
-            self.rec.upsert_owner(key, record, fetched=recv)
+    def _forget_owner(self, head: ObjectHead) -> None:
+        """A DELETED owner: forgotten unless its name already belongs to a successor (another uid)."""
+        record = self.owners.get(head.key)
+        if record is not None and changes.same_uid(record.uid, head.uid):
+            del self.owners[head.key]
 
-    def _lookup(self, ref: owners.OwnerRef, namespace: str) -> list[owners.OwnerRef] | None:
+    def _lookup(self, ref: OwnerRef, namespace: str) -> tuple[OwnerRef, ...] | None:
         """The owner references of an owner: memory, then the tracked live index, then the cache, then a GET."""
         key = ref.key(namespace)
         record = self.owners.get(key)
         if record is None and key in self.live.get(key.gvk, {}):
-            return []
+            return ()
         if record is None:
             record = self.rec.load_owner(key)
         if record is None or not changes.same_uid(ref.uid, record.uid):
@@ -414,14 +410,15 @@ class Ingest:
         if not changes.same_uid(ref.uid, record.uid):
             log.info("owner %s is gone: its name now belongs to another object", key)
             return None
-        return [owners.OwnerRef(g, n, u) for g, n, u in record.refs]
+        return record.refs
 
     def _fetch_owner(self, key: ObjKey) -> OwnerRecord | None:
         obj = self.fetch_owner(key)
         if obj is None:
             log.info("owner %s cannot be resolved (gone or forbidden)", key)
             return None
-        record = OwnerRecord(sanitize.object_uid(obj), tuple((r.gvk, r.name, r.uid) for r in owners.owner_refs(obj)))
+        head = sanitize.read_head(obj, key.gvk)
+        record = OwnerRecord(head.uid, head.owners)
         self.rec.upsert_owner(key, record, fetched=time.time())
         return record
 

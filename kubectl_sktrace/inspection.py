@@ -11,22 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import ObjKey
+from kubectl_sktrace.sanitize import object_key
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.traceformat import Trace, read_trace
-
-
-def object_key(obj: dict[str, Any]) -> ObjKey | None:
-    """The identity of an object in an event, or None when it lacks apiVersion, kind or name."""
-    metadata = obj.get("metadata")
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if not isinstance(metadata, dict) or not isinstance(api_version, str) or not isinstance(kind, str):
-        return None
-    name = metadata.get("name")
-    if not isinstance(name, str):
-        return None
-    namespace = metadata.get("namespace") or ""
-    return ObjKey(gvk=GVK.from_api_version(api_version, kind), namespace=str(namespace), name=name)
 
 
 def _describe(obj: dict[str, Any]) -> str:

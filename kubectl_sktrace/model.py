@@ -61,11 +61,16 @@ class GVK:
         return f"{self.api_version}.{self.kind}"
 
 
-# Well-known kinds, defined once: the rules and the recorder name them.
+# Well-known kinds, defined once: the rules, the recorder, export and validation name them.
 POD = GVK("", "v1", "Pod")
+NAMESPACE = GVK("", "v1", "Namespace")
+SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
+CONFIG_MAP = GVK("", "v1", "ConfigMap")
 SECRET = GVK("", "v1", "Secret")
 REPLICASET = GVK("apps", "v1", "ReplicaSet")
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
+STATEFULSET = GVK("apps", "v1", "StatefulSet")
+DAEMONSET = GVK("apps", "v1", "DaemonSet")
 JOB = GVK("batch", "v1", "Job")
 CRONJOB = GVK("batch", "v1", "CronJob")
 
@@ -85,3 +90,28 @@ class ObjKey:
 
     def __str__(self) -> str:
         return f"{self.gvk} {self.ns_name}"
+
+
+@dataclass(frozen=True)
+class OwnerRef:
+    """One ownerReference: the owner's kind, name and uid (``""`` when the reference has none)."""
+
+    gvk: GVK
+    name: str
+    uid: str
+
+    def key(self, namespace: str) -> ObjKey:
+        """The owner's key: owners live in their dependent's namespace (Kubernetes forbids any other)."""
+        return ObjKey(gvk=self.gvk, namespace=namespace, name=self.name)
+
+
+@dataclass(frozen=True)
+class ObjectHead:
+    """What the recorder reads of a raw object's metadata, once per watch event or listed item
+    (``sanitize.read_head``), then passes down to every rule instead of the metadata itself."""
+
+    key: ObjKey
+    uid: str  # "" when the object has none: identity then falls back to the key
+    resource_version: str  # "" when the object has none
+    created: float | None  # creationTimestamp as Unix seconds; None when missing or malformed
+    owners: tuple[OwnerRef, ...]  # ownerReferences in listed order, malformed entries skipped

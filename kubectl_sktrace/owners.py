@@ -2,9 +2,8 @@
 
 Guarantees (SPEC §4, "Which owner gets a pod's lifecycle"):
 
-- ``owner_refs`` reads ``metadata.ownerReferences`` in their listed order; entries without
-  ``apiVersion``, ``kind`` or ``name`` are skipped (a filter must not crash on bad input); a missing
-  ``uid`` reads as ``""``.
+- The owner references come read from the object's head (``sanitize.read_head``: listed order, malformed
+  entries skipped); an owner's own references come from the injected ``lookup``.
 - ``resolve_chain`` walks owners depth first, each owner before its own owners, direct owners in their
   listed order (pod → ReplicaSet → Deployment; pod → Job → CronJob). Owners are assumed to live in the
   pod's namespace (Kubernetes forbids cross-namespace owners; cluster-scoped owners of namespaced objects
@@ -15,73 +14,29 @@ Guarantees (SPEC §4, "Which owner gets a pod's lifecycle"):
 - ``lifecycle_owner`` picks the first owner in the chain for which the injected predicate says "a
   tracked, currently existing object of a ``trackLifecycle`` kind"; a pod with no owners is its own
   owner (when the predicate accepts the pod itself, i.e. ``v1.Pod`` tracks lifecycles).
-- ``is_daemonset_owned``: any ownerReference of kind ``DaemonSet`` (any group, as SimKube checks the kind
-  only); such pods are recreated per node by the simulated DaemonSet and are left out of exports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import ObjectHead, ObjKey, OwnerRef
 
 DEFAULT_MAX_DEPTH = 10
 
 
-@dataclass(frozen=True)
-class OwnerRef:
-    """One ownerReference: the owner's kind, name and uid (``""`` when the reference has none)."""
-
-    gvk: GVK
-    name: str
-    uid: str
-
-    def key(self, namespace: str) -> ObjKey:
-        return ObjKey(gvk=self.gvk, namespace=namespace, name=self.name)
-
-
-def _raw_refs(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
-
-
-def owner_refs(obj: dict[str, Any]) -> list[OwnerRef]:
-    """The object's ownerReferences as ``OwnerRef``s, in listed order, malformed entries skipped."""
-    out = []
-    for ref in _raw_refs(obj):
-        api_version, kind, name, uid = ref.get("apiVersion"), ref.get("kind"), ref.get("name"), ref.get("uid")
-        if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind and isinstance(name, str) and name):
-            continue
-        out.append(OwnerRef(gvk=GVK.from_api_version(api_version, kind), name=name, uid=uid if isinstance(uid, str) else ""))
-    return out
-
-
-def _own_key(obj: dict[str, Any], namespace: str) -> ObjKey | None:
-    api_version, kind, meta = obj.get("apiVersion"), obj.get("kind"), obj.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind and isinstance(name, str) and name):
-        return None
-    return ObjKey(gvk=GVK.from_api_version(api_version, kind), namespace=namespace, name=name)
-
-
 def resolve_chain(
-    obj: dict[str, Any],
+    head: ObjectHead,
     *,
-    namespace: str,
-    lookup: Callable[[OwnerRef, str], list[OwnerRef] | None],
+    lookup: Callable[[OwnerRef, str], Sequence[OwnerRef] | None],
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> list[ObjKey]:
     """The object's owners, depth first (see the module docstring); ``lookup(ref, namespace)`` gives an owner's owners."""
+    namespace = head.key.namespace
     chain: list[ObjKey] = []
-    seen: set[ObjKey] = set()
-    own = _own_key(obj, namespace)
-    if own is not None:
-        seen.add(own)  # an owner cycle through the object itself must not list it as its own owner
+    seen: set[ObjKey] = {head.key}  # an owner cycle through the object itself must not list it as its own owner
 
-    def walk(refs: list[OwnerRef], depth: int) -> None:
+    def walk(refs: Sequence[OwnerRef], depth: int) -> None:
         for ref in refs:
             key = ref.key(namespace)
             if key in seen:
@@ -93,7 +48,7 @@ def resolve_chain(
                 if parents:
                     walk(parents, depth + 1)
 
-    walk(owner_refs(obj), 1)
+    walk(head.owners, 1)
     return chain
 
 
@@ -110,8 +65,3 @@ def lifecycle_owner(
         if is_tracked_lifecycle_owner(key):
             return key
     return None
-
-
-def is_daemonset_owned(obj: dict[str, Any]) -> bool:
-    """Whether any ownerReference is a DaemonSet."""
-    return any(ref.get("kind") == "DaemonSet" for ref in _raw_refs(obj))

@@ -1,4 +1,8 @@
-"""What an object looks like when it is stored in an event, and how its identity is read. Pure functions.
+"""What an object looks like when it is stored in an event, and how its metadata is read. Pure functions.
+
+``read_head`` is the one reader of a raw object's metadata on the recording path: key, uid, resourceVersion,
+creation time and owner references, read once per watch event or listed item (an ``ObjectHead``), which the
+recorder passes to every rule. ``object_key`` also reads the key of a trace's objects (they carry their kind).
 
 Guarantees (SPEC §4):
 
@@ -30,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_sktrace.errors import KubeError
-from kubectl_sktrace.model import POD, GVK, ObjKey
+from kubectl_sktrace.model import POD, SECRET, GVK, ObjectHead, ObjKey, OwnerRef
 from kubectl_sktrace.timeparse import parse_api_time
 
 DROPPED_METADATA = (
@@ -46,7 +50,6 @@ DROPPED_ANNOTATIONS = (
     "kubectl.kubernetes.io/last-applied-configuration",
     "deployment.kubernetes.io/revision",
 )
-SECRET = GVK("", "v1", "Secret")
 SECRET_VALUE_FIELDS = ("data", "stringData")
 
 
@@ -90,25 +93,58 @@ def deleted_stub(key: ObjKey) -> dict[str, Any]:
     }
 
 
-def object_key(obj: dict[str, Any], gvk: GVK) -> ObjKey:
-    """``(gvk, namespace, name)`` of a raw object; a missing namespace means cluster-scoped (``""``)."""
+def read_head(obj: dict[str, Any], gvk: GVK) -> ObjectHead:
+    """The object's head (key, uid, resourceVersion, creation time, owner references), read once; ``gvk`` is the
+    watched kind (list items carry no ``apiVersion``/``kind``). KubeError when it has no name."""
+    key = object_key(obj, gvk)
+    if key is None:
+        raise KubeError(f"the server sent a {gvk} object without metadata.name: check the API server or the kind's definition")
+    meta = obj["metadata"]
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    return ObjectHead(
+        key=key,
+        uid=uid if isinstance(uid, str) else "",
+        resource_version=str(version) if version else "",
+        created=parse_api_time(meta.get("creationTimestamp")),
+        owners=owner_refs(obj),
+    )
+
+
+def object_key(obj: dict[str, Any], gvk: GVK | None = None) -> ObjKey | None:
+    """``(gvk, namespace, name)`` of an object, its kind read from ``apiVersion``/``kind`` unless ``gvk`` is given;
+    a missing namespace means cluster-scoped (``""``). None when it has no name, or no kind to read."""
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     if not isinstance(name, str) or not name:
-        raise KubeError(f"the server sent a {gvk} object without metadata.name: check the API server or the kind's definition")
+        return None
+    if gvk is None:
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
+            return None
+        gvk = GVK.from_api_version(api_version, kind)
     namespace = meta.get("namespace") if isinstance(meta, dict) else None
     return ObjKey(gvk=gvk, namespace=namespace if isinstance(namespace, str) else "", name=name)
 
 
-def object_uid(obj: dict[str, Any]) -> str:
-    """``metadata.uid``, or ``""`` when the object has none (identity then falls back to the key)."""
+def _raw_refs(obj: dict[str, Any]) -> list[dict[str, Any]]:
     meta = obj.get("metadata")
-    uid = meta.get("uid") if isinstance(meta, dict) else None
-    return uid if isinstance(uid, str) else ""
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
 
 
-def creation_time(obj: dict[str, Any]) -> float | None:
-    """``metadata.creationTimestamp`` as Unix seconds, ``None`` when missing or malformed."""
-    meta = obj.get("metadata")
-    return parse_api_time(meta.get("creationTimestamp") if isinstance(meta, dict) else None)
+def owner_refs(obj: dict[str, Any]) -> tuple[OwnerRef, ...]:
+    """The object's ownerReferences, in listed order; entries without ``apiVersion``, ``kind`` or ``name`` are
+    skipped (a filter must not crash on bad input); a missing ``uid`` reads as ``""``."""
+    out = []
+    for ref in _raw_refs(obj):
+        api_version, kind, name, uid = ref.get("apiVersion"), ref.get("kind"), ref.get("name"), ref.get("uid")
+        if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind and isinstance(name, str) and name):
+            continue
+        out.append(OwnerRef(gvk=GVK.from_api_version(api_version, kind), name=name, uid=uid if isinstance(uid, str) else ""))
+    return tuple(out)
 
+
+def is_daemonset_owned(obj: dict[str, Any]) -> bool:
+    """Whether any ownerReference is a DaemonSet (any group, as SimKube checks the kind only): such pods are
+    recreated per node by the simulated DaemonSet and are left out of exports."""
+    return any(ref.get("kind") == "DaemonSet" for ref in _raw_refs(obj))

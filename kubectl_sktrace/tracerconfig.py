@@ -23,22 +23,16 @@ from typing import Any, Iterator, Mapping
 import yaml
 
 from kubectl_sktrace.errors import ConfigError, UsageError
-from kubectl_sktrace.model import GVK
-
-DEPLOYMENT = GVK("apps", "v1", "Deployment")
-STATEFULSET = GVK("apps", "v1", "StatefulSet")
-JOB = GVK("batch", "v1", "Job")
-CRONJOB = GVK("batch", "v1", "CronJob")
-SECRET = GVK("", "v1", "Secret")
+from kubectl_sktrace.model import CRONJOB, DAEMONSET, DEPLOYMENT, GVK, JOB, POD, REPLICASET, SECRET, STATEFULSET
 
 KNOWN_TEMPLATE_PATHS: dict[GVK, tuple[str, ...]] = {
     CRONJOB: ("/spec/jobTemplate/spec/template",),
-    GVK("apps", "v1", "DaemonSet"): ("/spec/template",),
+    DAEMONSET: ("/spec/template",),
     DEPLOYMENT: ("/spec/template",),
     JOB: ("/spec/template",),
-    GVK("apps", "v1", "ReplicaSet"): ("/spec",),
+    REPLICASET: ("/spec",),
     STATEFULSET: ("/spec/template",),
-    GVK("", "v1", "Pod"): ("",),
+    POD: ("",),
 }
 
 _OPTION_KEYS = ("podSpecTemplatePaths", "podSpecTemplatePath", "trackLifecycle", "skipOwned", "keepSecretData")

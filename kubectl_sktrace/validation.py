@@ -24,14 +24,11 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import ConfigError
-from kubectl_sktrace.inspection import object_key
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import CONFIG_MAP, SECRET, SERVICE_ACCOUNT, GVK, ObjKey
+from kubectl_sktrace.sanitize import object_key
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, resolve_pointer
 from kubectl_sktrace.traceformat import Trace, read_trace
 
-SERVICE_ACCOUNT = GVK("", "v1", "ServiceAccount")
-SECRET = GVK("", "v1", "Secret")
-CONFIG_MAP = GVK("", "v1", "ConfigMap")
 
 RULES = {
     "W0000": "status field present",
@@ -174,21 +171,25 @@ def _reference_checks(
         account = spec.get("serviceAccountName") or spec.get("serviceAccount")
         yield from missing("E0001", SERVICE_ACCOUNT, account, "ServiceAccount")
         for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
-            if not isinstance(container, dict):
-                continue
-            for env in container.get("env") or ():
-                source = env.get("valueFrom") if isinstance(env, dict) else None
-                if isinstance(source, dict):
-                    yield from _ref(missing, "E0002", SECRET, source.get("secretKeyRef"), "name", "env Secret")
-                    yield from _ref(missing, "E0003", CONFIG_MAP, source.get("configMapKeyRef"), "name", "env ConfigMap")
-            for env_from in container.get("envFrom") or ():
-                if isinstance(env_from, dict):
-                    yield from _ref(missing, "E0002", SECRET, env_from.get("secretRef"), "name", "envFrom Secret")
-                    yield from _ref(missing, "E0003", CONFIG_MAP, env_from.get("configMapRef"), "name", "envFrom ConfigMap")
+            if isinstance(container, dict):
+                yield from _container_refs(missing, container)
         for volume in spec.get("volumes") or ():
             if isinstance(volume, dict):
                 yield from _ref(missing, "E0004", SECRET, volume.get("secret"), "secretName", "volume Secret")
                 yield from _ref(missing, "E0005", CONFIG_MAP, volume.get("configMap"), "name", "volume ConfigMap")
+
+
+def _container_refs(missing: Any, container: dict[str, Any]) -> Iterator[Finding]:
+    """A container's env and envFrom references to Secrets and ConfigMaps."""
+    for env in container.get("env") or ():
+        source = env.get("valueFrom") if isinstance(env, dict) else None
+        if isinstance(source, dict):
+            yield from _ref(missing, "E0002", SECRET, source.get("secretKeyRef"), "name", "env Secret")
+            yield from _ref(missing, "E0003", CONFIG_MAP, source.get("configMapKeyRef"), "name", "env ConfigMap")
+    for env_from in container.get("envFrom") or ():
+        if isinstance(env_from, dict):
+            yield from _ref(missing, "E0002", SECRET, env_from.get("secretRef"), "name", "envFrom Secret")
+            yield from _ref(missing, "E0003", CONFIG_MAP, env_from.get("configMapRef"), "name", "envFrom ConfigMap")
 
 
 def _ref(missing: Any, code: str, gvk: GVK, ref: object, name_key: str, what: str) -> Iterator[Finding]:

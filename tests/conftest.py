@@ -143,9 +143,9 @@ class CacheBuilder:
         with self.cache.transaction() as conn:
             conn.execute(
                 "INSERT INTO pods (uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, "
-                "live, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "live, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (uid or f"uid-{name}", namespace, name, str(owner.gvk) if owner else None, owner.namespace if owner else None,
-                 owner.name if owner else None, to_db_hash(stable_hash), start_ts, end_ts, int(end_ts is None), first_seen, first_seen),
+                 owner.name if owner else None, to_db_hash(stable_hash), start_ts, end_ts, int(end_ts is None), first_seen),
             )
 
     def close(self) -> None:

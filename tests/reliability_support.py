@@ -489,7 +489,7 @@ def _truth_lives(changes: Sequence[Change]) -> dict[Key, list[_Life]]:
 
 def _exported_lives(trace: Any, namespaces: frozenset[str]) -> tuple[dict[Key, list[_Life]], int, list[str]]:
     from kubectl_sktrace.hashing import spec_hash
-    from kubectl_sktrace.inspection import object_key
+    from kubectl_sktrace.sanitize import object_key
 
     lives: dict[Key, list[_Life]] = {}
     changes, duplicates = 0, []

@@ -8,7 +8,8 @@ import pytest
 
 from kubectl_sktrace.changes import Decision, Known, decide_applied, event_second, is_skipped_owned, same_uid, vanished
 from kubectl_sktrace.hashing import spec_hash
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.sanitize import read_head
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 
@@ -58,11 +59,11 @@ OWNED = {"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "apps/v1",
         pytest.param({"metadata": {"name": "p"}}, True, False, id="bare-kept"),
         pytest.param({"metadata": {"name": "p", "ownerReferences": []}}, True, False, id="empty-refs-kept"),
         pytest.param({"metadata": {"name": "p", "ownerReferences": None}}, True, False, id="null-refs-kept"),
-        pytest.param({}, True, False, id="no-metadata-kept"),
+        pytest.param({"metadata": {"name": "p", "ownerReferences": [{"kind": "ReplicaSet"}]}}, True, False, id="unreadable-refs-kept"),
     ],
 )
 def test_is_skipped_owned(obj: dict[str, Any], skip_owned: bool, skipped: bool) -> None:
-    assert is_skipped_owned(obj, skip_owned=skip_owned) is skipped
+    assert is_skipped_owned(read_head(obj, POD), skip_owned=skip_owned) is skipped
 
 
 @pytest.mark.parametrize(

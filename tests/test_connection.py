@@ -111,3 +111,56 @@ def test_the_writer_probe_creates_no_lock_file(tmp_path: Path) -> None:
     with WriterLock(path):
         assert writer_active(path)
     assert not writer_active(path)
+
+
+def _schema_2_cache(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache as the schema before 0003 left it: objects and pods with the columns nothing read."""
+    from kubectl_sktrace.store import schema
+
+    with monkeypatch.context() as patch:
+        patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:2])
+        patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", 2)
+        with open_cache(path, create=True) as cache:
+            with cache.transaction() as conn:
+                conn.execute("INSERT INTO objects (gvk, namespace, name, uid, spec_hash, resource_version, created, last_seen) "
+                             "VALUES ('apps/v1.Deployment', 'ns', 'web', 'd1', 7, '12', 1.5, 2.5)")
+                conn.executemany(
+                    "INSERT INTO pods (id, uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, "
+                    "end_ts, end_inferred, live, first_seen, last_seen) VALUES (?, ?, 'ns', ?, 'apps/v1.Deployment', 'ns', 'web', "
+                    "5, 3, NULL, 0, 1, ?, ?)",
+                    [(4, "p4", "web-a", 3.5, 9.0), (9, "p9", "web-b", 4.5, 9.0)],
+                )
+            cache.checkpoint()
+
+
+def _columns(cache: object, table: str) -> list[str]:
+    return [row[1] for row in cache.conn.execute(f"PRAGMA table_info({table})")]  # type: ignore[attr-defined]
+
+
+def test_0003_drops_the_columns_nothing_read_and_keeps_every_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.db"
+    _schema_2_cache(path, monkeypatch)
+    with open_cache(path, create=False) as cache:
+        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert _columns(cache, "objects") == ["gvk", "namespace", "name", "uid", "spec_hash"]
+        assert "last_seen" not in _columns(cache, "pods") and "first_seen" in _columns(cache, "pods")
+        assert cache.conn.execute("SELECT * FROM objects").fetchall() == [("apps/v1.Deployment", "ns", "web", "d1", 7)]
+        assert cache.conn.execute("SELECT id, uid, name, owner_name, stable_hash, start_ts, live, first_seen FROM pods ORDER BY id").fetchall() == [
+            (4, "p4", "web-a", "web", 5, 3, 1, 3.5), (9, "p9", "web-b", "web", 5, 3, 1, 4.5)]
+        indexes = {row[0] for row in cache.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'pods'")}
+        assert "pods_owner" in indexes
+        assert cache.conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_cache_before_0003_is_still_read_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_sktrace.store.status import cache_status
+
+    path = tmp_path / "c.db"
+    _schema_2_cache(path, monkeypatch)
+    before = _listing(tmp_path)
+    with open_cache_readonly(path) as reader:
+        assert reader.conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        status = cache_status(reader)
+    assert _listing(tmp_path) == before
+    assert status.schema_version == 2
+    assert [(k.gvk, k.live) for k in status.kinds] == [("apps/v1.Deployment", 1)]

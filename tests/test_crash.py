@@ -128,7 +128,7 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
-    from kubectl_sktrace.inspection import object_key
+    from kubectl_sktrace.sanitize import object_key
 
     key = object_key(obj)
     assert key is not None

@@ -286,6 +286,16 @@ def test_json_and_yaml_are_for_people(simkube_cache):
     assert as_yaml["index"] == as_json["index"]
 
 
+def test_json_and_yaml_state_the_trace_format_version(simkube_cache, monkeypatch):
+    from kubectl_sktrace.traceformat import FORMAT_VERSION
+
+    for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
+        assert load(run_export(simkube_cache, 1, 10, fmt=fmt)[1])["version"] == FORMAT_VERSION
+    monkeypatch.setattr("kubectl_sktrace.export.FORMAT_VERSION", FORMAT_VERSION + 1)  # one constant says it
+    for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
+        assert load(run_export(simkube_cache, 1, 10, fmt=fmt)[1])["version"] == FORMAT_VERSION + 1
+
+
 def test_a_cache_with_no_recording_is_an_error(cache_builder):
     with pytest.raises(CacheError, match=r"holds no recording yet; record first with 'kubectl sktrace start'"):
         run_export(cache_builder, 0, 10)

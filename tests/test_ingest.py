@@ -378,3 +378,29 @@ def test_a_row_written_after_a_commit_is_never_received_before_that_commits_hear
     h.finish(ing, T0 + 20)
     assert h.cache.conn.execute("SELECT name, ts, recv FROM events ORDER BY id").fetchall() == [
         ("web", int(T0), T0), ("api", int(T0) + 10, T0 + 12.5)]
+
+
+def test_each_object_is_read_once_per_message(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One reading of an object's metadata (its head) serves every rule: a pod that is tracked, lifecycle-owned
+    and listed, then watched, is read once per item and once per event."""
+    from kubectl_sktrace import sanitize
+
+    reads: list[ObjKey] = []
+    real = sanitize.read_head
+
+    def counting(obj: dict[str, Any], gvk: GVK) -> Any:
+        head = real(obj, gvk)
+        reads.append(head.key)
+        return head
+
+    monkeypatch.setattr(sanitize, "read_head", counting)
+    config = TracerConfig(tracked={**CONFIG.tracked, POD: TrackedObject(track_lifecycle=True)})
+    ing = h.ingest(config=config)
+    listing(ing, REPLICASET, [replicaset("rs", "r1", "web", "d1")], T0)
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    listing(ing, POD, [pod("web-a", "p1", rs="rs", rs_uid="r1", started=T0 - 5)], T0)
+    ing.event(POD, "MODIFIED", pod("web-a", "p1", rs="rs", rs_uid="r1", started=T0 - 5, finished=T0 + 1), T0 + 2)
+    ing.event(POD, "DELETED", pod("web-a", "p1", rs="rs", rs_uid="r1", started=T0 - 5, finished=T0 + 1), T0 + 3)
+    rs, web, web_a = ObjKey(REPLICASET, "ns", "rs"), ObjKey(DEPLOY, "ns", "web"), ObjKey(POD, "ns", "web-a")
+    assert reads == [rs, web, web_a, web_a, web_a]
+    assert ing.stats_for(POD).applied == 1 and ing.stats_for(POD).deleted_live == 1  # a status change alone records nothing

@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kubectl_sktrace.errors import TraceFormatError
-from kubectl_sktrace.inspection import inspect_trace, object_key
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.inspection import inspect_trace
 
 
 def test_inspect_dsb(dsb_path) -> None:
@@ -45,16 +44,3 @@ def test_inspect_rejects_non_traces(tmp_path) -> None:
     path.write_bytes(b"")
     with pytest.raises(TraceFormatError, match="the file is empty"):
         inspect_trace(str(path), with_events=False)
-
-
-@pytest.mark.parametrize(
-    ("obj", "key"),
-    [
-        pytest.param({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a", "namespace": "n"}}, ObjKey(GVK("apps", "v1", "Deployment"), "n", "a"), id="namespaced"),
-        pytest.param({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}, ObjKey(GVK("", "v1", "Namespace"), "", "n"), id="cluster-scoped"),
-        pytest.param({"kind": "Pod", "metadata": {"name": "a"}}, None, id="no-api-version"),
-        pytest.param({"apiVersion": "v1", "kind": "Pod", "metadata": {}}, None, id="no-name"),
-    ],
-)
-def test_object_key(obj, key) -> None:
-    assert object_key(obj) == key

@@ -90,6 +90,32 @@ def test_pure_modules_do_no_io(name) -> None:
     assert {i for i in ours if not any(i == m or i.startswith(m + ".") for m in PURE_MAY_IMPORT)} == set()
 
 
+# The recording side's rooms, lowest first: a room may import those before it, never those after it.
+RECORDER_ROOMS = ["kubectl_sktrace.ingest", "kubectl_sktrace.writer", "kubectl_sktrace.recorder"]
+# who may import the recorder's rooms: the session wires them, the CLI starts it; progress only reads counters
+ROOM_IMPORTERS = {
+    "kubectl_sktrace.ingest": {"kubectl_sktrace.writer", "kubectl_sktrace.recorder", "kubectl_sktrace.progress"},
+    "kubectl_sktrace.writer": {"kubectl_sktrace.recorder"},
+    "kubectl_sktrace.recorder": {"kubectl_sktrace.cli"},
+}
+
+
+@pytest.mark.parametrize("room", RECORDER_ROOMS)
+def test_recorder_rooms_import_downwards(room) -> None:
+    later = RECORDER_ROOMS[RECORDER_ROOMS.index(room) + 1:]
+    assert {i for i in MODULES[room] if any(i == m or i.startswith(m + ".") for m in later)} == set()
+
+
+def test_ingest_is_single_threaded() -> None:
+    assert "threading" not in {i.split(".")[0] for i in MODULES["kubectl_sktrace.ingest"]}  # the writer serializes it
+
+
+@pytest.mark.parametrize("room", RECORDER_ROOMS)
+def test_recorder_rooms_have_known_importers(room) -> None:
+    importers = {m for m, imports in MODULES.items() if m != room and any(i == room or i.startswith(room + ".") for i in imports)}
+    assert importers <= ROOM_IMPORTERS[room]
+
+
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:
     assert "tabulate" in MODULES["kubectl_sktrace.render"]
     assert "kubectl_sktrace.inspection" in MODULES["kubectl_sktrace.cli"]  # imported inside a command

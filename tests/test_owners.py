@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.model import POD, GVK, ObjKey
-from kubectl_sktrace.owners import OwnerRef, is_daemonset_owned, lifecycle_owner, owner_refs, resolve_chain
+from kubectl_sktrace.model import POD, GVK, ObjectHead, ObjKey, OwnerRef
+from kubectl_sktrace.owners import lifecycle_owner, resolve_chain
+from kubectl_sktrace.sanitize import owner_refs, read_head
 
 NS = "shop"
 DEPLOY = GVK("apps", "v1", "Deployment")
@@ -30,6 +31,10 @@ def k(gvk: GVK, name: str) -> ObjKey:
     return ObjKey(gvk, NS, name)
 
 
+def head(pod: dict[str, Any]) -> ObjectHead:
+    return read_head(pod, POD)
+
+
 class FakeCluster:
     """Owners by key; a lookup resolves a reference only when the object exists with the referenced uid."""
 
@@ -37,29 +42,13 @@ class FakeCluster:
         self.objects = objects
         self.calls: list[tuple[ObjKey, str]] = []
 
-    def lookup(self, owner: OwnerRef, namespace: str) -> list[OwnerRef] | None:
+    def lookup(self, owner: OwnerRef, namespace: str) -> tuple[OwnerRef, ...] | None:
         key = ObjKey(owner.gvk, namespace, owner.name)
         self.calls.append((key, owner.uid))
         found = self.objects.get(key)
         if found is None or found["metadata"].get("uid", f"uid-{owner.name}") != owner.uid:
             return None
         return owner_refs(found)
-
-
-@pytest.mark.parametrize(
-    "raw, expected",
-    [
-        pytest.param(obj(ref(RS, "web-1")), [OwnerRef(RS, "web-1", "uid-web-1")], id="one"),
-        pytest.param(obj(ref(JOB, "j"), ref(CUSTOM, "w")), [OwnerRef(JOB, "j", "uid-j"), OwnerRef(CUSTOM, "w", "uid-w")], id="listed-order"),
-        pytest.param(obj({"apiVersion": "v1", "kind": "Node", "name": "n1"}), [OwnerRef(GVK("", "v1", "Node"), "n1", "")], id="core-no-uid"),
-        pytest.param(obj({"kind": "ReplicaSet", "name": "r"}, {"apiVersion": "apps/v1", "name": "r"}, {"apiVersion": "apps/v1", "kind": "ReplicaSet"}, "junk", None), [], id="malformed-skipped"),
-        pytest.param({"metadata": {"name": "x"}}, [], id="none"),
-        pytest.param({"metadata": {"name": "x", "ownerReferences": None}}, [], id="null"),
-        pytest.param({}, [], id="no-metadata"),
-    ],
-)
-def test_owner_refs(raw: dict[str, Any], expected: list[OwnerRef]) -> None:
-    assert owner_refs(raw) == expected
 
 
 POD_OF_RS = obj(ref(RS, "web-5d8f"), name="web-5d8f-abc")
@@ -102,23 +91,24 @@ STALE_UID_CLUSTER = {k(RS, "web-5d8f"): {"metadata": {"name": "web-5d8f", "uid":
         pytest.param(MULTI, MULTI_CLUSTER, [k(CUSTOM, "a"), k(RS, "b"), k(DEPLOY, "d"), k(STS, "e"), k(JOB, "c")], id="multi-owner-depth-first-diamond-once"),
         pytest.param(obj(ref(RS, "a"), name="p"), CYCLE_CLUSTER, [k(RS, "a"), k(DEPLOY, "b")], id="owner-cycle"),
         pytest.param(SELF_CYCLE_POD, SELF_CYCLE_CLUSTER, [k(RS, "a")], id="cycle-through-the-pod-itself"),
+        pytest.param(obj(ref(RS, "a"), name="p"), SELF_CYCLE_CLUSTER, [k(RS, "a")], id="cycle-through-a-listed-pod-itself"),
         pytest.param(obj(ref(RS, "a"), ref(RS, "a"), name="p"), {}, [k(RS, "a")], id="duplicate-reference-once"),
     ],
 )
 def test_resolve_chain(pod: dict[str, Any], cluster: dict[ObjKey, dict[str, Any]], chain: list[ObjKey]) -> None:
     fake = FakeCluster(cluster)
-    assert resolve_chain(pod, namespace=NS, lookup=fake.lookup) == chain
+    assert resolve_chain(head(pod), lookup=fake.lookup) == chain
 
 
 def test_lookup_gets_namespace_and_uid() -> None:
     fake = FakeCluster(DEPLOYMENT_CLUSTER)
-    resolve_chain(POD_OF_RS, namespace=NS, lookup=fake.lookup)
+    resolve_chain(head(POD_OF_RS), lookup=fake.lookup)
     assert fake.calls == [(k(RS, "web-5d8f"), "uid-web-5d8f"), (k(DEPLOY, "web"), "uid-web")]
 
 
 def test_cycle_asks_each_owner_once() -> None:
     fake = FakeCluster(CYCLE_CLUSTER)
-    resolve_chain(obj(ref(RS, "a"), name="p"), namespace=NS, lookup=fake.lookup)
+    resolve_chain(head(obj(ref(RS, "a"), name="p")), lookup=fake.lookup)
     assert fake.calls == [(k(RS, "a"), "uid-a"), (k(DEPLOY, "b"), "uid-b")]
 
 
@@ -126,14 +116,14 @@ def test_cycle_asks_each_owner_once() -> None:
 def test_max_depth_bounds_a_long_chain(max_depth: int, length: int) -> None:
     cluster = {k(RS, f"o{i}"): obj(ref(RS, f"o{i + 1}"), name=f"o{i}") for i in range(50)}
     fake = FakeCluster(cluster)
-    chain = resolve_chain(obj(ref(RS, "o0"), name="p"), namespace=NS, lookup=fake.lookup, max_depth=max_depth)
+    chain = resolve_chain(head(obj(ref(RS, "o0"), name="p")), lookup=fake.lookup, max_depth=max_depth)
     assert chain == [k(RS, f"o{i}") for i in range(length)]
     assert len(fake.calls) == length - 1
 
 
 def test_default_depth_is_ten() -> None:
     cluster = {k(RS, f"o{i}"): obj(ref(RS, f"o{i + 1}"), name=f"o{i}") for i in range(50)}
-    assert len(resolve_chain(obj(ref(RS, "o0"), name="p"), namespace=NS, lookup=FakeCluster(cluster).lookup)) == 10
+    assert len(resolve_chain(head(obj(ref(RS, "o0"), name="p")), lookup=FakeCluster(cluster).lookup)) == 10
 
 
 POD_KEY = ObjKey(POD, NS, "p")
@@ -157,25 +147,9 @@ def test_lifecycle_owner(chain: list[ObjKey], tracked: set[ObjKey], expected: Ob
 
 
 def test_chain_then_owner_end_to_end() -> None:
-    chain = resolve_chain(POD_OF_RS, namespace=NS, lookup=FakeCluster(DEPLOYMENT_CLUSTER).lookup)
+    chain = resolve_chain(head(POD_OF_RS), lookup=FakeCluster(DEPLOYMENT_CLUSTER).lookup)
     tracked_kinds = {DEPLOY}
     existing = set(DEPLOYMENT_CLUSTER)
     owner = lifecycle_owner(pod_key=POD_KEY, chain=chain, is_tracked_lifecycle_owner=lambda key: key.gvk in tracked_kinds and key in existing)
     assert owner == k(DEPLOY, "web")
     assert owner.ns_name == "shop/web"
-
-
-@pytest.mark.parametrize(
-    "raw, owned",
-    [
-        pytest.param(obj(ref(GVK("apps", "v1", "DaemonSet"), "ds")), True, id="daemonset"),
-        pytest.param(obj(ref(RS, "r"), ref(GVK("apps", "v1", "DaemonSet"), "ds")), True, id="daemonset-second"),
-        pytest.param(obj(ref(GVK("apps.kruise.io", "v1alpha1", "DaemonSet"), "ds")), True, id="any-group"),
-        pytest.param(obj(ref(RS, "r")), False, id="replicaset"),
-        pytest.param(obj(), False, id="no-owners"),
-        pytest.param({"metadata": {"ownerReferences": "junk"}}, False, id="malformed"),
-        pytest.param({}, False, id="no-metadata"),
-    ],
-)
-def test_is_daemonset_owned(raw: dict[str, Any], owned: bool) -> None:
-    assert is_daemonset_owned(raw) is owned

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.model import GVK, POD, ObjKey, OwnerRef
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body
 from kubectl_sktrace.store.recording import (
@@ -98,14 +98,14 @@ def test_events_objects_and_owner_chain_round_trip(rec: Recording) -> None:
         rec.append_event(run, EventRow(ts=10, recv=10.25, key=key, uid="u1", op=OP_APPLIED, spec_hash=BIG_HASH,
                                        owner_chain=chain, body={"kind": "Deployment", "spec": {"replicas": 2}}))
         rec.append_event(run, EventRow(ts=11, recv=11.0, key=key, uid="u1", op=OP_DELETED, inferred=True))
-        rec.upsert_object(key, uid="u1", spec_hash=BIG_HASH, resource_version="7", created=5.0, seen=10.25)
+        rec.upsert_object(key, uid="u1", spec_hash=BIG_HASH)
     rows = rec.cache.conn.execute("SELECT ts, recv, op, inferred, spec_hash, owner_chain, body FROM events ORDER BY id").fetchall()
     assert rows[0][:4] == (10, 10.25, 0, 0) and rows[0][4] == BIG_HASH - (1 << 64)
     assert chain_from_json(rows[0][5]) == chain
     assert decode_body(rows[0][6]) == {"kind": "Deployment", "spec": {"replicas": 2}}
     assert rows[1] == (11, 11.0, 1, 1, None, None, None)
     live = rec.load_live_objects()
-    assert live[key].uid == "u1" and live[key].spec_hash == BIG_HASH and live[key].created == 5.0
+    assert live[key].uid == "u1" and live[key].spec_hash == BIG_HASH
     with rec.batch():
         rec.delete_object(key)
     assert rec.load_live_objects() == {}
@@ -114,17 +114,17 @@ def test_events_objects_and_owner_chain_round_trip(rec: Recording) -> None:
 def test_pods_owners_watch_state_and_discovery(rec: Recording) -> None:
     with rec.batch():
         rec.insert_pod(uid="p1", namespace="ns", name="a", owner=ObjKey(DEPLOY, "ns", "web"), stable_hash=BIG_HASH,
-                       start_ts=None, end_ts=None, seen=1.0)
-        rec.insert_pod(uid="p2", namespace="ns", name="b", owner=None, stable_hash=None, start_ts=3, end_ts=None, seen=1.0)
-        rec.update_pod("p2", start_ts=3, end_ts=9, end_inferred=True, live=False, seen=9.0)
-        rec.upsert_owner(ObjKey(RS, "ns", "web-1"), OwnerRecord("r1", ((DEPLOY, "web", "d1"),)), fetched=2.0)
+                       start_ts=None, end_ts=None, first_seen=1.0)
+        rec.insert_pod(uid="p2", namespace="ns", name="b", owner=None, stable_hash=None, start_ts=3, end_ts=None, first_seen=1.0)
+        rec.update_pod("p2", start_ts=3, end_ts=9, end_inferred=True, live=False)
+        rec.upsert_owner(ObjKey(RS, "ns", "web-1"), OwnerRecord("r1", (OwnerRef(DEPLOY, "web", "d1"),)), fetched=2.0)
         rec.set_watch_state(POD, "42", 3.0)
         rec.set_watch_state(POD, "43", 4.0)
     assert list(rec.load_live_pods()) == ["p1"]
     assert rec.cache.conn.execute("SELECT owner_gvk, owner_namespace, owner_name FROM pods WHERE uid='p1'").fetchone() == (
         "apps/v1.Deployment", "ns", "web")
     assert rec.cache.conn.execute("SELECT start_ts, end_ts, end_inferred, live FROM pods WHERE uid='p2'").fetchone() == (3, 9, 1, 0)
-    assert rec.load_owners() == {ObjKey(RS, "ns", "web-1"): OwnerRecord("r1", ((DEPLOY, "web", "d1"),))}
+    assert rec.load_owners() == {ObjKey(RS, "ns", "web-1"): OwnerRecord("r1", (OwnerRef(DEPLOY, "web", "d1"),))}
     assert rec.load_owner(ObjKey(RS, "ns", "nope")) is None
     assert rec.cache.conn.execute("SELECT resource_version FROM watch_state").fetchall() == [("43",)]
     rec.save_discovery({"apps/v1": {"resources": []}}, fetched=5.0)

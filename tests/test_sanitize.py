@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from kubectl_sktrace.errors import KubeError
-from kubectl_sktrace.model import POD, GVK, ObjKey
-from kubectl_sktrace.sanitize import creation_time, deleted_stub, object_key, object_uid, sanitize
+from kubectl_sktrace.model import POD, GVK, ObjectHead, ObjKey, OwnerRef
+from kubectl_sktrace.sanitize import deleted_stub, is_daemonset_owned, object_key, owner_refs, read_head, sanitize
+from tests.test_owners import CUSTOM, JOB, RS, obj, ref
 from kubectl_sktrace.timeparse import parse_api_time
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
@@ -177,17 +178,31 @@ def test_deleted_stub(key: ObjKey, stub: dict[str, Any]) -> None:
         pytest.param({"metadata": {"name": "shop"}}, NAMESPACE, ObjKey(NAMESPACE, "", "shop"), id="cluster-scoped"),
         pytest.param({"metadata": {"name": "shop", "namespace": None}}, NAMESPACE, ObjKey(NAMESPACE, "", "shop"), id="null-namespace"),
         pytest.param({"kind": "Other", "metadata": {"name": "p", "namespace": "ns"}}, POD, ObjKey(POD, "ns", "p"), id="gvk-from-watched-kind"),
+        pytest.param({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a", "namespace": "n"}}, None, ObjKey(DEPLOYMENT, "n", "a"), id="trace-namespaced"),
+        pytest.param({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}, None, ObjKey(NAMESPACE, "", "n"), id="trace-cluster-scoped"),
+        pytest.param({"kind": "Pod", "metadata": {"name": "a"}}, None, None, id="trace-no-api-version"),
+        pytest.param({"apiVersion": "v1", "kind": "Pod", "metadata": {}}, None, None, id="trace-no-name"),
+        pytest.param({"metadata": {"name": ""}}, DEPLOYMENT, None, id="empty-name"),
     ],
 )
-def test_object_key(obj: dict[str, Any], gvk: GVK, key: ObjKey) -> None:
+def test_object_key(obj: dict[str, Any], gvk: GVK | None, key: ObjKey | None) -> None:
     assert object_key(obj, gvk) == key
 
 
 @pytest.mark.parametrize("obj", [{}, {"metadata": {}}, {"metadata": {"name": ""}}, {"metadata": None}], ids=["no-metadata", "no-name", "empty-name", "null-metadata"])
-def test_object_key_without_name(obj: dict[str, Any]) -> None:
+def test_read_head_without_name(obj: dict[str, Any]) -> None:
     with pytest.raises(KubeError) as err:
-        object_key(obj, DEPLOYMENT)
+        read_head(obj, DEPLOYMENT)
     assert str(err.value) == "the server sent a apps/v1.Deployment object without metadata.name: check the API server or the kind's definition"
+
+
+def test_read_head_reads_every_fact_once() -> None:
+    obj = {"metadata": {"name": "web-1", "namespace": "shop", "uid": "u1", "resourceVersion": "42",
+                        "creationTimestamp": "2026-11-22T10:00:00Z", "ownerReferences": [OWNER, "junk"]}}
+    assert read_head(obj, POD) == ObjectHead(
+        key=ObjKey(POD, "shop", "web-1"), uid="u1", resource_version="42", created=1795341600.0,
+        owners=(OwnerRef(GVK("apps", "v1", "ReplicaSet"), "web-5d8f", "rs-uid"),),
+    )
 
 
 @pytest.mark.parametrize(
@@ -199,8 +214,8 @@ def test_object_key_without_name(obj: dict[str, Any]) -> None:
         pytest.param({"metadata": {"uid": 5}}, "", id="not-a-string"),
     ],
 )
-def test_object_uid(obj: dict[str, Any], uid: str) -> None:
-    assert object_uid(obj) == uid
+def test_head_uid(obj: dict[str, Any], uid: str) -> None:
+    assert read_head({**obj, "metadata": {**obj.get("metadata", {}), "name": "x"}}, POD).uid == uid
 
 
 @pytest.mark.parametrize(
@@ -240,8 +255,21 @@ def test_parse_api_time(value: object, expected: float | None) -> None:
         pytest.param({"metadata": {"creationTimestamp": "yesterday"}}, None, id="malformed"),
     ],
 )
-def test_creation_time(obj: dict[str, Any], expected: float | None) -> None:
-    assert creation_time(obj) == expected
+def test_head_creation_time(obj: dict[str, Any], expected: float | None) -> None:
+    assert read_head({**obj, "metadata": {**obj.get("metadata", {}), "name": "x"}}, POD).created == expected
+
+
+@pytest.mark.parametrize(
+    "version, expected",
+    [
+        pytest.param("42", "42", id="string"),
+        pytest.param(None, "", id="missing"),
+        pytest.param("", "", id="empty"),
+        pytest.param(42, "42", id="number"),
+    ],
+)
+def test_head_resource_version(version: object, expected: str) -> None:
+    assert read_head({"metadata": {"name": "x", "resourceVersion": version}}, POD).resource_version == expected
 
 
 ALLOWED_IMPORTS = {"__future__", "collections", "copy", "dataclasses", "math", "re", "typing", "kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.sanitize", "kubectl_sktrace.hashing"}
@@ -263,3 +291,35 @@ def test_rule_modules_stay_pure(module: str) -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
     assert {name for name in imported if name not in ALLOWED_IMPORTS and name.split(".")[0] not in {"collections", "typing"}} == set()
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        pytest.param(obj(ref(RS, "web-1")), [OwnerRef(RS, "web-1", "uid-web-1")], id="one"),
+        pytest.param(obj(ref(JOB, "j"), ref(CUSTOM, "w")), [OwnerRef(JOB, "j", "uid-j"), OwnerRef(CUSTOM, "w", "uid-w")], id="listed-order"),
+        pytest.param(obj({"apiVersion": "v1", "kind": "Node", "name": "n1"}), [OwnerRef(GVK("", "v1", "Node"), "n1", "")], id="core-no-uid"),
+        pytest.param(obj({"kind": "ReplicaSet", "name": "r"}, {"apiVersion": "apps/v1", "name": "r"}, {"apiVersion": "apps/v1", "kind": "ReplicaSet"}, "junk", None), [], id="malformed-skipped"),
+        pytest.param({"metadata": {"name": "x"}}, [], id="none"),
+        pytest.param({"metadata": {"name": "x", "ownerReferences": None}}, [], id="null"),
+        pytest.param({}, [], id="no-metadata"),
+    ],
+)
+def test_owner_refs(raw: dict[str, Any], expected: list[OwnerRef]) -> None:
+    assert list(owner_refs(raw)) == expected
+
+
+@pytest.mark.parametrize(
+    "raw, owned",
+    [
+        pytest.param(obj(ref(GVK("apps", "v1", "DaemonSet"), "ds")), True, id="daemonset"),
+        pytest.param(obj(ref(RS, "r"), ref(GVK("apps", "v1", "DaemonSet"), "ds")), True, id="daemonset-second"),
+        pytest.param(obj(ref(GVK("apps.kruise.io", "v1alpha1", "DaemonSet"), "ds")), True, id="any-group"),
+        pytest.param(obj(ref(RS, "r")), False, id="replicaset"),
+        pytest.param(obj(), False, id="no-owners"),
+        pytest.param({"metadata": {"ownerReferences": "junk"}}, False, id="malformed"),
+        pytest.param({}, False, id="no-metadata"),
+    ],
+)
+def test_is_daemonset_owned(raw: dict[str, Any], owned: bool) -> None:
+    assert is_daemonset_owned(raw) is owned

@@ -34,17 +34,17 @@ def record_two_runs(rec: Recording) -> None:
         for name in ("a", "b"):
             rec.append_event(run1, EventRow(ts=int(T0) + 2, recv=T0 + 2, key=ObjKey(DEPLOY, "ns", name), uid=name, op=OP_APPLIED,
                                             spec_hash=1, body={}))
-            rec.upsert_object(ObjKey(DEPLOY, "ns", name), uid=name, spec_hash=1, resource_version="1", created=None, seen=T0)
+            rec.upsert_object(ObjKey(DEPLOY, "ns", name), uid=name, spec_hash=1)
         rec.insert_pod(uid="p1", namespace="ns", name="a-1", owner=ObjKey(DEPLOY, "ns", "a"), stable_hash=5, start_ts=int(T0),
-                       end_ts=None, seen=T0)
-        rec.insert_pod(uid="p2", namespace="ns", name="b-1", owner=None, stable_hash=None, start_ts=None, end_ts=None, seen=T0)
+                       end_ts=None, first_seen=T0)
+        rec.insert_pod(uid="p2", namespace="ns", name="b-1", owner=None, stable_hash=None, start_ts=None, end_ts=None, first_seen=T0)
         rec.heartbeat(run1, T0 + 60)
     run2 = rec.begin_run(started=T0 + 3600, pid=12, config_yaml="")
     with rec.batch():
         rec.append_event(run2, EventRow(ts=int(T0) + 3600, recv=T0 + 3600, key=ObjKey(DEPLOY, "ns", "b"), uid="b", op=OP_DELETED,
                                         inferred=True))
         rec.delete_object(ObjKey(DEPLOY, "ns", "b"))
-        rec.update_pod("p1", start_ts=int(T0), end_ts=int(T0) + 3600, end_inferred=True, live=False, seen=T0 + 3600)
+        rec.update_pod("p1", start_ts=int(T0), end_ts=int(T0) + 3600, end_inferred=True, live=False)
         rec.mark_synced(run2, T0 + 3601)
     rec.stop_run(run2, T0 + 3720, clean=True)
 

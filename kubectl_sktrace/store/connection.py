@@ -17,7 +17,8 @@ opened read-only, never migrated, and nothing is created beside it. An absent pa
 directory and a file that is not sqlite are refused before sqlite opens anything; another program's sqlite
 file, by its header, once opened read-only. A cache of an older schema is read as it is, unmigrated (a
 cache of a cluster that is gone can never be upgraded by ``start``, and export must still work): migrations
-only add, and what reads a table a later migration added asks ``Cache.has_table`` first. sqlite's
+add tables, or drop only columns that nothing reads (0003), and what reads a table a later migration added
+asks ``Cache.has_table`` first. sqlite's
 ``mode=ro`` alone is not enough, because a read-only connection to a WAL database creates ``-wal`` and
 ``-shm`` files and cannot remove them:
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import GVK, ObjKey, OwnerRef
 from kubectl_sktrace.store.bodies import chain_to_json, encode_body
 from kubectl_sktrace.store.connection import Cache, from_db_hash, to_db_hash
 
@@ -45,7 +45,6 @@ class LiveObject:
 
     uid: str
     spec_hash: int
-    created: float | None
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ class OwnerRecord:
     """An owner object met on a pod's owner chain: its uid and direct owner references."""
 
     uid: str
-    refs: tuple[tuple[GVK, str, str], ...]  # (gvk, name, uid)
+    refs: tuple[OwnerRef, ...]
 
 
 @dataclass(frozen=True)
@@ -221,11 +220,9 @@ class Recording:
     def load_live_objects(self) -> dict[ObjKey, LiveObject]:
         out: dict[ObjKey, LiveObject] = {}
         gvks: dict[str, GVK] = {}
-        for gvk_text, ns, name, uid, spec_hash, created in self._conn.execute(
-            "SELECT gvk, namespace, name, uid, spec_hash, created FROM objects"
-        ):
+        for gvk_text, ns, name, uid, spec_hash in self._conn.execute("SELECT gvk, namespace, name, uid, spec_hash FROM objects"):
             gvk = gvks.get(gvk_text) or gvks.setdefault(gvk_text, GVK.parse(gvk_text))
-            out[ObjKey(gvk, ns, name)] = LiveObject(uid, from_db_hash(spec_hash), created)
+            out[ObjKey(gvk, ns, name)] = LiveObject(uid, from_db_hash(spec_hash))
         return out
 
     def load_live_pods(self) -> dict[str, LivePod]:
@@ -266,47 +263,42 @@ class Recording:
             ),
         )
 
-    def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int, resource_version: str, created: float | None, seen: float) -> None:
+    def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int) -> None:
         self._conn.execute(
-            "INSERT INTO objects (gvk, namespace, name, uid, spec_hash, resource_version, created, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, spec_hash = excluded.spec_hash, "
-            "resource_version = excluded.resource_version, created = excluded.created, last_seen = excluded.last_seen",
-            (str(key.gvk), key.namespace, key.name, uid, to_db_hash(spec_hash), resource_version, created, seen),
+            "INSERT INTO objects (gvk, namespace, name, uid, spec_hash) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, spec_hash = excluded.spec_hash",
+            (str(key.gvk), key.namespace, key.name, uid, to_db_hash(spec_hash)),
         )
-
-    def touch_objects(self, gvk: GVK, seen: float) -> None:
-        """A relist saw every live object of the kind: move their ``last_seen`` forward in one statement."""
-        self._conn.execute("UPDATE objects SET last_seen = ? WHERE gvk = ?", (seen, str(gvk)))
 
     def delete_object(self, key: ObjKey) -> None:
         self._conn.execute("DELETE FROM objects WHERE gvk = ? AND namespace = ? AND name = ?", (str(key.gvk), key.namespace, key.name))
 
     def insert_pod(
         self, *, uid: str, namespace: str, name: str, owner: ObjKey | None, stable_hash: int | None,
-        start_ts: int | None, end_ts: int | None, seen: float,
+        start_ts: int | None, end_ts: int | None, first_seen: float,
     ) -> None:
         self._conn.execute(
             "INSERT INTO pods (uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, "
-            "end_inferred, live, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?) "
-            "ON CONFLICT (uid) DO UPDATE SET start_ts = excluded.start_ts, end_ts = excluded.end_ts, live = 1, last_seen = excluded.last_seen",
+            "end_inferred, live, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?) "
+            "ON CONFLICT (uid) DO UPDATE SET start_ts = excluded.start_ts, end_ts = excluded.end_ts, live = 1",
             (
                 uid, namespace, name,
                 None if owner is None else str(owner.gvk), None if owner is None else owner.namespace, None if owner is None else owner.name,
-                None if stable_hash is None else to_db_hash(stable_hash), start_ts, end_ts, seen, seen,
+                None if stable_hash is None else to_db_hash(stable_hash), start_ts, end_ts, first_seen,
             ),
         )
 
-    def update_pod(self, uid: str, *, start_ts: int | None, end_ts: int | None, end_inferred: bool, live: bool, seen: float) -> None:
+    def update_pod(self, uid: str, *, start_ts: int | None, end_ts: int | None, end_inferred: bool, live: bool) -> None:
         self._conn.execute(
-            "UPDATE pods SET start_ts = ?, end_ts = ?, end_inferred = ?, live = ?, last_seen = ? WHERE uid = ?",
-            (start_ts, end_ts, int(end_inferred), int(live), seen, uid),
+            "UPDATE pods SET start_ts = ?, end_ts = ?, end_inferred = ?, live = ? WHERE uid = ?",
+            (start_ts, end_ts, int(end_inferred), int(live), uid),
         )
 
     def upsert_owner(self, key: ObjKey, record: OwnerRecord, *, fetched: float) -> None:
         self._conn.execute(
             "INSERT INTO owners (gvk, namespace, name, uid, owner_refs, fetched) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, owner_refs = excluded.owner_refs, fetched = excluded.fetched",
-            (str(key.gvk), key.namespace, key.name, record.uid, _DUMPS([[str(g), n, u] for g, n, u in record.refs]), fetched),
+            (str(key.gvk), key.namespace, key.name, record.uid, _DUMPS([[str(r.gvk), r.name, r.uid] for r in record.refs]), fetched),
         )
 
     def set_watch_state(self, gvk: GVK, resource_version: str, ts: float) -> None:
@@ -326,5 +318,5 @@ class Recording:
                 )
 
 
-def _refs_from_json(text: str) -> tuple[tuple[GVK, str, str], ...]:
-    return tuple((GVK.parse(g), n, u) for g, n, u in json.loads(text))
+def _refs_from_json(text: str) -> tuple[OwnerRef, ...]:
+    return tuple(OwnerRef(GVK.parse(g), n, u) for g, n, u in json.loads(text))

@@ -21,13 +21,15 @@ events          the history, append-only, in the order it was recorded (``id``).
                 ``[[gvk, namespace, name], ...]`` direct owners first, depth first; NULL when it has none.
 objects         the live index of tracked objects: one row per object that currently exists as far as the
                 recorder knows (deleted objects are removed). ``uid``, ``spec_hash`` of the last applied
-                event, ``resource_version``, ``created`` (creationTimestamp), ``last_seen``.
+                event. (0003 dropped ``resource_version``, ``created`` and ``last_seen``: written, never read;
+                the watch positions are ``watch_state``'s.)
 pods            every pod seen, one row per uid, ``id`` is the order pods were first recorded. Its
                 lifecycle owner (``owner_gvk``, ``owner_namespace``, ``owner_name``; NULL when no tracked
                 owner takes it), ``stable_hash`` of its stable spec, lifecycle ``start_ts``/``end_ts``
                 (integer seconds, NULL = not started / not finished: Empty is never a lifecycle),
                 ``end_inferred`` when the end is the relist time of a pod that vanished, ``live`` 1 while the
-                pod exists in the cluster.
+                pod exists in the cluster, ``first_seen`` when it was first recorded (an export leaves out a pod
+                first seen after its window's end). (0003 dropped ``last_seen``: written, never read.)
 owners          owner objects met while resolving pod owner chains (ReplicaSets, Jobs, ...), cached so
                 that neither a restart nor export needs the cluster: their uid and direct ownerReferences
                 as JSON ``[[gvk, name, uid], ...]``.
@@ -135,6 +137,45 @@ MIGRATIONS: list[tuple[str, str]] = [
             detail TEXT NOT NULL
         );
         CREATE INDEX coverage_gaps_run ON coverage_gaps (run_id);
+        """,
+    ),
+    (
+        # sqlite's DROP COLUMN needs 3.35: the tables are rebuilt instead, rows and pod ids kept
+        "0003_drop_unread_columns",
+        """
+        CREATE TABLE objects_0003 (
+            gvk TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            spec_hash INTEGER NOT NULL,
+            PRIMARY KEY (gvk, namespace, name)
+        ) WITHOUT ROWID;
+        INSERT INTO objects_0003 (gvk, namespace, name, uid, spec_hash) SELECT gvk, namespace, name, uid, spec_hash FROM objects;
+        DROP TABLE objects;
+        ALTER TABLE objects_0003 RENAME TO objects;
+        CREATE TABLE pods_0003 (
+            id INTEGER PRIMARY KEY,
+            uid TEXT NOT NULL UNIQUE,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            owner_gvk TEXT,
+            owner_namespace TEXT,
+            owner_name TEXT,
+            stable_hash INTEGER,
+            start_ts INTEGER,
+            end_ts INTEGER,
+            end_inferred INTEGER NOT NULL DEFAULT 0,
+            live INTEGER NOT NULL DEFAULT 1,
+            first_seen REAL NOT NULL
+        );
+        INSERT INTO pods_0003 (id, uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts,
+                               end_inferred, live, first_seen)
+            SELECT id, uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts,
+                   end_inferred, live, first_seen FROM pods;
+        DROP TABLE pods;
+        ALTER TABLE pods_0003 RENAME TO pods;
+        CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name);
         """,
     ),
     (
