@@ -187,7 +187,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
                                     config_path=config_path, duration=seconds, quiet=quiet)
     summary = recorder.start(options, progress=view)
     if output != "table":
-        click.echo(render.render_mapping(render.summary_to_dict(summary), output))
+        click.echo(render.render_mapping(recorder.summary_to_dict(summary), output))
     elif not quiet:
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
         click.echo(f"Recorded {summary.events} events in {format_duration(summary.stopped - summary.started)} "

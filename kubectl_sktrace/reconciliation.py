@@ -6,7 +6,7 @@ created while offline; what it recorded with another spec was changed while offl
 ended in the gap finished while offline. ``store.reconciliation`` reads those rows from the cache (the
 inferred rows the run's initial sync wrote), and ``summarize`` groups them per kind and keeps the first
 ``LIMIT`` of each group, counting the rest, so a report stays readable and its memory bounded however much
-changed.
+changed. ``reconciliation_to_dict`` gives it as plain data (JSON/YAML); ``render`` has its text.
 
 Where it guesses: the real time of an offline deletion lies between the last sight (the previous run's end,
 or the start of an outage still open then) and the relist that found it gone; an object created offline has
@@ -17,9 +17,10 @@ inferred end (the restart), earlier in truth. Times are whole seconds where the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Iterable, TypeVar
+from typing import Any, Generic, Iterable, TypeVar
 
 from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.timeparse import format_duration, format_time
 
 LIMIT = 10
 """Objects (or pods) named per kind and kind of change; the others are counted as "+N more"."""
@@ -130,3 +131,48 @@ def summarize(
     )
     return Reconciliation(run_id=run_id, offline_since=offline_since, offline_until=offline_until, synced=synced,
                           kinds=kinds, pods=pod_group.sample())
+
+
+# --- as plain data (JSON/YAML output) -------------------------------------------------------------------------
+
+
+def _objects(sample: Sample[OfflineChange], what: str) -> list[dict[str, Any]]:
+    rows = []
+    for c in sample.items:
+        row: dict[str, Any] = {"namespace": c.key.namespace or None, "name": c.key.name}
+        if what == "deleted":
+            row.update(lastSeen=format_time(c.before) if c.before is not None else None, foundGone=format_time(c.found))
+        elif what == "created":
+            row.update(created=format_time(c.created) if c.created is not None else None, found=format_time(c.found))
+        else:
+            row.update(lastRecorded=format_time(c.before) if c.before is not None else None, found=format_time(c.found))
+        rows.append(row)
+    return rows
+
+
+def _pod_row(pod: OfflinePod) -> dict[str, Any]:
+    return {"namespace": pod.namespace, "name": pod.name, "owner": str(pod.owner) if pod.owner else None,
+            "started": format_time(pod.start_ts) if pod.start_ts is not None else None, "ended": format_time(pod.end_ts),
+            "endInferred": pod.end_inferred}
+
+
+def reconciliation_to_dict(report: Reconciliation) -> dict[str, Any]:
+    """The report as plain data: per kind and change the count, the first objects and how many more."""
+    offline = None
+    if report.offline_since is not None:
+        offline = {"from": format_time(report.offline_since), "to": format_time(report.offline_until),
+                   "duration": format_duration(report.offline_until - report.offline_since)}
+    return {
+        "run": report.run_id,
+        "offline": offline,
+        "synced": report.synced is not None,
+        "kinds": [
+            {"kind": str(k.gvk), **{
+                f"{what}WhileOffline": {"count": sample.count, "objects": _objects(sample, what), "more": sample.more}
+                for what, sample in (("deleted", k.deleted), ("created", k.created), ("changed", k.changed))
+            }}
+            for k in report.kinds
+        ],
+        "podsFinishedWhileOffline": {"count": report.pods.count, "pods": [_pod_row(p) for p in report.pods.items],
+                                     "more": report.pods.more},
+    }

@@ -30,9 +30,10 @@ from kubectl_sktrace import watching
 from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.ingest import Ingest, KindStats, Outage
 from kubectl_sktrace.model import CRONJOB, DEPLOYMENT, GVK, JOB, POD, REPLICASET, ObjKey
-from kubectl_sktrace.reconciliation import Reconciliation
+from kubectl_sktrace.reconciliation import Reconciliation, reconciliation_to_dict
 from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import Identity, Recording
+from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.tracerconfig import TracerConfig
 from kubectl_sktrace.writer import IDLE_COMMIT, Writer
 
@@ -319,8 +320,6 @@ class Session:
 
     def _report_outage(self, run: _Run) -> None:
         """One warning when kinds stop being watched, one line when all watch again (not one per retry)."""
-        from kubectl_sktrace.timeparse import format_duration, format_time
-
         ingest = run.ingest
         with run.writer.lock:
             open_now, resumed, opened, last = dict(ingest.outages), ingest.last_resumed, ingest.outages_opened, ingest.last_outage
@@ -506,3 +505,28 @@ def iter_rows(summary: Summary) -> Iterator[dict[str, Any]]:
             "kind": row.kind, "listed": row.listed, "applied": row.applied, "deleted live": row.deleted_live,
             "deleted while offline": row.deleted_offline, "after outage": row.caught_up, "lifecycles": row.lifecycles,
         }
+
+
+def summary_to_dict(summary: Summary) -> dict[str, Any]:
+    """``start -o json|yaml``: the end-of-run summary as one document."""
+    return {
+        "cache": summary.cache,
+        "run": summary.run_id,
+        "started": format_time(summary.started),
+        "synced": format_time(summary.synced) if summary.synced is not None else None,
+        "stopped": format_time(summary.stopped),
+        "duration": format_duration(summary.stopped - summary.started),
+        "events": summary.events,
+        "kinds": [
+            {"kind": r.kind, "listed": r.listed, "applied": r.applied, "deletedLive": r.deleted_live,
+             "deletedWhileOffline": r.deleted_offline, "afterOutage": r.caught_up, "lifecycles": r.lifecycles}
+            for r in summary.rows
+        ],
+        "outages": [
+            {"cause": g.cause, "from": format_time(g.since), "to": format_time(g.until),
+             "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
+            for g in summary.outages
+        ],
+        "warnings": list(summary.warnings),
+        "reconciliation": None if summary.reconciliation is None else reconciliation_to_dict(summary.reconciliation),
+    }

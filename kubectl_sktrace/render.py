@@ -16,8 +16,7 @@ from tabulate import tabulate
 from kubectl_sktrace.timeparse import format_duration, format_time
 
 if TYPE_CHECKING:
-    from kubectl_sktrace.reconciliation import OfflineChange, OfflinePod, Reconciliation, Sample
-    from kubectl_sktrace.recorder import Summary
+    from kubectl_sktrace.reconciliation import Reconciliation
     from kubectl_sktrace.validation import ValidationReport
 
 FORMATS = ("table", "json", "yaml")
@@ -146,48 +145,6 @@ def _span(since: float, until: float) -> str:
     return f"{format_time(since)} → {_clock(until, format_time(since)[:10])} ({format_duration(until - since)})"
 
 
-def _objects(sample: Sample[OfflineChange], what: str) -> list[dict[str, Any]]:
-    rows = []
-    for c in sample.items:
-        row: dict[str, Any] = {"namespace": c.key.namespace or None, "name": c.key.name}
-        if what == "deleted":
-            row.update(lastSeen=format_time(c.before) if c.before is not None else None, foundGone=format_time(c.found))
-        elif what == "created":
-            row.update(created=format_time(c.created) if c.created is not None else None, found=format_time(c.found))
-        else:
-            row.update(lastRecorded=format_time(c.before) if c.before is not None else None, found=format_time(c.found))
-        rows.append(row)
-    return rows
-
-
-def _pod_row(pod: OfflinePod) -> dict[str, Any]:
-    return {"namespace": pod.namespace, "name": pod.name, "owner": str(pod.owner) if pod.owner else None,
-            "started": format_time(pod.start_ts) if pod.start_ts is not None else None, "ended": format_time(pod.end_ts),
-            "endInferred": pod.end_inferred}
-
-
-def reconciliation_to_dict(report: Reconciliation) -> dict[str, Any]:
-    """The report as plain data: per kind and change the count, the first objects and how many more."""
-    offline = None
-    if report.offline_since is not None:
-        offline = {"from": format_time(report.offline_since), "to": format_time(report.offline_until),
-                   "duration": format_duration(report.offline_until - report.offline_since)}
-    return {
-        "run": report.run_id,
-        "offline": offline,
-        "synced": report.synced is not None,
-        "kinds": [
-            {"kind": str(k.gvk), **{
-                f"{what}WhileOffline": {"count": sample.count, "objects": _objects(sample, what), "more": sample.more}
-                for what, sample in (("deleted", k.deleted), ("created", k.created), ("changed", k.changed))
-            }}
-            for k in report.kinds
-        ],
-        "podsFinishedWhileOffline": {"count": report.pods.count, "pods": [_pod_row(p) for p in report.pods.items],
-                                     "more": report.pods.more},
-    }
-
-
 def _headline(report: Reconciliation) -> str | None:
     """The one line said when there is no list to show, else None."""
     if report.offline_since is None:
@@ -259,28 +216,3 @@ def reconciliation_brief(report: Reconciliation) -> list[str]:
     if report.pods.count:
         lines.append(f"  pods: {report.pods.count} finished while offline")
     return lines
-
-
-def summary_to_dict(summary: Summary) -> dict[str, Any]:
-    """``start -o json|yaml``: the end-of-run summary as one document."""
-    return {
-        "cache": summary.cache,
-        "run": summary.run_id,
-        "started": format_time(summary.started),
-        "synced": format_time(summary.synced) if summary.synced is not None else None,
-        "stopped": format_time(summary.stopped),
-        "duration": format_duration(summary.stopped - summary.started),
-        "events": summary.events,
-        "kinds": [
-            {"kind": r.kind, "listed": r.listed, "applied": r.applied, "deletedLive": r.deleted_live,
-             "deletedWhileOffline": r.deleted_offline, "afterOutage": r.caught_up, "lifecycles": r.lifecycles}
-            for r in summary.rows
-        ],
-        "outages": [
-            {"cause": g.cause, "from": format_time(g.since), "to": format_time(g.until),
-             "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
-            for g in summary.outages
-        ],
-        "warnings": list(summary.warnings),
-        "reconciliation": None if summary.reconciliation is None else reconciliation_to_dict(summary.reconciliation),
-    }

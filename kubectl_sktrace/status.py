@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_sktrace import render
+from kubectl_sktrace.reconciliation import reconciliation_to_dict
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.status import CacheStatus, cache_status
 from kubectl_sktrace.timeparse import format_duration, format_time
@@ -70,7 +71,7 @@ def status_to_dict(status: CacheStatus) -> dict[str, Any]:
         "pods": {"seen": status.pods.seen, "live": status.pods.live, "withLifecycleOwner": status.pods.with_owner,
                  "running": status.pods.running, "finished": status.pods.finished},
         "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
-        "reconciliation": None if status.reconciliation is None else render.reconciliation_to_dict(status.reconciliation),
+        "reconciliation": None if status.reconciliation is None else reconciliation_to_dict(status.reconciliation),
     }
 
 
