@@ -319,18 +319,22 @@ def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None
 @click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files, help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
 @quiet_option
+@output_option
 @verbosity_option
 def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-          config_path: str | None, duration: str | None) -> None:
+          config_path: str | None, duration: str | None, output: str) -> None:
     """Record the cluster into the local cache until --duration elapses or Ctrl-C.
 
     On every start the cluster is listed and compared with the cache, so what changed while no recorder
-    ran is recorded too (deletions inferred at the start time). Ends with a summary per kind.
+    ran is recorded too (deletions inferred at the start time); once the lists are done, a report on stderr
+    names what was deleted, created and changed while offline and which pods finished meanwhile. Ends with a
+    summary per kind; -o json|yaml prints it, with the outages and that report, as one document on stdout.
 
     \b
     Example:
       kubectl sktrace start --duration 10m
       kubectl sktrace start --config tracer.yaml -n team-a --cache team-a.db
+      kubectl sktrace start --duration 1m -o json | jq .reconciliation
     """
     from kubectl_sktrace import progress, recorder, render
     from kubectl_sktrace.globalflags import namespace_scope
@@ -346,7 +350,9 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
                                     config_path=config_path, duration=seconds, quiet=quiet)
     with progress.routed_logs(view):
         summary = recorder.start(options, progress=view)
-    if not quiet:
+    if output != "table":
+        click.echo(render.render_mapping(recorder.summary_to_dict(summary), output))
+    elif not quiet:
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
         click.echo(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
                    f"into {summary.cache} (run {summary.run_id}){synced}.")

@@ -13,7 +13,8 @@ Without a terminal (a log file, CI): plain lines, one per completed initial list
 and a status line every ``LOG_EVERY`` seconds. ``--quiet`` leaves out everything, warnings included.
 
 Output is driven by the recorder's loop (no thread of its own), so it costs nothing while nothing changes;
-log records from the watch threads come through ``routed_logs``, under the same lock.
+log records from the watch threads come through ``routed_logs``, under the same lock. After the sync, the
+reconciliation report is printed as a block of lines (what changed while no recorder ran).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Callable, Iterator, TextIO
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.ingest import KindStats
 from kubectl_sktrace.plural import counted
+from kubectl_sktrace.reconciliation import Reconciliation
+from kubectl_sktrace.render import reconciliation_lines
 from kubectl_sktrace.timeparse import format_duration
 
 LOG_EVERY = 30.0
@@ -121,6 +124,11 @@ class Progress:
         """A line worth reading once (an outage over), not a warning."""
         if not self.quiet:
             self._line(message)
+
+    def reconciled(self, report: Reconciliation) -> None:
+        """What the initial sync found changed while offline, as a block of lines; left out with ``--quiet``."""
+        if not self.quiet:
+            self._line("\n".join(reconciliation_lines(report)))
 
     def close(self) -> None:
         with self._lock:

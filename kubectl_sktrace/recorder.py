@@ -32,8 +32,10 @@ from kubectl_sktrace.ingest import Ingest, KindStats
 from kubectl_sktrace.model import CRONJOB, DEPLOYMENT, GVK, JOB, POD, REPLICASET, ObjKey
 from kubectl_sktrace.outagenotice import OutageNotices
 from kubectl_sktrace.plural import counted
+from kubectl_sktrace.reconciliation import Reconciliation, reconciliation_to_dict
 from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import Identity, Recording
+from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.tracerconfig import TracerConfig
 from kubectl_sktrace.writer import IDLE_COMMIT, Writer
 
@@ -64,6 +66,7 @@ class ProgressView(Protocol):
     def live(self, *, events: int, pods: int, rate: float, updates_rate: float, left: float | None) -> None: ...
     def warn(self, message: str) -> None: ...
     def note(self, message: str) -> None: ...
+    def reconciled(self, report: Reconciliation) -> None: ...
     def close(self) -> None: ...
 
 
@@ -89,6 +92,7 @@ class Summary:
     rows: tuple[SummaryRow, ...]
     warnings: tuple[str, ...]
     outages: tuple[CoverageGap, ...] = ()
+    reconciliation: Reconciliation | None = None  # what the initial sync found changed while offline (None: not synced)
 
 
 @dataclass
@@ -105,6 +109,7 @@ class _Run:
     pods_pending: bool  # the pod watch waits for every other kind's initial list
     deadline: float | None  # monotonic time at which ``--duration`` ends the run
     synced_at: float | None = None
+    reconciliation: Reconciliation | None = None
     last_view: float = 0.0  # monotonic time of the last progress redraw
     rate_mark: tuple[float, int, int] = (0.0, 0, 0)  # monotonic time, events recorded, updates seen
     rate: float = 0.0
@@ -236,6 +241,7 @@ class Session:
             run.synced_at = self.clock()
             run.writer.mark_synced(run.run_id, run.synced_at)
             self.progress.synced(run.synced_at - run.started)
+            run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
 
     def _show_live(self, run: _Run, now: float) -> None:
@@ -275,7 +281,20 @@ class Session:
         )
         return Summary(cache=str(self.rec.cache.path), run_id=run.run_id, started=run.started, stopped=stopped,
                        synced=run.synced_at, events=run.ingest.events_recorded, rows=rows, warnings=tuple(self.warnings),
-                       outages=tuple(g for g in coverage_gaps(self.rec.cache) if g.run_id == run.run_id))
+                       outages=tuple(g for g in coverage_gaps(self.rec.cache) if g.run_id == run.run_id),
+                       reconciliation=run.reconciliation)
+
+    def _reconcile(self, run: _Run) -> Reconciliation | None:
+        """Once, right after the sync mark: what the initial lists found changed while offline, read back from the
+        cache (the report ``status`` gives for this run), shown to the person."""
+        from kubectl_sktrace.store.reconciliation import reconciliation
+
+        with run.writer.lock:  # the watch threads write on the same connection
+            report = reconciliation(self.rec.cache, run_id=run.run_id)
+        if report is None or report.synced is None:
+            return None  # the writer closed before the sync mark (a fatal error is on its way)
+        self.progress.reconciled(report)
+        return report
 
     # -- pieces ---------------------------------------------------------------------------------------
 
@@ -481,3 +500,28 @@ def iter_rows(summary: Summary) -> Iterator[dict[str, Any]]:
             "kind": row.kind, "listed": row.listed, "applied": row.applied, "deleted live": row.deleted_live,
             "deleted while offline": row.deleted_offline, "after outage": row.caught_up, "lifecycles": row.lifecycles,
         }
+
+
+def summary_to_dict(summary: Summary) -> dict[str, Any]:
+    """``start -o json|yaml``: the end-of-run summary as one document."""
+    return {
+        "cache": summary.cache,
+        "run": summary.run_id,
+        "started": format_time(summary.started),
+        "synced": format_time(summary.synced) if summary.synced is not None else None,
+        "stopped": format_time(summary.stopped),
+        "duration": format_duration(summary.stopped - summary.started),
+        "events": summary.events,
+        "kinds": [
+            {"kind": r.kind, "listed": r.listed, "applied": r.applied, "deletedLive": r.deleted_live,
+             "deletedWhileOffline": r.deleted_offline, "afterOutage": r.caught_up, "lifecycles": r.lifecycles}
+            for r in summary.rows
+        ],
+        "outages": [
+            {"cause": g.cause, "from": format_time(g.since), "to": format_time(g.until),
+             "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
+            for g in summary.outages
+        ],
+        "warnings": list(summary.warnings),
+        "reconciliation": None if summary.reconciliation is None else reconciliation_to_dict(summary.reconciliation),
+    }

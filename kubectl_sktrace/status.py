@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from kubectl_sktrace import render
 from kubectl_sktrace.errors import CacheError, UsageError
+from kubectl_sktrace.reconciliation import reconciliation_to_dict
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.connection import disk_size
 from kubectl_sktrace.store.status import CacheOverview, CacheStatus, RunInfo, cache_overview, cache_status
@@ -182,6 +183,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         "pods": {"seen": status.pods.seen, "live": status.pods.live, "withLifecycleOwner": status.pods.with_owner,
                  "running": status.pods.running, "finished": status.pods.finished},
         "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
+        "reconciliation": None if status.reconciliation is None else reconciliation_to_dict(status.reconciliation),
     }
 
 
@@ -240,4 +242,7 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
     parts += ["", "Kinds:\n" + render.render_table(
         [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
          for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]
+    if status.reconciliation is not None:
+        parts += ["", "Reconciliation of the latest run (-o json names the objects):",
+                  *render.reconciliation_brief(status.reconciliation)]
     return "\n".join(parts)

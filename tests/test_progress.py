@@ -8,6 +8,7 @@ import logging
 from kubectl_sktrace.model import GVK, POD
 from kubectl_sktrace.ingest import KindStats
 from kubectl_sktrace.progress import LOG_EVERY, Progress, routed_logs
+from kubectl_sktrace.reconciliation import Reconciliation
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 
@@ -114,3 +115,43 @@ def test_log_records_go_above_the_status_line_while_routed() -> None:
     status = "recording: 5 events, 7 pods tracked, 1.5 events/s (watch: 3 updates/s)"
     assert out.getvalue() == f"\r\x1b[K{status}\r\x1b[KWarning: retrying in 1.6s\n{status}\r\x1b[K"
     assert handler.stream is out
+    assert out.getvalue() == "Warning: something\n"
+
+
+def _report() -> Reconciliation:
+    from kubectl_sktrace.reconciliation import DELETED, OfflineChange, summarize
+    from kubectl_sktrace.model import ObjKey
+
+    gone = OfflineChange(ObjKey(DEPLOY, "web", "old"), found=1_800_000_100.0, before=1_800_000_000.0)
+    return summarize(run_id=2, offline_since=1_800_000_000.0, offline_until=1_800_000_100.0, synced=1_800_000_101.0,
+                     changes=[(DELETED, gone)], pods=[])
+
+
+REPORT_LINES = (
+    "Offline 2027-01-15T08:00:00Z → 08:01:40 (1m40s); found by this run's initial lists:\n"
+    "  apps/v1.Deployment deleted while offline (1):\n"
+    "    web/old  last seen 08:00:00 → found gone 08:01:40\n"
+)
+
+
+def test_the_reconciliation_is_a_block_of_lines_after_the_sync() -> None:
+    out = io.StringIO()
+    view = Progress(stream=out, tty=False, quiet=False, clock=Clock())
+    view.synced(1.0)
+    view.reconciled(_report())
+    assert out.getvalue() == "initial sync done: 0 objects in 1.0s; recording changes (Ctrl-C to stop)\n" + REPORT_LINES
+
+
+def test_on_a_terminal_the_report_goes_above_the_status_line() -> None:
+    out = io.StringIO()
+    view = Progress(stream=out, tty=True, quiet=False, clock=Clock())
+    view.live(events=5, pods=7, rate=1.5, updates_rate=3.0, left=None)
+    view.reconciled(_report())
+    status = "recording: 5 events, 7 pods tracked, 1.5 events/s (watch: 3 updates/s)"
+    assert out.getvalue() == f"\r\x1b[K{status}\r\x1b[K" + REPORT_LINES + status
+
+
+def test_quiet_shows_no_report() -> None:
+    out = io.StringIO()
+    Progress(stream=out, tty=False, quiet=True, clock=Clock()).reconciled(_report())
+    assert out.getvalue() == ""

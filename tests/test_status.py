@@ -77,7 +77,12 @@ FROM                  TO                    DURATION
 Kinds:
 KIND                LIVE    APPLIED    DELETED    DELETED WHILE OFFLINE
 ------------------  ------  ---------  ---------  -----------------------
-apps/v1.Deployment  1       2          1          1"""
+apps/v1.Deployment  1       2          1          1
+
+Reconciliation of the latest run (-o json names the objects):
+Offline 2027-01-15T08:01:00Z → 09:00:00 (59m00s), reconciled by run 2:
+  apps/v1.Deployment: 1 deleted while offline
+  pods: 1 finished while offline"""
 
 
 def test_json_and_yaml_carry_the_same_data(rec: Recording) -> None:
@@ -89,6 +94,13 @@ def test_json_and_yaml_carry_the_same_data(rec: Recording) -> None:
                                "stopped": "2027-01-15T09:02:00Z", "duration": "2m00s", "state": "clean", "pid": 12}
     assert data["gaps"] == [{"from": "2027-01-15T08:01:00Z", "to": "2027-01-15T09:00:00Z", "duration": "59m00s"}]
     assert data["pods"] == {"seen": 2, "live": 1, "withLifecycleOwner": 1, "running": 0, "finished": 1}
+    assert data["reconciliation"]["offline"] == {"from": "2027-01-15T08:01:00Z", "to": "2027-01-15T09:00:00Z", "duration": "59m00s"}
+    assert data["reconciliation"]["kinds"][0]["deletedWhileOffline"] == {
+        "count": 1, "more": 0,
+        "objects": [{"namespace": "ns", "name": "b", "lastSeen": "2027-01-15T08:01:00Z", "foundGone": "2027-01-15T09:00:00Z"}]}
+    assert data["reconciliation"]["podsFinishedWhileOffline"]["pods"] == [
+        {"namespace": "ns", "name": "a-1", "owner": "apps/v1.Deployment ns/a", "started": "2027-01-15T08:00:00Z",
+         "ended": "2027-01-15T09:00:00Z", "endInferred": True}]
 
 
 def test_a_run_holding_the_lock_is_running(rec: Recording) -> None:

@@ -43,6 +43,10 @@ coverage_gaps   (0002) intervals of a run during which one kind was not watched 
                 'forbidden' (a 403) and 'watch failed' mark a kind given up until the run's end: not an
                 outage, a kind that run did not record (``history.unrecorded_kinds``).
 discovery       cached discovery documents per group-version, JSON.
+
+Indexes for the reconciliation report (``store/reconciliation.py``, 0004): ``events_uid`` finds an object's
+earlier versions by identity (was an object found by a restart's relist created or changed while offline?),
+``pods_end`` the pods whose lifecycle ended within an offline gap.
 """
 
 from __future__ import annotations
@@ -174,6 +178,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         DROP TABLE pods;
         ALTER TABLE pods_0003 RENAME TO pods;
         CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name);
+        """,
+    ),
+    (
+        "0004_reconciliation_indexes",
+        """
+        CREATE INDEX events_uid ON events (uid);
+        CREATE INDEX pods_end ON pods (end_ts);
         """,
     ),
 ]

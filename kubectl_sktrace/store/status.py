@@ -5,7 +5,8 @@ cleanly, but some kinds went unwatched for a while: an API outage, an expired wa
 lock is held right now) or ``crashed`` (neither: its ``stopped`` is the last heartbeat, within half a second
 of its last write). Gaps are the spans between one run's stop and the next run's start: nothing was observed
 live there, and the next run's relist reconstructed them (deletions inferred at its start). Coverage gaps
-are the outages within runs (``history.coverage_gaps``).
+are the outages within runs (``history.coverage_gaps``). The latest run's reconciliation report
+(``store.reconciliation``) says what its initial lists found changed while offline.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.connection import Cache, disk_size, writer_active
 from kubectl_sktrace.store.history import CoverageGap, UnrecordedKind, coverage_gaps, unrecorded_kinds
+from kubectl_sktrace.store.reconciliation import reconciliation
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class CacheStatus:
     first_event: int | None
     last_event: int | None
     size_bytes: int
+    reconciliation: Reconciliation | None = None  # the latest run's (None: no run yet)
 
 
 _RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config"
@@ -134,7 +138,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
         schema_version=conn.execute("PRAGMA user_version").fetchone()[0],
         runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=PodCounts(*pod_row), events=events,
-        first_event=first, last_event=last, size_bytes=size,
+        first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
     )
 
 

@@ -1,0 +1,178 @@
+"""What a restart found changed while no recorder ran: the reconciliation report. Pure: no I/O.
+
+A run's initial lists are compared with the cache (SPEC §5): what the cache held live and the cluster no
+longer has was deleted while offline; what the cluster has and the cache never recorded under that uid was
+created while offline; what it recorded with another spec was changed while offline; pods whose lifecycle
+ended in the gap finished while offline. ``store.reconciliation`` reads those rows from the cache (the
+inferred rows the run's initial sync wrote), and ``summarize`` groups them per kind and keeps the first
+``LIMIT`` of each group, counting the rest, so a report stays readable and its memory bounded however much
+changed. ``reconciliation_to_dict`` gives it as plain data (JSON/YAML); ``render`` has its text.
+
+Where it guesses: the real time of an offline deletion lies between the last sight (the previous run's end,
+or the start of an outage still open then) and the relist that found it gone; an object created offline has
+its creation time only when the API gave a ``creationTimestamp`` inside the gap; a pod that vanished has an
+inferred end (the restart), earlier in truth. Times are whole seconds where the cache keeps seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, Iterable, TypeVar
+
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.timeparse import format_duration, format_time
+
+LIMIT = 10
+"""Objects (or pods) named per kind and kind of change; the others are counted as "+N more"."""
+
+DELETED, CREATED, CHANGED = "deleted", "created", "changed"
+CHANGE_KINDS = (DELETED, CREATED, CHANGED)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class OfflineChange:
+    """One object the relist found changed. ``found``: when (the row's receive time). ``before``: deleted, the
+    last sight (previous run's end or an outage's start); changed, the second of the last version recorded
+    before; created, None. ``created``: the creation second when it lies in the gap, else None."""
+
+    key: ObjKey
+    found: float
+    before: float | None = None
+    created: int | None = None
+
+
+@dataclass(frozen=True)
+class OfflinePod:
+    """A pod whose lifecycle ended in the gap; ``end_inferred`` when it vanished and its end is the restart."""
+
+    namespace: str
+    name: str
+    owner: ObjKey | None
+    start_ts: int | None
+    end_ts: int
+    end_inferred: bool
+
+
+@dataclass(frozen=True)
+class Sample(Generic[T]):
+    """The first items of a group and how many there were in all."""
+
+    items: tuple[T, ...]
+    count: int
+
+    @property
+    def more(self) -> int:
+        return self.count - len(self.items)
+
+
+@dataclass(frozen=True)
+class KindReconciliation:
+    gvk: GVK
+    deleted: Sample[OfflineChange]
+    created: Sample[OfflineChange]
+    changed: Sample[OfflineChange]
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """The report of one run. ``offline_since`` is the previous run's end (None: the first run on this cache,
+    nothing to reconcile), ``offline_until`` this run's start; ``synced`` None while its initial lists have
+    not all completed (nothing is reported yet)."""
+
+    run_id: int
+    offline_since: float | None
+    offline_until: float
+    synced: float | None
+    kinds: tuple[KindReconciliation, ...] = ()
+    pods: Sample[OfflinePod] = Sample((), 0)
+
+    @property
+    def empty(self) -> bool:
+        return not self.kinds and not self.pods.count
+
+
+class _Group(Generic[T]):
+    __slots__ = ("items", "count", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.items: list[T] = []
+        self.count = 0
+        self.limit = limit
+
+    def add(self, item: T) -> None:
+        self.count += 1
+        if len(self.items) < self.limit:
+            self.items.append(item)
+
+    def sample(self) -> Sample[T]:
+        return Sample(tuple(self.items), self.count)
+
+
+def summarize(
+    *, run_id: int, offline_since: float | None, offline_until: float, synced: float | None,
+    changes: Iterable[tuple[str, OfflineChange]], pods: Iterable[OfflinePod], limit: int = LIMIT,
+) -> Reconciliation:
+    """Group ``changes`` (``(DELETED|CREATED|CHANGED, change)``, in the order to show them) per kind, keeping
+    the first ``limit`` of each group and of ``pods``. Kinds come out sorted by their GVK text."""
+    groups: dict[GVK, dict[str, _Group[OfflineChange]]] = {}
+    for what, change in changes:
+        per_kind = groups.get(change.key.gvk)
+        if per_kind is None:
+            per_kind = groups[change.key.gvk] = {k: _Group[OfflineChange](limit) for k in CHANGE_KINDS}
+        per_kind[what].add(change)
+    pod_group = _Group[OfflinePod](limit)
+    for pod in pods:
+        pod_group.add(pod)
+    kinds = tuple(
+        KindReconciliation(gvk, g[DELETED].sample(), g[CREATED].sample(), g[CHANGED].sample())
+        for gvk, g in sorted(groups.items(), key=lambda kv: str(kv[0]))
+    )
+    return Reconciliation(run_id=run_id, offline_since=offline_since, offline_until=offline_until, synced=synced,
+                          kinds=kinds, pods=pod_group.sample())
+
+
+# --- as plain data (JSON/YAML output) -------------------------------------------------------------------------
+
+
+def _objects(sample: Sample[OfflineChange], what: str) -> list[dict[str, Any]]:
+    rows = []
+    for c in sample.items:
+        row: dict[str, Any] = {"namespace": c.key.namespace or None, "name": c.key.name}
+        if what == "deleted":
+            row.update(lastSeen=format_time(c.before) if c.before is not None else None, foundGone=format_time(c.found))
+        elif what == "created":
+            row.update(created=format_time(c.created) if c.created is not None else None, found=format_time(c.found))
+        else:
+            row.update(lastRecorded=format_time(c.before) if c.before is not None else None, found=format_time(c.found))
+        rows.append(row)
+    return rows
+
+
+def _pod_row(pod: OfflinePod) -> dict[str, Any]:
+    return {"namespace": pod.namespace, "name": pod.name, "owner": str(pod.owner) if pod.owner else None,
+            "started": format_time(pod.start_ts) if pod.start_ts is not None else None, "ended": format_time(pod.end_ts),
+            "endInferred": pod.end_inferred}
+
+
+def reconciliation_to_dict(report: Reconciliation) -> dict[str, Any]:
+    """The report as plain data: per kind and change the count, the first objects and how many more."""
+    offline = None
+    if report.offline_since is not None:
+        offline = {"from": format_time(report.offline_since), "to": format_time(report.offline_until),
+                   "duration": format_duration(report.offline_until - report.offline_since)}
+    return {
+        "run": report.run_id,
+        "offline": offline,
+        "synced": report.synced is not None,
+        "kinds": [
+            {"kind": str(k.gvk), **{
+                f"{what}WhileOffline": {"count": sample.count, "objects": _objects(sample, what), "more": sample.more}
+                for what, sample in (("deleted", k.deleted), ("created", k.created), ("changed", k.changed))
+            }}
+            for k in report.kinds
+        ],
+        "podsFinishedWhileOffline": {"count": report.pods.count, "pods": [_pod_row(p) for p in report.pods.items],
+                                     "more": report.pods.more},
+    }

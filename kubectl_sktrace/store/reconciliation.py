@@ -1,0 +1,107 @@
+"""The reconciliation of one run, read from the cache: what its initial lists found changed while offline.
+
+Read-only, and the same for ``start`` (once its run is synced) and ``status`` (any run, later), because it
+relies only on what the recorder wrote (the schema docstring):
+
+- the offline gap of run R is the previous run's ``stopped`` (its last heartbeat) to R's ``started``;
+- R's reconciliation rows are its ``inferred`` events received by its ``synced`` mark: deletions stamped at
+  the restart, creations stamped back to a creation time in the gap, changes at the list's second. Every one
+  has ``ts`` in ``[floor(gap start), synced]``, so the ``events_ts`` index bounds the scan to the rows of the
+  gap and of R's initial sync, whatever the size of the history. Kinds that R tracks for the first time (or
+  tracks otherwise) were listed without inference: they are not "created while offline";
+- an applied row is a creation when no earlier event of that object has its uid (``events_uid``: a point
+  lookup per row), else a change;
+- pods finished while offline: an end in ``[floor(gap start), R.started]`` (``pods_end``), first seen by R's
+  sync at the latest: the vanished ones carry the restart second as an inferred end.
+
+Where it guesses: seconds. A pod that ended in the second a run stopped or started may be counted on the
+wrong side of the gap's edge. A creation's row is stamped with its ``creationTimestamp`` when that lies in
+the gap, else with the list's second: a row stamped no later than R's start is read as the creation time,
+so an object of unknown birth listed in the very second R started shows that second. An outage during R's initial sync records its catch-ups as inferred too: they
+count here, as changes made while nothing watched.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.reconciliation import CHANGED, CREATED, DELETED, OfflineChange, OfflinePod, Reconciliation, summarize
+from kubectl_sktrace.store.connection import Cache
+
+_APPLIED, _DELETED = 0, 1
+
+# the run's inferred rows of its initial sync, each applied one with the second of the last earlier version of
+# the same object under the same uid (NULL: never recorded before, a creation)
+_CHANGES = f"""
+    SELECT e.gvk, e.namespace, e.name, e.op, e.ts, e.recv,
+           CASE WHEN e.op = {_APPLIED} THEN (
+               SELECT p.ts FROM events p
+               WHERE p.uid = e.uid AND p.id < e.id AND p.op = {_APPLIED}
+                 AND p.gvk = e.gvk AND p.namespace = e.namespace AND p.name = e.name
+               ORDER BY p.id DESC LIMIT 1) END AS before
+    FROM events e
+    WHERE e.ts >= :low AND e.ts <= :synced AND e.run_id = :run AND e.inferred = 1 AND e.op IN ({_APPLIED}, {_DELETED})
+      AND e.recv <= :synced
+    ORDER BY e.gvk, e.namespace, e.name, e.id
+"""
+
+_PODS = """
+    SELECT namespace, name, owner_gvk, owner_namespace, owner_name, start_ts, end_ts, end_inferred FROM pods
+    WHERE end_ts >= :low AND end_ts <= :until AND first_seen <= :synced
+    ORDER BY namespace, name, id
+"""
+
+
+def reconciliation(cache: Cache, *, run_id: int | None = None) -> Reconciliation | None:
+    """The report of ``run_id`` (default: the latest run); None when the cache has no such run."""
+    conn = cache.conn
+    if run_id is None:
+        row = conn.execute("SELECT id, started, synced FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    else:
+        row = conn.execute("SELECT id, started, synced FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        return None
+    run, started, synced = row
+    previous = conn.execute("SELECT id, stopped FROM runs WHERE id < ? ORDER BY id DESC LIMIT 1", (run,)).fetchone()
+    since = None if previous is None else float(previous[1])
+    if since is None or synced is None:
+        return Reconciliation(run_id=run, offline_since=since, offline_until=started, synced=synced)
+    last_seen = _last_sight(cache, previous_run=previous[0], stopped=since)
+    params = {"low": math.floor(since), "synced": synced, "until": started, "run": run}
+    return summarize(run_id=run, offline_since=since, offline_until=started, synced=synced,
+                     changes=_changes(cache, params, last_seen, default=since, until=started), pods=_pods(cache, params))
+
+
+def _last_sight(cache: Cache, *, previous_run: int, stopped: float) -> dict[str, float]:
+    """Kinds whose watch was down when the previous run ended: seen last when their outage began."""
+    if not cache.has_table("coverage_gaps"):
+        return {}
+    rows = cache.conn.execute(
+        "SELECT gvk, min(since) FROM coverage_gaps WHERE run_id = ? AND (until IS NULL OR until >= ?) GROUP BY gvk",
+        (previous_run, stopped),
+    )
+    return {gvk: float(since) for gvk, since in rows}
+
+
+def _changes(cache: Cache, params: dict[str, float], last_seen: dict[str, float], *, default: float,
+             until: float) -> Iterator[tuple[str, OfflineChange]]:
+    gvks: dict[str, GVK] = {}
+    for gvk_text, namespace, name, op, ts, recv, before in cache.conn.execute(_CHANGES, params):
+        gvk = gvks.get(gvk_text)
+        if gvk is None:
+            gvk = gvks[gvk_text] = GVK.parse(gvk_text)
+        key = ObjKey(gvk, namespace, name)
+        if op == _DELETED:
+            yield DELETED, OfflineChange(key, found=recv, before=last_seen.get(gvk_text, default))
+        elif before is None:
+            yield CREATED, OfflineChange(key, found=recv, created=ts if ts <= until else None)
+        else:
+            yield CHANGED, OfflineChange(key, found=recv, before=float(before))
+
+
+def _pods(cache: Cache, params: dict[str, float]) -> Iterator[OfflinePod]:
+    for namespace, name, ogvk, ons, oname, start, end, inferred in cache.conn.execute(_PODS, params):
+        owner = None if ogvk is None else ObjKey(GVK.parse(ogvk), ons or "", oname)
+        yield OfflinePod(namespace=namespace, name=name, owner=owner, start_ts=start, end_ts=end, end_inferred=bool(inferred))
