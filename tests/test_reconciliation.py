@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_sktrace.emulator import Emulator
+from sktrace_emulator import Emulator
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.reconciliation import (
     CHANGED, CREATED, DELETED, OfflineChange, OfflinePod, Reconciliation, Sample, summarize,
