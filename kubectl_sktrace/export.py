@@ -58,7 +58,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -70,31 +69,39 @@ from kubectl_sktrace import lifecycle as lifecycles
 from kubectl_sktrace import validation
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
 from kubectl_sktrace.exportadvice import (
-    NO_RECORDER, LeftOut, clamp_note, coverage_block, default_namespace_note, empty_trace_reason, validation_warning,
+    NO_RECORDER,
+    LeftOut,
+    clamp_note,
+    coverage_block,
+    default_namespace_note,
+    empty_trace_reason,
+    validation_warning,
 )
-from kubectl_sktrace.model import CONFIG_MAP, NAMESPACE, POD, SECRET, SERVICE_ACCOUNT, ObjKey
+from kubectl_sktrace.exportoptions import (
+    DEFAULT_EXCLUDED_NAMESPACES,
+    FORMATS,
+    ExportFilters,
+)
+from kubectl_sktrace.model import (
+    CONFIG_MAP,
+    NAMESPACE,
+    POD,
+    SECRET,
+    SERVICE_ACCOUNT,
+    ObjKey,
+)
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.sanitize import deleted_stub, is_daemonset_owned
-from kubectl_sktrace.selectors import Selector, matches_any
+from kubectl_sktrace.selectors import matches_any
 from kubectl_sktrace.store import Cache, history
-from kubectl_sktrace.timeparse import format_time, parse_time
-from kubectl_sktrace.traceformat import FORMAT_VERSION, Trace, TraceWriter, decode_trace
-from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, config_to_trace, parse_config
-
-DEFAULT_EXCLUDED_NAMESPACES = (
-    "cert-manager", "default", "kube-public", "kube-node-lease", "kube-system", "local-path-storage", "monitoring", "simkube",
+from kubectl_sktrace.timeparse import format_time
+from kubectl_sktrace.traceformat import Trace, decode_trace, make_writer
+from kubectl_sktrace.tracerconfig import (
+    TracerConfig,
+    config_from_trace,
+    config_to_trace,
+    parse_config,
 )
-FORMATS = ("sktrace", "json", "yaml")
-
-
-@dataclass(frozen=True)
-class ExportFilters:
-    """Which objects a trace leaves out (see the module docstring for the order they apply in)."""
-
-    excluded_namespaces: frozenset[str] = frozenset(DEFAULT_EXCLUDED_NAMESPACES)
-    include_namespaces: frozenset[str] | None = None
-    exclude_labels: tuple[Selector, ...] = ()
-    include_cluster_scoped: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,24 +124,6 @@ class ExportReport:
 class _Plan:
     exported: dict[ObjKey, int] = field(default_factory=dict)
     left_out: LeftOut = field(default_factory=LeftOut)
-
-
-def resolve_window(start: str, end: str, *, now: float) -> tuple[int, int]:
-    """``[start_ts, end_ts)`` in whole seconds from two time expressions; an empty window is a UsageError.
-
-    The start rounds down and the end up, so the window covers every event second touched by the times
-    given (``now`` includes the current second)."""
-    start_at = parse_time(start, now=now)
-    end_at = parse_time(end, now=now)
-    start_ts, end_ts = math.floor(start_at), math.ceil(end_at)
-    if end_at < start_at:
-        raise UsageError(
-            f"the end time {end!r} ({format_time(end_at)}) is before the start time {start!r} ({format_time(start_at)}); "
-            "swap them or pass a later --end-time"
-        )
-    if end_ts <= start_ts:
-        raise UsageError(f"the window from {start!r} to {end!r} is empty; pass an --end-time after the --start-time")
-    return start_ts, end_ts
 
 
 def _left_out_by(event: history.StoredEvent, filters: ExportFilters) -> str | None:
@@ -408,7 +397,7 @@ def _write_trace(
                 out.inferred += 1
                 out.inferred_deleted += head.deleted
     trace_config = config_to_trace(config)
-    writer = _make_writer(fmt, stream, config=trace_config, event_count=1 + out.groups)
+    writer = make_writer(fmt, stream, config=trace_config, event_count=1 + out.groups)
     write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status,
                           rules=_reference_rules(trace_config), errors=out.errors)
     out.state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known) if e.key in plan.exported])
@@ -453,44 +442,6 @@ def _messages(
     return tuple(notes), tuple(warnings)
 
 
-class _TextTraceWriter:
-    """The trace as JSON or YAML, for people (SimKube does not load these). Streams like TraceWriter;
-    ``pod_lifecycles`` keys become ``"gvk ns/name"`` strings, since neither format has array keys."""
-
-    def __init__(self, stream: IO[bytes], *, fmt: str, config: dict[str, Any]) -> None:
-        self._stream = stream
-        self._fmt = fmt
-        self._first = True
-        if fmt == "json":
-            self._put('{"version": ' + json.dumps(FORMAT_VERSION) + ', "config": ' + json.dumps(config) + ', "events": [')
-        else:
-            self._put(yaml.safe_dump({"version": FORMAT_VERSION, "config": config}, sort_keys=False) + "events:\n")
-
-    def _put(self, text: str) -> None:
-        self._stream.write(text.encode())
-
-    def write_event(self, *, ts: int, applied: list[dict[str, Any]], deleted: list[dict[str, Any]]) -> None:
-        event = {"ts": ts, "applied_objs": applied, "deleted_objs": deleted}
-        if self._fmt == "json":
-            self._put(("\n" if self._first else ",\n") + json.dumps(event))
-        else:
-            self._put(yaml.safe_dump([event], sort_keys=False))
-        self._first = False
-
-    def finish(self, *, index: dict[str, dict[str, int]], pod_lifecycles: dict[tuple[str, str], dict[int, list[dict[str, Any]]]]) -> None:
-        readable = {f"{gvk} {ns_name}": hashes for (gvk, ns_name), hashes in pod_lifecycles.items()}
-        if self._fmt == "json":
-            self._put('\n], "index": ' + json.dumps(index) + ', "pod_lifecycles": ' + json.dumps(readable) + "}\n")
-        else:
-            self._put(yaml.safe_dump({"index": index, "pod_lifecycles": readable}, sort_keys=False))
-
-
-def _make_writer(fmt: str, stream: IO[bytes], *, config: dict[str, Any], event_count: int) -> Any:
-    if fmt == "sktrace":
-        return TraceWriter(stream, config=config, event_count=event_count)
-    return _TextTraceWriter(stream, fmt=fmt, config=config)
-
-
 @dataclass(frozen=True)
 class WindowTrace:
     """The trace ``export_trace`` writes for a window, decoded, with its report and the times of the window
@@ -511,3 +462,23 @@ def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFil
         offline = history.uncovered(history.runs(cache), start=report.start_ts, end=report.end_ts)
         outages = [(gap.since, gap.until) for gap in history.coverage_gaps(cache)]
     return WindowTrace(trace=decode_trace(buffer.getvalue()), report=report, gaps=tuple(sorted(offline + outages)))
+
+
+def export_to(
+    cache_path: str, output_file: str, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str,
+    allow_empty: bool, stdout: IO[bytes],
+) -> ExportReport:
+    """``export``: the window of the cache at ``cache_path``, opened read-only, written to ``output_file`` the way
+    ``output.write_output`` writes (``-`` is ``stdout``). A cache that a recorder changed while it was read is
+    refused before the trace replaces a file."""
+    from kubectl_sktrace.output import write_output
+    from kubectl_sktrace.store import open_cache_readonly
+
+    with open_cache_readonly(cache_path) as opened:
+        def write(stream: IO[bytes]) -> ExportReport:
+            report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
+                                  stream=stream, allow_empty=allow_empty)
+            opened.ensure_unchanged()  # a writer may have changed what was read
+            return report
+
+        return write_output(output_file, write, binary=fmt == "sktrace", stdout=stdout)

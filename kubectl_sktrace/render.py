@@ -17,6 +17,7 @@ from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_duration, format_time
 
 if TYPE_CHECKING:
+    from kubectl_sktrace.export import ExportReport
     from kubectl_sktrace.reconciliation import Reconciliation
     from kubectl_sktrace.validation import ValidationReport
 
@@ -224,3 +225,14 @@ def reconciliation_brief(report: Reconciliation) -> list[str]:
     if report.pods.count:
         lines.append(f"  pods: {report.pods.count} finished while offline")
     return lines
+
+
+def export_sentence(report: ExportReport, *, where: str) -> str:
+    """The one line ``export`` ends with: what it wrote, and the window as ``inspect`` will show it."""
+    return (
+        f"Wrote {where}: {counted(report.events, 'event')} ({report.applied} applied, {report.deleted} deleted after the start state), "
+        f"{counted(report.index_objects, 'object')} in the index, {counted(report.lifecycles, 'pod lifecycle')}, "
+        f"window {format_time(report.start_ts)} .. {format_time(report.last_event_ts)} "
+        f"({format_duration(report.last_event_ts - report.start_ts)}, first to last event as inspect shows it; "
+        f"exported up to {format_time(report.end_ts)})."
+    )

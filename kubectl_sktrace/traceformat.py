@@ -16,17 +16,19 @@ or ``{"Finished": [start, end]}``) and raises TraceFormatError with one line nam
 Extra top-level keys are ignored, as serde ignores unknown fields.
 
 ``TraceWriter`` writes the same bytes as ``encode_trace`` but one event at a time, so that an export never
-holds the whole trace in memory.
+holds the whole trace in memory. ``TextTraceWriter`` streams the same content as JSON or YAML, for people.
 """
 
 from __future__ import annotations
 
+import json
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import msgpack
+import yaml
 
 from kubectl_sktrace.errors import TraceFormatError
 
@@ -346,3 +348,42 @@ def _lifecycle_entry(entry: object, where: str) -> dict[str, Any]:
         if state == "Finished" and isinstance(value, tuple) and len(value) == 2 and all(_is_int(v) for v in value):
             return {"Finished": list(value)}
     raise _damaged(f"a lifecycle in {where} is not {{'Running': start}} or {{'Finished': [start, end]}}: {reprlib.repr(entry)}")
+
+
+class TextTraceWriter:
+    """The trace as JSON or YAML, for people (SimKube does not load these). Streams like TraceWriter;
+    ``pod_lifecycles`` keys become ``"gvk ns/name"`` strings, since neither format has array keys."""
+
+    def __init__(self, stream: IO[bytes], *, fmt: str, config: dict[str, Any]) -> None:
+        self._stream = stream
+        self._fmt = fmt
+        self._first = True
+        if fmt == "json":
+            self._put('{"version": ' + json.dumps(FORMAT_VERSION) + ', "config": ' + json.dumps(config) + ', "events": [')
+        else:
+            self._put(yaml.safe_dump({"version": FORMAT_VERSION, "config": config}, sort_keys=False) + "events:\n")
+
+    def _put(self, text: str) -> None:
+        self._stream.write(text.encode())
+
+    def write_event(self, *, ts: int, applied: list[dict[str, Any]], deleted: list[dict[str, Any]]) -> None:
+        event = {"ts": ts, "applied_objs": applied, "deleted_objs": deleted}
+        if self._fmt == "json":
+            self._put(("\n" if self._first else ",\n") + json.dumps(event))
+        else:
+            self._put(yaml.safe_dump([event], sort_keys=False))
+        self._first = False
+
+    def finish(self, *, index: dict[str, dict[str, int]], pod_lifecycles: dict[tuple[str, str], dict[int, list[dict[str, Any]]]]) -> None:
+        readable = {f"{gvk} {ns_name}": hashes for (gvk, ns_name), hashes in pod_lifecycles.items()}
+        if self._fmt == "json":
+            self._put('\n], "index": ' + json.dumps(index) + ', "pod_lifecycles": ' + json.dumps(readable) + "}\n")
+        else:
+            self._put(yaml.safe_dump({"index": index, "pod_lifecycles": readable}, sort_keys=False))
+
+
+def make_writer(fmt: str, stream: IO[bytes], *, config: dict[str, Any], event_count: int) -> TraceWriter | TextTraceWriter:
+    """The streaming writer of a trace format: ``sktrace`` (SimKube's msgpack), ``json`` or ``yaml``."""
+    if fmt == "sktrace":
+        return TraceWriter(stream, config=config, event_count=event_count)
+    return TextTraceWriter(stream, fmt=fmt, config=config)

@@ -6,9 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import obj
-from kubectl_sktrace import cli as cli_module
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.export import DEFAULT_EXCLUDED_NAMESPACES
+from kubectl_sktrace.exportoptions import DEFAULT_EXCLUDED_NAMESPACES
 
 NOW = 1_800_000_000
 
@@ -119,8 +118,8 @@ def test_output_in_a_missing_directory(recorded, tmp_path):
 def test_help_lists_simkubes_excluded_namespaces_and_formats():
     result = invoke(["export", "--help"])
     assert result.exit_code == 0
-    assert cli_module._SIMKUBE_EXCLUDED_NAMESPACES == ",".join(DEFAULT_EXCLUDED_NAMESPACES)
     flat = " ".join(result.stdout.split())
+    assert f"[default: {','.join(DEFAULT_EXCLUDED_NAMESPACES)}]" in flat.replace("- ", "-")
     assert "when given, --excluded-namespaces is ignored" in flat
     assert "json and yaml are for people and do not load in SimKube" in flat
     assert "Example:" in flat

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from conftest import DEFAULT_CONFIG_YAML, assert_valid_trace, key_of, obj
 from kubectl_sktrace.errors import CacheError, UsageError
-from kubectl_sktrace.export import ExportFilters, export_trace, resolve_window
+from kubectl_sktrace.export import export_trace
+from kubectl_sktrace.exportoptions import ExportFilters, resolve_window
 from kubectl_sktrace.hashing import spec_hash
 from kubectl_sktrace.selectors import parse_selector
 
@@ -318,7 +319,7 @@ def test_json_and_yaml_state_the_trace_format_version(simkube_cache, monkeypatch
 
     for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
         assert load(run_export(simkube_cache, 1, 10, fmt=fmt)[1])["version"] == FORMAT_VERSION
-    monkeypatch.setattr("kubectl_sktrace.export.FORMAT_VERSION", FORMAT_VERSION + 1)  # one constant says it
+    monkeypatch.setattr("kubectl_sktrace.traceformat.FORMAT_VERSION", FORMAT_VERSION + 1)  # one constant says it
     for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
         assert load(run_export(simkube_cache, 1, 10, fmt=fmt)[1])["version"] == FORMAT_VERSION + 1
 

@@ -28,7 +28,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_sktrace.export import ExportFilters, ExportReport, export_trace
+from kubectl_sktrace.export import ExportReport, export_trace
+from kubectl_sktrace.exportoptions import ExportFilters
 from kubectl_sktrace.ingest import Ingest
 from kubectl_sktrace.model import GVK, POD, REPLICASET, ObjKey
 from kubectl_sktrace.store import Cache, open_cache

@@ -28,9 +28,10 @@ OWNERS = {
     "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion"},  # the command-line layer; the emulator's is argparse
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice",
-        "globalflags", "plural", "reconciliation"]
+        "globalflags", "plural", "reconciliation", "exportoptions"]
 # modules of ours a pure module may import
-PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.hashing"}
+PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.hashing",
+                   "kubectl_sktrace.selectors"}
 IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "requests", "shutil", "tempfile", "fcntl", "threading"}
 
 
@@ -100,7 +101,7 @@ ROOM_IMPORTERS = {
     "kubectl_sktrace.ingest": {"kubectl_sktrace.writer", "kubectl_sktrace.recorder", "kubectl_sktrace.progress",
                                "kubectl_sktrace.outagenotice"},
     "kubectl_sktrace.writer": {"kubectl_sktrace.recorder"},
-    "kubectl_sktrace.recorder": {"kubectl_sktrace.cli"},
+    "kubectl_sktrace.recorder": {"kubectl_sktrace.cli.recording"},
 }
 
 
@@ -139,7 +140,7 @@ def test_the_emulator_imports_nothing_of_the_product() -> None:
 
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:
     assert "tabulate" in MODULES["kubectl_sktrace.render"]
-    assert "kubectl_sktrace.inspection" in MODULES["kubectl_sktrace.cli"]  # imported inside a command
+    assert "kubectl_sktrace.inspection" in MODULES["kubectl_sktrace.cli.traces"]  # imported inside a command
     assert "kubectl_sktrace.store.connection" in MODULES["kubectl_sktrace.store"]
 
 

@@ -6,7 +6,8 @@ import pytest
 
 from conftest import CacheBuilder, key_of, obj
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.export import ExportFilters, export_trace
+from kubectl_sktrace.export import export_trace
+from kubectl_sktrace.exportoptions import ExportFilters
 from kubectl_sktrace.prune import prune_cache
 from kubectl_sktrace.store import WriterLock, open_cache
 

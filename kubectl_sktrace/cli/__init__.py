@@ -1,0 +1,132 @@
+"""The ``kubectl sktrace`` command line: click commands and the one error boundary.
+
+Each command parses its options, calls one library function and renders the result. Library modules are
+imported inside the commands so that ``--help``, ``version``, ``inspect`` and the other offline commands
+never pay for importing the ``kubernetes`` package. kubectl passes only the arguments after the plugin
+name, so the kubectl flags (``--kubeconfig``, ``--context``, ``-n``, ``-A``, ``-v``) are defined here once,
+as decorators, and spelled the same on every command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from kubectl_sktrace import __version__
+from kubectl_sktrace.cli import exporting, recording, traces
+from kubectl_sktrace.cli.options import (
+    CONTEXT_SETTINGS,
+    TRACEBACK_VERBOSITY,
+    SktraceCommand,
+    _state,
+    configure_logging,
+    output_option,
+    verbosity_option,
+)
+from kubectl_sktrace.errors import SktraceError, UsageError
+
+
+class SktraceGroup(click.Group):
+    """The error boundary: SktraceError becomes one ``Error:`` line and exit 1. kubectl's global flags may come
+    before the command (``globalflags``); no command at all prints the help."""
+
+    command_class = SktraceCommand
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            click.echo(ctx.get_help())
+            ctx.exit(0)
+        from kubectl_sktrace.globalflags import hoist_global_flags, lacks_command
+
+        if lacks_command(args, commands=self.commands) and not ctx.resilient_parsing:
+            if {"-h", "--help"} & set(args):
+                click.echo(ctx.get_help())
+                ctx.exit(0)
+            error = UsageError("the flags need a command to go with, e.g. 'kubectl sktrace --context NAME status'; "
+                               "'kubectl sktrace --help' lists the commands")
+            _report(str(error), error)  # the group's own arguments: before the error boundary of invoke
+            ctx.exit(error.exit_code)
+        return super().parse_args(ctx, hoist_global_flags(args, commands=self.commands))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SktraceError as exc:
+            _report(str(exc), exc)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
+            raise
+        except BrokenPipeError:
+            sys.stderr.close()
+            sys.exit(1)
+        except Exception as exc:  # a bug: say so in one line, traceback only when asked for
+            _report(f"unexpected {type(exc).__name__}: {exc} (rerun with -v 6 for a traceback and report it)", exc)
+            sys.exit(1)
+
+
+def _report(message: str, exc: BaseException) -> None:
+    if _state["verbosity"] >= TRACEBACK_VERBOSITY:
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(f"Error: {message}", err=True)
+
+
+@click.group(cls=SktraceGroup, context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "--version", message="kubectl-sktrace %(version)s")
+@verbosity_option
+def cli() -> None:
+    """Record a Kubernetes cluster trace and export it as a SimKube trace file.
+
+    \b
+    Example:
+      kubectl sktrace start --duration 10m
+      kubectl sktrace export -s -10m -O incident.sktrace
+    """
+
+
+@cli.command()
+@verbosity_option
+@output_option
+def version(output: str) -> None:
+    """Print the versions of the plugin, the trace format and the cache schema.
+
+    \b
+    Example:
+      kubectl sktrace version -o json
+    """
+    from kubectl_sktrace import render, store, traceformat
+
+    info = {"plugin": __version__, "traceFormat": traceformat.FORMAT_VERSION, "cacheSchema": store.SCHEMA_VERSION}
+    click.echo(render.render_mapping(info, output))
+
+
+
+for _command in (recording.start, recording.status, exporting.export_command, exporting.prune_command, traces.config_command,
+                 traces.inspect_command, traces.validate_command, traces.demo_command):
+    cli.add_command(_command)
+
+
+COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"
+
+
+def main() -> None:
+    if os.path.basename(sys.argv[0]).startswith("kubectl_complete-"):  # linked under kubectl's completion name (krew)
+        from kubectl_sktrace import completion
+
+        completion.main()
+        return
+    # Shell completion is generated for the executable's own name: with "kubectl sktrace" click would name
+    # the variable with a space and register the completion function for the words kubectl and sktrace.
+    completing = COMPLETE_VAR in os.environ
+    configure_logging(0)
+    cli(prog_name="kubectl-sktrace" if completing else "kubectl sktrace", complete_var=COMPLETE_VAR)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""``export`` and ``prune``: a window of the cache written as a trace, and history dropped."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kubectl_sktrace.cli.options import (
+    SktraceCommand,
+    cache_option,
+    cache_path,
+    kube_options,
+    note,
+    output_option,
+    quiet_option,
+    verbosity_option,
+    warn,
+)
+from kubectl_sktrace.completion import complete_contexts, complete_files
+from kubectl_sktrace.exportoptions import DEFAULT_EXCLUDED_NAMESPACES
+
+
+def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from kubectl_sktrace.exportoptions import check_format
+
+    return check_format(value)
+
+
+@click.command("export", cls=SktraceCommand)
+@verbosity_option
+@quiet_option
+@kube_options
+@cache_option
+@click.option("-s", "--start-time", "start_time", default="-30m", show_default=True, metavar="TIME",
+              help="Window start: 'now', a time relative to now ('-30m' is 30 minutes ago; '-2h', '-1d'), an RFC 3339 time "
+                   "or '@<unix seconds>'.")
+@click.option("-t", "--end-time", "end_time", default="now", show_default=True, metavar="TIME",
+              help="Window end (excluded), in the same forms.")
+@click.option("--excluded-namespaces", "excluded_namespaces", default=",".join(DEFAULT_EXCLUDED_NAMESPACES), show_default=True, metavar="LIST",
+              help="Comma-separated namespaces to leave out (SimKube's list by default).")
+@click.option("--include-namespaces", "include_namespaces", metavar="LIST",
+              help="Keep only these namespaces; when given, --excluded-namespaces is ignored (so 'default' can be included).")
+@click.option("--exclude-labels", "exclude_labels", multiple=True, metavar="SELECTOR",
+              help="Leave out objects matching this kubectl label selector ('a=b,c!=d,e in (x,y),!f'); repeatable, any match excludes.")
+@click.option("--include-cluster-scoped", "include_cluster_scoped", is_flag=True,
+              help="Keep cluster-scoped objects (SimKube's driver needs namespaced ones, so they are left out by default).")
+@click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH", shell_complete=complete_files,
+              help="Where to write the trace; '-' is stdout. A file (or a symlink's target) is replaced whole or not at all, "
+                   "keeping its mode; a device, FIFO or /dev/fd/N is written into.")
+@click.option("-o", "--format", "fmt", default="sktrace", show_default=True, metavar="[sktrace|json|yaml]", callback=_trace_format,
+              help="The output format, as kubectl's -o: sktrace is SimKube's msgpack format; json and yaml are for people "
+                   "and do not load in SimKube.")
+@click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
+@click.option("--allow-empty", "allow_empty", is_flag=True,
+              help="Write the trace even when it holds no object (else that is an error, and nothing is written).")
+def export_command(
+    kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
+    start_time: str, end_time: str, excluded_namespaces: str | None, include_namespaces: str | None, exclude_labels: tuple[str, ...],
+    include_cluster_scoped: bool, output_file: str, fmt: str, keep_status: bool, allow_empty: bool,
+) -> None:
+    """Write a SimKube trace of a time window from the cache, without contacting the cluster.
+
+    The window is [--start-time, --end-time). The trace starts with the state at the start time, then every
+    recorded change in the window. Namespaces: -n NS keeps one namespace; -A keeps every namespace (none
+    excluded); --include-namespaces keeps only those listed and overrides --excluded-namespaces; otherwise
+    the excluded namespaces are left out. Objects
+    owned by a DaemonSet or by another exported object are left out too (SimKube recreates them).
+
+    \b
+    Example:
+      kubectl sktrace export -s -1h -O incident.sktrace
+      kubectl sktrace export -s 2026-11-22T10:00:00Z -t 2026-11-22T11:00:00Z --exclude-labels 'app in (canary)'
+      kubectl sktrace export -n shop --format yaml -O - | less
+    """
+    import time
+
+    from kubectl_sktrace import render
+    from kubectl_sktrace.export import export_to
+    from kubectl_sktrace.exportoptions import filters_from_flags, resolve_window
+    from kubectl_sktrace.globalflags import namespace_scope
+
+    start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
+    if click.get_current_context().get_parameter_source("excluded_namespaces") == click.core.ParameterSource.DEFAULT:
+        excluded_namespaces = None  # not chosen: SimKube's list, which -A may replace
+    filters = filters_from_flags(
+        namespace=namespace_scope(namespace=namespace, all_namespaces=all_namespaces), all_namespaces=all_namespaces,
+        include_namespaces=include_namespaces, excluded_namespaces=excluded_namespaces, exclude_labels=exclude_labels,
+        include_cluster_scoped=include_cluster_scoped,
+    )
+    report = export_to(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), output_file, start_ts=start_ts,
+                       end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, allow_empty=allow_empty,
+                       stdout=sys.stdout.buffer)
+    for text in report.notes:
+        note(f"Note: {text}")
+    for warning in report.warnings:
+        warn(warning)
+    note(render.export_sentence(report, where="stdout" if output_file == "-" else output_file))
+
+
+@click.command("prune", cls=SktraceCommand)
+@verbosity_option
+@quiet_option
+@click.option("--kubeconfig", "kubeconfig", metavar="FILE", shell_complete=complete_files, help="Path to the kubeconfig file (locates the default cache).")
+@click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts, help="The kubeconfig context whose default cache to prune.")
+@cache_option
+@output_option
+@click.option("--before", "before", required=True, metavar="TIME",
+              help="Drop history older than this: a time relative to now ('-7d' is 7 days ago), an RFC 3339 time or '@<unix seconds>'.")
+@click.option("--dry-run", "dry_run", is_flag=True, help="Only count what would be dropped; the cache is opened read-only.")
+def prune_command(kubeconfig: str | None, context: str | None, cache: str | None, output: str, before: str, dry_run: bool) -> None:
+    """Drop history older than TIME from the cache, keeping what later exports need.
+
+    Any export whose window starts at or after TIME gives the same trace before and after the prune. It
+    cannot run while a recorder writes to the same cache; --dry-run can, and changes nothing. Sizes are
+    those of the files on disk: bytesFreed is what the disk got back. When less than a quarter of the cache
+    is freed it is not vacuumed, so the file keeps its size and bytesReusable is reused by later recordings.
+
+    \b
+    Example:
+      kubectl sktrace prune --before -7d --dry-run
+      kubectl sktrace prune --before -7d
+    """
+    import time
+
+    from kubectl_sktrace import render
+    from kubectl_sktrace.prune import prune_cache
+    from kubectl_sktrace.timeparse import parse_time
+
+    cutoff = parse_time(before, now=time.time())
+    report = prune_cache(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), before=cutoff, dry_run=dry_run)
+    click.echo(render.render_mapping(report.as_mapping(), output))

@@ -1,0 +1,100 @@
+"""``start`` and ``status``: recording into the cache, and what it holds."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kubectl_sktrace.cli.charts import status_timeline
+from kubectl_sktrace.cli.options import (
+    SktraceCommand,
+    _state,
+    cache_option,
+    kube_options,
+    output_option,
+    quiet_option,
+    verbosity_option,
+)
+from kubectl_sktrace.completion import complete_files
+
+
+@click.command(cls=SktraceCommand)
+@kube_options
+@cache_option
+@click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files, help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
+@click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
+@quiet_option
+@output_option
+@verbosity_option
+def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
+          config_path: str | None, duration: str | None, output: str) -> None:
+    """Record the cluster into the local cache until --duration elapses or Ctrl-C.
+
+    On every start the cluster is listed and compared with the cache, so what changed while no recorder
+    ran is recorded too (deletions inferred at the start time); once the lists are done, a report on stderr
+    names what was deleted, created and changed while offline and which pods finished meanwhile. Ends with a
+    summary per kind; -o json|yaml prints it, with the outages and that report, as one document on stdout.
+
+    \b
+    Example:
+      kubectl sktrace start --duration 10m
+      kubectl sktrace start --config tracer.yaml -n team-a --cache team-a.db
+      kubectl sktrace start --duration 1m -o json | jq .reconciliation
+    """
+    from kubectl_sktrace import progress, recorder, render
+    from kubectl_sktrace.globalflags import namespace_scope
+    from kubectl_sktrace.plural import counted
+    from kubectl_sktrace.status import outage_span
+    from kubectl_sktrace.timeparse import format_duration, parse_duration
+
+    namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
+    seconds = parse_duration(duration) if duration is not None else None
+    quiet = bool(_state["quiet"])
+    view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet, columns=progress.stream_columns(sys.stderr))
+    options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
+                                    config_path=config_path, duration=seconds, quiet=quiet)
+    with progress.routed_logs(view):
+        summary = recorder.start(options, progress=view)
+    if output != "table":
+        click.echo(render.render_mapping(recorder.summary_to_dict(summary), output))
+    elif not quiet:
+        synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
+        click.echo(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
+                   f"into {summary.cache} (run {summary.run_id}){synced}.")
+        click.echo(render.render_table(list(recorder.iter_rows(summary)), "table"))
+        for outage in summary.outages:
+            click.echo(f"Outage: {outage_span(outage.cause, outage.since, outage.until)} "
+                       f"({format_duration(outage.until - outage.since)}; {', '.join(outage.kinds)}): "
+                       "changes made then were caught up afterwards, not seen live.")
+
+
+@click.command(cls=SktraceCommand)
+@kube_options
+@cache_option
+@output_option
+@click.option("--runs", "runs", default="10", show_default=True, metavar="N|all", help="Show the last N recording runs, or all of them.")
+@quiet_option
+@verbosity_option
+@status_timeline
+def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
+           output: str, runs: str) -> None:
+    """Show what the cache holds: cluster, recording runs and gaps, counts per kind, pods, size.
+
+    Needs no cluster, and works while a recorder is writing to the cache. -n NS counts only the kinds, events
+    and pods of that namespace. With no kubeconfig at all (and no --cache or --context), lists the caches
+    kept in ${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/ instead.
+
+    \b
+    Example:
+      kubectl sktrace status
+      kubectl sktrace status -n shop --runs all
+      kubectl sktrace status --cache team-a.db -o json
+      kubectl sktrace status --timeline -s -1h
+    """
+    from kubectl_sktrace import status as status_module
+    from kubectl_sktrace.globalflags import namespace_scope
+
+    namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
+    click.echo(status_module.status_text(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace,
+                                         runs=status_module.parse_runs(runs), fmt=output))

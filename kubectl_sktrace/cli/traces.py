@@ -1,0 +1,118 @@
+"""``config``, ``inspect``, ``validate`` and ``demo``: the commands that need no cache of the user's."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kubectl_sktrace.cli.charts import inspect_timeline
+from kubectl_sktrace.cli.options import (
+    SktraceCommand,
+    _local_cache,
+    _state,
+    output_option,
+    quiet_option,
+    verbosity_option,
+)
+from kubectl_sktrace.completion import complete_files
+
+
+@click.command("config", cls=SktraceCommand, short_help="Print the default tracer config to start from.")
+@verbosity_option
+def config_command() -> None:
+    """Print the default tracer config (SimKube's TracerConfig YAML) to start from.
+
+    \b
+    Example:
+      kubectl sktrace config > tracer.yaml
+      kubectl sktrace start --config tracer.yaml
+    """
+    from kubectl_sktrace import tracerconfig
+
+    click.echo(tracerconfig.config_to_yaml(tracerconfig.default_config()), nl=False)
+
+
+@click.command("inspect", cls=SktraceCommand, short_help="Summarize a SimKube v2 trace file.")
+@verbosity_option
+@quiet_option
+@output_option
+@click.option("--events", "with_events", is_flag=True, help="Also list every event (+ applied, - deleted).")
+@inspect_timeline
+@click.argument("trace", metavar="TRACE", type=click.Path())
+def inspect_command(trace: str, with_events: bool, output: str) -> None:
+    """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
+
+    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer. TRACE '-' reads standard input.
+
+    \b
+    Example:
+      kubectl sktrace inspect incident.sktrace --events
+      kubectl sktrace export -s -1h -O - | kubectl sktrace inspect -
+    """
+    from kubectl_sktrace import inspection, render
+
+    click.echo(render.render_inspection(inspection.inspect_trace(trace, with_events=with_events, stdin=sys.stdin.buffer), output))
+
+
+@click.command("validate", cls=SktraceCommand, short_help="Check a trace as SimKube would; exit 1 on errors.")
+@verbosity_option
+@quiet_option
+@output_option
+@click.argument("trace", metavar="TRACE", type=click.Path())
+def validate_command(trace: str, output: str) -> None:
+    """Check a trace the way SimKube loads it, plus its rules W0000 and E0001-E0005; exit 1 on errors.
+
+    A file that is not a v2 trace at all is one Error: line. Otherwise every finding is listed: L0001-L0003
+    (SimKube would refuse to load the trace), W0000 (status present), E0001-E0005 (a ServiceAccount,
+    Secret or ConfigMap used by a pod template is not in the trace before it). TRACE '-' reads standard
+    input. With -o json or yaml, a file that is no trace is reported in that format too (on stdout, exit 1).
+
+    \b
+    Example:
+      kubectl sktrace validate incident.sktrace -o json
+      kubectl sktrace export -s -1h -O - | kubectl sktrace validate -
+    """
+    from kubectl_sktrace import render, validation
+    from kubectl_sktrace.errors import TraceFormatError
+
+    try:
+        report = validation.validate_trace(trace, stdin=sys.stdin.buffer)
+    except TraceFormatError as exc:
+        if output == "table":
+            raise
+        click.echo(render.render_unreadable(trace, str(exc), output))
+        sys.exit(1)
+    click.echo(render.render_validation(report, output))
+    if report.has_errors:
+        sys.exit(1)
+
+
+@click.command("demo", cls=SktraceCommand, short_help="Record, export and check a scripted workload on a built-in API server.")
+@verbosity_option
+@click.option("--cache", "cache", metavar="FILE", callback=_local_cache, shell_complete=complete_files,
+              help="Keep the recording cache here (default: a temporary directory, removed at the end).")
+@click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
+@click.option("--record-seconds", "record_seconds", type=int, default=20, show_default=True, metavar="N",
+              help="Seconds of recording in all (at least 4: two recordings of 2 seconds), split about 70/30 between the two recordings.")
+def demo_command(cache: str | None, output_file: str, record_seconds: int) -> None:
+    """Run the whole flow on a built-in local API server, narrated: no cluster needed, under a minute.
+
+    Starts the server with a scripted workload, records it, changes it while nothing records, records again
+    (the restart reconciles what happened offline), exports the window, inspects and validates the trace.
+    Leaves only the trace (and the cache, if --cache is given).
+
+    \b
+    Example:
+      kubectl sktrace demo
+      kubectl sktrace demo --cache demo.db -O /tmp/demo.sktrace
+    """
+    from kubectl_sktrace import demo
+
+    def say(text: str) -> None:
+        click.echo(text)
+        sys.stdout.flush()
+
+    options = demo.DemoOptions(output_file=output_file, cache=cache, record_seconds=record_seconds, verbosity=_state["verbosity"])
+    result = demo.run_demo(options, say=say)
+    say(demo.closing_words(result, output_file=output_file))
