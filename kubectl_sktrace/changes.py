@@ -1,6 +1,6 @@
 """What a watch event or a relist item means for one tracked object: decisions only, no effects. Pure.
 
-The recorder holds, per object key, what the live index knows (``Known``: uid and last spec hash) and
+The recorder holds, per object key, what the live index knows (``LiveObject``: uid and last spec hash) and
 asks these functions what to record; it performs the writes itself (SPEC §4, §5 steps 2-3).
 
 Guarantees:
@@ -25,15 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from kubectl_sktrace.model import ObjectHead, ObjKey
-
-
-@dataclass(frozen=True)
-class Known:
-    """What the live index holds for a key: the object's uid and the spec hash last recorded."""
-
-    uid: str
-    spec_hash: int
+from kubectl_sktrace.model import LiveObject, ObjectHead, ObjKey
 
 
 @dataclass(frozen=True)
@@ -50,7 +42,7 @@ def same_uid(a: str, b: str) -> bool:
     return a == b or not a or not b
 
 
-def decide_applied(*, known: Known | None, uid: str, spec_hash: int) -> Decision:
+def decide_applied(*, known: LiveObject | None, uid: str, spec_hash: int) -> Decision:
     """What an added, modified or listed object with ``uid`` and ``spec_hash`` means, given what is known."""
     if known is None:
         return Decision(delete_first=False, apply=True, spec_hash=spec_hash)
@@ -64,7 +56,7 @@ def is_skipped_owned(head: ObjectHead, *, skip_owned: bool) -> bool:
     return skip_owned and len(head.owners) > 0
 
 
-def vanished(known: Mapping[ObjKey, Known], seen: Mapping[ObjKey, str]) -> list[ObjKey]:
+def vanished(known: Mapping[ObjKey, LiveObject], seen: Mapping[ObjKey, str]) -> list[ObjKey]:
     """Keys cached as live that a complete list no longer shows, or shows with another uid (sorted)."""
     return sorted(key for key, k in known.items() if key not in seen or not same_uid(k.uid, seen[key]))
 

@@ -307,86 +307,128 @@ def run_demo(options: DemoOptions, *, say: Callable[[str], None], clock: Callabl
     """Run the demo; ``say`` prints one narration paragraph. Raises DemoError/UsageError, or KeyboardInterrupt."""
     check_options(options)
     began = clock()
-    first, second = split_seconds(options.record_seconds)
     tmp = tempfile.mkdtemp(prefix="sktrace-demo-")
-    child = _Child(verbosity=options.verbosity)
-    emu: Emulator | None = None
-    shop: Shop | None = None
-    trace = str(Path(options.output_file).expanduser().resolve())
+    demo = _Demo(
+        say=say, clock=clock, tmp=tmp, child=_Child(verbosity=options.verbosity),
+        cache=str(Path(options.cache).expanduser().resolve()) if options.cache else os.path.join(tmp, "cache.db"),
+        trace=str(Path(options.output_file).expanduser().resolve()),
+    )
+    first, second = split_seconds(options.record_seconds)
     try:
         with _SigtermAsInterrupt():
-            from sktrace_emulator import Emulator
-
-            cache = str(Path(options.cache).expanduser().resolve()) if options.cache else os.path.join(tmp, "cache.db")
-            kubeconfig, config = os.path.join(tmp, "kubeconfig.yaml"), os.path.join(tmp, "tracer.yaml")
-            Path(config).write_text(DEMO_CONFIG)
-            emu = Emulator(token="demo-token", bookmark_interval=2.0).start()
-            emu.write_kubeconfig(kubeconfig, context="sktrace-demo")
-            shop = Shop(emu)
-            shop.prepare()
-            say(
-                f"1/5  Started a local Kubernetes API server at {emu.url} (no cluster needed), its controllers and\n"
-                f"     kubelet, and a shop in namespace '{NAMESPACE}' with a CronJob 'report' running a Job every {CRON_EVERY_SECONDS}s.\n"
-                "     The recorder reads it over HTTPS through an ordinary kubeconfig, exactly as it reads a real\n"
-                "     cluster. $DEMO below is a temporary directory, removed at the end."
-            )
-            start = ["start", "--kubeconfig", kubeconfig, "--cache", cache, "--config", config]
-            say(
-                f"2/5  Recording for {first}s. Once the recorder has listed everything, the shop opens: Deployments frontend,\n"
-                "     cart and checkout create ReplicaSets and pods; then frontend rolls out a new image (new pods\n"
-                "     replace the old) and a Job 'migrate-db' starts a long-running pod. Each change reaches the\n"
-                "     sqlite cache within half a second."
-            )
-            say(_shown([*start, "--duration", f"{first}s"], tmp))
-            child.spawn([*start, "--duration", f"{first}s"])
-            _wait_until(lambda: _recording_synced(cache) or not child.running(), timeout=SYNC_TIMEOUT_SECONDS,
-                        what="the recorder to list the cluster")
-            _script(child, clock=clock, actions=((0.0, shop.open_shop), (first * 0.3, shop.roll_out), (first * 0.5, shop.start_job)))
-            child.wait(what="kubectl sktrace start")
-            if not shop.job_running():
-                raise DemoError("the Job migrate-db never started running in the emulator; rerun the demo with a longer --record-seconds")
-            say(
-                "3/5  Nothing is recording now. Changing the cluster behind the recorder's back: deleting Deployment\n"
-                "     checkout and its ConfigMap, scaling cart from 2 to 4 pods, and letting migrate-db's pod finish.\n"
-                "     A tracer that keeps its state in memory would never learn of this."
-            )
-            shop.change_offline()
-            _wait_until(shop.settled_offline, timeout=OFFLINE_SETTLE_SECONDS, what="the emulator to apply the offline changes")
-            time.sleep(1.0)  # a gap of at least a second: the cache's times are whole seconds in the trace
-            say(
-                f"4/5  Recording again for {second}s. start first lists every kind and compares it with the cache: checkout\n"
-                "     and its ConfigMap are recorded as deleted while offline (inferred, at the restart), checkout's\n"
-                "     vanished pods as finished, cart's scale-up as applied, and migrate-db's pod gets its real end\n"
-                "     time from its container state."
-            )
-            say(_shown([*start, "--duration", f"{second}s"], tmp))
-            child.run([*start, "--duration", f"{second}s"], what="kubectl sktrace start")
-            shop.stop()
-            emu.stop()
-            emu = None
-            start_ts, end_ts = _recorded_window(cache)
-            say(
-                "5/5  The API server is stopped now: everything below reads the cache alone. status shows the two runs\n"
-                "     and the gap between them; export writes the whole recorded window as a SimKube trace; inspect\n"
-                "     summarizes it; validate applies SimKube's load checks and validation rules to it."
-            )
-            say(_shown(["status", "--cache", cache], tmp))
-            child.run(["status", "--cache", cache], what="kubectl sktrace status")
-            export = ["export", "--cache", cache, "-s", f"@{start_ts}", "-t", f"@{end_ts}", "-O", trace]
-            say(_shown(export, tmp))
-            child.run(export, what="kubectl sktrace export")
-            say(_shown(["inspect", trace], tmp))
-            child.run(["inspect", trace], what="kubectl sktrace inspect")
-            say(_shown(["validate", trace], tmp))
-            child.run(["validate", trace], what="kubectl sktrace validate")
+            demo.start_cluster()
+            demo.record_live(first)
+            demo.change_offline()
+            demo.record_again(second)
+            demo.read_back()
     finally:
-        child.stop()
-        if shop is not None:
-            shop.stop()
-        if emu is not None:
-            emu.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-    return DemoResult(trace=trace, cache=options.cache, seconds=clock() - began)
+        demo.clean_up()
+    return DemoResult(trace=demo.trace, cache=options.cache, seconds=clock() - began)
+
+
+@dataclass
+class _Demo:
+    """The narrated run's steps, in order, and what they share: the temporary directory, the child
+    recorder, the emulator and its shop (None once stopped)."""
+
+    say: Callable[[str], None]
+    clock: Callable[[], float]
+    tmp: str
+    child: _Child
+    cache: str
+    trace: str
+    emu: Emulator | None = None
+    shop: Shop | None = None
+
+    @property
+    def kubeconfig(self) -> str:
+        return os.path.join(self.tmp, "kubeconfig.yaml")
+
+    @property
+    def start(self) -> list[str]:
+        return ["start", "--kubeconfig", self.kubeconfig, "--cache", self.cache, "--config", os.path.join(self.tmp, "tracer.yaml")]
+
+    def start_cluster(self) -> None:
+        from sktrace_emulator import Emulator
+
+        Path(self.tmp, "tracer.yaml").write_text(DEMO_CONFIG)
+        self.emu = emu = Emulator(token="demo-token", bookmark_interval=2.0).start()
+        emu.write_kubeconfig(self.kubeconfig, context="sktrace-demo")
+        self.shop = Shop(emu)
+        self.shop.prepare()
+        self.say(
+            f"1/5  Started a local Kubernetes API server at {emu.url} (no cluster needed), its controllers and\n"
+            f"     kubelet, and a shop in namespace '{NAMESPACE}' with a CronJob 'report' running a Job every {CRON_EVERY_SECONDS}s.\n"
+            "     The recorder reads it over HTTPS through an ordinary kubeconfig, exactly as it reads a real\n"
+            "     cluster. $DEMO below is a temporary directory, removed at the end."
+        )
+
+    def record_live(self, seconds: int) -> None:
+        assert self.shop is not None
+        shop, child = self.shop, self.child
+        self.say(
+            f"2/5  Recording for {seconds}s. Once the recorder has listed everything, the shop opens: Deployments frontend,\n"
+            "     cart and checkout create ReplicaSets and pods; then frontend rolls out a new image (new pods\n"
+            "     replace the old) and a Job 'migrate-db' starts a long-running pod. Each change reaches the\n"
+            "     sqlite cache within half a second."
+        )
+        self.say(_shown([*self.start, "--duration", f"{seconds}s"], self.tmp))
+        child.spawn([*self.start, "--duration", f"{seconds}s"])
+        _wait_until(lambda: _recording_synced(self.cache) or not child.running(), timeout=SYNC_TIMEOUT_SECONDS,
+                    what="the recorder to list the cluster")
+        _script(child, clock=self.clock, actions=((0.0, shop.open_shop), (seconds * 0.3, shop.roll_out), (seconds * 0.5, shop.start_job)))
+        child.wait(what="kubectl sktrace start")
+        if not shop.job_running():
+            raise DemoError("the Job migrate-db never started running in the emulator; rerun the demo with a longer --record-seconds")
+
+    def change_offline(self) -> None:
+        assert self.shop is not None
+        self.say(
+            "3/5  Nothing is recording now. Changing the cluster behind the recorder's back: deleting Deployment\n"
+            "     checkout and its ConfigMap, scaling cart from 2 to 4 pods, and letting migrate-db's pod finish.\n"
+            "     A tracer that keeps its state in memory would never learn of this."
+        )
+        self.shop.change_offline()
+        _wait_until(self.shop.settled_offline, timeout=OFFLINE_SETTLE_SECONDS, what="the emulator to apply the offline changes")
+        time.sleep(1.0)  # a gap of at least a second: the cache's times are whole seconds in the trace
+
+    def record_again(self, seconds: int) -> None:
+        self.say(
+            f"4/5  Recording again for {seconds}s. start first lists every kind and compares it with the cache: checkout\n"
+            "     and its ConfigMap are recorded as deleted while offline (inferred, at the restart), checkout's\n"
+            "     vanished pods as finished, cart's scale-up as applied, and migrate-db's pod gets its real end\n"
+            "     time from its container state."
+        )
+        self.say(_shown([*self.start, "--duration", f"{seconds}s"], self.tmp))
+        self.child.run([*self.start, "--duration", f"{seconds}s"], what="kubectl sktrace start")
+
+    def read_back(self) -> None:
+        """Stop the API server, then status, export, inspect and validate, each from the cache or the trace."""
+        self._stop_cluster()
+        start_ts, end_ts = _recorded_window(self.cache)
+        self.say(
+            "5/5  The API server is stopped now: everything below reads the cache alone. status shows the two runs\n"
+            "     and the gap between them; export writes the whole recorded window as a SimKube trace; inspect\n"
+            "     summarizes it; validate applies SimKube's load checks and validation rules to it."
+        )
+        export = ["export", "--cache", self.cache, "-s", f"@{start_ts}", "-t", f"@{end_ts}", "-O", self.trace]
+        for args, what in ((["status", "--cache", self.cache], "status"), (export, "export"),
+                           (["inspect", self.trace], "inspect"), (["validate", self.trace], "validate")):
+            self.say(_shown(args, self.tmp))
+            self.child.run(args, what=f"kubectl sktrace {what}")
+
+    def _stop_cluster(self) -> None:
+        if self.shop is not None:
+            self.shop.stop()
+        if self.emu is not None:
+            self.emu.stop()
+            self.emu = None
+
+    def clean_up(self) -> None:
+        """On success, failure or Ctrl-C: the child stopped, the cluster stopped, the temporary directory gone."""
+        self.child.stop()
+        self._stop_cluster()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def _recorded_window(cache: str) -> tuple[int, int]:

@@ -29,6 +29,7 @@ _INT_MIN = -(1 << 63)
 _INT_LIMIT = 1 << 64
 _KEY_CACHE: dict[str, bytes] = {}
 _KEY_CACHE_LIMIT = 8192
+_FINALIZE = -1  # not a message word (those are unsigned): the finalization starts
 
 
 def siphash13_pure(data: bytes) -> int:
@@ -43,9 +44,13 @@ def siphash13_pure(data: bytes) -> int:
     tail = data[whole * 8:] + bytes(7 - length % 8)
     last = ((length & 0xFF) << 56) | int.from_bytes(tail, "little")
     mask = _MASK
-    for m in (*words, last):
+    # one SipRound per message word, then three with no message once v2 is flipped: _FINALIZE stands for the
+    # flip, and a zero word leaves v3 and v0 unchanged
+    for m in (*words, last, _FINALIZE, 0, 0):
+        if m < 0:
+            v2 ^= 0xFF
+            m = 0
         v3 ^= m
-        # one compression round (SipRound)
         v0 = (v0 + v1) & mask
         v1 = ((v1 << 13) | (v1 >> 51)) & mask
         v1 ^= v0
@@ -61,22 +66,6 @@ def siphash13_pure(data: bytes) -> int:
         v1 ^= v2
         v2 = ((v2 << 32) | (v2 >> 32)) & mask
         v0 ^= m
-    v2 ^= 0xFF
-    for _ in range(3):
-        v0 = (v0 + v1) & mask
-        v1 = ((v1 << 13) | (v1 >> 51)) & mask
-        v1 ^= v0
-        v0 = ((v0 << 32) | (v0 >> 32)) & mask
-        v2 = (v2 + v3) & mask
-        v3 = ((v3 << 16) | (v3 >> 48)) & mask
-        v3 ^= v2
-        v0 = (v0 + v3) & mask
-        v3 = ((v3 << 21) | (v3 >> 43)) & mask
-        v3 ^= v0
-        v2 = (v2 + v1) & mask
-        v1 = ((v1 << 17) | (v1 >> 47)) & mask
-        v1 ^= v2
-        v2 = ((v2 << 32) | (v2 >> 32)) & mask
     return v0 ^ v1 ^ v2 ^ v3
 
 

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize
 from kubectl_sktrace.errors import ForbiddenError, KubeError
-from kubectl_sktrace.model import GVK, POD, ObjectHead, ObjKey, OwnerRef
+from kubectl_sktrace.model import GVK, POD, LiveObject, ObjectHead, ObjKey, OwnerRef
 from kubectl_sktrace.store.history import CAUSE_FAILED, CAUSE_FORBIDDEN
 from kubectl_sktrace.store.recording import (
     OP_APPLIED,
@@ -122,10 +122,9 @@ class Ingest:
         self.stats: dict[GVK, KindStats] = {}
         self.events_recorded = 0
         self.updates_seen = 0  # watch events received, whether or not they changed anything
-        live = recording.load_live_objects()
-        self.live: dict[GVK, dict[ObjKey, changes.Known]] = {gvk: {} for gvk in self.tracked}
-        for key, row in live.items():
-            self.live.setdefault(key.gvk, {})[key] = changes.Known(row.uid, row.spec_hash)
+        self.live: dict[GVK, dict[ObjKey, LiveObject]] = {gvk: {} for gvk in self.tracked}
+        for key, known in recording.load_live_objects().items():
+            self.live.setdefault(key.gvk, {})[key] = known
         self.pods: dict[str, _Pod] = {
             p.uid: _Pod(p.namespace, p.name, p.owner_gvk, lifecycle.Lifecycle(p.start_ts, p.end_ts))
             for p in recording.load_live_pods().values()
@@ -323,7 +322,7 @@ class Ingest:
         )
         self.events_recorded += 1
         self.rec.upsert_object(key, uid=head.uid, spec_hash=spec_hash)
-        self.live[key.gvk][key] = changes.Known(head.uid, spec_hash)
+        self.live[key.gvk][key] = LiveObject(head.uid, spec_hash)
         self.stats_for(key.gvk).applied += 1
 
     def _deleted(self, head: ObjectHead, recv: float, *, caught_up: bool) -> None:

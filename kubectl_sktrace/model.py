@@ -115,3 +115,12 @@ class ObjectHead:
     resource_version: str  # "" when the object has none
     created: float | None  # creationTimestamp as Unix seconds; None when missing or malformed
     owners: tuple[OwnerRef, ...]  # ownerReferences in listed order, malformed entries skipped
+
+
+@dataclass(frozen=True)
+class LiveObject:
+    """What the live index holds for an object key: the object's uid and the spec hash last recorded; kept
+    in the cache's ``objects`` table and in the recorder's memory alike."""
+
+    uid: str
+    spec_hash: int

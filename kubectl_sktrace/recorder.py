@@ -37,6 +37,7 @@ from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
 from kubectl_sktrace.store.recording import Identity, Recording
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.tracerconfig import TracerConfig
+from kubectl_sktrace.watchfailures import every_kind_failed
 from kubectl_sktrace.writer import IDLE_COMMIT, Writer
 
 if TYPE_CHECKING:
@@ -218,7 +219,10 @@ class Session:
         for gvk, error in writer.take_failures():
             self._report_failure(gvk, error)
         self._report_outage(run)
-        self._check_failures(run.tracked, run.resources)
+        fatal = every_kind_failed(tracked=run.tracked, failures=self._failed, resources=run.resources,
+                                  namespace=self.namespace, context_namespace=self.context_namespace)
+        if fatal is not None:
+            raise fatal
         self._advance_sync(run, now)
         writer.tick()
         if run.synced_at is not None and now - run.last_view >= VIEW_EVERY:
@@ -376,37 +380,6 @@ class Session:
     def _settled(self, ingest: Ingest, gvk: GVK) -> bool:
         stats = ingest.stats_for(gvk)
         return stats.initial_done or stats.failed is not None
-
-    def _check_failures(self, tracked: list[GVK], resources: Mapping[GVK, Any]) -> None:
-        """Every tracked kind failed: nothing useful can be recorded, so stop with the fix."""
-        failed = [g for g in tracked if g in self._failed]
-        if not tracked or len(failed) < len(tracked):
-            return
-        refused = [e for e in (self._failed[g] for g in failed) if isinstance(e, ForbiddenError)]
-        if len(refused) == len(failed):
-            raise KubeError(self._forbidden_advice(tracked=tracked, failed=failed, refused=refused, resources=resources))
-        raise KubeError(f"no tracked kind can be watched ({self._failed[failed[0]]}); check the cluster and the config")
-
-    def _forbidden_advice(
-        self, *, tracked: list[GVK], failed: list[GVK], refused: list[ForbiddenError], resources: Mapping[GVK, Any],
-    ) -> str:
-        """What to do when every tracked kind was refused.
-
-        Refused across the cluster, a user may still read one namespace (a RoleBinding to ``view``): that
-        namespace (the kubeconfig context's) comes first, before asking for a ClusterRole."""
-        from kubectl_sktrace.kube import rbac_hint
-
-        names = [resources[g].rbac_name for g in [*tracked, POD] if g in resources]
-        cluster = self.namespace is None and all(e.cluster_scope for e in refused)
-        scope = " at the cluster scope" if cluster else f" in namespace {self.namespace!r}" if self.namespace else ""
-        ns = self.context_namespace if self.context_namespace != self.namespace else None
-        first = ""
-        if ns and all(resources[g].namespaced for g in failed):
-            first = f"you may only have access to namespace {ns!r}: record it with -n {ns}, or "
-        elif cluster:
-            first = "you may only have access to some namespaces: record one with -n NAMESPACE, or "
-        return (f"forbidden to list and watch every tracked kind{scope}; {first}"
-                f"{rbac_hint(names, namespace=self.namespace)}, or track other kinds with --config")
 
     def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
         resource = resources.get(key.gvk)

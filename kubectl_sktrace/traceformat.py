@@ -151,26 +151,29 @@ def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None) -> Trace:
     """Read and decode a trace file, or ``stdin`` when ``path`` is ``-``; TraceFormatError (one line naming
     the file) when it is not one."""
     if str(path) == STDIN and stdin is not None:
+        name = STDIN_NAME
         try:
             data = stdin.read()
         except OSError as exc:
             raise TraceFormatError(f"{STDIN_NAME}: cannot read it: {exc.strerror or exc}") from None
-        try:
-            return decode_trace(data)
-        except TraceFormatError as exc:
-            raise TraceFormatError(f"{STDIN_NAME}: {exc}") from None
+    else:
+        name = str(path)
+        data = _read_file(path)
     try:
-        data = Path(path).read_bytes()
+        return decode_trace(data)
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"{name}: {exc}") from None
+
+
+def _read_file(path: str | Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
     except FileNotFoundError:
         raise TraceFormatError(f"{path}: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'") from None
     except IsADirectoryError:
         raise TraceFormatError(f"{path}: is a directory, not a trace file; pass the path of a trace file") from None
     except OSError as exc:
         raise TraceFormatError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    try:
-        return decode_trace(data)
-    except TraceFormatError as exc:
-        raise TraceFormatError(f"{path}: {exc}") from None
 
 
 def _type_name(value: object) -> str:

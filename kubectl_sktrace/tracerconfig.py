@@ -235,18 +235,11 @@ def resolve_pointer(document: Any, pointer: str) -> list[Any]:
 
 def config_to_trace(cfg: TracerConfig) -> dict[str, Any]:
     """The ``config`` map of an exported trace: pod-less kinds left out, booleans only when true."""
-    tracked: dict[str, Any] = {}
-    for gvk in sorted(cfg.tracked):  # SimKube writes its hash-map order; sorting makes exports reproducible
-        opts = cfg.tracked[gvk]
-        if not opts.pod_spec_template_paths:
-            continue
-        entry: dict[str, Any] = {"podSpecTemplatePaths": list(opts.pod_spec_template_paths)}
-        if opts.track_lifecycle:
-            entry["trackLifecycle"] = True
-        if opts.skip_owned:
-            entry["skipOwned"] = True
-        tracked[str(gvk)] = entry
-    return {"trackedObjects": tracked}
+    return {"trackedObjects": {
+        str(gvk): _entry(cfg.tracked[gvk], ours=False)
+        for gvk in sorted(cfg.tracked)  # SimKube writes its hash-map order; sorting makes exports reproducible
+        if cfg.tracked[gvk].pod_spec_template_paths
+    }}
 
 
 def config_from_trace(data: dict[str, Any]) -> TracerConfig:
@@ -256,19 +249,22 @@ def config_from_trace(data: dict[str, Any]) -> TracerConfig:
 
 def config_to_plain(cfg: TracerConfig) -> dict[str, Any]:
     """The normalized config as a YAML-ready map, every kind included (what the cache stores per run)."""
-    tracked: dict[str, Any] = {}
-    for gvk, opts in cfg.tracked.items():
-        entry: dict[str, Any] = {}
-        if opts.pod_spec_template_paths:
-            entry["podSpecTemplatePaths"] = list(opts.pod_spec_template_paths)
-        if opts.track_lifecycle:
-            entry["trackLifecycle"] = True
-        if opts.skip_owned:
-            entry["skipOwned"] = True
-        if opts.keep_secret_data:
-            entry["keepSecretData"] = True
-        tracked[str(gvk)] = entry
-    return {"trackedObjects": tracked}
+    return {"trackedObjects": {str(gvk): _entry(opts, ours=True) for gvk, opts in cfg.tracked.items()}}
+
+
+def _entry(opts: TrackedObject, *, ours: bool) -> dict[str, Any]:
+    """One kind's options as written: what is set, booleans only when true. ``keepSecretData`` is this tool's
+    own option (``ours``), never written into a trace SimKube reads."""
+    entry: dict[str, Any] = {}
+    if opts.pod_spec_template_paths:
+        entry["podSpecTemplatePaths"] = list(opts.pod_spec_template_paths)
+    if opts.track_lifecycle:
+        entry["trackLifecycle"] = True
+    if opts.skip_owned:
+        entry["skipOwned"] = True
+    if ours and opts.keep_secret_data:
+        entry["keepSecretData"] = True
+    return entry
 
 
 CONFIG_HEADER = """\

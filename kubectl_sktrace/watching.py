@@ -52,7 +52,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kubectl_sktrace.errors import ExpiredError, KubeError, TransientError
@@ -139,64 +139,104 @@ def run_watch(
     ``max_cycles`` bounds the number of list-or-watch attempts (for tests); None runs until stopped.
     ``retrying(gvk)`` is told of each retry after a failure during an outage (what a person is told it cost).
     """
-    gvk = resource.gvk
-    backoff = Backoff(rng)
-    position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
-    coverage = _Coverage()
-    vigil = vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf"))
+    loop = _Loop(resource=resource, namespace=namespace, list_page=list_page, watch=watch, sink=sink,
+                 clock=clock, sleep=sleep, stop=stop, timeout_seconds=timeout_seconds, retrying=retrying,
+                 backoff=Backoff(rng), vigil=vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf")))
     cycles = 0
     while not stop.is_set() and (max_cycles is None or cycles < max_cycles):
         cycles += 1
+        if not loop.cycle():
+            return
+
+
+@dataclass
+class _Loop:
+    """The state of one kind's loop between attempts, and what each attempt and each failure does to it."""
+
+    resource: Resource
+    namespace: str | None
+    list_page: ListPage
+    watch: OpenWatch
+    sink: Sink
+    clock: Callable[[], float]
+    sleep: Callable[[float], Any]
+    stop: threading.Event
+    timeout_seconds: int
+    retrying: Callable[[GVK], None] | None
+    backoff: Backoff
+    vigil: Vigil
+    position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
+    coverage: _Coverage = field(default_factory=lambda: _Coverage())
+
+    @property
+    def gvk(self) -> GVK:
+        return self.resource.gvk
+
+    def cycle(self) -> bool:
+        """One list-or-watch attempt; False when this kind is done (stopped, or a permanent error)."""
         try:
-            if position is None:
-                version, listed_at = _relist(resource=resource, namespace=namespace, list_page=list_page, sink=sink,
-                                             clock=clock, stop=stop)
-                position = _Position(version, alive=listed_at, epoch=vigil.check())
-                coverage.watching(sink, gvk, listed_at, horizon=None)
-                backoff.reset()
-                continue
-            position.received = False
-            horizon = _horizon(resource, namespace=namespace, list_page=list_page) if coverage.down else None
-            started = clock()
-            _watch_once(resource=resource, namespace=namespace, watch=watch, sink=sink, clock=clock, stop=stop,
-                        position=position, timeout_seconds=timeout_seconds, vigil=vigil,
-                        connected=lambda ts: coverage.watching(sink, gvk, ts, horizon=horizon))
-            if position.received:
-                backoff.reset()
-            elif not stop.is_set() and clock() - started < EMPTY_STREAM_SECONDS:
-                delay = backoff.next_delay()
-                log.info("%s: watch ended at once with nothing in it; re-watching in %.1fs", gvk, delay)
-                sleep(delay)
+            if self.position is None:
+                self._list()
+            else:
+                self._watch(self.position)
         except _Stopped:
-            return
+            return False
         except _Suspended as exc:
-            assert position is not None
-            coverage.lost(sink, gvk, since=min(position.alive, exc.since), cause=CAUSE_SUSPENDED, detail=str(exc))
-            position.epoch = vigil.epoch
+            assert self.position is not None
+            self._lost(since=min(self.position.alive, exc.since), cause=CAUSE_SUSPENDED, detail=str(exc))
+            self.position.epoch = self.vigil.epoch
         except ExpiredError as exc:
-            log.info("%s: %s; relisting", gvk, exc)
-            if position is not None:
-                coverage.lost(sink, gvk, since=position.alive, cause=CAUSE_EXPIRED, detail=str(exc))
-            position = None
+            log.info("%s: %s; relisting", self.gvk, exc)
+            if self.position is not None:
+                self._lost(since=self.position.alive, cause=CAUSE_EXPIRED, detail=str(exc))
+            self.position = None
         except TransientError as exc:
-            if stop.is_set():
-                return
-            if position is not None:
-                coverage.lost(sink, gvk, since=position.alive, cause=CAUSE_UNREACHABLE, detail=str(exc))
-            if position is not None and position.received:
-                backoff.reset()
-            delay = backoff.next_delay(exc.retry_after)
-            # one failure after a success is routine (a quiet stream presumed dead, a server restart); an outage
-            # is reported once by the sink's owner; say it loudly only when failures repeat before any list
-            quiet = backoff.attempt == 1 or coverage.down
-            log.log(logging.INFO if quiet else logging.WARNING, "%s: %s; retrying in %.1fs", gvk, exc, delay)
-            if coverage.down and retrying is not None:
-                retrying(gvk)
-            sleep(delay)
+            if self.stop.is_set():
+                return False
+            self._retry_later(exc)
         except KubeError as exc:
-            log.info("%s: %s", gvk, exc)
-            sink.failed(gvk, exc)
-            return
+            log.info("%s: %s", self.gvk, exc)
+            self.sink.failed(self.gvk, exc)
+            return False
+        return True
+
+    def _list(self) -> None:
+        version, listed_at = _relist(resource=self.resource, namespace=self.namespace, list_page=self.list_page,
+                                     sink=self.sink, clock=self.clock, stop=self.stop)
+        self.position = _Position(version, alive=listed_at, epoch=self.vigil.check())
+        self.coverage.watching(self.sink, self.gvk, listed_at, horizon=None)
+        self.backoff.reset()
+
+    def _watch(self, position: _Position) -> None:
+        position.received = False
+        horizon = _horizon(self.resource, namespace=self.namespace, list_page=self.list_page) if self.coverage.down else None
+        started = self.clock()
+        _watch_once(resource=self.resource, namespace=self.namespace, watch=self.watch, sink=self.sink,
+                    clock=self.clock, stop=self.stop, position=position, timeout_seconds=self.timeout_seconds,
+                    vigil=self.vigil, connected=lambda ts: self.coverage.watching(self.sink, self.gvk, ts, horizon=horizon))
+        if position.received:
+            self.backoff.reset()
+        elif not self.stop.is_set() and self.clock() - started < EMPTY_STREAM_SECONDS:
+            delay = self.backoff.next_delay()
+            log.info("%s: watch ended at once with nothing in it; re-watching in %.1fs", self.gvk, delay)
+            self.sleep(delay)
+
+    def _lost(self, *, since: float, cause: str, detail: str) -> None:
+        self.coverage.lost(self.sink, self.gvk, since=since, cause=cause, detail=detail)
+
+    def _retry_later(self, exc: TransientError) -> None:
+        if self.position is not None:
+            self._lost(since=self.position.alive, cause=CAUSE_UNREACHABLE, detail=str(exc))
+            if self.position.received:
+                self.backoff.reset()
+        delay = self.backoff.next_delay(exc.retry_after)
+        # one failure after a success is routine (a quiet stream presumed dead, a server restart); an outage
+        # is reported once by the sink's owner; say it loudly only when failures repeat before any list
+        quiet = self.backoff.attempt == 1 or self.coverage.down
+        log.log(logging.INFO if quiet else logging.WARNING, "%s: %s; retrying in %.1fs", self.gvk, exc, delay)
+        if self.coverage.down and self.retrying is not None:
+            self.retrying(self.gvk)
+        self.sleep(delay)
 
 
 CAUSE_UNREACHABLE = "API unreachable"

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.changes import Decision, Known, decide_applied, event_second, is_skipped_owned, same_uid, vanished
+from kubectl_sktrace.changes import Decision, decide_applied, event_second, is_skipped_owned, same_uid, vanished
 from kubectl_sktrace.hashing import spec_hash
-from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.model import GVK, POD, LiveObject, ObjKey
 from kubectl_sktrace.sanitize import read_head
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
@@ -22,16 +22,16 @@ def key(name: str, namespace: str = "ns") -> ObjKey:
     "known, uid, spec_hash, expected",
     [
         pytest.param(None, "u1", 7, Decision(delete_first=False, apply=True, spec_hash=7), id="new-object-applied"),
-        pytest.param(Known("u1", 7), "u1", 7, Decision(delete_first=False, apply=False, spec_hash=7), id="same-uid-same-hash-nothing"),
-        pytest.param(Known("u1", 7), "u1", 8, Decision(delete_first=False, apply=True, spec_hash=8), id="spec-changed-applied"),
-        pytest.param(Known("u1", 7), "u2", 7, Decision(delete_first=True, apply=True, spec_hash=7), id="recreated-same-spec-delete-then-apply"),
-        pytest.param(Known("u1", 7), "u2", 9, Decision(delete_first=True, apply=True, spec_hash=9), id="recreated-new-spec-delete-then-apply"),
-        pytest.param(Known("", 7), "u2", 7, Decision(delete_first=False, apply=False, spec_hash=7), id="unknown-cached-uid-matches"),
-        pytest.param(Known("u1", 7), "", 8, Decision(delete_first=False, apply=True, spec_hash=8), id="object-without-uid-compared-by-hash"),
-        pytest.param(Known("u1", 0), "u1", 0, Decision(delete_first=False, apply=False, spec_hash=0), id="zero-hash-is-a-hash"),
+        pytest.param(LiveObject("u1", 7), "u1", 7, Decision(delete_first=False, apply=False, spec_hash=7), id="same-uid-same-hash-nothing"),
+        pytest.param(LiveObject("u1", 7), "u1", 8, Decision(delete_first=False, apply=True, spec_hash=8), id="spec-changed-applied"),
+        pytest.param(LiveObject("u1", 7), "u2", 7, Decision(delete_first=True, apply=True, spec_hash=7), id="recreated-same-spec-delete-then-apply"),
+        pytest.param(LiveObject("u1", 7), "u2", 9, Decision(delete_first=True, apply=True, spec_hash=9), id="recreated-new-spec-delete-then-apply"),
+        pytest.param(LiveObject("", 7), "u2", 7, Decision(delete_first=False, apply=False, spec_hash=7), id="unknown-cached-uid-matches"),
+        pytest.param(LiveObject("u1", 7), "", 8, Decision(delete_first=False, apply=True, spec_hash=8), id="object-without-uid-compared-by-hash"),
+        pytest.param(LiveObject("u1", 0), "u1", 0, Decision(delete_first=False, apply=False, spec_hash=0), id="zero-hash-is-a-hash"),
     ],
 )
-def test_decide_applied(known: Known | None, uid: str, spec_hash: int, expected: Decision) -> None:
+def test_decide_applied(known: LiveObject | None, uid: str, spec_hash: int, expected: Decision) -> None:
     assert decide_applied(known=known, uid=uid, spec_hash=spec_hash) == expected
 
 
@@ -70,21 +70,21 @@ def test_is_skipped_owned(obj: dict[str, Any], skip_owned: bool, skipped: bool) 
     "known, seen, expected",
     [
         pytest.param({}, {}, [], id="nothing-cached"),
-        pytest.param({key("a"): Known("u1", 1)}, {key("a"): "u1"}, [], id="still-there"),
-        pytest.param({key("a"): Known("u1", 1)}, {}, [key("a")], id="missing-from-list"),
-        pytest.param({key("a"): Known("u1", 1)}, {key("a"): "u2"}, [key("a")], id="listed-with-other-uid"),
-        pytest.param({key("a"): Known("", 1)}, {key("a"): "u2"}, [], id="unknown-uid-not-vanished"),
-        pytest.param({key("a"): Known("u1", 1)}, {key("a", "other"): "u1"}, [key("a")], id="same-name-other-namespace"),
+        pytest.param({key("a"): LiveObject("u1", 1)}, {key("a"): "u1"}, [], id="still-there"),
+        pytest.param({key("a"): LiveObject("u1", 1)}, {}, [key("a")], id="missing-from-list"),
+        pytest.param({key("a"): LiveObject("u1", 1)}, {key("a"): "u2"}, [key("a")], id="listed-with-other-uid"),
+        pytest.param({key("a"): LiveObject("", 1)}, {key("a"): "u2"}, [], id="unknown-uid-not-vanished"),
+        pytest.param({key("a"): LiveObject("u1", 1)}, {key("a", "other"): "u1"}, [key("a")], id="same-name-other-namespace"),
         pytest.param({}, {key("new"): "u9"}, [], id="new-listed-objects-are-not-vanished"),
         pytest.param(
-            {key("c"): Known("u3", 1), key("a"): Known("u1", 1), key("b"): Known("u2", 1), key("z", "a-ns"): Known("u4", 1)},
+            {key("c"): LiveObject("u3", 1), key("a"): LiveObject("u1", 1), key("b"): LiveObject("u2", 1), key("z", "a-ns"): LiveObject("u4", 1)},
             {key("b"): "u2"},
             [key("z", "a-ns"), key("a"), key("c")],
             id="sorted-by-key",
         ),
     ],
 )
-def test_vanished(known: dict[ObjKey, Known], seen: dict[ObjKey, str], expected: list[ObjKey]) -> None:
+def test_vanished(known: dict[ObjKey, LiveObject], seen: dict[ObjKey, str], expected: list[ObjKey]) -> None:
     assert vanished(known, seen) == expected
 
 
@@ -111,8 +111,8 @@ def test_status_and_label_changes_record_nothing_with_real_hash() -> None:
     first = {"metadata": {"uid": "u1", "labels": {"a": "1"}}, "spec": {"replicas": 3}, "status": {"readyReplicas": 1}}
     relabelled = {"metadata": {"uid": "u1", "labels": {"a": "2"}}, "spec": {"replicas": 3}, "status": {"readyReplicas": 3}}
     scaled = {"metadata": {"uid": "u1"}, "spec": {"replicas": 4}}
-    known = Known("u1", spec_hash(first.get("spec")))
+    known = LiveObject("u1", spec_hash(first.get("spec")))
     assert decide_applied(known=known, uid="u1", spec_hash=spec_hash(relabelled.get("spec"))).apply is False
     assert decide_applied(known=known, uid="u1", spec_hash=spec_hash(scaled.get("spec"))).apply is True
     specless: dict[str, Any] = {"metadata": {"uid": "u2"}}
-    assert decide_applied(known=Known("u2", spec_hash(None)), uid="u2", spec_hash=spec_hash(specless.get("spec"))).apply is False
+    assert decide_applied(known=LiveObject("u2", spec_hash(None)), uid="u2", spec_hash=spec_hash(specless.get("spec"))).apply is False

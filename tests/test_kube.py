@@ -678,3 +678,27 @@ def test_an_exec_plugin_printing_no_credential_is_reported_not_sent_as_anonymous
     assert str(info.value) == ("cannot get the credentials of context 'test': exec: missing token or clientCertificateData "
                                "field in plugin output; check the plugin and its configuration in your kubeconfig")
     assert api_server.requests == []
+
+
+@pytest.mark.parametrize("url, status, reason, seconds, expected", [
+    pytest.param("https://10.0.0.1:6443/api/v1/pods?limit=500", 200, "OK", 0.0049,
+                 "GET https://10.0.0.1:6443/api/v1/pods?limit=500 200 OK in 4 milliseconds", id="answered"),
+    pytest.param("https://10.0.0.1:6443/api/v1/pods", 410, "", 0.0,
+                 "GET https://10.0.0.1:6443/api/v1/pods 410 Gone in 0 milliseconds", id="reason-from-the-status"),
+    pytest.param("https://127.0.0.1:1/api", None, "", 0.0021,
+                 "GET https://127.0.0.1:1/api  in 2 milliseconds", id="no-answer-as-kubectl"),
+    pytest.param("https://admin:s3cr3t@10.0.0.1:6443/api", 200, "OK", 0.01,
+                 "GET https://10.0.0.1:6443/api 200 OK in 10 milliseconds", id="userinfo-left-out"),
+])
+def test_request_line_is_kubectl_v6s(url, status, reason, seconds, expected) -> None:
+    from kubectl_sktrace.kube.client import request_line
+
+    assert request_line("GET", url, status=status, reason=reason, seconds=seconds) == expected
+
+
+def test_request_url_encodes_the_query_in_key_order() -> None:
+    from kubectl_sktrace.kube.client import request_url
+
+    assert request_url("https://h", "/api/v1/pods", {"watch": "true", "resourceVersion": "7", "continue": "a b/c"}) == (
+        "https://h/api/v1/pods?continue=a+b%2Fc&resourceVersion=7&watch=true")
+    assert request_url("https://h", "/api", {}) == "https://h/api"

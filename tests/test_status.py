@@ -138,3 +138,18 @@ RUN    OUTAGE                                          DURATION    KINDS
     assert status_to_dict(status)["outages"][0] == {
         "run": 1, "cause": "API unreachable", "from": "2027-01-15T08:06:30Z", "to": "2027-01-15T08:06:51Z", "duration": "21s",
         "kinds": ["apps/v1.Deployment", "v1.Pod"]}
+
+
+def test_each_kind_carries_its_watch_position(rec: Recording) -> None:
+    record_two_runs(rec)
+    with rec.batch():
+        rec.set_watch_state(DEPLOY, "4711", T0 + 3700)
+        rec.set_watch_state(GVK("batch", "v1", "Job"), "4712", T0 + 3700)  # no objects: not a row of the counts
+    for namespace in (None, "ns"):  # the position is the recording's, whatever namespace is counted
+        kinds = cache_status(rec.cache, namespace=namespace).kinds
+        assert [(k.gvk, k.watch_resource_version, k.watch_updated) for k in kinds] == [("apps/v1.Deployment", "4711", T0 + 3700)]
+
+
+def test_a_kind_never_watched_has_no_position(rec: Recording) -> None:
+    record_two_runs(rec)
+    assert [(k.watch_resource_version, k.watch_updated) for k in cache_status(rec.cache).kinds] == [(None, None)]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.model import GVK, ObjKey, OwnerRef
+from kubectl_sktrace.model import GVK, LiveObject, ObjKey, OwnerRef
 from kubectl_sktrace.store.bodies import chain_to_json, encode_body
 from kubectl_sktrace.store.connection import Cache, from_db_hash, to_db_hash
 
@@ -37,14 +37,6 @@ class Identity:
     cluster_uid: str
     context: str
     namespace: str  # '' = all namespaces
-
-
-@dataclass(frozen=True)
-class LiveObject:
-    """A row of the live index as the recorder keeps it in memory."""
-
-    uid: str
-    spec_hash: int
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ lock is held right now) or ``crashed`` (neither: its ``stopped`` is the last hea
 of its last write). Gaps are the spans between one run's stop and the next run's start: nothing was observed
 live there, and the next run's relist reconstructed them (deletions inferred at its start). Coverage gaps
 are the outages within runs (``history.coverage_gaps``). The latest run's reconciliation report
-(``store.reconciliation``) says what its initial lists found changed while offline.
+(``store.reconciliation``) says what its initial lists found changed while offline. Each kind carries its
+watch position (``watch_state``): the last resourceVersion the recorder reached for it and when that was
+committed; the position belongs to the whole recording, so a namespace's counts carry it too.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class KindCounts:
     applied: int
     deleted: int
     inferred: int
+    watch_resource_version: str | None = None  # the last resourceVersion reached (None: never watched)
+    watch_updated: float | None = None  # when it was committed
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,12 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
             entry[3] += n
     for gvk, n in conn.execute(f"SELECT gvk, count(*) FROM objects WHERE 1 {where} GROUP BY gvk", params):
         counts.setdefault(gvk, [0, 0, 0, 0])[0] = n
-    kinds = tuple(KindCounts(g, *c) for g, c in sorted(counts.items()))
+    positions: dict[str, tuple[str, float]] = {
+        gvk: (rv, updated) for gvk, rv, updated in conn.execute("SELECT gvk, resource_version, updated FROM watch_state")}
+    kinds = tuple(
+        KindCounts(g, live, applied, deleted, inferred, *positions.get(g, (None, None)))
+        for g, (live, applied, deleted, inferred) in sorted(counts.items())
+    )
     pod_row = conn.execute(
         "SELECT count(*), coalesce(sum(live), 0), count(owner_gvk), "
         f"coalesce(sum(start_ts IS NOT NULL AND end_ts IS NULL), 0), coalesce(sum(end_ts IS NOT NULL), 0) FROM pods WHERE 1 {where}", params

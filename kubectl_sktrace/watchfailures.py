@@ -1,0 +1,51 @@
+"""When every tracked kind failed to be watched: the one error that stops ``start``, with the fix.
+
+One kind refused or failing is a warning (the others are recorded); when no tracked kind can be watched,
+nothing useful can be recorded, so the run stops. If every failure is a 403, the message says what to do,
+most likely first: refused across the cluster, a user may still read one namespace (a RoleBinding to
+``view``), so that namespace (the kubeconfig context's) comes before asking for a ClusterRole.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from kubectl_sktrace.errors import ForbiddenError, KubeError
+from kubectl_sktrace.model import GVK, POD
+
+
+def every_kind_failed(
+    *, tracked: list[GVK], failures: Mapping[GVK, BaseException], resources: Mapping[GVK, Any],
+    namespace: str | None, context_namespace: str | None,
+) -> KubeError | None:
+    """The error that ends the run when every kind of ``tracked`` is in ``failures``; None while one still runs.
+
+    ``resources`` are the discovered kinds (their ``rbac_name`` and ``namespaced``), ``namespace`` what is
+    recorded (None: every namespace), ``context_namespace`` the kubeconfig context's namespace."""
+    failed = [g for g in tracked if g in failures]
+    if not tracked or len(failed) < len(tracked):
+        return None
+    refused = [e for e in (failures[g] for g in failed) if isinstance(e, ForbiddenError)]
+    if len(refused) == len(failed):
+        return KubeError(_forbidden_advice(tracked=tracked, failed=failed, refused=refused, resources=resources,
+                                           namespace=namespace, context_namespace=context_namespace))
+    return KubeError(f"no tracked kind can be watched ({failures[failed[0]]}); check the cluster and the config")
+
+
+def _forbidden_advice(
+    *, tracked: list[GVK], failed: list[GVK], refused: list[ForbiddenError], resources: Mapping[GVK, Any],
+    namespace: str | None, context_namespace: str | None,
+) -> str:
+    from kubectl_sktrace.kube import rbac_hint
+
+    names = [resources[g].rbac_name for g in [*tracked, POD] if g in resources]
+    cluster = namespace is None and all(e.cluster_scope for e in refused)
+    scope = " at the cluster scope" if cluster else f" in namespace {namespace!r}" if namespace else ""
+    ns = context_namespace if context_namespace != namespace else None
+    first = ""
+    if ns and all(resources[g].namespaced for g in failed):
+        first = f"you may only have access to namespace {ns!r}: record it with -n {ns}, or "
+    elif cluster:
+        first = "you may only have access to some namespaces: record one with -n NAMESPACE, or "
+    return (f"forbidden to list and watch every tracked kind{scope}; {first}"
+            f"{rbac_hint(names, namespace=namespace)}, or track other kinds with --config")
