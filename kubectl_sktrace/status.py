@@ -177,7 +177,8 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         ],
         "configHistory": config_history(status),
         "kinds": [
-            {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred}
+            {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred,
+             "watchResourceVersion": k.watch_resource_version, "watchUpdated": _time(k.watch_updated)}
             for k in status.kinds
         ],
         "pods": {"seen": status.pods.seen, "live": status.pods.live, "withLifecycleOwner": status.pods.with_owner,

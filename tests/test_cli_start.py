@@ -548,7 +548,6 @@ def test_start_at_v3_logs_each_api_request_as_kubectl_v6_does(emu: Emulator, kub
     assert "test-token" not in result.stderr and "Bearer" not in result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="cli.configure_logging must set the level of kubectl_sktrace.kube.requests")
 def test_start_at_v2_logs_no_api_request(kubeconfig: str, cache: str) -> None:
     result = start(kubeconfig, cache, "-v", "2")
     assert result.returncode == 0, result.stderr

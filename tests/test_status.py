@@ -12,6 +12,7 @@ import yaml
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.status import render_status, status_to_dict
 from kubectl_sktrace.store import WriterLock, open_cache
+from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, Identity, Recording
 from kubectl_sktrace.store.status import cache_status
 
@@ -148,6 +149,8 @@ def test_each_kind_carries_its_watch_position(rec: Recording) -> None:
     for namespace in (None, "ns"):  # the position is the recording's, whatever namespace is counted
         kinds = cache_status(rec.cache, namespace=namespace).kinds
         assert [(k.gvk, k.watch_resource_version, k.watch_updated) for k in kinds] == [("apps/v1.Deployment", "4711", T0 + 3700)]
+    (kind,) = status_to_dict(cache_status(rec.cache))["kinds"]  # what -o json and -o yaml print
+    assert (kind["watchResourceVersion"], kind["watchUpdated"]) == ("4711", format_time(T0 + 3700))
 
 
 def test_a_kind_never_watched_has_no_position(rec: Recording) -> None:

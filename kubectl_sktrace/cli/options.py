@@ -27,6 +27,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 DEBUG_VERBOSITY = 4
+REQUEST_VERBOSITY = 3
 
 
 def configure_logging(verbosity: int, *, quiet: bool = False) -> None:
@@ -43,6 +44,8 @@ def configure_logging(verbosity: int, *, quiet: bool = False) -> None:
     if verbosity < DEBUG_VERBOSITY:
         handler.addFilter(lambda record: record.name.startswith("kubectl_sktrace"))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    # each API request, as kubectl -v 6 shows them, from -v 3 on
+    logging.getLogger("kubectl_sktrace.kube.requests").setLevel(logging.INFO if verbosity >= REQUEST_VERBOSITY else logging.WARNING)
 
 
 def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
