@@ -1,7 +1,7 @@
 """What a watch event or a relist item means for one tracked object: decisions only, no effects. Pure.
 
 The recorder holds, per object key, what the live index knows (``LiveObject``: uid and last spec hash) and
-asks these functions what to record; it performs the writes itself (SPEC §4, §5 steps 2-3).
+asks these functions what to record; it performs the writes itself (docs/spec.md §4, §5 steps 2-3).
 
 Guarantees:
 

@@ -1,4 +1,4 @@
-"""Export a time window of the cache as a SimKube v2 trace (SPEC §7). Reads only the cache.
+"""Export a time window of the cache as a SimKube v2 trace (docs/spec.md §7). Reads only the cache.
 
 The window is ``[start_ts, end_ts)`` in integer seconds. What the trace holds:
 
@@ -277,7 +277,7 @@ def _groups(events: Iterable[_Row], exported: dict[ObjKey, int]) -> Iterator[tup
 
 @contextlib.contextmanager
 def _relaxed_gc() -> Iterator[None]:
-    """Decoded objects are acyclic: the cyclic collector only slows their creation (NOTES: ~3×)."""
+    """Decoded objects are acyclic: the cyclic collector only slows their creation (~3×: docs/architecture.md, measured facts)."""
     old = gc.get_threshold()
     gc.set_threshold(200_000, 50, 100)
     try:

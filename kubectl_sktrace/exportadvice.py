@@ -1,4 +1,4 @@
-"""What an export says about its own usefulness (SPEC §2): the lines a person reads to learn that a trace is
+"""What an export says about its own usefulness (docs/spec.md §2): the lines a person reads to learn that a trace is
 empty, smaller than expected, or would not pass ``validate``, each with what to pass instead. Pure.
 
 Export counts what its filters left out (``LeftOut``) while it plans the trace; these functions turn the

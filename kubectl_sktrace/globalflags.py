@@ -1,4 +1,4 @@
-"""kubectl's global flags, wherever the user types them (SPEC §2).
+"""kubectl's global flags, wherever the user types them (docs/spec.md §2).
 
 kubectl hands a plugin the words after its name exactly as typed, and kubectl users put global flags first:
 ``kubectl sktrace --context prod -n shop status``. click only knows a command's options after the command's

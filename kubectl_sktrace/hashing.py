@@ -1,4 +1,4 @@
-"""SimKube's spec hash and stable pod spec, bit for bit (SPEC §8.3, §8.4). Pure functions, no I/O.
+"""SimKube's spec hash and stable pod spec, bit for bit (docs/spec.md §8.3, §8.4). Pure functions, no I/O.
 
 The hash is SipHash-1-3 with a 128-bit zero key (Rust's ``DefaultHasher``) over one byte stream built by
 walking a JSON value depth first: null is 8 zero bytes, a bool one byte, an integer 8 little-endian bytes

@@ -6,7 +6,7 @@ keeps the live index (keys, uids, spec hashes), the live pods' lifecycles and th
 the bookkeeping of relists in progress and of outages. It is not thread-safe and never commits: the ``Writer``
 serializes the calls and owns the batches.
 
-What each relist reconciles (SPEC §5), per kind and only once that kind's list is complete (so a partial
+What each relist reconciles (docs/spec.md §5), per kind and only once that kind's list is complete (so a partial
 first sync never deletes kinds not listed yet):
 
 - cached live objects missing from the list are deleted and marked inferred (the real deletion time lies

@@ -1,4 +1,4 @@
-"""What a trace file holds, for ``kubectl sktrace inspect`` (SPEC §9). Works on any v2 trace, ours or SimKube's.
+"""What a trace file holds, for ``kubectl sktrace inspect`` (docs/spec.md §9). Works on any v2 trace, ours or SimKube's.
 
 The result is a plain dict (it is rendered as a table, JSON or YAML): the file, the format version, the
 window (SimKube takes a trace's start and end from its first and last event), event and object counts,

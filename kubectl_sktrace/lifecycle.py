@@ -3,7 +3,7 @@
 A lifecycle is ``Empty`` (no container has started), ``Running(start)`` or ``Finished(start, end)``, in
 integer Unix seconds (fractions truncated, as SimKube does).
 
-Derivation (SPEC §4), from ``status.initContainerStatuses`` and ``status.containerStatuses`` only —
+Derivation (docs/spec.md §4), from ``status.initContainerStatuses`` and ``status.containerStatuses`` only —
 never the pod phase or its creation time, which include time spent pending:
 
 - start = the earliest ``startedAt`` of any init or regular container whose current ``state`` is
@@ -26,7 +26,7 @@ information and is ignored without a reason. Empty is never stored.
 When a pod disappears (``on_pod_gone``), a Running lifecycle is closed at the deletion time; the end is
 never put before the start (a container clock ahead of the recorder's would otherwise do it).
 
-``as_of``, ``overlaps`` and ``clamp`` are export's window rules (SPEC §7 step 5). A trace of a window that
+``as_of``, ``overlaps`` and ``clamp`` are export's window rules (docs/spec.md §7 step 5). A trace of a window that
 has ended must not change when it is exported again later, so export first takes each lifecycle as it stood
 at the window end (``as_of``): an end at or after it had not happened yet, and the pod is still Running
 there; a start at or after it, not started. Only then are the overlap and the clamp applied.

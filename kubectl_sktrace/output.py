@@ -1,4 +1,4 @@
-"""Where ``export -O PATH`` writes, and how, so that whatever is at PATH keeps being what it was (SPEC §2).
+"""Where ``export -O PATH`` writes, and how, so that whatever is at PATH keeps being what it was (docs/spec.md §2).
 
 - ``-`` is standard output, written as it is (a pipe, a file the shell opened, a terminal).
 - ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` and ``/proc/self/fd/N`` of a descriptor this process holds

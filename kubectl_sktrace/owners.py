@@ -1,6 +1,6 @@
 """Owner chains and which owner a pod's lifecycle is attributed to. Pure: lookups are injected.
 
-Guarantees (SPEC §4, "Which owner gets a pod's lifecycle"):
+Guarantees (docs/spec.md §4, "Which owner gets a pod's lifecycle"):
 
 - The owner references come read from the object's head (``sanitize.read_head``: listed order, malformed
   entries skipped); an owner's own references come from the injected ``lookup``.

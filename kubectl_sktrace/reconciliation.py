@@ -1,6 +1,6 @@
 """What a restart found changed while no recorder ran: the reconciliation report. Pure: no I/O.
 
-A run's initial lists are compared with the cache (SPEC §5): what the cache held live and the cluster no
+A run's initial lists are compared with the cache (docs/spec.md §5): what the cache held live and the cluster no
 longer has was deleted while offline; what the cluster has and the cache never recorded under that uid was
 created while offline; what it recorded with another spec was changed while offline; pods whose lifecycle
 ended in the gap finished while offline. ``store.reconciliation`` reads those rows from the cache (the

@@ -4,7 +4,7 @@
 creation time and owner references, read once per watch event or listed item (an ``ObjectHead``), which the
 recorder passes to every rule. ``object_key`` also reads the key of a trace's objects (they carry their kind).
 
-Guarantees (SPEC §4):
+Guarantees (docs/spec.md §4):
 
 - ``sanitize`` returns a new dict and never mutates its input. It drops the server-managed metadata
   (``creationTimestamp``, ``deletionTimestamp``, ``deletionGracePeriodSeconds``, ``generation``,
@@ -12,7 +12,7 @@ Guarantees (SPEC §4):
   change (``kubectl.kubernetes.io/last-applied-configuration``, ``deployment.kubernetes.io/revision``);
   ``metadata.annotations`` is always present, possibly ``{}``. Pods also lose ``spec.nodeName`` (the
   simulator schedules them again). ``ownerReferences`` (with ``uid``), labels, finalizers,
-  ``generateName``, ``spec`` and ``status`` are kept; export drops ``status`` later (SPEC §7 step 7).
+  ``generateName``, ``spec`` and ``status`` are kept; export drops ``status`` later (docs/spec.md §7 step 7).
   ``apiVersion``/``kind`` are set from the watched kind, because list items carry neither.
 - Secrets (core ``v1.Secret``) keep the keys of ``data`` and ``stringData`` with every value replaced
   by ``""``, unless the caller opts in to keeping them.

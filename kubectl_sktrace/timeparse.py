@@ -1,6 +1,6 @@
 """Times and durations as users write them on the command line. Pure functions.
 
-Times (SPEC §2): ``now``; relative ``-30m``, ``-2h``, ``-1d``, ``-90s`` (a leading ``+`` counts forward);
+Times (docs/spec.md §2): ``now``; relative ``-30m``, ``-2h``, ``-1d``, ``-90s`` (a leading ``+`` counts forward);
 RFC 3339 / ISO 8601 (``2026-11-22T10:00:00Z``; a time without a zone is local time, as ``date`` reads it);
 ``@<unix seconds>``. Durations: ``90s``, ``10m``, ``2h``, ``1d``, combinations such as ``1h30m``, or plain
 seconds. Every failure is a UsageError naming the accepted forms.

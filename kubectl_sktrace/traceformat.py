@@ -1,4 +1,4 @@
-"""SimKube trace files, format version 2 (SPEC §8.1): decode, encode and stream. The only importer of ``msgpack``.
+"""SimKube trace files, format version 2 (docs/spec.md §8.1): decode, encode and stream. The only importer of ``msgpack``.
 
 A trace is one msgpack map with the keys ``version``, ``config``, ``events``, ``index`` and
 ``pod_lifecycles``, in that order. Decoding then encoding a SimKube trace gives back the identical bytes:

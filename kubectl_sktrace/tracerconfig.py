@@ -1,4 +1,4 @@
-"""The tracer config: SimKube's TracerConfig YAML, accepted unchanged, and normalized (SPEC §3).
+"""The tracer config: SimKube's TracerConfig YAML, accepted unchanged, and normalized (docs/spec.md §3).
 
 ``parse_config`` turns the parsed YAML (or a trace's ``config`` map) into a frozen ``TracerConfig``; every
 problem is a ConfigError of one line naming the source, the key and the fix. Normalization follows

@@ -1,4 +1,4 @@
-"""``kubectl sktrace validate``: the checks SimKube makes when it loads a trace, and its validation rules (SPEC §8.2, §9).
+"""``kubectl sktrace validate``: the checks SimKube makes when it loads a trace, and its validation rules (docs/spec.md §8.2, §9).
 
 Two kinds of problems, reported differently:
 

@@ -4,7 +4,7 @@ Pure control flow. The list and watch calls, the sink that receives what happene
 and the random source are all injected, so tests drive every path with scripted streams and a fake clock,
 and the recorder wires ``Kube.list_page``/``Kube.watch``, ``time.time`` and ``stop.wait``.
 
-What it guarantees (SPEC §5 step 5, NOTES "The API protocol"):
+What it guarantees (docs/spec.md §5 step 5; docs/architecture.md, measured facts):
 
 - A (re)list reads every page (``limit``, ``continue``) with the resource version unset, so the server
   serves a consistent, current snapshot; all pages share one relist timestamp. A 410 on a continue token
@@ -21,7 +21,7 @@ What it guarantees (SPEC §5 step 5, NOTES "The API protocol"):
   every watch immediately is not hammered.
 - Any other ``KubeError`` (403, 404, 401 after the credential reload) is permanent for this kind:
   ``sink.failed`` and return. The other kinds keep running.
-- Coverage (SPEC §5 "Outages are gaps"): once a list has completed, the kind's *last proof of liveness* is
+- Coverage (docs/spec.md §5 "Outages are gaps"): once a list has completed, the kind's *last proof of liveness* is
   the latest completed list, successful watch connection, event or bookmark. When a watch fails (a
   ``TransientError``, or a 410 that forces a relist) the sink hears ``interrupted(gvk, since=that proof)``,
   once per outage, and ``resumed(gvk, ts, horizon)`` when the kind is watching again: a relist completed

@@ -19,7 +19,7 @@ from kubectl_sktrace.model import GVK
 from kubectl_sktrace.store.recording import Recording
 
 COMMIT_INTERVAL = 0.25
-"""Seconds a batch may stay open: half the SPEC's bound, so a commit never lags more than 0.5 s."""
+"""Seconds a batch may stay open: half the bound of docs/spec.md §6, so a commit never lags more than 0.5 s."""
 
 IDLE_COMMIT = 0.05
 """Commit early when nothing was written for this long: low traffic is durable at once."""

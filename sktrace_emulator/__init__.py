@@ -1,4 +1,4 @@
-"""A local Kubernetes API server for tests, benchmarks and ``kubectl sktrace demo`` (SPEC §11).
+"""A local Kubernetes API server for tests, benchmarks and ``kubectl sktrace demo`` (docs/spec.md §11).
 
 This is a test and demo server, never used when the user records a real cluster: nothing on the
 recorder's path imports it. It speaks enough of the real protocol that the unmodified ``kubectl`` binary

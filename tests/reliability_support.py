@@ -716,7 +716,7 @@ def compare(changes: Sequence[Change], trace: Any, run_rows: Sequence[RunRow], *
     - every spec version and every object some recorder surely recorded is exported;
     - every stamp lies within the bounds below; the final state and index equal the cluster's.
 
-    No slack is guessed: the bounds follow from what the recorder guarantees (SPEC §4-§6).
+    No slack is guessed: the bounds follow from what the recorder guarantees (docs/spec.md §4-§6).
 
     - A change's true time ``t`` is taken under the store's lock after its commit, before any list or watch
       can read it, and a stamp is the integer second of a receive time, so a watched change is stamped at or

@@ -1,4 +1,4 @@
-"""What watch events and relist items mean for tracked objects (SPEC §4 applied/identity, §5 step 2)."""
+"""What watch events and relist items mean for tracked objects (docs/spec.md §4 applied/identity, §5 step 2)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ DEP = "apps/v1.Deployment"
 
 
 def decode(data: bytes):
-    """SPEC §8.1: how any reader loads a v2 trace."""
+    """docs/spec.md §8.1: how any reader loads a v2 trace."""
     return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=False)
 
 

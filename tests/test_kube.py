@@ -484,7 +484,7 @@ def test_one_stop_ends_every_stream_sharing_it_and_the_watchdog_thread_exits(tmp
     assert not any(t.name == "sktrace-watch-stopper" for t in threading.enumerate())
 
 
-# --- against the emulator (SPEC §11), once it is on the branch ------------------------------------------
+# --- against the emulator (docs/spec.md §11), once it is on the branch ------------------------------------------
 
 
 @pytest.fixture

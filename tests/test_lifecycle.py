@@ -1,4 +1,4 @@
-"""Pod lifecycle derivation, the update order, deletion, and export's window rules (SPEC §4, §7 step 5)."""
+"""Pod lifecycle derivation, the update order, deletion, and export's window rules (docs/spec.md §4, §7 step 5)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Outages within a run, end to end: the API server goes away (connection refused) or the recorder is
 suspended long enough that its watches expire. The recorder must record the interval as a coverage gap,
 count what it caught up afterwards apart from what it saw live, and say so in its summary, in ``status``
-and in ``export`` (SPEC §5 "Outages are gaps").
+and in ``export`` (docs/spec.md §5 "Outages are gaps").
 
 The emulator runs in this process (its own instance: these tests stop it); the recorder is the real console
 script in a subprocess. Timing bounds come from what the recorder guarantees: a commit at least every half

@@ -1,4 +1,4 @@
-"""Owner references, owner chains and lifecycle attribution (SPEC §4, §7 step 3)."""
+"""Owner references, owner chains and lifecycle attribution (docs/spec.md §4, §7 step 3)."""
 
 from __future__ import annotations
 

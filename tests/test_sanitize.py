@@ -1,4 +1,4 @@
-"""Sanitizing objects for events, deleted stubs, and reading identity and times (SPEC §4)."""
+"""Sanitizing objects for events, deleted stubs, and reading identity and times (docs/spec.md §4)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The only module that imports ``kubernetes`` (lazily, in ``_rebuild``). The clien
 turning a kubeconfig into credentials (tokens, client certificates, CA data, exec plugins, expiring tokens
 refreshed by its hook) and a configured urllib3 pool (TLS, proxy). Requests are built here and sent through
 that pool; bodies are parsed by ``stream`` — never the model classes, which are 5-15x slower and drop what
-they do not know (NOTES.md) — and never the client's ``Watch`` helper, which mishandles resource versions
+they do not know (docs/architecture.md, measured facts) — and never the client's ``Watch`` helper, which mishandles resource versions
 and 410.
 
 Guarantees:

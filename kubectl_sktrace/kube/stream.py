@@ -165,7 +165,7 @@ _gc_was_enabled = False
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic GC while parsing a big page: ``json.loads`` allocates millions of containers and
-    would trigger collections that find nothing (3x slower, NOTES.md). Reference-counted across threads."""
+    would trigger collections that find nothing (3x slower: docs/architecture.md, measured facts). Reference-counted across threads."""
     global _gc_users, _gc_was_enabled
     with _gc_lock:
         if _gc_users == 0:

@@ -2,7 +2,7 @@
 
 The sanitized object is split in two: its ``status`` (``events.status``, NULL when it has none) and the
 rest (``events.body``), each as zlib level-1 compressed msgpack, packed exactly as inside a trace. Export
-drops ``status`` by default (SPEC §7 step 7), so the decompressed body bytes are spliced into the trace as
+drops ``status`` by default (docs/spec.md §7 step 7), so the decompressed body bytes are spliced into the trace as
 they are, without decoding and re-encoding: that keeps an export close to the speed of writing the file.
 zlib level 1 cuts pod-sized bodies about threefold and costs less than it saves in writes.
 

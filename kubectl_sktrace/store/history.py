@@ -129,7 +129,7 @@ def _event(row: tuple[Any, ...], keys: dict[tuple[str, str, str], ObjKey]) -> St
 def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
     """The objects that exist at ``ts`` as recorded before ``known``: for each object whose last event before
     ``ts`` is an applied one, that event, in recorded order. Pods whose lifecycle finished before ``ts`` are
-    not part of the state (SPEC §7.1), even when the object itself was never deleted (a Completed bare pod);
+    not part of the state (docs/spec.md §7.1), even when the object itself was never deleted (a Completed bare pod);
     the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
