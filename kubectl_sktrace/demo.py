@@ -176,21 +176,27 @@ class _Child:
             proc.wait()
 
 
-class _SigtermAsInterrupt:
-    """SIGTERM stops the demo as Ctrl-C does (children stopped, temporary files removed)."""
+class _SignalsAsInterrupt:
+    """Ctrl-C (SIGINT) and SIGTERM stop the demo (children stopped, temporary files removed), as they stop
+    ``start``: handlers of its own, so a SIGINT ignored by the shell that launched it (a background job of a
+    script) still stops it."""
+
+    SIGNALS = ("SIGINT", "SIGTERM")
 
     def __enter__(self) -> None:
-        self.saved: Any = None
+        self.saved: dict[int, Any] = {}
         if os.name == "posix" and _main_thread():
-            self.saved = signal.signal(signal.SIGTERM, self._raise)
+            for name in self.SIGNALS:
+                signum = getattr(signal, name)
+                self.saved[signum] = signal.signal(signum, self._raise)
 
     @staticmethod
     def _raise(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
-            signal.signal(signal.SIGTERM, self.saved)
+        for signum, handler in self.saved.items():
+            signal.signal(signum, handler)
 
 
 def _main_thread() -> bool:
@@ -315,7 +321,7 @@ def run_demo(options: DemoOptions, *, say: Callable[[str], None], clock: Callabl
     )
     first, second = split_seconds(options.record_seconds)
     try:
-        with _SigtermAsInterrupt():
+        with _SignalsAsInterrupt():
             demo.start_cluster()
             demo.record_live(first)
             demo.change_offline()

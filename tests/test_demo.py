@@ -124,10 +124,13 @@ def _processes_mentioning(text: str) -> list[int]:
 
 @pytest.mark.timeout(60)
 @pytest.mark.skipif(not Path("/proc").is_dir() or os.name != "posix", reason="needs POSIX signals and /proc")
-def test_ctrl_c_while_recording_stops_everything_and_removes_the_temporary_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inherited", [signal.SIG_DFL, signal.SIG_IGN], ids=["from-a-terminal", "sigint-ignored-by-the-launcher"])
+def test_ctrl_c_while_recording_stops_everything_and_removes_the_temporary_files(tmp_path: Path, inherited: Any) -> None:
+    """A script's background job inherits SIGINT ignored; the demo stops on it all the same, as start does."""
     work, tmpdir = _dirs(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace", "demo", "--record-seconds", "30"], cwd=work,
-                            env=_env(tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=_env(tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, inherited))
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("$ kubectl sktrace start"):
