@@ -14,8 +14,10 @@ Public API::
     emu = Emulator(token="t", port=0, bookmark_interval=60.0, history_limit=200_000, continue_ttl=300.0,
                    seed=None, tls=None,   # tls=None: https when the openssl command exists (kubectl sends
                                           # bearer tokens only over https); the CA is in emu.ca_pem
-                   framing="per-event")   # one chunk per watch event, as a real server; "batched": a burst
+                   framing="per-event",   # one chunk per watch event, as a real server; "batched": a burst
                                           # per chunk, to measure a reader's ceiling (not what a server does)
+                   list_seconds_per_mb=0.023)   # a list page waits this long per MB of its body before its
+                                          # first byte, as a real server encodes it; 0: pages cost nothing
     emu.start() / emu.stop() / with Emulator() as emu: ...
     emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
@@ -41,7 +43,7 @@ Public API::
     finished_status(pod, *, finished)   # objects as the demo and the benchmarks make them
 
 Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]
-[--framing per-event|batched]``.
+[--framing per-event|batched] [--list-seconds-per-mb SECONDS]``.
 
 Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status),
 ``selectors`` and ``patches`` (what requests ask for), ``state`` (the store: versions, history, deletion,
