@@ -1,4 +1,4 @@
-"""How fast the emulator builds a large state and streams watch events (SPEC §11 targets).
+"""How fast the emulator builds a large state and streams watch events (docs/spec.md §11).
 
 Run: ``.venv/bin/python benchmarks/bench_emulator.py [--pods 50000]``
 
