@@ -28,6 +28,10 @@ from sktrace_emulator.state import Store
 
 _VIEW_VERBS = frozenset({"get", "list", "watch"})
 
+# how watch events are framed: "per-event" (one chunk per event, as a real API server) or "batched" (a burst in
+# one chunk: a reader's ceiling)
+FRAMINGS = ("per-event", "batched")
+
 
 class _Failure:
     def __init__(self, kind: str | None, status: int, count: int, retry_after: int | None) -> None:
@@ -50,7 +54,11 @@ class Emulator:
         continue_ttl: float = 300.0,
         seed: int | None = None,
         tls: bool | None = None,
+        framing: str = "per-event",
     ) -> None:
+        if framing not in FRAMINGS:
+            raise ValueError(f"framing must be one of {', '.join(FRAMINGS)}, not {framing!r}")
+        self.framing = framing
         self.token = token
         self.tls = shutil.which("openssl") is not None if tls is None else tls
         self.ca_pem = b""
