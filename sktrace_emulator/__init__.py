@@ -8,14 +8,63 @@ with resourceVersion replay, synthetic ADDED events, bookmarks, ``timeoutSeconds
 compaction, Table output for ``kubectl get``, graceful pod deletion, garbage collection of dependents,
 and a bearer-token check. It binds to 127.0.0.1 only.
 
+What it matches of a real API server (Kubernetes v1.28, measured: docs/architecture.md), and what it does not:
+
+- **Framing and flushing.** Matched by default: a watch is an HTTP/1.1 chunked response of JSON lines, each
+  event (synthetic ADDED, replayed or live change, BOOKMARK, ERROR) its own chunk, sent with one ``sendall``
+  at once (one TLS record up to 16 KB), so a reader pays a socket wakeup and a TLS read per event.
+  ``framing="batched"`` sends a burst as one chunk (the synthetic ADDED events by 1,000, a replay or a
+  live burst whole): a reader's ceiling, never what a server does. Not matched: HTTP/2 (kubectl and
+  client-go speak it to a real server, where an event is a DATA frame; Python clients speak HTTP/1.1 to
+  both), gzip compression of large responses, protobuf (asked for it, a client gets JSON).
+- **Cost.** A list page waits before its first byte in proportion to its bytes, at a real server's JSON
+  encoding rate (``list_seconds_per_mb``, 23 ms per MB: 80 ms for a page of 500 pods of 7 KB; 0 turns it
+  off). The wait is a sleep: it models a remote control plane's latency, not CPU taken from the reader's
+  machine. Everything else costs only what Python costs: watch events are serialized once per change (a
+  real server's watch cache also encodes an event once for all its watchers), gets and writes have no
+  etcd round trip, loopback has no network latency (``set_delay`` adds a fixed one per request). One
+  thread per connection; the emulator serves fewer events per second than a real server.
+- **List consistency and pagination.** Matched: ``limit``/``continue``, every page of one list from one
+  snapshot at one resourceVersion, ``remainingItemCount``, 410 Expired with the server's message once a
+  token is older than ``continue_ttl`` (300 s). Not matched: a list is always the current state, whatever
+  its ``resourceVersion`` or ``resourceVersionMatch`` (a real server may serve ``resourceVersion=0`` stale
+  from its watch cache, which makes recent objects look deleted: the emulator never catches a reader that
+  relists so); at most 256 open snapshots (the oldest token then expires early).
+- **resourceVersion.** Matched: one global counter for every kind, a string of an integer, every write
+  (each step of a graceful deletion too) takes the next. Clients must still treat it as opaque.
+- **Watch, the watch cache and 410.** Matched: a watch from a version replays the kind's later events in
+  order, then live ones; without a version (or ``0``) the current objects come first as synthetic ADDED;
+  ``timeoutSeconds`` ends the stream with the terminating chunk; a version older than the history is an
+  ERROR event with a Status 410 Expired on a 200 stream. Not matched: the history is counted in events
+  (``history_limit`` per kind), not in time (a real watch cache keeps about 5 minutes), so an old version
+  stays valid until ``compact()``, ``force_410()`` or the history's overflow; a 410 never comes as an HTTP
+  status on the watch request; a change that makes an object leave a watch's selector is dropped, where a
+  real server sends DELETED (and ADDED when it enters); no server-side timeout closes a watch that asked
+  for none; a version from the future waits instead of failing; ``sendInitialEvents`` is not supported.
+- **Bookmarks.** Matched: with ``allowWatchBookmarks`` a BOOKMARK carrying only the kind and the current
+  resourceVersion every ``bookmark_interval`` (60 s, about a real server's minute) while a stream is idle.
+  Not matched: no bookmark while events flow, none just before a timeout, no initial-events-end bookmark.
+- **Outages.** ``stop()`` refuses connections and cuts watches; ``drop_watches()`` closes streams without the
+  terminating chunk (a clean TCP close, where a real control plane more often resets).
+- **TLS.** A self-signed certificate for 127.0.0.1 from the ``openssl`` command (https by default, because
+  kubectl sends a bearer token only over https); Python's ``ssl``, not Go's TLS stack, so record sizes and
+  handshake costs differ.
+- **Auth and RBAC.** One bearer token (401 otherwise); no client certificates, impersonation, or access
+  reviews. RBAC only as ``grant_view`` (a RoleBinding to ``view`` in some namespaces), with the server's
+  403 messages word for word; priority and fairness (429) only through ``fail``.
+- **Writes.** Namespaces are created on first use, strategic merge patches are JSON merge patches, server-side
+  apply is refused (415), a graceful deletion completes at once, dependents are garbage-collected at once.
+
 Public API::
 
     from sktrace_emulator import Emulator
     emu = Emulator(token="t", port=0, bookmark_interval=60.0, history_limit=200_000, continue_ttl=300.0,
                    seed=None, tls=None,   # tls=None: https when the openssl command exists (kubectl sends
                                           # bearer tokens only over https); the CA is in emu.ca_pem
-                   framing="per-event")   # one chunk per watch event, as a real server; "batched": a burst
+                   framing="per-event",   # one chunk per watch event, as a real server; "batched": a burst
                                           # per chunk, to measure a reader's ceiling (not what a server does)
+                   list_seconds_per_mb=0.023)   # a list page waits this long per MB of its body before its
+                                          # first byte, as a real server encodes it; 0: pages cost nothing
     emu.start() / emu.stop() / with Emulator() as emu: ...
     emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
@@ -41,7 +90,7 @@ Public API::
     finished_status(pod, *, finished)   # objects as the demo and the benchmarks make them
 
 Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]
-[--framing per-event|batched]``.
+[--framing per-event|batched] [--list-seconds-per-mb SECONDS]``.
 
 Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status),
 ``selectors`` and ``patches`` (what requests ask for), ``state`` (the store: versions, history, deletion,

@@ -20,7 +20,7 @@ import threading
 from http.server import ThreadingHTTPServer
 from typing import Iterable
 
-from sktrace_emulator.handler import Handler
+from sktrace_emulator.handler import LIST_SECONDS_PER_MB, Handler
 from sktrace_emulator.records import Obj, ResourceType
 from sktrace_emulator.selectors import Filter
 from sktrace_emulator.state import Store
@@ -55,10 +55,12 @@ class Emulator:
         seed: int | None = None,
         tls: bool | None = None,
         framing: str = "per-event",
+        list_seconds_per_mb: float = LIST_SECONDS_PER_MB,
     ) -> None:
         if framing not in FRAMINGS:
             raise ValueError(f"framing must be one of {', '.join(FRAMINGS)}, not {framing!r}")
         self.framing = framing
+        self.list_seconds_per_mb = list_seconds_per_mb
         self.token = token
         self.tls = shutil.which("openssl") is not None if tls is None else tls
         self.ca_pem = b""
