@@ -18,7 +18,6 @@ from __future__ import annotations
 import gc
 import http.client
 import json
-import select
 import socket
 import threading
 import time
@@ -39,11 +38,14 @@ except ImportError:
 
 READ_SIZE = 1 << 16
 COALESCE = 0.02
-"""Seconds a watch waits before its next read when nothing more is waiting on its socket. A real API server sends
-each event as its own chunk, flushed at once: reading each as it comes costs a thread wakeup, a socket read and
-the whole event path run with cold caches, per event. Waiting this long lets a few hundred events a second
-arrive in batches of several (a wakeup every 20 ms at most, not one per event); an event is handled at most this
-much later, well inside the commit cadence. A silent stream is not woken by it: the next read blocks as before."""
+"""Seconds a watch waits before its next read after a read that had to wait for data. A real API server sends
+each event as its own chunk, flushed at once: reading each as it comes costs a thread wakeup and the whole event
+path run with cold caches, per event. Waiting this long lets a few hundred events a second arrive in batches of
+several, read back to back (a wakeup every 20 ms or so, not one per event); an event is handled at most this much
+later, well inside the commit cadence. A backlog is read without pauses (its reads never wait), and a silent
+stream is not woken by it: the next read blocks as before."""
+WAITED = 0.001
+"""A read that took longer than this waited for data: the stream is paced, not backlogged."""
 GUARD_LINGER = 60.0
 """Seconds a watchdog thread waits on a stop event no stream uses any more before it ends."""
 
@@ -93,14 +95,16 @@ def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host:
     connection raises the error ``transport_error`` maps it to; a body that is not chunked transfer coding
     is a TransientError (retried like a broken stream).
     """
-    read, lines, waiting = _body(resp)
+    read, then, lines = _body(resp)
     stopped: Callable[[], bool] = stop.is_set if stop is not None else _never
     if stop is not None:
         watchdog.watch(resp, stop)
     clean = False
     try:
         while not stopped():
+            started = time.monotonic()
             data = _read(read, stopped=stopped, host=host, context=context)
+            waited, read = time.monotonic() - started > WAITED, then
             if not data and stopped():
                 return
             try:
@@ -113,7 +117,7 @@ def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host:
                 raise TransientError(f"malformed watch stream from {host} ({exc})") from exc
             for line in batch:
                 yield json_object(line, host, what="watch event")
-            if batch and not waiting():
+            if batch and waited:
                 time.sleep(COALESCE)
             if ended:
                 clean = True
@@ -143,39 +147,26 @@ def _read(read: Callable[[int], bytes], *, stopped: Callable[[], bool], host: st
         raise transport_error(exc, host=host, context=context) from exc
 
 
-def _body(resp: Any) -> tuple[Callable[[int], bytes], ChunkedLines, Callable[[], bool]]:
-    """How to read the body in blocks, the decoder of what those blocks hold, and whether more is waiting.
+def _body(resp: Any) -> tuple[Callable[[int], bytes], Callable[[int], bytes], ChunkedLines]:
+    """How to read the first block of the body and every block after it, and the decoder of what they hold.
 
-    A chunked body (every watch of a real server) is read from the socket file under ``http.client``'s
-    response, which has read nothing of the body yet (``preload_content=False``); urllib3's and http.client's
-    per-read bookkeeping is skipped. Anything else (a ``Content-Length`` body, a content encoding, a client
-    without these attributes) is read through the response's own ``read1``, which removes the framing."""
+    A chunked body (every watch of a real server) is read from the connection under ``http.client``'s response,
+    which has read nothing of the body yet (``preload_content=False``): first from its socket file (which may
+    hold the start of the body, read with the headers: ``read1`` returns that, or reads the socket once), then
+    from the socket itself, skipping urllib3's, http.client's and the file's per-read layers. Anything else (a
+    ``Content-Length`` body, a content encoding, a client without these attributes) is read through the
+    response's own ``read1``, which removes the framing."""
     raw = getattr(resp, "_fp", None)
     fp: Any = getattr(raw, "fp", None)
     sock = getattr(getattr(resp, "connection", None), "sock", None)
     if getattr(raw, "chunked", False) and getattr(raw, "chunk_left", 0) is None and hasattr(fp, "read1") \
-            and not resp.headers.get("Content-Encoding") and sock is not None:
-        return fp.read1, ChunkedLines(), lambda: _waiting(sock)
+            and not resp.headers.get("Content-Encoding") and hasattr(sock, "recv"):
+        return fp.read1, sock.recv, ChunkedLines()
     read1 = getattr(resp, "read1", None)
     if read1 is None:
         parts = resp.stream(READ_SIZE)
         read1 = lambda size: next(parts, b"")  # noqa: E731 - an old urllib3 without read1
-    return read1, ChunkedLines(chunked=False), _always
-
-
-def _waiting(sock: Any) -> bool:
-    """Whether a read would return at once: decrypted bytes held by TLS, or bytes (or an end) on the socket."""
-    pending = getattr(sock, "pending", None)
-    if pending is not None and pending():
-        return True
-    try:
-        return bool(select.select([sock], [], [], 0)[0])
-    except (OSError, ValueError):
-        return True
-
-
-def _always() -> bool:
-    return True
+    return read1, read1, ChunkedLines(chunked=False)
 
 
 def _release(resp: Any) -> None:
