@@ -158,7 +158,7 @@ def _body(resp: Any) -> tuple[Callable[[int], bytes], Callable[[int], bytes], Ch
     response's own ``read1``, which removes the framing."""
     raw = getattr(resp, "_fp", None)
     fp: Any = getattr(raw, "fp", None)
-    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    sock: Any = getattr(getattr(resp, "connection", None), "sock", None)
     if getattr(raw, "chunked", False) and getattr(raw, "chunk_left", 0) is None and hasattr(fp, "read1") \
             and not resp.headers.get("Content-Encoding") and hasattr(sock, "recv"):
         return fp.read1, sock.recv, ChunkedLines()
@@ -242,7 +242,7 @@ def _interrupt(resp: Any) -> None:
         return
     except (AttributeError, ValueError, RuntimeError, OSError):
         pass
-    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    sock: Any = getattr(getattr(resp, "connection", None), "sock", None)
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RD)
