@@ -212,7 +212,7 @@ class Session:
     def _step(self, run: _Run) -> bool:
         """One round of the main loop, asleep until something is due; False once the run should stop (a stop, the duration)."""
         writer, now = run.writer, time.monotonic()
-        writer.sleep((min(writer.next_due(now), run.last_view + VIEW_EVERY, run.deadline or float("inf")) if run.synced_at else now + (IDLE_COMMIT if writer.in_batch else 0.2)) - now)
+        writer.sleep((min(writer.next_due(now), run.last_view + (float("inf") if getattr(self.progress, "quiet", False) else VIEW_EVERY), run.deadline or float("inf")) if run.synced_at else now + (IDLE_COMMIT if writer.in_batch else 0.2)) - now)
         now = time.monotonic()
         if self.stop.is_set() or (run.deadline is not None and now >= run.deadline):
             return False
