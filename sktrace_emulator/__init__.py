@@ -12,7 +12,8 @@ What it matches of a real API server (Kubernetes v1.28, measured: docs/architect
 
 - **Framing and flushing.** Matched by default: a watch is an HTTP/1.1 chunked response of JSON lines, each
   event (synthetic ADDED, replayed or live change, BOOKMARK, ERROR) its own chunk, sent with one ``sendall``
-  at once (one TLS record up to 16 KB), so a reader pays a socket wakeup and a TLS read per event.
+  at once (one TLS record up to 16 KB): a reader that keeps up pays a socket wakeup per event, and a reader
+  that reads chunk by chunk (``http.client``'s ``read1``) one read per event even in a burst.
   ``framing="batched"`` sends a burst as one chunk (the synthetic ADDED events by 1,000, a replay or a
   live burst whole): a reader's ceiling, never what a server does. Not matched: HTTP/2 (kubectl and
   client-go speak it to a real server, where an event is a DATA frame; Python clients speak HTTP/1.1 to

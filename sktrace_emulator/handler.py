@@ -1,9 +1,10 @@
-"""The emulator's HTTP handler: the Kubernetes REST paths, discovery, Table output, chunked watch streams.
+"""The emulator's HTTP handler: the Kubernetes REST paths, discovery, chunked watch streams (Table output: ``tables``).
 
 HTTP/1.1 with keep-alive, one thread per connection. Watch streams are chunked, one JSON event per line;
 a watcher reads its kind's history from its own position under the store's condition. With the default
 framing (``per-event``) every event is its own chunk, sent at once, as a real API server sends it: a reader
-pays one socket wakeup and one TLS read per event. With ``batched`` a burst of writes goes out as one chunk of
+that keeps up pays one socket wakeup per event, and one that reads chunk by chunk (``http.client``'s
+``read1``) one read per event even in a burst. With ``batched`` a burst of writes goes out as one chunk of
 many lines (the synthetic ADDED events by 1,000): a way to measure a reader's ceiling, not what a real server
 does. Nothing is serialized twice (every object's bytes were made once, when it changed). Requests pass the
 ``Emulator``'s fault knobs and RBAC before they reach the store.
@@ -346,7 +347,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _watch(self, rtype: ResourceType, flt: Filter, query: dict[str, str]) -> None:
         emu, store = self.emulator, self.emulator.store
-        table = self._wants_table()
+        as_table = self._wants_table()
         rv_param = query.get("resourceVersion", "")
         timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
         bookmarks = query.get("allowWatchBookmarks") in ("1", "true", "True")
@@ -373,14 +374,14 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if error is not None:
             return self._end_with_error(error)
-        self._stream(rtype, flt, initial, position, table=table, timeout=timeout, bookmarks=bookmarks, generation=generation)
+        self._stream(rtype, flt, initial, position, as_table=as_table, timeout=timeout, bookmarks=bookmarks, generation=generation)
 
-    def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, table: bool, timeout: float | None, bookmarks: bool, generation: int) -> None:
+    def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, as_table: bool, timeout: float | None, bookmarks: bool, generation: int) -> None:
         emu, store = self.emulator, self.emulator.store
         prefix = {t: b'{"type":"%s","object":' % t.encode() for t in ("ADDED", "MODIFIED", "DELETED")}
 
         def encode(event_type: str, stored: Stored) -> bytes:
-            if table:
+            if as_table:
                 return table_event(rtype, event_type, stored)
             return b"".join((prefix[event_type], stored.raw, b"}\n"))
 
