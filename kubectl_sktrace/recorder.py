@@ -1,12 +1,12 @@
-"""The recording session: plan the kinds, one step of the main loop per tick, finish the run.
+"""The recording session: plan the kinds, the main loop (asleep until something is due), finish the run.
 
 Shape (SimKube's store, made durable): one watch thread per kind runs ``watching.run_watch`` and hands what it
 sees to the ``Writer`` (``writer.py``: the batches and the one lock), which applies it through ``Ingest``
 (``ingest.py``: the rules and the reconciliation of relists) on that thread, so the cache keeps a single
 writer. This module is the main thread: it plans which kinds to watch (the tracked ones, the owner kinds of
-their pods, the kinds no longer tracked as before), starts the watches, and then, once per tick, commits
-quiet batches, reports failures, outages and progress, starts the pod watch and marks the sync; at the end it
-stops everything and records how the run ended. ``start`` wires the real cluster, cache and signals.
+their pods, the kinds no longer tracked as before), starts the watches, and then, when the writer wakes it or
+something is due, commits quiet batches, reports failures, outages and progress, starts the pod watch, marks
+the sync; at the end it stops everything and records how the run ended. ``start`` wires cluster, cache, signals.
 
 The Pod watch starts only after every other kind finished its initial list, so the 50,000 pods of a large
 cluster find their owners in memory instead of costing thousands of GETs.
@@ -145,10 +145,12 @@ class Session:
         self._failed: dict[GVK, BaseException] = {}
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
         self._notices = OutageNotices(warn=self._warn, note=progress.note)
+        self._news = -1  # the writer's news last reported (failures, outages)
 
     def run(self) -> Summary:
         run = self._plan()
         self._launch(run)
+        run.writer.follow(self.stop)
         clean = False
         saved_gc = gc.get_threshold()
         gc.set_threshold(GC_THRESHOLD, saved_gc[1], saved_gc[2])
@@ -208,21 +210,20 @@ class Session:
         run.rate_mark = (time.monotonic(), 0, 0)
 
     def _step(self, run: _Run) -> bool:
-        """One tick of the main loop; False once the run should stop (a stop asked, the duration spent)."""
-        writer = run.writer
-        self.stop.wait(IDLE_COMMIT if writer.in_batch else 0.2)
-        if writer.fatal is not None:
-            raise writer.fatal
+        """One round of the main loop, asleep until something is due; False once the run should stop (a stop, the duration)."""
+        writer, now = run.writer, time.monotonic()
+        writer.sleep((min(writer.next_due(now), run.last_view + (float("inf") if getattr(self.progress, "quiet", False) else VIEW_EVERY), run.deadline or float("inf")) if run.synced_at else now + (IDLE_COMMIT if writer.in_batch else 0.2)) - now)
         now = time.monotonic()
         if self.stop.is_set() or (run.deadline is not None and now >= run.deadline):
             return False
-        for gvk, error in writer.take_failures():
-            self._report_failure(gvk, error)
-        self._report_outage(run)
-        fatal = every_kind_failed(tracked=run.tracked, failures=self._failed, resources=run.resources,
-                                  namespace=self.namespace, context_namespace=self.context_namespace)
-        if fatal is not None:
-            raise fatal
+        if writer.news != self._news or run.synced_at is None:  # failures and outages come with the writer's news
+            self._news = writer.news
+            for gvk, error in writer.take_failures():
+                self._report_failure(gvk, error)
+            self._report_outage(run)
+            fatal = every_kind_failed(tracked=run.tracked, failures=self._failed, resources=run.resources, namespace=self.namespace, context_namespace=self.context_namespace)
+            if fatal is not None:
+                raise fatal
         self._advance_sync(run, now)
         writer.tick()
         if run.synced_at is not None and now - run.last_view >= VIEW_EVERY:
@@ -272,8 +273,7 @@ class Session:
         self.rec.stop_run(run.run_id, stopped, clean=clean)
         if clean:
             self.rec.cache.checkpoint()
-        # The watch threads write nothing after ``close``: no need to wait for their streams to notice the
-        # stop (up to half a second each); they are daemons and end with the process.
+        # the watch threads write nothing after ``close``: no need to wait for them (daemons, they end with the process)
         self.progress.close()
         return stopped
 

@@ -54,6 +54,8 @@ class Writer:
         self._opened: float | None = None  # monotonic time the open batch began; None: no batch
         self._last_write = 0.0
         self._last_commit = time.monotonic()
+        self._awake = threading.Event()  # ends the main thread's sleep: a batch opened, news, a fatal error, the stop
+        self.news = 0  # counts what the main thread reports on: failures, outages begun or over, relists done
 
     # -- the Sink (watch threads) ----------------------------------------------------------------------
 
@@ -64,22 +66,23 @@ class Writer:
         self._write(self.ingest.relist_page, gvk, items, ts)
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
-        self._write(self.ingest.relist_end, gvk, resource_version, ts)
+        self._write(self.ingest.relist_end, gvk, resource_version, ts, news=True)
 
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
         self._write(self.ingest.event, gvk, event_type, obj, ts)
 
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
-        self._write(self.ingest.interrupted, gvk, since, cause, detail)
+        self._write(self.ingest.interrupted, gvk, since, cause, detail, news=True)
 
     def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
-        self._write(self.ingest.resumed, gvk, ts, horizon)
+        self._write(self.ingest.resumed, gvk, ts, horizon, news=True)
 
     def failed(self, gvk: GVK, error: BaseException) -> None:
         if isinstance(error, CacheError):
             with self.lock:
                 self.fatal = self.fatal or error
                 self._closed = True
+            self._awake.set()
             return
 
         def record() -> None:
@@ -87,32 +90,64 @@ class Writer:
             self.failures.append((gvk, error))
 
         try:
-            self._write(record)
+            self._write(record, news=True)
         except BaseException:  # noqa: BLE001 - kept in ``fatal`` for the main thread to raise
             pass
 
-    def _write(self, apply: Callable[..., None], *args: Any) -> None:
+    def _write(self, apply: Callable[..., None], *args: Any, news: bool = False) -> None:
         with self.lock:
             if self._closed:
                 return
             now = time.monotonic()
+            opened = False
             try:
                 if self._opened is None:
                     self.rec.begin()
-                    self._opened = now
+                    self._opened, opened = now, True  # the main thread commits it once it goes quiet
                 apply(*args)
                 self._last_write = now
                 if now - self._opened >= COMMIT_INTERVAL:
                     self._commit(now)
             except BaseException as exc:
                 self.fatal, self._closed = exc, True
+                news = True
                 raise
+            finally:
+                self.news += news
+                if news or opened:
+                    self._awake.set()
 
     # -- the main thread -------------------------------------------------------------------------------
 
     @property
     def in_batch(self) -> bool:
         return self._opened is not None
+
+    def sleep(self, seconds: float) -> None:
+        """The main thread's wait until something is due: ended early when a batch opens (to commit it once it
+        goes quiet), a watch thread has news (a failure, an outage begun or over), or the stop followed is set;
+        then raises a fatal error met by a watch thread. No polling: an idle recorder wakes for the heartbeat."""
+        self._awake.wait(max(0.0, seconds))
+        self._awake.clear()
+        if self.fatal is not None:
+            raise self.fatal
+
+    def follow(self, stop: threading.Event) -> None:
+        """End ``sleep`` as soon as ``stop`` is set: one thread blocks on it (and ends with it)."""
+        def relay() -> None:
+            stop.wait()
+            self._awake.set()
+
+        threading.Thread(target=relay, name="stop relay", daemon=True).start()
+
+    def next_due(self, now: float) -> float:
+        """When ``tick`` has something to do next (monotonic time), for the main thread to sleep until then: an open
+        batch is looked at ``IDLE_COMMIT`` after it opened (committed if it went quiet), then committed at
+        ``COMMIT_INTERVAL`` (unless a write did it first); with no batch open, the heartbeat is due."""
+        opened = self._opened
+        if opened is None:
+            return self._last_commit + HEARTBEAT
+        return opened + IDLE_COMMIT if now < opened + IDLE_COMMIT else opened + COMMIT_INTERVAL
 
     def tick(self) -> None:
         """Commit a batch that went quiet (low traffic is durable at once) or grew old; move the run's
@@ -160,4 +195,3 @@ class Writer:
         self.rec.commit()
         self._opened = None
         self._last_commit = now
-

@@ -702,3 +702,28 @@ def test_request_url_encodes_the_query_in_key_order() -> None:
     assert request_url("https://h", "/api/v1/pods", {"watch": "true", "resourceVersion": "7", "continue": "a b/c"}) == (
         "https://h/api/v1/pods?continue=a+b%2Fc&resourceVersion=7&watch=true")
     assert request_url("https://h", "/api", {}) == "https://h/api"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("framing", ["per-event", "batched"])
+def test_emulator_watch_over_tls_reads_every_event_in_order_then_reuses_the_connection(tmp_path, framing):
+    emulator = pytest.importorskip("sktrace_emulator")
+    with emulator.Emulator(token="sekret", framing=framing) as emu:
+        if not emu.tls:
+            pytest.skip("no openssl to make the emulator's certificate")
+        kube = emu_kube(emu, tmp_path)
+        since = emu.resource_version
+        for i in range(300):
+            emu.create(emu_pod(f"p{i:03d}"))
+        names = [e["object"]["metadata"]["name"]
+                 for e in kube.watch(PODS, namespace=None, resource_version=since, timeout_seconds=1)]
+        assert names == [f"p{i:03d}" for i in range(300)]
+        # the stream ended with its last chunk: the connection went back to the pool and serves the next request
+        pool = kube._api.rest_client.pool_manager.connection_from_url(emu.url)
+        assert len(kube.list_page(PODS, namespace=None)["items"]) == 300
+        assert pool.num_connections == 1
+        stop = threading.Event()
+        threading.Timer(0.3, stop.set).start()
+        started = time.monotonic()
+        assert list(kube.watch(PODS, namespace=None, resource_version=emu.resource_version, timeout_seconds=60, stop=stop)) == []
+        assert time.monotonic() - started < 1.0

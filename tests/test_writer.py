@@ -175,3 +175,68 @@ def test_an_error_escaping_the_rules_is_fatal_to_the_run_not_to_one_kind(s: Setu
     assert s.writer.take_failures() == [] and s.ingest.stats_for(POD).failed is None
     s.writer.relist_begin(DEPLOY, T0)  # nothing more is written
     assert DEPLOY not in s.ingest._relists
+
+
+# -- waking the main thread: no polling ------------------------------------------------------------------
+
+
+def sleep_in_thread(writer: Writer, seconds: float) -> tuple[threading.Thread, list[float]]:
+    woke: list[float] = []
+
+    def sleeper() -> None:
+        started = time.monotonic()
+        writer.sleep(seconds)
+        woke.append(time.monotonic() - started)
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    time.sleep(0.1)
+    return thread, woke
+
+
+def test_sleep_ends_when_a_batch_opens_not_on_each_write(s: Setup) -> None:
+    list_kind(s.writer, POD, [])
+    time.sleep(writer_module.IDLE_COMMIT + 0.01)
+    s.writer.tick()  # commits the quiet relist: no batch open
+    s.writer.sleep(0)  # forget the wakeups of the relist
+    thread, woke = sleep_in_thread(s.writer, 5.0)
+    s.writer.event(POD, "ADDED", pod("p1", "u1", rs=None), T0)
+    thread.join(2)
+    assert woke and woke[0] < 1.0
+    thread, woke = sleep_in_thread(s.writer, 0.5)
+    s.writer.event(POD, "MODIFIED", pod("p1", "u1", rs=None), T0)  # the batch is already open: nothing to tell
+    thread.join(2)
+    assert woke and woke[0] >= 0.45
+
+
+def test_sleep_ends_on_news_and_raises_a_fatal_error(s: Setup) -> None:
+    thread, woke = sleep_in_thread(s.writer, 5.0)
+    s.writer.interrupted(POD, T0, "API unreachable", "refused")
+    thread.join(2)
+    assert woke and woke[0] < 1.0 and s.writer.news == 1
+    s.writer.failed(POD, CacheError("disk full"))
+    with pytest.raises(CacheError):
+        s.writer.sleep(5.0)
+
+
+def test_sleep_ends_when_the_followed_stop_is_set(s: Setup) -> None:
+    stop = threading.Event()
+    s.writer.follow(stop)
+    thread, woke = sleep_in_thread(s.writer, 5.0)
+    stop.set()
+    thread.join(2)
+    assert woke and woke[0] < 1.0
+
+
+def test_next_due_is_the_quiet_check_then_the_batch_age_then_the_heartbeat(s: Setup) -> None:
+    list_kind(s.writer, POD, [])
+    time.sleep(writer_module.IDLE_COMMIT + 0.01)
+    s.writer.tick()
+    now = time.monotonic()
+    assert now < s.writer.next_due(now) <= now + writer_module.HEARTBEAT
+    s.writer.event(POD, "ADDED", pod("p1", "u1", rs=None), T0)
+    opened = time.monotonic()
+    due = s.writer.next_due(opened)
+    assert opened - 0.05 < due - writer_module.IDLE_COMMIT <= opened
+    later = due + 0.001
+    assert s.writer.next_due(later) == due - writer_module.IDLE_COMMIT + writer_module.COMMIT_INTERVAL

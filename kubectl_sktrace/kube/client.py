@@ -16,7 +16,7 @@ Guarantees:
 - Every request is logged on ``kubectl_sktrace.kube.requests`` at INFO, in ``kubectl -v 6``'s words: method,
   URL (query included, no credentials: they travel in headers, which are never logged), status and the
   milliseconds until the response headers arrived (for a watch: until the stream opened, not per event).
-- ``watch`` notices ``stop`` within half a second even on a silent stream (``stream.Watchdog``), and a
+- ``watch`` notices ``stop`` at once even on a silent stream (``stream.Watchdog``), and a
   connection silent for ``idle_timeout`` seconds (bookmarks come about once a minute) is declared dead
   instead of hanging forever.
 

@@ -1,10 +1,16 @@
 """Reading what the API server sends: whole JSON responses and the lines of a watch stream.
 
-A watch stream is read in the caller's thread, one chunk at a time as it arrives, split into lines and parsed
-with one ``loads`` per line (orjson when present, about twice json's speed on pod-sized documents; the krew
-archive ships pure-Python dependencies only). A ``Watchdog`` thread interrupts the blocked read of a stream
-whose ``stop`` is set, so a silent stream notices ``stop`` within half a second; a connection silent for the
-read timeout is declared dead by the socket itself.
+A watch stream is read in the caller's thread in large blocks: once urllib3 has sent the request and read the
+headers, the body is read straight from the connection's socket file (``read1``: one ``recv`` of up to
+``READ_SIZE`` bytes, whatever arrived), its chunked framing decoded by ``chunked.ChunkedLines``, and the
+complete lines of each read parsed with one ``loads`` per line (orjson when present, about twice json's speed
+on pod-sized documents; the krew archive ships pure-Python dependencies only). A real API server sends every
+event as its own chunk (docs/architecture.md, measured facts): decoding the framing in ``http.client`` cost
+several Python-level reads per event, more than the parse.
+
+A connection silent for the read timeout is declared dead by the socket itself. ``stop`` is noticed without
+polling: a ``Watchdog`` thread per stop event blocks on that event and, once it is set, shuts the read side
+of every socket registered with it down, which wakes their blocked reads at once.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any, Callable, Iterator
 import urllib3
 
 from kubectl_sktrace.errors import TransientError
+from kubectl_sktrace.kube.chunked import ChunkedLines, FramingError
 from kubectl_sktrace.kube.errors import root_reason, transport_error
 
 loads: Callable[[bytes], Any]
@@ -29,83 +36,99 @@ try:
 except ImportError:
     loads = json.loads
 
-STOP_POLL = 0.5
-READ_SIZE = 1 << 18
+READ_SIZE = 1 << 16
+COALESCE = 0.02
+"""Seconds a watch waits before its next read after a read that had to wait for data. A real API server sends
+each event as its own chunk, flushed at once: reading each as it comes costs a thread wakeup and the whole event
+path run with cold caches, per event. Waiting this long lets a few hundred events a second arrive in batches of
+several, read back to back (a wakeup every 20 ms or so, not one per event); an event is handled at most this much
+later, well inside the commit cadence. A backlog is read without pauses (its reads never wait), and a silent
+stream is not woken by it: the next read blocks as before."""
+WAITED = 0.001
+"""A read that took longer than this waited for data: the stream is paced, not backlogged."""
+GUARD_LINGER = 60.0
+"""Seconds a watchdog thread waits on a stop event no stream uses any more before it ends."""
 
 
 class Watchdog:
-    """One thread per client that interrupts the blocked reads of streams whose ``stop`` is set.
+    """Interrupts the blocked reads of streams whose ``stop`` is set, without polling.
 
     A watch read can block until the next event or bookmark (a minute or more); shutting the socket's read
-    side down wakes it at once. The thread runs only while streams are open and polls twice a second.
+    side down wakes it at once. One thread per distinct stop event blocks on it (the recorder shares one stop
+    among its kinds: one thread); it wakes only when the stop is set, or every ``GUARD_LINGER`` seconds to end
+    itself once no stream uses that stop any more.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._streams: dict[int, tuple[Any, threading.Event]] = {}
-        self._thread: threading.Thread | None = None
+        self._streams: dict[threading.Event, dict[int, Any]] = {}
 
     def watch(self, resp: Any, stop: threading.Event) -> None:
         with self._lock:
-            self._streams[id(resp)] = (resp, stop)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="sktrace-watch-stopper", daemon=True)
-                self._thread.start()
+            streams = self._streams.get(stop)
+            if streams is None:
+                streams = self._streams[stop] = {}
+                threading.Thread(target=self._guard, args=(stop,), name="sktrace-watch-stopper", daemon=True).start()
+            streams[id(resp)] = resp
 
-    def forget(self, resp: Any) -> None:
+    def forget(self, resp: Any, stop: threading.Event) -> None:
         with self._lock:
-            self._streams.pop(id(resp), None)
+            self._streams.get(stop, {}).pop(id(resp), None)
 
-    def _run(self) -> None:
-        while True:
+    def _guard(self, stop: threading.Event) -> None:
+        while not stop.wait(GUARD_LINGER):
             with self._lock:
-                if not self._streams:
-                    self._thread = None
+                if not self._streams.get(stop):
+                    self._streams.pop(stop, None)
                     return
-                stopped = [resp for resp, stop in self._streams.values() if stop.is_set()]
-                for resp in stopped:
-                    self._streams.pop(id(resp), None)
-            for resp in stopped:
-                _interrupt(resp)
-            time.sleep(STOP_POLL / 2)
+        with self._lock:
+            stopped = list(self._streams.pop(stop, {}).values())
+        for resp in stopped:
+            _interrupt(resp)
 
 
 def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host: str,
            context: str) -> Iterator[dict[str, Any]]:
     """The events of an open watch response, until the server ends the stream or ``stop`` is set.
 
-    Reading here rather than on a helper thread avoids one thread hand-off per event (each event is its own
-    HTTP chunk). A broken or silent connection raises the error ``transport_error`` maps it to.
+    Reading here rather than on a helper thread avoids one thread hand-off per read. A broken or silent
+    connection raises the error ``transport_error`` maps it to; a body that is not chunked transfer coding
+    is a TransientError (retried like a broken stream).
     """
-    chunks = _chunks(resp)
+    read, then, lines = _body(resp)
     stopped: Callable[[], bool] = stop.is_set if stop is not None else _never
     if stop is not None:
         watchdog.watch(resp, stop)
-    buffer = b""
     clean = False
     try:
         while not stopped():
-            data = _next_chunk(chunks, stopped=stopped, host=host, context=context)
-            if data is None:
-                if stopped():
-                    return
-                clean = True
-                if buffer.strip():
-                    yield json_object(buffer, host, what="watch event")
+            started = time.monotonic()
+            data = _read(read, stopped=stopped, host=host, context=context)
+            waited, read = time.monotonic() - started > WAITED, then
+            if not data and stopped():
                 return
-            if b"\n" not in data:
-                buffer += data
-                continue
-            lines = (buffer + data).split(b"\n")
-            buffer = lines.pop()
-            for line in lines:
-                if line:
+            try:
+                batch = lines.feed(data) if data else []
+                ended = lines.done or not data
+                last = lines.finish() if ended else []
+            except FramingError as exc:
+                if not data:  # the connection closed before the last chunk
+                    raise transport_error(http.client.IncompleteRead(b""), host=host, context=context) from exc
+                raise TransientError(f"malformed watch stream from {host} ({exc})") from exc
+            for line in batch:
+                yield json_object(line, host, what="watch event")
+            if batch and waited:
+                time.sleep(COALESCE)
+            if ended:
+                clean = True
+                for line in last:
                     yield json_object(line, host, what="watch event")
+                return
     finally:
         if stop is not None:
-            watchdog.forget(resp)
+            watchdog.forget(resp, stop)
         if clean:
-            resp.release_conn()
+            _release(resp)
         else:
             resp.close()
 
@@ -114,14 +137,45 @@ def _never() -> bool:
     return False
 
 
-def _next_chunk(chunks: Iterator[bytes], *, stopped: Callable[[], bool], host: str, context: str) -> bytes | None:
-    """The next chunk, or None at the end of the stream or when a read fails because ``stop`` interrupted it."""
+def _read(read: Callable[[int], bytes], *, stopped: Callable[[], bool], host: str, context: str) -> bytes:
+    """The next block of the body (b"" at its end or when a read fails because ``stop`` interrupted it)."""
     try:
-        return next(chunks, None)
-    except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+        return read(READ_SIZE)
+    except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError, ValueError) as exc:
         if stopped():
-            return None
+            return b""
         raise transport_error(exc, host=host, context=context) from exc
+
+
+def _body(resp: Any) -> tuple[Callable[[int], bytes], Callable[[int], bytes], ChunkedLines]:
+    """How to read the first block of the body and every block after it, and the decoder of what they hold.
+
+    A chunked body (every watch of a real server) is read from the connection under ``http.client``'s response,
+    which has read nothing of the body yet (``preload_content=False``): first from its socket file (which may
+    hold the start of the body, read with the headers: ``read1`` returns that, or reads the socket once), then
+    from the socket itself, skipping urllib3's, http.client's and the file's per-read layers. Anything else (a
+    ``Content-Length`` body, a content encoding, a client without these attributes) is read through the
+    response's own ``read1``, which removes the framing."""
+    raw = getattr(resp, "_fp", None)
+    fp: Any = getattr(raw, "fp", None)
+    sock: Any = getattr(getattr(resp, "connection", None), "sock", None)
+    if getattr(raw, "chunked", False) and getattr(raw, "chunk_left", 0) is None and hasattr(fp, "read1") \
+            and not resp.headers.get("Content-Encoding") and hasattr(sock, "recv"):
+        return fp.read1, sock.recv, ChunkedLines()
+    read1 = getattr(resp, "read1", None)
+    if read1 is None:
+        parts = resp.stream(READ_SIZE)
+        read1 = lambda size: next(parts, b"")  # noqa: E731 - an old urllib3 without read1
+    return read1, read1, ChunkedLines(chunked=False)
+
+
+def _release(resp: Any) -> None:
+    """The body was read to its end: mark http.client's response finished (it never saw the body go by) and
+    give the connection back to the pool for the next request."""
+    raw = getattr(resp, "_fp", None)
+    if raw is not None and not raw.isclosed():
+        raw.close()  # closes the socket file only; the connection stays open
+    resp.release_conn()
 
 
 def read_json(resp: Any, host: str) -> dict[str, Any]:
@@ -181,23 +235,6 @@ def _gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _chunks(resp: Any) -> Iterator[bytes]:
-    """What arrives on the stream, as soon as it arrives.
-
-    The body is not content-encoded (we send no Accept-Encoding), so the http.client response under
-    urllib3's is read directly: urllib3's per-read bookkeeping cost as much as the reading itself, at
-    10,000+ events a second. Its errors (``IncompleteRead``, socket timeouts and resets) are mapped by
-    ``transport_error`` like urllib3's. Older urllib3 without that attribute falls back to ``read1``/``stream``.
-    """
-    raw = getattr(resp, "_fp", None)
-    if raw is not None and hasattr(raw, "read1") and not resp.headers.get("Content-Encoding"):
-        return iter(lambda: raw.read1(READ_SIZE) or b"", b"")
-    read1 = getattr(resp, "read1", None)
-    if read1 is not None:
-        return iter(lambda: read1(READ_SIZE) or b"", b"")
-    return iter(resp.stream(None))
-
-
 def _interrupt(resp: Any) -> None:
     """Wake the reader thread blocked in a read: shut the socket's read side down."""
     try:
@@ -205,7 +242,7 @@ def _interrupt(resp: Any) -> None:
         return
     except (AttributeError, ValueError, RuntimeError, OSError):
         pass
-    sock = getattr(getattr(resp, "connection", None), "sock", None)
+    sock: Any = getattr(getattr(resp, "connection", None), "sock", None)
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RD)

@@ -1,0 +1,405 @@
+"""Live recording cost: CPU per watch event at paced rates, in steady state, and idle CPU, beside kubectl.
+
+    .venv/bin/python benchmarks/bench_live.py [--rates 300,3000] [--warmup 5] [--window 20] [--idle 20]
+        [--pods 2000] [--baseline DIR] [--no-kubectl]
+
+What a user gets: the emulator (TLS, in this process) holds ``--pods`` realistic pods (~6 KB of JSON each,
+Deployments and ReplicaSets around them) and a pacer thread changes one pod's status at a time, evenly
+spaced, at each rate of ``--rates`` (events per second). Every reader watches the same stream at once:
+
+- ``kubectl-sktrace start`` (this tree), in its own process, with the default config and its own cache;
+- with ``--baseline DIR``, the same command from another source tree (``git archive <ref> | tar -x -C DIR``),
+  so a before/after comparison is measured in the same run on the same stream;
+- ``kubectl get pods -A -w -o json > /dev/null`` (unless ``--no-kubectl``).
+
+Figures, per reader: idle CPU in ms per second (after the initial sync, nothing changing, ``--idle`` seconds),
+and at each rate the CPU in microseconds per event over ``--window`` seconds after ``--warmup`` seconds of
+the rate (process CPU from ``/proc/<pid>/task/*/schedstat``, nanosecond resolution, or ``/proc/<pid>/stat``
+when a thread ended meanwhile). Whether each reader kept up: a recorder's committed watch position (its
+``watch_state``) must reach the window's last event within a second of the window's end; kubectl's CPU in the
+three seconds after the pacer stopped says how much it still had to read (a reader that fell behind reads
+bigger batches, so its figure is not a steady state and is flagged). The framing is measured, not assumed:
+a raw socket reader in this process counts the events per HTTP chunk of the same stream.
+
+Conditions to report with the figures: the machine's load (printed), and what else ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sktrace_emulator import Emulator  # noqa: E402
+from sktrace_emulator.bulk import build_large_state  # noqa: E402
+from sktrace_emulator.records import Stored  # noqa: E402
+
+PY = sys.executable
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# --- CPU of another process ------------------------------------------------------------------------------
+
+
+def _stat_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def _task_ns(pid: int) -> dict[str, int]:
+    runtimes: dict[str, int] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as handle:
+                runtimes[tid] = int(handle.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return runtimes
+
+
+@dataclass(frozen=True)
+class CpuMark:
+    tasks: dict[str, int]
+    stat: float
+
+
+def cpu_mark(pid: int) -> CpuMark:
+    return CpuMark(_task_ns(pid), _stat_seconds(pid))
+
+
+def cpu_seconds_between(a: CpuMark, b: CpuMark) -> float:
+    """CPU seconds the process used between two marks: per-thread nanoseconds when no thread ended meanwhile
+    (a thread born meanwhile counts whole), else the process's clock ticks (which keep ended threads)."""
+    if set(a.tasks) <= set(b.tasks):
+        return (sum(b.tasks.values()) - sum(a.tasks.get(tid, 0) for tid in b.tasks)) / 1e9
+    return b.stat - a.stat
+
+
+# --- the stream: paced pod status changes -----------------------------------------------------------------
+
+
+class Pacer:
+    """Changes one pod's status at a time (its Ready condition's ``lastProbeTime``), evenly spaced at ``rate``
+    per second, announcing each change on its own, as a real API server sees kubelets' status updates.
+
+    Each pod's bytes are spliced (its resourceVersion and the probe time) rather than serialized again: the
+    emulator's full update path costs ~150 us, which at 3,000/s would take half of a core from the readers."""
+
+    def __init__(self, emu: Emulator) -> None:
+        self.store = emu.store
+        self.t_pod = self.store.type_of("v1", "Pod")
+        self.made = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.rate = 0.0
+        with self.store.lock:
+            pods = [s for s in self.store.objects[self.t_pod].values() if b'"lastProbeTime":null' in s.raw]
+        self.pods = [(s, *s.raw.split(b'"lastProbeTime":null', 1)) for s in pods]
+        self.behind = 0.0
+
+    def start(self, rate: float) -> None:
+        self.rate = rate
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="pacer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        store, t_pod, pods = self.store, self.t_pod, self.pods
+        t0 = time.monotonic()
+        i = 0
+        while not self._stop.is_set():
+            due = t0 + i / self.rate
+            now = time.monotonic()
+            if due > now:
+                time.sleep(due - now)
+            else:
+                self.behind = max(self.behind, now - due)
+            base, head, tail = pods[self.made % len(pods)]
+            n = self.made
+            stamp = b'"lastProbeTime":"2026-11-22T%02d:%02d:%02dZ"' % (n // 3600 % 24, n // 60 % 60, n % 60)
+            with store.lock:
+                rv = store.next_rv()
+                raw = b"".join((head.replace(b'"resourceVersion":"%d"' % base.rv, b'"resourceVersion":"%d"' % rv, 1),
+                                stamp, tail))
+                store.insert_stored(Stored.from_parts(t_pod, namespace=base.namespace, name=base.name, uid=base.uid, rv=rv,
+                                                      raw=raw, labels=base.labels, owner_uids=base.owner_uids,
+                                                      node_name=base.fields["spec.nodeName"], phase="Running"),
+                                    event_type="MODIFIED")
+                store.changed.notify_all()
+            self.made += 1
+            i += 1
+
+
+class FramingProbe:
+    """A raw reader of the pod watch in this process: counts events and HTTP chunks (the server's framing)."""
+
+    def __init__(self, emu: Emulator, token: str) -> None:
+        self.events = 0
+        self.chunks = 0
+        parts = urlsplit(emu.url)
+        context = ssl.create_default_context(cadata=emu.ca_pem.decode()) if parts.scheme == "https" else None
+        raw = socket.create_connection((parts.hostname, parts.port))
+        self.sock = context.wrap_socket(raw, server_hostname=parts.hostname) if context else raw
+        request = (f"GET /api/v1/pods?watch=true&resourceVersion={emu.resource_version}&timeoutSeconds=3600 HTTP/1.1\r\n"
+                   f"Host: {parts.netloc}\r\nAuthorization: Bearer {token}\r\nAccept: application/json\r\n\r\n")
+        self.sock.sendall(request.encode())
+        threading.Thread(target=self._run, name="framing-probe", daemon=True).start()
+
+    def _run(self) -> None:
+        pending = b""
+        in_body = False
+        want = -1  # bytes of chunk data (plus CRLF) still to skip; -1: a size line is next
+        try:
+            while True:
+                data = self.sock.recv(1 << 16)
+                if not data:
+                    return
+                pending += data
+                if not in_body:
+                    end = pending.find(b"\r\n\r\n")
+                    if end < 0:
+                        continue
+                    pending, in_body = pending[end + 4:], True
+                while True:
+                    if want < 0:
+                        eol = pending.find(b"\r\n")
+                        if eol < 0:
+                            break
+                        size = int(pending[:eol].split(b";")[0], 16)
+                        pending, want = pending[eol + 2:], size + 2
+                        self.chunks += 1
+                        if size == 0:
+                            return
+                    take = min(want, len(pending))
+                    self.events += pending[:take].count(b"\n")
+                    pending, want = pending[take:], want - take
+                    if want:
+                        break
+                    self.events -= 1  # the chunk's closing CRLF
+                    want = -1
+        except OSError:
+            return
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+# --- the readers ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reader:
+    name: str
+    proc: subprocess.Popen[bytes]
+    cache: str | None = None  # a recorder's cache (its watch_state tells how far it read)
+    idle_ms_per_s: float = float("nan")
+    per_event_us: dict[float, float] = field(default_factory=dict)
+    kept_up: dict[float, str] = field(default_factory=dict)
+
+
+def start_recorder(name: str, kubeconfig: str, cache: str, source: str | None) -> Reader:
+    env = {**os.environ, "KUBECONFIG": ""}
+    if source is not None:
+        env["PYTHONPATH"] = source
+    proc = subprocess.Popen([PY, "-m", "kubectl_sktrace", "start", "--quiet", "--kubeconfig", kubeconfig, "--cache", cache],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                            cwd=source or str(Path(__file__).resolve().parent.parent))
+    return Reader(name, proc, cache)
+
+
+def query(cache: str, sql: str) -> list[tuple[object, ...]]:
+    try:
+        conn = sqlite3.connect(f"file:{cache}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return []
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+
+
+def wait_synced(reader: Reader, timeout: float = 600) -> None:
+    assert reader.cache is not None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if reader.proc.poll() is not None:
+            raise SystemExit(f"{reader.name} exited: {reader.proc.stderr.read().decode() if reader.proc.stderr else ''}")
+        if query(reader.cache, "SELECT synced FROM runs WHERE synced IS NOT NULL ORDER BY id DESC LIMIT 1"):
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"{reader.name} never synced")
+
+
+def committed_rv(reader: Reader) -> int:
+    assert reader.cache is not None
+    rows = query(reader.cache, "SELECT resource_version FROM watch_state WHERE gvk = 'v1.Pod'")
+    return int(str(rows[0][0])) if rows else 0
+
+
+def wait_quiet(pid: int, *, quiet_for: float = 2.0, timeout: float = 300) -> None:
+    """Until the process used less than 1% of a core for ``quiet_for`` seconds (kubectl's initial list is done)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        a = cpu_mark(pid)
+        time.sleep(quiet_for)
+        if cpu_seconds_between(a, cpu_mark(pid)) < 0.01 * quiet_for:
+            return
+    raise SystemExit("kubectl never went quiet after its initial list")
+
+
+def stop_reader(reader: Reader) -> None:
+    if reader.proc.poll() is None:
+        reader.proc.send_signal(signal.SIGINT)
+        try:
+            reader.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            reader.proc.kill()
+            reader.proc.wait()
+
+
+# --- phases -----------------------------------------------------------------------------------------------
+
+
+def measure_idle(readers: list[Reader], seconds: float) -> None:
+    marks = [cpu_mark(r.proc.pid) for r in readers]
+    time.sleep(seconds)
+    for reader, mark in zip(readers, marks):
+        reader.idle_ms_per_s = cpu_seconds_between(mark, cpu_mark(reader.proc.pid)) / seconds * 1000
+
+
+def measure_rate(readers: list[Reader], pacer: Pacer, probe: FramingProbe | None, emu: Emulator, rate: float,
+                 args: argparse.Namespace) -> tuple[float, float, float]:
+    """Returns the achieved rate, the events per chunk of the window, and this process's CPU share."""
+    pacer.behind = 0.0
+    pacer.start(rate)
+    time.sleep(args.warmup)
+    made0, t0 = pacer.made, time.monotonic()
+    chunks0, events0 = (probe.chunks, probe.events) if probe else (0, 0)
+    marks = [cpu_mark(r.proc.pid) for r in readers]
+    self0 = time.process_time()
+    time.sleep(args.window)
+    ends = [cpu_mark(r.proc.pid) for r in readers]
+    made1, t1 = pacer.made, time.monotonic()
+    self1 = time.process_time()
+    chunks1, events1 = (probe.chunks, probe.events) if probe else (0, 0)
+    final_rv = emu.store.rv
+    events = made1 - made0
+    recorders = [r for r in readers if r.cache is not None]
+    caught: dict[str, float] = {}
+    while len(caught) < len(recorders) and time.monotonic() - t1 < 5.0:
+        for r in recorders:
+            if r.name not in caught and committed_rv(r) >= final_rv:
+                caught[r.name] = time.monotonic() - t1
+        time.sleep(0.05)
+    pacer.stop()
+    tail_marks = [cpu_mark(r.proc.pid) for r in readers]
+    time.sleep(3.0)
+    tails = [cpu_seconds_between(m, cpu_mark(r.proc.pid)) for r, m in zip(readers, tail_marks)]
+    for reader, mark, end, tail in zip(readers, marks, ends, tails):
+        used = cpu_seconds_between(mark, end)
+        reader.per_event_us[rate] = used / events * 1e6
+        if reader.cache is not None:
+            late = caught.get(reader.name)
+            reader.kept_up[rate] = f"committed {late:.1f}s after" if late is not None and late <= 1.0 else (
+                f"LATE: committed {late:.1f}s after" if late is not None else "BEHIND: not caught up in 5s")
+        else:
+            per_s = used / (t1 - t0)
+            behind_s = tail / per_s if per_s > 0 else 0.0
+            reader.kept_up[rate] = "kept up" if behind_s < 0.5 else f"BEHIND: ~{behind_s:.1f}s of work left"
+    chunk_ratio = (events1 - events0) / (chunks1 - chunks0) if probe and chunks1 > chunks0 else float("nan")
+    return events / (t1 - t0), chunk_ratio, (self1 - self0) / (t1 - t0)
+
+
+# --- main -------------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rates", default="300,3000", help="events per second, comma-separated")
+    parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--window", type=float, default=20.0)
+    parser.add_argument("--idle", type=float, default=20.0)
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--baseline", metavar="DIR", help="a source tree of another version, run beside this one")
+    parser.add_argument("--no-kubectl", action="store_true")
+    args = parser.parse_args()
+    rates = [float(r) for r in args.rates.split(",")]
+    if not args.no_kubectl and shutil.which("kubectl") is None:
+        raise SystemExit("kubectl is needed on PATH (or --no-kubectl)")
+    workdir = Path(tempfile.mkdtemp(prefix="bench-live-"))
+    emu = Emulator(history_limit=2_000_000).start()
+    readers: list[Reader] = []
+    probe: FramingProbe | None = None
+    try:
+        kubeconfig = emu.write_kubeconfig(workdir / "kubeconfig")
+        pods = build_large_state(emu, deployments=max(1, args.pods // 10), pods_per_deployment=10)
+        readers.append(start_recorder("kubectl-sktrace start", kubeconfig, str(workdir / "now.db"), None))
+        if args.baseline:
+            readers.append(start_recorder(f"kubectl-sktrace start ({Path(args.baseline).name})", kubeconfig,
+                                          str(workdir / "baseline.db"), str(Path(args.baseline).resolve())))
+        for reader in readers:
+            wait_synced(reader)
+        if not args.no_kubectl:
+            kubectl = subprocess.Popen(["kubectl", "--kubeconfig", kubeconfig, "get", "pods", "-A", "-w", "-o", "json"],
+                                       stdout=subprocess.DEVNULL)
+            readers.append(Reader("kubectl get pods -A -w -o json", kubectl))
+            wait_quiet(kubectl.pid)
+        probe = FramingProbe(emu, emu.token)
+        time.sleep(3.0)  # the recorders' post-sync work (the reconciliation report) is done
+        load = os.getloadavg()
+        measure_idle(readers, args.idle)
+        pacer = Pacer(emu)
+        results = [(rate, *measure_rate(readers, pacer, probe, emu, rate, args)) for rate in rates]
+        load_after = os.getloadavg()
+    finally:
+        if probe is not None:
+            probe.close()
+        for reader in readers:
+            stop_reader(reader)
+        emu.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"Live recording: {pods:,} realistic pods (~6 KB of JSON each), status changes paced evenly, TLS, one stream per reader")
+    print(f"  warm-up {args.warmup:.0f}s, window {args.window:.0f}s per rate; idle over {args.idle:.0f}s after the initial sync")
+    print(f"  load average before {load[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores); "
+          "the emulator and the pacer run in the benchmark's process")
+    for rate, achieved, per_chunk, own in results:
+        print(f"  at {rate:,.0f}/s: achieved {achieved:,.0f} events/s, {per_chunk:.2f} events per HTTP chunk, "
+              f"emulator process {own * 100:.0f}% of a core")
+    print()
+    header = f"  {'reader':<44}{'idle ms CPU/s':>14}" + "".join(f"{f'{r:,.0f}/s us CPU/event':>24}" for r in rates)
+    print(header)
+    for reader in readers:
+        row = f"  {reader.name:<44}{reader.idle_ms_per_s:>14.2f}" + "".join(f"{reader.per_event_us[r]:>24.0f}" for r in rates)
+        print(row)
+    print()
+    for reader in readers:
+        print(f"  {reader.name}: " + "; ".join(f"{r:,.0f}/s {reader.kept_up[r]}" for r in rates))
+
+
+if __name__ == "__main__":
+    main()
