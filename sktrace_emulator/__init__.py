@@ -12,8 +12,12 @@ Public API::
 
     from sktrace_emulator import Emulator
     emu = Emulator(token="t", port=0, bookmark_interval=60.0, history_limit=200_000, continue_ttl=300.0,
-                   seed=None, tls=None)   # tls=None: https when the openssl command exists (kubectl sends
+                   seed=None, tls=None,   # tls=None: https when the openssl command exists (kubectl sends
                                           # bearer tokens only over https); the CA is in emu.ca_pem
+                   framing="per-event",   # one chunk per watch event, as a real server; "batched": a burst
+                                          # per chunk, to measure a reader's ceiling (not what a server does)
+                   list_seconds_per_mb=0.023)   # a list page waits this long per MB of its body before its
+                                          # first byte, as a real server encodes it; 0: pages cost nothing
     emu.start() / emu.stop() / with Emulator() as emu: ...
     emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
@@ -38,11 +42,13 @@ Public API::
     deployment_object(namespace, name, *, replicas, rng); sample_pod_template(rng, *, app, run_seconds=None);
     finished_status(pod, *, finished)   # objects as the demo and the benchmarks make them
 
-Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]``.
+Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]
+[--framing per-event|batched] [--list-seconds-per-mb SECONDS]``.
 
 Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status),
 ``selectors`` and ``patches`` (what requests ask for), ``state`` (the store: versions, history, deletion,
-garbage collection), ``handler`` (the REST paths, Table output, watch streams), ``server`` (the ``Emulator``
+garbage collection), ``handler`` (the REST paths, watch streams), ``tables``
+(Table output for ``kubectl get``), ``server`` (the ``Emulator``
 facade: HTTP(S) server, kubeconfig, fault knobs), ``builders`` (objects as controllers make them),
 ``workload`` (controllers, kubelet, load), ``bulk`` (fast paths for benchmarks), ``__main__`` (the command).
 """

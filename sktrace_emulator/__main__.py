@@ -24,6 +24,8 @@ import time
 from sktrace_emulator import Emulator
 from sktrace_emulator.builders import deployment_object
 from sktrace_emulator.bulk import RestartStorm, build_large_state
+from sktrace_emulator.handler import LIST_SECONDS_PER_MB
+from sktrace_emulator.server import FRAMINGS
 from sktrace_emulator.workload import Workload
 
 
@@ -40,9 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--bookmark-interval", type=float, default=60.0)
     serve.add_argument("--history-limit", type=int, default=200_000, help="events kept per kind for watch replay")
     serve.add_argument("--no-tls", action="store_true", help="plain http (kubectl will not send the token)")
+    serve.add_argument("--framing", choices=list(FRAMINGS), default="per-event",
+                       help="watch streams: one chunk per event, as a real API server (default), or a burst per chunk (a reader's ceiling)")
+    serve.add_argument("--list-seconds-per-mb", type=float, default=LIST_SECONDS_PER_MB, metavar="SECONDS",
+                       help="a list page waits this long per MB before its first byte, as a real server encodes it (0: free)")
     args = parser.parse_args(argv)
 
-    emu = Emulator(token=args.token, port=args.port, bookmark_interval=args.bookmark_interval, history_limit=args.history_limit, tls=not args.no_tls and None)
+    emu = Emulator(token=args.token, port=args.port, bookmark_interval=args.bookmark_interval, history_limit=args.history_limit, tls=not args.no_tls and None,
+                   framing=args.framing, list_seconds_per_mb=args.list_seconds_per_mb)
     if args.workload in ("large", "storm"):
         started = time.perf_counter()
         count = build_large_state(emu, deployments=max(1, args.pods // 10), pods_per_deployment=10)

@@ -1,9 +1,12 @@
 """The emulator's HTTP handler: the Kubernetes REST paths, discovery, Table output, chunked watch streams.
 
 HTTP/1.1 with keep-alive, one thread per connection. Watch streams are chunked, one JSON event per line;
-a watcher reads its kind's history from its own position under the store's condition, so a burst of writes
-goes out as one chunk of many lines and nothing is serialized twice (every object's bytes were made once,
-when it changed). Requests pass the ``Emulator``'s fault knobs and RBAC before they reach the store.
+a watcher reads its kind's history from its own position under the store's condition. With the default
+framing (``per-event``) every event is its own chunk, sent at once, as a real API server sends it: a reader
+pays one socket wakeup and one TLS read per event. With ``batched`` a burst of writes goes out as one chunk of
+many lines (the synthetic ADDED events by 1,000): a way to measure a reader's ceiling, not what a real server
+does. Nothing is serialized twice (every object's bytes were made once, when it changed). Requests pass the
+``Emulator``'s fault knobs and RBAC before they reach the store.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from sktrace_emulator.records import ApiError, Obj, ResourceType, Stored
 from sktrace_emulator.selectors import Filter, parse_field_selector, parse_label_selector
+from sktrace_emulator.tables import table, table_event
 
 if TYPE_CHECKING:
     from sktrace_emulator.server import Emulator
@@ -34,6 +38,18 @@ SERVER_VERSION = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
+
+
+# What a list page costs a real API server before its first byte: it reads the page's objects and encodes them
+# for each request, so the time grows with the page. Kubernetes v1.28 on 2 cores spent ~8 s encoding 50,000
+# pods of ~7 KB as JSON (docs/architecture.md, facts measured on real servers): 8 s / 350 MB, about 23 ms per
+# MB, 80 ms for a page of 500 such pods.
+LIST_SECONDS_PER_MB = 0.023
+
+
+def page_delay(size: int, seconds_per_mb: float) -> float:
+    """Seconds to wait before sending a list page of ``size`` bytes (0 when the cost model is off)."""
+    return size * seconds_per_mb / 1_000_000 if seconds_per_mb > 0 else 0.0
 
 
 _VERBS_NAMESPACED = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -264,7 +280,7 @@ class Handler(BaseHTTPRequestHandler):
             if stored is None:
                 raise store._not_found(rtype, name)
             if self._wants_table():
-                return self._send_json(200, self._table(rtype, [stored], rv=stored.rv, cont="", remaining=0))
+                return self._send_json(200, table(rtype, [stored], rv=stored.rv, cont="", remaining=0))
             return self._send_bytes(200, stored.raw)
         if method == "POST" and not name:
             body = self._object_body(rtype)
@@ -307,43 +323,25 @@ class Handler(BaseHTTPRequestHandler):
         limit = int(query.get("limit") or 0)
         rv, items, cont, remaining = self.emulator.store.list_page(rtype, flt, limit=limit, token=query.get("continue", ""))
         if self._wants_table():
-            return self._send_json(200, self._table(rtype, items, rv=rv, cont=cont, remaining=remaining))
-        meta: Obj = {"resourceVersion": str(rv)}
-        if cont:
-            meta["continue"] = cont
-            meta["remainingItemCount"] = remaining
-        head = json.dumps({"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta}, separators=(",", ":")).encode()
-        body = b"".join([head[:-1], b',"items":[', b",".join(s.item_raw() for s in items), b"]}"])
+            body = json.dumps(table(rtype, items, rv=rv, cont=cont, remaining=remaining), separators=(",", ":")).encode()
+        else:
+            meta: Obj = {"resourceVersion": str(rv)}
+            if cont:
+                meta["continue"] = cont
+                meta["remainingItemCount"] = remaining
+            head = json.dumps({"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta}, separators=(",", ":")).encode()
+            body = b"".join([head[:-1], b',"items":[', b",".join(s.item_raw() for s in items), b"]}"])
+        # the objects' bytes were made once, when they changed: the page costs what a real server's encoding would
+        delay = page_delay(len(body), self.emulator.list_seconds_per_mb)
+        if delay:
+            time.sleep(delay)
         self._send_bytes(200, body)
-
-    def _table(self, rtype: ResourceType, items: list[Stored], *, rv: int, cont: str, remaining: int) -> Obj:
-        columns = [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}]
-        if rtype.kind == "Pod":
-            columns += [
-                {"name": "Ready", "type": "string", "format": "", "description": "The aggregate readiness state of this pod for accepting traffic.", "priority": 0},
-                {"name": "Status", "type": "string", "format": "", "description": "The aggregate status of the containers in this pod.", "priority": 0},
-                {"name": "Restarts", "type": "string", "format": "", "description": "The number of times the containers in this pod have been restarted.", "priority": 0},
-            ]
-        columns.append({"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0})
-        rows = []
-        now = time.time()
-        for stored in items:
-            obj = stored.obj()
-            meta = obj["metadata"]
-            cells: list[Any] = [meta["name"]]
-            if rtype.kind == "Pod":
-                cells += _pod_cells(obj)
-            cells.append(_age(meta.get("creationTimestamp"), now))
-            rows.append({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}})
-        table_meta: Obj = {"resourceVersion": str(rv)}
-        if cont:
-            table_meta["continue"] = cont
-            table_meta["remainingItemCount"] = remaining
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": table_meta, "columnDefinitions": columns, "rows": rows}
 
     # watch
 
     def _write_chunk(self, data: bytes) -> None:
+        """One HTTP chunk, sent at once: ``wfile`` is unbuffered (``wbufsize = 0``), so one write is one
+        ``sendall`` (one TLS record up to 16 KB), as a real server's ``Flush`` after each event."""
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _watch(self, rtype: ResourceType, flt: Filter, query: dict[str, str]) -> None:
@@ -383,11 +381,16 @@ class Handler(BaseHTTPRequestHandler):
 
         def encode(event_type: str, stored: Stored) -> bytes:
             if table:
-                return self._table_event(rtype, event_type, stored)
+                return table_event(rtype, event_type, stored)
             return b"".join((prefix[event_type], stored.raw, b"}\n"))
 
-        for start in range(0, len(initial), 1000):
-            self._write_chunk(b"".join(encode("ADDED", s) for s in initial[start : start + 1000]))
+        batched = emu.framing == "batched"
+        if batched:
+            for start in range(0, len(initial), 1000):
+                self._write_chunk(b"".join(encode("ADDED", s) for s in initial[start : start + 1000]))
+        else:
+            for stored in initial:
+                self._write_chunk(encode("ADDED", stored))
         del initial
         now = time.monotonic()
         deadline = now + timeout if timeout is not None else None
@@ -413,9 +416,14 @@ class Handler(BaseHTTPRequestHandler):
                 return self._end_with_error(ApiError(410, "Expired", f"too old resource version: {position} ({current_rv})"))
             if events:
                 position += len(events)
-                data = b"".join(encode(e.type, e.stored) for e in events if flt.matches(e.stored))
-                if data:
-                    self._write_chunk(data)
+                if batched:
+                    data = b"".join(encode(e.type, e.stored) for e in events if flt.matches(e.stored))
+                    if data:
+                        self._write_chunk(data)
+                else:
+                    for event in events:
+                        if flt.matches(event.stored):
+                            self._write_chunk(encode(event.type, event.stored))
                 continue
             now = time.monotonic()
             if deadline is not None and now >= deadline:
@@ -429,10 +437,6 @@ class Handler(BaseHTTPRequestHandler):
     def _end_with_error(self, error: ApiError) -> None:
         self._write_chunk(json.dumps({"type": "ERROR", "object": error.status()}, separators=(",", ":")).encode() + b"\n")
         self.wfile.write(b"0\r\n\r\n")
-
-    def _table_event(self, rtype: ResourceType, event_type: str, stored: Stored) -> bytes:
-        table = self._table(rtype, [stored], rv=stored.rv, cont="", remaining=0)
-        return json.dumps({"type": event_type, "object": table}, separators=(",", ":")).encode() + b"\n"
 
 
 def _request_verb(method: str, *, name: str, watch: bool) -> str:
@@ -457,35 +461,3 @@ def forbidden(*, user: str, verb: str, rtype: ResourceType, namespace: str | Non
     details = {k: v for k, v in (("name", name), ("group", rtype.group), ("kind", rtype.plural)) if v}
     return ApiError(403, "Forbidden", message, details=details)
 
-
-def _age(created: str | None, now: float) -> str:
-    if not created:
-        return "<unknown>"
-    from calendar import timegm
-
-    seconds = max(0, int(now - timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))))
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    if seconds < 172800:
-        return f"{seconds // 3600}h"
-    return f"{seconds // 86400}d"
-
-
-def _pod_cells(pod: Obj) -> list[Any]:
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    statuses = status.get("containerStatuses") or []
-    ready = sum(1 for c in statuses if c.get("ready"))
-    phase = status.get("phase", "Pending")
-    reason = phase
-    for cs in statuses:
-        state = cs.get("state") or {}
-        if "waiting" in state and state["waiting"].get("reason"):
-            reason = state["waiting"]["reason"]
-        elif "terminated" in state and phase not in ("Running",):
-            reason = state["terminated"].get("reason", "Completed")
-    if pod["metadata"].get("deletionTimestamp"):
-        reason = "Terminating"
-    restarts = sum(int(c.get("restartCount", 0)) for c in statuses)
-    return [f"{ready}/{len(spec.get('containers') or [])}", reason, str(restarts)]

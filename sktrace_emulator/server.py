@@ -20,13 +20,17 @@ import threading
 from http.server import ThreadingHTTPServer
 from typing import Iterable
 
-from sktrace_emulator.handler import Handler
+from sktrace_emulator.handler import LIST_SECONDS_PER_MB, Handler
 from sktrace_emulator.records import Obj, ResourceType
 from sktrace_emulator.selectors import Filter
 from sktrace_emulator.state import Store
 
 
 _VIEW_VERBS = frozenset({"get", "list", "watch"})
+
+# how watch events are framed: "per-event" (one chunk per event, as a real API server) or "batched" (a burst in
+# one chunk: a reader's ceiling)
+FRAMINGS = ("per-event", "batched")
 
 
 class _Failure:
@@ -50,7 +54,13 @@ class Emulator:
         continue_ttl: float = 300.0,
         seed: int | None = None,
         tls: bool | None = None,
+        framing: str = "per-event",
+        list_seconds_per_mb: float = LIST_SECONDS_PER_MB,
     ) -> None:
+        if framing not in FRAMINGS:
+            raise ValueError(f"framing must be one of {', '.join(FRAMINGS)}, not {framing!r}")
+        self.framing = framing
+        self.list_seconds_per_mb = list_seconds_per_mb
         self.token = token
         self.tls = shutil.which("openssl") is not None if tls is None else tls
         self.ca_pem = b""
