@@ -332,6 +332,7 @@ def _relist(*, resource: Resource, namespace: str | None, list_page: ListPage, s
                 if stop.is_set():
                     raise _Stopped
                 token = following
+                page = {}  # the ingested page is freed before the next one is waited for: two pages at most
                 page = ahead.result()
         except ExpiredError as exc:
             if token is None:  # a 410 on a first page is the server's trouble, not an old token: back off
