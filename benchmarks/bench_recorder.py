@@ -87,8 +87,9 @@ def start_recorder(kubeconfig: str, cache: str, *, source: str | None = None) ->
     env = {**os.environ, "KUBECONFIG": ""}
     if source is not None:
         env["PYTHONPATH"] = source + os.pathsep + env.get("PYTHONPATH", "")
+    # run outside the source tree: ``-m`` puts the working directory first on the path, before PYTHONPATH
     return subprocess.Popen([PY, "-m", "kubectl_sktrace", "start", "--quiet", "--kubeconfig", kubeconfig, "--cache", cache],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=os.path.dirname(cache))
 
 
 def wait_synced(cache: str, proc: subprocess.Popen[bytes], timeout: float = 600) -> float:
