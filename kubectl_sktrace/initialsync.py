@@ -12,6 +12,8 @@ on another. Two rules of docs/spec.md keep their meaning regardless of which lis
   object. A pod first seen while one of the other kinds is still listing keeps what its resolution needs
   (``Unresolved``: its head and stable spec hash) and is resolved once every other kind has listed, from
   memory as before, instead of costing a GET per owner while the owner lists are still on their way.
+  Where this gives way: a run killed in that window (the first seconds of a sync) leaves such a pod's row
+  without an owner, and the next run, which finds the pod already known, does not resolve it again.
 
 Memory stays the live cluster's: keys, uids and heads of objects already listed, never bodies.
 """
