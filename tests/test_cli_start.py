@@ -180,7 +180,10 @@ def test_fresh_cache_records_a_workload_and_status_shows_it(emu: Emulator, kubec
     data = json.loads(status.stdout)
     assert data["cluster"]["server"] == emu.url and data["cluster"]["kubeSystemUid"] == emu.cluster_uid
     assert [(r["run"], r["state"]) for r in data["runs"]] == [(1, "clean")] and data["runs"][0]["synced"]
-    assert data["kinds"] == [{"kind": "apps/v1.Deployment", "live": 2, "applied": 3, "deleted": 0, "deletedWhileOffline": 0}]
+    (kind,) = data["kinds"]
+    position = query(cache, "SELECT resource_version FROM watch_state WHERE gvk = 'apps/v1.Deployment'")
+    assert kind == {"kind": "apps/v1.Deployment", "live": 2, "applied": 3, "deleted": 0, "deletedWhileOffline": 0,
+                    "watchResourceVersion": position[0][0], "watchUpdated": kind["watchUpdated"]} and kind["watchUpdated"]
     assert data["pods"] == {"seen": 3, "live": 3, "withLifecycleOwner": 3, "running": 3, "finished": 0}
     table = sktrace("status", "--cache", cache).stdout
     assert "scope            all namespaces" in table and "apps/v1.Deployment  2       3          0" in table
