@@ -16,7 +16,8 @@
    config; time from launching ``kubectl-sktrace start`` to the run's ``synced`` mark, the recorder's CPU time
    and peak RSS at that mark, beside ``kubectl get pods,replicasets,deployments -A -o json > /dev/null`` (its
    wall, CPU and peak RSS) and, with ``--baseline REF``, the recorder of that git ref on the same server; each
-   ``--repeat`` times in turn, median and spread.
+   ``--repeat`` times in turn, median and spread. The documented per-cluster limits (150,000 pods under 15,000
+   Deployments): ``--sync-only --no-kubectl --deployments 15000`` (kubectl needs ~7 GB per 50,000 pods).
 3. Ingest ceiling without HTTP: the recorder's parser (orjson when installed) on the same realistic pod watch
    lines plus its ``Ingest.event`` and batched commits, in one thread; beside the parser alone and
    ``json.loads`` alone (what any Python reader pays). The emulator, a Python server, serves watch streams slower than the recorder consumes them, so
