@@ -1,6 +1,7 @@
 """Recorder benchmarks, each beside kubectl reading the same emulated API server in the same run.
 
     .venv/bin/python benchmarks/bench_recorder.py [--deployments 5000] [--pods-per-deployment 10] [--events 100000]
+        [--baseline main --repeat 3] [--sync-only] [--no-kubectl]
 
 1. Ingest: the real recorder (``kubectl-sktrace start`` in its own process) and ``kubectl get pods -A --watch
    -o json > file`` both watch the emulator. Both are paused (SIGSTOP) while this process makes ``--events``
@@ -12,8 +13,11 @@
    Beside the rates: the CPU time each reader used meanwhile (from ``/proc``), the recorder's per event, to
    tell a slower recorder from a machine that gave it less of its two cores.
 2. Initial sync: a fresh cache, ``--deployments`` Deployments with their ReplicaSets and pods, the default
-   config; time from launching ``kubectl-sktrace start`` to the run's ``synced`` mark, beside
-   ``kubectl get pods,replicasets,deployments -A -o json > /dev/null``.
+   config; time from launching ``kubectl-sktrace start`` to the run's ``synced`` mark, the recorder's CPU time
+   and peak RSS at that mark, beside ``kubectl get pods,replicasets,deployments -A -o json > /dev/null`` (its
+   wall, CPU and peak RSS) and, with ``--baseline REF``, the recorder of that git ref on the same server; each
+   ``--repeat`` times in turn, median and spread. The documented per-cluster limits (150,000 pods under 15,000
+   Deployments): ``--sync-only --no-kubectl --deployments 15000`` (kubectl needs ~7 GB per 50,000 pods).
 3. Ingest ceiling without HTTP: the recorder's parser (orjson when installed) on the same realistic pod watch
    lines plus its ``Ingest.event`` and batched commits, in one thread; beside the parser alone and
    ``json.loads`` alone (what any Python reader pays). The emulator, a Python server, serves watch streams slower than the recorder consumes them, so
@@ -79,9 +83,14 @@ def query(cache: str, sql: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
-def start_recorder(kubeconfig: str, cache: str) -> subprocess.Popen[bytes]:
+def start_recorder(kubeconfig: str, cache: str, *, source: str | None = None) -> subprocess.Popen[bytes]:
+    """The recorder in its own process; ``source``: a directory holding another version's ``kubectl_sktrace``."""
+    env = {**os.environ, "KUBECONFIG": ""}
+    if source is not None:
+        env["PYTHONPATH"] = source + os.pathsep + env.get("PYTHONPATH", "")
+    # run outside the source tree: ``-m`` puts the working directory first on the path, before PYTHONPATH
     return subprocess.Popen([PY, "-m", "kubectl_sktrace", "start", "--quiet", "--kubeconfig", kubeconfig, "--cache", cache],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "KUBECONFIG": ""})
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=os.path.dirname(cache))
 
 
 def wait_synced(cache: str, proc: subprocess.Popen[bytes], timeout: float = 600) -> float:
@@ -104,31 +113,94 @@ def stop_recorder(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
+def checkout(ref: str, workdir: Path) -> tuple[str, str]:
+    """``kubectl_sktrace`` as of git ``ref``, extracted under ``workdir``: (its directory, the commit)."""
+    root = Path(__file__).resolve().parent.parent
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", ref], check=True, capture_output=True, text=True).stdout.strip()
+    target = workdir / f"src-{commit}"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(root), "archive", commit, "kubectl_sktrace"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return str(target), commit
+
+
+def sync_once(kubeconfig: str, cache: str, *, source: str | None) -> tuple[subprocess.Popen[bytes], float, float, float]:
+    """Launch a recorder on a fresh cache; at its sync mark: (the running process, wall s, CPU s, peak RSS MB)."""
+    launched = time.time()
+    proc = start_recorder(kubeconfig, cache, source=source)
+    synced = wait_synced(cache, proc)
+    return proc, synced - launched, cpu_seconds(proc.pid), peak_rss_mb(proc.pid)
+
+
+def kubectl_once(kubeconfig: str) -> tuple[float, float, float]:
+    """``kubectl get pods,replicasets,deployments -A -o json > /dev/null``: (wall s, CPU s, peak RSS MB)."""
+    t = time.perf_counter()
+    kubectl = subprocess.Popen(["kubectl", "--kubeconfig", kubeconfig, "get", "pods,replicasets,deployments", "-A", "-o", "json"],
+                               stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(kubectl.pid, 0)
+    kubectl.returncode = os.waitstatus_to_exitcode(status)
+    if kubectl.returncode:
+        raise SystemExit(f"kubectl failed with {kubectl.returncode}")
+    return time.perf_counter() - t, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def spread(values: list[float], unit: str, digits: int = 2) -> str:
+    """Median and the min-max spread of repeated measurements."""
+    return f"{_median(values):8.{digits}f} {unit} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
 def bench_initial_sync(args: argparse.Namespace, workdir: Path) -> tuple[subprocess.Popen[bytes], str, str, Emulator]:
+    """The recorders (this tree, and ``--baseline`` when given) and kubectl, each ``--repeat`` times in turn
+    against the same emulator; the last run of this tree keeps recording for the sections that follow."""
     emu = Emulator(history_limit=2_000_000).start()  # TLS: kubectl sends tokens only over https
     kubeconfig = str(workdir / "kubeconfig")
     emu.write_kubeconfig(kubeconfig)
     t = time.perf_counter()
     pods = build_large_state(emu, deployments=args.deployments, pods_per_deployment=args.pods_per_deployment)
     print(f"built {args.deployments} Deployments, their ReplicaSets and {pods} pods in {time.perf_counter() - t:.1f}s")
-
-    t = time.perf_counter()
-    subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get", "pods,replicasets,deployments", "-A", "-o", "json"],
-                   stdout=subprocess.DEVNULL, check=True)
-    kubectl_s = time.perf_counter() - t
-
-    cache = str(workdir / "sync.db")
-    launched = time.time()
-    proc = start_recorder(kubeconfig, cache)
-    synced = wait_synced(cache, proc)
-    recorder_s = synced - launched
-    sync_rss = peak_rss_mb(proc.pid)
+    variants: list[tuple[str, str | None]] = []
+    if args.baseline:
+        source, commit = checkout(args.baseline, workdir)
+        variants.append((f"recorder at {args.baseline} ({commit})", source))
+    variants.append(("recorder, this tree", None))
+    figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in [("kubectl", None), *variants]}
+    loads = [os.getloadavg()[0]]
+    proc: subprocess.Popen[bytes] | None = None
+    cache = ""
+    for attempt in range(args.repeat):
+        if not args.no_kubectl:
+            figures["kubectl"].append(kubectl_once(kubeconfig))
+        for name, source in variants:
+            cache = str(workdir / f"sync-{attempt}-{len(figures[name])}-{source is None}.db")
+            proc, wall, cpu, rss = sync_once(kubeconfig, cache, source=source)
+            figures[name].append((wall, cpu, rss))
+            if not (source is None and attempt == args.repeat - 1):
+                stop_recorder(proc)
+        loads.append(os.getloadavg()[0])
+    assert proc is not None
     print()
-    print("Initial sync (list and reconcile, fresh cache, default config)")
-    print(f"  kubectl get pods,replicasets,deployments -A -o json   {kubectl_s:7.2f} s")
-    print(f"  kubectl-sktrace start (launch -> synced)             {recorder_s:7.2f} s   ratio {recorder_s / kubectl_s:.2f}x (target <= 2x)")
-    print(f"  recorder peak RSS after the sync                      {sync_rss:7.1f} MB (target < 250 MB)")
+    print(f"Initial sync: {pods:,} pods under {args.deployments:,} Deployments and ReplicaSets, fresh cache, default config; "
+          f"median (min-max) of {args.repeat} runs each, in turn; 1-minute load average {min(loads):.2f}-{max(loads):.2f}")
+    print(f"  {'':44} {'wall (launch -> synced)':>28} {'CPU (user+sys)':>28} {'peak RSS':>30}")
+    for name, rows in figures.items():
+        if rows:
+            label = "kubectl get pods,replicasets,deployments -A -o json" if name == "kubectl" else name
+            print(f"  {label:44} {spread([r[0] for r in rows], 's'):>28} {spread([r[1] for r in rows], 's'):>28} "
+                  f"{spread([r[2] for r in rows], 'MB', 0):>30}")
+    ours = [r[0] for r in figures["recorder, this tree"]]
+    if args.baseline:
+        base = [r[0] for r in figures[variants[0][0]]]
+        print(f"  wall, this tree / {args.baseline}: {_median(ours) / _median(base):.2f}x (target <= 0.6x)")
+    if figures["kubectl"]:
+        print(f"  wall, this tree / kubectl: {_median(ours) / _median([r[0] for r in figures['kubectl']]):.2f}x (target <= 0.15x)")
+    print(f"  recorder peak RSS (this tree) {max(r[2] for r in figures['recorder, this tree']):.0f} MB at most (target <= 300 MB)")
     return proc, cache, kubeconfig, emu
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def bench_ingest(args: argparse.Namespace, workdir: Path, proc: subprocess.Popen[bytes], cache: str, kubeconfig: str,
@@ -423,12 +495,18 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--pods-touched", type=int, default=5000, help="pods cycled through by the ingest generator")
     parser.add_argument("--long-events", type=int, default=1_000_000, help="events of the long in-process run (0: skip)")
+    parser.add_argument("--baseline", metavar="REF", help="also time the initial sync of the recorder as of this git ref")
+    parser.add_argument("--repeat", type=int, default=1, help="initial syncs of each recorder (and kubectl), in turn")
+    parser.add_argument("--sync-only", action="store_true", help="only the initial-sync section")
+    parser.add_argument("--no-kubectl", action="store_true", help="no kubectl beside the initial syncs (large clusters)")
     args = parser.parse_args()
-    if shutil.which("kubectl") is None:
+    if shutil.which("kubectl") is None and not args.no_kubectl:
         raise SystemExit("kubectl is needed on PATH for the side-by-side figures")
     workdir = Path(tempfile.mkdtemp(prefix="bench-recorder-"))
     proc, cache, kubeconfig, emu = bench_initial_sync(args, workdir)
     try:
+        if args.sync_only:
+            return
         bench_ingest(args, workdir, proc, cache, kubeconfig, emu)
         bench_core(emu, workdir, min(args.events, 50_000))
         if args.long_events:

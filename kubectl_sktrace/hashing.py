@@ -17,6 +17,7 @@ uses) would have parsed it.
 
 from __future__ import annotations
 
+import json
 import struct
 from typing import Any, Callable
 
@@ -30,6 +31,10 @@ _INT_LIMIT = 1 << 64
 _KEY_CACHE: dict[str, bytes] = {}
 _KEY_CACHE_LIMIT = 8192
 _FINALIZE = -1  # not a message word (those are unsigned): the finalization starts
+_PER_POD = frozenset({"nodeName", "serviceAccount", "serviceAccountName"})
+_MEMO: dict[str, int] = {}  # canonical JSON of a stable spec (nulls kept) -> its hash, the most recent first out
+_MEMO_LIMIT = 1024
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False, check_circular=False).encode
 
 
 def siphash13_pure(data: bytes) -> int:
@@ -158,11 +163,42 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
+def _feed_without_nulls(value: Any, out: bytearray) -> None:
+    """``_feed`` of ``_drop_nulls(value)``, without building the copy."""
+    kind = type(value)
+    if kind is dict:
+        for key in sorted(value):
+            item = value[key]
+            if item is None:
+                continue
+            if type(key) is not str:
+                raise TypeError(f"cannot hash an object key of type {type(key).__name__}: JSON keys are strings")
+            out += _key_bytes(key)
+            _feed_without_nulls(item, out)
+    elif kind is list or kind is tuple:
+        for item in value:
+            _feed_without_nulls(item, out)
+    elif kind is str or kind is int or kind is bool or kind is float or value is None:
+        _feed(value, out)
+    else:
+        _feed_without_nulls(_as_json_type(value), out)
+
+
 def _stable_container(container: dict[str, Any], *, regular: bool) -> dict[str, Any]:
     result = dict(container)
     result["volumeMounts"] = [m for m in container.get("volumeMounts") or () if not _is_api_access(m)]
     if regular:
         result.pop("ports", None)
+    return result
+
+
+def _stable_view(spec: dict[str, Any]) -> dict[str, Any]:
+    """The stable spec with its null values still in (they are dropped when hashed): shallow, so cheap."""
+    result = {k: v for k, v in spec.items() if k not in _PER_POD}
+    result["volumes"] = [v for v in result.get("volumes") or () if not _is_api_access(v)]
+    for key, regular in (("initContainers", False), ("containers", True)):
+        if result.get(key) is not None:
+            result[key] = [_stable_container(c, regular=regular) for c in result[key]]
     return result
 
 
@@ -174,17 +210,31 @@ def stable_pod_spec(spec: dict[str, Any]) -> dict[str, Any]:
     ``volumeMounts`` are always present; ``nodeName``, ``serviceAccount`` and ``serviceAccountName`` go;
     regular containers lose their ``ports``.
     """
-    result: dict[str, Any] = _drop_nulls(spec)
-    result["volumes"] = [v for v in result.get("volumes") or () if not _is_api_access(v)]
-    for key in ("nodeName", "serviceAccount", "serviceAccountName"):
-        result.pop(key, None)
-    if "initContainers" in result:
-        result["initContainers"] = [_stable_container(c, regular=False) for c in result["initContainers"]]
-    if "containers" in result:
-        result["containers"] = [_stable_container(c, regular=True) for c in result["containers"]]
+    result: dict[str, Any] = _drop_nulls(_stable_view(spec))
     return result
 
 
 def pod_spec_hash(spec: dict[str, Any]) -> int:
-    """The inner key of ``pod_lifecycles``: the spec hash of the pod's stable spec."""
-    return spec_hash(stable_pod_spec(spec))
+    """The inner key of ``pod_lifecycles``: the spec hash of the pod's stable spec.
+
+    Every pod of one template has the same stable spec, so the hash is remembered by the stable spec's
+    canonical JSON (sorted keys; ``true``, ``1`` and ``1.0`` apart), which C code writes in a tenth of the time
+    the hash's Python walk takes; the last ``_MEMO_LIMIT`` specs are kept. What has no canonical JSON (NaN, a
+    key that is not a string) is hashed without the memo."""
+    view = _stable_view(spec)
+    try:
+        canonical: str | None = _CANONICAL(view)
+    except (TypeError, ValueError):
+        canonical = None
+    if canonical is not None:
+        known = _MEMO.get(canonical)
+        if known is not None:
+            return known
+    out = bytearray()
+    _feed_without_nulls(view, out)
+    digest = siphash13(bytes(out))
+    if canonical is not None:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.pop(next(iter(_MEMO), ""), None)
+        _MEMO[canonical] = digest
+    return digest

@@ -6,8 +6,8 @@ keeps the live index (keys, uids, spec hashes), the live pods' lifecycles and th
 the bookkeeping of relists in progress and of outages. It is not thread-safe and never commits: the ``Writer``
 serializes the calls and owns the batches.
 
-What each relist reconciles (docs/spec.md §5), per kind and only once that kind's list is complete (so a partial
-first sync never deletes kinds not listed yet):
+What each relist reconciles (docs/spec.md §5), per kind and only once that kind's list is complete, and during the
+initial sync only once every kind has listed (``initialsync``: a partial first sync deletes nothing):
 
 - cached live objects missing from the list are deleted and marked inferred (the real deletion time lies
   between the previous sight and the relist): a kind's first list of the run records them at the run's
@@ -19,7 +19,8 @@ first sync never deletes kinds not listed yet):
   pods that finished offline get their real end from their container states.
 
 Owner chains of pods are resolved at first sight from, in order: owner kinds watched cheaply alongside the
-tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached).
+tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached); a pod
+seen while those kinds are still listing is resolved as soon as they have (``initialsync``).
 
 Memory follows the live cluster, not the history: keys, uids, hashes and lifecycles only; bodies go to disk.
 """
@@ -34,6 +35,7 @@ from typing import Any, Callable
 
 from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize
 from kubectl_sktrace.errors import ForbiddenError, KubeError
+from kubectl_sktrace.initialsync import InitialSync, Unresolved, Vanished
 from kubectl_sktrace.model import GVK, POD, LiveObject, ObjectHead, ObjKey, OwnerRef
 from kubectl_sktrace.store.history import CAUSE_FAILED, CAUSE_FORBIDDEN
 from kubectl_sktrace.store.recording import (
@@ -105,13 +107,14 @@ class Ingest:
     ``restart`` is when this run started: what a kind's first list finds gone is recorded at that time, one
     time for every kind however long the lists take (None: at each list's own time). ``fresh`` kinds were not
     tracked (or not so) by the previous run: their first list records the cluster as it is, at the list's time,
-    not as changes made offline.
+    not as changes made offline. ``initial_kinds`` are the kinds whose first list the initial sync waits for
+    before it deletes anything (none: each list reconciles at its end).
     """
 
     def __init__(
         self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
         fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None, restart: float | None = None,
-        fresh: frozenset[GVK] = frozenset(),
+        fresh: frozenset[GVK] = frozenset(), initial_kinds: frozenset[GVK] = frozenset(),
     ) -> None:
         self.rec = recording
         self.run_id = run_id
@@ -141,6 +144,7 @@ class Ingest:
         self.last_outage: Outage | None = None
         self.outages_opened = 0
         self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
+        self.sync = InitialSync.of(initial_kinds)
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
@@ -174,19 +178,44 @@ class Ingest:
         gone = self.restart if relist.initial and self.restart is not None else relist.ts
         if relist.broken:
             log.warning("%s: %d listed objects could not be read; no deletions inferred from this list", gvk, relist.broken)
-        elif gvk in self.tracked:
-            live = self.live.setdefault(gvk, {})
-            for key in changes.vanished(live, relist.seen):
-                self._delete(key, live.pop(key).uid, gone, inferred=True)
-                self.owners.pop(key, None)
-                self._count_deleted(gvk, caught_up=relist.recovery, offline=True)
-        if gvk == POD and not relist.broken:
-            second = changes.event_second(gone)
-            for uid in [uid for uid in self.pods if uid not in relist.seen_pods]:
-                self._pod_gone(uid, second, inferred=True)
+        else:
+            live = self.live.get(gvk, {}) if gvk in self.tracked else {}
+            found = Vanished(gvk, gone, relist.recovery, keys=tuple((key, live[key].uid) for key in changes.vanished(live, relist.seen)),
+                             pods=tuple(uid for uid in self.pods if uid not in relist.seen_pods) if gvk == POD else ())
+            if self.sync.done:
+                self._reconcile(found)
+            else:
+                self.sync.defer(found)
         self._gap_start[gvk] = relist.ts
         self._pending_rv[gvk] = resource_version
         stats.initial_done = True
+        self._settled(gvk)
+
+    def _settled(self, gvk: GVK) -> None:
+        """``gvk`` listed or failed for good: what waited for it (pods' owners, the sync's deletions) goes on."""
+        owners_listed, done = self.sync.settle(gvk)
+        if owners_listed:
+            for uid, pod in self.sync.take_unresolved().items():
+                self._resolve_owner(uid, pod)
+        if done:
+            for found in self.sync.take_vanished():
+                self._reconcile(found)
+
+    def _reconcile(self, found: Vanished) -> None:
+        """Delete what a complete list found gone, at ``found.gone``, inferred; an object re-created since (another
+        uid) or deleted since stays as it is."""
+        live = self.live.get(found.gvk, {})
+        for key, uid in found.keys:
+            known = live.get(key)
+            if known is not None and known.uid == uid:
+                del live[key]
+                self._delete(key, uid, found.gone, inferred=True)
+                self.owners.pop(key, None)
+                self._count_deleted(found.gvk, caught_up=found.recovery, offline=True)
+        second = changes.event_second(found.gone)
+        for uid in found.pods:
+            if uid in self.pods:
+                self._pod_gone(uid, second, inferred=True)
 
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
         self.updates_seen += 1
@@ -231,6 +260,7 @@ class Ingest:
         self.stats_for(gvk).failed = str(error)
         cause = CAUSE_FORBIDDEN if isinstance(error, ForbiddenError) else CAUSE_FAILED
         self.rec.open_gap(self.run_id, gvk, since=ts, cause=cause, detail=str(error))
+        self._settled(gvk)
 
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
         """The kind's watch failed: a coverage gap opens at its last proof of liveness (closed by ``resumed``;
@@ -363,16 +393,35 @@ class Ingest:
             self._pod_gone(head.uid, changes.event_second(recv), inferred=caught_up)
 
     def _first_sight(self, head: ObjectHead, obj: dict[str, Any], derived: lifecycle.Lifecycle, recv: float) -> None:
-        """A pod met for the first time: its lifecycle owner, resolved once, and its row."""
+        """A pod met for the first time: its lifecycle owner, resolved once (or once its owners listed), and its row."""
         key = head.key
-        chain = owners.resolve_chain(head, lookup=self._lookup) if head.owners else []
-        owner = owners.lifecycle_owner(pod_key=key, chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
+        owner: ObjKey | None = None
+        if head.owners and not self.sync.owners_listed:
+            self.sync.unresolved[head.uid] = Unresolved(head, hashing.pod_spec_hash(obj.get("spec") or {}))
+        else:
+            owner = self._lifecycle_owner(head)
         stable = hashing.pod_spec_hash(obj.get("spec") or {}) if owner is not None else None
         self.rec.insert_pod(uid=head.uid, namespace=key.namespace, name=key.name, owner=owner, stable_hash=stable,
                             start_ts=derived.start, end_ts=derived.end, first_seen=self._written(recv))
         self.pods[head.uid] = _Pod(key.namespace, key.name, None if owner is None else owner.gvk, derived)
         if owner is not None and derived.start is not None:
             self.stats_for(owner.gvk).lifecycles += 1
+
+    def _lifecycle_owner(self, head: ObjectHead) -> ObjKey | None:
+        chain = owners.resolve_chain(head, lookup=self._lookup) if head.owners else []
+        return owners.lifecycle_owner(pod_key=head.key, chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
+
+    def _resolve_owner(self, uid: str, pending: Unresolved) -> None:
+        """A pod first seen while its owners were still listing: its lifecycle owner, now that they have."""
+        owner = self._lifecycle_owner(pending.head)
+        if owner is None:
+            return
+        self.rec.set_pod_owner(uid, owner=owner, stable_hash=pending.stable_hash)
+        pod = self.pods.get(uid)
+        if pod is not None:
+            pod.owner = owner.gvk
+            if pod.life.start is not None:
+                self.stats_for(owner.gvk).lifecycles += 1
 
     def _merge_pod(self, uid: str, known: _Pod, derived: lifecycle.Lifecycle) -> None:
         kept, refusal = lifecycle.merge_lifecycle(known.life, derived)
@@ -405,7 +454,8 @@ class Ingest:
         """The owner references of an owner: memory, then the tracked live index, then the cache, then a GET."""
         key = ref.key(namespace)
         record = self.owners.get(key)
-        if record is None and key in self.live.get(key.gvk, {}):
+        known = self.live.get(key.gvk, {}).get(key)
+        if record is None and known is not None and not self.sync.is_vanishing(key, known.uid):
             return ()
         if record is None:
             record = self.rec.load_owner(key)
@@ -435,5 +485,8 @@ class Ingest:
         options = self.tracked.get(key.gvk)
         if options is None or not options.track_lifecycle:
             return False
-        return key in self.live.get(key.gvk, {}) or key in self.owners
+        known = self.live.get(key.gvk, {}).get(key)
+        if known is not None and self.sync.is_vanishing(key, known.uid):
+            return False  # its list missed it: deleted once every kind listed
+        return known is not None or key in self.owners
 

@@ -8,8 +8,10 @@ their pods, the kinds no longer tracked as before), starts the watches, and then
 something is due, commits quiet batches, reports failures, outages and progress, starts the pod watch, marks
 the sync; at the end it stops everything and records how the run ended. ``start`` wires cluster, cache, signals.
 
-The Pod watch starts only after every other kind finished its initial list, so the 50,000 pods of a large
-cluster find their owners in memory instead of costing thousands of GETs.
+Every kind lists at once, pods beside the others, so the server's encoding of one list overlaps the parsing
+of another. What the initial sync must not do before every kind listed (delete, resolve pods' owners from
+half-listed owner kinds) waits for it in ``Ingest`` (``initialsync``), so the 50,000 pods of a large cluster
+still find their owners in memory instead of costing thousands of GETs.
 """
 
 from __future__ import annotations
@@ -107,7 +109,6 @@ class _Run:
     ingest: Ingest
     writer: Writer
     watched: list[GVK]  # kinds whose watch was started
-    pods_pending: bool  # the pod watch waits for every other kind's initial list
     deadline: float | None  # monotonic time at which ``--duration`` ends the run
     synced_at: float | None = None
     reconciliation: Reconciliation | None = None
@@ -192,18 +193,18 @@ class Session:
             change = config_change(before, self.config)
             self._untrack(run_id, [*change.dropped, *change.changed], started)
             fresh = frozenset([*change.added, *change.changed])
+        watched = [g for g in dict.fromkeys([*tracked, *sorted(owner_kinds)]) if g != POD] + ([POD] if POD in resources else [])
         ingest = Ingest(
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
-            restart=started, fresh=fresh,
+            restart=started, fresh=fresh, initial_kinds=frozenset(watched),
         )
-        first_wave = [g for g in dict.fromkeys([*tracked, *sorted(owner_kinds)]) if g != POD]
         return _Run(run_id=run_id, started=started, resources=resources, tracked=tracked, ingest=ingest,
-                    writer=Writer(ingest, self.rec, clock=self.clock), watched=first_wave, pods_pending=POD in resources,
+                    writer=Writer(ingest, self.rec, clock=self.clock), watched=watched,
                     deadline=None if self.duration is None else time.monotonic() + self.duration)
 
     def _launch(self, run: _Run) -> None:
-        """The vigil and the first wave of watches: every kind but pods."""
+        """The vigil and every kind's watch, at once."""
         self._watch_vigil()
         for gvk in run.watched:
             self._start_watch(run.resources[gvk], run.writer)
@@ -232,17 +233,13 @@ class Session:
         return True
 
     def _advance_sync(self, run: _Run, now: float) -> None:
-        """The initial sync: its progress, then the pod watch once the other kinds listed, then the sync mark."""
+        """The initial sync: its progress, then the sync mark once every kind listed."""
         with run.writer.lock:
             settled = all(self._settled(run.ingest, g) for g in run.watched)
         if run.synced_at is None and (settled or now - run.last_view >= VIEW_EVERY):
             run.last_view = now
             self._show_sync(run)
-        if run.pods_pending and settled:
-            self._start_watch(run.resources[POD], run.writer)
-            run.watched.append(POD)
-            run.pods_pending = False
-        elif run.synced_at is None and not run.pods_pending and settled:
+        if run.synced_at is None and settled:
             run.synced_at = self.clock()
             run.writer.mark_synced(run.run_id, run.synced_at)
             self.progress.synced(run.synced_at - run.started)

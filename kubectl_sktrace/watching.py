@@ -8,7 +8,8 @@ What it guarantees (docs/spec.md §5 step 5; docs/architecture.md, measured fact
 
 - A (re)list reads every page (``limit``, ``continue``) with the resource version unset, so the server
   serves a consistent, current snapshot; all pages share one relist timestamp. A 410 on a continue token
-  (the token expired, ~5 minutes) restarts the list from the first page.
+  (the token expired, ~5 minutes) restarts the list from the first page. The next page is requested while
+  the sink ingests the current one (one page ahead, on a thread of its own), never further.
 - The watch starts at the list's resourceVersion with bookmarks. The version to resume from is the last
   one seen, from an event or a bookmark; a clean end of stream (``timeoutSeconds``) re-watches from it
   without a relist.
@@ -304,35 +305,81 @@ def _horizon(resource: Resource, *, namespace: str | None, list_page: ListPage) 
 def _relist(*, resource: Resource, namespace: str | None, list_page: ListPage, sink: Sink,
             clock: Callable[[], float], stop: threading.Event) -> tuple[str, float]:
     """List every page at one timestamp; restart on an expired continue token. Returns the list's version
-    and its timestamp."""
+    and its timestamp. The next page is requested before the current one goes to the sink (one page ahead),
+    so the server's encoding of a page overlaps the sink's ingest of the one before."""
     gvk = resource.gvk
+    ahead = _Prefetch(resource=resource, namespace=namespace, list_page=list_page)
     while True:
         ts = clock()
         sink.relist_begin(gvk, ts)
         token: str | None = None
         try:
+            if stop.is_set():
+                raise _Stopped
+            page = list_page(resource, namespace=namespace, limit=PAGE_LIMIT, continue_token=None)
             while True:
-                if stop.is_set():
-                    raise _Stopped
-                page = list_page(resource, namespace=namespace, limit=PAGE_LIMIT, continue_token=token)
-                items = page.get("items") or []
-                for item in items:
-                    item["apiVersion"] = gvk.api_version
-                    item["kind"] = gvk.kind
-                if items:
-                    sink.relist_page(gvk, items, ts)
                 meta = page.get("metadata") or {}
-                token = meta.get("continue") or None
-                if token is None:
+                following = meta.get("continue") or None
+                if following is not None and not stop.is_set():
+                    ahead.request(following)
+                _pass_on(gvk, page, sink, ts)
+                if following is None:
                     version = meta.get("resourceVersion")
                     if not version:
                         raise TransientError(f"list of {gvk} returned no resourceVersion")
                     sink.relist_end(gvk, str(version), ts)
                     return str(version), ts
+                if stop.is_set():
+                    raise _Stopped
+                token = following
+                page = {}  # the ingested page is freed before the next one is waited for: two pages at most
+                page = ahead.result()
         except ExpiredError as exc:
             if token is None:  # a 410 on a first page is the server's trouble, not an old token: back off
                 raise TransientError(str(exc)) from exc
             log.info("%s: list continue token expired; restarting the list", gvk)
+
+
+def _pass_on(gvk: GVK, page: dict[str, Any], sink: Sink, ts: float) -> None:
+    """A page's items, with the listed kind's apiVersion/kind, to the sink (empty pages are not passed on)."""
+    items = page.get("items") or []
+    for item in items:
+        item["apiVersion"] = gvk.api_version
+        item["kind"] = gvk.kind
+    if items:
+        sink.relist_page(gvk, items, ts)
+
+
+class _Prefetch:
+    """One list page requested ahead, on a daemon thread of its own (a request in flight never holds up the
+    process's exit): at most one in flight and one being ingested, so a list's memory stays two pages whatever
+    its length. A page abandoned (stop, a failure) is dropped when it arrives."""
+
+    def __init__(self, *, resource: Resource, namespace: str | None, list_page: ListPage) -> None:
+        self._resource, self._namespace, self._list_page = resource, namespace, list_page
+        self._done = threading.Event()
+        self._outcome: dict[str, Any] | BaseException | None = None
+
+    def request(self, token: str) -> None:
+        self._done.clear()
+        self._outcome = None
+        threading.Thread(target=self._fetch, args=(token,), name=f"list {self._resource.gvk}", daemon=True).start()
+
+    def _fetch(self, token: str) -> None:
+        try:
+            self._outcome = self._list_page(self._resource, namespace=self._namespace, limit=PAGE_LIMIT, continue_token=token)
+        except BaseException as exc:  # noqa: BLE001 - raised on the list's own thread by ``result``
+            self._outcome = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> dict[str, Any]:
+        self._done.wait()
+        outcome, self._outcome = self._outcome, None
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert outcome is not None
+        return outcome
 
 
 @dataclass

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -143,3 +144,27 @@ def test_stable_pod_spec_always_has_volumes_and_mounts() -> None:
         "containers": [{"name": "c", "volumeMounts": []}],
         "volumes": [],
     }
+
+
+def _pod_spec(node: str, privileged: Any) -> dict[str, Any]:
+    return {"nodeName": node, "serviceAccountName": "default", "restartPolicy": "Always", "priority": None,
+            "volumes": [{"name": f"kube-api-access-{node}", "projected": {}}, {"name": "data", "emptyDir": {}}],
+            "containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}], "resources": {"limits": None},
+                            "securityContext": {"privileged": privileged},
+                            "volumeMounts": [{"name": f"kube-api-access-{node}", "mountPath": "/var/run"},
+                                             {"name": "data", "mountPath": "/data"}]}]}
+
+
+def test_pods_of_one_template_share_a_hash_remembered_and_equal_to_the_hash_of_their_stable_spec() -> None:
+    first, second = _pod_spec("node-1", True), _pod_spec("node-2", True)
+    assert hashing.pod_spec_hash(first) == hashing.pod_spec_hash(second) == hashing.spec_hash(hashing.stable_pod_spec(first))
+    assert hashing.pod_spec_hash(second) == hashing.spec_hash(hashing.stable_pod_spec(second))  # from the memo now
+
+
+@pytest.mark.parametrize("value", [1, 1.0, "true", None, float("nan")], ids=["int", "float", "string", "null", "nan"])
+def test_the_remembered_hash_never_stands_for_a_spec_that_only_compares_equal(value: Any) -> None:
+    """``True == 1 == 1.0`` in Python, not in the hash: the memo keeps them apart (NaN bypasses it)."""
+    hashing.pod_spec_hash(_pod_spec("node-1", True))
+    other = _pod_spec("node-3", value)
+    assert hashing.pod_spec_hash(other) == hashing.spec_hash(hashing.stable_pod_spec(other))
+    assert hashing.pod_spec_hash(other) != hashing.pod_spec_hash(_pod_spec("node-1", True))

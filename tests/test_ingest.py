@@ -65,12 +65,14 @@ class Harness:
         self.cache = open_cache(path, create=True)
         self.rec = Recording(self.cache)
 
-    def ingest(self, *, config: TracerConfig = CONFIG, started: float = T0, restart: float | None = None) -> Ingest:
+    def ingest(self, *, config: TracerConfig = CONFIG, started: float = T0, restart: float | None = None,
+               initial_kinds: frozenset[GVK] = frozenset()) -> Ingest:
         previous = self.rec.previous_run()
         run = self.rec.begin_run(started=started, pid=1, config_yaml="")
         self.rec.begin()
         return Ingest(recording=self.rec, run_id=run, config=config, owner_kinds={REPLICASET},
-                      fetch_owner=self._fetch, gap_start=None if previous is None else previous.stopped, restart=restart)
+                      fetch_owner=self._fetch, gap_start=None if previous is None else previous.stopped, restart=restart,
+                      initial_kinds=initial_kinds)
 
     def _fetch(self, key: ObjKey) -> dict[str, Any] | None:
         self.fetched.append(key)
@@ -404,3 +406,65 @@ def test_each_object_is_read_once_per_message(h: Harness, monkeypatch: pytest.Mo
     rs, web, web_a = ObjKey(REPLICASET, "ns", "rs"), ObjKey(DEPLOY, "ns", "web"), ObjKey(POD, "ns", "web-a")
     assert reads == [rs, web, web_a, web_a, web_a]
     assert ing.stats_for(POD).applied == 1 and ing.stats_for(POD).deleted_live == 1  # a status change alone records nothing
+
+
+ALL_KINDS = frozenset({DEPLOY, REPLICASET, POD})
+
+
+def test_pods_listed_before_their_owners_get_their_owners_from_the_owner_lists_without_gets(h: Harness) -> None:
+    """Every kind lists at once: pods that arrive before their ReplicaSets and Deployments are resolved once
+    those have listed, from memory, as if they had listed first (docs/spec.md §4)."""
+    ing = h.ingest(initial_kinds=ALL_KINDS)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50), pod("solo", "p9", rs=None)], T0)
+    assert h.pods()["web-1-a"] == (None, int(T0) - 50, None, 0, 1)  # not resolved yet
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1")], T0)
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0)
+    assert h.fetched == []
+    assert h.pods() == {"web-1-a": ("web", int(T0) - 50, None, 0, 1), "solo": (None, None, None, 0, 1)}
+    stable = h.cache.conn.execute("SELECT stable_hash FROM pods WHERE name='web-1-a'").fetchone()[0]
+    assert stable % (1 << 64) == hashing.pod_spec_hash(pod("x", "x", rs=None)["spec"])
+    assert ing.stats[DEPLOY].lifecycles == 1
+
+
+def test_nothing_is_deleted_before_every_kind_listed_even_when_pods_list_first(h: Harness) -> None:
+    """docs/spec.md §5 step 4: pods finish listing first, a Deployment and a Running pod vanished offline:
+    both are reconciled (at the run's start) only once the last kind has listed."""
+    first_run(h)
+    ing = h.ingest(started=T0 + 500, restart=T0 + 500.2, initial_kinds=ALL_KINDS)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50),
+                       pod("web-1-b", "p3", rs="web-1", rs_uid="r1", started=T0 + 450)], T0 + 501)
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0 + 502)
+    assert h.events()[2:] == []
+    assert h.pods()["api-1-a"] == ("api", int(T0) - 40, None, 0, 1)
+    assert h.pods()["web-1-b"] == (None, int(T0) + 450, None, 0, 1)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1")], T0 + 503)
+    assert h.events()[2:] == [(int(T0) + 500, "apps/v1.Deployment", "api", 1, 1)]
+    assert h.pods()["api-1-a"] == ("api", int(T0) - 40, int(T0) + 500, 1, 0)
+    assert h.pods()["web-1-b"] == ("web", int(T0) + 450, None, 0, 1)
+    assert h.fetched == []
+
+
+def test_a_kind_that_fails_for_good_releases_the_sync(h: Harness) -> None:
+    first_run(h)
+    ing = h.ingest(started=T0 + 500, restart=T0 + 500.2, initial_kinds=ALL_KINDS)
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0 + 501)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50)], T0 + 501)
+    assert h.events()[2:] == []
+    ing.failed(REPLICASET, PermissionError("forbidden"), T0 + 502)
+    assert h.events()[2:] == [(int(T0) + 500, "apps/v1.Deployment", "api", 1, 1)]
+    assert h.pods()["api-1-a"][3:] == (1, 0)
+
+
+def test_an_object_re_created_while_the_sync_waits_is_not_deleted_by_it(h: Harness) -> None:
+    """The list missed "api" (uid d2); before the other kinds listed, a watch event brought "api" back under a
+    new uid: the deferred reconciliation deletes the uid it missed, never the successor."""
+    first_run(h)
+    ing = h.ingest(started=T0 + 500, restart=T0 + 500.2, initial_kinds=ALL_KINDS)
+    listing(ing, DEPLOY, [deployment("web", "d1")], T0 + 501)
+    ing.event(DEPLOY, "ADDED", deployment("api", "d9", created=T0 + 501.5, rv="200"), T0 + 501.6)
+    listing(ing, REPLICASET, [replicaset("web-1", "r1", "web", "d1")], T0 + 502)
+    listing(ing, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0 - 50)], T0 + 503)
+    h.finish(ing, T0 + 600)
+    live = h.cache.conn.execute("SELECT name, uid FROM objects ORDER BY name").fetchall()
+    assert live == [("api", "d9"), ("web", "d1")]
+    assert [e[2:4] for e in h.events()[2:]] == [("api", 1), ("api", 0)]  # d2 deleted (its successor's time), d9 applied

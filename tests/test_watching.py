@@ -458,3 +458,31 @@ def test_an_event_read_after_the_process_stood_still_is_dropped_and_the_watch_re
     assert script.watch_calls == ["100", "101"]
     assert [c for c in sink.calls if c[0] != "begin" and c[0] != "end"] == [
         ("ADDED", "a", 1004.0), ("interrupted", 1004.0, "recorder suspended"), ("resumed", 1038.0, "999"), ("ADDED", "b", 1040.0)]
+
+
+def test_the_next_page_is_requested_before_the_current_one_is_ingested():
+    """One page ahead: the server encodes page n+1 while the sink ingests page n; never two pages ahead."""
+    order: list[str] = []
+    requested = {token: threading.Event() for token in ("c1", "c2")}
+    pages = {None: page(["a"], cont="c1"), "c1": page(["b"], cont="c2"), "c2": page(["c"], rv="9")}
+
+    def list_page(resource, *, namespace, limit, continue_token):
+        order.append(f"request {continue_token}")
+        if continue_token in requested:
+            requested[continue_token].set()
+        return pages[continue_token]
+
+    class Ingesting(Recorder):
+        def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
+            name = items[0]["metadata"]["name"]
+            following = {"a": "c1", "b": "c2"}.get(name)
+            if following is not None:
+                requested[following].wait(2)  # the request ahead runs on its own thread: give it time to be made
+            order.append(f"ingest {name}")
+            super().relist_page(gvk, items, ts)
+
+    sink = Ingesting()
+    run_watch(resource=RES, namespace=None, list_page=list_page, watch=lambda r, **kw: iter(()), sink=sink,
+              clock=Clock(), sleep=lambda s: None, stop=threading.Event(), rng=random.Random(0), max_cycles=1)
+    assert order == ["request None", "request c1", "ingest a", "request c2", "ingest b", "ingest c"]
+    assert sink.calls[-1] == ("end", "9", 1000.0)

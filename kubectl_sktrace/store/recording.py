@@ -286,6 +286,13 @@ class Recording:
             (start_ts, end_ts, int(end_inferred), int(live), uid),
         )
 
+    def set_pod_owner(self, uid: str, *, owner: ObjKey, stable_hash: int) -> None:
+        """The lifecycle owner of a pod inserted before it could be resolved."""
+        self._conn.execute(
+            "UPDATE pods SET owner_gvk = ?, owner_namespace = ?, owner_name = ?, stable_hash = ? WHERE uid = ?",
+            (str(owner.gvk), owner.namespace, owner.name, to_db_hash(stable_hash), uid),
+        )
+
     def upsert_owner(self, key: ObjKey, record: OwnerRecord, *, fetched: float) -> None:
         self._conn.execute(
             "INSERT INTO owners (gvk, namespace, name, uid, owner_refs, fetched) VALUES (?, ?, ?, ?, ?, ?) "
