@@ -104,3 +104,54 @@ def _wait_synced(rec: Recording, seconds: float) -> bool:
             conn.close()
         time.sleep(0.05)
     return False
+
+
+class Recorded(Quiet):
+    def __init__(self) -> None:
+        self.synced_calls = 0
+
+    def synced(self, seconds: float) -> None:
+        self.synced_calls += 1
+
+
+def test_a_kind_given_up_while_the_round_reports_failures_is_checked_before_the_run_syncs(
+    rec: Recording, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every kind is refused, the tracked one (Deployments) just after the main loop took the failures of the round:
+    the run must end with the every-kind-failed error, never be marked synced first (a synced run would print
+    'initial sync done' between the warnings and the error)."""
+    from kubectl_sktrace.errors import ForbiddenError, KubeError
+
+    stop = threading.Event()
+    others_failed, inject, deployment_failed = threading.Event(), threading.Event(), threading.Event()
+    original = Writer.take_failures
+
+    def take_failures(self: Writer) -> list[tuple[GVK, BaseException]]:
+        taken = original(self)
+        if taken and not inject.is_set():  # the round that took the owner kinds' failures: now the tracked kind fails
+            inject.set()
+            assert deployment_failed.wait(5)
+        return taken
+
+    monkeypatch.setattr(Writer, "take_failures", take_failures)
+
+    def run_watch(*, resource: Resource, sink: Writer, **kw: Any) -> None:
+        gvk = resource.gvk
+        if gvk == DEPLOYMENT:
+            assert others_failed.wait(5) and inject.wait(5)
+        sink.failed(gvk, ForbiddenError(f"forbidden: cannot list {resource.plural}", verb="list", resource=resource.plural))
+        if gvk == DEPLOYMENT:
+            deployment_failed.set()
+        elif sum(1 for _ in filter(None, [sink.ingest.stats_for(g).failed for g in (POD, REPLICASET)])) == 2:
+            others_failed.set()
+
+    progress = Recorded()
+    session = Session(kube=Cluster(), recording=rec, config=default_config(),  # type: ignore[arg-type]
+                      identity=Identity(server="https://fake", cluster_uid="u", context="c", namespace=""), namespace=None,
+                      duration=None, stop=stop, progress=progress, run_watch=run_watch)
+    try:
+        with pytest.raises(KubeError, match="forbidden"):
+            session.run()
+    finally:
+        stop.set()
+    assert progress.synced_calls == 0
