@@ -92,7 +92,7 @@ def build(path: Path, events: int) -> None:
 
 def child_export(path: str, out: str) -> None:
     from kubectl_sktrace.export import export_trace
-from kubectl_sktrace.exportoptions import ExportFilters
+    from kubectl_sktrace.exportoptions import ExportFilters
     from kubectl_sktrace.store import open_cache
 
     with open_cache(path, create=False) as cache, open(out, "wb") as stream:
