@@ -185,7 +185,9 @@ def _pod_lifecycles(
     """The ``pod_lifecycles`` table: each lifecycle as it stood at ``known`` (never after the window end)."""
     table: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
     count = 0
-    for pod in history.pod_lifecycles(cache, before=end_ts, known=known):
+    # a pod that finished before the window, as known then (``as_of``: its end second lies before ``known``), cannot overlap it
+    ended_since = min(start_ts, known - 1)
+    for pod in history.pod_lifecycles(cache, before=end_ts, known=known, ended_since=ended_since):
         if pod.owner not in plan.exported:
             continue
         lc = lifecycles.as_of(lifecycles.Lifecycle(pod.start_ts, pod.end_ts), at=known)

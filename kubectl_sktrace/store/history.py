@@ -31,13 +31,31 @@ APPLIED, DELETED, UNTRACKED = 0, 1, 2
 _EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status"
 
 # The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
-# descending. Shared with pruning.
-LAST_ROW_PER_OBJECT = """
+# descending. From schema 0005 on, one backward step in the index ``events_object`` for each object of
+# ``event_objects``: the cost follows the number of objects, not of rows. A cache read as it is at an older
+# schema ranks every row of the history with a window function instead: the same rows. Shared with pruning.
+_LAST_ROW_SEEK = """
+    SELECT e.id, e.op FROM (
+        SELECT (SELECT i.id FROM events i INDEXED BY events_object
+                WHERE i.gvk = k.gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts < :before AND i.recv < :known {extra}
+                ORDER BY i.ts DESC, i.id DESC LIMIT 1) AS id
+        FROM event_objects k
+    ) seek JOIN events e ON e.id = seek.id
+"""
+_LAST_ROW_RANKED = """
     SELECT id, op FROM (
         SELECT id, op, ROW_NUMBER() OVER (PARTITION BY gvk, namespace, name ORDER BY ts DESC, id DESC) AS rank
         FROM events WHERE ts < :before AND recv < :known {extra}
     ) WHERE rank = 1
 """
+
+
+def last_row_per_object(cache: Cache, *, applied_only: bool) -> str:
+    """A subquery of ``(id, op)``: per object, its last row (its last applied row with ``applied_only``) stamped
+    before ``:before`` and received before ``:known``."""
+    if cache.has_table("event_objects"):
+        return _LAST_ROW_SEEK.format(extra=f"AND i.op = {APPLIED}" if applied_only else "")
+    return _LAST_ROW_RANKED.format(extra=f"AND op = {APPLIED}" if applied_only else "")
 
 
 @dataclass(frozen=True)
@@ -133,7 +151,7 @@ def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
     the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
-        JOIN ({LAST_ROW_PER_OBJECT.format(extra="")}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=False)}) last ON last.id = e.id
         WHERE last.op = {APPLIED}
           AND NOT (e.gvk = :pod AND EXISTS (
               SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
@@ -149,7 +167,7 @@ def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[Stor
     its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
-        JOIN ({LAST_ROW_PER_OBJECT.format(extra=f"AND op = {APPLIED}")}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=True)}) last ON last.id = e.id
         ORDER BY e.id
     """
     keys: dict[tuple[str, str, str], ObjKey] = {}
@@ -163,9 +181,11 @@ _WINDOW_WHERE = f"WHERE e.ts >= :start AND e.ts < :end AND e.recv < :known AND e
 def untracked_before(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> set[ObjKey]:
     """Objects whose kind stopped being tracked at or before ``start_ts`` and that were not recorded again
     before ``end_ts`` (as recorded before ``known``): no trace of that window holds them."""
+    if cache.has_table("event_counts") and cache.conn.execute(f"SELECT 1 FROM event_counts WHERE op = {UNTRACKED} AND n > 0").fetchone() is None:
+        return set()  # no kind ever stopped being tracked: nothing to look up per object
     sql = f"""
         SELECT e.gvk, e.namespace, e.name FROM events e
-        JOIN ({LAST_ROW_PER_OBJECT.format(extra="")}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=False)}) last ON last.id = e.id
         WHERE last.op = {UNTRACKED} AND e.ts <= :start
     """
     return {_key(*row) for row in cache.conn.execute(sql, {"before": end_ts, "known": known, "start": start_ts})}
@@ -200,18 +220,20 @@ def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> 
         yield _event(row, keys)
 
 
-def pod_lifecycles(cache: Cache, *, before: int, known: float) -> Iterator[PodLifecycleRow]:
-    """Pods with a lifecycle owner whose lifecycle started before ``before``, first seen before ``known``, in
-    first-recorded order. The lifecycle is the one stored now: ``lifecycle.as_of`` says what of it was known."""
+def pod_lifecycles(cache: Cache, *, before: int, known: float, ended_since: float = -math.inf) -> Iterator[PodLifecycleRow]:
+    """Pods with a lifecycle owner whose lifecycle started before ``before``, first seen before ``known``, and
+    not finished before ``ended_since`` (``end_ts`` NULL or at least it: the ``pods_end`` index skips the pods
+    long finished), in first-recorded order. The lifecycle is the one stored now: ``lifecycle.as_of`` says what of
+    it was known."""
     sql = """
         SELECT id, uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, end_inferred
         FROM pods
         WHERE owner_gvk IS NOT NULL AND stable_hash IS NOT NULL AND start_ts IS NOT NULL AND start_ts < :before
-          AND first_seen < :known
+          AND first_seen < :known AND (end_ts IS NULL OR end_ts >= :since)
         ORDER BY id
     """
     keys: dict[tuple[str, str, str], ObjKey] = {}
-    params = {"before": before, "known": known}
+    params = {"before": before, "known": known, "since": ended_since}
     for pid, uid, ns, name, ogvk, ons, oname, stable, start, end, end_inferred in cache.conn.execute(sql, params):
         raw = (ogvk, ons or "", oname)
         owner = keys.get(raw)
