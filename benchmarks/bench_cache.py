@@ -332,6 +332,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--no-prune", action="store_true")
+    parser.add_argument("--prune-before", action="store_true", help="prune with the --before code too (slow on a large cache)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     cache = args.dir / f"cache-{args.events}.db"
@@ -355,7 +356,7 @@ def main() -> None:
             wall, _cpu, out = _timed([sys.executable, __file__, "--child-migrate", str(cache)], _env(ROOT), timeout=3600)
             print(f"[after] migration to the current schema: {out.strip()} (wall {wall:.1f} s); on disk now {_disk(cache) / 2**30:.2f} GiB")
         measure(label, code, cache, runs, repeat=args.repeat, timeout=args.timeout)
-        if not args.no_prune:
+        if not args.no_prune and (label == "after" or args.prune_before):
             prune_half(label, code, cache, runs, timeout=args.timeout * 3)
 
 

@@ -95,7 +95,7 @@ from kubectl_sktrace.sanitize import deleted_stub, is_daemonset_owned
 from kubectl_sktrace.selectors import matches_any
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.traceformat import Trace, decode_trace, make_writer
+from kubectl_sktrace.traceformat import Trace, decode_trace, loads, make_writer
 from kubectl_sktrace.tracerconfig import (
     TracerConfig,
     config_from_trace,
@@ -224,14 +224,17 @@ def _event_writer(
         deleted = [r for r in rows if r.deleted]
         deleted_objs = [deleted_stub(r.key) for r in deleted]
         if packed:
-            writer.write_packed_event(ts=ts, applied=[r.packed() for r in applied], deleted=deleted_objs)
+            blobs = [r.packed() for r in applied]
+            writer.write_packed_event(ts=ts, applied=blobs, deleted=deleted_objs)
+            # the rules read the bytes just written: each stored body is decompressed once
+            objs: list[dict[str, Any] | None] = [loads(b) if rules is not None and rules.checks(r.key.gvk) else None
+                                                  for r, b in zip(applied, blobs)]
         else:
             objs = [(r.body if keep_status else r.without_status()) or {} for r in applied]
             writer.write_event(ts=ts, applied=objs, deleted=deleted_objs)
         if rules is not None:
-            for row in applied:
-                body = row.without_status() if rules.checks(row.key.gvk) else None
-                errors.update(f.code for f in rules.applied(body, key=row.key, ts=ts) if f.is_error)
+            for row, obj in zip(applied, objs):
+                errors.update(rules.missing_codes(obj, key=row.key))
             for row in deleted:
                 rules.deleted(row.key)
         return len(applied)

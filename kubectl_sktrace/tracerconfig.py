@@ -221,7 +221,7 @@ def resolve_pointer(document: Any, pointer: str) -> list[Any]:
         token = raw.replace("~1", "/").replace("~0", "~")
         found: list[Any] = []
         for value in current:
-            if isinstance(value, Mapping):
+            if type(value) is dict or isinstance(value, Mapping):  # the exact type first: an ABC check costs ~10x
                 if token in value:
                     found.append(value[token])
             elif isinstance(value, (list, tuple)):
