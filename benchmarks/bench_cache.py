@@ -330,6 +330,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--before", type=Path, help="a source tree of another version, measured first on the same cache")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--before-repeat", type=int, default=1, help="repeats with the --before code (slow on a large cache)")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--no-prune", action="store_true")
     parser.add_argument("--prune-before", action="store_true", help="prune with the --before code too (slow on a large cache)")
@@ -355,7 +356,7 @@ def main() -> None:
         if label == "after":
             wall, _cpu, out = _timed([sys.executable, __file__, "--child-migrate", str(cache)], _env(ROOT), timeout=3600)
             print(f"[after] migration to the current schema: {out.strip()} (wall {wall:.1f} s); on disk now {_disk(cache) / 2**30:.2f} GiB")
-        measure(label, code, cache, runs, repeat=args.repeat, timeout=args.timeout)
+        measure(label, code, cache, runs, repeat=args.repeat if label == "after" else args.before_repeat, timeout=args.timeout)
         if not args.no_prune and (label == "after" or args.prune_before):
             prune_half(label, code, cache, runs, timeout=args.timeout * 3)
 

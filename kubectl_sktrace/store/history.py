@@ -131,15 +131,20 @@ def _key(gvk: str, namespace: str, name: str) -> ObjKey:
     return ObjKey(GVK.parse(gvk), namespace, name)
 
 
-def _event(row: tuple[Any, ...], keys: dict[tuple[str, str, str], ObjKey]) -> StoredEvent:
+def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
+    """One row as a StoredEvent; ``keys`` remembers the keys and owner chains already parsed (many objects share
+    a chain: the Jobs of one CronJob)."""
     eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status = row
     raw = (gvk, ns, name)
     key = keys.get(raw)
     if key is None:
         key = keys[raw] = _key(gvk, ns, name)
+    owner_chain = keys.get(chain, ()) if chain else ()
+    if chain and not owner_chain:
+        owner_chain = keys[chain] = chain_from_json(chain)
     return StoredEvent(
         id=eid, ts=ts, key=key, uid=uid, deleted=op == DELETED, inferred=bool(inferred),
-        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=chain_from_json(chain) if chain else (),
+        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=owner_chain,
         body_blob=body, status_blob=status,
     )
 
@@ -157,7 +162,7 @@ def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
               SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
         ORDER BY e.id
     """
-    keys: dict[tuple[str, str, str], ObjKey] = {}
+    keys: dict[Any, Any] = {}
     for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD)}):
         yield _event(row, keys)
 
@@ -170,7 +175,7 @@ def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[Stor
         JOIN ({last_row_per_object(cache, applied_only=True)}) last ON last.id = e.id
         ORDER BY e.id
     """
-    keys: dict[tuple[str, str, str], ObjKey] = {}
+    keys: dict[Any, Any] = {}
     for row in cache.conn.execute(sql, {"before": ts, "known": known}):
         yield _event(row, keys)
 
@@ -214,7 +219,7 @@ def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> I
 def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[StoredEvent]:
     """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, one row at
     a time."""
-    keys: dict[tuple[str, str, str], ObjKey] = {}
+    keys: dict[Any, Any] = {}
     params = {"start": start_ts, "end": end_ts, "known": known}
     for row in cache.conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events e {_WINDOW_WHERE}", params):
         yield _event(row, keys)
