@@ -111,7 +111,8 @@ class ReferenceRules:
 
     def __init__(self, config: TracerConfig) -> None:
         self._config = config
-        self._existing: set[ObjKey] = set()
+        # (kind, namespace, name) tuples rather than ObjKeys: looked up for every reference of every object
+        self._existing: set[tuple[GVK, str, str]] = set()
 
     def checks(self, gvk: GVK) -> bool:
         """Whether objects of this kind hold pod templates the rules look into (others need no body)."""
@@ -128,7 +129,7 @@ class ReferenceRules:
         return [code for code, _, _ in self._missing(obj, key=key)]
 
     def deleted(self, key: ObjKey) -> None:
-        self._existing.discard(key)
+        self._existing.discard((key.gvk, key.namespace, key.name))
 
     def _missing(self, obj: dict[str, Any] | None, *, key: ObjKey) -> list[tuple[str, str, str]]:
         """``(code, name, what)`` of each reference of ``obj`` not applied before it, once per code and name;
@@ -138,10 +139,10 @@ class ReferenceRules:
         if obj is not None and opts is not None and opts.pod_spec_template_paths:
             reported: set[tuple[str, str]] = set()
             for code, gvk, name, what in references(obj, opts.pod_spec_template_paths):
-                if (code, name) not in reported and ObjKey(gvk=gvk, namespace=key.namespace, name=name) not in self._existing:
+                if (code, name) not in reported and (gvk, key.namespace, name) not in self._existing:
                     reported.add((code, name))
                     found.append((code, name, what))
-        self._existing.add(key)
+        self._existing.add((key.gvk, key.namespace, key.name))
         return found
 
 
