@@ -31,9 +31,10 @@ APPLIED, DELETED, UNTRACKED = 0, 1, 2
 _EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status"
 
 # The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
-# descending. From schema 0005 on, one backward step in the index ``events_object`` for each object of
-# ``event_objects``: the cost follows the number of objects, not of rows. A cache read as it is at an older
-# schema ranks every row of the history with a window function instead: the same rows. Shared with pruning.
+# descending, two ways that find the same rows: one backward step in the index ``events_object`` for each object
+# of ``event_objects`` (schema 0005: costs what the objects number), or ranking the rows before :before with a
+# window function (costs what those rows number; the only way on a cache read as it is at an older schema).
+# ``last_row_per_object`` takes the cheaper. Shared with pruning.
 _LAST_ROW_SEEK = """
     SELECT e.id, e.op FROM (
         SELECT (SELECT i.id FROM events i INDEXED BY events_object
@@ -45,16 +46,21 @@ _LAST_ROW_SEEK = """
 _LAST_ROW_RANKED = """
     SELECT id, op FROM (
         SELECT id, op, ROW_NUMBER() OVER (PARTITION BY gvk, namespace, name ORDER BY ts DESC, id DESC) AS rank
-        FROM events WHERE ts < :before AND recv < :known {extra}
+        FROM events INDEXED BY events_ts WHERE ts < :before AND recv < :known {extra}
     ) WHERE rank = 1
 """
 
 
-def last_row_per_object(cache: Cache, *, applied_only: bool) -> str:
+def last_row_per_object(cache: Cache, *, applied_only: bool, before: int) -> str:
     """A subquery of ``(id, op)``: per object, its last row (its last applied row with ``applied_only``) stamped
-    before ``:before`` and received before ``:known``."""
+    before ``:before`` (``before``) and received before ``:known``."""
     if cache.has_table("event_objects"):
-        return _LAST_ROW_SEEK.format(extra=f"AND i.op = {APPLIED}" if applied_only else "")
+        objects = cache.conn.execute("SELECT count(*) FROM event_objects").fetchone()[0]
+        # counting the rows before stops at ``objects``: deciding costs no more than either way
+        rows = cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts < ? LIMIT ?)",
+                                  (before, objects)).fetchone()[0]
+        if rows >= objects:
+            return _LAST_ROW_SEEK.format(extra=f"AND i.op = {APPLIED}" if applied_only else "")
     return _LAST_ROW_RANKED.format(extra=f"AND op = {APPLIED}" if applied_only else "")
 
 
@@ -156,7 +162,7 @@ def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
     the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
-        JOIN ({last_row_per_object(cache, applied_only=False)}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=False, before=ts)}) last ON last.id = e.id
         WHERE last.op = {APPLIED}
           AND NOT (e.gvk = :pod AND EXISTS (
               SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
@@ -172,7 +178,7 @@ def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[Stor
     its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
-        JOIN ({last_row_per_object(cache, applied_only=True)}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=True, before=ts)}) last ON last.id = e.id
         ORDER BY e.id
     """
     keys: dict[Any, Any] = {}
@@ -190,7 +196,7 @@ def untracked_before(cache: Cache, *, start_ts: int, end_ts: int, known: float) 
         return set()  # no kind ever stopped being tracked: nothing to look up per object
     sql = f"""
         SELECT e.gvk, e.namespace, e.name FROM events e
-        JOIN ({last_row_per_object(cache, applied_only=False)}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=False, before=end_ts)}) last ON last.id = e.id
         WHERE last.op = {UNTRACKED} AND e.ts <= :start
     """
     return {_key(*row) for row in cache.conn.execute(sql, {"before": end_ts, "known": known, "start": start_ts})}

@@ -90,8 +90,8 @@ def _marked_rows(cache: Cache, *, before: int) -> Iterator[dict[str, float]]:
     params = {"before": before, "known": known if known > -math.inf else before, "applied": APPLIED}
     conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
     try:
-        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last_row_per_object(cache, applied_only=True)})", params)
-        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last_row_per_object(cache, applied_only=False)}) WHERE op != {APPLIED}", params)
+        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last_row_per_object(cache, applied_only=True, before=before)})", params)
+        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last_row_per_object(cache, applied_only=False, before=before)}) WHERE op != {APPLIED}", params)
         yield params
     finally:
         conn.execute("DROP TABLE temp.keep_ids")
