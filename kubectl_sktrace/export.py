@@ -166,12 +166,18 @@ def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: Ex
             left.daemonset += 1
         else:
             candidates[event.key] = (event.spec_hash or 0, event.owner_chain)
-    for key in sorted(candidates):
+    for key in sorted(candidates, key=_key_order):
         spec_hash, chain = candidates[key]
         if not any(owner in candidates for owner in chain):
             plan.exported[key] = spec_hash
             plan.left_out.kept_namespaces.add(key.namespace)
     return plan
+
+
+def _key_order(key: ObjKey) -> tuple[str, str, str, str, str]:
+    """ObjKey's own order as plain strings: sorting every object of a long history by the dataclasses' ``<`` costs ~5x."""
+    gvk = key.gvk
+    return gvk.group, gvk.version, gvk.kind, key.namespace, key.name
 
 
 def _index(plan: _Plan) -> dict[str, dict[str, int]]:

@@ -135,8 +135,14 @@ class Run:
     config: str
 
 
-def _key(gvk: str, namespace: str, name: str) -> ObjKey:
-    return ObjKey(GVK.parse(gvk), namespace, name)
+def _key(gvk: str, namespace: str, name: str, kinds: dict[Any, Any] | None = None) -> ObjKey:
+    """``kinds`` remembers the GVKs already parsed (a history has a handful of kinds and many objects)."""
+    if kinds is None:
+        return ObjKey(GVK.parse(gvk), namespace, name)
+    kind = kinds.get(gvk)
+    if kind is None:
+        kind = kinds[gvk] = GVK.parse(gvk)
+    return ObjKey(kind, namespace, name)
 
 
 def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
@@ -146,7 +152,7 @@ def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
     raw = (gvk, ns, name)
     key = keys.get(raw)
     if key is None:
-        key = keys[raw] = _key(gvk, ns, name)
+        key = keys[raw] = _key(gvk, ns, name, keys)
     owner_chain = keys.get(chain, ()) if chain else ()
     if chain and not owner_chain:
         owner_chain = keys[chain] = chain_from_json(chain)
