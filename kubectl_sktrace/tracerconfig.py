@@ -17,6 +17,8 @@ Pure: no I/O except ``load_config``, which reads the one file it is given.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -212,16 +214,21 @@ def pointer_problem(pointer: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)
+def _pointer_tokens(pointer: str) -> tuple[str, ...]:
+    """A JSON pointer's unescaped tokens (a config has a handful of pointers, resolved for every object)."""
+    if pointer == "":
+        return ()
+    return tuple(raw.replace("~1", "/").replace("~0", "~") for raw in pointer[1:].split("/"))
+
+
 def resolve_pointer(document: Any, pointer: str) -> list[Any]:
     """Every value at ``pointer`` in ``document``; a ``*`` token matches each element of an array."""
     current = [document]
-    if pointer == "":
-        return current
-    for raw in pointer[1:].split("/"):
-        token = raw.replace("~1", "/").replace("~0", "~")
+    for token in _pointer_tokens(pointer):
         found: list[Any] = []
         for value in current:
-            if isinstance(value, Mapping):
+            if type(value) is dict or isinstance(value, Mapping):  # the exact type first: an ABC check costs ~10x
                 if token in value:
                     found.append(value[token])
             elif isinstance(value, (list, tuple)):

@@ -111,7 +111,8 @@ class ReferenceRules:
 
     def __init__(self, config: TracerConfig) -> None:
         self._config = config
-        self._existing: set[ObjKey] = set()
+        # (kind, namespace, name) tuples rather than ObjKeys: looked up for every reference of every object
+        self._existing: set[tuple[GVK, str, str]] = set()
 
     def checks(self, gvk: GVK) -> bool:
         """Whether objects of this kind hold pod templates the rules look into (others need no body)."""
@@ -120,12 +121,29 @@ class ReferenceRules:
 
     def applied(self, obj: dict[str, Any] | None, *, key: ObjKey, ts: int) -> Iterator[Finding]:
         """The findings of an applied object (``obj`` may be None for a kind that ``checks`` refuses)."""
-        if obj is not None and self.checks(key.gvk):
-            yield from _reference_checks(obj, key=key, ts=ts, config=self._config, existing=self._existing)
-        self._existing.add(key)
+        for code, name, what in self._missing(obj, key=key):
+            yield Finding(code=code, message=f"{what} {key.namespace}/{name} is not in the trace before this event", ts=ts, object=key)
+
+    def missing_codes(self, obj: dict[str, Any] | None, *, key: ObjKey) -> list[str]:
+        """The codes of ``applied``'s findings, without their messages (what an export counts)."""
+        return [code for code, _, _ in self._missing(obj, key=key)]
 
     def deleted(self, key: ObjKey) -> None:
-        self._existing.discard(key)
+        self._existing.discard((key.gvk, key.namespace, key.name))
+
+    def _missing(self, obj: dict[str, Any] | None, *, key: ObjKey) -> list[tuple[str, str, str]]:
+        """``(code, name, what)`` of each reference of ``obj`` not applied before it, once per code and name;
+        then ``obj`` counts as applied."""
+        found: list[tuple[str, str, str]] = []
+        opts = self._config.get(key.gvk)
+        if obj is not None and opts is not None and opts.pod_spec_template_paths:
+            reported: set[tuple[str, str]] = set()
+            for code, gvk, name, what in references(obj, opts.pod_spec_template_paths):
+                if (code, name) not in reported and (gvk, key.namespace, name) not in self._existing:
+                    reported.add((code, name))
+                    found.append((code, name, what))
+        self._existing.add((key.gvk, key.namespace, key.name))
+        return found
 
 
 def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterator[Finding]:
@@ -152,46 +170,43 @@ def _pod_specs(obj: dict[str, Any], paths: Iterable[str]) -> Iterator[dict[str, 
                 yield spec
 
 
-def _reference_checks(
-    obj: dict[str, Any], *, key: ObjKey, ts: int, config: TracerConfig, existing: set[ObjKey]
-) -> Iterator[Finding]:
-    opts = config.get(key.gvk)
-    if opts is None or not opts.pod_spec_template_paths:
-        return
-    reported: set[tuple[str, str]] = set()
+Reference = tuple[str, GVK, str, str]
+"""``(code, kind, name, what)``: a pod template's reference to an object of its namespace, and the rule it falls under."""
 
-    def missing(code: str, gvk: GVK, name: object, what: str) -> Iterator[Finding]:
-        if not isinstance(name, str) or not name or (code, name) in reported:
-            return
-        if ObjKey(gvk=gvk, namespace=key.namespace, name=name) not in existing:
-            reported.add((code, name))
-            yield Finding(code=code, message=f"{what} {key.namespace}/{name} is not in the trace before this event", ts=ts, object=key)
 
-    for spec in _pod_specs(obj, opts.pod_spec_template_paths):
+def references(obj: dict[str, Any], paths: Iterable[str]) -> list[Reference]:
+    """The references of an object's pod templates, in the order SimKube's rules meet them; optional ones and
+    names that are not strings are skipped. Pure."""
+    found: list[Reference] = []
+    for spec in _pod_specs(obj, paths):
         account = spec.get("serviceAccountName") or spec.get("serviceAccount")
-        yield from missing("E0001", SERVICE_ACCOUNT, account, "ServiceAccount")
+        if isinstance(account, str) and account:
+            found.append(("E0001", SERVICE_ACCOUNT, account, "ServiceAccount"))
         for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
             if isinstance(container, dict):
-                yield from _container_refs(missing, container)
+                _container_refs(found, container)
         for volume in spec.get("volumes") or ():
             if isinstance(volume, dict):
-                yield from _ref(missing, "E0004", SECRET, volume.get("secret"), "secretName", "volume Secret")
-                yield from _ref(missing, "E0005", CONFIG_MAP, volume.get("configMap"), "name", "volume ConfigMap")
+                _ref(found, "E0004", SECRET, volume.get("secret"), "secretName", "volume Secret")
+                _ref(found, "E0005", CONFIG_MAP, volume.get("configMap"), "name", "volume ConfigMap")
+    return found
 
 
-def _container_refs(missing: Any, container: dict[str, Any]) -> Iterator[Finding]:
+def _container_refs(found: list[Reference], container: dict[str, Any]) -> None:
     """A container's env and envFrom references to Secrets and ConfigMaps."""
     for env in container.get("env") or ():
         source = env.get("valueFrom") if isinstance(env, dict) else None
         if isinstance(source, dict):
-            yield from _ref(missing, "E0002", SECRET, source.get("secretKeyRef"), "name", "env Secret")
-            yield from _ref(missing, "E0003", CONFIG_MAP, source.get("configMapKeyRef"), "name", "env ConfigMap")
+            _ref(found, "E0002", SECRET, source.get("secretKeyRef"), "name", "env Secret")
+            _ref(found, "E0003", CONFIG_MAP, source.get("configMapKeyRef"), "name", "env ConfigMap")
     for env_from in container.get("envFrom") or ():
         if isinstance(env_from, dict):
-            yield from _ref(missing, "E0002", SECRET, env_from.get("secretRef"), "name", "envFrom Secret")
-            yield from _ref(missing, "E0003", CONFIG_MAP, env_from.get("configMapRef"), "name", "envFrom ConfigMap")
+            _ref(found, "E0002", SECRET, env_from.get("secretRef"), "name", "envFrom Secret")
+            _ref(found, "E0003", CONFIG_MAP, env_from.get("configMapRef"), "name", "envFrom ConfigMap")
 
 
-def _ref(missing: Any, code: str, gvk: GVK, ref: object, name_key: str, what: str) -> Iterator[Finding]:
+def _ref(found: list[Reference], code: str, gvk: GVK, ref: object, name_key: str, what: str) -> None:
     if isinstance(ref, dict) and ref.get("optional") is not True:
-        yield from missing(code, gvk, ref.get(name_key), what)
+        name = ref.get(name_key)
+        if isinstance(name, str) and name:
+            found.append((code, gvk, name, what))

@@ -141,7 +141,7 @@ def test_0003_drops_the_columns_nothing_read_and_keeps_every_row(tmp_path: Path,
     path = tmp_path / "c.db"
     _schema_2_cache(path, monkeypatch)
     with open_cache(path, create=False) as cache:
-        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
         assert _columns(cache, "objects") == ["gvk", "namespace", "name", "uid", "spec_hash"]
         assert "last_seen" not in _columns(cache, "pods") and "first_seen" in _columns(cache, "pods")
         assert cache.conn.execute("SELECT * FROM objects").fetchall() == [("apps/v1.Deployment", "ns", "web", "d1", 7)]
@@ -164,3 +164,36 @@ def test_a_cache_before_0003_is_still_read_as_it_is(tmp_path: Path, monkeypatch:
     assert _listing(tmp_path) == before
     assert status.schema_version == 2
     assert [(k.gvk, k.live) for k in status.kinds] == [("apps/v1.Deployment", 1)]
+
+
+def test_0005_counts_and_lists_the_history_and_triggers_keep_them_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_sktrace.store import schema
+
+    path = tmp_path / "c.db"
+    insert = "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred) VALUES (?, ?, 1, ?, ?, ?, 'u', ?, ?)"
+    with monkeypatch.context() as patch:
+        patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:4])
+        patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", 4)
+        with open_cache(path, create=True) as cache, cache.transaction() as conn:
+            conn.executemany(insert, [(1, 1, "apps/v1.Deployment", "ns", "a", 0, 0), (2, 2, "apps/v1.Deployment", "ns", "a", 1, 1),
+                                      (3, 3, "batch/v1.Job", "ns", "j", 0, 0)])
+    with open_cache(path, create=False) as cache:
+        conn = cache.conn
+        counts = "SELECT gvk, namespace, op, inferred, n FROM event_counts ORDER BY 1, 3"
+        assert conn.execute(counts).fetchall() == [
+            ("apps/v1.Deployment", "ns", 0, 0, 1), ("apps/v1.Deployment", "ns", 1, 1, 1), ("batch/v1.Job", "ns", 0, 0, 1)]
+        with cache.transaction():
+            conn.execute(insert, (4, 4, "batch/v1.Job", "ns", "k", 0, 0))
+            conn.execute(insert, (5, 5, "batch/v1.Job", "ns", "j", 0, 0))
+            conn.execute("DELETE FROM events WHERE gvk = 'apps/v1.Deployment' AND op = 1")
+        assert conn.execute(counts).fetchall() == [
+            ("apps/v1.Deployment", "ns", 0, 0, 1), ("apps/v1.Deployment", "ns", 1, 1, 0), ("batch/v1.Job", "ns", 0, 0, 3)]
+        assert conn.execute("SELECT name FROM event_objects ORDER BY 1").fetchall() == [("a",), ("j",), ("k",)]
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == (4,)
+
+
+def test_a_migration_splits_into_statements_keeping_trigger_bodies_whole() -> None:
+    from kubectl_sktrace.store.connection import _statements
+
+    ddl = "CREATE TABLE t (a);\nCREATE TRIGGER g AFTER INSERT ON t BEGIN\n  INSERT INTO u VALUES (1);\n  DELETE FROM v;\nEND;\n"
+    assert _statements(ddl) == ["CREATE TABLE t (a);", "CREATE TRIGGER g AFTER INSERT ON t BEGIN\n  INSERT INTO u VALUES (1);\n  DELETE FROM v;\nEND;"]

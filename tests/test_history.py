@@ -170,3 +170,50 @@ def test_a_kind_given_up_is_not_an_outage_but_a_kind_the_run_did_not_record(cach
         history.UnrecordedKind(run, "apps/v1.StatefulSet", 1, 100, "forbidden", "forbidden: cannot list statefulsets.apps in all namespaces"),
         history.UnrecordedKind(run, "batch/v1.Job", 2, 50, "watch failed", "the server no longer serves batch/v1.Job"),
     ]
+
+
+def _events_scans(cache, read):
+    """The plan steps that walk the whole of ``events`` (or one of its indexes) in the statements ``read`` runs."""
+    statements = []
+    cache.conn.set_trace_callback(statements.append)  # the SQL with its values bound (Python 3.11)
+    try:
+        read()
+    finally:
+        cache.conn.set_trace_callback(None)
+    scans = []
+    for sql in statements:
+        if sql.lstrip().upper().startswith("SELECT") or sql.lstrip().upper().startswith("WITH"):
+            for *_, detail in cache.conn.execute("EXPLAIN QUERY PLAN " + sql):
+                if detail.startswith(("SCAN e ", "SCAN events")) or detail in ("SCAN e", "SCAN events"):
+                    scans.append((detail, sql))
+    return scans
+
+
+@pytest.mark.parametrize("read", [
+    pytest.param(lambda c: list(history.state_at(c, ts=5, known=50)), id="state_at"),
+    pytest.param(lambda c: list(history.last_applied_before(c, ts=5, known=50)), id="last_applied_before"),
+    pytest.param(lambda c: history.untracked_before(c, start_ts=5, end_ts=9, known=50), id="untracked_before"),
+    pytest.param(lambda c: list(history.window_events(c, start_ts=2, end_ts=7, known=50)), id="window_events"),
+])
+def test_reading_a_window_walks_no_history_but_its_own(filled, read):
+    filled.delete(8, dep("a"))
+    assert _events_scans(filled.cache, lambda: read(filled.cache)) == []
+
+
+def test_an_older_schema_ranks_the_history_and_finds_the_same_rows(filled):
+    seek = [(e.id, e.key.name) for e in history.state_at(filled.cache, ts=6, known=50)]
+    applied = [e.id for e in history.last_applied_before(filled.cache, ts=100, known=100)]
+    filled.cache.conn.execute("DROP TABLE event_objects")  # as a cache of schema 4 read as it is
+    assert [(e.id, e.key.name) for e in history.state_at(filled.cache, ts=6, known=50)] == seek == [(2, "a"), (7, "c")]
+    assert [e.id for e in history.last_applied_before(filled.cache, ts=100, known=100)] == applied
+
+
+def test_both_ways_to_an_objects_last_row_agree_at_every_time(filled):
+    """Early times rank the few rows before them, later ones step through the objects: the same rows either way."""
+    def snapshot():
+        return [([e.id for e in history.state_at(filled.cache, ts=t, known=50)],
+                 [e.id for e in history.last_applied_before(filled.cache, ts=t, known=50)]) for t in range(0, 10)]
+
+    chosen = snapshot()
+    filled.cache.conn.execute("DROP TABLE event_objects")
+    assert chosen == snapshot()

@@ -288,7 +288,18 @@ def _migrate(path: Path, conn: sqlite3.Connection) -> None:
 
 
 def _statements(ddl: str) -> list[str]:
-    return [s.strip() for s in ddl.split(";") if s.strip()]
+    """The statements of a migration, a trigger's body (``BEGIN ... END;``) kept whole."""
+    statements: list[str] = []
+    pending = ""
+    for piece in ddl.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                statements.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        statements.append(pending.strip())
+    return statements
 
 
 class WriterLock:

@@ -31,13 +31,39 @@ APPLIED, DELETED, UNTRACKED = 0, 1, 2
 _EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status"
 
 # The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
-# descending. Shared with pruning.
-LAST_ROW_PER_OBJECT = """
+# descending, two ways that find the same rows: one backward step in the index ``events_object`` for each object
+# of ``event_objects`` (schema 0005: costs what the objects number), or ranking the rows before :before with a
+# window function (costs what those rows number; the only way on a cache read as it is at an older schema).
+# ``last_row_per_object`` takes the cheaper. Shared with pruning.
+# A scalar subquery returns one value: the row's id and op (0-2) travel as ``id * 4 + op``, both read from the
+# index, so that no row is fetched from the table only to learn its op (most objects of a long history are gone).
+_LAST_ROW_SEEK = """
+    SELECT last_row >> 2 AS id, last_row & 3 AS op FROM (
+        SELECT (SELECT i.id * 4 + i.op FROM events i INDEXED BY events_object
+                WHERE i.gvk = k.gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts < :before AND i.recv < :known {extra}
+                ORDER BY i.ts DESC, i.id DESC LIMIT 1) AS last_row
+        FROM event_objects k
+    ) WHERE last_row IS NOT NULL
+"""
+_LAST_ROW_RANKED = """
     SELECT id, op FROM (
         SELECT id, op, ROW_NUMBER() OVER (PARTITION BY gvk, namespace, name ORDER BY ts DESC, id DESC) AS rank
-        FROM events WHERE ts < :before AND recv < :known {extra}
+        FROM events INDEXED BY events_ts WHERE ts < :before AND recv < :known {extra}
     ) WHERE rank = 1
 """
+
+
+def last_row_per_object(cache: Cache, *, applied_only: bool, before: int) -> str:
+    """A subquery of ``(id, op)``: per object, its last row (its last applied row with ``applied_only``) stamped
+    before ``:before`` (``before``) and received before ``:known``."""
+    if cache.has_table("event_objects"):
+        objects = cache.conn.execute("SELECT count(*) FROM event_objects").fetchone()[0]
+        # counting the rows before stops at ``objects``: deciding costs no more than either way
+        rows = cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts < ? LIMIT ?)",
+                                  (before, objects)).fetchone()[0]
+        if rows >= objects:
+            return _LAST_ROW_SEEK.format(extra=f"AND i.op = {APPLIED}" if applied_only else "")
+    return _LAST_ROW_RANKED.format(extra=f"AND op = {APPLIED}" if applied_only else "")
 
 
 @dataclass(frozen=True)
@@ -109,19 +135,30 @@ class Run:
     config: str
 
 
-def _key(gvk: str, namespace: str, name: str) -> ObjKey:
-    return ObjKey(GVK.parse(gvk), namespace, name)
+def _key(gvk: str, namespace: str, name: str, kinds: dict[Any, Any] | None = None) -> ObjKey:
+    """``kinds`` remembers the GVKs already parsed (a history has a handful of kinds and many objects)."""
+    if kinds is None:
+        return ObjKey(GVK.parse(gvk), namespace, name)
+    kind = kinds.get(gvk)
+    if kind is None:
+        kind = kinds[gvk] = GVK.parse(gvk)
+    return ObjKey(kind, namespace, name)
 
 
-def _event(row: tuple[Any, ...], keys: dict[tuple[str, str, str], ObjKey]) -> StoredEvent:
+def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
+    """One row as a StoredEvent; ``keys`` remembers the keys and owner chains already parsed (many objects share
+    a chain: the Jobs of one CronJob)."""
     eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status = row
     raw = (gvk, ns, name)
     key = keys.get(raw)
     if key is None:
-        key = keys[raw] = _key(gvk, ns, name)
+        key = keys[raw] = _key(gvk, ns, name, keys)
+    owner_chain = keys.get(chain, ()) if chain else ()
+    if chain and not owner_chain:
+        owner_chain = keys[chain] = chain_from_json(chain)
     return StoredEvent(
         id=eid, ts=ts, key=key, uid=uid, deleted=op == DELETED, inferred=bool(inferred),
-        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=chain_from_json(chain) if chain else (),
+        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=owner_chain,
         body_blob=body, status_blob=status,
     )
 
@@ -133,13 +170,13 @@ def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
     the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
-        JOIN ({LAST_ROW_PER_OBJECT.format(extra="")}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=False, before=ts)}) last ON last.id = e.id
         WHERE last.op = {APPLIED}
           AND NOT (e.gvk = :pod AND EXISTS (
               SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
         ORDER BY e.id
     """
-    keys: dict[tuple[str, str, str], ObjKey] = {}
+    keys: dict[Any, Any] = {}
     for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD)}):
         yield _event(row, keys)
 
@@ -149,10 +186,10 @@ def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[Stor
     its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge."""
     sql = f"""
         SELECT {_EVENT_COLUMNS} FROM events e
-        JOIN ({LAST_ROW_PER_OBJECT.format(extra=f"AND op = {APPLIED}")}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=True, before=ts)}) last ON last.id = e.id
         ORDER BY e.id
     """
-    keys: dict[tuple[str, str, str], ObjKey] = {}
+    keys: dict[Any, Any] = {}
     for row in cache.conn.execute(sql, {"before": ts, "known": known}):
         yield _event(row, keys)
 
@@ -163,9 +200,11 @@ _WINDOW_WHERE = f"WHERE e.ts >= :start AND e.ts < :end AND e.recv < :known AND e
 def untracked_before(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> set[ObjKey]:
     """Objects whose kind stopped being tracked at or before ``start_ts`` and that were not recorded again
     before ``end_ts`` (as recorded before ``known``): no trace of that window holds them."""
+    if cache.has_table("event_counts") and cache.conn.execute(f"SELECT 1 FROM event_counts WHERE op = {UNTRACKED} AND n > 0").fetchone() is None:
+        return set()  # no kind ever stopped being tracked: nothing to look up per object
     sql = f"""
         SELECT e.gvk, e.namespace, e.name FROM events e
-        JOIN ({LAST_ROW_PER_OBJECT.format(extra="")}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=False, before=end_ts)}) last ON last.id = e.id
         WHERE last.op = {UNTRACKED} AND e.ts <= :start
     """
     return {_key(*row) for row in cache.conn.execute(sql, {"before": end_ts, "known": known, "start": start_ts})}
@@ -194,24 +233,26 @@ def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> I
 def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[StoredEvent]:
     """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, one row at
     a time."""
-    keys: dict[tuple[str, str, str], ObjKey] = {}
+    keys: dict[Any, Any] = {}
     params = {"start": start_ts, "end": end_ts, "known": known}
     for row in cache.conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events e {_WINDOW_WHERE}", params):
         yield _event(row, keys)
 
 
-def pod_lifecycles(cache: Cache, *, before: int, known: float) -> Iterator[PodLifecycleRow]:
-    """Pods with a lifecycle owner whose lifecycle started before ``before``, first seen before ``known``, in
-    first-recorded order. The lifecycle is the one stored now: ``lifecycle.as_of`` says what of it was known."""
+def pod_lifecycles(cache: Cache, *, before: int, known: float, ended_since: float = -math.inf) -> Iterator[PodLifecycleRow]:
+    """Pods with a lifecycle owner whose lifecycle started before ``before``, first seen before ``known``, and
+    not finished before ``ended_since`` (``end_ts`` NULL or at least it: the ``pods_end`` index skips the pods
+    long finished), in first-recorded order. The lifecycle is the one stored now: ``lifecycle.as_of`` says what of
+    it was known."""
     sql = """
         SELECT id, uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, end_inferred
         FROM pods
         WHERE owner_gvk IS NOT NULL AND stable_hash IS NOT NULL AND start_ts IS NOT NULL AND start_ts < :before
-          AND first_seen < :known
+          AND first_seen < :known AND (end_ts IS NULL OR end_ts >= :since)
         ORDER BY id
     """
     keys: dict[tuple[str, str, str], ObjKey] = {}
-    params = {"before": before, "known": known}
+    params = {"before": before, "known": known, "since": ended_since}
     for pid, uid, ns, name, ogvk, ons, oname, stable, start, end, end_inferred in cache.conn.execute(sql, params):
         raw = (ogvk, ons or "", oname)
         owner = keys.get(raw)

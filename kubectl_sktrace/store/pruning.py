@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from kubectl_sktrace.store.connection import Cache, disk_size
-from kubectl_sktrace.store.history import APPLIED, LAST_ROW_PER_OBJECT, known_until, read_snapshot, runs
+from kubectl_sktrace.store.history import APPLIED, known_until, last_row_per_object, read_snapshot, runs
 
 VACUUM_FREE_FRACTION = 0.25
 
@@ -90,8 +90,8 @@ def _marked_rows(cache: Cache, *, before: int) -> Iterator[dict[str, float]]:
     params = {"before": before, "known": known if known > -math.inf else before, "applied": APPLIED}
     conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
     try:
-        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({LAST_ROW_PER_OBJECT.format(extra=f'AND op = {APPLIED}')})", params)
-        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({LAST_ROW_PER_OBJECT.format(extra='')}) WHERE op != {APPLIED}", params)
+        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last_row_per_object(cache, applied_only=True, before=before)})", params)
+        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last_row_per_object(cache, applied_only=False, before=before)}) WHERE op != {APPLIED}", params)
         yield params
     finally:
         conn.execute("DROP TABLE temp.keep_ids")

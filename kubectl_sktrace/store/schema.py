@@ -47,6 +47,18 @@ discovery       cached discovery documents per group-version, JSON.
 Indexes for the reconciliation report (``store/reconciliation.py``, 0004): ``events_uid`` finds an object's
 earlier versions by identity (was an object found by a restart's relist created or changed while offline?),
 ``pods_end`` the pods whose lifecycle ended within an offline gap.
+
+What keeps a cache of millions of events fast (0005), so that reading a window costs what the window and the
+objects hold, not the length of the history:
+
+events_object   the index ``(gvk, namespace, name, ts, id, recv, op)``: an object's last row before a time is
+                one backward step in it (``history.last_row_per_object``), answered from the index alone.
+event_objects   every ``(gvk, namespace, name)`` that has a row in ``events``, filled by a trigger on insert:
+                the objects that query walks. Never shrinks (a prune keeps a row of every object it saw).
+event_counts    rows of ``events`` per ``(gvk, namespace, op, inferred)``, kept exact by triggers on insert
+                and delete (events are never updated): what ``status`` counts, without reading the history.
+pods_live       the live pods (a partial index): with ``pods_end`` and ``pods_owner``, ``status`` counts pods
+                from index ranges; the pods of a long history are nearly all finished.
 """
 
 from __future__ import annotations
@@ -185,6 +197,39 @@ MIGRATIONS: list[tuple[str, str]] = [
         """
         CREATE INDEX events_uid ON events (uid);
         CREATE INDEX pods_end ON pods (end_ts);
+        """,
+    ),
+    (
+        "0005_history_at_scale",
+        """
+        CREATE INDEX events_object ON events (gvk, namespace, name, ts, id, recv, op);
+        CREATE TABLE event_objects (
+            gvk TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            PRIMARY KEY (gvk, namespace, name)
+        ) WITHOUT ROWID;
+        INSERT INTO event_objects (gvk, namespace, name) SELECT DISTINCT gvk, namespace, name FROM events;
+        CREATE TABLE event_counts (
+            gvk TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            op INTEGER NOT NULL,
+            inferred INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (gvk, namespace, op, inferred)
+        ) WITHOUT ROWID;
+        INSERT INTO event_counts (gvk, namespace, op, inferred, n)
+            SELECT gvk, namespace, op, inferred, count(*) FROM events GROUP BY gvk, namespace, op, inferred;
+        CREATE TRIGGER events_counted_insert AFTER INSERT ON events BEGIN
+            INSERT OR IGNORE INTO event_objects (gvk, namespace, name) VALUES (new.gvk, new.namespace, new.name);
+            INSERT INTO event_counts (gvk, namespace, op, inferred, n) VALUES (new.gvk, new.namespace, new.op, new.inferred, 1)
+                ON CONFLICT (gvk, namespace, op, inferred) DO UPDATE SET n = n + 1;
+        END;
+        CREATE INDEX pods_live ON pods (live) WHERE live = 1;
+        CREATE TRIGGER events_counted_delete AFTER DELETE ON events BEGIN
+            UPDATE event_counts SET n = n - 1
+                WHERE gvk = old.gvk AND namespace = old.namespace AND op = old.op AND inferred = old.inferred;
+        END;
         """,
     ),
 ]

@@ -116,14 +116,17 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     namespace only (runs, gaps and outages belong to the whole recording)."""
     conn = cache.conn
     where, params = ("AND namespace = ?", (namespace,)) if namespace is not None else ("", ())
+    # rows per kind from the counts the triggers of 0005 keep; a cache read at an older schema counts its history
+    count_from = "coalesce(sum(n), 0) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
     rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id").fetchall()
     outages = tuple(coverage_gaps(cache))
     runs = _runs(cache, rows, interrupted={gap.run_id for gap in outages}, last_id=rows[-1][0] if rows else None)
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
     unrecorded = tuple(u for u in unrecorded_kinds(cache) if runs and u.run_id == runs[-1].id)
     counts: dict[str, list[int]] = {}
-    for gvk, op, inferred, n in conn.execute(f"SELECT gvk, op, inferred, count(*) FROM events WHERE op < 2 {where} GROUP BY gvk, op, inferred",
-                                             params):
+    for gvk, op, inferred, n in conn.execute(f"SELECT gvk, op, inferred, {count_from} WHERE op < 2 {where} GROUP BY gvk, op, inferred", params):
+        if not n:
+            continue  # a count a prune brought down to zero
         entry = counts.setdefault(gvk, [0, 0, 0, 0])
         entry[1 + op] += n
         if op == 1 and inferred:
@@ -136,19 +139,34 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         KindCounts(g, live, applied, deleted, inferred, *positions.get(g, (None, None)))
         for g, (live, applied, deleted, inferred) in sorted(counts.items())
     )
-    pod_row = conn.execute(
-        "SELECT count(*), coalesce(sum(live), 0), count(owner_gvk), "
-        f"coalesce(sum(start_ts IS NOT NULL AND end_ts IS NULL), 0), coalesce(sum(end_ts IS NOT NULL), 0) FROM pods WHERE 1 {where}", params
-    ).fetchone()
-    events, first, last = conn.execute(f"SELECT count(*), min(ts), max(ts) FROM events WHERE 1 {where}", params).fetchone()
+    pods = _pod_counts(conn, where, params)
+    events = conn.execute(f"SELECT {count_from} WHERE 1 {where}", params).fetchone()[0]
+    # each its own query: sqlite walks the ``events_ts`` index from one end, however long the history
+    first = _scalar(conn.execute(f"SELECT ts FROM events WHERE 1 {where} ORDER BY ts LIMIT 1", params).fetchone())
+    last = _scalar(conn.execute(f"SELECT ts FROM events WHERE 1 {where} ORDER BY ts DESC LIMIT 1", params).fetchone())
     size = disk_size(cache.path)
     return CacheStatus(
         path=str(cache.path), server=cache.get_meta("cluster.server"), cluster_uid=cache.get_meta("cluster.uid"),
         context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
         schema_version=conn.execute("PRAGMA user_version").fetchone()[0],
-        runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=PodCounts(*pod_row), events=events,
+        runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=pods, events=events,
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
     )
+
+
+def _pod_counts(conn: Any, where: str, params: tuple[str, ...]) -> PodCounts:
+    """Each count from an index range where one exists (``pods_end``, ``pods_owner``, ``pods_live``), rather
+    than one pass over every pod ever seen."""
+    def count(condition: str) -> int:
+        return int(conn.execute(f"SELECT count(*) FROM pods WHERE {condition} {where}", params).fetchone()[0])
+
+    seen = count("1")
+    return PodCounts(seen=seen, live=count("live = 1"), with_owner=seen - count("owner_gvk IS NULL"),
+                     running=count("end_ts IS NULL AND start_ts IS NOT NULL"), finished=seen - count("end_ts IS NULL"))
+
+
+def _scalar(row: tuple[Any, ...] | None) -> Any:
+    return None if row is None else row[0]
 
 
 def known_namespaces(cache: Cache) -> list[str]:
