@@ -47,7 +47,8 @@ class OutageNotices:
         if open_now and self._told is None:
             first = min(open_now.values(), key=lambda o: o.since)
             self._told = first
-            self._warn(f"{first.cause} since {_clock(first.since)} ({first.detail}): {counted(len(open_now), 'kind')} not watched; "
+            # no count of kinds: the first kind's failure is told at once, before the others have failed too
+            self._warn(f"{first.cause} since {_clock(first.since)} ({first.detail}): watching stopped; "
                        "retrying, and what changes meanwhile is caught up once it recovers")
         elif not open_now and self._told is not None:
             tries = f" ({counted(retries, 'retry', 'retries')})" if retries else ""

@@ -204,11 +204,13 @@ def test_status_without_any_kubeconfig_lists_the_caches(tmp_path: Path) -> None:
     before = _tree(home)
     code, out, err = run(["status"], env=no_cluster_env(home))
     assert (code, err) == (0, "")
+    sizes = {name: _size(state / f"{name}.db") for name in ("prod", "staging")}
+    w = max(len("SIZE"), *map(len, sizes.values()))  # the column is as wide as its widest size
     assert out == f"""No kubeconfig (no --kubeconfig, no KUBECONFIG, no ~/.kube/config); the caches in {state}:
-CONTEXT    CLUSTER         SIZE      LAST RUN                                CACHE
----------  --------------  --------  --------------------------------------  ----------
-prod       https://k:6443  {_size(state / 'prod.db')}  2027-01-15T07:01:40Z–07:02:40Z (clean)  prod.db
-staging    https://k:6443  {_size(state / 'staging.db')}  2027-01-15T07:00:00Z–07:01:00Z (clean)  staging.db
+CONTEXT    CLUSTER         {'SIZE'.ljust(w)}  LAST RUN                                CACHE
+---------  --------------  {'-' * w}  --------------------------------------  ----------
+prod       https://k:6443  {sizes['prod'].ljust(w)}  2027-01-15T07:01:40Z–07:02:40Z (clean)  prod.db
+staging    https://k:6443  {sizes['staging'].ljust(w)}  2027-01-15T07:00:00Z–07:01:00Z (clean)  staging.db
 Not listed: {state}/junk.db is not a kubectl-sktrace cache (not an sqlite file); it was left untouched, pass another --cache FILE
 
 Show one with 'kubectl sktrace status --context CONTEXT' or 'kubectl sktrace status --cache FILE'.

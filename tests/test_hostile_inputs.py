@@ -305,11 +305,20 @@ def _empty_cache(p: Path) -> None:
 
 
 def _garbage_page(p: Path) -> None:
-    """A valid header followed by pages of noise: sqlite opens it, then finds the damage."""
+    """A valid header and schema, and the pages of every table and index beyond them noise: sqlite opens it, then
+    finds the damage when it reads the history (the schema's own pages are kept whole, however many it takes)."""
+    import sqlite3
+
     _cache(p)
+    conn = sqlite3.connect(p)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    roots = [r for (r,) in conn.execute("SELECT rootpage FROM sqlite_master WHERE rootpage > 1 AND name NOT LIKE 'sqlite_%'")]
+    conn.close()
     data = bytearray(p.read_bytes())
-    noise = random.Random(3).randbytes(len(data) - 4096)
-    data[4096:] = noise
+    rng = random.Random(3)
+    for root in roots:
+        start = (root - 1) * page_size
+        data[start:start + page_size] = rng.randbytes(page_size)
     p.write_bytes(bytes(data))
 
 

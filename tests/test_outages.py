@@ -94,7 +94,7 @@ def test_an_api_outage_is_a_gap_and_what_changed_during_it_is_caught_up_not_live
     began = [line for line in err.splitlines() if line.startswith("Warning: API unreachable since ")]
     over = [line for line in err.splitlines() if line.startswith("API unreachable since ") and " — recovered after " in line]
     assert len(began) == 1 and len(over) == 1, err
-    assert began[0].endswith(" kinds not watched; retrying, and what changes meanwhile is caught up once it recovers"), began[0]
+    assert began[0].endswith("): watching stopped; retrying, and what changes meanwhile is caught up once it recovers"), began[0]
     assert " retries) — recovered after " in over[0] and over[0].endswith("; every kind is watched again"), over[0]
     assert "retrying in " not in err  # not one line per attempt
 

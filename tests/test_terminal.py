@@ -189,7 +189,7 @@ def test_an_outage_is_told_once_on_its_own_line_and_when_it_is_over(terminal: Te
     screen = terminal.wait("the recovery line", lambda s: bool(lines(s, "API unreachable since ")))
 
     (warning,) = lines(screen, "Warning: API unreachable since ")
-    assert re.match(r"Warning: API unreachable since \d\d:\d\d:\d\dZ \(.+\): 6 kinds not watched; retrying, "
+    assert re.match(r"Warning: API unreachable since \d\d:\d\d:\d\dZ \(.+\): watching stopped; retrying, "
                     r"and what changes meanwhile is caught up once it recovers$", warning), warning
     (over,) = lines(screen, "API unreachable since ")
     match = re.match(r"API unreachable since (\d\d:\d\d:\d\dZ) \((\d+) retr(?:y|ies)\) — recovered after \S+; "
