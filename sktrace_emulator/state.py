@@ -251,6 +251,16 @@ class Store:
         self.changed.notify_all()
         return stored
 
+    def _generated_name(self, rtype: ResourceType, meta: Obj) -> str:
+        """``generateName`` plus five random characters, drawn again on a clash (up to 8 tries, as the API server
+        does since RetryGenerateName); the last draw is returned, clash or not, so the caller reports it."""
+        name = ""
+        for _ in range(8):
+            name = meta["generateName"] + random_suffix(self.rng)
+            if (meta.get("namespace", ""), name) not in self.objects[rtype]:
+                break
+        return name
+
     def _ensure_namespace(self, namespace: str) -> None:
         ns_type = self.types[("v1", "Namespace")]
         if namespace and ("", namespace) not in self.objects[ns_type]:
@@ -272,7 +282,7 @@ class Store:
             if not meta.get("name"):
                 if not meta.get("generateName"):
                     raise ApiError(422, "Invalid", f"{rtype.kind} \"\" is invalid: metadata.name: Required value: name or generateName is required")
-                meta["name"] = meta["generateName"] + random_suffix(self.rng)
+                meta["name"] = self._generated_name(rtype, meta)
             key = (meta.get("namespace", ""), meta["name"])
             if key in self.objects[rtype]:
                 group = f".{rtype.group}" if rtype.group else ""
