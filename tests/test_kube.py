@@ -792,3 +792,12 @@ def test_a_watch_at_a_few_hundred_events_a_second_reads_them_in_batches_a_tenth_
     assert pauses, "the paced stream was read without a pause"
     longest = [p for p in pauses if p == stream.COALESCE_MAX]
     assert len(longest) >= len(pauses) / 2, pauses
+
+
+def test_an_event_reaches_the_cache_within_half_a_second_however_long_its_stream_pauses():
+    """docs/spec.md §6: a kill -9 loses at most the last half second. An event waits in the socket for at most the
+    longest pause, then at most one commit interval in its batch."""
+    from kubectl_sktrace.kube.stream import COALESCE_MAX
+    from kubectl_sktrace.writer import COMMIT_INTERVAL
+
+    assert COALESCE_MAX + COMMIT_INTERVAL <= 0.4  # a tenth of a second left for the event's own way
