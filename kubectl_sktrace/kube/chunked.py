@@ -133,12 +133,20 @@ class ChunkedLines:
 
     def _lines(self, pieces: list[bytes]) -> list[bytes]:
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        if b"\n" not in data:
+        first = data.find(b"\n")
+        if first < 0:
             self._line.append(data)
             self._line_size += len(data)
             if self._line_size > self._max_line:
                 raise FramingError(f"a line of more than {self._max_line} bytes without a newline")
             return []
+        if first == len(data) - 1:  # the only newline ends the data, as a server sends an event: no split (a byte loop)
+            line = data[:-1]
+            if self._line:
+                self._line.append(line)
+                line = b"".join(self._line)
+                self._line, self._line_size = [], 0
+            return [line] if line else []
         if self._line:
             self._line.append(data)
             data = b"".join(self._line)
