@@ -68,6 +68,8 @@ Public API::
                                           # first byte, as a real server encodes it; 0: pages cost nothing
     emu.start() / emu.stop() / with Emulator() as emu: ...
     emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
+    emu.write_service_account(dir, *, namespace="default") -> env   # a pod's token, ca.crt and namespace files,
+    emu.rotate_token(dir, token)          # and KUBERNETES_SERVICE_HOST/PORT; rotate as the kubelet does
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
     emu.patch(api_version, kind, namespace, name, patch) -> dict         # JSON merge patch
     emu.delete(api_version, kind, namespace, name, *, graceful=True)

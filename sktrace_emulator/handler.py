@@ -132,7 +132,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if emu._delay:
                 time.sleep(emu._delay)
-            if self.headers.get("Authorization", "") != f"Bearer {emu.token}":
+            scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or token != emu.token:  # the scheme is case-insensitive, as the API server's
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             split = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}

@@ -137,6 +137,21 @@ class Emulator:
             json.dump(config, fh, indent=2)
         return os.fspath(path)
 
+    def write_service_account(self, directory: str | os.PathLike[str], *, namespace: str = "default") -> dict[str, str]:
+        """Lay out ``directory`` as a pod's service-account mount (``token``, ``ca.crt``, ``namespace``) for this
+        server, and return the environment a pod would have: ``KUBERNETES_SERVICE_HOST``/``PORT``.
+        ``rotate_token`` writes a new token as the kubelet does (a new file swapped in by a rename)."""
+        os.makedirs(directory, exist_ok=True)
+        for name, data in (("ca.crt", self.ca_pem), ("namespace", namespace.encode()), ("token", self.token.encode())):
+            _replace_file(os.path.join(directory, name), data)
+        return {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(self.port)}
+
+    def rotate_token(self, directory: str | os.PathLike[str], token: str) -> None:
+        """A new token for the service account of ``write_service_account``: written into ``directory`` the way the
+        kubelet rotates a bound token, and from now on the only one this server accepts (the old one expired)."""
+        _replace_file(os.path.join(directory, "token"), token.encode())
+        self.token = token
+
     # direct state access
 
     def _type(self, api_version: str, kind: str) -> ResourceType:
@@ -237,6 +252,13 @@ class Emulator:
                     self._forced_410[key] -= 1
                     return True
         return False
+
+
+def _replace_file(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
 
 
 @functools.lru_cache(maxsize=1)

@@ -354,20 +354,56 @@ def test_insecure_skip_tls_verify_connects_without_a_warning_per_request(tmp_pat
     assert not [w for w in recwarn if "Unverified HTTPS" in str(w.message)]
 
 
-def test_in_cluster_service_account(tmp_path, api_server, monkeypatch):
-    from kubectl_sktrace.kubeconfig import KubeTarget
+def in_cluster_target(api_server, tmp_path, token: str = "sa-token"):
+    """A pod's service-account mount for ``api_server`` (TLS), resolved as a pod resolves it: no kubeconfig,
+    the service variables set, the mount directory named by SKTRACE_SERVICE_ACCOUNT_DIR."""
     cert = make_tls(api_server, tmp_path)
-    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
-    token = tmp_path / "token"
-    token.write_text("sa-token")
+    mount = tmp_path / "serviceaccount"
+    mount.mkdir()
+    (mount / "ca.crt").write_bytes(cert.read_bytes())
+    (mount / "token").write_text(token + "\n")  # a trailing newline, as a token file edited by hand has
+    (mount / "namespace").write_text("recorder")
     port = api_server.url.rsplit(":", 1)[1]
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
-    target = KubeTarget(context="in-cluster", cluster_server=api_server.url, namespace=None,
-                        config={"in-cluster": True, "token-file": str(token), "ca-file": str(cert)})
+    environ = {"HOME": str(tmp_path / "home"), "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port,
+               "SKTRACE_SERVICE_ACCOUNT_DIR": str(mount)}
+    return resolve_target(kubeconfig=None, context=None, environ=environ), mount
+
+
+def test_in_cluster_service_account(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
+    target, _ = in_cluster_target(api_server, tmp_path)
+    assert (target.context, target.cluster_server, target.namespace) == ("in-cluster", api_server.url, "recorder")
     kube = Kube.connect(target)
     assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "4"
-    assert api_server.requests[-1].headers["authorization"].lower() == "bearer sa-token"  # the scheme is case-insensitive
+    assert api_server.requests[-1].headers["Authorization"] == "Bearer sa-token"
+
+
+def test_in_cluster_token_rotated_by_the_kubelet_is_read_at_the_next_request(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
+    target, mount = in_cluster_target(api_server, tmp_path)
+    kube = Kube.connect(target)
+    kube.list_page(PODS, namespace=None)
+    (mount / "..2026_11_23_rotated").write_text("rotated-token")
+    os.replace(mount / "..2026_11_23_rotated", mount / "token")  # the kubelet swaps a new file in
+    kube.list_page(PODS, namespace=None)
+    assert [r.headers["Authorization"] for r in api_server.requests] == ["Bearer sa-token", "Bearer rotated-token"]
+    (mount / "token").unlink()  # a mount gone bad later: the last token read is kept, the server judges it
+    kube.list_page(PODS, namespace=None)
+    assert api_server.requests[-1].headers["Authorization"] == "Bearer rotated-token"
+
+
+@pytest.mark.parametrize("missing, expected", [
+    ("token", "cannot read the pod's service-account token {mount}/token: No such file or directory; mount the service "
+              "account's token (automountServiceAccountToken: true), or pass --kubeconfig FILE"),
+    ("ca.crt", "cannot read the cluster's CA certificate {mount}/ca.crt: No such file or directory; mount the service "
+               "account's token (automountServiceAccountToken: true), or pass --kubeconfig FILE"),
+])
+def test_in_cluster_without_a_mounted_service_account_is_one_line(tmp_path, api_server, missing, expected):
+    target, mount = in_cluster_target(api_server, tmp_path)
+    (mount / missing).unlink()
+    with pytest.raises(KubeError) as info:
+        Kube.connect(target)
+    assert str(info.value) == expected.format(mount=mount)
 
 
 def test_discover_fetches_only_needed_group_versions_and_reuses_the_cache(tmp_path, api_server):
