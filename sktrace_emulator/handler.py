@@ -134,6 +134,7 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(emu._delay)
             scheme, _, token = self.headers.get("Authorization", "").partition(" ")
             if scheme.lower() != "bearer" or token != emu.token:  # the scheme is case-insensitive, as the API server's
+                emu.unauthorized += 1
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             split = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}

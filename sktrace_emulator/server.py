@@ -62,6 +62,7 @@ class Emulator:
         self.framing = framing
         self.list_seconds_per_mb = list_seconds_per_mb
         self.token = token
+        self.unauthorized = 0  # requests answered 401 (a wrong or expired token)
         self.tls = shutil.which("openssl") is not None if tls is None else tls
         self.ca_pem = b""
         self.port = port
