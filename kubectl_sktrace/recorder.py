@@ -150,19 +150,14 @@ class Session:
 
     def _plan(self) -> _Run:
         """Check the cache's identity, discover the kinds, open the run and build its ingest and writer."""
-        from kubectl_sktrace.tracerconfig import (
-            config_change,
-            config_to_yaml,
-            stored_config,
-        )
+        from kubectl_sktrace.tracerconfig import config_change, config_to_yaml, stored_config, watched_owner_kinds
 
         self.rec.check_identity(self.identity)
         previous = self.rec.previous_run()
         started = self.clock()
         resources = self._discover()
         tracked = [g for g in self.config.tracked if g in resources]
-        owner_kinds = {OWNER_KINDS[g] for g in tracked if g in OWNER_KINDS and self.config.tracked[g].track_lifecycle}
-        owner_kinds = {g for g in owner_kinds if g in resources and g not in self.config.tracked}
+        owner_kinds = watched_owner_kinds(self.config, served=resources)
         before = stored_config(self.rec.previous_config())
         run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config))
         fresh: frozenset[GVK] = frozenset()

@@ -51,8 +51,8 @@ What it matches of a real API server (Kubernetes v1.28, measured: docs/architect
   kubectl sends a bearer token only over https); Python's ``ssl``, not Go's TLS stack, so record sizes and
   handshake costs differ.
 - **Auth and RBAC.** One bearer token (401 otherwise); no client certificates, impersonation, or access
-  reviews. RBAC only as ``grant_view`` (a RoleBinding to ``view`` in some namespaces), with the server's
-  403 messages word for word; priority and fairness (429) only through ``fail``.
+  reviews. RBAC only as ``grant_view`` (a RoleBinding to ``view`` in some namespaces) or ``grant_rules`` (one
+  ClusterRole or Role's rules), with the server's 403 messages word for word; priority and fairness (429) only through ``fail``.
 - **Writes.** Namespaces are created on first use, strategic merge patches are JSON merge patches, server-side
   apply is refused (415), a graceful deletion completes at once, dependents are garbage-collected at once.
 
@@ -82,6 +82,7 @@ Public API::
     emu.drop_watches(); emu.fail(kind, status, *, count=1, retry_after=None); emu.set_delay(seconds)
     emu.grant_view(namespaces, *, user=None)   # RBAC as for a RoleBinding to `view` in those namespaces only;
                                                # None: all allowed. 403s carry the API server's own message
+    emu.grant_rules(rules, *, namespace=None, user=None)   # RBAC as for one ClusterRole (or a Role in namespace)
 
     from sktrace_emulator import Workload, build_large_state, RestartStorm
     wl = Workload(emu, seed=1); wl.step(); wl.start(); wl.stop(); wl.generate(rate, duration)

@@ -191,7 +191,7 @@ class Handler(BaseHTTPRequestHandler):
         verb = _request_verb(self.command, name=name, watch=query.get("watch") in ("1", "true", "True"))
         # the API server's request info puts a namespace's own path inside that namespace
         scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
-        if self.emulator._denies(verb, rtype, scope):
+        if self.emulator._denies(verb, rtype, scope, name):
             raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
         failure = self.emulator._take_failure(rtype.kind)
         if failure is not None:

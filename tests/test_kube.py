@@ -145,11 +145,11 @@ def test_throttling_and_server_errors_are_transient(tmp_path, api_server, status
 
 @pytest.mark.parametrize("namespace,verb,denial,expected", [
     (None, "watch", 'pods is forbidden: User "jane" cannot watch resource "pods" in API group "" at the cluster scope',
-     "forbidden: cannot watch pods in all namespaces; grant get, list and watch on pods "
-     "(e.g. a ClusterRole with rules for those resources, bound to your user)"),
+     "forbidden: cannot watch pods in all namespaces; grant get, list and watch on pods: "
+     "'kubectl sktrace rbac --user jane [--config FILE]' prints the ClusterRole and binding to apply"),
     ("team-a", "list", 'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "team-a"',
-     "forbidden: cannot list pods in namespace 'team-a'; grant get, list and watch on pods "
-     "(e.g. a Role with rules for those resources in namespace 'team-a', bound to your user)"),
+     "forbidden: cannot list pods in namespace 'team-a'; grant get, list and watch on pods: "
+     "'kubectl sktrace rbac -n team-a --user jane [--config FILE]' prints the Role and binding to apply"),
 ], ids=["watch-all", "list-namespace"])
 def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, verb, denial, expected):
     path = "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{namespace}/pods"
@@ -161,7 +161,7 @@ def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, 
         else:
             kube.list_page(PODS, namespace=namespace)
     assert str(info.value) == expected
-    assert (info.value.verb, info.value.resource) == (verb, "pods")
+    assert (info.value.verb, info.value.resource, info.value.user) == (verb, "pods", "jane")
     assert info.value.cluster_scope is (namespace is None)
 
 
@@ -172,7 +172,7 @@ def test_403_for_a_group_kind_names_its_api_group(tmp_path, api_server):
     with pytest.raises(ForbiddenError) as info:
         kube.list_page(deploy, namespace=None)
     assert str(info.value) == ("forbidden: cannot list deployments.apps in all namespaces; grant get, list and watch on "
-                               "deployments.apps (e.g. a ClusterRole with rules for those resources, bound to your user)")
+                               "deployments.apps: 'kubectl sktrace rbac [--config FILE]' prints the ClusterRole and binding to apply")
     assert info.value.cluster_scope  # a 403 without the API server's wording: judged by the request
 
 
@@ -190,13 +190,17 @@ def test_403_tells_a_refusal_at_the_cluster_scope_by_the_denial(tmp_path, api_se
     assert info.value.cluster_scope is cluster_scope
 
 
-@pytest.mark.parametrize("resources,namespace,expected", [
-    (["pods"], None, "grant get, list and watch on pods (e.g. a ClusterRole with rules for those resources, bound to your user)"),
-    (["deployments.apps", "pods"], "team-a", "grant get, list and watch on deployments.apps, pods "
-     "(e.g. a Role with rules for those resources in namespace 'team-a', bound to your user)"),
-], ids=["cluster", "namespace"])
-def test_rbac_hint_is_one_wording_for_one_kind_or_many(resources, namespace, expected):
-    assert rbac_hint(resources, namespace=namespace) == expected
+@pytest.mark.parametrize("resources,namespace,user,expected", [
+    (["pods"], None, "", "grant get, list and watch on pods: 'kubectl sktrace rbac [--config FILE]' prints the ClusterRole "
+     "and binding to apply"),
+    (["deployments.apps", "pods"], "team-a", "system:serviceaccount:team-a:recorder", "grant get, list and watch on "
+     "deployments.apps, pods: 'kubectl sktrace rbac -n team-a --service-account team-a:recorder [--config FILE]' prints "
+     "the Role and binding to apply"),
+    (["pods"], None, "alice@example.com", "grant get, list and watch on pods: 'kubectl sktrace rbac --user alice@example.com "
+     "[--config FILE]' prints the ClusterRole and binding to apply"),
+], ids=["cluster", "namespace-service-account", "user"])
+def test_rbac_hint_is_one_wording_for_one_kind_or_many(resources, namespace, user, expected):
+    assert rbac_hint(resources, namespace=namespace, user=user) == expected
 
 
 def test_404_on_list_says_the_kind_is_not_served(tmp_path, api_server):
@@ -444,8 +448,8 @@ def test_resources_from_discovery_skips_subresources():
     ns = resources_from_discovery("v1", CORE_DOC)[GVK("", "v1", "Namespace")]
     assert ns.path(namespace="ignored") == "/api/v1/namespaces"
     assert ns.forbidden_message("list", namespace="ignored") == (
-        "forbidden: cannot list namespaces (cluster-scoped); grant get, list and watch on namespaces "
-        "(e.g. a ClusterRole with rules for those resources, bound to your user)")
+        "forbidden: cannot list namespaces (cluster-scoped); grant get, list and watch on namespaces: "
+        "'kubectl sktrace rbac [--config FILE]' prints the ClusterRole and binding to apply")
 
 
 def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path, api_server):
@@ -652,7 +656,8 @@ def test_emulator_transient_failures_back_off_and_forbidden_stops_the_kind(emu, 
         # version; a stream that ended cleanly is watched again at once
         verb = "list" if ("interrupted", "API unreachable") in sink.calls else "watch"
         assert sink.calls[-1] == ("failed", f"forbidden: cannot {verb} pods in all namespaces; grant get, list and watch on "
-                                            "pods (e.g. a ClusterRole with rules for those resources, bound to your user)")
+                                            "pods: 'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' "
+                                            "prints the ClusterRole and binding to apply")
         thread.join(3)
         assert not thread.is_alive()
     finally:
