@@ -151,8 +151,10 @@ def register_rbac_kinds(emu: Emulator) -> None:
 
 def kubectl(kubeconfig: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
-    return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True, timeout=60)
+        pytest.skip("kubectl is not on PATH")
+    cache = str(Path(kubeconfig).parent / "kubectl-cache")  # not the user's ~/.kube/cache
+    return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", cache, *args], input=stdin, capture_output=True,
+                          text=True, timeout=60)
 
 
 def test_kubectl_applies_what_rbac_prints(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path) -> None:
