@@ -85,8 +85,6 @@ def test_the_image_runs_the_console_script_as_the_deployment_expects() -> None:
 def test_kubectl_applies_every_manifest(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path) -> None:
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not on PATH")
-    for kind, plural, namespaced in (("ClusterRole", "clusterroles", False), ("ClusterRoleBinding", "clusterrolebindings", False)):
-        emulator.register_kind("rbac.authorization.k8s.io", "v1", kind, plural, namespaced=namespaced)
     args = [arg for name in MANIFESTS for arg in ("-f", str(DEPLOY / name))]
     done = subprocess.run(["kubectl", "--kubeconfig", emulator_kubeconfig, "--cache-dir", str(tmp_path / "kubectl-cache"), "apply",
                            *args], capture_output=True, text=True, timeout=60)

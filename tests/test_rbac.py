@@ -143,12 +143,6 @@ def documents(text: str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(text) if doc is not None]
 
 
-def register_rbac_kinds(emu: Emulator) -> None:
-    for kind, plural, namespaced in (("ClusterRole", "clusterroles", False), ("ClusterRoleBinding", "clusterrolebindings", False),
-                                     ("Role", "roles", True), ("RoleBinding", "rolebindings", True)):
-        emu.register_kind("rbac.authorization.k8s.io", "v1", kind, plural, namespaced=namespaced)
-
-
 def kubectl(kubeconfig: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not on PATH")
@@ -158,7 +152,6 @@ def kubectl(kubeconfig: str, *args: str, stdin: str = "") -> subprocess.Complete
 
 
 def test_kubectl_applies_what_rbac_prints(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path) -> None:
-    register_rbac_kinds(emulator)
     for args in ([], ["-n", "team-a", "--service-account", "ops:recorder"]):
         printed = sktrace("rbac", *args, home=tmp_path).stdout
         applied = kubectl(emulator_kubeconfig, "apply", "-f", "-", stdin=printed)
