@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+import yaml
 
 from sktrace_emulator import Emulator
 
@@ -138,3 +139,26 @@ def test_a_pod_without_its_token_is_told_how_to_mount_it(emulator: Emulator, tmp
     assert done.stderr == (f"Error: cannot read the pod's service-account token {tmp_path}/serviceaccount/token: No such file or "
                            "directory; mount the service account's token (automountServiceAccountToken: true), or pass "
                            "--kubeconfig FILE\n")
+
+
+def test_a_pod_granted_one_namespace_is_told_to_record_it_then_records_it(emulator: Emulator, tmp_path: Path) -> None:
+    """The namespaced install: a Role in the pod's namespace (``rbac -n sktrace``), read from the mount's ``namespace``
+    file when every list across the cluster is refused, then ``start -n sktrace`` as deploy/README.md says."""
+    env = pod_env(emulator, tmp_path)
+    printed = subprocess.run([sys.executable, "-m", "kubectl_sktrace", "rbac", "-n", "sktrace"], env=env, capture_output=True,
+                             text=True, timeout=60)
+    role = next(doc for doc in yaml.safe_load_all(printed.stdout) if doc and doc["kind"] == "Role")
+    emulator.grant_rules(role["rules"], namespace="sktrace", user="system:serviceaccount:sktrace:sktrace")
+    cache = str(tmp_path / "c.db")
+
+    refused = subprocess.run([sys.executable, "-m", "kubectl_sktrace", "start", "--cache", cache, "--duration", "10s"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines()[-1].startswith(
+        "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to namespace "
+        "'sktrace': record it with -n sktrace, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
+        "cronjobs.batch, pods: 'kubectl sktrace rbac --service-account sktrace:sktrace [--config FILE]' prints the ClusterRole"), refused.stderr
+
+    recorded = subprocess.run([sys.executable, "-m", "kubectl_sktrace", "start", "--cache", cache, "-n", "sktrace", "--duration", "1s"],
+                              env=env, capture_output=True, text=True, timeout=60)
+    assert recorded.returncode == 0 and "Warning" not in recorded.stderr, recorded.stderr

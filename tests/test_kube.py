@@ -396,6 +396,18 @@ def test_in_cluster_token_rotated_by_the_kubelet_is_read_at_the_next_request(tmp
     assert api_server.requests[-1].headers["Authorization"] == "Bearer rotated-token"
 
 
+def test_in_cluster_401_after_the_reload_says_what_to_check_in_the_pod(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(401, {"kind": "Status", "code": 401, "message": "Unauthorized"}))
+    target, _ = in_cluster_target(api_server, tmp_path)
+    kube = Kube.connect(target)
+    with pytest.raises(KubeError) as info:
+        kube.list_page(PODS, namespace=None)
+    assert str(info.value) == (f"unauthorized (401) by {api_server.url} with the pod's service-account token: it was rejected "
+                               "or has expired; check that the pod's ServiceAccount still exists and its token is mounted, "
+                               "then restart the pod")
+    assert len(api_server.requests) == 2  # the token was read again and tried once more
+
+
 @pytest.mark.parametrize("missing, expected", [
     ("token", "cannot read the pod's service-account token {mount}/token: No such file or directory; mount the service "
               "account's token (automountServiceAccountToken: true), or pass --kubeconfig FILE"),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import urllib3
 
 from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
+from kubectl_sktrace.kubeconfig import IN_CLUSTER
 
 if TYPE_CHECKING:
     from kubectl_sktrace.kube.discovery import Resource
@@ -80,6 +81,10 @@ def status_error(status: int, body: bytes, headers: Mapping[str, str], *, host: 
                  verb: str, resource: Resource | None, namespace: str | None) -> KubeError:
     """The error for a non-2xx answer to ``verb`` on ``path`` (``resource`` when the path is one kind's)."""
     message = status_message(body)
+    if status == 401 and context == IN_CLUSTER:
+        return KubeError(f"unauthorized (401) by {host} with the pod's service-account token: it was rejected or has "
+                         "expired; check that the pod's ServiceAccount still exists and its token is mounted, then "
+                         "restart the pod")
     if status == 401:
         return KubeError(f"unauthorized (401) by {host} with the credentials of context {context!r}: they were "
                          "rejected or have expired; log in again (refresh the token or the exec plugin's login) "
