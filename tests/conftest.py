@@ -354,7 +354,6 @@ class S3Store:
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Store]:
     import logging
 
-    pytest.importorskip("moto", reason="moto[server] is in the test extra")
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one log line per request otherwise
