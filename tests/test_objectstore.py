@@ -339,3 +339,13 @@ def test_read_object_and_write_object_errors_are_ours(s3: S3Store) -> None:
         objectstore.read_object("s3://traces/none")
     with pytest.raises(UsageError):
         objectstore.write_object("s3://no-such-bucket/t", lambda stream: stream.write(b"x"))
+
+
+def test_local_traces_never_import_fsspec(dsb_path: Path, tmp_path: Path) -> None:
+    """The cloud packages cost ~0.4 s of CPU and ~45 MB to import: only a URL pays for them."""
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom kubectl_sktrace.cli import cli\n"
+            f"for args in ({['inspect', str(dsb_path)]!r}, {['validate', f'file://{dsb_path}']!r}):\n"
+            "    CliRunner().invoke(cli, args)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fsspec', 's3fs', 'botocore')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=private_env(tmp_path), timeout=60, check=True)
+    assert done.stdout.splitlines()[-1] == "[]"
