@@ -86,10 +86,12 @@ def test_a_writer_that_fails_mid_write_leaves_no_object_and_no_upload(s3: S3Stor
     monkeypatch.setattr(fsspec.get_filesystem_class("s3"), "default_block_size", 5 * MIB)  # S3's smallest part
     s3.client().put_object(Bucket="traces", Key="old.sktrace", Body=b"old trace")
     written: list[int] = []
+    in_flight: list[list[str]] = []
 
     def fail(stream: Any) -> None:
         for _ in range(12):  # two parts go up before the failure
             written.append(stream.write(b"x" * MIB))
+        in_flight.append(_uploads(s3))
         raise CacheError("the cache changed while it was read")
 
     with pytest.raises(CacheError):
@@ -97,6 +99,7 @@ def test_a_writer_that_fails_mid_write_leaves_no_object_and_no_upload(s3: S3Stor
     with pytest.raises(CacheError):
         write_output("s3://traces/new.sktrace", fail, binary=True, stdout=None)  # type: ignore[arg-type]
     assert sum(written) == 24 * MIB
+    assert in_flight == [["old.sktrace"], ["new.sktrace"]], "the failures came mid-upload"
     assert _object(s3, "old.sktrace") == b"old trace"
     assert _keys(s3) == ["old.sktrace"]
     assert _uploads(s3) == [], "the multipart uploads were aborted"
