@@ -26,6 +26,13 @@ OWNERS = {
     "msgpack": {"kubectl_sktrace.traceformat"},
     "tabulate": {"kubectl_sktrace.render"},
     "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion"},  # the command-line layer; the emulator's is argparse
+    # object storage (the cloud extra): fsspec, and never its backends or their clients by name
+    "fsspec": {"kubectl_sktrace.objectstore"},
+    "s3fs": set(),
+    "gcsfs": set(),
+    "adlfs": set(),
+    "botocore": set(),
+    "boto3": set(),
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice",
         "globalflags", "plural", "reconciliation", "exportoptions", "initialsync", "rbac"]
@@ -140,6 +147,7 @@ def test_the_emulator_imports_nothing_of_the_product() -> None:
 
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:
     assert "tabulate" in MODULES["kubectl_sktrace.render"]
+    assert "fsspec" in MODULES["kubectl_sktrace.objectstore"]  # imported inside a function
     assert "kubectl_sktrace.inspection" in MODULES["kubectl_sktrace.cli.traces"]  # imported inside a command
     assert "kubectl_sktrace.store.connection" in MODULES["kubectl_sktrace.store"]
 

@@ -76,7 +76,8 @@ def rbac_command(kubeconfig: str | None, context: str | None, namespace: str | N
 def inspect_command(trace: str, with_events: bool, output: str) -> None:
     """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
 
-    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer. TRACE '-' reads standard input.
+    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer. TRACE '-' reads standard input;
+    an s3://, gs:// or az:// URL reads an object (the cloud extra).
 
     \b
     Example:
@@ -99,12 +100,14 @@ def validate_command(trace: str, output: str) -> None:
     A file that is not a v2 trace at all is one Error: line. Otherwise every finding is listed: L0001-L0003
     (SimKube would refuse to load the trace), W0000 (status present), E0001-E0005 (a ServiceAccount,
     Secret or ConfigMap used by a pod template is not in the trace before it). TRACE '-' reads standard
-    input. With -o json or yaml, a file that is no trace is reported in that format too (on stdout, exit 1).
+    input; an s3://, gs:// or az:// URL reads an object (the cloud extra). With -o json or yaml, a file that
+    is no trace is reported in that format too (on stdout, exit 1).
 
     \b
     Example:
       kubectl sktrace validate incident.sktrace -o json
       kubectl sktrace export -s -1h -O - | kubectl sktrace validate -
+      kubectl sktrace validate s3://my-bucket/incident.sktrace
     """
     from kubectl_sktrace import render, validation
     from kubectl_sktrace.errors import TraceFormatError
