@@ -130,6 +130,22 @@ def test_a_pod_records_with_its_service_account_through_a_token_rotation_and_sto
         conn.close()
 
 
+def test_an_api_outage_makes_the_recorder_unready_but_not_dead(
+        emulator: Emulator, recorder: tuple[subprocess.Popen[bytes], Path, Path, Path, dict[str, str]]) -> None:
+    proc, _, _, err, _ = recorder
+    health = wait("the health line", lambda: re.search(r"Health: http://:(\d+)/healthz", err.read_text()))
+    port = int(health.group(1))
+    wait("readiness", lambda: probe(port, "/readyz")[0] == 200)
+    emulator.stop()  # the control plane goes away: connections refused, watches cut
+    status, body = wait("unreadiness", lambda: (lambda got: got if got[0] == 503 else None)(probe(port, "/readyz")))
+    assert body["status"].startswith("outage: ") and body["live"], body
+    assert probe(port, "/healthz")[0] == 200  # still committing: a restart would not help
+    emulator.start()
+    wait("readiness after the outage", lambda: probe(port, "/readyz")[0] == 200, seconds=60)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+
+
 def test_a_pod_without_its_token_is_told_how_to_mount_it(emulator: Emulator, tmp_path: Path) -> None:
     env = pod_env(emulator, tmp_path)
     (tmp_path / "serviceaccount" / "token").unlink()
