@@ -6,7 +6,8 @@ kubelet writes a new one into the volume well before that, by swapping the volum
 recorder that reads the token once stops being able to reconnect an hour later, so ``TokenFile`` reads it
 again whenever the file changed (one ``stat`` per request, cheaper than client-go's re-read every minute and
 never a minute late); the 401 reload of ``client.Kube`` reads it again in any case. The CA file is handed to
-the transport by path and read when the connection pool is built (at start and at each 401 reload).
+the transport by path, and urllib3 loads it for every new connection: a CA bundle the kubelet updates (the
+``kube-root-ca.crt`` ConfigMap) is trusted from the next connection on.
 
 A token that cannot be read any more while one was read before keeps the last one (the server says 401 if
 it expired, and the reload reports it); a token that was never readable is a one-line error with the fix.
