@@ -35,7 +35,7 @@ OWNERS = {
     "boto3": set(),
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice",
-        "globalflags", "plural", "reconciliation", "exportoptions", "initialsync"]
+        "globalflags", "plural", "reconciliation", "exportoptions", "initialsync", "rbac"]
 # modules of ours a pure module may import
 PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.hashing",
                    "kubectl_sktrace.selectors"}
@@ -195,3 +195,9 @@ def test_console_script_help_does_not_import_kubernetes() -> None:
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     assert "click" in imported
     assert not {m for m in imported if m.split(".")[0] == "kubernetes"}
+
+
+def test_the_health_server_reads_only_what_the_loop_posts() -> None:
+    """A probe's thread never touches the cache or the recorder's state: health imports none of our modules but errors."""
+    ours = {i for i in MODULES["kubectl_sktrace.health"] if i.startswith("kubectl_sktrace.")}
+    assert ours and {i for i in ours if not (i == "kubectl_sktrace.errors" or i.startswith("kubectl_sktrace.errors."))} == set()

@@ -1,4 +1,4 @@
-"""``config``, ``inspect``, ``validate`` and ``demo``: the commands that need no cache of the user's."""
+"""``config``, ``rbac``, ``inspect``, ``validate`` and ``demo``: the commands that need no cache of the user's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from kubectl_sktrace.cli.options import (
     SktraceCommand,
     _local_cache,
     _state,
+    kube_options,
     output_option,
     quiet_option,
     verbosity_option,
@@ -31,6 +32,38 @@ def config_command() -> None:
     from kubectl_sktrace import tracerconfig
 
     click.echo(tracerconfig.config_to_yaml(tracerconfig.default_config()), nl=False)
+
+
+@click.command("rbac", cls=SktraceCommand, short_help="Print the Role or ClusterRole and binding that start needs.")
+@kube_options
+@click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files,
+              help="The tracer config start will use (default: Deployments, StatefulSets, Jobs, CronJobs).")
+@click.option("--service-account", "service_account", metavar="[NS:]NAME",
+              help="Bind to this ServiceAccount (default: sktrace, in -n's namespace, else in sktrace).")
+@click.option("--user", "user", metavar="NAME", help="Bind to this user instead (as the API server names it).")
+@verbosity_option
+def rbac_command(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool,
+                 config_path: str | None, service_account: str | None, user: str | None) -> None:
+    """Print the minimal RBAC that 'start' needs with a config, for a cluster admin to apply.
+
+    A ClusterRole and ClusterRoleBinding by default (recording every namespace); with -n NS, a Role and
+    RoleBinding in NS (recording that namespace: 'start -n NS'). The rules: list and watch on the tracked
+    kinds, pods and the owner kinds watched for them; get on those kinds but pods (owners fetched by name);
+    with a ClusterRole, get on the namespace kube-system (the cluster's identity). Built-in kinds need no
+    cluster; a custom resource is looked up in the cluster of your kubeconfig.
+
+    \b
+    Example:
+      kubectl sktrace rbac | kubectl apply -f -
+      kubectl sktrace rbac -n team-a --config tracer.yaml --service-account team-a:recorder
+      kubectl sktrace rbac --user alice@example.com | kubectl apply -f -
+    """
+    from kubectl_sktrace.globalflags import namespace_scope
+    from kubectl_sktrace.permissions import RbacOptions, rbac_manifest
+
+    options = RbacOptions(config_path=config_path, namespace=namespace_scope(namespace=namespace, all_namespaces=all_namespaces),
+                          service_account=service_account, user=user, kubeconfig=kubeconfig, context=context)
+    click.echo(rbac_manifest(options), nl=False)
 
 
 @click.command("inspect", cls=SktraceCommand, short_help="Summarize a SimKube v2 trace file.")
