@@ -108,7 +108,7 @@ def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host:
         watchdog.watch(resp, stop)
     clean = False
     try:
-        since, received = time.monotonic(), 0  # the bytes received since the last pause began
+        since, received, pause = time.monotonic(), 0, COALESCE_MIN  # the bytes received since the last pause began
         while not stopped():
             started = time.monotonic()
             data = _read(read, stopped=stopped, host=host, context=context)
@@ -127,7 +127,8 @@ def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host:
             for line in batch:
                 yield json_object(line, host, what="watch event")
             if batch and waited > WAITED:
-                time.sleep(coalesce_pause(received=received, seconds=now - since, waited=waited))
+                pause = coalesce_pause(received=received, seconds=now - since, waited=waited, previous=pause)
+                time.sleep(pause)
                 since, received = now, 0
             if ended:
                 clean = True
@@ -143,14 +144,15 @@ def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host:
             resp.close()
 
 
-def coalesce_pause(*, received: int, seconds: float, waited: float) -> float:
+def coalesce_pause(*, received: int, seconds: float, waited: float, previous: float) -> float:
     """The pause before the next read of a stream that sent ``received`` bytes over the last ``seconds``, whose last
-    read waited ``waited`` seconds for them: as long as that rate takes to send ``BATCH_BYTES``, within
-    ``COALESCE_MIN`` and ``COALESCE_MAX``. A stream that was quiet longer than the longest pause gets the shortest:
-    what ended the quiet may be the start of a burst, whose rate is not known yet."""
+    read waited ``waited`` seconds for them, after a pause of ``previous``: as long as that rate takes to send
+    ``BATCH_BYTES``, within ``COALESCE_MIN`` and ``COALESCE_MAX``, and at most twice the previous pause (one cycle's
+    rate is noisy: a server that stalled for a moment must not buy a busy stream a long pause). A stream that was
+    quiet longer than the longest pause gets the shortest: what ended the quiet may be the start of a burst."""
     if received <= 0 or waited > COALESCE_MAX:
         return COALESCE_MIN
-    return min(COALESCE_MAX, max(COALESCE_MIN, BATCH_BYTES * seconds / received))
+    return min(COALESCE_MAX, 2 * previous, max(COALESCE_MIN, BATCH_BYTES * seconds / received))
 
 
 def _never() -> bool:
