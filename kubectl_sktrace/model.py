@@ -7,6 +7,7 @@ versions) and reject more than one ``/``. This module is the one place that pars
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from kubectl_sktrace.errors import UsageError
@@ -45,8 +46,7 @@ class GVK:
     @classmethod
     def from_api_version(cls, api_version: str, kind: str) -> GVK:
         """Build from an object's ``apiVersion`` (``apps/v1`` or ``v1``) and ``kind``."""
-        group, _, version = api_version.rpartition("/")
-        return cls(group=group, version=version, kind=kind)
+        return _from_api_version(api_version, kind)
 
     @property
     def api_version(self) -> str:
@@ -59,6 +59,13 @@ class GVK:
 
     def __str__(self) -> str:
         return f"{self.api_version}.{self.kind}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _from_api_version(api_version: str, kind: str) -> GVK:
+    """Memoized: the owner references of every pod event name the same few kinds."""
+    group, _, version = api_version.rpartition("/")
+    return GVK(group=group, version=version, kind=kind)
 
 
 # Well-known kinds, defined once: the rules, the recorder, export and validation name them.

@@ -780,3 +780,81 @@ def test_emulator_watch_over_tls_reads_every_event_in_order_then_reuses_the_conn
         started = time.monotonic()
         assert list(kube.watch(PODS, namespace=None, resource_version=emu.resource_version, timeout_seconds=60, stop=stop)) == []
         assert time.monotonic() - started < 1.0
+
+
+COALESCE_CASES = {
+    # 1.28 MB/s (128 KB in 0.1 s): exactly the longest pause; slower streams are paused as long, not longer
+    "a few hundred pods a second": (128 * 1024, 0.1, 0.001, 0.1, 0.1),
+    "a slow stream": (6_000, 0.1, 0.05, 0.1, 0.1),
+    # 12.8 MB/s: 10 ms would do; never shorter than the shortest pause
+    "a fast stream": (1_280 * 1024, 0.1, 0.001, 0.1, 0.02),
+    "in between": (256 * 1024, 0.1, 0.001, 0.1, 0.05),
+    # one slow cycle after short pauses: at most twice the previous pause
+    "a stream slowing down": (6_000, 0.1, 0.005, 0.02, 0.04),
+    "a stream slowing down, a cycle later": (6_000, 0.1, 0.005, 0.04, 0.08),
+    # the last read waited longer than the longest pause: a burst may be starting, whatever the rate before
+    "after a quiet spell": (6_000, 5.0, 4.9, 0.1, 0.02),
+    "nothing received": (0, 0.1, 0.01, 0.1, 0.02),
+}
+
+
+@pytest.mark.parametrize("received, seconds, waited, previous, expected", COALESCE_CASES.values(), ids=COALESCE_CASES.keys())
+def test_coalesce_pause_lets_a_stream_queue_one_receive_buffer_at_its_rate(received, seconds, waited, previous, expected):
+    from kubectl_sktrace.kube.stream import coalesce_pause
+
+    assert coalesce_pause(received=received, seconds=seconds, waited=waited, previous=previous) == pytest.approx(expected)
+
+
+@pytest.mark.timeout(60)
+def test_a_watch_at_a_few_hundred_events_a_second_reads_them_in_batches_a_tenth_of_a_second_apart(tmp_path, monkeypatch):
+    """One event per chunk, flushed, as a real server sends them: the watch pauses its reads so that they come in
+    batches, and at a rate far below a receive buffer per tenth of a second it pauses the longest."""
+    emulator = pytest.importorskip("sktrace_emulator")
+    from kubectl_sktrace.kube import stream
+
+    reader = threading.current_thread()
+    pauses: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        if threading.current_thread() is reader:
+            pauses.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(stream.time, "sleep", sleep)
+    with emulator.Emulator(token="sekret") as emu:
+        kube = emu_kube(emu, tmp_path)
+        since = emu.resource_version
+        done = threading.Event()
+
+        def pace() -> None:  # ~200 small pods a second (~0.2 MB/s), one event each
+            for i in range(400):
+                if done.is_set():
+                    return
+                emu.create(emu_pod(f"p{i:03d}"))
+                real_sleep(0.005)
+
+        pacer = threading.Thread(target=pace, daemon=True)
+        pacer.start()
+        names = []
+        for event in kube.watch(PODS, namespace=None, resource_version=since, timeout_seconds=30):
+            if event["type"] == "ADDED":
+                names.append(event["object"]["metadata"]["name"])
+            if len(names) == 400:
+                break
+        done.set()
+        pacer.join()
+    assert names == [f"p{i:03d}" for i in range(400)]
+    assert pauses, "the paced stream was read without a pause"
+    # the pauses grow to the longest within a few reads (a stall of the pacer starts them short again)
+    longest = [p for p in pauses if p == stream.COALESCE_MAX]
+    assert len(longest) >= len(pauses) / 3, pauses
+
+
+def test_an_event_reaches_the_cache_within_half_a_second_however_long_its_stream_pauses():
+    """docs/spec.md §6: a kill -9 loses at most the last half second. An event waits in the socket for at most the
+    longest pause, then at most one commit interval in its batch."""
+    from kubectl_sktrace.kube.stream import COALESCE_MAX
+    from kubectl_sktrace.writer import COMMIT_INTERVAL
+
+    assert COALESCE_MAX + COMMIT_INTERVAL <= 0.4  # a tenth of a second left for the event's own way
