@@ -1,0 +1,110 @@
+"""A PostgreSQL connection that runs the store's shared SQL: psycopg 3, imported here and in ``postgres.py`` only,
+lazily, so ``--help`` and sqlite users never load it.
+
+``translate`` is the one place where the shared SQL is told apart: ``?`` and ``:name`` placeholders become
+psycopg's ``%s`` and ``%(name)s`` (a literal ``%`` doubled), and sqlite's planner hints (``INDEXED BY …``)
+are dropped, PostgreSQL's planner choosing the index itself.
+
+Writes whose result nobody reads (``write``: every row the recorder appends or updates) are queued and sent in
+one pipeline (``psycopg``'s pipeline mode: no round trip per row) before the next read or the commit, so the
+order of statements, what a read sees and what a commit holds are those of sqlite; only the round trips
+differ. A connection runs in autocommit mode with explicit ``BEGIN`` … ``COMMIT``, as sqlite's does.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.model import CacheUrl
+
+EXTRA_HINT = "pip install 'kubectl-sktrace[postgres]'"
+
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_HINT = re.compile(r"\s+INDEXED BY \w+", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=512)
+def translate(sql: str, *, with_params: bool) -> str:
+    """The shared SQL as psycopg takes it."""
+    sql = _HINT.sub("", sql)
+    if not with_params:
+        return sql
+    return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%")).replace("?", "%s")
+
+
+def psycopg_module() -> Any:
+    """psycopg, or a one-line CacheError naming the extra that installs it."""
+    try:
+        import psycopg
+    except ImportError:
+        raise CacheError(f"a postgresql:// cache needs psycopg, which is not installed; {EXTRA_HINT}") from None
+    return psycopg
+
+
+class PgConnection:
+    """The ``engine.DbConnection`` of a PostgreSQL cache (see the module docstring)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self._pending: list[tuple[str, Any]] = []
+        self._pq = psycopg_module().pq
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        self.flush()
+        params = parameters if parameters else None
+        return self.raw.execute(translate(sql, with_params=params is not None), params)
+
+    def queue(self, sql: str, parameters: Any) -> None:
+        self._pending.append((translate(sql, with_params=True), parameters))
+
+    def flush(self) -> None:
+        """Send the queued writes, in order, in one pipeline."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        with self.raw.pipeline(), self.raw.cursor() as cursor:
+            for sql, params in pending:
+                cursor.execute(sql, params)
+
+    def discard(self) -> None:
+        self._pending.clear()
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self._pending) or self.raw.info.transaction_status != self._pq.TransactionStatus.IDLE
+
+    def close(self) -> None:
+        self._pending.clear()
+        self.raw.close()
+
+
+def connect(target: CacheUrl, *, application: str) -> Any:
+    """A psycopg connection in autocommit mode, or a one-line CacheError that never shows the password."""
+    psycopg = psycopg_module()
+    try:
+        return psycopg.connect(target.url, autocommit=True, application_name=application, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise CacheError(f"cannot connect to {target.masked} ({reason(exc, target)}); "
+                         "check the URL, that the server runs and the user's password") from None
+    except Exception as exc:  # a URL libpq cannot parse: ProgrammingError, or ValueError from the query part
+        raise CacheError(f"cannot use --cache {target.masked} ({reason(exc, target)}); "
+                         "pass postgresql://user@host:port/database") from None
+
+
+def reason(exc: BaseException, target: CacheUrl) -> str:
+    """The last line libpq or the server gave, with anything of the URL's credentials masked."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[-1] if lines else type(exc).__name__
+    text = re.sub(r"^(?:connection failed: )?(?:connection to server at .*? failed: )?(?:FATAL:\s+)?", "", text)
+    for secret in _secrets(target.url):
+        text = text.replace(secret, "****")
+    return text
+
+
+def _secrets(url: str) -> list[str]:
+    found = re.findall(r"^[^:/?#]+://[^:/?#@]*:([^/?#]*)@", url)
+    found += re.findall(r"[?&]password=([^&#]*)", url, re.IGNORECASE)
+    return [s for s in found if s]
