@@ -25,6 +25,8 @@ class DbCursor(Protocol):
 
     def fetchall(self) -> list[Any]: ...
 
+    def fetchmany(self, size: int = ...) -> list[Any]: ...
+
     def __iter__(self) -> Iterator[Any]: ...
 
 
@@ -118,6 +120,9 @@ class Cache:
     def read_snapshot(self) -> Iterator[None]:
         """Every query inside sees one snapshot, even while a recorder commits."""
         yield
+
+    def reset_ids(self, tables: tuple[str, ...]) -> None:
+        """After rows were inserted with their ids: the next row of each table gets an id after them."""
 
     def compact(self, *, free_fraction: float) -> bool:
         """After a prune: give room back when worth it; whether it did."""

@@ -24,6 +24,8 @@ EXTRA_HINT = "pip install 'kubectl-sktrace[postgres]'"
 
 _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _HINT = re.compile(r"\s+INDEXED BY \w+", re.IGNORECASE)
+_READS = re.compile(r"\s*(?:SELECT|WITH)\b", re.IGNORECASE)
+STREAM_ROWS = 2000
 
 
 @functools.lru_cache(maxsize=512)
@@ -47,15 +49,25 @@ def psycopg_module() -> Any:
 class PgConnection:
     """The ``engine.DbConnection`` of a PostgreSQL cache (see the module docstring)."""
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, *, streaming: bool = False) -> None:
         self.raw = raw
+        self.streaming = streaming
         self._pending: list[tuple[str, Any]] = []
         self._pq = psycopg_module().pq
+        self._cursors = 0
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        """Run one statement now (the queued writes first). A reader's queries stream their rows from a server-side
+        cursor, so an export of millions of rows holds a page of them at a time, as sqlite's cursors do."""
         self.flush()
         params = parameters if parameters else None
-        return self.raw.execute(translate(sql, with_params=params is not None), params)
+        query = translate(sql, with_params=params is not None)
+        if self.streaming and _READS.match(sql):
+            self._cursors += 1
+            cursor = self.raw.cursor(name=f"sktrace_{self._cursors}")
+            cursor.itersize = STREAM_ROWS
+            return cursor.execute(query, params)
+        return self.raw.execute(query, params)
 
     def queue(self, sql: str, parameters: Any) -> None:
         self._pending.append((translate(sql, with_params=True), parameters))

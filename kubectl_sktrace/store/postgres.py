@@ -97,11 +97,9 @@ class PgCache(Cache):
     def writer_lock(self) -> AdvisoryLock:
         return AdvisoryLock(self.target, history_id=self.history_id, where=self.path)
 
-    def compact(self, *, free_fraction: float) -> bool:
-        """A plain VACUUM of what a prune deletes from: the room of the removed rows is reused by later writes
-        (the database keeps its size; readers are never blocked)."""
-        self.conn.execute("VACUUM (ANALYZE) events, pods")
-        return True
+    def reset_ids(self, tables: tuple[str, ...]) -> None:
+        for table in tables:
+            self.conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce(max(id), 0) + 1, false) FROM {table}")
 
     def close(self) -> None:
         with contextlib.suppress(self._errors().Error):
@@ -135,7 +133,7 @@ def open_pg_readonly(target: CacheUrl) -> PgCache:
     """The history for reading only, inside one REPEATABLE READ, READ ONLY transaction: nothing is created,
     changed or migrated."""
     raw = connect(target, application=APPLICATION)
-    conn = PgConnection(raw)
+    conn = PgConnection(raw, streaming=True)
     try:
         raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         history_id, name, schema = _find_history(raw, target)
