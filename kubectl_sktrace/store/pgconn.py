@@ -1,5 +1,5 @@
-"""A PostgreSQL connection that runs the store's shared SQL: psycopg 3, imported here and in ``postgres.py`` only,
-lazily, so ``--help`` and sqlite users never load it.
+"""A PostgreSQL connection that runs the store's shared SQL: the only importer of psycopg 3, lazily, so that
+``--help`` and sqlite users never load it.
 
 ``translate`` is the one place where the shared SQL is told apart: ``?`` and ``:name`` placeholders become
 psycopg's ``%s`` and ``%(name)s`` (a literal ``%`` doubled), and sqlite's planner hints (``INDEXED BY …``)
