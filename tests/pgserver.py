@@ -50,6 +50,7 @@ class PgServer:
     bindir: Path
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="sktrace-pg-")))
     port: int = field(default_factory=_free_port)
+    fsync: bool = False  # the tests need no durability against a power cut; a benchmark measures with it
 
     @property
     def data(self) -> Path:
@@ -67,7 +68,7 @@ class PgServer:
         self.root.chmod(0o700)
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256",
                   "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync")
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60"
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync={'on' if self.fsync else 'off'} -c max_connections=60"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "-t", "60", "start")
         self.admin(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'")
         return self

@@ -5,10 +5,11 @@
 psycopg's ``%s`` and ``%(name)s`` (a literal ``%`` doubled), and sqlite's planner hints (``INDEXED BY …``)
 are dropped, PostgreSQL's planner choosing the index itself.
 
-Writes whose result nobody reads (``write``: every row the recorder appends or updates) are queued and sent in
-one pipeline (``psycopg``'s pipeline mode: no round trip per row) before the next read or the commit, so the
-order of statements, what a read sees and what a commit holds are those of sqlite; only the round trips
-differ. A connection runs in autocommit mode with explicit ``BEGIN`` … ``COMMIT``, as sqlite's does.
+Writes whose result nobody reads (``write``: every row the recorder appends or updates) are queued and sent
+before the next read or the commit, so the order of statements, what a read sees and what a commit holds are
+those of sqlite; only the round trips differ: a run of the same statement goes as one pipelined ``executemany``
+(no round trip per row), and a run of plain inserts (the recorder's event rows) as one COPY, which fires the
+statement triggers of ``pgschema`` once for the run. A connection runs in autocommit mode with explicit ``BEGIN`` … ``COMMIT``, as sqlite's does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ _NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _HINT = re.compile(r"\s+INDEXED BY \w+", re.IGNORECASE)
 _READS = re.compile(r"\s*(?:SELECT|WITH)\b", re.IGNORECASE)
 STREAM_ROWS = 2000
+_PLAIN_INSERT = re.compile(r"INSERT INTO (\w+) \(([\w, ]+)\) VALUES \((?:%s, )*%s\)$")
+COPY_ROWS = 8  # a run of plain inserts this long goes as one COPY: one statement (one trigger call) for them all
 
 
 @functools.lru_cache(maxsize=512)
@@ -77,9 +80,22 @@ class PgConnection:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        with self.raw.pipeline(), self.raw.cursor() as cursor:
-            for sql, params in pending:
-                cursor.execute(sql, params)
+        groups: list[tuple[str, list[Any]]] = []
+        for sql, params in pending:
+            if groups and groups[-1][0] == sql:
+                groups[-1][1].append(params)
+            else:
+                groups.append((sql, [params]))
+        with self.raw.cursor() as cursor:
+            for sql, rows in groups:
+                plain = _PLAIN_INSERT.match(sql)
+                if plain is not None and len(rows) >= COPY_ROWS:
+                    with cursor.copy(f"COPY {plain[1]} ({plain[2]}) FROM STDIN") as copy:
+                        for row in rows:
+                            copy.write_row(row)
+                else:
+                    with self.raw.pipeline():
+                        cursor.executemany(sql, rows)
 
     def discard(self) -> None:
         self._pending.clear()

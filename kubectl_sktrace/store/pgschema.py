@@ -9,8 +9,14 @@ The migrations pair with ``schema.MIGRATIONS`` one for one, by name (``tests/tes
 migration gets its PostgreSQL twin here under the same name. Types: ``INTEGER PRIMARY KEY`` rowids are identity
 columns (the same order: one writer), REAL is DOUBLE PRECISION (floats round-trip exactly, so exports are the
 same bytes), integers are BIGINT (spec hashes are signed 64-bit), BLOB is BYTEA, and every text column sorts
-by code point (``COLLATE "C"``), as sqlite's does, so every ORDER BY agrees. sqlite's triggers are trigger
-functions, bound to their history's schema (``SET search_path FROM CURRENT``).
+by code point (``COLLATE "C"``), as sqlite's does, so every ORDER BY agrees.
+
+sqlite's row triggers that keep ``event_counts`` and ``event_objects`` are statement triggers here, over the
+statement's transition table, naming their history's tables with its schema (``{SCHEMA}``, put in when the
+migration runs). Measured (``benchmarks/bench_store.py``): a row trigger that bumps the same count row for every
+event makes PostgreSQL walk that row's versions within the transaction, so each insert cost more the longer the
+batch (about 2,500 events/s); one update per statement, with the recorder's event rows sent as one COPY per batch
+(``pgconn``), costs what the batch holds.
 """
 
 from __future__ import annotations
@@ -158,22 +164,27 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         );
         INSERT INTO event_counts (gvk, namespace, op, inferred, n)
             SELECT gvk, namespace, op, inferred, count(*) FROM events GROUP BY gvk, namespace, op, inferred;
-        CREATE FUNCTION events_counted_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        CREATE FUNCTION events_counted_insert() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            INSERT INTO event_objects (gvk, namespace, name) VALUES (NEW.gvk, NEW.namespace, NEW.name) ON CONFLICT DO NOTHING;
-            INSERT INTO event_counts (gvk, namespace, op, inferred, n) VALUES (NEW.gvk, NEW.namespace, NEW.op, NEW.inferred, 1)
-                ON CONFLICT (gvk, namespace, op, inferred) DO UPDATE SET n = event_counts.n + 1;
+            INSERT INTO {{SCHEMA}}.event_objects (gvk, namespace, name) SELECT DISTINCT gvk, namespace, name FROM new_rows
+                ON CONFLICT DO NOTHING;
+            INSERT INTO {{SCHEMA}}.event_counts (gvk, namespace, op, inferred, n)
+                SELECT gvk, namespace, op, inferred, count(*) FROM new_rows GROUP BY gvk, namespace, op, inferred
+                ON CONFLICT (gvk, namespace, op, inferred) DO UPDATE SET n = event_counts.n + excluded.n;
             RETURN NULL;
         END $$;
-        CREATE TRIGGER events_counted_insert AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION events_counted_insert();
+        CREATE TRIGGER events_counted_insert AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION events_counted_insert();
         CREATE INDEX pods_live ON pods (live) WHERE live = 1;
-        CREATE FUNCTION events_counted_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        CREATE FUNCTION events_counted_delete() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            UPDATE event_counts SET n = n - 1
-                WHERE gvk = OLD.gvk AND namespace = OLD.namespace AND op = OLD.op AND inferred = OLD.inferred;
+            UPDATE {{SCHEMA}}.event_counts c SET n = c.n - gone.n
+                FROM (SELECT gvk, namespace, op, inferred, count(*) AS n FROM old_rows GROUP BY gvk, namespace, op, inferred) gone
+                WHERE c.gvk = gone.gvk AND c.namespace = gone.namespace AND c.op = gone.op AND c.inferred = gone.inferred;
             RETURN NULL;
         END $$;
-        CREATE TRIGGER events_counted_delete AFTER DELETE ON events FOR EACH ROW EXECUTE FUNCTION events_counted_delete();
+        CREATE TRIGGER events_counted_delete AFTER DELETE ON events REFERENCING OLD TABLE AS old_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION events_counted_delete();
         """,
     ),
 ]

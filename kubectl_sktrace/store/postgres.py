@@ -228,7 +228,7 @@ def _migrate(conn: PgConnection, target: CacheUrl, schema: str) -> None:
             raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, _SCHEMA_LOCK))
             if _applied(raw, target, schema) >= number:
                 continue  # another recorder migrated meanwhile
-            raw.execute(ddl)
+            raw.execute(ddl.replace("{SCHEMA}", f'"{schema}"'))
             if number == 1:
                 raw.execute("INSERT INTO meta (key, value) VALUES ('application', %s)", (APPLICATION,))
             raw.execute("INSERT INTO schema_migrations (number, name, applied) VALUES (%s, %s, %s)", (number, name, time.time()))
