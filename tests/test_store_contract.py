@@ -12,6 +12,7 @@ schema, no psycopg) are one ``Error:`` line, exit 1, and leave everything as it 
 from __future__ import annotations
 
 import random
+from decimal import Decimal
 import subprocess
 import sys
 import time
@@ -75,6 +76,53 @@ def test_recording_reads_back_what_it_wrote(engine: str) -> None:
         assert rec.begin_run(started=2000.0, pid=43, config_yaml="") == run + 1
         assert cache.conn.execute("SELECT recv, spec_hash FROM events").fetchall()[0] == (1000.1234567891234, big_hash - (1 << 64))
         assert tuple(cache.conn.execute("SELECT id, until FROM coverage_gaps").fetchone()) == (gap, 1002.0)
+
+
+def test_a_restart_reconciles_what_happened_offline(tmp_path: Path, engine: str, emulator: Any, emulator_kubeconfig: str) -> None:
+    from tests.test_cli_start import NS, make_deployment
+
+    now = time.time()
+    make_deployment(emulator, "old", replicas=2, started=now - 60)
+    make_deployment(emulator, "keep", replicas=1, started=now - 60)
+    start = ["start", "--kubeconfig", emulator_kubeconfig, "--cache", engine, "--duration", "1s"]
+    first = run_cli(start, home=tmp_path, timeout=120)
+    assert first.code == 0, first.describe()
+    emulator.delete("apps/v1", "Deployment", NS, "old", graceful=False)  # its ReplicaSet and pods go with it
+    make_deployment(emulator, "new", replicas=1, started=time.time())
+    second = run_cli([*start, "-o", "json"], home=tmp_path, timeout=120)
+    assert second.code == 0, second.describe()
+    report = __import__("json").loads(second.stdout)["reconciliation"]
+    (kind,) = [k for k in report["kinds"] if k["kind"] == "apps/v1.Deployment"]
+    assert [o["name"] for o in kind["deletedWhileOffline"]["objects"]] == ["old"]
+    assert [o["name"] for o in kind["createdWhileOffline"]["objects"]] == ["new"]
+    assert report["podsFinishedWhileOffline"]["count"] == 2
+    assert _rows(engine, "SELECT name, op, inferred FROM events WHERE name IN ('old', 'new') ORDER BY name, id") == [
+        ("new", 0, 1), ("old", 0, 0), ("old", 1, 1)]
+    assert _rows(engine, "SELECT name, end_inferred, live FROM pods WHERE owner_name = 'old' ORDER BY name") == [
+        ("old-rs-0", 1, 0), ("old-rs-1", 1, 0)]
+
+
+def test_prune_keeps_what_later_exports_read_on_either_engine(tmp_path: Path, pg_url: str) -> None:
+    sqlite_path, pg = tmp_path / "c.db", CacheUrl(pg_url, "test")
+    for where in (sqlite_path, pg):
+        builder = CacheBuilder(where)
+        _tricky_history(builder)
+        builder.close()
+    later = {where: _export(where, 1011, 1300, tmp_path) for where in (sqlite_path, pg)}
+    from kubectl_sktrace.prune import prune_cache
+
+    plans = [prune_cache(where, before=1011, dry_run=True).result for where in (sqlite_path, pg)]
+    results = [prune_cache(where, before=1011).result for where in (sqlite_path, pg)]
+    assert [(p.events_removed, p.pods_removed, p.events_kept_before) for p in plans] == [
+        (r.events_removed, r.pods_removed, r.events_kept_before) for r in results]
+    assert results[0].events_removed == results[1].events_removed > 0
+    assert (results[0].pods_removed, results[0].events_kept_before) == (results[1].pods_removed, results[1].events_kept_before)
+    for where in (sqlite_path, pg):
+        assert _export(where, 1011, 1300, tmp_path) == later[where] == later[sqlite_path]
+    counts = [_rows(str(w) if isinstance(w, Path) else w.url, "SELECT gvk, op, sum(n) FROM event_counts GROUP BY gvk, op ORDER BY 1, 2", "test")
+              for w in (sqlite_path, pg)]
+    assert counts[0] == [tuple(int(v) if isinstance(v, Decimal) else v for v in row) for row in counts[1]]
+    assert sum(row[2] for row in counts[0]) == _rows(str(sqlite_path), "SELECT count(*) FROM events")[0][0]
 
 
 # --- export byte-equality ------------------------------------------------------------------------------
