@@ -116,9 +116,9 @@ def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) 
 def cache_option(f: F) -> F:
     return click.option(
         "--cache", "cache", metavar="FILE|URL", callback=_local_cache, shell_complete=complete_files, envvar="SKTRACE_CACHE",
-        help="The sqlite cache file (default: one file per context under ${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/), "
-             "or a PostgreSQL database, postgresql://user@host:port/db, holding one history per context "
-             "(needs kubectl-sktrace[postgres]). Default: $SKTRACE_CACHE.",
+        help="The cache: a sqlite file, or a PostgreSQL database postgresql://user@host:port/db holding one history per "
+             "context (needs kubectl-sktrace[postgres]). Else $SKTRACE_CACHE, else one file per context under "
+             "${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/.",
     )(f)
 
 

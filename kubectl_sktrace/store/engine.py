@@ -12,6 +12,7 @@ lock, the lock itself, a read snapshot, compaction after a prune.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 
@@ -60,7 +61,7 @@ class Cache:
     and the history's name); ``conn`` runs the shared SQL. Not shared between threads."""
 
     engine = "cache"
-    path: Any
+    path: str | Path
     conn: DbConnection
 
     def ensure_unchanged(self) -> None:

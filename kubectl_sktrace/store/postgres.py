@@ -40,17 +40,17 @@ _SCHEMA_LOCK = 0  # (LOCK_CLASS, 0): held by a transaction that changes the regi
 
 
 class PgCache(Cache):
-    """One history of a PostgreSQL database, open for writing or (``readonly``) inside one read-only snapshot."""
+    """One history of a PostgreSQL database, open for writing (``open_pg``) or inside one read-only snapshot
+    (``open_pg_readonly``)."""
 
     engine = "postgresql"
 
-    def __init__(self, target: CacheUrl, conn: PgConnection, *, history_id: int, name: str, readonly: bool) -> None:
+    def __init__(self, target: CacheUrl, conn: PgConnection, *, history_id: int, name: str) -> None:
         self.target = target
         self.conn: PgConnection = conn
         self.history_id = history_id
         self.name = name
-        self.path = str(CacheUrl(target.url, name))
-        self.readonly = readonly
+        self.path: str = str(CacheUrl(target.url, name))
 
     def _errors(self) -> Any:
         return psycopg_module()
@@ -126,7 +126,7 @@ def open_pg(target: CacheUrl, *, create: bool) -> PgCache:
         if isinstance(exc, psycopg_module().Error):
             raise CacheError(f"cannot use cache {target} ({reason(exc, target)}); check the user's rights on the database") from None
         raise
-    return PgCache(target, conn, history_id=history_id, name=target.history or "", readonly=False)
+    return PgCache(target, conn, history_id=history_id, name=target.history or "")
 
 
 def open_pg_readonly(target: CacheUrl) -> PgCache:
@@ -144,7 +144,7 @@ def open_pg_readonly(target: CacheUrl) -> PgCache:
         if isinstance(exc, psycopg_module().Error):
             raise CacheError(f"cannot read cache {target} ({reason(exc, target)}); check the user's rights on the database") from None
         raise
-    return PgCache(target, conn, history_id=history_id, name=name, readonly=True)
+    return PgCache(target, conn, history_id=history_id, name=name)
 
 
 def _find_history(raw: Any, target: CacheUrl) -> tuple[int, str, str]:
