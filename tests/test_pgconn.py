@@ -24,7 +24,13 @@ def test_translate(sql: str, with_params: bool, expected: str) -> None:
     assert translate(sql, with_params=with_params) == expected
 
 
-def test_a_servers_error_keeps_its_last_line_and_loses_the_password() -> None:
+def test_a_refused_connection_says_so() -> None:
+    error = RuntimeError('connection failed: connection to server at "127.0.0.1", port 1 failed: Connection refused\n'
+                         '\tIs the server running on that host and accepting TCP/IP connections?')
+    assert reason(error, CacheUrl("postgresql://127.0.0.1:1/t")) == "Connection refused"
+
+
+def test_a_servers_error_keeps_what_it_said_and_loses_the_password() -> None:
     target = CacheUrl("postgresql://alice:hunter2@db:5432/t?password=hunter3")
     error = RuntimeError('connection failed: connection to server at "127.0.0.1", port 5432 failed: '
                          'FATAL:  password authentication failed for user "alice" hunter2 hunter3')

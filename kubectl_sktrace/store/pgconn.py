@@ -123,10 +123,11 @@ def connect(target: CacheUrl, *, application: str) -> Any:
 
 
 def reason(exc: BaseException, target: CacheUrl) -> str:
-    """The last line libpq or the server gave, with anything of the URL's credentials masked."""
+    """What libpq or the server said (its first line, without the connection's preamble), with anything of the
+    URL's credentials masked."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    text = lines[-1] if lines else type(exc).__name__
-    text = re.sub(r"^(?:connection failed: )?(?:connection to server at .*? failed: )?(?:FATAL:\s+)?", "", text)
+    text = lines[0] if lines else type(exc).__name__
+    text = re.sub(r"^(?:connection failed: )?(?:connection to server (?:at|on) .*? failed: )?(?:FATAL:\s+)?", "", text) or text
     for secret in _secrets(target.url):
         text = text.replace(secret, "****")
     return text
