@@ -380,6 +380,20 @@ def test_a_newer_schema_is_refused_and_left_untouched(tmp_path: Path, engine: st
     assert _state(engine) == snapshot
 
 
+def test_a_history_with_migrations_this_version_never_made_is_refused(tmp_path: Path, pg_url: str, emulator_kubeconfig: str) -> None:
+    import psycopg
+
+    start = ["start", "--kubeconfig", emulator_kubeconfig, "--cache", pg_url, "--duration", "1s"]
+    assert run_cli(start, home=tmp_path, timeout=120).code == 0
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE sktrace_h1.schema_migrations SET name = '0002_something_else' WHERE number = 2")
+    snapshot = _state(pg_url)
+    for args in [start, *_reader_commands(pg_url)]:
+        assert_one_error(run_cli(args, home=tmp_path), "has migrations this kubectl-sktrace never made",
+                         "left untouched")
+    assert _state(pg_url) == snapshot
+
+
 def _state(engine: str) -> Any:
     if engine.startswith("postgresql://"):
         import psycopg
