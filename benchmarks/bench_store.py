@@ -20,6 +20,7 @@ PostgreSQL's own CPU is in the server processes, not in these figures: compare w
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import resource
 import subprocess
@@ -121,6 +122,11 @@ def child_export(where: str, events: int, out: str) -> dict[str, float]:
 
 
 def _peak_mb() -> float:
+    """This process's peak RSS (``VmHWM``: ``ru_maxrss`` would carry the parent's peak over the exec)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -162,14 +168,15 @@ def main() -> None:
         _child("build", sqlite_path, str(args.events))
         copied = _child("copy", sqlite_path, pg)
         print(f"copy    sqlite -> postgresql  {args.events} events in {copied['seconds']:.1f} s")
-        outputs = {}
+        outputs: dict[str, str] = {}
         for attempt in range(args.repeat):
             for engine, where in (("sqlite", sqlite_path), ("postgresql", pg)):
-                out = str(tmp / f"{engine}.sktrace")
+                out = str(tmp / f"{engine}-{attempt}.sktrace")  # a new file: replacing one reads it first
                 r = _child("export", where, str(args.events), out)
-                outputs[engine] = Path(out).read_bytes()
+                outputs[engine] = out
                 print(f"export  {engine:10}  {r['seconds']:6.2f} s wall  {r['cpu']:6.2f} s CPU (client)  peak RSS {r['rss_mb']:.0f} MB")
-        print(f"exports byte-identical: {outputs['sqlite'] == outputs['postgresql']} ({len(outputs['sqlite']):,} bytes)")
+        same = filecmp.cmp(outputs["sqlite"], outputs["postgresql"], shallow=False)
+        print(f"exports byte-identical: {same} ({Path(outputs['sqlite']).stat().st_size:,} bytes)")
     finally:
         server.stop()
 
