@@ -75,6 +75,10 @@ DAEMONSET = GVK("apps", "v1", "DaemonSet")
 JOB = GVK("batch", "v1", "Job")
 CRONJOB = GVK("batch", "v1", "CronJob")
 
+OWNER_KINDS: dict[GVK, GVK] = {DEPLOYMENT: REPLICASET, CRONJOB: JOB}
+"""A tracked kind with lifecycles -> the intermediate kind between it and its pods, which the recorder watches
+too, for the pods' owner chains."""
+
 
 @dataclass(frozen=True, order=True)
 class ObjKey:

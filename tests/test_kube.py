@@ -145,11 +145,11 @@ def test_throttling_and_server_errors_are_transient(tmp_path, api_server, status
 
 @pytest.mark.parametrize("namespace,verb,denial,expected", [
     (None, "watch", 'pods is forbidden: User "jane" cannot watch resource "pods" in API group "" at the cluster scope',
-     "forbidden: cannot watch pods in all namespaces; grant get, list and watch on pods "
-     "(e.g. a ClusterRole with rules for those resources, bound to your user)"),
+     "forbidden: cannot watch pods in all namespaces; grant get, list and watch on pods: "
+     "'kubectl sktrace rbac --user jane [--config FILE]' prints the ClusterRole and binding to apply"),
     ("team-a", "list", 'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "team-a"',
-     "forbidden: cannot list pods in namespace 'team-a'; grant get, list and watch on pods "
-     "(e.g. a Role with rules for those resources in namespace 'team-a', bound to your user)"),
+     "forbidden: cannot list pods in namespace 'team-a'; grant get, list and watch on pods: "
+     "'kubectl sktrace rbac -n team-a --user jane [--config FILE]' prints the Role and binding to apply"),
 ], ids=["watch-all", "list-namespace"])
 def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, verb, denial, expected):
     path = "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{namespace}/pods"
@@ -161,7 +161,7 @@ def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, 
         else:
             kube.list_page(PODS, namespace=namespace)
     assert str(info.value) == expected
-    assert (info.value.verb, info.value.resource) == (verb, "pods")
+    assert (info.value.verb, info.value.resource, info.value.user) == (verb, "pods", "jane")
     assert info.value.cluster_scope is (namespace is None)
 
 
@@ -172,7 +172,7 @@ def test_403_for_a_group_kind_names_its_api_group(tmp_path, api_server):
     with pytest.raises(ForbiddenError) as info:
         kube.list_page(deploy, namespace=None)
     assert str(info.value) == ("forbidden: cannot list deployments.apps in all namespaces; grant get, list and watch on "
-                               "deployments.apps (e.g. a ClusterRole with rules for those resources, bound to your user)")
+                               "deployments.apps: 'kubectl sktrace rbac [--config FILE]' prints the ClusterRole and binding to apply")
     assert info.value.cluster_scope  # a 403 without the API server's wording: judged by the request
 
 
@@ -190,13 +190,17 @@ def test_403_tells_a_refusal_at_the_cluster_scope_by_the_denial(tmp_path, api_se
     assert info.value.cluster_scope is cluster_scope
 
 
-@pytest.mark.parametrize("resources,namespace,expected", [
-    (["pods"], None, "grant get, list and watch on pods (e.g. a ClusterRole with rules for those resources, bound to your user)"),
-    (["deployments.apps", "pods"], "team-a", "grant get, list and watch on deployments.apps, pods "
-     "(e.g. a Role with rules for those resources in namespace 'team-a', bound to your user)"),
-], ids=["cluster", "namespace"])
-def test_rbac_hint_is_one_wording_for_one_kind_or_many(resources, namespace, expected):
-    assert rbac_hint(resources, namespace=namespace) == expected
+@pytest.mark.parametrize("resources,namespace,user,expected", [
+    (["pods"], None, "", "grant get, list and watch on pods: 'kubectl sktrace rbac [--config FILE]' prints the ClusterRole "
+     "and binding to apply"),
+    (["deployments.apps", "pods"], "team-a", "system:serviceaccount:team-a:recorder", "grant get, list and watch on "
+     "deployments.apps, pods: 'kubectl sktrace rbac -n team-a --service-account team-a:recorder [--config FILE]' prints "
+     "the Role and binding to apply"),
+    (["pods"], None, "alice@example.com", "grant get, list and watch on pods: 'kubectl sktrace rbac --user alice@example.com "
+     "[--config FILE]' prints the ClusterRole and binding to apply"),
+], ids=["cluster", "namespace-service-account", "user"])
+def test_rbac_hint_is_one_wording_for_one_kind_or_many(resources, namespace, user, expected):
+    assert rbac_hint(resources, namespace=namespace, user=user) == expected
 
 
 def test_404_on_list_says_the_kind_is_not_served(tmp_path, api_server):
@@ -354,20 +358,68 @@ def test_insecure_skip_tls_verify_connects_without_a_warning_per_request(tmp_pat
     assert not [w for w in recwarn if "Unverified HTTPS" in str(w.message)]
 
 
-def test_in_cluster_service_account(tmp_path, api_server, monkeypatch):
-    from kubectl_sktrace.kubeconfig import KubeTarget
+def in_cluster_target(api_server, tmp_path, token: str = "sa-token"):
+    """A pod's service-account mount for ``api_server`` (TLS), resolved as a pod resolves it: no kubeconfig,
+    the service variables set, the mount directory named by SKTRACE_SERVICE_ACCOUNT_DIR."""
     cert = make_tls(api_server, tmp_path)
-    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
-    token = tmp_path / "token"
-    token.write_text("sa-token")
+    mount = tmp_path / "serviceaccount"
+    mount.mkdir()
+    (mount / "ca.crt").write_bytes(cert.read_bytes())
+    (mount / "token").write_text(token + "\n")  # a trailing newline, as a token file edited by hand has
+    (mount / "namespace").write_text("recorder")
     port = api_server.url.rsplit(":", 1)[1]
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
-    target = KubeTarget(context="in-cluster", cluster_server=api_server.url, namespace=None,
-                        config={"in-cluster": True, "token-file": str(token), "ca-file": str(cert)})
+    environ = {"HOME": str(tmp_path / "home"), "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port,
+               "SKTRACE_SERVICE_ACCOUNT_DIR": str(mount)}
+    return resolve_target(kubeconfig=None, context=None, environ=environ), mount
+
+
+def test_in_cluster_service_account(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
+    target, _ = in_cluster_target(api_server, tmp_path)
+    assert (target.context, target.cluster_server, target.namespace) == ("in-cluster", api_server.url, "recorder")
     kube = Kube.connect(target)
     assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "4"
-    assert api_server.requests[-1].headers["authorization"].lower() == "bearer sa-token"  # the scheme is case-insensitive
+    assert api_server.requests[-1].headers["Authorization"] == "Bearer sa-token"
+
+
+def test_in_cluster_token_rotated_by_the_kubelet_is_read_at_the_next_request(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
+    target, mount = in_cluster_target(api_server, tmp_path)
+    kube = Kube.connect(target)
+    kube.list_page(PODS, namespace=None)
+    (mount / "..2026_11_23_rotated").write_text("rotated-token")
+    os.replace(mount / "..2026_11_23_rotated", mount / "token")  # the kubelet swaps a new file in
+    kube.list_page(PODS, namespace=None)
+    assert [r.headers["Authorization"] for r in api_server.requests] == ["Bearer sa-token", "Bearer rotated-token"]
+    (mount / "token").unlink()  # a mount gone bad later: the last token read is kept, the server judges it
+    kube.list_page(PODS, namespace=None)
+    assert api_server.requests[-1].headers["Authorization"] == "Bearer rotated-token"
+
+
+def test_in_cluster_401_after_the_reload_says_what_to_check_in_the_pod(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(401, {"kind": "Status", "code": 401, "message": "Unauthorized"}))
+    target, _ = in_cluster_target(api_server, tmp_path)
+    kube = Kube.connect(target)
+    with pytest.raises(KubeError) as info:
+        kube.list_page(PODS, namespace=None)
+    assert str(info.value) == (f"unauthorized (401) by {api_server.url} with the pod's service-account token: it was rejected "
+                               "or has expired; check that the pod's ServiceAccount still exists and its token is mounted, "
+                               "then restart the pod")
+    assert len(api_server.requests) == 2  # the token was read again and tried once more
+
+
+@pytest.mark.parametrize("missing, expected", [
+    ("token", "cannot read the pod's service-account token {mount}/token: No such file or directory; mount the service "
+              "account's token (automountServiceAccountToken: true), or pass --kubeconfig FILE"),
+    ("ca.crt", "cannot read the cluster's CA certificate {mount}/ca.crt: No such file or directory; mount the service "
+               "account's token (automountServiceAccountToken: true), or pass --kubeconfig FILE"),
+])
+def test_in_cluster_without_a_mounted_service_account_is_one_line(tmp_path, api_server, missing, expected):
+    target, mount = in_cluster_target(api_server, tmp_path)
+    (mount / missing).unlink()
+    with pytest.raises(KubeError) as info:
+        Kube.connect(target)
+    assert str(info.value) == expected.format(mount=mount)
 
 
 def test_discover_fetches_only_needed_group_versions_and_reuses_the_cache(tmp_path, api_server):
@@ -408,8 +460,8 @@ def test_resources_from_discovery_skips_subresources():
     ns = resources_from_discovery("v1", CORE_DOC)[GVK("", "v1", "Namespace")]
     assert ns.path(namespace="ignored") == "/api/v1/namespaces"
     assert ns.forbidden_message("list", namespace="ignored") == (
-        "forbidden: cannot list namespaces (cluster-scoped); grant get, list and watch on namespaces "
-        "(e.g. a ClusterRole with rules for those resources, bound to your user)")
+        "forbidden: cannot list namespaces (cluster-scoped); grant get, list and watch on namespaces: "
+        "'kubectl sktrace rbac [--config FILE]' prints the ClusterRole and binding to apply")
 
 
 def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path, api_server):
@@ -616,7 +668,8 @@ def test_emulator_transient_failures_back_off_and_forbidden_stops_the_kind(emu, 
         # version; a stream that ended cleanly is watched again at once
         verb = "list" if ("interrupted", "API unreachable") in sink.calls else "watch"
         assert sink.calls[-1] == ("failed", f"forbidden: cannot {verb} pods in all namespaces; grant get, list and watch on "
-                                            "pods (e.g. a ClusterRole with rules for those resources, bound to your user)")
+                                            "pods: 'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' "
+                                            "prints the ClusterRole and binding to apply")
         thread.join(3)
         assert not thread.is_alive()
     finally:
