@@ -67,7 +67,7 @@ class PgServer:
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
         self.root.chmod(0o700)
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256",
-                  "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync")
+                  "--encoding=UTF8", "--locale=C.UTF-8", "--locale-provider=icu", "--icu-locale=en-US", "--no-sync")
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync={'on' if self.fsync else 'off'} -c max_connections=60"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "-t", "60", "start")
         self.admin(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'")

@@ -170,6 +170,19 @@ def test_the_same_history_exports_the_same_bytes_from_either_engine(tmp_path: Pa
     assert len(traceformat.decode_trace(_export(pg, 1000, 1300, tmp_path)).events) > 5
 
 
+def test_text_sorts_the_same_in_either_engine(tmp_path: Path, pg_url: str) -> None:
+    """Every ORDER BY over names agrees: PostgreSQL's text sorts by code point, as sqlite's does, whatever the
+    database's collation (the test server's is ICU en-US, which puts 'a' before 'B')."""
+    sqlite_path, pg = tmp_path / "c.db", CacheUrl(pg_url, "test")
+    for where in (sqlite_path, pg):
+        builder = CacheBuilder(where)
+        _tricky_history(builder)
+        builder.close()
+    sql = "SELECT gvk, namespace, name FROM events ORDER BY gvk, namespace, name, id"
+    assert _rows(str(sqlite_path), sql) == _rows(pg_url, sql, "test")
+    assert _rows(pg_url, "SELECT 'a' < 'B'", "test") == [(True,)]  # the database's own collation is not byte order
+
+
 def test_a_real_recording_copied_between_engines_exports_the_same_bytes(tmp_path: Path, pg_url: str) -> None:
     from sktrace_emulator import Emulator
 
