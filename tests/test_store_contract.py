@@ -293,6 +293,27 @@ def test_a_second_recorder_is_refused_naming_the_first(tmp_path: Path, engine: s
     assert after.code == 0, after.describe()
 
 
+def test_a_recorder_that_lost_its_lock_stops(tmp_path: Path, pg_server: Any, pg_url: str, busy: tuple[Any, Path]) -> None:
+    """The lock's connection ended (a server restart, a network cut): another recorder could take the lock, so this
+    one stops at its next commit, in one line, instead of writing beside it."""
+    _, kubeconfig = busy
+    rec = Recorder(kubeconfig=kubeconfig, cache=pg_url, home=tmp_path, log=tmp_path / "rec.log")
+    try:
+        assert rec.wait_for("initial sync done", timeout=60), rec.output()
+        database = pg_url.rsplit("/", 1)[1]
+        pg_server.admin("SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                        f"WHERE l.locktype = 'advisory' AND l.granted AND a.datname = '{database}'")
+        assert rec.proc.wait(timeout=30) == 1, rec.output()[-3000:]
+    finally:
+        if rec.proc.poll() is None:
+            rec.kill()
+    errors = [line for line in rec.output().splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "lost the writer lock on postgresql://sktrace:****@" in errors[0], rec.output()[-3000:]
+    assert "Traceback" not in rec.output()
+    after = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", pg_url, "--duration", "1s"], home=tmp_path, timeout=120)
+    assert after.code == 0, after.describe()
+
+
 def _committed(cache: str) -> dict[int, tuple[Any, ...]]:
     return {row[0]: row[1:] for row in _rows(cache, "SELECT id, ts, gvk, namespace, name, op, spec_hash, body FROM events")}
 

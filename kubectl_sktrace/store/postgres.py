@@ -13,7 +13,8 @@
 - **One recorder per history** (``AdvisoryLock``): a session-level advisory lock held for the whole run on a
   connection of its own; the holder's host and pid are stored in its registry row when it is taken, and a
   second recorder is refused naming them. The server releases the lock when the holder's connection drops,
-  so a crashed recorder (``kill -9``) never blocks the next one.
+  so a crashed recorder (``kill -9``) never blocks the next one; and a recorder whose lock connection was
+  ended (a server restart, a network cut) stops at its next commit rather than write beside another one.
 - **Crash safety.** The recorder's batches are transactions committed at least every half second (the
   writer's cadence); the server keeps each commit, so a ``kill -9`` loses at most the open batch.
 - **Readers never write.** ``status``, ``export`` and ``prune --dry-run`` read inside one ``REPEATABLE READ,
@@ -37,6 +38,7 @@ from kubectl_sktrace.store.schema import APPLICATION, APPLICATION_ID
 
 LOCK_CLASS = APPLICATION_ID  # the first key of every advisory lock we take; the second is the history's id
 _SCHEMA_LOCK = 0  # (LOCK_CLASS, 0): held by a transaction that changes the registry or a history's schema
+LOCK_CHECK_INTERVAL = 1.0  # seconds between two checks that the writer lock is still held
 
 
 class PgCache(Cache):
@@ -51,6 +53,8 @@ class PgCache(Cache):
         self.history_id = history_id
         self.name = name
         self.path: str = str(CacheUrl(target.url, name))
+        self._lock: AdvisoryLock | None = None
+        self._lock_checked = 0.0
 
     def _errors(self) -> Any:
         return psycopg_module()
@@ -62,6 +66,7 @@ class PgCache(Cache):
             raise self._failed(exc) from None
 
     def commit(self) -> None:
+        self._ensure_locked()
         try:
             self.conn.flush()
             self.conn.execute("COMMIT")
@@ -95,7 +100,20 @@ class PgCache(Cache):
         return bool(self.conn.execute(sql, (LOCK_CLASS, self.history_id)).fetchone()[0])
 
     def writer_lock(self) -> AdvisoryLock:
-        return AdvisoryLock(self.target, history_id=self.history_id, where=self.path)
+        self._lock = AdvisoryLock(self.target, history_id=self.history_id, where=self.path)
+        return self._lock
+
+    def _ensure_locked(self) -> None:
+        """Before a commit, at most once a second: the lock's connection still holds the lock. A connection the
+        server or the network ended released it, and another recorder may be writing: this one stops."""
+        now = time.monotonic()
+        if self._lock is None or not self._lock.held or now - self._lock_checked < LOCK_CHECK_INTERVAL:
+            return
+        self._lock_checked = now
+        if not self._lock.alive():
+            self.rollback()
+            raise CacheError(f"lost the writer lock on {self.path} (its connection to the database ended), so another recorder "
+                             "may be writing; start again once the database is reachable")
 
     def reset_ids(self, tables: tuple[str, ...]) -> None:
         for table in tables:
@@ -253,6 +271,18 @@ class AdvisoryLock:
         raw.execute(f"UPDATE {REGISTRY_SCHEMA}.histories SET holder_host = %s, holder_pid = %s, holder_since = %s WHERE id = %s",
                     (socket.gethostname(), os.getpid(), time.time(), self.history_id))
         self._raw = raw
+
+    @property
+    def held(self) -> bool:
+        return self._raw is not None
+
+    def alive(self) -> bool:
+        """Whether the lock's connection (and so the lock) is still there: one round trip."""
+        try:
+            self._raw.execute("SELECT 1")
+        except psycopg_module().Error:
+            return False
+        return True
 
     def holder(self) -> str:
         """``pid N on host H``, as the holder stored it when it took the lock."""
