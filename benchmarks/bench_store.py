@@ -23,6 +23,7 @@ import argparse
 import filecmp
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -179,6 +180,7 @@ def main() -> None:
         print(f"exports byte-identical: {same} ({Path(outputs['sqlite']).stat().st_size:,} bytes)")
     finally:
         server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
