@@ -83,6 +83,7 @@ from kubectl_sktrace.exportoptions import (
     ExportFilters,
 )
 from kubectl_sktrace.model import (
+    CacheUrl,
     CONFIG_MAP,
     NAMESPACE,
     POD,
@@ -478,7 +479,7 @@ def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFil
 
 
 def export_to(
-    cache_path: str, output_file: str, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str,
+    cache_path: str | CacheUrl, output_file: str, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str,
     allow_empty: bool, stdout: IO[bytes],
 ) -> ExportReport:
     """``export``: the window of the cache at ``cache_path``, opened read-only, written to ``output_file`` the way

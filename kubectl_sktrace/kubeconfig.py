@@ -34,6 +34,7 @@ from typing import Any, Mapping
 import yaml
 
 from kubectl_sktrace.errors import KubeError, UsageError
+from kubectl_sktrace.model import CacheUrl, is_database_url, mask_url
 
 IN_CLUSTER = "in-cluster"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -132,30 +133,27 @@ def names_no_cluster(*, kubeconfig: str | None, environ: Mapping[str, str] = os.
 
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-# the password of the user info (which ends at the authority's last "@"), and secret-looking query values
-_URL_PASSWORD = re.compile(r"^([^:/?#]+://[^:/?#@]*):[^/?#]*@")
-_URL_SECRET_PARAM = re.compile(r"([?&][^=&#]*(?:pass|pwd|secret|token|key|sig|credential)[^=&#]*=)[^&#]*", re.IGNORECASE)
 
 
 def check_cache_location(cache: str) -> None:
-    """Refuse a ``--cache`` that names a remote store (``postgresql://…``, ``s3://…``): only local sqlite
-    files exist so far, and a URL taken as a path would create a directory named after its scheme."""
-    if _URL.match(cache):
-        raise UsageError(f"--cache {mask_url(cache)}: only local sqlite files are supported by this version; pass a file path")
-
-
-def mask_url(url: str) -> str:
-    """``url`` fit to print: ``user:****@host``, and ``****`` for query values such as ``password=``."""
-    return _URL_SECRET_PARAM.sub(r"\1****", _URL_PASSWORD.sub(r"\1:****@", url))
+    """Refuse a ``--cache`` URL other than a PostgreSQL database's (``s3://…``, ``file://…``): a URL taken as a
+    path would create a directory named after its scheme."""
+    if _URL.match(cache) and not is_database_url(cache):
+        raise UsageError(f"--cache {mask_url(cache)}: only local sqlite files and postgresql:// URLs are supported; "
+                         "pass a file path or a postgresql://user@host:port/database URL")
 
 
 def resolve_cache_path(*, cache: str | None, kubeconfig: str | None, context: str | None,
-                       environ: Mapping[str, str] = os.environ) -> Path:
-    """``--cache`` when given (a local file; a URL is refused); else the default file of the context
-    kubectl would use.
+                       environ: Mapping[str, str] = os.environ) -> Path | CacheUrl:
+    """``--cache`` when given (a local file, or a PostgreSQL database; another URL is refused); else the default
+    file of the context kubectl would use.
 
-    Only the context *name* is needed, so this works offline and does not check the cluster entry.
+    Only the context *name* is needed, so this works offline and does not check the cluster entry. In a
+    database, the context's name names its history: ``--context``, else the kubeconfig's current context, else
+    (no kubeconfig at all) none, and a reader takes the database's only history.
     """
+    if cache and is_database_url(cache):
+        return CacheUrl(cache, history=context or _current_context_name(kubeconfig=kubeconfig, environ=environ))
     if cache:
         check_cache_location(cache)
         return Path(os.path.expanduser(cache))
@@ -169,6 +167,14 @@ def resolve_cache_path(*, cache: str | None, kubeconfig: str | None, context: st
                         "pass --cache FILE or --context NAME")
     merged = _merge([(path, _load_file(path)) for path in files])
     return default_cache_path(_context_name(merged, context=None, files=files), environ=environ)
+
+
+def _current_context_name(*, kubeconfig: str | None, environ: Mapping[str, str]) -> str | None:
+    """The context kubectl would use, by name; None when there is no kubeconfig (nor a service account)."""
+    files = _kubeconfig_files(kubeconfig=kubeconfig, environ=environ)
+    if not files:
+        return IN_CLUSTER if _in_cluster_target(environ) is not None else None
+    return _context_name(_merge([(path, _load_file(path)) for path in files]), context=None, files=files)
 
 
 def list_contexts(*, kubeconfig: str | None, environ: Mapping[str, str] = os.environ) -> list[str]:

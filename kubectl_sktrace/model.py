@@ -8,6 +8,7 @@ versions) and reject more than one ``/``. This module is the one place that pars
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
 from kubectl_sktrace.errors import UsageError
@@ -135,3 +136,38 @@ class LiveObject:
 
     uid: str
     spec_hash: int
+
+
+# the password of the user info (which ends at the authority's last "@"), and secret-looking query values
+_URL_PASSWORD = re.compile(r"^([^:/?#]+://[^:/?#@]*):[^/?#]*@")
+_URL_SECRET_PARAM = re.compile(r"([?&][^=&#]*(?:pass|pwd|secret|token|key|sig|credential)[^=&#]*=)[^&#]*", re.IGNORECASE)
+_DATABASE_URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
+
+
+def mask_url(url: str) -> str:
+    """``url`` fit to print: ``user:****@host``, and ``****`` for query values such as ``password=``."""
+    return _URL_SECRET_PARAM.sub(r"\1****", _URL_PASSWORD.sub(r"\1:****@", url))
+
+
+def is_database_url(text: str) -> bool:
+    """Whether ``--cache`` names a PostgreSQL database (``postgresql://…`` or libpq's ``postgres://…``)."""
+    return bool(_DATABASE_URL.match(text))
+
+
+@dataclass(frozen=True)
+class CacheUrl:
+    """A cache in a PostgreSQL database: the libpq URL (credentials included: never print it, print
+    ``masked``) and the name of the history in it (a kubeconfig context's; None: the database's only one)."""
+
+    url: str
+    history: str | None = None
+
+    @property
+    def masked(self) -> str:
+        return mask_url(self.url)
+
+    def __repr__(self) -> str:
+        return f"CacheUrl({self.masked!r}, history={self.history!r})"
+
+    def __str__(self) -> str:
+        return self.masked if self.history is None else f"{self.masked} (history {self.history})"

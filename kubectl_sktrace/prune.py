@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.store import WriterLock, open_cache, open_cache_readonly
+from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.store import open_cache, open_cache_readonly
 from kubectl_sktrace.store.pruning import PrunePlan, PruneResult, plan_prune, prune_before
 from kubectl_sktrace.timeparse import format_time
 
@@ -34,31 +35,25 @@ class PruneReport:
                 "vacuumed": r.vacuumed}
 
 
-def prune_cache(path: str, *, before: float, dry_run: bool = False) -> PruneReport:
+def prune_cache(path: str | CacheUrl, *, before: float, dry_run: bool = False) -> PruneReport:
     """Prune the cache at ``path`` of history before ``before`` (Unix seconds, rounded down); with
     ``dry_run``, only count what would go."""
     cutoff = math.floor(before)
     if dry_run:
         with open_cache_readonly(path) as cache:
-            return PruneReport(cache=str(path), before=cutoff, result=plan_prune(cache, before=cutoff))
+            return PruneReport(cache=str(cache.path), before=cutoff, result=plan_prune(cache, before=cutoff))
     with open_cache(path, create=False) as cache:
-        lock = WriterLock(path)
+        lock = cache.writer_lock()
         try:
             lock.acquire()
         except CacheError:
-            holder = _lock_holder(lock)
             raise CacheError(
-                f"a recorder (pid {holder}) is writing to {path}; prune cannot run alongside it: stop the recorder, then prune"
+                f"a recorder ({lock.holder()}) is writing to {cache.path}; prune cannot run alongside it: stop the recorder, then prune"
             ) from None
         try:
             result = prune_before(cache, before=cutoff)
         finally:
             lock.release()
-    return PruneReport(cache=str(path), before=cutoff, result=result)
+        where = str(cache.path)
+    return PruneReport(cache=where, before=cutoff, result=result)
 
-
-def _lock_holder(lock: WriterLock) -> str:
-    try:
-        return lock.path.read_text().strip() or "unknown"
-    except OSError:
-        return "unknown"

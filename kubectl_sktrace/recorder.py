@@ -397,7 +397,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     """``kubectl sktrace start``: resolve the cluster, open and lock the cache, record until stopped."""
     from kubectl_sktrace import kube as kube_module
     from kubectl_sktrace import kubeconfig, watching
-    from kubectl_sktrace.store import WriterLock, open_cache
+    from kubectl_sktrace.store import open_cache
     from kubectl_sktrace.tracerconfig import default_config, load_config
 
     config = load_config(options.config_path) if options.config_path else default_config()
@@ -412,7 +412,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     with _stop_on_signals(stop), _closing(health):
         # leaving the cache's context turns sqlite errors met while recording (damage deep in the file, a full
         # disk) into one-line CacheErrors
-        with open_cache(cache_path, create=True) as cache, WriterLock(cache.path):
+        with open_cache(cache_path, create=True) as cache, cache.writer_lock():
             kube = kube_module.Kube.connect(target)
             try:
                 server, cluster_uid = kube.cluster_identity()

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from kubectl_sktrace.hashing import spec_hash
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import GVK, CacheUrl, ObjKey
 from kubectl_sktrace.store import open_cache, to_db_hash
 from kubectl_sktrace.store.bodies import encode_body
 
@@ -97,7 +97,7 @@ def key_of(body: dict[str, Any]) -> ObjKey:
 class CacheBuilder:
     """Writes runs, events and pods straight into a real cache file, as the recorder would."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | CacheUrl) -> None:
         self.path = path
         self.cache = open_cache(path, create=True)
         self.run_id = 0
@@ -108,10 +108,10 @@ class CacheBuilder:
         (None: never)."""
         with self.cache.transaction() as conn:
             cur = conn.execute(
-                "INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (?, ?, ?, ?, 1, ?)",
+                "INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (?, ?, ?, ?, 1, ?) RETURNING id",
                 (started, started if synced == "at start" else synced, stopped, int(clean), config),
             )
-        self.run_id = int(cur.lastrowid)
+            self.run_id = int(cur.fetchone()[0])
         return self.run_id
 
     def apply(self, ts: int, body: dict[str, Any], *, inferred: bool = False, owner_chain: list[ObjKey] | None = None,
@@ -123,21 +123,22 @@ class CacheBuilder:
         with self.cache.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?) RETURNING id",
                 (ts, ts + 0.25 if recv is None else recv, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}",
                  int(inferred), to_db_hash(spec_hash(body.get("spec"))), chain, *encode_body(body)),
             )
-        return int(cur.lastrowid)
+            return int(cur.fetchone()[0])
 
     def delete(self, ts: int, body: dict[str, Any], *, inferred: bool = False, uid: str | None = None, recv: float | None = None) -> int:
         key = key_of(body)
         with self.cache.transaction() as conn:
             cur = conn.execute(
-                "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)",
+                "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?) "
+                "RETURNING id",
                 (ts, ts + 0.25 if recv is None else recv, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}",
                  int(inferred)),
             )
-        return int(cur.lastrowid)
+            return int(cur.fetchone()[0])
 
     def pod(self, name: str, *, owner: ObjKey | None, stable_hash: int, start_ts: int | None, end_ts: int | None = None,
             namespace: str = "app", uid: str | None = None, first_seen: float = 0) -> None:
@@ -158,6 +159,47 @@ def cache_builder(tmp_path: Path):
     builder = CacheBuilder(tmp_path / "cache.db")
     yield builder
     builder.close()
+
+
+# --- PostgreSQL: a real server for the session, a fresh database per test ----------------------------------
+
+from pgserver import PgServer, find_bindir  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A PostgreSQL server of Debian's binaries, started once; the tests that need it skip without them."""
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql; .ci/run does)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install -e '.[test]')")
+    server = PgServer(bindir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> str:
+    """The URL of a new, empty database of the test role (password included)."""
+    return pg_server.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each engine in turn: the ``--cache`` value of a new cache, a file path or a database URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "cache.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def location(cache: str, history: str = "test") -> Path | CacheUrl:
+    """What the store opens for ``--cache cache`` recorded from context ``history``."""
+    return CacheUrl(cache, history) if cache.startswith("postgresql://") else Path(cache)
 # --- end export / prune ---------------------------------------------------------------------------------
 
 

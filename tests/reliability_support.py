@@ -261,7 +261,7 @@ class Traffic:
 class Recorder:
     """``kubectl-sktrace start`` in a subprocess, its stderr in a file the test can watch."""
 
-    def __init__(self, *, kubeconfig: Path, cache: Path, home: Path, log: Path, args: Sequence[str] = (),
+    def __init__(self, *, kubeconfig: Path, cache: Cache | str, home: Path, log: Path, args: Sequence[str] = (),
                  env: Mapping[str, str] | None = None) -> None:
         self.log = log
         self.args = ["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), *args]
@@ -308,26 +308,78 @@ class Recorder:
 # --- reading a cache from outside, as a second process would ------------------------------------------------
 
 
-def query(cache: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+class Database:
+    """A cache in a PostgreSQL database, as the recorders of these tests write it: the history of the emulator's
+    kubeconfig context. Passed where a cache path goes (``--cache`` takes ``str(cache)``)."""
+
+    def __init__(self, url: str, history: str = "emulator") -> None:
+        self.url = url
+        self.history = history
+
+    def __str__(self) -> str:
+        return self.url
+
+    def schema(self) -> str | None:
+        import psycopg
+
+        with psycopg.connect(self.url) as conn:
+            if conn.execute("SELECT to_regclass('kubectl_sktrace.histories')").fetchone()[0] is None:
+                return None
+            row = conn.execute("SELECT schema_name FROM kubectl_sktrace.histories WHERE name = %s", (self.history,)).fetchone()
+            if row is None or conn.execute("SELECT to_regclass(%s)", (f"{row[0]}.runs",)).fetchone()[0] is None:
+                return None
+            return str(row[0])
+
+    def exists(self) -> bool:
+        return self.schema() is not None
+
+
+Cache = Path | Database
+
+
+def _connect(cache: Cache) -> Any:
+    """A connection of its own on either engine, whose ``execute(sql, params)`` takes ``?`` placeholders."""
+    if isinstance(cache, Path):
+        return sqlite3.connect(cache, timeout=10)
+    import psycopg
+
+    conn = psycopg.connect(cache.url, autocommit=True)
+    conn.execute(f'SET search_path TO "{cache.schema()}"')
+    plain_execute = conn.execute
+    conn.execute = lambda sql, params=(): plain_execute(sql.replace("?", "%s"), params or None)  # type: ignore[method-assign]
+    return conn
+
+
+def cache_exists(cache: Cache) -> bool:
+    return cache.exists()
+
+
+def query(cache: Cache, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     """Rows of one query on a cache, from a connection of its own (as a second process would read it)."""
-    conn = sqlite3.connect(cache, timeout=10)
+    conn = _connect(cache)
     try:
-        return conn.execute(sql, params).fetchall()
+        return [tuple(row) for row in conn.execute(sql, params).fetchall()]
     finally:
         conn.close()
 
 
-def integrity_check(cache: Path) -> str:
-    conn = sqlite3.connect(cache, timeout=10)
+def integrity_check(cache: Cache) -> str:
+    """sqlite's own check of every page; in PostgreSQL (whose server keeps its pages whole across a client's
+    crash) that every table of the history reads to its end."""
+    conn = _connect(cache)
     try:
-        return " ".join(str(row[0]) for row in conn.execute("PRAGMA integrity_check").fetchall())
+        if isinstance(cache, Path):
+            return " ".join(str(row[0]) for row in conn.execute("PRAGMA integrity_check").fetchall())
+        for table in ("runs", "events", "objects", "pods", "owners", "watch_state", "coverage_gaps", "event_counts", "event_objects"):
+            conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        return "ok"
     finally:
         conn.close()
 
 
-def committed_events(cache: Path) -> dict[int, tuple[Any, ...]]:
+def committed_events(cache: Cache) -> dict[int, tuple[Any, ...]]:
     """Every event row committed so far: id -> (ts, gvk, namespace, name, op, spec_hash)."""
-    conn = sqlite3.connect(cache, timeout=10)
+    conn = _connect(cache)
     try:
         rows = conn.execute("SELECT id, ts, gvk, namespace, name, op, spec_hash FROM events").fetchall()
     finally:
@@ -347,8 +399,8 @@ class RunRow:
     id: int = 0
 
 
-def runs(cache: Path) -> list[RunRow]:
-    conn = sqlite3.connect(cache, timeout=10)
+def runs(cache: Cache) -> list[RunRow]:
+    conn = _connect(cache)
     try:
         rows = conn.execute("SELECT started, synced, stopped, clean, id FROM runs ORDER BY id").fetchall()
     finally:
@@ -372,9 +424,9 @@ class Recorded:
     spec_hash: int | None
 
 
-def recorded(cache: Path) -> list[Recorded]:
+def recorded(cache: Cache) -> list[Recorded]:
     """Every event row committed so far, in the order it was written."""
-    conn = sqlite3.connect(cache, timeout=10)
+    conn = _connect(cache)
     try:
         rows = conn.execute(
             "SELECT run_id, ts, recv, gvk, namespace, name, uid, op, inferred, spec_hash FROM events ORDER BY id").fetchall()
@@ -385,11 +437,11 @@ def recorded(cache: Path) -> list[Recorded]:
                      None if r[9] is None else r[9] + u64 if r[9] < 0 else r[9]) for r in rows]
 
 
-def wait_recorded(cache: Path, keys: Sequence[Key], *, timeout: float) -> None:
+def wait_recorded(cache: Cache, keys: Sequence[Key], *, timeout: float) -> None:
     """Wait until the cache holds a committed event of each key (gvk, namespace, name)."""
     deadline = time.monotonic() + timeout
     while True:
-        have = {(row[1], row[2], row[3]) for row in committed_events(cache).values()} if cache.exists() else set()
+        have = {(row[1], row[2], row[3]) for row in committed_events(cache).values()} if cache_exists(cache) else set()
         missing = [k for k in keys if k not in have]
         if not missing:
             return
@@ -397,7 +449,7 @@ def wait_recorded(cache: Path, keys: Sequence[Key], *, timeout: float) -> None:
         time.sleep(0.05)
 
 
-def settle(emu: Any, cache: Path, truth: GroundTruth, namespace: str, *, timeout: float = 60.0) -> float:
+def settle(emu: Any, cache: Cache, truth: GroundTruth, namespace: str, *, timeout: float = 60.0) -> float:
     """Make the end of the history observable, without waiting on luck: one last change of every tracked kind
     the cluster changed in ``namespace`` (a new object ``settle-probe``), made after everything else, waited
     for in the cache. A watch delivers a kind's changes in the order they were made, so once the recorder

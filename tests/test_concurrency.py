@@ -6,7 +6,8 @@ succeed, and every export must be a loadable trace. Exports of a window that alr
 identical bytes: started at the same moment (also onto the same output path), or one while the recorder
 runs and pods go on starting and finishing, and one after it stopped. A second ``start`` on the
 cache and a ``prune`` beside the recorder are refused with one line naming the running process, and the
-recorder carries on undisturbed.
+recorder carries on undisturbed. Every test runs on both engines: a sqlite file and a history in a PostgreSQL
+database.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from typing import Iterator
 import pytest
 
 from kubectl_sktrace import traceformat
-from reliability_support import EXE, Recorder, Run, Traffic, assert_one_error, integrity_check, private_env, query, run_cli
+from kubectl_sktrace.model import mask_url
+from reliability_support import (
+    EXE, Cache, Database, Recorder, Run, Traffic, assert_one_error, integrity_check, private_env, query, run_cli,
+)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -28,14 +32,16 @@ NAMESPACE = "busy"
 
 
 @pytest.fixture
-def recording(tmp_path: Path) -> Iterator[tuple[Recorder, Path, float]]:
-    """A recorder writing a busy workload into tmp_path/cache.db; yields it, the cache and its start time."""
+def recording(tmp_path: Path, engine: str) -> Iterator[tuple[Recorder, Cache, float]]:
+    """A recorder writing a busy workload into a new cache of each engine (a file, a database's history); yields it,
+    the cache and its start time."""
     from sktrace_emulator import Emulator
 
     emu = Emulator(seed=21).start()
     traffic = None
     try:
-        kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
+        kubeconfig = tmp_path / "kubeconfig"
+        cache: Cache = Database(engine) if engine.startswith("postgresql://") else Path(engine)
         emu.write_kubeconfig(kubeconfig)
         traffic = Traffic(emu, seed=21, rate=80, namespace=NAMESPACE).start()
         t0 = time.time()
@@ -65,7 +71,7 @@ def _parallel(home: Path, commands: list[list[str]]) -> list[Run]:
     return results
 
 
-def test_readers_run_while_the_recorder_writes(tmp_path: Path, recording: tuple[Recorder, Path, float]) -> None:
+def test_readers_run_while_the_recorder_writes(tmp_path: Path, recording: tuple[Recorder, Cache, float]) -> None:
 
     rec, cache, t0 = recording
     rounds, runs_done, events_seen = 4, 0, []
@@ -89,7 +95,7 @@ def test_readers_run_while_the_recorder_writes(tmp_path: Path, recording: tuple[
     print(f"\nconcurrency: {runs_done} reader processes beside the recorder; export event counts {events_seen}")
 
 
-def test_two_exports_of_a_closed_window_are_identical(tmp_path: Path, recording: tuple[Recorder, Path, float]) -> None:
+def test_two_exports_of_a_closed_window_are_identical(tmp_path: Path, recording: tuple[Recorder, Cache, float]) -> None:
     rec, cache, t0 = recording
     end = int(time.time()) - 1  # every event before this second is committed (commits are at most 0.5 s apart)
     time.sleep(1.0)
@@ -109,7 +115,7 @@ def test_two_exports_of_a_closed_window_are_identical(tmp_path: Path, recording:
 
 
 def test_a_closed_window_exports_the_same_bytes_while_recording_and_after_the_stop(
-    tmp_path: Path, recording: tuple[Recorder, Path, float],
+    tmp_path: Path, recording: tuple[Recorder, Cache, float],
 ) -> None:
     rec, cache, t0 = recording
     # a window that holds a finished pod lifecycle as well as running ones: wait until the cache has one that ended
@@ -143,13 +149,16 @@ def test_a_closed_window_exports_the_same_bytes_while_recording_and_after_the_st
     assert any("Running" in entry for entry in entries) and any("Finished" in entry for entry in entries), entries
 
 
-def test_second_recorder_and_prune_are_refused(tmp_path: Path, recording: tuple[Recorder, Path, float]) -> None:
+def test_second_recorder_and_prune_are_refused(tmp_path: Path, recording: tuple[Recorder, Cache, float]) -> None:
     rec, cache, t0 = recording
     kubeconfig = tmp_path / "kubeconfig"
+    shown, holder = (cache, f"pid {rec.proc.pid}") if isinstance(cache, Path) else (
+        f"{mask_url(cache.url)} (history emulator)", f"pid {rec.proc.pid} on host ")
     second = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "5s"], home=tmp_path)
-    assert_one_error(second, f"another recorder (pid {rec.proc.pid}) is already writing to {cache}", "stop it first")
-    prune = run_cli(["prune", "--cache", str(cache), "--before", "-1h"], home=tmp_path)
-    assert_one_error(prune, f"a recorder (pid {rec.proc.pid}) is writing to {cache}", "stop the recorder, then prune")
+    line = assert_one_error(second, f"another recorder ({holder}", f"is already writing to {shown}", "stop it first")
+    assert "s3cret" not in line
+    prune = run_cli(["prune", "--cache", str(cache), "--kubeconfig", str(kubeconfig), "--before", "-1h"], home=tmp_path)
+    assert_one_error(prune, f"a recorder ({holder}", f"is writing to {shown}", "stop the recorder, then prune")
     with ThreadPoolExecutor(4) as pool:
         refused = list(pool.map(lambda _: run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache)], home=tmp_path),
                                 range(4)))

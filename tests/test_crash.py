@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from reliability_support import (
-    GroundTruth, Recorder, Traffic, assert_one_error, check_lifecycles, committed_events, compare, integrity_check,
+    Cache, Database, GroundTruth, Recorder, Traffic, assert_one_error, check_lifecycles, committed_events, compare, integrity_check,
     recorded, run_cli, runs, settle,
 )
 
@@ -67,12 +67,14 @@ def _kill_once(rec: Recorder, phase: str, rng: random.Random) -> str:
     return moment
 
 
-def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
+def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path, engine: str) -> None:
+    """On either engine (a file, or a history in a PostgreSQL database: ``conftest.engine``)."""
     from kubectl_sktrace import traceformat
     from sktrace_emulator import Emulator
 
     rng = random.Random(SEED)
-    cache, kubeconfig, log = tmp_path / "cache.db", tmp_path / "kubeconfig", tmp_path / "recorder.log"
+    cache: Cache = Database(engine) if engine.startswith("postgresql://") else Path(engine)
+    kubeconfig, log = tmp_path / "kubeconfig", tmp_path / "recorder.log"
     emu = Emulator(seed=SEED).start()
     truth = GroundTruth(emu)
     try:
@@ -87,7 +89,7 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path) -> None:
             rec = Recorder(kubeconfig=kubeconfig, cache=cache, home=tmp_path, log=log)
             moment = _kill_once(rec, phase, rng)
             moments[moment] = moments.get(moment, 0) + 1
-            if cache.exists():
+            if cache.exists():  # a file, or a database history with its tables
                 assert integrity_check(cache) == "ok", f"after a kill during {moment}"
                 now = committed_events(cache)
                 lost = {i: row for i, row in committed.items() if now.get(i) != row}

@@ -496,9 +496,10 @@ def test_reads_beside_a_crashed_recorders_log(tmp_path: Path) -> None:
 
 
 URLS = [
-    pytest.param("postgresql://alice:hunter2@db.example:5432/traces", "postgresql://alice:****@db.example:5432/traces", id="postgresql"),
-    pytest.param("postgres://db/traces?user=bob&password=hunter2", "postgres://db/traces?user=bob&password=****", id="postgres-query"),
-    pytest.param("s3://bucket/team/cache.db", "s3://bucket/team/cache.db", id="s3"),
+    pytest.param("postgresql://alice:hunter2@127.0.0.1:1/traces", "postgresql://alice:****@127.0.0.1:1/traces", id="postgresql"),
+    pytest.param("postgres://127.0.0.1:1/traces?user=bob&password=hunter2", "postgres://127.0.0.1:1/traces?user=bob&password=****",
+                 id="postgres-query"),
+    pytest.param("s3://alice:hunter2@bucket/team/cache.db", "s3://alice:****@bucket/team/cache.db", id="s3"),
     pytest.param("file:///tmp/cache.db", "file:///tmp/cache.db", id="file-url"),
 ]
 URL_COMMANDS: dict[str, list[str]] = {
@@ -513,15 +514,23 @@ URL_COMMANDS: dict[str, list[str]] = {
 
 @pytest.mark.parametrize("command", list(URL_COMMANDS))
 @pytest.mark.parametrize(("url", "shown"), URLS)
-def test_a_cache_url_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, url: str, shown: str) -> None:
-    """No store but local sqlite files exists yet: a URL is refused at once, with any password masked,
-    instead of becoming a local file under a directory named after the scheme."""
+def test_a_cache_url_is_refused_or_names_its_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, url: str,
+                                                      shown: str) -> None:
+    """A URL other than a PostgreSQL database's is refused at once, and a database that cannot be reached is one
+    line, with any password masked, instead of becoming a local file under a directory named after the scheme.
+    The demo never records into a database."""
     (tmp_path / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
     monkeypatch.chdir(tmp_path)  # where a URL taken as a relative path would land
     before = _tree(tmp_path)
     args = [a.replace("{kubeconfig}", str(tmp_path / "kubeconfig")) for a in URL_COMMANDS[command]]
     run = run_cli([*args, "--cache", url], home=tmp_path)
-    line = assert_one_error(run, f"--cache {shown}: only local sqlite files are supported by this version; pass a file path")
+    if not url.startswith("postgres"):
+        expected = f"--cache {shown}: only local sqlite files and postgresql:// URLs are supported"
+    elif command == "demo":
+        expected = f"--cache {shown}: the demo records a made-up cluster into a new local file, never into a database"
+    else:
+        expected = f"cannot connect to {shown}"
+    line = assert_one_error(run, expected)
     assert "hunter2" not in run.stderr + run.stdout, line
     assert _tree(tmp_path) == before
 

@@ -10,6 +10,8 @@ import yaml
 
 from kubectl_sktrace.errors import KubeError, UsageError
 from kubectl_sktrace.kubeconfig import default_cache_path, mask_url, resolve_cache_path, resolve_target
+from kubectl_sktrace.model import CacheUrl
+from conftest import write_kubeconfig
 
 
 def kubeconfig(path: Path, *, current: str | None, contexts: dict[str, tuple[str, str | None]],
@@ -205,11 +207,23 @@ def test_mask_url(url, shown):
     assert mask_url(url) == shown
 
 
-@pytest.mark.parametrize("cache", ["postgresql://u:hunter2@db/traces", "s3://bucket/c.db", "file:///tmp/c.db", "Postgres+psycopg://db"])
-def test_a_cache_url_is_refused(cache):
-    with pytest.raises(UsageError, match=r": only local sqlite files are supported by this version; pass a file path$") as info:
+@pytest.mark.parametrize("cache", ["s3://u:hunter2@bucket/c.db", "file:///tmp/c.db", "Postgres+psycopg://db", "mysql://u:hunter2@db/t"])
+def test_a_cache_url_other_than_a_database_is_refused(cache):
+    with pytest.raises(UsageError, match=r": only local sqlite files and postgresql:// URLs are supported; pass a file path or a "
+                                         r"postgresql://user@host:port/database URL$") as info:
         resolve_cache_path(cache=cache, kubeconfig=None, context=None, environ={})
     assert "hunter2" not in str(info.value)
+
+
+@pytest.mark.parametrize("cache", ["postgresql://u:hunter2@db/traces", "postgres://db/traces", "PostgreSQL://db/t?sslmode=require"])
+def test_a_database_url_names_the_history_of_the_context(cache, tmp_path):
+    assert resolve_cache_path(cache=cache, kubeconfig=None, context="prod", environ={}) == CacheUrl(cache, "prod")
+    # no kubeconfig at all: no history named, a reader takes the database's only one
+    assert resolve_cache_path(cache=cache, kubeconfig=None, context=None, environ=env(tmp_path)) == CacheUrl(cache, None)
+    config = tmp_path / "config"
+    write_kubeconfig(config, server="https://k:6443", context="staging")
+    assert resolve_cache_path(cache=cache, kubeconfig=str(config), context=None, environ={}) == CacheUrl(cache, "staging")
+    assert "hunter2" not in repr(CacheUrl(cache, "prod")) + str(CacheUrl(cache, "prod"))
 
 
 def test_a_path_with_a_colon_is_no_url(tmp_path):

@@ -23,6 +23,7 @@ EMULATOR = ROOT / "sktrace_emulator"
 OWNERS = {
     "kubernetes": {"kubectl_sktrace.kube.client"},
     "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
+    "psycopg": {"kubectl_sktrace.store.pgconn"},  # lazily, so that sqlite users never load it
     "msgpack": {"kubectl_sktrace.traceformat"},
     "tabulate": {"kubectl_sktrace.render"},
     "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion"},  # the command-line layer; the emulator's is argparse

@@ -117,6 +117,8 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
     cannot run while a recorder writes to the same cache; --dry-run can, and changes nothing. Sizes are
     those of the files on disk: bytesFreed is what the disk got back. When less than a quarter of the cache
     is freed it is not vacuumed, so the file keeps its size and bytesReusable is reused by later recordings.
+    In a PostgreSQL cache the sizes are those of the history's tables, and PostgreSQL's autovacuum makes the
+    room of the removed rows reusable.
 
     \b
     Example:

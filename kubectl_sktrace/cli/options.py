@@ -17,6 +17,7 @@ from kubectl_sktrace.completion import (
     complete_namespaces,
 )
 from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.model import CacheUrl, is_database_url
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -103,7 +104,8 @@ def kube_options(f: F) -> F:
 
 
 def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Refuse a URL as --cache while parsing, before a command reads a kubeconfig or starts anything."""
+    """Refuse a URL other than a database's as --cache while parsing, before a command reads a kubeconfig or
+    starts anything."""
     if value:
         from kubectl_sktrace.kubeconfig import check_cache_location
 
@@ -113,8 +115,10 @@ def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 def cache_option(f: F) -> F:
     return click.option(
-        "--cache", "cache", metavar="FILE", callback=_local_cache, shell_complete=complete_files,
-        help="The sqlite cache (default: one file per context under ${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/).",
+        "--cache", "cache", metavar="FILE|URL", callback=_local_cache, shell_complete=complete_files, envvar="SKTRACE_CACHE",
+        help="The cache: a sqlite file, or a PostgreSQL database postgresql://user@host:port/db holding one history per "
+             "context (needs kubectl-sktrace[postgres]). Else $SKTRACE_CACHE, else one file per context under "
+             "${XDG_STATE_HOME:-~/.local/state}/kubectl-sktrace/.",
     )(f)
 
 
@@ -141,10 +145,12 @@ class SktraceCommand(click.Command):
 
 
 
-def cache_path(*, cache: str | None, kubeconfig: str | None, context: str | None) -> str:
-    """The cache named by --cache, else the default one of the kubeconfig context (read offline)."""
-    if cache:
+def cache_path(*, cache: str | None, kubeconfig: str | None, context: str | None) -> str | CacheUrl:
+    """The cache named by --cache (a database's history: the context's), else the default file of the
+    kubeconfig context (read offline)."""
+    if cache and not is_database_url(cache):
         return cache
     from kubectl_sktrace.kubeconfig import resolve_cache_path
 
-    return str(resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context))
+    location = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
+    return location if isinstance(location, CacheUrl) else str(location)

@@ -17,6 +17,7 @@ from kubectl_sktrace.cli.options import (
     verbosity_option,
 )
 from kubectl_sktrace.completion import complete_files
+from kubectl_sktrace.errors import UsageError
 
 
 @click.command("config", cls=SktraceCommand, short_help="Print the default tracer config to start from.")
@@ -124,9 +125,19 @@ def validate_command(trace: str, output: str) -> None:
         sys.exit(1)
 
 
+def _demo_cache(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The demo records a made-up cluster: into a new local file, never into a shared database."""
+    from kubectl_sktrace.model import is_database_url, mask_url
+
+    if value and is_database_url(value):
+        raise UsageError(f"--cache {mask_url(value)}: the demo records a made-up cluster into a new local file, "
+                         "never into a database; pass a file path")
+    return _local_cache(ctx, param, value)
+
+
 @click.command("demo", cls=SktraceCommand, short_help="Record, export and check a scripted workload on a built-in API server.")
 @verbosity_option
-@click.option("--cache", "cache", metavar="FILE", callback=_local_cache, shell_complete=complete_files,
+@click.option("--cache", "cache", metavar="FILE", callback=_demo_cache, shell_complete=complete_files,
               help="Keep the recording cache here (default: a temporary directory, removed at the end).")
 @click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
 @click.option("--record-seconds", "record_seconds", type=int, default=20, show_default=True, metavar="N",

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.schema import APPLICATION, APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -61,14 +62,16 @@ def from_db_hash(value: int) -> int:
     return value + _U64 if value < 0 else value
 
 
-class Cache:
-    """An open cache: one sqlite connection in autocommit mode. Not shared between threads.
+class SqliteCache(Cache):
+    """An open cache file: one sqlite connection in autocommit mode. Not shared between threads.
 
     ``unchanging`` is the file's identity when it was opened as immutable (see the module docstring)."""
 
+    engine = "sqlite"
+
     def __init__(self, path: Path, conn: sqlite3.Connection, *, unchanging: tuple[int, ...] | None = None) -> None:
-        self.path = path
-        self.conn = conn
+        self.path: Path = path
+        self.conn: sqlite3.Connection = conn
         self._unchanging = unchanging
 
     def ensure_unchanged(self) -> None:
@@ -95,28 +98,47 @@ class Cache:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back if the block raises."""
-        self.begin()
-        try:
-            yield self.conn
-        except BaseException:
-            self.rollback()
-            raise
-        self.commit()
-
-    def get_meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
     def has_table(self, name: str) -> bool:
         """Whether the cache has this table (a cache opened read-only may predate a migration)."""
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
-    def set_meta(self, key: str, value: str) -> None:
-        """Within a transaction."""
-        self.conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def size_bytes(self) -> int:
+        return disk_size(self.path)
+
+    def writer_active(self) -> bool:
+        return writer_active(self.path)
+
+    def writer_lock(self) -> WriterLock:
+        return WriterLock(self.path)
+
+    @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """One read transaction (WAL readers are isolated from a recorder's commits)."""
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
+    def _pages(self, pragma: str) -> int:
+        page_size = self.conn.execute("PRAGMA page_size").fetchone()[0]
+        return int(page_size * self.conn.execute(f"PRAGMA {pragma}").fetchone()[0])
+
+    def reusable_bytes(self) -> int:
+        return self._pages("freelist_count")
+
+    def compact(self, *, free_fraction: float) -> bool:
+        """VACUUM when more than ``free_fraction`` of the file's pages are free."""
+        self.checkpoint()
+        total = self._pages("page_count")
+        if not total or self.reusable_bytes() / total <= free_fraction:
+            return False
+        self.conn.execute("VACUUM")
+        self.checkpoint()
+        return True
 
     def checkpoint(self) -> None:
         """Fold the WAL into the main file (on a clean stop)."""
@@ -125,9 +147,6 @@ class Cache:
 
     def close(self) -> None:
         self.conn.close()
-
-    def __enter__(self) -> Cache:
-        return self
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close()
@@ -144,7 +163,7 @@ def _unusable(path: Path, exc: sqlite3.DatabaseError) -> CacheError:
     return CacheError(f"cannot use cache {path} ({exc}); retry, or check the file's permissions and free disk space")
 
 
-def open_cache(path: str | os.PathLike[str], *, create: bool) -> Cache:
+def open_cache(path: str | os.PathLike[str], *, create: bool) -> SqliteCache:
     """Open (and migrate) the cache at ``path`` for writing.
 
     With ``create=False`` (prune) a missing or empty file is a CacheError telling the user to record
@@ -162,10 +181,10 @@ def open_cache(path: str | os.PathLike[str], *, create: bool) -> Cache:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         _migrate(cache_path, conn)
-    return Cache(cache_path, conn)
+    return SqliteCache(cache_path, conn)
 
 
-def open_cache_readonly(path: str | os.PathLike[str]) -> Cache:
+def open_cache_readonly(path: str | os.PathLike[str]) -> SqliteCache:
     """Open the cache at ``path`` for reading only: nothing is created, changed or migrated (see the
     module docstring for how, while a recorder writes and while none does)."""
     cache_path = Path(path).expanduser()
@@ -177,7 +196,7 @@ def open_cache_readonly(path: str | os.PathLike[str]) -> Cache:
     conn = _connect(cache_path, uri, uri=True)
     with _closed_on_failure(cache_path, conn):
         _check_ours(cache_path, conn, fresh_ok=False)
-    return Cache(cache_path, conn, unchanging=unchanging)
+    return SqliteCache(cache_path, conn, unchanging=unchanging)
 
 
 def _connect(cache_path: Path, database: str, *, uri: bool = False) -> sqlite3.Connection:
@@ -325,6 +344,13 @@ class WriterLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
+
+    def holder(self) -> str:
+        """Who holds the lock, for a message: ``pid N``."""
+        try:
+            return f"pid {self.path.read_text().strip() or 'unknown'}"
+        except OSError:
+            return "pid unknown"
 
     def release(self) -> None:
         if self._fd is not None:

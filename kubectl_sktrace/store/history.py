@@ -24,7 +24,8 @@ from typing import Any, Iterator
 
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body, packed_body
-from kubectl_sktrace.store.connection import Cache, from_db_hash
+from kubectl_sktrace.store.connection import from_db_hash
+from kubectl_sktrace.store.engine import Cache
 
 APPLIED, DELETED, UNTRACKED = 0, 1, 2
 
@@ -43,13 +44,13 @@ _LAST_ROW_SEEK = """
                 WHERE i.gvk = k.gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts < :before AND i.recv < :known {extra}
                 ORDER BY i.ts DESC, i.id DESC LIMIT 1) AS last_row
         FROM event_objects k
-    ) WHERE last_row IS NOT NULL
+    ) AS seek WHERE last_row IS NOT NULL
 """
 _LAST_ROW_RANKED = """
     SELECT id, op FROM (
         SELECT id, op, ROW_NUMBER() OVER (PARTITION BY gvk, namespace, name ORDER BY ts DESC, id DESC) AS rank
         FROM events INDEXED BY events_ts WHERE ts < :before AND recv < :known {extra}
-    ) WHERE rank = 1
+    ) AS ranked WHERE rank = 1
 """
 
 
@@ -59,7 +60,7 @@ def last_row_per_object(cache: Cache, *, applied_only: bool, before: int) -> str
     if cache.has_table("event_objects"):
         objects = cache.conn.execute("SELECT count(*) FROM event_objects").fetchone()[0]
         # counting the rows before stops at ``objects``: deciding costs no more than either way
-        rows = cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts < ? LIMIT ?)",
+        rows = cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts < ? LIMIT ?) AS early",
                                   (before, objects)).fetchone()[0]
         if rows >= objects:
             return _LAST_ROW_SEEK.format(extra=f"AND i.op = {APPLIED}" if applied_only else "")
@@ -311,7 +312,7 @@ def coverage_gaps(cache: Cache) -> list[CoverageGap]:
     if not cache.has_table("coverage_gaps"):
         return []  # a cache recorded before gaps were kept (schema 1)
     rows = cache.conn.execute(
-        "SELECT g.run_id, g.since, coalesce(g.until, max(r.stopped, g.since)), g.cause, g.gvk "
+        "SELECT g.run_id, g.since, coalesce(g.until, CASE WHEN r.stopped > g.since THEN r.stopped ELSE g.since END), g.cause, g.gvk "
         f"FROM coverage_gaps g JOIN runs r ON r.id = g.run_id WHERE g.cause NOT IN ({', '.join('?' * len(GIVEN_UP))}) "
         "ORDER BY g.run_id, g.cause, g.since", GIVEN_UP,
     ).fetchall()
@@ -336,7 +337,7 @@ def unrecorded_kinds(cache: Cache) -> list[UnrecordedKind]:
     if not cache.has_table("coverage_gaps"):
         return []
     rows = cache.conn.execute(
-        "SELECT g.run_id, g.gvk, g.since, coalesce(g.until, max(r.stopped, g.since)), g.cause, g.detail "
+        "SELECT g.run_id, g.gvk, g.since, coalesce(g.until, CASE WHEN r.stopped > g.since THEN r.stopped ELSE g.since END), g.cause, g.detail "
         f"FROM coverage_gaps g JOIN runs r ON r.id = g.run_id WHERE g.cause IN ({', '.join('?' * len(GIVEN_UP))}) "
         "ORDER BY g.run_id, g.gvk, g.since", GIVEN_UP,
     ).fetchall()
@@ -391,9 +392,6 @@ def config_in_force(all_runs: list[Run], *, at: float) -> str | None:
 @contextlib.contextmanager
 def read_snapshot(cache: Cache) -> Iterator[None]:
     """One read transaction: every query inside sees the same snapshot of the cache, even while a recorder
-    commits (WAL readers are isolated), so a count pass and a write pass agree."""
-    cache.conn.execute("BEGIN")
-    try:
+    commits, so a count pass and a write pass agree."""
+    with cache.read_snapshot():
         yield
-    finally:
-        cache.conn.execute("COMMIT")

@@ -28,17 +28,17 @@ import math
 from dataclasses import dataclass
 from typing import Iterator
 
-from kubectl_sktrace.store.connection import Cache, disk_size
+from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import APPLIED, known_until, last_row_per_object, read_snapshot, runs
 
 VACUUM_FREE_FRACTION = 0.25
 
-# What a prune removes, over the rows marked in ``keep_ids`` (``_marked_rows``): one predicate each for the
-# DELETE and for the dry run's count. A pod row stays while an applied event of its uid survives.
-_EVENTS_GONE = "ts < :before AND recv < :known AND id NOT IN (SELECT id FROM keep_ids)"
-_PODS_GONE = f"""
+# What a prune removes, over the rows that survive (``_marked_rows``): one predicate each for the DELETE and for
+# the dry run's count. A pod row stays while an applied event of its uid survives.
+_EVENTS_GONE = "ts < :before AND recv < :known AND {kept_test}"
+_PODS_GONE = """
     end_ts IS NOT NULL AND end_ts + 1 <= :known
-    AND uid NOT IN (SELECT uid FROM events WHERE gvk = 'v1.Pod' AND op = :applied AND NOT ({_EVENTS_GONE}))
+    AND uid NOT IN (SELECT uid FROM events WHERE gvk = 'v1.Pod' AND op = :applied AND NOT ({events_gone}))
 """
 
 
@@ -68,63 +68,66 @@ class PruneResult:
     vacuumed: bool
 
 
-def _file_size(cache: Cache) -> int:
-    page_size = cache.conn.execute("PRAGMA page_size").fetchone()[0]
-    pages = cache.conn.execute("PRAGMA page_count").fetchone()[0]
-    return int(page_size * pages)
+@dataclass(frozen=True)
+class _Marked:
+    """The predicates of what goes, over the surviving rows, and their parameters."""
 
-
-def _free_bytes(cache: Cache) -> int:
-    page_size = cache.conn.execute("PRAGMA page_size").fetchone()[0]
-    return int(page_size * cache.conn.execute("PRAGMA freelist_count").fetchone()[0])
+    params: dict[str, float]
+    events_gone: str
+    pods_gone: str
 
 
 @contextlib.contextmanager
-def _marked_rows(cache: Cache, *, before: int) -> Iterator[dict[str, float]]:
-    """Inside a transaction: the temporary table ``keep_ids`` of the rows before ``before`` that survive;
-    yields the parameters of ``_EVENTS_GONE`` and ``_PODS_GONE``. A temporary table is no write to the
-    cache, so a read-only connection may hold it too."""
+def _marked_rows(cache: Cache, *, before: int) -> Iterator[_Marked]:
+    """Inside a transaction: the rows before ``before`` that survive, as sqlite's temporary table ``keep_ids``
+    (no write to the cache, so a read-only connection may hold it too), or, in PostgreSQL (whose read-only
+    transactions create no table), as a subquery each predicate joins against."""
     conn = cache.conn
     known = known_until(runs(cache), end=before)
     # no run had synced by ``before``: every later export reads from ``before`` on, or reads nothing
     params = {"before": before, "known": known if known > -math.inf else before, "applied": APPLIED}
+    applied = last_row_per_object(cache, applied_only=True, before=before)
+    last = last_row_per_object(cache, applied_only=False, before=before)
+    if cache.engine != "sqlite":
+        kept = f"SELECT id FROM ({applied}) AS a UNION SELECT id FROM ({last}) AS l WHERE op != {APPLIED}"
+        yield _marked(params, f"NOT EXISTS (SELECT 1 FROM ({kept}) AS k WHERE k.id = events.id)")
+        return
     conn.execute("CREATE TEMP TABLE keep_ids (id INTEGER PRIMARY KEY)")
     try:
-        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last_row_per_object(cache, applied_only=True, before=before)})", params)
-        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last_row_per_object(cache, applied_only=False, before=before)}) WHERE op != {APPLIED}", params)
-        yield params
+        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({applied})", params)
+        conn.execute(f"INSERT OR IGNORE INTO keep_ids SELECT id FROM ({last}) WHERE op != {APPLIED}", params)
+        yield _marked(params, "id NOT IN (SELECT id FROM keep_ids)")
     finally:
         conn.execute("DROP TABLE temp.keep_ids")
 
 
+def _marked(params: dict[str, float], kept_test: str) -> _Marked:
+    events_gone = _EVENTS_GONE.format(kept_test=kept_test)
+    return _Marked(params, events_gone, _PODS_GONE.format(events_gone=events_gone))
+
+
 def plan_prune(cache: Cache, *, before: int) -> PrunePlan:
     """What ``prune_before`` would remove, counted from one snapshot; changes nothing, needs no lock."""
-    with read_snapshot(cache), _marked_rows(cache, before=before) as params:
-        conn = cache.conn
-        events_removed = conn.execute(f"SELECT count(*) FROM events WHERE {_EVENTS_GONE}", params).fetchone()[0]
+    with read_snapshot(cache), _marked_rows(cache, before=before) as marked:
+        conn, params = cache.conn, marked.params
+        events_removed = conn.execute(f"SELECT count(*) FROM events WHERE {marked.events_gone}", params).fetchone()[0]
         older = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
-        pods_removed = conn.execute(f"SELECT count(*) FROM pods WHERE {_PODS_GONE}", params).fetchone()[0]
-        size = disk_size(cache.path)
+        pods_removed = conn.execute(f"SELECT count(*) FROM pods WHERE {marked.pods_gone}", params).fetchone()[0]
+        size = cache.size_bytes()
     return PrunePlan(events_removed=int(events_removed), pods_removed=int(pods_removed), events_kept_before=int(older - events_removed),
                      bytes_before=size)
 
 
 def prune_before(cache: Cache, *, before: int) -> PruneResult:
     """Remove what no export starting at or after ``before`` reads; the caller holds the writer lock."""
-    bytes_before = disk_size(cache.path)
-    with cache.transaction() as conn, _marked_rows(cache, before=before) as params:
-        events_removed = conn.execute(f"DELETE FROM events WHERE {_EVENTS_GONE}", params).rowcount
-        kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", params).fetchone()[0]
-        pods_removed = conn.execute(f"DELETE FROM pods WHERE {_PODS_GONE}", params).rowcount
-    cache.checkpoint()
-    vacuumed = False
-    total = _file_size(cache)
-    if total and _free_bytes(cache) / total > VACUUM_FREE_FRACTION:
-        cache.conn.execute("VACUUM")
-        cache.checkpoint()
-        vacuumed = True
-    bytes_after = disk_size(cache.path)
+    bytes_before = cache.size_bytes()
+    with cache.transaction() as conn, _marked_rows(cache, before=before) as marked:
+        events_removed = conn.execute(f"DELETE FROM events WHERE {marked.events_gone}", marked.params).rowcount
+        kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", marked.params).fetchone()[0]
+        pods_removed = conn.execute(f"DELETE FROM pods WHERE {marked.pods_gone}", marked.params).rowcount
+    vacuumed = cache.compact(free_fraction=VACUUM_FREE_FRACTION)
+    bytes_after = cache.size_bytes()
     return PruneResult(
         events_removed=events_removed, pods_removed=pods_removed, events_kept_before=int(kept), bytes_before=bytes_before,
-        bytes_after=bytes_after, freed_bytes=bytes_before - bytes_after, reusable_bytes=_free_bytes(cache), vacuumed=vacuumed,
+        bytes_after=bytes_after, freed_bytes=bytes_before - bytes_after, reusable_bytes=cache.reusable_bytes(), vacuumed=vacuumed,
     )

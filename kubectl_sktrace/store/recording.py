@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, LiveObject, ObjKey, OwnerRef
 from kubectl_sktrace.store.bodies import chain_to_json, encode_body
-from kubectl_sktrace.store.connection import Cache, from_db_hash, to_db_hash
+from kubectl_sktrace.store.connection import from_db_hash, to_db_hash
+from kubectl_sktrace.store.engine import Cache, DbConnection
 
 OP_APPLIED = 0
 OP_DELETED = 1
@@ -85,7 +85,8 @@ class Recording:
 
     def __init__(self, cache: Cache) -> None:
         self.cache = cache
-        self._conn: sqlite3.Connection = cache.conn
+        self._conn: DbConnection = cache.conn
+        self._write = cache.write
 
     # -- transactions -------------------------------------------------------------------------------
 
@@ -159,7 +160,7 @@ class Recording:
             f"SELECT ?, ?, ?, gvk, namespace, name, uid, {OP_UNTRACKED}, 0 FROM objects WHERE gvk = ? ORDER BY namespace, name",
             (int(ts), ts, run_id, str(gvk)),
         ).rowcount
-        self._conn.execute("DELETE FROM objects WHERE gvk = ?", (str(gvk),))
+        self._write("DELETE FROM objects WHERE gvk = ?", (str(gvk),))
         return int(count)
 
     def _holds_history(self) -> bool:
@@ -175,37 +176,38 @@ class Recording:
 
     def begin_run(self, *, started: float, pid: int, config_yaml: str) -> int:
         with self.batch():
-            cur = self._conn.execute(
-                "INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (?, NULL, ?, 0, ?, ?)",
+            row = self._conn.execute(
+                "INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (?, NULL, ?, 0, ?, ?) RETURNING id",
                 (started, started, pid, config_yaml),
-            )
-        return int(cur.lastrowid or 0)
+            ).fetchone()
+        return int(row[0])
 
     def heartbeat(self, run_id: int, ts: float) -> None:
         """Within a batch: move the run's ``stopped`` forward so a crash still leaves an end."""
-        self._conn.execute("UPDATE runs SET stopped = ? WHERE id = ?", (ts, run_id))
+        self._write("UPDATE runs SET stopped = ? WHERE id = ?", (ts, run_id))
 
     def mark_synced(self, run_id: int, ts: float) -> None:
         """Within a batch."""
-        self._conn.execute("UPDATE runs SET synced = ? WHERE id = ?", (ts, run_id))
+        self._write("UPDATE runs SET synced = ? WHERE id = ?", (ts, run_id))
 
     def stop_run(self, run_id: int, ts: float, *, clean: bool) -> None:
         """The run's end; a coverage gap still open (an outage the run did not outlive) ends with it."""
         with self.batch():
-            self._conn.execute("UPDATE runs SET stopped = ?, clean = ? WHERE id = ?", (ts, int(clean), run_id))
-            self._conn.execute("UPDATE coverage_gaps SET until = max(since, ?) WHERE run_id = ? AND until IS NULL", (ts, run_id))
+            self._write("UPDATE runs SET stopped = ?, clean = ? WHERE id = ?", (ts, int(clean), run_id))
+            self._write("UPDATE coverage_gaps SET until = CASE WHEN since > ? THEN since ELSE ? END WHERE run_id = ? AND until IS NULL",
+                        (ts, ts, run_id))
 
     def open_gap(self, run_id: int, gvk: GVK, *, since: float, cause: str, detail: str) -> int:
         """Within a batch: a kind stopped being watched at ``since``; returns the gap's id for ``close_gap``."""
-        cur = self._conn.execute(
-            "INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) VALUES (?, ?, ?, NULL, ?, ?)",
+        row = self._conn.execute(
+            "INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) VALUES (?, ?, ?, NULL, ?, ?) RETURNING id",
             (run_id, str(gvk), since, cause, detail),
-        )
-        return int(cur.lastrowid or 0)
+        ).fetchone()
+        return int(row[0])
 
     def close_gap(self, gap_id: int, *, until: float) -> None:
         """Within a batch: the kind is watched again."""
-        self._conn.execute("UPDATE coverage_gaps SET until = ? WHERE id = ?", (until, gap_id))
+        self._write("UPDATE coverage_gaps SET until = ? WHERE id = ?", (until, gap_id))
 
     # -- loads at start -----------------------------------------------------------------------------
 
@@ -244,7 +246,7 @@ class Recording:
 
     def append_event(self, run_id: int, row: EventRow) -> None:
         body, status = (None, None) if row.body is None else encode_body(row.body)
-        self._conn.execute(
+        self._write(
             "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -256,20 +258,20 @@ class Recording:
         )
 
     def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int) -> None:
-        self._conn.execute(
+        self._write(
             "INSERT INTO objects (gvk, namespace, name, uid, spec_hash) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, spec_hash = excluded.spec_hash",
             (str(key.gvk), key.namespace, key.name, uid, to_db_hash(spec_hash)),
         )
 
     def delete_object(self, key: ObjKey) -> None:
-        self._conn.execute("DELETE FROM objects WHERE gvk = ? AND namespace = ? AND name = ?", (str(key.gvk), key.namespace, key.name))
+        self._write("DELETE FROM objects WHERE gvk = ? AND namespace = ? AND name = ?", (str(key.gvk), key.namespace, key.name))
 
     def insert_pod(
         self, *, uid: str, namespace: str, name: str, owner: ObjKey | None, stable_hash: int | None,
         start_ts: int | None, end_ts: int | None, first_seen: float,
     ) -> None:
-        self._conn.execute(
+        self._write(
             "INSERT INTO pods (uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, "
             "end_inferred, live, first_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?) "
             "ON CONFLICT (uid) DO UPDATE SET start_ts = excluded.start_ts, end_ts = excluded.end_ts, live = 1",
@@ -281,27 +283,27 @@ class Recording:
         )
 
     def update_pod(self, uid: str, *, start_ts: int | None, end_ts: int | None, end_inferred: bool, live: bool) -> None:
-        self._conn.execute(
+        self._write(
             "UPDATE pods SET start_ts = ?, end_ts = ?, end_inferred = ?, live = ? WHERE uid = ?",
             (start_ts, end_ts, int(end_inferred), int(live), uid),
         )
 
     def set_pod_owner(self, uid: str, *, owner: ObjKey, stable_hash: int) -> None:
         """The lifecycle owner of a pod inserted before it could be resolved."""
-        self._conn.execute(
+        self._write(
             "UPDATE pods SET owner_gvk = ?, owner_namespace = ?, owner_name = ?, stable_hash = ? WHERE uid = ?",
             (str(owner.gvk), owner.namespace, owner.name, to_db_hash(stable_hash), uid),
         )
 
     def upsert_owner(self, key: ObjKey, record: OwnerRecord, *, fetched: float) -> None:
-        self._conn.execute(
+        self._write(
             "INSERT INTO owners (gvk, namespace, name, uid, owner_refs, fetched) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, owner_refs = excluded.owner_refs, fetched = excluded.fetched",
             (str(key.gvk), key.namespace, key.name, record.uid, _DUMPS([[str(r.gvk), r.name, r.uid] for r in record.refs]), fetched),
         )
 
     def set_watch_state(self, gvk: GVK, resource_version: str, ts: float) -> None:
-        self._conn.execute(
+        self._write(
             "INSERT INTO watch_state (gvk, resource_version, updated) VALUES (?, ?, ?) "
             "ON CONFLICT (gvk) DO UPDATE SET resource_version = excluded.resource_version, updated = excluded.updated",
             (str(gvk), resource_version, ts),
@@ -310,7 +312,7 @@ class Recording:
     def save_discovery(self, docs: Mapping[str, Any], *, fetched: float) -> None:
         with self.batch():
             for gv, body in docs.items():
-                self._conn.execute(
+                self._write(
                     "INSERT INTO discovery (group_version, body, fetched) VALUES (?, ?, ?) "
                     "ON CONFLICT (group_version) DO UPDATE SET body = excluded.body, fetched = excluded.fetched",
                     (gv, _DUMPS(body), fetched),

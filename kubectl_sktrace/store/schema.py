@@ -1,4 +1,5 @@
-"""The cache schema: ordered, named migrations. Append new ones; never edit one that shipped.
+"""The cache schema: ordered, named migrations. Append new ones; never edit one that shipped. Each has a
+PostgreSQL twin of the same name in ``pgschema.PG_MIGRATIONS`` (a test pairs them): add both.
 
 What the tables mean (times are Unix seconds as REAL unless said otherwise; spec hashes are SimKube's u64
 stored as signed 64-bit integers, see ``connection.to_db_hash``):

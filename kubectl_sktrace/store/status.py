@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_sktrace.reconciliation import Reconciliation
-from kubectl_sktrace.store.connection import Cache, disk_size, writer_active
+from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import CoverageGap, UnrecordedKind, coverage_gaps, unrecorded_kinds
 from kubectl_sktrace.store.reconciliation import reconciliation
 
@@ -79,7 +79,7 @@ _RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config"
 
 def _runs(cache: Cache, rows: list[tuple[Any, ...]], *, interrupted: set[int], last_id: int | None) -> list[RunInfo]:
     """Runs from their rows; only the cache's last run can be ``running`` (the writer lock is held now)."""
-    running = writer_active(cache.path) if rows else False
+    running = cache.writer_active() if rows else False
     runs = []
     for run_id, started, synced, stopped, clean, pid, config in rows:
         last = run_id == last_id
@@ -108,7 +108,7 @@ def cache_overview(cache: Cache) -> CacheOverview:
         interrupted = {gap.run_id for gap in coverage_gaps(cache) if gap.run_id == rows[0][0]}
     runs = _runs(cache, rows, interrupted=interrupted, last_id=rows[0][0] if rows else None)
     return CacheOverview(path=str(cache.path), server=cache.get_meta("cluster.server"), context=cache.get_meta("cluster.context"),
-                         namespace=cache.get_meta("scope.namespace"), last_run=runs[0] if runs else None, size_bytes=disk_size(cache.path))
+                         namespace=cache.get_meta("scope.namespace"), last_run=runs[0] if runs else None, size_bytes=cache.size_bytes())
 
 
 def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
@@ -117,7 +117,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     conn = cache.conn
     where, params = ("AND namespace = ?", (namespace,)) if namespace is not None else ("", ())
     # rows per kind from the counts the triggers of 0005 keep; a cache read at an older schema counts its history
-    count_from = "coalesce(sum(n), 0) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
+    count_from = "CAST(coalesce(sum(n), 0) AS BIGINT) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
     rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id").fetchall()
     outages = tuple(coverage_gaps(cache))
     runs = _runs(cache, rows, interrupted={gap.run_id for gap in outages}, last_id=rows[-1][0] if rows else None)
@@ -131,7 +131,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         entry[1 + op] += n
         if op == 1 and inferred:
             entry[3] += n
-    for gvk, n in conn.execute(f"SELECT gvk, count(*) FROM objects WHERE 1 {where} GROUP BY gvk", params):
+    for gvk, n in conn.execute(f"SELECT gvk, count(*) FROM objects WHERE TRUE {where} GROUP BY gvk", params):
         counts.setdefault(gvk, [0, 0, 0, 0])[0] = n
     positions: dict[str, tuple[str, float]] = {
         gvk: (rv, updated) for gvk, rv, updated in conn.execute("SELECT gvk, resource_version, updated FROM watch_state")}
@@ -140,15 +140,15 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         for g, (live, applied, deleted, inferred) in sorted(counts.items())
     )
     pods = _pod_counts(conn, where, params)
-    events = conn.execute(f"SELECT {count_from} WHERE 1 {where}", params).fetchone()[0]
+    events = conn.execute(f"SELECT {count_from} WHERE TRUE {where}", params).fetchone()[0]
     # each its own query: sqlite walks the ``events_ts`` index from one end, however long the history
-    first = _scalar(conn.execute(f"SELECT ts FROM events WHERE 1 {where} ORDER BY ts LIMIT 1", params).fetchone())
-    last = _scalar(conn.execute(f"SELECT ts FROM events WHERE 1 {where} ORDER BY ts DESC LIMIT 1", params).fetchone())
-    size = disk_size(cache.path)
+    first = _scalar(conn.execute(f"SELECT ts FROM events WHERE TRUE {where} ORDER BY ts LIMIT 1", params).fetchone())
+    last = _scalar(conn.execute(f"SELECT ts FROM events WHERE TRUE {where} ORDER BY ts DESC LIMIT 1", params).fetchone())
+    size = cache.size_bytes()
     return CacheStatus(
         path=str(cache.path), server=cache.get_meta("cluster.server"), cluster_uid=cache.get_meta("cluster.uid"),
         context=cache.get_meta("cluster.context"), namespace=cache.get_meta("scope.namespace"),
-        schema_version=conn.execute("PRAGMA user_version").fetchone()[0],
+        schema_version=cache.schema_version(),
         runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=pods, events=events,
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
     )
@@ -160,7 +160,7 @@ def _pod_counts(conn: Any, where: str, params: tuple[str, ...]) -> PodCounts:
     def count(condition: str) -> int:
         return int(conn.execute(f"SELECT count(*) FROM pods WHERE {condition} {where}", params).fetchone()[0])
 
-    seen = count("1")
+    seen = count("TRUE")
     return PodCounts(seen=seen, live=count("live = 1"), with_owner=seen - count("owner_gvk IS NULL"),
                      running=count("end_ts IS NULL AND start_ts IS NOT NULL"), finished=seen - count("end_ts IS NULL"))
 

@@ -1,0 +1,48 @@
+"""``cache copy``: a history moved between caches, either engine to either."""
+
+from __future__ import annotations
+
+import click
+
+from kubectl_sktrace.cli.options import SktraceCommand, output_option, verbosity_option
+from kubectl_sktrace.completion import complete_contexts, complete_files
+
+
+@click.group("cache")
+def cache_group() -> None:
+    """Manage caches: copy a history between a sqlite file and a PostgreSQL database.
+
+    \b
+    Example:
+      kubectl sktrace cache copy ~/.local/state/kubectl-sktrace/prod.db postgresql://alice@db.example/sktrace
+    """
+
+
+@cache_group.command("copy", cls=SktraceCommand)
+@verbosity_option
+@output_option
+@click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts,
+              help="The history to copy when SRC is a database, and its name in DST (default: the context it recorded).")
+@click.argument("source", metavar="SRC", shell_complete=complete_files)
+@click.argument("destination", metavar="DST", shell_complete=complete_files)
+def copy_command(source: str, destination: str, context: str | None, output: str) -> None:
+    """Copy the history of SRC into a new cache DST (a file path or a postgresql:// URL).
+
+    Every row is copied as it is, so DST exports the same trace as SRC for any window. SRC is only read;
+    DST must not hold a history yet, and is written in one transaction.
+
+    \b
+    Example:
+      kubectl sktrace cache copy prod.db postgresql://alice@db.example:5432/sktrace
+      kubectl sktrace cache copy postgresql://alice@db.example/sktrace --context prod laptop.db
+    """
+    from kubectl_sktrace import render
+    from kubectl_sktrace.kubeconfig import check_cache_location
+    from kubectl_sktrace.store.copying import copy_cache
+
+    from kubectl_sktrace.model import CacheUrl, is_database_url
+
+    check_cache_location(source)
+    check_cache_location(destination)
+    result = copy_cache(CacheUrl(source, context) if is_database_url(source) else source, destination, context=context)
+    click.echo(render.render_mapping({"source": result.source, "destination": result.destination, "rows": result.rows}, output))

@@ -1,0 +1,81 @@
+"""Copying a history from one cache to another, either engine to either (``kubectl sktrace cache copy``).
+
+Every row is copied as it is, ids included, so the copy exports the same bytes as its source for any window
+(exports order by ids, and read every other column as stored). The tables that triggers keep
+(``event_objects``, ``event_counts``) are filled by the destination's own triggers as the events arrive. The
+destination must hold no history yet (no run, no event): a copy never merges two histories. The whole copy is
+one transaction: a copy that fails leaves the destination as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.store.opening import Location, database_target, open_cache, open_cache_readonly
+
+# table -> its columns, in the order a copy inserts them (runs before what refers to them)
+TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("runs", ("id", "started", "synced", "stopped", "clean", "pid", "config")),
+    ("events", ("id", "ts", "recv", "run_id", "gvk", "namespace", "name", "uid", "op", "inferred", "spec_hash", "owner_chain",
+                "body", "status")),
+    ("objects", ("gvk", "namespace", "name", "uid", "spec_hash")),
+    ("pods", ("id", "uid", "namespace", "name", "owner_gvk", "owner_namespace", "owner_name", "stable_hash", "start_ts", "end_ts",
+              "end_inferred", "live", "first_seen")),
+    ("owners", ("gvk", "namespace", "name", "uid", "owner_refs", "fetched")),
+    ("watch_state", ("gvk", "resource_version", "updated")),
+    ("coverage_gaps", ("id", "run_id", "gvk", "since", "until", "cause", "detail")),
+    ("discovery", ("group_version", "body", "fetched")),
+)
+IDENTITY_TABLES = ("runs", "events", "pods", "coverage_gaps")
+_BATCH = 2000
+
+
+@dataclass(frozen=True)
+class CopyResult:
+    source: str
+    destination: str
+    rows: dict[str, int]
+
+
+def copy_history(source: Cache, destination: Cache) -> CopyResult:
+    """Copy every row of ``source`` into the empty ``destination`` (the caller holds its writer lock)."""
+    if destination.conn.execute("SELECT EXISTS (SELECT 1 FROM runs) OR EXISTS (SELECT 1 FROM events)").fetchone()[0]:
+        raise CacheError(f"cache {destination.path} already holds a history; copy into a new --cache (a copy never merges two)")
+    counts: dict[str, int] = {}
+    with source.read_snapshot(), destination.transaction():
+        for key, value in source.conn.execute("SELECT key, value FROM meta WHERE key != 'application' ORDER BY key").fetchall():
+            destination.set_meta(key, value)
+        for table, columns in TABLES:
+            counts[table] = _copy_table(source, destination, table, columns) if source.has_table(table) else 0
+        destination.reset_ids(IDENTITY_TABLES)
+    return CopyResult(source=str(source.path), destination=str(destination.path), rows=counts)
+
+
+def _copy_table(source: Cache, destination: Cache, table: str, columns: tuple[str, ...]) -> int:
+    names = ", ".join(columns)
+    insert = f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(columns))})"
+    order = "id" if "id" in columns else ", ".join(columns[:3] if table != "discovery" else columns[:1])
+    copied = 0
+    cursor = source.conn.execute(f"SELECT {names} FROM {table} ORDER BY {order}")
+    while True:
+        rows = cursor.fetchmany(_BATCH)
+        if not rows:
+            return copied
+        for row in rows:
+            destination.write(insert, tuple(row))
+        copied += len(rows)
+
+
+def copy_cache(source: Location, destination: str, *, context: str | None = None) -> CopyResult:
+    """``cache copy``: the history at ``source`` (read-only: nothing in it changes) into a new cache at
+    ``destination``, a file or a database. A database's history is named ``context``, else the source's
+    recorded context."""
+    with open_cache_readonly(source) as src:
+        target: Location = destination
+        if database_target(destination) is not None:
+            target = CacheUrl(destination, context or src.get_meta("cluster.context") or "default")
+        with open_cache(target, create=True) as dst, dst.writer_lock():
+            return copy_history(src, dst)
