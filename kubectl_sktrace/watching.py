@@ -26,12 +26,12 @@ What it guarantees (docs/spec.md §5 step 5; docs/architecture.md, measured fact
   the latest completed list, successful watch connection, event or bookmark. When a watch fails (a
   ``TransientError``, or a 410 that forces a relist) the sink hears ``interrupted(gvk, since=that proof)``,
   once per outage, and ``resumed(gvk, ts, horizon)`` when the kind is watching again: a relist completed
-  (``horizon`` None: the relist's own rules date what it found), or a resumed watch connected (said when
-  its first event or bookmark arrives, or it ends cleanly: a watch answered at once with a 410 or another
-  error was no recovery, and the outage goes on). Before such a
-  watch is opened, one ``limit=1`` list reads the server's current resourceVersion, the ``horizon``: events
-  of the resumed stream up to it happened while nothing watched (the server replays them from its watch
-  cache), so the sink reports them as caught up, not live.
+  (``horizon`` None: the relist's own rules date what it found), or a resumed watch connected (``ts``: its
+  HTTP 200), said at its first event or bookmark, a clean end, or ``SETTLE_SECONDS`` without an ERROR (a quiet
+  kind's next bookmark is a minute away): a watch answered at once with a 410 or another error was no
+  recovery, and the outage goes on. Before such a watch is opened, one ``limit=1`` list reads the server's
+  current resourceVersion, the ``horizon``: events of the resumed stream up to it happened while nothing
+  watched (the server replays them from its watch cache), so the sink reports them as caught up, not live.
 - A process that stood still (SIGSTOP, a laptop asleep) reads what the server sent meanwhile as if it had
   just happened. A shared ``Vigil``, checked twice a second by a thread of its own and before every event
   a watch passes on, notices a stall of ``STALL_SECONDS`` or more: the watch then drops what it just read, the gap
@@ -70,7 +70,11 @@ BACKOFF_INITIAL = 0.8
 BACKOFF_MAX = 30.0
 BACKOFF_JITTER = 0.2
 EMPTY_STREAM_SECONDS = 1.0
+SETTLE_SECONDS = 1.0  # a server answers a watch it cannot serve (410) with an ERROR right after its headers
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+
+
+Later = Callable[[float, Callable[[], None]], Callable[[], None]]  # (seconds, fn) -> cancel: fn on a thread, later
 
 
 class Sink(Protocol):
@@ -132,6 +136,7 @@ def run_watch(
     max_cycles: int | None = None,
     vigil: Vigil | None = None,
     retrying: Callable[[GVK], None] | None = None,
+    later: Later | None = None,
 ) -> None:
     """Keep ``sink`` in step with one kind until ``stop`` is set or a permanent error.
 
@@ -139,10 +144,12 @@ def run_watch(
     ``watch(resource, namespace=, resource_version=, timeout_seconds=, stop=)`` yields raw watch events.
     ``max_cycles`` bounds the number of list-or-watch attempts (for tests); None runs until stopped.
     ``retrying(gvk)`` is told of each retry after a failure during an outage (what a person is told it cost).
+    ``later`` times a resumed watch's settling (default: a timer thread; tests inject one they fire).
     """
     loop = _Loop(resource=resource, namespace=namespace, list_page=list_page, watch=watch, sink=sink,
                  clock=clock, sleep=sleep, stop=stop, timeout_seconds=timeout_seconds, retrying=retrying,
-                 backoff=Backoff(rng), vigil=vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf")))
+                 backoff=Backoff(rng), vigil=vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf")),
+                 later=later or _timer)
     cycles = 0
     while not stop.is_set() and (max_cycles is None or cycles < max_cycles):
         cycles += 1
@@ -166,6 +173,7 @@ class _Loop:
     retrying: Callable[[GVK], None] | None
     backoff: Backoff
     vigil: Vigil
+    later: Later
     position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
     coverage: _Coverage = field(default_factory=lambda: _Coverage())
 
@@ -210,11 +218,14 @@ class _Loop:
 
     def _watch(self, position: _Position) -> None:
         position.received = False
-        horizon = _horizon(self.resource, namespace=self.namespace, list_page=self.list_page) if self.coverage.down else None
+        down = self.coverage.down
+        horizon = _horizon(self.resource, namespace=self.namespace, list_page=self.list_page) if down else None
         started = self.clock()
+        proof = _Proof(lambda ts: self.coverage.watching(self.sink, self.gvk, ts, horizon=horizon),
+                       later=self.later if down else None)
         _watch_once(resource=self.resource, namespace=self.namespace, watch=self.watch, sink=self.sink,
                     clock=self.clock, stop=self.stop, position=position, timeout_seconds=self.timeout_seconds,
-                    vigil=self.vigil, connected=lambda ts: self.coverage.watching(self.sink, self.gvk, ts, horizon=horizon))
+                    vigil=self.vigil, proof=proof)
         if position.received:
             self.backoff.reset()
         elif not self.stop.is_set() and self.clock() - started < EMPTY_STREAM_SECONDS:
@@ -293,6 +304,41 @@ class _Coverage:
         if self.down:
             self.down = False
             sink.resumed(gvk, ts, horizon)
+
+
+class _Proof:
+    """Says once, at its connection's time, that a stream proved itself: from the watch's thread (an event, a
+    bookmark, a clean end) or the settle timer (``later``: only for a watch that would end an outage). An event
+    waits for an announcement under way (``resumed`` comes first); after ``withdraw`` none is under way."""
+
+    def __init__(self, announce: Callable[[float], None], *, later: Later | None) -> None:
+        self._announce, self._later, self._lock = announce, later, threading.Lock()
+        self._pending, self._opened = True, 0.0
+        self._cancel: Callable[[], None] | None = None
+
+    def connected(self, ts: float) -> None:
+        self._opened = ts
+        if self._later is not None:
+            self._cancel = self._later(SETTLE_SECONDS, self.confirm)
+
+    def confirm(self) -> None:
+        with self._lock:
+            if self._pending:
+                self._pending = False
+                self._announce(self._opened)
+
+    def withdraw(self) -> None:
+        with self._lock:
+            self._pending = False
+        if self._cancel is not None:
+            self._cancel()
+
+
+def _timer(seconds: float, fn: Callable[[], None]) -> Callable[[], None]:
+    timer = threading.Timer(seconds, fn)
+    timer.daemon = True
+    timer.start()
+    return timer.cancel
 
 
 def _horizon(resource: Resource, *, namespace: str | None, list_page: ListPage) -> str | None:
@@ -398,14 +444,15 @@ class _Position:
 
 def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
                 sink: Sink, clock: Callable[[], float], stop: threading.Event, position: _Position,
-                timeout_seconds: int, connected: Callable[[float], None], vigil: Vigil) -> None:
+                timeout_seconds: int, proof: _Proof, vigil: Vigil) -> None:
     """Consume one watch stream, moving ``position`` forward with every event and bookmark."""
     gvk = resource.gvk
     stream = watch(resource, namespace=namespace, resource_version=position.version,
                    timeout_seconds=timeout_seconds, stop=stop)
-    opened = position.alive = clock()
+    position.alive = clock()  # the server answered 200: connected
     position.epoch = vigil.check()
-    confirmed = False  # the stream proved itself: an event, a bookmark or a clean end, not an ERROR at once
+    proof.connected(position.alive)
+    confirmed = False  # the stream proved itself here: an event, a bookmark or a clean end, not an ERROR at once
     try:
         for event in stream:
             if stop.is_set():
@@ -418,7 +465,7 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
                 raise _status_error(gvk, obj)
             if not confirmed:
                 confirmed = True
-                connected(opened)
+                proof.confirm()
             if kind in EVENT_TYPES:
                 obj.setdefault("apiVersion", gvk.api_version)
                 obj.setdefault("kind", gvk.kind)
@@ -434,8 +481,9 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
             if rv:
                 position.version = str(rv)
         if not confirmed and not stop.is_set():
-            connected(opened)
+            proof.confirm()
     finally:
+        proof.withdraw()
         close = getattr(stream, "close", None)
         if close is not None:
             close()

@@ -25,6 +25,7 @@ import pytest
 from kubectl_sktrace import traceformat
 from sktrace_emulator import Emulator
 from sktrace_emulator.builders import deployment_object
+from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.watching import STALL_SECONDS
 from reliability_support import EXE, private_env, query, run_cli
 
@@ -125,6 +126,41 @@ def test_an_api_outage_is_a_gap_and_what_changed_during_it_is_caught_up_not_live
     # the outage is listed from 5 s on (it lasted 2 s, plus the back-off), else counted among the short gaps
     assert "% of the window" in coverage and "not when they happened" in export.stderr, export.stderr
     assert ", API unreachable)" in export.stderr or "gap shorter than 5s" in export.stderr, export.stderr
+
+
+@pytest.fixture
+def quiet_emu() -> Iterator[Emulator]:
+    emulator = Emulator(token="outage-token", seed=3).start()  # bookmarks once a minute, as a real server sends them
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+def test_kinds_with_nothing_to_send_watch_again_once_their_watches_connect(tmp_path: Path, quiet_emu: Emulator) -> None:
+    # no StatefulSet, Job or CronJob exists: neither their lists nor their resumed watches carry anything, and the
+    # next bookmark is a minute away; the watch's connection is what proves such a kind is watched again
+    proc, _, cache = record(tmp_path, quiet_emu)
+    quiet_emu.stop()
+    time.sleep(2.0)
+    up = time.time()
+    quiet_emu.start()
+    wait_for(cache, "SELECT 1 FROM coverage_gaps GROUP BY run_id HAVING count(DISTINCT gvk) = 6 AND sum(until IS NULL) = 0",
+             timeout=20)
+    closed = time.time()
+    time.sleep(1.0)  # the run goes on: a gap closed at the run's end would end after this
+    out, err = finish(proc)
+
+    gaps = query(cache, "SELECT gvk, until FROM coverage_gaps ORDER BY gvk")
+    assert {g[0] for g in gaps} >= {"apps/v1.StatefulSet", "batch/v1.Job", "batch/v1.CronJob"}
+    for gvk, until in gaps:
+        assert up <= until <= closed, (gvk, until, up, closed)  # at the connection, not at the run's end
+    over = [line for line in err.splitlines() if line.startswith("API unreachable since ") and " — recovered after " in line]
+    assert len(over) == 1 and over[0].endswith("; every kind is watched again"), err
+    status = json.loads(run_cli(["status", "--cache", str(cache), "-o", "json"], home=tmp_path).stdout)
+    (outage,) = status["outages"]
+    assert outage["to"] == format_time(max(until for _, until in gaps)) != status["runs"][0]["stopped"], status
+    assert "Outage: API unreachable " in out
 
 
 def test_a_suspended_recorder_whose_watches_expired_records_the_sleep_as_a_gap(tmp_path: Path, emu: Emulator) -> None:

@@ -11,7 +11,7 @@ import pytest
 from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
 from kubectl_sktrace.kube import Resource
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.watching import Backoff, Vigil, run_watch
+from kubectl_sktrace.watching import SETTLE_SECONDS, Backoff, Vigil, run_watch
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -120,6 +120,9 @@ class Script:
                 if isinstance(e, float):  # the process stands still this long before the next item
                     self.clock.now += e
                     continue
+                if callable(e):  # something happens while the stream sends nothing (a timer fires)
+                    e()
+                    continue
                 self.clock.now += self.step
                 if isinstance(e, BaseException):
                     raise e
@@ -127,14 +130,39 @@ class Script:
         return stream()
 
 
+class Timers:
+    """An injected ``later``: it remembers what it was asked to run, and runs it when the test says so."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[float, Callable[[], None]]] = []
+        self.cancelled: list[bool] = []
+
+    def __call__(self, seconds: float, fn: Callable[[], None]) -> Callable[[], None]:
+        index = len(self.asked)
+        self.asked.append((seconds, fn))
+        self.cancelled.append(False)
+
+        def cancel() -> None:
+            self.cancelled[index] = True
+        return cancel
+
+    def fire(self) -> None:
+        """The time is up for every timer that is not cancelled."""
+        for (_, fn), cancelled in zip(self.asked, self.cancelled):
+            if not cancelled:
+                fn()
+
+
 def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0, seed: int = 1,
         stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None,
         horizon: str | BaseException = "999", stall: float | None = None,
-        retrying: Callable[[GVK], None] | None = None) -> tuple[Recorder, Script, list[float]]:
+        retrying: Callable[[GVK], None] | None = None, later: Any = "never",
+        sink: Recorder | None = None) -> tuple[Recorder, Script, list[float]]:
+    """``later``: the settle timer; by default one that never fires (a real one with None)."""
     clock = Clock()
     script = Script(lists, watches, clock, step=step)
     script.horizon = horizon
-    sink = Recorder()
+    sink = sink or Recorder()
     slept: list[float] = []
 
     def fake_sleep(seconds: float) -> None:
@@ -144,7 +172,7 @@ def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0,
     vigil = None if stall is None else Vigil(clock=clock, monotonic=clock, threshold=stall)
     run_watch(resource=RES, namespace=None, list_page=script.list_page, watch=script.watch, sink=sink, clock=clock,
               sleep=sleep or fake_sleep, stop=stop or threading.Event(), rng=random.Random(seed), timeout_seconds=300,
-              max_cycles=cycles, vigil=vigil, retrying=retrying)
+              max_cycles=cycles, vigil=vigil, retrying=retrying, later=Timers() if later == "never" else later)
     return sink, script, slept
 
 
@@ -434,6 +462,77 @@ def test_a_quiet_resumed_watch_that_ends_cleanly_ends_the_outage_at_its_connecti
     sink, script, slept = run([page([], rv="100")], [[ev("ADDED", "a", "101"), TransientError("reset")], []], cycles=3)
     assert [c for c in sink.calls if c[0] in ("interrupted", "resumed")] == [
         ("interrupted", 1004.0, "API unreachable"), ("resumed", pytest.approx(1008.0 + slept[0]), "999")]
+
+
+def outage_calls(sink: Recorder) -> list[tuple[Any, ...]]:
+    return [c for c in sink.calls if c[0] in ("interrupted", "resumed")]
+
+
+def test_a_quiet_resumed_watch_ends_the_outage_at_its_connection_once_it_settles():
+    # the resumed stream sends nothing (a kind with no objects, its next bookmark a minute away) and breaks later
+    timers = Timers()
+    sink, script, slept = run([page([], rv="100")], [[ev("ADDED", "a", "101"), TransientError("reset")],
+                                                     [timers.fire, TransientError("reset")]], cycles=3, later=timers)
+    assert [seconds for seconds, _ in timers.asked] == [SETTLE_SECONDS]  # armed for the resumed watch only
+    connected = pytest.approx(1008.0 + slept[0])  # after the back-off and the horizon's probe
+    assert outage_calls(sink) == [("interrupted", 1004.0, "API unreachable"), ("resumed", connected, "999"),
+                                  ("interrupted", connected, "API unreachable")]  # the next outage: from that connection
+
+
+def test_a_410_after_a_resumed_watch_settled_is_a_gap_of_its_own_from_the_connection():
+    timers = Timers()
+    sink, script, slept = run([page([], rv="100"), page([], rv="300")],
+                              [[ev("ADDED", "a", "101"), TransientError("reset")], [timers.fire, expired_event()]],
+                              cycles=4, later=timers)
+    connected = pytest.approx(1008.0 + slept[0])
+    assert outage_calls(sink) == [("interrupted", 1004.0, "API unreachable"), ("resumed", connected, "999"),
+                                  ("interrupted", connected, "watch expired"), ("resumed", pytest.approx(1010.0 + slept[0]), None)]  # at the relist
+
+
+def test_a_settle_timer_that_fires_after_the_stream_failed_at_once_says_nothing():
+    timers = Timers()
+    sink, _, _ = run([page(["a"], rv="100")], [[ev("MODIFIED", "a", "101"), TransientError("reset")], [expired_event()]],
+                     cycles=3, later=timers)
+    assert timers.cancelled == [True]
+    (_, fn), = timers.asked
+    fn()  # a timer thread that was already running when the stream failed
+    assert outage_calls(sink) == [("interrupted", 1004.0, "API unreachable")]  # the outage goes on, until the relist
+
+
+def test_the_default_settle_timer_ends_the_outage_while_the_resumed_stream_stays_quiet():
+    heard, waited = threading.Event(), []
+
+    class Hearing(Recorder):
+        def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
+            super().resumed(gvk, ts, horizon)
+            heard.set()
+
+    sink, _, slept = run([page([], rv="100")], [[ev("ADDED", "a", "101"), TransientError("reset")],
+                                                [lambda: waited.append(heard.wait(8)), ev("ADDED", "b", "102")]],
+                         cycles=3, later=None, sink=Hearing())
+    assert waited == [True]  # told while the stream sent nothing
+    assert [c[:2] for c in sink.calls[2:]] == [("ADDED", "a"), ("interrupted", 1004.0), ("resumed", pytest.approx(1008.0 + slept[0])),
+                                               ("ADDED", "b")]
+
+
+def test_an_event_waits_for_the_timer_that_is_announcing_the_recovery():
+    entered, waited = threading.Event(), []
+
+    class Slow(Recorder):
+        def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
+            entered.set()
+            threading.Event().wait(0.3)  # the event read meanwhile must not reach the sink before this call ends
+            super().resumed(gvk, ts, horizon)
+
+    def on_a_thread(seconds: float, fn: Callable[[], None]) -> Callable[[], None]:
+        threading.Thread(target=fn).start()
+        return lambda: None
+
+    sink, _, _ = run([page([], rv="100")], [[ev("ADDED", "a", "101"), TransientError("reset")],
+                                            [lambda: waited.append(entered.wait(8)), ev("ADDED", "b", "102")]],
+                     cycles=3, later=on_a_thread, sink=Slow())
+    assert waited == [True]
+    assert [c[0] for c in sink.calls[2:]] == ["ADDED", "interrupted", "resumed", "ADDED"]
 
 
 def test_the_vigil_notices_a_stall_whichever_thread_checks_first():
