@@ -402,8 +402,8 @@ class Handler(BaseHTTPRequestHandler):
         while True:
             with store.changed:
                 while True:
-                    if emu.drop_generation != generation:
-                        raise _Dropped()
+                    if emu.drop_generation != generation or emu._httpd is not self.server:
+                        raise _Dropped()  # dropped, or its server stopped (a connection accepted while it stopped)
                     events = history.since(position)
                     if events is None or events:
                         break

@@ -102,6 +102,7 @@ class Emulator:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+            self.drop_watches()  # as a stopped API server does, end the watches of connections accepted meanwhile
 
     def serve_forever(self) -> None:
         """Block until the server thread ends (the standalone command)."""

@@ -243,6 +243,20 @@ def test_drop_watches_cuts_streams_without_the_terminating_chunk(emulator: Emula
     conn.close()
 
 
+def test_a_connection_accepted_before_the_server_stopped_gets_no_watch_served_after(emulator: Emulator) -> None:
+    """A stopped API server serves nothing more: a connection it accepted just before it stopped (after its watches
+    were dropped) does not go on streaming a watch, even across a restart on the same port."""
+    conn = connect(emulator)
+    conn.connect()  # accepted (and, with TLS, handshaken) while the server runs
+    emulator.stop()
+    emulator.start()
+    conn.request("GET", f"/api/v1/pods?watch=1&resourceVersion={emulator.resource_version}", headers={"Authorization": "Bearer test-token"})
+    resp = conn.getresponse()
+    with pytest.raises((http.client.IncompleteRead, ConnectionError, ssl.SSLError)):
+        resp.read()
+    conn.close()
+
+
 @pytest.mark.parametrize(("status", "reason"), [(429, "TooManyRequests"), (500, "InternalError"), (401, "Unauthorized"), (403, "Forbidden")])
 def test_fail_answers_status_for_that_kind_count_times(emulator: Emulator, status: int, reason: str) -> None:
     emulator.fail("Pod", status, count=2, retry_after=3 if status == 429 else None)
