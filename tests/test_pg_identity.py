@@ -171,3 +171,15 @@ def test_a_newer_registry_is_refused_and_left_untouched(tmp_path: Path, pg_url: 
     for args in [start, ["status", "--cache", pg_url, "--kubeconfig", kubeconfig]]:
         assert_one_error(run_cli(args, home=tmp_path, timeout=120), "newer than this kubectl-sktrace knows", "upgrade kubectl-sktrace")
     assert _registry(pg_url) == before
+
+
+def test_an_unreachable_cluster_is_reported_before_the_database_is_touched(tmp_path: Path, pg_server: Any, pg_url: str) -> None:
+    from conftest import write_kubeconfig
+    from pgserver import _free_port
+
+    kubeconfig = tmp_path / "kubeconfig"
+    write_kubeconfig(kubeconfig, server=f"https://127.0.0.1:{_free_port()}", context="prod")
+    run = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", pg_url, "--duration", "1s"], home=tmp_path, timeout=120)
+    line = assert_one_error(run, "127.0.0.1")
+    assert "cache" not in line.split(";")[0], line
+    assert _query(pg_url, "SELECT to_regclass('kubectl_sktrace.histories') IS NULL") == [(True,)]
