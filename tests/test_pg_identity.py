@@ -183,3 +183,13 @@ def test_an_unreachable_cluster_is_reported_before_the_database_is_touched(tmp_p
     line = assert_one_error(run, "127.0.0.1")
     assert "cache" not in line.split(";")[0], line
     assert _query(pg_url, "SELECT to_regclass('kubectl_sktrace.histories') IS NULL") == [(True,)]
+
+
+def test_without_the_clusters_uid_the_context_name_chooses(tmp_path: Path, pg_url: str, emulator: Emulator) -> None:
+    emulator.grant_view(["default"])  # a Role's rights: kube-system cannot be read, so the uid is unknown
+    for context in ("team-a", "team-b", "team-a"):
+        kubeconfig = _kubeconfig(emulator, tmp_path / context, context=context, host="127.0.0.1")
+        run = run_cli(["start", "--kubeconfig", kubeconfig, "--cache", pg_url, "-n", "default", "--duration", "1s"], home=tmp_path, timeout=120)
+        assert run.code == 0, run.describe()
+    assert _registry(pg_url) == [(1, "team-a", "", emulator.url, ["team-a"]), (2, "team-b", "", emulator.url, ["team-b"])]
+    assert _status(pg_url, "team-a", tmp_path)["runsTotal"] == 2
