@@ -111,6 +111,10 @@ def test_a_laptops_copied_history_continues_in_the_cluster(tmp_path: Path, pg_ur
     _assert_reconciled(pod)
     assert [row[4] for row in _registry(pg_url)] == [["prod", "in-cluster"]]
     assert _status(pg_url, "in-cluster", tmp_path)["runsTotal"] == 2
+    # prune finds the history by its new name, and on a machine without a kubeconfig as the only one
+    for extra in (["--context", "in-cluster"], []):
+        pruned = run_cli(["prune", "--cache", pg_url, "--before", "-1h", *extra], home=tmp_path / "elsewhere", timeout=120)
+        assert pruned.code == 0, pruned.describe()
     again = run_cli(["cache", "copy", local, pg_url, "--context", "elsewhere"], home=tmp_path, timeout=120)
     assert_one_error(again, "already holds a history")
     assert [row[4] for row in _registry(pg_url)] == [["prod", "in-cluster"]]

@@ -201,9 +201,8 @@ def _writable_history(conn: PgConnection, target: CacheUrl, *, create: bool, clu
     """The history's ``(id, schema)``: the registry (created or upgraded) first, then the history of the cluster's
     uid, else of the context's name, else (``create``) a new one. A new name of a known cluster becomes an alias."""
     raw = conn.raw
-    if not target.history:
+    if not target.history and create:
         raise CacheError(f"recording into {target.masked} needs a kubeconfig context to name the history; pass --context NAME")
-    name = target.history
     with raw.transaction():
         raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, _SCHEMA_LOCK))
         if pgregistry.registry_version(raw, target) == 0:
@@ -211,6 +210,10 @@ def _writable_history(conn: PgConnection, target: CacheUrl, *, create: bool, clu
                 raise CacheError(f"no kubectl-sktrace history in {target.masked}; record one first with 'kubectl sktrace start --cache URL'")
             _refuse_foreign_database(raw, target)
     pgregistry.upgrade_registry(raw, target, lock=(LOCK_CLASS, _SCHEMA_LOCK))
+    if not create:  # prune: the history known by the name, else the only one, as a reader finds it
+        history_id, _, schema, _ = _find_history(raw, target)
+        return history_id, schema
+    name = target.history or ""
     with raw.transaction():
         raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, _SCHEMA_LOCK))
         found = pgregistry.by_cluster(raw, target, name, cluster.uid) if cluster is not None and cluster.uid else None
@@ -223,8 +226,6 @@ def _writable_history(conn: PgConnection, target: CacheUrl, *, create: bool, clu
             if adopt and cluster is not None and cluster.uid:
                 pgregistry.adopt_cluster(raw, found[0], cluster)
             return found
-        if not create:
-            raise CacheError(f"no history of context {name!r} in {target.masked}; record it first with 'kubectl sktrace start'")
         history_id, schema = pgregistry.register(raw, name, cluster)
         raw.execute(f'CREATE SCHEMA "{schema}"')
         raw.execute(f'SET LOCAL search_path TO "{schema}"')
