@@ -109,8 +109,12 @@ def history_names(raw: Any, history_id: int) -> tuple[str, ...]:
 
 def all_histories(raw: Any) -> list[tuple[int, str, str, tuple[str, ...]]]:
     """``(id, first name, schema, names)`` of every history, by first name."""
-    rows = raw.execute(f"SELECT id, name, schema_name FROM {R}.histories ORDER BY name").fetchall()
-    return [(int(i), str(name), str(schema), history_names(raw, int(i))) for i, name, schema in rows]
+    if not _exists(raw, "history_names"):
+        rows = raw.execute(f"SELECT id, name, schema_name, ARRAY[name] FROM {R}.histories ORDER BY name").fetchall()
+    else:  # one query, however many histories the database holds
+        rows = raw.execute(f"SELECT h.id, h.name, h.schema_name, array_agg(n.name ORDER BY n.name <> h.name, n.added, n.name) "
+                           f"FROM {R}.histories h JOIN {R}.history_names n ON n.history_id = h.id GROUP BY h.id ORDER BY h.name").fetchall()
+    return [(int(i), str(name), str(schema), tuple(str(n) for n in names)) for i, name, schema, names in rows]
 
 
 def by_name(raw: Any, name: str) -> tuple[int, str] | None:
