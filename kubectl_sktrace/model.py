@@ -161,6 +161,7 @@ class ClusterId:
 
     uid: str
     server: str
+    namespace: str = ""  # the scope recorded: '' = all namespaces (two scopes of one cluster are two histories)
 
 
 @dataclass(frozen=True)

@@ -427,7 +427,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
             kube = kube_module.Kube.connect(target)
             try:
                 server, cluster_uid = kube.cluster_identity()
-                with open_cache(cache_path, create=True, cluster=ClusterId(cluster_uid, server)) as cache, cache.writer_lock():
+                with open_cache(cache_path, create=True, cluster=ClusterId(cluster_uid, server, namespace or "")) as cache, cache.writer_lock():
                     return record(cache, kube, server, cluster_uid)
             finally:
                 kube.close()

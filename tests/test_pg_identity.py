@@ -144,7 +144,7 @@ def _make_registry_old(url: str) -> None:
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DROP TABLE kubectl_sktrace.registry_migrations, kubectl_sktrace.history_names")
-        conn.execute("ALTER TABLE kubectl_sktrace.histories DROP COLUMN cluster_uid, DROP COLUMN server")
+        conn.execute("ALTER TABLE kubectl_sktrace.histories DROP COLUMN cluster_uid, DROP COLUMN server, DROP COLUMN scope_namespace")
 
 
 def test_an_old_registry_is_read_as_it_is_and_upgraded_by_a_recorder(tmp_path: Path, pg_url: str, emulator: Emulator) -> None:
@@ -197,3 +197,14 @@ def test_without_the_clusters_uid_the_context_name_chooses(tmp_path: Path, pg_ur
         assert run.code == 0, run.describe()
     assert _registry(pg_url) == [(1, "team-a", "", emulator.url, ["team-a"]), (2, "team-b", "", emulator.url, ["team-b"])]
     assert _status(pg_url, "team-a", tmp_path)["runsTotal"] == 2
+
+
+def test_two_scopes_of_one_cluster_are_two_histories(tmp_path: Path, pg_url: str, emulator: Emulator) -> None:
+    runs = [("whole", []), ("team", ["-n", "default"]), ("team-admin", ["-n", "default"])]
+    for context, scope in runs:
+        kubeconfig = _kubeconfig(emulator, tmp_path / context, context=context, host="127.0.0.1")
+        run = run_cli(["start", "--kubeconfig", kubeconfig, "--cache", pg_url, *scope, "--duration", "1s"], home=tmp_path, timeout=120)
+        assert run.code == 0, run.describe()
+    uid = emulator.cluster_uid
+    assert _registry(pg_url) == [(1, "whole", uid, emulator.url, ["whole"]), (2, "team", uid, emulator.url, ["team", "team-admin"])]
+    assert _query(pg_url, "SELECT scope_namespace FROM kubectl_sktrace.histories ORDER BY id") == [("",), ("default",)]

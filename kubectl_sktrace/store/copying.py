@@ -79,6 +79,6 @@ def copy_cache(source: Location, destination: str, *, context: str | None = None
         cluster = None
         if database_target(destination) is not None:
             target = CacheUrl(destination, context or src.get_meta("cluster.context") or "default")
-            cluster = ClusterId(src.get_meta("cluster.uid") or "", src.get_meta("cluster.server") or "")
+            cluster = ClusterId(src.get_meta("cluster.uid") or "", src.get_meta("cluster.server") or "", src.get_meta("scope.namespace") or "")
         with open_cache(target, create=True, cluster=cluster, adopt=False) as dst, dst.writer_lock():
             return copy_history(src, dst)

@@ -32,7 +32,8 @@ REGISTRY_MIGRATIONS: list[tuple[str, str]] = [
         "0002_cluster_identity",
         f"""
         ALTER TABLE {R}.histories ADD COLUMN cluster_uid TEXT COLLATE "C" NOT NULL DEFAULT '',
-                                  ADD COLUMN server TEXT COLLATE "C" NOT NULL DEFAULT '';
+                                  ADD COLUMN server TEXT COLLATE "C" NOT NULL DEFAULT '',
+                                  ADD COLUMN scope_namespace TEXT COLLATE "C" NOT NULL DEFAULT '';
         CREATE INDEX histories_cluster_uid ON {R}.histories (cluster_uid) WHERE cluster_uid <> '';
         CREATE TABLE {R}.history_names (
             name TEXT COLLATE "C" PRIMARY KEY,
@@ -47,7 +48,8 @@ REGISTRY_MIGRATIONS: list[tuple[str, str]] = [
                 IF to_regclass(format('%I.meta', h.schema_name)) IS NOT NULL THEN
                     EXECUTE format('UPDATE {R}.histories SET '
                                    'cluster_uid = coalesce((SELECT value FROM %1$I.meta WHERE key = ''cluster.uid''), ''''), '
-                                   'server = coalesce((SELECT value FROM %1$I.meta WHERE key = ''cluster.server''), '''') '
+                                   'server = coalesce((SELECT value FROM %1$I.meta WHERE key = ''cluster.server''), ''''), '
+                                   'scope_namespace = coalesce((SELECT value FROM %1$I.meta WHERE key = ''scope.namespace''), '''') '
                                    'WHERE id = $1', h.schema_name) USING h.id;
                 END IF;
             END LOOP;
@@ -127,12 +129,14 @@ def by_name(raw: Any, name: str) -> tuple[int, str] | None:
     return None if row is None else (int(row[0]), str(row[1]))
 
 
-def by_cluster(raw: Any, target: CacheUrl, name: str, uid: str) -> tuple[int, str] | None:
-    """``(id, schema)`` of the history of the cluster whose kube-system uid is ``uid``: the only one, else the one
-    named ``name``; None when no history records it. Several, none of them named so: a CacheError."""
+def by_cluster(raw: Any, target: CacheUrl, name: str, cluster: ClusterId) -> tuple[int, str] | None:
+    """``(id, schema)`` of the history of the cluster whose kube-system uid is ``cluster.uid``, in the same scope:
+    the only one, else the one named ``name``; None when no history records it. Several, none of them named so:
+    a CacheError."""
+    uid = cluster.uid
     rows = raw.execute(
         f"SELECT h.id, h.schema_name, EXISTS (SELECT 1 FROM {R}.history_names n WHERE n.history_id = h.id AND n.name = %s) "
-        f"FROM {R}.histories h WHERE h.cluster_uid = %s ORDER BY h.id", (name, uid)).fetchall()
+        f"FROM {R}.histories h WHERE h.cluster_uid = %s AND h.scope_namespace = %s ORDER BY h.id", (name, uid, cluster.namespace)).fetchall()
     named = [row for row in rows if row[2]]
     if len(rows) == 1 or named:
         chosen = named[0] if named else rows[0]
@@ -153,16 +157,16 @@ def add_alias(raw: Any, history_id: int, name: str) -> None:
 def adopt_cluster(raw: Any, history_id: int, cluster: ClusterId) -> None:
     """A history registered without a uid (its cluster's kube-system was unreadable, or nothing recorded it yet)
     takes the cluster's identity."""
-    raw.execute(f"UPDATE {R}.histories SET cluster_uid = %s, server = %s WHERE id = %s AND cluster_uid = ''",
-                (cluster.uid, cluster.server, history_id))
+    raw.execute(f"UPDATE {R}.histories SET cluster_uid = %s, server = %s, scope_namespace = %s WHERE id = %s AND cluster_uid = ''",
+                (cluster.uid, cluster.server, cluster.namespace, history_id))
 
 
 def register(raw: Any, name: str, cluster: ClusterId | None) -> tuple[int, str]:
     """A new history named ``name``, of ``cluster``: its registry rows and its schema's name."""
-    uid, server = (cluster.uid, cluster.server) if cluster is not None else ("", "")
+    uid, server, scope = (cluster.uid, cluster.server, cluster.namespace) if cluster is not None else ("", "", "")
     history_id = int(raw.execute(
-        f"INSERT INTO {R}.histories (name, schema_name, created, cluster_uid, server) VALUES (%s, '', %s, %s, %s) RETURNING id",
-        (name, time.time(), uid, server)).fetchone()[0])
+        f"INSERT INTO {R}.histories (name, schema_name, created, cluster_uid, server, scope_namespace) VALUES (%s, '', %s, %s, %s, %s) "
+        "RETURNING id", (name, time.time(), uid, server, scope)).fetchone()[0])
     schema = f"sktrace_h{history_id}"
     raw.execute(f"UPDATE {R}.histories SET schema_name = %s WHERE id = %s", (schema, history_id))
     add_alias(raw, history_id, name)

@@ -216,7 +216,7 @@ def _writable_history(conn: PgConnection, target: CacheUrl, *, create: bool, clu
     name = target.history or ""
     with raw.transaction():
         raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, _SCHEMA_LOCK))
-        found = pgregistry.by_cluster(raw, target, name, cluster.uid) if cluster is not None and cluster.uid else None
+        found = pgregistry.by_cluster(raw, target, name, cluster) if cluster is not None and cluster.uid else None
         if found is not None:
             if adopt:
                 pgregistry.add_alias(raw, found[0], name)
