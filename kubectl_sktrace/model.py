@@ -155,6 +155,16 @@ def is_database_url(text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class ClusterId:
+    """Which cluster a recorder talks to: the uid of its ``kube-system`` namespace ('' when it cannot be read)
+    and its server URL (which differs between a laptop's kubeconfig and a pod inside the cluster)."""
+
+    uid: str
+    server: str
+    namespace: str = ""  # the scope recorded: '' = all namespaces (two scopes of one cluster are two histories)
+
+
+@dataclass(frozen=True)
 class CacheUrl:
     """A cache in a PostgreSQL database: the libpq URL (credentials included: never print it, print
     ``masked``) and the name of the history in it (a kubeconfig context's; None: the database's only one)."""

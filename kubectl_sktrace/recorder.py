@@ -33,11 +33,12 @@ from kubectl_sktrace import watching
 from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.ingest import Ingest, KindStats
-from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, ObjKey
+from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, CacheUrl, ClusterId, ObjKey
 from kubectl_sktrace.outagenotice import OutageNotices
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.runsummary import Summary, SummaryRow
+from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import coverage_gaps
 from kubectl_sktrace.store.recording import Identity, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
@@ -409,20 +410,32 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     health = None if board is None or options.health_port is None else HealthServer(options.health_port, board)
     if health is not None:
         progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind).")
+    def record(cache: Cache, kube: Any, server: str, cluster_uid: str) -> Summary:
+        identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
+        session = Session(
+            kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
+            duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
+            context_namespace=target.namespace, health=board,
+        )
+        return session.run()
+
     with _stop_on_signals(stop), _closing(health):
         # leaving the cache's context turns sqlite errors met while recording (damage deep in the file, a full
         # disk) into one-line CacheErrors
+        if isinstance(cache_path, CacheUrl):
+            # a database finds its history by the cluster's identity: read from the cluster before the history
+            kube = kube_module.Kube.connect(target)
+            try:
+                server, cluster_uid = kube.cluster_identity()
+                with open_cache(cache_path, create=True, cluster=ClusterId(cluster_uid, server, namespace or "")) as cache, cache.writer_lock():
+                    return record(cache, kube, server, cluster_uid)
+            finally:
+                kube.close()
         with open_cache(cache_path, create=True) as cache, cache.writer_lock():
             kube = kube_module.Kube.connect(target)
             try:
                 server, cluster_uid = kube.cluster_identity()
-                identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
-                session = Session(
-                    kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
-                    duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-                    context_namespace=target.namespace, health=board,
-                )
-                return session.run()
+                return record(cache, kube, server, cluster_uid)
             finally:
                 kube.close()
 

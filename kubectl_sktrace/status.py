@@ -184,6 +184,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         "schemaVersion": status.schema_version,
         "cluster": {"server": status.server, "kubeSystemUid": status.cluster_uid or None, "context": status.context,
                     "namespace": status.namespace or None},
+        **({"historyNames": list(status.history_names)} if status.history_names else {}),
         "countsNamespace": namespace,
         "runsTotal": len(status.runs),
         "runs": [_run_to_dict(r, now) for r in shown],
@@ -235,6 +236,7 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
         "cluster": cluster["server"] or "- (nothing recorded yet)",
         "kube-system uid": cluster["kubeSystemUid"],
         "context": cluster["context"],
+        **({"history names": ", ".join(status.history_names)} if status.history_names else {}),
         "scope": f"namespace {status.namespace}" if status.namespace else "all namespaces",
     }
     if namespace is not None:

@@ -474,12 +474,16 @@ def test_the_password_never_shows(tmp_path: Path, pg_url: str, emulator_kubeconf
 
 
 def test_a_database_names_its_histories_by_context(tmp_path: Path, pg_url: str, emulator_kubeconfig: str) -> None:
-    for context in ("emulator", "second"):
-        args = ["start", "--kubeconfig", emulator_kubeconfig, "--cache", pg_url, "--duration", "1s"]
-        if context == "second":
-            Path(emulator_kubeconfig).write_text(Path(emulator_kubeconfig).read_text().replace("emulator", "second"))
-        result = run_cli(args, home=tmp_path, timeout=120)
-        assert result.code == 0, result.describe()
+    from sktrace_emulator import Emulator
+
+    second = Emulator(token="test-token", seed=2)  # another cluster (another kube-system uid): another history
+    second.start()
+    try:
+        for kubeconfig in (emulator_kubeconfig, second.write_kubeconfig(tmp_path / "second", context="second")):
+            result = run_cli(["start", "--kubeconfig", kubeconfig, "--cache", pg_url, "--duration", "1s"], home=tmp_path, timeout=120)
+            assert result.code == 0, result.describe()
+    finally:
+        second.stop()
     # a laptop without a kubeconfig: the context names the history, and with two there is no guessing
     assert_one_error(run_cli(["status", "--cache", pg_url], home=tmp_path), "holds 2 histories (emulator, second); pass --context NAME")
     assert_one_error(run_cli(["status", "--cache", pg_url, "--context", "third"], home=tmp_path),

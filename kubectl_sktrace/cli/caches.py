@@ -29,7 +29,9 @@ def copy_command(source: str, destination: str, context: str | None, output: str
     """Copy the history of SRC into a new cache DST (a file path or a postgresql:// URL).
 
     Every row is copied as it is, so DST exports the same trace as SRC for any window. SRC is only read;
-    DST must not hold a history yet, and is written in one transaction.
+    DST must not hold a history yet, and is written in one transaction. In a database, the history is
+    registered under its context and its cluster's identity, so that a recorder of the same cluster (the
+    in-cluster one, say) continues it whatever its context's name.
 
     \b
     Example:

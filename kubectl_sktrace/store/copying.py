@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.model import CacheUrl, ClusterId
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.opening import Location, database_target, open_cache, open_cache_readonly
 
@@ -72,10 +72,13 @@ def _copy_table(source: Cache, destination: Cache, table: str, columns: tuple[st
 def copy_cache(source: Location, destination: str, *, context: str | None = None) -> CopyResult:
     """``cache copy``: the history at ``source`` (read-only: nothing in it changes) into a new cache at
     ``destination``, a file or a database. A database's history is named ``context``, else the source's
-    recorded context."""
+    recorded context, and registered with the source's cluster identity (kube-system uid and server), so that a
+    recorder of that cluster under another context name continues it."""
     with open_cache_readonly(source) as src:
         target: Location = destination
+        cluster = None
         if database_target(destination) is not None:
             target = CacheUrl(destination, context or src.get_meta("cluster.context") or "default")
-        with open_cache(target, create=True) as dst, dst.writer_lock():
+            cluster = ClusterId(src.get_meta("cluster.uid") or "", src.get_meta("cluster.server") or "", src.get_meta("scope.namespace") or "")
+        with open_cache(target, create=True, cluster=cluster, adopt=False) as dst, dst.writer_lock():
             return copy_history(src, dst)

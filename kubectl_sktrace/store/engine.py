@@ -100,6 +100,10 @@ class Cache:
         """Within a transaction."""
         self.write("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
 
+    def history_names(self) -> tuple[str, ...]:
+        """The names a database's history is known by (its first context, then its aliases); a file has none."""
+        return ()
+
     def has_table(self, name: str) -> bool:
         raise NotImplementedError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from kubectl_sktrace.model import CacheUrl, is_database_url
+from kubectl_sktrace.model import CacheUrl, ClusterId, is_database_url
 from kubectl_sktrace.store import connection
 from kubectl_sktrace.store.engine import Cache
 
@@ -21,14 +21,15 @@ def database_target(location: Location) -> CacheUrl | None:
     return None
 
 
-def open_cache(location: Location, *, create: bool) -> Cache:
+def open_cache(location: Location, *, create: bool, cluster: ClusterId | None = None, adopt: bool = True) -> Cache:
     """Open (and migrate) the cache for writing; ``create`` makes it when absent (start), else it must exist
-    (prune)."""
+    (prune). In a database, ``cluster`` (known: a recorder read it first) finds its history by the cluster's
+    identity before the context's name (``adopt``: and gives it that name too); a file is the history its path names."""
     target = database_target(location)
     if target is not None:
         from kubectl_sktrace.store.postgres import open_pg
 
-        return open_pg(target, create=create)
+        return open_pg(target, create=create, cluster=cluster, adopt=adopt)
     assert not isinstance(location, CacheUrl)
     return connection.open_cache(location, create=create)
 

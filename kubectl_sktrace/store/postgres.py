@@ -2,10 +2,11 @@
 
 - **Where.** ``--cache postgresql://user@host:port/database?…`` (libpq's URL; its password is never shown:
   messages print ``CacheUrl.masked``). Each history lives in a schema of its own, named in the registry
-  ``kubectl_sktrace.histories`` by the kubeconfig context it records (``pgschema.py``). ``start`` creates the
-  registry (in a database that holds nothing else, else it refuses, leaving it untouched) and its context's
-  history; readers take the history of the context given (``--context``, else the kubeconfig's current one),
-  or, without a kubeconfig, the database's only history.
+  the registry (``pgregistry.py``) with its cluster's identity and every name it is known by. ``start`` creates
+  the registry (in a database that holds nothing else, else it refuses, leaving it untouched) and finds its
+  history by the cluster's kube-system uid, then by its context's name (a new name of a known cluster becomes an
+  alias), else creates one; readers take the history known by the context given (``--context``, else the
+  kubeconfig's current one), or, without a kubeconfig, the database's only history.
 - **Migrations** are ``pgschema.PG_MIGRATIONS``, named as sqlite's, each in one transaction with its row of
   ``schema_migrations``; a history whose migrations this version does not know (newer, or not ours) is a
   one-line error and is left untouched. Schema changes take a transaction-level advisory lock, so two
@@ -30,10 +31,11 @@ import time
 from typing import Any
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.model import CacheUrl, ClusterId
+from kubectl_sktrace.store import pgregistry
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.pgconn import PgConnection, connect, psycopg_module, reason
-from kubectl_sktrace.store.pgschema import MIGRATIONS_TABLE, PG_MIGRATIONS, REGISTRY, REGISTRY_SCHEMA
+from kubectl_sktrace.store.pgschema import MIGRATIONS_TABLE, PG_MIGRATIONS, REGISTRY_SCHEMA
 from kubectl_sktrace.store.schema import APPLICATION, APPLICATION_ID
 
 LOCK_CLASS = APPLICATION_ID  # the first key of every advisory lock we take; the second is the history's id
@@ -47,11 +49,12 @@ class PgCache(Cache):
 
     engine = "postgresql"
 
-    def __init__(self, target: CacheUrl, conn: PgConnection, *, history_id: int, name: str) -> None:
+    def __init__(self, target: CacheUrl, conn: PgConnection, *, history_id: int, name: str, names: tuple[str, ...] = ()) -> None:
         self.target = target
         self.conn: PgConnection = conn
         self.history_id = history_id
         self.name = name
+        self.names = names or (name,)
         self.path: str = str(CacheUrl(target.url, name))
         self._lock: AdvisoryLock | None = None
         self._lock_checked = 0.0
@@ -82,6 +85,9 @@ class PgCache(Cache):
 
     def write(self, sql: str, parameters: Any = ()) -> None:
         self.conn.queue(sql, parameters)
+
+    def history_names(self) -> tuple[str, ...]:
+        return self.names
 
     def has_table(self, name: str) -> bool:
         return self.conn.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0] is True
@@ -130,21 +136,24 @@ class PgCache(Cache):
         return CacheError(f"cannot use cache {self.path} ({reason(exc, self.target)}); check the database server and the user's rights")
 
 
-def open_pg(target: CacheUrl, *, create: bool) -> PgCache:
-    """The history ``target.history`` of the database, for writing: created (with the registry) when ``create``,
-    migrated to this version's schema."""
+def open_pg(target: CacheUrl, *, create: bool, cluster: ClusterId | None = None, adopt: bool = True) -> PgCache:
+    """The history of ``cluster`` (by its kube-system uid), else the one named ``target.history``, for writing:
+    created (with the registry) when ``create``, migrated to this version's schema; the registry upgraded first.
+    ``adopt``: a history found by the cluster's uid gains the context's name (``cache copy``, which only creates,
+    changes nothing in the registry but the new history)."""
     raw = connect(target, application=APPLICATION)
     conn = PgConnection(raw)
     try:
-        history_id, schema = _writable_history(conn, target, create=create)
+        history_id, schema = _writable_history(conn, target, create=create, cluster=cluster, adopt=adopt)
         raw.execute(f'SET search_path TO "{schema}"')
         _migrate(conn, target, schema)
+        name, *_ = names = pgregistry.history_names(raw, history_id)
     except BaseException as exc:
         conn.close()
         if isinstance(exc, psycopg_module().Error):
             raise CacheError(f"cannot use cache {target} ({reason(exc, target)}); check the user's rights on the database") from None
         raise
-    return PgCache(target, conn, history_id=history_id, name=target.history or "")
+    return PgCache(target, conn, history_id=history_id, name=name, names=names)
 
 
 def open_pg_readonly(target: CacheUrl) -> PgCache:
@@ -154,7 +163,7 @@ def open_pg_readonly(target: CacheUrl) -> PgCache:
     conn = PgConnection(raw, streaming=True)
     try:
         raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        history_id, name, schema = _find_history(raw, target)
+        history_id, name, schema, names = _find_history(raw, target)
         raw.execute(f'SET LOCAL search_path TO "{schema}"')
         _applied(raw, target, schema)
     except BaseException as exc:
@@ -162,53 +171,66 @@ def open_pg_readonly(target: CacheUrl) -> PgCache:
         if isinstance(exc, psycopg_module().Error):
             raise CacheError(f"cannot read cache {target} ({reason(exc, target)}); check the user's rights on the database") from None
         raise
-    return PgCache(target, conn, history_id=history_id, name=name)
+    return PgCache(target, conn, history_id=history_id, name=name, names=names)
 
 
-def _find_history(raw: Any, target: CacheUrl) -> tuple[int, str, str]:
-    """``(id, name, schema)`` of the history a reader asked for; a CacheError naming what to pass when none."""
-    if raw.execute("SELECT to_regclass(%s)", (f"{REGISTRY_SCHEMA}.histories",)).fetchone()[0] is None:
+def _find_history(raw: Any, target: CacheUrl) -> tuple[int, str, str, tuple[str, ...]]:
+    """``(id, first name, schema, names)`` of the history a reader asked for (by any of its names); a CacheError
+    naming what to pass when none."""
+    if pgregistry.registry_version(raw, target) == 0:
         raise CacheError(f"no kubectl-sktrace history in {target.masked}; record one first with 'kubectl sktrace start --cache URL'")
-    rows = raw.execute(f"SELECT id, name, schema_name FROM {REGISTRY_SCHEMA}.histories ORDER BY name").fetchall()
-    names = ", ".join(name for _, name, _ in rows) or "none"
+    histories = pgregistry.all_histories(raw)
+    held = ", ".join(_shown(entry[3]) for entry in histories) or "none"
     if target.history is None:
-        if len(rows) == 1:
-            return int(rows[0][0]), str(rows[0][1]), str(rows[0][2])
-        raise CacheError(f"{target.masked} holds {len(rows)} histories ({names}); pass --context NAME to choose one")
-    for history_id, name, schema in rows:
-        if name == target.history:
-            return int(history_id), str(name), str(schema)
-    raise CacheError(f"no history of context {target.history!r} in {target.masked} (it holds: {names}); "
+        if len(histories) == 1:
+            return histories[0]
+        raise CacheError(f"{target.masked} holds {len(histories)} histories ({held}); pass --context NAME to choose one")
+    for entry in histories:
+        if target.history in entry[3]:
+            return entry
+    raise CacheError(f"no history of context {target.history!r} in {target.masked} (it holds: {held}); "
                      "pass --context NAME, or record this context first with 'kubectl sktrace start'")
 
 
-def _writable_history(conn: PgConnection, target: CacheUrl, *, create: bool) -> tuple[int, str]:
-    """The history's ``(id, schema)``, the registry and the history created first when ``create``."""
+def _shown(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]} (also {', '.join(names[1:])})"
+
+
+def _writable_history(conn: PgConnection, target: CacheUrl, *, create: bool, cluster: ClusterId | None,
+                      adopt: bool) -> tuple[int, str]:
+    """The history's ``(id, schema)``: the registry (created or upgraded) first, then the history of the cluster's
+    uid, else of the context's name, else (``create``) a new one. A new name of a known cluster becomes an alias."""
     raw = conn.raw
-    if not target.history:
+    if not target.history and create:
         raise CacheError(f"recording into {target.masked} needs a kubeconfig context to name the history; pass --context NAME")
     with raw.transaction():
         raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, _SCHEMA_LOCK))
-        if raw.execute("SELECT to_regclass(%s)", (f"{REGISTRY_SCHEMA}.histories",)).fetchone()[0] is None:
+        if pgregistry.registry_version(raw, target) == 0:
             if not create:
                 raise CacheError(f"no kubectl-sktrace history in {target.masked}; record one first with 'kubectl sktrace start --cache URL'")
             _refuse_foreign_database(raw, target)
-            raw.execute(REGISTRY)
-        row = raw.execute(f"SELECT id, schema_name FROM {REGISTRY_SCHEMA}.histories WHERE name = %s", (target.history,)).fetchone()
-        if row is not None:
-            return int(row[0]), str(row[1])
-        if not create:
-            raise CacheError(f"no history of context {target.history!r} in {target.masked}; record it first with 'kubectl sktrace start'")
-        history_id = raw.execute(
-            f"INSERT INTO {REGISTRY_SCHEMA}.histories (name, schema_name, created) VALUES (%s, '', %s) RETURNING id",
-            (target.history, time.time()),
-        ).fetchone()[0]
-        schema = f"sktrace_h{history_id}"
-        raw.execute(f"UPDATE {REGISTRY_SCHEMA}.histories SET schema_name = %s WHERE id = %s", (schema, history_id))
+    pgregistry.upgrade_registry(raw, target, lock=(LOCK_CLASS, _SCHEMA_LOCK))
+    if not create:  # prune: the history known by the name, else the only one, as a reader finds it
+        history_id, _, schema, _ = _find_history(raw, target)
+        return history_id, schema
+    name = target.history or ""
+    with raw.transaction():
+        raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_CLASS, _SCHEMA_LOCK))
+        found = pgregistry.by_cluster(raw, target, name, cluster) if cluster is not None and cluster.uid else None
+        if found is not None:
+            if adopt:
+                pgregistry.add_alias(raw, found[0], name)
+            return found
+        found = pgregistry.by_name(raw, name)
+        if found is not None:
+            if adopt and cluster is not None and cluster.uid:
+                pgregistry.adopt_cluster(raw, found[0], cluster)
+            return found
+        history_id, schema = pgregistry.register(raw, name, cluster)
         raw.execute(f'CREATE SCHEMA "{schema}"')
         raw.execute(f'SET LOCAL search_path TO "{schema}"')
         raw.execute(MIGRATIONS_TABLE)
-    return int(history_id), schema
+    return history_id, schema
 
 
 def _refuse_foreign_database(raw: Any, target: CacheUrl) -> None:

@@ -72,6 +72,7 @@ class CacheStatus:
     last_event: int | None
     size_bytes: int
     reconciliation: Reconciliation | None = None  # the latest run's (None: no run yet)
+    history_names: tuple[str, ...] = ()  # a database's history: every name it is known by (a file: none)
 
 
 _RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config"
@@ -151,6 +152,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         schema_version=cache.schema_version(),
         runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=pods, events=events,
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
+        history_names=cache.history_names(),
     )
 
 
