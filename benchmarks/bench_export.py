@@ -63,8 +63,9 @@ def deployment(i: int, version: int) -> dict:
 
 def build(path: Path, events: int) -> None:
     from kubectl_sktrace.hashing import spec_hash
+    from kubectl_sktrace.podrefs import distinct_references
     from kubectl_sktrace.store import open_cache, to_db_hash
-    from kubectl_sktrace.store.bodies import encode_body
+    from kubectl_sktrace.store.bodies import encode_body, refs_to_json
 
     with open_cache(path, create=True) as cache:
         with cache.transaction() as conn:
@@ -77,14 +78,15 @@ def build(path: Path, events: int) -> None:
             key = (body["apiVersion"] + "." + body["kind"], body["metadata"]["namespace"], body["metadata"]["name"])
             ts = n // 50  # 50 changes per second
             if deleted:
-                rows.append((ts, ts, *key, f"uid-{i}", 1, None, None, None))
-            else:
-                rows.append((ts, ts, *key, f"uid-{i}", 0, to_db_hash(spec_hash(body["spec"])), *encode_body(body)))
+                rows.append((ts, ts, *key, f"uid-{i}", 1, None, None, None, None))
+            else:  # the references as the recorder stores them (schema 0006)
+                refs = refs_to_json(distinct_references(body, ["/spec/template"]))
+                rows.append((ts, ts, *key, f"uid-{i}", 0, to_db_hash(spec_hash(body["spec"])), *encode_body(body), refs))
             if len(rows) == 5000 or n == events - 1:
                 with cache.transaction() as conn:
                     conn.executemany(
-                        "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, spec_hash, body, status) "
-                        "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, spec_hash, body, status, refs) "
+                        "VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         rows,
                     )
                 rows = []

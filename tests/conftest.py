@@ -17,7 +17,9 @@ import yaml
 from kubectl_sktrace.hashing import spec_hash
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store import open_cache, to_db_hash
-from kubectl_sktrace.store.bodies import encode_body
+from kubectl_sktrace.podrefs import distinct_references
+from kubectl_sktrace.store.bodies import encode_body, refs_to_json
+from kubectl_sktrace.tracerconfig import parse_config
 
 # --- foundation: the SimKube trace fixtures (copied from ../shared/fixtures/simkube) ----------------------
 
@@ -100,6 +102,7 @@ class CacheBuilder:
         self.path = path
         self.cache = open_cache(path, create=True)
         self.run_id = 0
+        self.config = parse_config(yaml.safe_load(DEFAULT_CONFIG_YAML), source="a test run's config")
 
     def run(self, *, started: float, stopped: float, config: str = DEFAULT_CONFIG_YAML, clean: bool = True,
             synced: float | None | str = "at start") -> int:
@@ -111,6 +114,7 @@ class CacheBuilder:
                 (started, started if synced == "at start" else synced, stopped, int(clean), config),
             )
         self.run_id = int(cur.lastrowid)
+        self.config = parse_config(yaml.safe_load(config), source="a test run's config")
         return self.run_id
 
     def apply(self, ts: int, body: dict[str, Any], *, inferred: bool = False, owner_chain: list[ObjKey] | None = None,
@@ -119,13 +123,16 @@ class CacheBuilder:
         (a restart stamps an offline creation back to its creation time)."""
         key = key_of(body)
         chain = json.dumps([[str(k.gvk), k.namespace, k.name] for k in owner_chain]) if owner_chain else None
+        row = (ts, ts + 0.25 if recv is None else recv, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}",
+               int(inferred), to_db_hash(spec_hash(body.get("spec"))), chain, *encode_body(body))
+        columns = "ts, recv, run_id, gvk, namespace, name, uid, inferred, spec_hash, owner_chain, body, status"
+        if self.cache.has_column("events", "refs"):  # as the recorder stores them (schema 0006)
+            options = self.config.get(key.gvk)
+            paths = options.pod_spec_template_paths if options is not None else ()
+            row += (refs_to_json(distinct_references(body, paths)) if paths else None,)
+            columns += ", refs"
         with self.cache.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
-                (ts, ts + 0.25 if recv is None else recv, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}",
-                 int(inferred), to_db_hash(spec_hash(body.get("spec"))), chain, *encode_body(body)),
-            )
+            cur = conn.execute(f"INSERT INTO events ({columns}, op) VALUES ({', '.join('?' * len(row))}, 0)", row)
         return int(cur.lastrowid)
 
     def delete(self, ts: int, body: dict[str, Any], *, inferred: bool = False, uid: str | None = None, recv: float | None = None) -> int:

@@ -28,7 +28,12 @@ from kubectl_sktrace.store.connection import Cache, from_db_hash
 
 APPLIED, DELETED, UNTRACKED = 0, 1, 2
 
-_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status"
+_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status, e.run_id"
+
+
+def _event_columns(cache: Cache) -> str:
+    """The columns ``_event`` reads; ``refs`` is NULL in a cache read as it is at a schema before 0006."""
+    return f"{_EVENT_COLUMNS}, {'e.refs' if cache.has_column('events', 'refs') else 'NULL'}"
 
 # The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
 # descending, two ways that find the same rows: one backward step in the index ``events_object`` for each object
@@ -81,6 +86,8 @@ class StoredEvent:
     owner_chain: tuple[ObjKey, ...]
     body_blob: bytes | None
     status_blob: bytes | None
+    run_id: int = 0
+    refs: str | None = None  # ``events.refs`` as stored (JSON), None when not recorded
 
     @property
     def body(self) -> dict[str, Any] | None:
@@ -148,7 +155,7 @@ def _key(gvk: str, namespace: str, name: str, kinds: dict[Any, Any] | None = Non
 def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
     """One row as a StoredEvent; ``keys`` remembers the keys and owner chains already parsed (many objects share
     a chain: the Jobs of one CronJob)."""
-    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status = row
+    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status, run_id, refs = row
     raw = (gvk, ns, name)
     key = keys.get(raw)
     if key is None:
@@ -159,7 +166,7 @@ def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
     return StoredEvent(
         id=eid, ts=ts, key=key, uid=uid, deleted=op == DELETED, inferred=bool(inferred),
         spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=owner_chain,
-        body_blob=body, status_blob=status,
+        body_blob=body, status_blob=status, run_id=run_id, refs=refs,
     )
 
 
@@ -169,7 +176,7 @@ def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
     not part of the state (docs/spec.md §7.1), even when the object itself was never deleted (a Completed bare pod);
     the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
-        SELECT {_EVENT_COLUMNS} FROM events e
+        SELECT {_event_columns(cache)} FROM events e
         JOIN ({last_row_per_object(cache, applied_only=False, before=ts)}) last ON last.id = e.id
         WHERE last.op = {APPLIED}
           AND NOT (e.gvk = :pod AND EXISTS (
@@ -185,7 +192,7 @@ def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[Stor
     """For every object with an applied event before ``ts`` received before ``known`` (deleted since or not),
     its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge."""
     sql = f"""
-        SELECT {_EVENT_COLUMNS} FROM events e
+        SELECT {_event_columns(cache)} FROM events e
         JOIN ({last_row_per_object(cache, applied_only=True, before=ts)}) last ON last.id = e.id
         ORDER BY e.id
     """
@@ -235,7 +242,7 @@ def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> 
     a time."""
     keys: dict[Any, Any] = {}
     params = {"start": start_ts, "end": end_ts, "known": known}
-    for row in cache.conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events e {_WINDOW_WHERE}", params):
+    for row in cache.conn.execute(f"SELECT {_event_columns(cache)} FROM events e {_WINDOW_WHERE}", params):
         yield _event(row, keys)
 
 

@@ -59,6 +59,13 @@ event_counts    rows of ``events`` per ``(gvk, namespace, op, inferred)``, kept 
                 and delete (events are never updated): what ``status`` counts, without reading the history.
 pods_live       the live pods (a partial index): with ``pods_end`` and ``pods_owner``, ``status`` counts pods
                 from index ranges; the pods of a long history are nearly all finished.
+
+What lets an export check SimKube's reference rules without decoding bodies (0006):
+
+events.refs     of an applied row of a kind with pod templates: the ``(code, name)`` references of its templates
+                (``podrefs.distinct_references`` under its run's ``podSpecTemplatePaths``, status included), compact
+                JSON ``[[code, name], ...]``, ``[]`` when none; NULL for other rows and rows written before 0006
+                (export then decodes the body).
 """
 
 from __future__ import annotations
@@ -230,6 +237,12 @@ MIGRATIONS: list[tuple[str, str]] = [
             UPDATE event_counts SET n = n - 1
                 WHERE gvk = old.gvk AND namespace = old.namespace AND op = old.op AND inferred = old.inferred;
         END;
+        """,
+    ),
+    (
+        "0006_reference_columns",
+        """
+        ALTER TABLE events ADD COLUMN refs TEXT;
         """,
     ),
 ]
