@@ -118,6 +118,7 @@ class ExportReport:
 class _Plan:
     exported: dict[ObjKey, int] = field(default_factory=dict)
     left_out: LeftOut = field(default_factory=LeftOut)
+    keys: dict[Any, Any] = field(default_factory=dict)  # shared by every query: each object's one ObjKey (``history._event``)
 
 
 def _left_out_by(event: history.StoredEvent, filters: ExportFilters) -> str | None:
@@ -143,7 +144,7 @@ def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: Ex
     plan = _Plan()
     candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
     untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts, known=known)
-    for event in history.last_applied_before(cache, ts=end_ts, known=known):
+    for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys):
         if event.key in untracked:
             continue
         left = plan.left_out
@@ -329,7 +330,7 @@ def _write_trace(
     pod lifecycles. The event count goes first in the file, so the groups are counted in a first pass."""
     start_ts, end_ts, known = window.start_ts, window.end_ts, window.known
     out = _Written(last_ts=start_ts)
-    for _, heads in groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
+    for _, heads in groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known, keys=plan.keys), plan.exported):
         out.groups += 1
         for head in heads:
             if head.inferred:
@@ -341,8 +342,8 @@ def _write_trace(
     usable = {} if rules is None else stored_refs_usable(window.runs, rules)
     write = event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status, rules=rules, usable=usable,
                          errors=out.errors)
-    out.state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known) if e.key in plan.exported])
-    for ts, rows in groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
+    out.state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known, keys=plan.keys) if e.key in plan.exported])
+    for ts, rows in groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known, keys=plan.keys), plan.exported):
         count = write(ts, rows)
         out.applied, out.deleted, out.last_ts = out.applied + count, out.deleted + len(rows) - count, ts
     table, out.lifecycles = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, known=known, plan=plan)

@@ -18,6 +18,7 @@ import yaml
 from kubectl_sktrace import validation
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import CONFIG_MAP, NAMESPACE, SECRET, SERVICE_ACCOUNT, GVK, ObjKey
+from kubectl_sktrace.podrefs import REFERENCED_KIND
 from kubectl_sktrace.sanitize import deleted_stub
 from kubectl_sktrace.store import history
 from kubectl_sktrace.store.bodies import refs_from_json
@@ -54,7 +55,7 @@ def event_writer(
     msgpack trace, the stored bytes are copied as they are (``store/bodies.py``). ``rules`` see each event as
     ``validate`` will, from the stored references where ``usable`` says so, else from the decoded bodies of kinds
     with pod templates; their errors are counted per rule in ``errors``."""
-    parsed: dict[str, tuple[tuple[str, str], ...]] = {}  # many rows share their references: the versions of one object
+    parsed: dict[str, tuple[tuple[str, GVK, str], ...]] = {}  # many rows share their references: the versions of one object
 
     def check(row: history.StoredEvent, blob: bytes | None, obj: dict[str, Any] | None) -> list[str]:
         assert rules is not None
@@ -65,7 +66,7 @@ def event_writer(
         if text is not None and gvk in usable.get(row.run_id, ()):
             refs = parsed.get(text)
             if refs is None:
-                refs = parsed[text] = refs_from_json(text)
+                refs = parsed[text] = tuple((code, REFERENCED_KIND[code], name) for code, name in dict.fromkeys(refs_from_json(text)))
             return rules.missing_stored(refs, key=row.key)
         return rules.missing_codes(obj if blob is None else loads(blob), key=row.key)
 

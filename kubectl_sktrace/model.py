@@ -82,6 +82,17 @@ class ObjKey:
     gvk: GVK
     namespace: str
     name: str
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.gvk, self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        # computed once: an export looks every row's key up in per-object tables
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[ObjKey], tuple[GVK, str, str]]:
+        return ObjKey, (self.gvk, self.namespace, self.name)  # the hash is per process: rebuild, never copy it
 
     @property
     def ns_name(self) -> str:

@@ -25,7 +25,7 @@ from typing import IO, Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.podrefs import REFERENCED_KIND, Reference, references
+from kubectl_sktrace.podrefs import Reference, references
 from kubectl_sktrace.sanitize import object_key
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace
 from kubectl_sktrace.traceformat import Trace, read_trace, source_name
@@ -137,10 +137,13 @@ class ReferenceRules:
         """The codes of ``applied``'s findings, without their messages (what an export counts)."""
         return [code for code, _, _ in self._missing(obj, key=key)]
 
-    def missing_stored(self, refs: Iterable[tuple[str, str]], *, key: ObjKey) -> list[str]:
-        """``missing_codes`` of an object of a checked kind from its ``(code, name)`` references as the recorder
-        stored them (``podrefs.distinct_references`` under the same template paths), without its body."""
-        return [code for code, _, _ in self._check(((code, REFERENCED_KIND[code], name, "") for code, name in refs), key=key)]
+    def missing_stored(self, refs: Iterable[tuple[str, GVK, str]], *, key: ObjKey) -> list[str]:
+        """``missing_codes`` of an object of a checked kind from its distinct ``(code, kind, name)`` references, as
+        the recorder stored them (``podrefs.distinct_references`` under the same template paths), without its body."""
+        namespace, existing = key.namespace, self._existing
+        missing = [code for code, gvk, name in refs if (gvk, namespace, name) not in existing]
+        existing.add((key.gvk, namespace, key.name))
+        return missing
 
     def deleted(self, key: ObjKey) -> None:
         self._existing.discard((key.gvk, key.namespace, key.name))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body, packed_body
@@ -71,10 +71,9 @@ def last_row_per_object(cache: Cache, *, applied_only: bool, before: int) -> str
     return _LAST_ROW_RANKED.format(extra=f"AND op = {APPLIED}" if applied_only else "")
 
 
-@dataclass(frozen=True)
-class StoredEvent:
+class StoredEvent(NamedTuple):
     """One row of ``events``: an applied object (with its stored body blobs, decoded on request) or a
-    deletion (no body)."""
+    deletion (no body). A named tuple: an export makes one per row, and it builds at half a dataclass's cost."""
 
     id: int
     ts: int
@@ -104,8 +103,7 @@ class StoredEvent:
         return packed_body(self.body_blob)
 
 
-@dataclass(frozen=True)
-class EventHead:
+class EventHead(NamedTuple):
     """The columns of an event that need no body decoding (for counting passes)."""
 
     id: int
@@ -154,7 +152,8 @@ def _key(gvk: str, namespace: str, name: str, kinds: dict[Any, Any] | None = Non
 
 def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
     """One row as a StoredEvent; ``keys`` remembers the keys and owner chains already parsed (many objects share
-    a chain: the Jobs of one CronJob)."""
+    a chain: the Jobs of one CronJob). A caller passing one ``keys`` to several queries gets the same ObjKey
+    objects from all of them (a dict lookup of the same object skips comparing it)."""
     eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status, run_id, refs = row
     raw = (gvk, ns, name)
     key = keys.get(raw)
@@ -163,14 +162,13 @@ def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
     owner_chain = keys.get(chain, ()) if chain else ()
     if chain and not owner_chain:
         owner_chain = keys[chain] = chain_from_json(chain)
-    return StoredEvent(
-        id=eid, ts=ts, key=key, uid=uid, deleted=op == DELETED, inferred=bool(inferred),
-        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=owner_chain,
-        body_blob=body, status_blob=status, run_id=run_id, refs=refs,
+    return StoredEvent(  # positional: a named tuple builds faster so (one per row of a window)
+        eid, ts, key, uid, op == DELETED, bool(inferred), None if spec_hash is None else from_db_hash(spec_hash), owner_chain,
+        body, status, run_id, refs,
     )
 
 
-def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
+def state_at(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
     """The objects that exist at ``ts`` as recorded before ``known``: for each object whose last event before
     ``ts`` is an applied one, that event, in recorded order. Pods whose lifecycle finished before ``ts`` are
     not part of the state (docs/spec.md §7.1), even when the object itself was never deleted (a Completed bare pod);
@@ -183,12 +181,12 @@ def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
               SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
         ORDER BY e.id
     """
-    keys: dict[Any, Any] = {}
+    keys = {} if keys is None else keys
     for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD)}):
         yield _event(row, keys)
 
 
-def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
+def last_applied_before(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
     """For every object with an applied event before ``ts`` received before ``known`` (deleted since or not),
     its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge."""
     sql = f"""
@@ -196,7 +194,7 @@ def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[Stor
         JOIN ({last_row_per_object(cache, applied_only=True, before=ts)}) last ON last.id = e.id
         ORDER BY e.id
     """
-    keys: dict[Any, Any] = {}
+    keys = {} if keys is None else keys
     for row in cache.conn.execute(sql, {"before": ts, "known": known}):
         yield _event(row, keys)
 
@@ -224,23 +222,23 @@ def untracked_in(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> l
     return [(gvk, ts, n) for gvk, ts, n in cache.conn.execute(sql, (start_ts, end_ts, known))]
 
 
-def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[EventHead]:
+def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[EventHead]:
     """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, without
     their bodies."""
-    keys: dict[tuple[str, str, str], ObjKey] = {}
+    keys = {} if keys is None else keys
     sql = f"SELECT e.id, e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_WINDOW_WHERE}"
     for eid, ts, gvk, ns, name, op, inferred in cache.conn.execute(sql, {"start": start_ts, "end": end_ts, "known": known}):
         raw = (gvk, ns, name)
         key = keys.get(raw)
         if key is None:
-            key = keys[raw] = _key(gvk, ns, name)
-        yield EventHead(id=eid, ts=ts, key=key, deleted=op == DELETED, inferred=bool(inferred))
+            key = keys[raw] = _key(gvk, ns, name, keys)
+        yield EventHead(eid, ts, key, op == DELETED, bool(inferred))
 
 
-def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[StoredEvent]:
+def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
     """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, one row at
     a time."""
-    keys: dict[Any, Any] = {}
+    keys = {} if keys is None else keys
     params = {"start": start_ts, "end": end_ts, "known": known}
     for row in cache.conn.execute(f"SELECT {_event_columns(cache)} FROM events e {_WINDOW_WHERE}", params):
         yield _event(row, keys)
