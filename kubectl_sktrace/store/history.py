@@ -36,10 +36,12 @@ def _event_columns(cache: Cache) -> str:
     return f"{_EVENT_COLUMNS}, {'e.refs' if cache.has_column('events', 'refs') else 'NULL'}"
 
 # The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
-# descending, two ways that find the same rows: one backward step in the index ``events_object`` for each object
-# of ``event_objects`` (schema 0005: costs what the objects number), or ranking the rows before :before with a
-# window function (costs what those rows number; the only way on a cache read as it is at an older schema).
-# ``last_row_per_object`` takes the cheaper. Shared with pruning.
+# descending, three ways that find the same rows: one backward step in the index ``events_object`` for each object
+# of ``event_objects`` (schema 0005: costs what the objects number), the same step for the only objects whose last
+# row can be an applied one (0006, without ``applied_only``: costs what exists at the end of the history and what
+# was recorded since ``:since``), or ranking the rows before :before with a window function (costs what those rows
+# number; the only way on a cache read as it is at an older schema). ``last_row_per_object`` takes the cheapest.
+# Shared with pruning.
 # A scalar subquery returns one value: the row's id and op (0-2) travel as ``id * 4 + op``, both read from the
 # index, so that no row is fetched from the table only to learn its op (most objects of a long history are gone).
 _LAST_ROW_SEEK = """
@@ -47,7 +49,7 @@ _LAST_ROW_SEEK = """
         SELECT (SELECT i.id * 4 + i.op FROM events i INDEXED BY events_object
                 WHERE i.gvk = k.gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts < :before AND i.recv < :known {extra}
                 ORDER BY i.ts DESC, i.id DESC LIMIT 1) AS last_row
-        FROM event_objects k
+        FROM {objects} k
     ) WHERE last_row IS NOT NULL
 """
 _LAST_ROW_RANKED = """
@@ -56,19 +58,68 @@ _LAST_ROW_RANKED = """
         FROM events INDEXED BY events_ts WHERE ts < :before AND recv < :known {extra}
     ) WHERE rank = 1
 """
+# Every object whose last row before :before received before :known can be an applied one (schema 0006): those
+# whose last row applies them, and those with a row since ``since = min(:before, :known - LATE)`` or received
+# late since :known. Any other object's rows are all stamped before ``since`` and received before ``since + LATE``
+# (if not late) or :known (if late): its last row is its last row of all, which does not apply it.
+_LATE = 2  # seconds: the ``events_late`` index's condition
+_CHANGED_OBJECTS = f"""(
+    SELECT gvk, namespace, name FROM event_objects INDEXED BY event_objects_live WHERE last_op = {{applied}}
+    UNION SELECT gvk, namespace, name FROM events INDEXED BY events_ts WHERE ts >= :since
+    UNION SELECT gvk, namespace, name FROM events INDEXED BY events_late WHERE recv >= :known AND recv >= ts + {_LATE}
+)"""
 
 
-def last_row_per_object(cache: Cache, *, applied_only: bool, before: int) -> str:
+def last_row_per_object(cache: Cache, *, applied_only: bool, before: int, known: float | None = None) -> str:
     """A subquery of ``(id, op)``: per object, its last row (its last applied row with ``applied_only``) stamped
-    before ``:before`` (``before``) and received before ``:known``."""
+    before ``:before`` (``before``) and received before ``:known``. Given ``known`` (the value of ``:known``), the
+    subquery may leave out objects whose last row there does not apply them (what the state needs), and takes
+    ``:since`` too (``since_param``)."""
+    extra = f"AND i.op = {APPLIED}" if applied_only else ""
+    if known is not None and math.isfinite(known) and not applied_only and cache.has_column("event_objects", "last_op"):
+        if _fewer_changed(cache, before=before, known=known):
+            return _LAST_ROW_SEEK.format(extra=extra, objects=_CHANGED_OBJECTS.format(applied=APPLIED))
     if cache.has_table("event_objects"):
         objects = cache.conn.execute("SELECT count(*) FROM event_objects").fetchone()[0]
         # counting the rows before stops at ``objects``: deciding costs no more than either way
-        rows = cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts < ? LIMIT ?)",
-                                  (before, objects)).fetchone()[0]
-        if rows >= objects:
-            return _LAST_ROW_SEEK.format(extra=f"AND i.op = {APPLIED}" if applied_only else "")
+        if _count_before(cache, before=before, limit=objects) >= objects:
+            return _LAST_ROW_SEEK.format(extra=extra, objects="event_objects")
     return _LAST_ROW_RANKED.format(extra=f"AND op = {APPLIED}" if applied_only else "")
+
+
+def _fewer_changed(cache: Cache, *, before: int, known: float) -> bool:
+    """Whether the objects that may exist at ``before`` (``_CHANGED_OBJECTS``) are fewer to read than every object
+    and than the rows before, each counted no further than the rows that set reads (deciding costs no more than it)."""
+    changed = _changed_count(cache, before=before, known=known, limit=_DECIDE_LIMIT)
+    if changed < _DECIDE_LIMIT:
+        cap = changed + 1
+    else:  # a window far back in a long history: count the others in full, as the choice between them does anyway
+        cap = cache.conn.execute("SELECT count(*) FROM event_objects").fetchone()[0]
+        changed = _changed_count(cache, before=before, known=known, limit=cap)
+    objects = cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM event_objects LIMIT ?)", (cap,)).fetchone()[0]
+    return bool(changed < objects and changed < _count_before(cache, before=before, limit=cap))
+
+
+_DECIDE_LIMIT = 100_000
+
+
+def _count_before(cache: Cache, *, before: int, limit: int) -> int:
+    return int(cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts < ? LIMIT ?)",
+                                  (before, limit)).fetchone()[0])
+
+
+def since_param(before: int, known: float) -> int:
+    """``:since`` of ``last_row_per_object``'s query when it was given ``known``."""
+    return min(before, math.floor(known) - _LATE) if math.isfinite(known) else before
+
+
+def _changed_count(cache: Cache, *, before: int, known: float, limit: int) -> int:
+    """How many rows ``_CHANGED_OBJECTS`` reads, counted up to ``limit``."""
+    params = {"since": since_param(before, known), "known": known, "limit": limit}
+    sql = f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM event_objects INDEXED BY event_objects_live WHERE last_op = {APPLIED} LIMIT :limit))
+                   + (SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts >= :since LIMIT :limit))
+                   + (SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_late WHERE recv >= :known AND recv >= ts + {_LATE} LIMIT :limit))"""
+    return int(cache.conn.execute(sql, params).fetchone()[0])
 
 
 class StoredEvent(NamedTuple):
@@ -175,14 +226,14 @@ def state_at(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None
     the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
         SELECT {_event_columns(cache)} FROM events e
-        JOIN ({last_row_per_object(cache, applied_only=False, before=ts)}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=False, before=ts, known=known)}) last ON last.id = e.id
         WHERE last.op = {APPLIED}
           AND NOT (e.gvk = :pod AND EXISTS (
               SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
         ORDER BY e.id
     """
     keys = {} if keys is None else keys
-    for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD)}):
+    for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD), "since": since_param(ts, known)}):
         yield _event(row, keys)
 
 
