@@ -130,8 +130,11 @@ def _left_out_by(event: history.StoredEvent, filters: ExportFilters) -> str | No
                 return "namespace"
         elif namespace in filters.excluded_namespaces:
             return "namespace"
-    if not filters.exclude_labels and event.body_blob is not None and b"DaemonSet" not in event.packed():
-        return None  # no owner reference can name that kind: the body needs no decoding (the index holds every object ever)
+    if not filters.exclude_labels:  # the body needs no decoding (the index holds every object ever)
+        if event.daemonset is not None:
+            return "daemonset" if event.daemonset else None  # as the recorder found it (schema 0006)
+        if event.body_blob is not None and b"DaemonSet" not in event.packed():
+            return None  # no owner reference can name that kind
     body = event.without_status() or {}
     metadata = body.get("metadata") or {}
     if filters.exclude_labels and matches_any(filters.exclude_labels, metadata.get("labels")):

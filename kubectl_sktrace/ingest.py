@@ -351,7 +351,7 @@ class Ingest:
             self.run_id,
             EventRow(ts=ts, recv=self._written(recv), key=key, uid=head.uid, op=OP_APPLIED, inferred=inferred,
                      spec_hash=spec_hash, owner_chain=chain or None, body=body,
-                     refs=podrefs.distinct_references(body, paths) if paths else None),
+                     refs=podrefs.distinct_references(body, paths) if paths else None, daemonset=sanitize.is_daemonset_owned(body)),
         )
         self.events_recorded += 1
         self.rec.upsert_object(key, uid=head.uid, spec_hash=spec_hash)

@@ -18,6 +18,7 @@ from kubectl_sktrace.hashing import spec_hash
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store import open_cache, to_db_hash
 from kubectl_sktrace.podrefs import distinct_references
+from kubectl_sktrace.sanitize import is_daemonset_owned
 from kubectl_sktrace.store.bodies import encode_body, refs_to_json
 from kubectl_sktrace.tracerconfig import TracerConfig, parse_config
 from kubectl_sktrace.errors import ConfigError
@@ -138,8 +139,8 @@ class CacheBuilder:
         if self.cache.has_column("events", "refs"):  # as the recorder stores them (schema 0006)
             options = self.config.get(key.gvk) if self.config is not None else None
             paths = options.pod_spec_template_paths if options is not None else ()
-            row += (refs_to_json(distinct_references(body, paths)) if paths else None,)
-            columns += ", refs"
+            row += (refs_to_json(distinct_references(body, paths)) if paths else None, int(is_daemonset_owned(body)))
+            columns += ", refs, daemonset"
         with self.cache.transaction() as conn:
             cur = conn.execute(f"INSERT INTO events ({columns}, op) VALUES ({', '.join('?' * len(row))}, 0)", row)
         return int(cur.lastrowid)

@@ -17,7 +17,9 @@ from kubectl_sktrace.exportevents import stored_refs_usable
 from kubectl_sktrace.exportoptions import ExportFilters
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.store import open_cache, schema
+from kubectl_sktrace.store import history
 from kubectl_sktrace.store.history import Run
+from kubectl_sktrace.traceformat import decode_trace
 from kubectl_sktrace.tracerconfig import parse_config
 from kubectl_sktrace.validation import RULES, ReferenceRules, validate_trace
 
@@ -47,6 +49,8 @@ def record(b: CacheBuilder) -> None:
     b.apply(3, web(2))
     b.delete(4, obj("ConfigMap", "web-config"))
     b.apply(5, web(3, secret="other"))
+    b.apply(6, obj("Deployment", "agent", spec={"replicas": 1}, owners=[("DaemonSet", "node-agent")]))
+    b.apply(7, obj("ReplicaSet", "web-1", owners=[("Deployment", "web")]))
     b.run(started=60, stopped=100, config=WIDGET_A)
     b.apply(61, widget("w1"))
     b.run(started=110, stopped=200, config=WIDGET_B)
@@ -81,7 +85,7 @@ def migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def fresh(tmp_path: Path):
     b = CacheBuilder(tmp_path / "fresh.db")
     record(b)
-    assert b.cache.conn.execute("SELECT count(*) FROM events WHERE refs IS NOT NULL").fetchone() == (6,)
+    assert b.cache.conn.execute("SELECT count(*) FROM events WHERE refs IS NOT NULL").fetchone() == (8,)
     yield b.cache
     b.close()
 
@@ -132,3 +136,24 @@ def test_stored_references_count_for_the_runs_that_used_the_rules_paths():
     assert stored_refs_usable(runs, into_status)[4] == frozenset()
 
 
+
+
+def test_the_filters_read_daemonset_owners_from_the_rows_not_the_bodies(migrated, fresh, monkeypatch: pytest.MonkeyPatch):
+    """Every object the history applied is judged by the filters (SimKube's index lists them all); the bodies read
+    are then only those written into the trace."""
+    calls = []
+    real = history.StoredEvent.packed
+
+    def packed(self):
+        calls.append(self.key.name)
+        return real(self)
+
+    monkeypatch.setattr(history.StoredEvent, "packed", packed)
+    for cache, judged in ((migrated, 4), (fresh, 0)):  # web, web-config, agent, web-1: each one's last version
+        calls.clear()
+        report, data = export(cache, 0, 10)
+        written = sum(len(event["applied_objs"]) for event in decode_trace(data).events)
+        assert len(calls) == written + judged
+        index = decode_trace(data).index
+        assert {kind: sorted(objects) for kind, objects in index.items()} == {
+            "apps/v1.Deployment": ["app/web"], "apps/v1.ReplicaSet": ["app/web-1"], "v1.ConfigMap": ["app/web-config"]}  # not agent

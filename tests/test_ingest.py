@@ -482,5 +482,14 @@ def test_an_applied_object_of_a_kind_with_pod_templates_is_stored_with_its_refer
     listing(ing, DEPLOY, [web, deployment("api", "d2")], T0)
     listing(ing, SECRET, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "ns", "uid": "s1"}}], T0)
     h.finish(ing, T0 + 1)
-    rows = h.cache.conn.execute("SELECT name, refs FROM events ORDER BY id").fetchall()
-    assert rows == [("web", '[["E0001","web"],["E0002","db"],["E0005","web-config"]]'), ("api", "[]"), ("db", None)]
+    rows = h.cache.conn.execute("SELECT name, refs, daemonset FROM events ORDER BY id").fetchall()
+    assert rows == [("web", '[["E0001","web"],["E0002","db"],["E0005","web-config"]]', 0), ("api", "[]", 0), ("db", None, 0)]
+
+
+def test_an_applied_object_is_stored_with_whether_a_daemonset_owns_it(h: Harness) -> None:
+    ing = h.ingest()
+    owned = deployment("node-agent", "d1")
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "ds1"}]
+    listing(ing, DEPLOY, [owned, deployment("web", "d2")], T0)
+    h.finish(ing, T0 + 1)
+    assert h.cache.conn.execute("SELECT name, daemonset FROM events ORDER BY id").fetchall() == [("node-agent", 1), ("web", 0)]

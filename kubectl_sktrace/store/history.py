@@ -32,8 +32,8 @@ _EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferre
 
 
 def _event_columns(cache: Cache) -> str:
-    """The columns ``_event`` reads; ``refs`` is NULL in a cache read as it is at a schema before 0006."""
-    return f"{_EVENT_COLUMNS}, {'e.refs' if cache.has_column('events', 'refs') else 'NULL'}"
+    """The columns ``_event`` reads; ``refs`` and ``daemonset`` are NULL in a cache read as it is at a schema before 0006."""
+    return f"{_EVENT_COLUMNS}, {'e.refs, e.daemonset' if cache.has_column('events', 'refs') else 'NULL, NULL'}"
 
 # The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
 # descending, three ways that find the same rows: one backward step in the index ``events_object`` for each object
@@ -138,6 +138,7 @@ class StoredEvent(NamedTuple):
     status_blob: bytes | None
     run_id: int = 0
     refs: str | None = None  # ``events.refs`` as stored (JSON), None when not recorded
+    daemonset: bool | None = None  # ``events.daemonset``, None when not recorded
 
     @property
     def body(self) -> dict[str, Any] | None:
@@ -205,7 +206,7 @@ def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
     """One row as a StoredEvent; ``keys`` remembers the keys and owner chains already parsed (many objects share
     a chain: the Jobs of one CronJob). A caller passing one ``keys`` to several queries gets the same ObjKey
     objects from all of them (a dict lookup of the same object skips comparing it)."""
-    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status, run_id, refs = row
+    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status, run_id, refs, daemonset = row
     raw = (gvk, ns, name)
     key = keys.get(raw)
     if key is None:
@@ -215,7 +216,7 @@ def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
         owner_chain = keys[chain] = chain_from_json(chain)
     return StoredEvent(  # positional: a named tuple builds faster so (one per row of a window)
         eid, ts, key, uid, op == DELETED, bool(inferred), None if spec_hash is None else from_db_hash(spec_hash), owner_chain,
-        body, status, run_id, refs,
+        body, status, run_id, refs, None if daemonset is None else bool(daemonset),
     )
 
 

@@ -71,6 +71,7 @@ class EventRow:
     owner_chain: tuple[ObjKey, ...] | None = None
     body: Mapping[str, Any] | None = None
     refs: tuple[tuple[str, str], ...] | None = None  # (code, name) of its pod templates' references; None: a kind without templates
+    daemonset: bool | None = None  # whether an ownerReference names a DaemonSet (applied rows)
 
 
 @dataclass(frozen=True)
@@ -246,13 +247,13 @@ class Recording:
     def append_event(self, run_id: int, row: EventRow) -> None:
         body, status = (None, None) if row.body is None else encode_body(row.body)
         self._conn.execute(
-            "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status, refs) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status, refs, "
+            "daemonset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.ts, row.recv, run_id, str(row.key.gvk), row.key.namespace, row.key.name, row.uid, row.op, int(row.inferred),
                 None if row.spec_hash is None else to_db_hash(row.spec_hash),
                 None if not row.owner_chain else chain_to_json(row.owner_chain),
-                body, status, None if row.refs is None else refs_to_json(row.refs),
+                body, status, None if row.refs is None else refs_to_json(row.refs), None if row.daemonset is None else int(row.daemonset),
             ),
         )
 

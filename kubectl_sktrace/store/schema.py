@@ -66,6 +66,8 @@ events.refs     of an applied row of a kind with pod templates: the ``(code, nam
                 (``podrefs.distinct_references`` under its run's ``podSpecTemplatePaths``, status included), compact
                 JSON ``[[code, name], ...]``, ``[]`` when none; NULL for other rows and rows written before 0006
                 (export then decodes the body): SimKube's reference rules are checked without decoding bodies.
+events.daemonset  of an applied row: 1 when an ownerReference names a DaemonSet (``sanitize.is_daemonset_owned``),
+                else 0; NULL for other rows and rows written before 0006. Export's filters read it instead of the body.
 event_objects.last_ts, last_id, last_op
                 the object's last row in the history's order ``(ts, id)``, kept exact by triggers on insert and
                 delete (a prune removes rows); ``event_objects_live`` indexes the objects whose last row applies
@@ -252,6 +254,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         "0006_export_follows_the_window",
         """
         ALTER TABLE events ADD COLUMN refs TEXT;
+        ALTER TABLE events ADD COLUMN daemonset INTEGER;
         ALTER TABLE event_objects ADD COLUMN last_ts INTEGER;
         ALTER TABLE event_objects ADD COLUMN last_id INTEGER;
         ALTER TABLE event_objects ADD COLUMN last_op INTEGER;
