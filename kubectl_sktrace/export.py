@@ -147,7 +147,7 @@ def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: Ex
     plan = _Plan()
     candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
     untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts, known=known)
-    for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys):
+    for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys, bodies=bool(filters.exclude_labels)):
         if event.key in untracked:
             continue
         left = plan.left_out

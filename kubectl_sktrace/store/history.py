@@ -28,12 +28,19 @@ from kubectl_sktrace.store.connection import Cache, from_db_hash
 
 APPLIED, DELETED, UNTRACKED = 0, 1, 2
 
-_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status, e.run_id"
+_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, {bodies}, e.run_id, {facts}"
 
 
-def _event_columns(cache: Cache) -> str:
-    """The columns ``_event`` reads; ``refs`` and ``daemonset`` are NULL in a cache read as it is at a schema before 0006."""
-    return f"{_EVENT_COLUMNS}, {'e.refs, e.daemonset' if cache.has_column('events', 'refs') else 'NULL, NULL'}"
+def _event_columns(cache: Cache, *, bodies: bool = True) -> str:
+    """The columns ``_event`` reads; ``refs`` and ``daemonset`` are NULL in a cache read as it is at a schema before 0006.
+    Without ``bodies``, no status, and the body only of rows without ``daemonset`` (what export's filters need
+    without a label selector): the blobs of a long history's objects are not read."""
+    facts = cache.has_column("events", "refs")
+    if bodies:
+        blobs = "e.body, e.status"
+    else:
+        blobs = "CASE WHEN e.daemonset IS NULL THEN e.body END, NULL" if facts else "e.body, NULL"
+    return _EVENT_COLUMNS.format(bodies=blobs, facts="e.refs, e.daemonset" if facts else "NULL, NULL")
 
 # The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
 # descending, three ways that find the same rows: one backward step in the index ``events_object`` for each object
@@ -238,11 +245,14 @@ def state_at(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None
         yield _event(row, keys)
 
 
-def last_applied_before(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
+def last_applied_before(
+    cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None, bodies: bool = True,
+) -> Iterator[StoredEvent]:
     """For every object with an applied event before ``ts`` received before ``known`` (deleted since or not),
-    its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge."""
+    its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge
+    (``bodies``: as ``_event_columns`` says)."""
     sql = f"""
-        SELECT {_event_columns(cache)} FROM events e
+        SELECT {_event_columns(cache, bodies=bodies)} FROM events e
         JOIN ({last_row_per_object(cache, applied_only=True, before=ts)}) last ON last.id = e.id
         ORDER BY e.id
     """
