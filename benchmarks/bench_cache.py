@@ -2,10 +2,11 @@
 
     python benchmarks/bench_cache.py --dir /var/tmp/sktrace-bench                       # 10M events, kept for reuse
     python benchmarks/bench_cache.py --dir /var/tmp/sktrace-bench --before /tmp/base    # and the code at /tmp/base beside
+    python benchmarks/bench_cache.py --dir DIR --events 3000000 --weeks 24              # 3x the history of 1M over 8 weeks, same rate
 
 The fixture (built once into ``--dir``, reused while its size matches; a few minutes for 10M events):
 
-- 8 weeks of history in runs of about 3.5 days separated by gaps of 1-8 hours; each restart records a few
+- 8 weeks of history (``--weeks``) in runs of about 3.5 days separated by gaps of 1-8 hours; each restart records a few
   deletions ``inferred`` at its start, as a relist does.
 - Tracked kinds only (pods are no events): 5,000 Deployments in 50 namespaces (the emulator's builders,
   ~2.8 KB of JSON each, four versions per Deployment in turn: rollouts and scaling), rolled or scaled ~2 times
@@ -344,11 +345,14 @@ def main() -> None:
         child_migrate(sys.argv[2])
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--child-build":
+        global WEEKS
+        WEEKS = int(sys.argv[4])
         build(Path(sys.argv[2]), int(sys.argv[3]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, required=True, help="where the fixture cache is built and kept")
     parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--weeks", type=int, default=WEEKS, help="how long the history is: the same events over more weeks are sparser")
     parser.add_argument("--before", type=Path, help="a source tree of another version, measured first on the same cache")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--before-repeat", type=int, default=1, help="repeats with the --before code (slow on a large cache)")
@@ -357,11 +361,11 @@ def main() -> None:
     parser.add_argument("--prune-before", action="store_true", help="prune with the --before code too (slow on a large cache)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    cache = args.dir / f"cache-{args.events}.db"
+    cache = args.dir / (f"cache-{args.events}.db" if args.weeks == WEEKS else f"cache-{args.events}-{args.weeks}w.db")
     build_code = args.before or ROOT
     if not cache.exists():
         t = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--child-build", str(cache), str(args.events)], env=_env(build_code), check=True)
+        subprocess.run([sys.executable, __file__, "--child-build", str(cache), str(args.events), str(args.weeks)], env=_env(build_code), check=True)
         print(f"built {args.events} events in {time.perf_counter() - t:.0f} s")
     import sqlite3
 

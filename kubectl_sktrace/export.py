@@ -77,7 +77,7 @@ from kubectl_sktrace.exportadvice import (
     empty_trace_reason,
     validation_warning,
 )
-from kubectl_sktrace.exportevents import event_writer, groups, stored_refs_usable
+from kubectl_sktrace.exportevents import count_groups, event_writer, groups, stored_refs_usable
 from kubectl_sktrace.exportoptions import (
     DEFAULT_EXCLUDED_NAMESPACES,
     FORMATS,
@@ -333,12 +333,9 @@ def _write_trace(
     pod lifecycles. The event count goes first in the file, so the groups are counted in a first pass."""
     start_ts, end_ts, known = window.start_ts, window.end_ts, window.known
     out = _Written(last_ts=start_ts)
-    for _, heads in groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known, keys=plan.keys), plan.exported):
-        out.groups += 1
-        for head in heads:
-            if head.inferred:
-                out.inferred += 1
-                out.inferred_deleted += head.deleted
+    stored_names = {(str(key.gvk), key.namespace, key.name) for key in plan.exported}
+    counted_groups = count_groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), stored_names)
+    out.groups, out.inferred, out.inferred_deleted = counted_groups.groups, counted_groups.inferred, counted_groups.inferred_deleted
     trace_config = config_to_trace(config)
     writer = make_writer(fmt, stream, config=trace_config, event_count=1 + out.groups)
     rules = _reference_rules(trace_config)

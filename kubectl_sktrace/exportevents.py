@@ -11,7 +11,8 @@ and warnings.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
+from dataclasses import dataclass
+from typing import Any, Callable, Container, Iterable, Iterator, Mapping
 
 import yaml
 
@@ -21,7 +22,7 @@ from kubectl_sktrace.model import CONFIG_MAP, NAMESPACE, SECRET, SERVICE_ACCOUNT
 from kubectl_sktrace.podrefs import REFERENCED_KIND
 from kubectl_sktrace.sanitize import deleted_stub
 from kubectl_sktrace.store import history
-from kubectl_sktrace.store.bodies import refs_from_json
+from kubectl_sktrace.store.bodies import packed_body, refs_from_json
 from kubectl_sktrace.traceformat import loads
 from kubectl_sktrace.tracerconfig import parse_config
 
@@ -56,11 +57,15 @@ def event_writer(
     ``validate`` will, from the stored references where ``usable`` says so, else from the decoded bodies of kinds
     with pod templates; their errors are counted per rule in ``errors``."""
     parsed: dict[str, tuple[tuple[str, GVK, str], ...]] = {}  # many rows share their references: the versions of one object
+    checked: dict[GVK, bool] = {}
 
     def check(row: history.StoredEvent, blob: bytes | None, obj: dict[str, Any] | None) -> list[str]:
         assert rules is not None
         gvk = row.key.gvk
-        if not rules.checks(gvk):
+        checks = checked.get(gvk)
+        if checks is None:
+            checks = checked[gvk] = rules.checks(gvk)
+        if not checks:
             return rules.missing_codes(None, key=row.key)
         text = row.refs
         if text is not None and gvk in usable.get(row.run_id, ()):
@@ -75,7 +80,7 @@ def event_writer(
         deleted = [r for r in rows if r.deleted]
         deleted_objs = [deleted_stub(r.key) for r in deleted]
         if packed:
-            blobs: list[bytes | None] = [r.packed() for r in applied]
+            blobs: list[bytes | None] = [packed_body(r.body_blob) for r in applied if r.body_blob is not None]
             writer.write_packed_event(ts=ts, applied=blobs, deleted=deleted_objs)
             objs: list[dict[str, Any] | None] = [None] * len(applied)
         else:
@@ -84,7 +89,9 @@ def event_writer(
             writer.write_event(ts=ts, applied=objs, deleted=deleted_objs)
         if rules is not None:
             for row, blob, obj in zip(applied, blobs, objs):
-                errors.update(check(row, blob, obj))
+                missing = check(row, blob, obj)
+                if missing:
+                    errors.update(missing)
             for row in deleted:
                 rules.deleted(row.key)
         return len(applied)
@@ -102,19 +109,49 @@ def _apply_order(row: history.StoredEvent) -> int:
     return 0 if row.key.gvk in _REFERENCED_FIRST else 1
 
 
-_Row = TypeVar("_Row", history.EventHead, history.StoredEvent)
+@dataclass
+class GroupCount:
+    """What the counting pass finds: the trace's events, and the reconstructed rows among theirs."""
+
+    groups: int = 0
+    inferred: int = 0
+    inferred_deleted: int = 0
 
 
-def groups(events: Iterable[_Row], exported: Mapping[ObjKey, int]) -> Iterator[tuple[int, list[_Row]]]:
+def count_groups(heads: Iterable[tuple[int, str, str, str, int, int]], exported: Container[tuple[str, str, str]]) -> GroupCount:
+    """``groups`` counted from ``history.window_heads`` rows, the objects named as stored (``(gvk, namespace, name)``
+    text): the same events, without making an object per row (a long window has millions)."""
+    count, inferred_rows, inferred_deleted = 0, 0, 0
+    current_ts: int | None = None
+    deleted: set[tuple[str, str, str]] = set()
+    deletion = history.DELETED
+    for ts, gvk, namespace, name, op, inferred in heads:
+        raw = (gvk, namespace, name)
+        if raw not in exported:
+            continue
+        is_deleted = op == deletion
+        if ts != current_ts or not count or (not is_deleted and raw in deleted):
+            count += 1
+            current_ts = ts
+            deleted.clear()
+        if is_deleted:
+            deleted.add(raw)
+        if inferred:
+            inferred_rows += 1
+            inferred_deleted += is_deleted
+    return GroupCount(groups=count, inferred=inferred_rows, inferred_deleted=inferred_deleted)
+
+
+def groups(events: Iterable[history.StoredEvent], exported: Mapping[ObjKey, int]) -> Iterator[tuple[int, list[history.StoredEvent]]]:
     """The trace's events as ``(ts, rows)``: consecutive exported rows of one second, seconds with no
     exported row skipped.
 
     SimKube's driver applies an event's applied objects before its deleted ones, so an object deleted and
     re-created within one second would end deleted. A row applying an object already deleted in the
     current event therefore starts a new event with the same timestamp (timestamps stay non-decreasing).
-    Both export passes group through here, so the announced event count matches what is written."""
+    ``count_groups`` counts the same events for the count that goes first in the file (a test holds them to it)."""
     current_ts: int | None = None
-    rows: list[_Row] = []
+    rows: list[history.StoredEvent] = []
     deleted: set[ObjKey] = set()
     for event in events:
         if event.key not in exported:

@@ -26,6 +26,14 @@ class GVK:
         # computed once: the recorder looks a GVK up in several dicts for every watch event
         return self._hash
 
+    def __eq__(self, other: object) -> bool:
+        # the same object first: a history's few kinds are parsed once and met in every row (dataclass keeps this one)
+        if self is other:
+            return True
+        if not isinstance(other, GVK):
+            return NotImplemented
+        return self._hash == other._hash and self.group == other.group and self.version == other.version and self.kind == other.kind
+
     def __reduce__(self) -> tuple[type[GVK], tuple[str, str, str]]:
         return GVK, (self.group, self.version, self.kind)  # the hash is per process: rebuild, never copy it
 

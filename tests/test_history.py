@@ -43,11 +43,11 @@ def test_last_applied_before_keeps_deleted_objects(filled):
 
 def test_window_is_in_time_then_recorded_order(filled):
     heads = list(history.window_heads(filled.cache, start_ts=2, end_ts=7, known=7))
-    assert [(h.ts, h.key.name, h.deleted, h.inferred) for h in heads] == [
-        (2, "b", False, False), (3, "a", False, False), (4, "c", False, True), (5, "b", True, False), (6, "b", False, False),
+    assert [(ts, name, op, inferred) for ts, _, _, name, op, inferred in heads] == [
+        (2, "b", 0, 0), (3, "a", 0, 0), (4, "c", 0, 1), (5, "b", 1, 0), (6, "b", 0, 0),
     ]
     events = list(history.window_events(filled.cache, start_ts=2, end_ts=7, known=7))
-    assert [e.id for e in events] == [h.id for h in heads]
+    assert [(e.ts, e.key.name, e.deleted) for e in events] == [(ts, name, op == 1) for ts, _, _, name, op, _ in heads]
     assert events[3].body is None and events[3].spec_hash is None
 
 
@@ -82,7 +82,7 @@ def test_what_was_received_after_known_is_left_out(cache_builder):
     assert names(history.state_at(b.cache, ts=10, known=10)) == [("a", False)]
     assert next(history.state_at(b.cache, ts=10, known=10)).body["spec"] == {"replicas": 1}
     assert names(history.last_applied_before(b.cache, ts=10, known=10)) == [("a", False)]
-    assert names(history.window_heads(b.cache, start_ts=0, end_ts=10, known=10)) == [("a", False)]
+    assert [(name, op) for _, _, _, name, op, _ in history.window_heads(b.cache, start_ts=0, end_ts=10, known=10)] == [("a", 0)]
     assert names(history.window_events(b.cache, start_ts=0, end_ts=10, known=61)) == [
         ("a", False), ("a", False), ("late", False), ("a", True),
     ]

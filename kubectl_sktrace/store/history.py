@@ -162,16 +162,6 @@ class StoredEvent(NamedTuple):
         return packed_body(self.body_blob)
 
 
-class EventHead(NamedTuple):
-    """The columns of an event that need no body decoding (for counting passes)."""
-
-    id: int
-    ts: int
-    key: ObjKey
-    deleted: bool
-    inferred: bool
-
-
 @dataclass(frozen=True)
 class PodLifecycleRow:
     """A pod with a lifecycle owner and a started lifecycle, in the order pods were first recorded."""
@@ -284,17 +274,11 @@ def untracked_in(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> l
     return [(gvk, ts, n) for gvk, ts, n in cache.conn.execute(sql, (start_ts, end_ts, known))]
 
 
-def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[EventHead]:
-    """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, without
-    their bodies."""
-    keys = {} if keys is None else keys
-    sql = f"SELECT e.id, e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_WINDOW_WHERE}"
-    for eid, ts, gvk, ns, name, op, inferred in cache.conn.execute(sql, {"start": start_ts, "end": end_ts, "known": known}):
-        raw = (gvk, ns, name)
-        key = keys.get(raw)
-        if key is None:
-            key = keys[raw] = _key(gvk, ns, name, keys)
-        yield EventHead(eid, ts, key, op == DELETED, bool(inferred))
+def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[tuple[int, str, str, str, int, int]]:
+    """``(ts, gvk, namespace, name, op, inferred)`` of the events with ``start_ts <= ts < end_ts`` received before
+    ``known``, in time then recorded order, as stored: no body, no object made per row (a counting pass)."""
+    sql = f"SELECT e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_WINDOW_WHERE}"
+    return iter(cache.conn.execute(sql, {"start": start_ts, "end": end_ts, "known": known}))
 
 
 def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
