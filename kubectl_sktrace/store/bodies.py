@@ -49,8 +49,11 @@ def chain_from_json(text: str) -> tuple[ObjKey, ...]:
     return tuple(ObjKey(GVK.parse(g), ns, name) for g, ns, name in json.loads(text))
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def refs_to_json(refs: Iterable[tuple[str, str]]) -> str:
-    return json.dumps([[code, name] for code, name in refs], separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT(list(refs))  # tuples encode as lists; the recorder writes one per applied object
 
 
 def refs_from_json(text: str) -> tuple[tuple[str, str], ...]:

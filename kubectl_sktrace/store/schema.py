@@ -69,8 +69,9 @@ events.refs     of an applied row of a kind with pod templates: the ``(code, nam
 events.daemonset  of an applied row: 1 when an ownerReference names a DaemonSet (``sanitize.is_daemonset_owned``),
                 else 0; NULL for other rows and rows written before 0006. Export's filters read it instead of the body.
 event_objects.last_ts, last_id, last_op
-                the object's last row in the history's order ``(ts, id)``, kept exact by triggers on insert and
-                delete (a prune removes rows); ``event_objects_live`` indexes the objects whose last row applies
+                the object's last row in the history's order ``(ts, id)``, kept exact by triggers on insert (0005's,
+                replaced: it adds the object or moves its last row, and touches ``last_op`` only when it changes, which
+                spares its index most writes) and delete (a prune removes rows); ``event_objects_live`` indexes the objects whose last row applies
                 them: the objects that exist at the end of the history.
 events_late     the rows received 2 s or more after their second (a relist stamps what it finds with its start,
                 or an offline creation with its creation time), by ``recv``: few.
@@ -264,12 +265,17 @@ MIGRATIONS: list[tuple[str, str]] = [
             ORDER BY e.ts DESC, e.id DESC LIMIT 1);
         CREATE INDEX event_objects_live ON event_objects (last_op) WHERE last_op = 0;
         CREATE INDEX events_late ON events (recv) WHERE recv >= ts + 2;
-        CREATE TRIGGER events_last_insert AFTER INSERT ON events BEGIN
+        DROP TRIGGER events_counted_insert;
+        CREATE TRIGGER events_counted_insert AFTER INSERT ON events BEGIN
             INSERT INTO event_objects (gvk, namespace, name, last_ts, last_id, last_op) VALUES (new.gvk, new.namespace, new.name, new.ts, new.id, new.op)
                 ON CONFLICT (gvk, namespace, name) DO UPDATE
-                SET last_ts = excluded.last_ts, last_id = excluded.last_id, last_op = excluded.last_op
+                SET last_ts = excluded.last_ts, last_id = excluded.last_id
                 WHERE event_objects.last_ts IS NULL OR event_objects.last_ts < excluded.last_ts
                    OR (event_objects.last_ts = excluded.last_ts AND event_objects.last_id < excluded.last_id);
+            UPDATE event_objects SET last_op = new.op
+                WHERE gvk = new.gvk AND namespace = new.namespace AND name = new.name AND last_id = new.id AND last_op IS NOT new.op;
+            INSERT INTO event_counts (gvk, namespace, op, inferred, n) VALUES (new.gvk, new.namespace, new.op, new.inferred, 1)
+                ON CONFLICT (gvk, namespace, op, inferred) DO UPDATE SET n = n + 1;
         END;
         CREATE TRIGGER events_last_delete AFTER DELETE ON events BEGIN
             UPDATE event_objects SET (last_ts, last_id, last_op) = (
