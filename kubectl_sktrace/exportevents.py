@@ -19,7 +19,6 @@ import yaml
 from kubectl_sktrace import validation
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import CONFIG_MAP, NAMESPACE, SECRET, SERVICE_ACCOUNT, GVK, ObjKey
-from kubectl_sktrace.podrefs import REFERENCED_KIND
 from kubectl_sktrace.sanitize import deleted_stub
 from kubectl_sktrace.store import history
 from kubectl_sktrace.store.bodies import packed_body, refs_from_json
@@ -56,7 +55,8 @@ def event_writer(
     msgpack trace, the stored bytes are copied as they are (``store/bodies.py``). ``rules`` see each event as
     ``validate`` will, from the stored references where ``usable`` says so, else from the decoded bodies of kinds
     with pod templates; their errors are counted per rule in ``errors``."""
-    parsed: dict[str, tuple[tuple[str, GVK, str], ...]] = {}  # many rows share their references: the versions of one object
+    # many rows share their references (the versions of one object): prepared once per stored text and namespace
+    prepared: dict[str, dict[str, tuple[tuple[str, tuple[str, str, str, str, str]], ...]]] = {}
     checked: dict[GVK, bool] = {}
 
     def check(row: history.StoredEvent, blob: bytes | None, obj: dict[str, Any] | None) -> list[str]:
@@ -69,9 +69,13 @@ def event_writer(
             return rules.missing_codes(None, key=row.key)
         text = row.refs
         if text is not None and gvk in usable.get(row.run_id, ()):
-            refs = parsed.get(text)
+            namespace = row.key.namespace
+            of_text = prepared.get(text)
+            if of_text is None:
+                of_text = prepared[text] = {}
+            refs = of_text.get(namespace)
             if refs is None:
-                refs = parsed[text] = tuple((code, REFERENCED_KIND[code], name) for code, name in dict.fromkeys(refs_from_json(text)))
+                refs = of_text[namespace] = rules.prepare(refs_from_json(text), namespace=namespace)
             return rules.missing_stored(refs, key=row.key)
         return rules.missing_codes(obj if blob is None else loads(blob), key=row.key)
 
@@ -89,9 +93,8 @@ def event_writer(
             writer.write_event(ts=ts, applied=objs, deleted=deleted_objs)
         if rules is not None:
             for row, blob, obj in zip(applied, blobs, objs):
-                missing = check(row, blob, obj)
-                if missing:
-                    errors.update(missing)
+                for code in check(row, blob, obj):
+                    errors[code] += 1  # Counter.update would first ask whether a list is a Mapping (slow, per object)
             for row in deleted:
                 rules.deleted(row.key)
         return len(applied)

@@ -25,7 +25,7 @@ from typing import IO, Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.podrefs import Reference, references
+from kubectl_sktrace.podrefs import REFERENCED_KIND, Reference, references
 from kubectl_sktrace.sanitize import object_key
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace
 from kubectl_sktrace.traceformat import Trace, read_trace, source_name
@@ -112,8 +112,9 @@ class ReferenceRules:
 
     def __init__(self, config: TracerConfig) -> None:
         self._config = config
-        # (kind, namespace, name) tuples rather than ObjKeys: looked up for every reference of every object
-        self._existing: set[tuple[GVK, str, str]] = set()
+        # plain strings rather than ObjKeys or GVKs: looked up for every reference of every object, and a tuple of
+        # strings hashes and compares without calling back into Python
+        self._existing: set[_Id] = set()
 
     def checks(self, gvk: GVK) -> bool:
         """Whether objects of this kind hold pod templates the rules look into (others need no body)."""
@@ -137,16 +138,23 @@ class ReferenceRules:
         """The codes of ``applied``'s findings, without their messages (what an export counts)."""
         return [code for code, _, _ in self._missing(obj, key=key)]
 
-    def missing_stored(self, refs: Iterable[tuple[str, GVK, str]], *, key: ObjKey) -> list[str]:
-        """``missing_codes`` of an object of a checked kind from its distinct ``(code, kind, name)`` references, as
-        the recorder stored them (``podrefs.distinct_references`` under the same template paths), without its body."""
-        namespace, existing = key.namespace, self._existing
-        missing = [code for code, gvk, name in refs if (gvk, namespace, name) not in existing]
-        existing.add((key.gvk, namespace, key.name))
+    @staticmethod
+    def prepare(refs: Iterable[tuple[str, str]], *, namespace: str) -> tuple[tuple[str, _Id], ...]:
+        """``(code, name)`` references of an object of ``namespace``, as the recorder stored them
+        (``podrefs.distinct_references`` under the same template paths), made ready for ``missing_stored``
+        (an export prepares each stored list once: the versions of one object share it)."""
+        return tuple((code, _id(REFERENCED_KIND[code], namespace, name)) for code, name in dict.fromkeys(refs))
+
+    def missing_stored(self, prepared: tuple[tuple[str, _Id], ...], *, key: ObjKey) -> list[str]:
+        """``missing_codes`` of an object of a checked kind from its ``prepare``d references, without its body."""
+        existing = self._existing
+        missing = [code for code, ref in prepared if ref not in existing] if prepared else []
+        gvk = key.gvk
+        existing.add((gvk.group, gvk.version, gvk.kind, key.namespace, key.name))
         return missing
 
     def deleted(self, key: ObjKey) -> None:
-        self._existing.discard((key.gvk, key.namespace, key.name))
+        self._existing.discard(_id(key.gvk, key.namespace, key.name))
 
     def _missing(self, obj: dict[str, Any] | None, *, key: ObjKey) -> list[tuple[str, str, str]]:
         """``(code, name, what)`` of each reference of ``obj`` not applied before it, once per code and name;
@@ -159,11 +167,18 @@ class ReferenceRules:
         missing: list[tuple[str, str, str]] = []
         reported: set[tuple[str, str]] = set()
         for code, gvk, name, what in found:
-            if (code, name) not in reported and (gvk, key.namespace, name) not in self._existing:
+            if (code, name) not in reported and _id(gvk, key.namespace, name) not in self._existing:
                 reported.add((code, name))
                 missing.append((code, name, what))
-        self._existing.add((key.gvk, key.namespace, key.name))
+        self._existing.add(_id(key.gvk, key.namespace, key.name))
         return missing
+
+
+_Id = tuple[str, str, str, str, str]
+
+
+def _id(gvk: GVK, namespace: str, name: str) -> _Id:
+    return gvk.group, gvk.version, gvk.kind, namespace, name
 
 
 def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterator[Finding]:
