@@ -16,7 +16,7 @@ from kubectl_sktrace.export import export_trace
 from kubectl_sktrace.exportevents import count_groups, groups, stored_refs_usable
 from kubectl_sktrace.exportoptions import ExportFilters
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.store import open_cache, schema
+from kubectl_sktrace.store import open_cache, open_cache_readonly, schema
 from kubectl_sktrace.store import history
 from kubectl_sktrace.store.history import Run
 from kubectl_sktrace.traceformat import decode_trace
@@ -78,6 +78,22 @@ def migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         old.close()
     with open_cache(path, create=False) as cache:
         assert cache.conn.execute("SELECT count(*) FROM events WHERE refs IS NOT NULL").fetchone() == (0,)
+        yield cache
+
+
+@pytest.fixture
+def schema_5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The history recorded at schema 5, read as it is (export never migrates a cache)."""
+    path = tmp_path / "old.db"
+    with monkeypatch.context() as patch:
+        patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:5])
+        patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", 5)
+        old = CacheBuilder(path)
+        record(old)
+        old.cache.checkpoint()
+        old.close()
+    with open_cache_readonly(path) as cache:
+        assert cache.conn.execute("PRAGMA user_version").fetchone() == (5,)
         yield cache
 
 
@@ -178,3 +194,8 @@ def test_the_counting_pass_counts_the_events_the_writing_pass_writes(seed):
     assert count.groups == len(written)
     assert count.inferred == sum(r.inferred for _, group in written for r in group)
     assert count.inferred_deleted == sum(r.inferred and r.deleted for _, group in written for r in group)
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, 10), (3, 10), (0, 200), (100, 200)])
+def test_an_export_of_a_cache_read_at_schema_5_equals_one_from_a_fresh_cache(schema_5, fresh, start, end):
+    assert export(schema_5, start, end) == export(fresh, start, end)
