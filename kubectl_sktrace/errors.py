@@ -43,11 +43,12 @@ class ForbiddenError(KubeError):
     lives in namespaces was refused at the cluster scope (across all namespaces), as the API server's denial
     says; a grant in one namespace may still allow it there."""
 
-    def __init__(self, message: str, *, verb: str, resource: str, cluster_scope: bool = False) -> None:
+    def __init__(self, message: str, *, verb: str, resource: str, cluster_scope: bool = False, user: str = "") -> None:
         super().__init__(message)
         self.verb = verb
         self.resource = resource
         self.cluster_scope = cluster_scope
+        self.user = user  # whom the API server refused, when its message says: the subject to bind a role to
 
 
 # --- API access: failures the watch engine retries (raised by kube, handled by watching.py) ---

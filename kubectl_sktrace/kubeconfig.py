@@ -10,7 +10,9 @@ The rules are kubectl's, not the Python client's (which takes ``current-context`
 - else ``~/.kube/config``;
 - ``--context`` overrides the current context;
 - the in-cluster service account only when no kubeconfig file was found and ``KUBERNETES_SERVICE_HOST``
-  and ``KUBERNETES_SERVICE_PORT`` are set.
+  and ``KUBERNETES_SERVICE_PORT`` are set: the pod's token, CA and namespace files are read from
+  ``/var/run/secrets/kubernetes.io/serviceaccount``, or from the directory ``SKTRACE_SERVICE_ACCOUNT_DIR``
+  names (a service account mounted elsewhere; the tests lay one out in a temporary directory).
 
 Relative file paths inside a kubeconfig (``certificate-authority``, ``client-certificate``, ``client-key``,
 ``tokenFile``, an exec ``command`` with a path separator) are relative to the file that holds them; they
@@ -35,6 +37,7 @@ from kubectl_sktrace.errors import KubeError, UsageError
 
 IN_CLUSTER = "in-cluster"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SERVICE_ACCOUNT_DIR_ENV = "SKTRACE_SERVICE_ACCOUNT_DIR"
 
 _CLUSTER_PATH_KEYS = ("certificate-authority",)
 _USER_PATH_KEYS = ("client-certificate", "client-key", "tokenFile")
@@ -295,11 +298,12 @@ def _in_cluster_target(environ: Mapping[str, str]) -> KubeTarget | None:
     if not host or not port:
         return None
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    mount = environ.get(SERVICE_ACCOUNT_DIR_ENV) or SERVICE_ACCOUNT_DIR
     namespace: str | None = None
-    try:
-        namespace = Path(SERVICE_ACCOUNT_DIR, "namespace").read_text(encoding="utf-8").strip() or None
-    except OSError:
+    try:  # the pod's namespace: what a refusal everywhere else suggests recording (-n)
+        namespace = Path(mount, "namespace").read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
         pass
     return KubeTarget(context=IN_CLUSTER, cluster_server=server, namespace=namespace,
-                      config={IN_CLUSTER: True, "token-file": f"{SERVICE_ACCOUNT_DIR}/token",
-                              "ca-file": f"{SERVICE_ACCOUNT_DIR}/ca.crt"})
+                      config={IN_CLUSTER: True, "token-file": os.path.join(mount, "token"),
+                              "ca-file": os.path.join(mount, "ca.crt")})

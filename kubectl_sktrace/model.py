@@ -7,6 +7,7 @@ versions) and reject more than one ``/``. This module is the one place that pars
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from kubectl_sktrace.errors import UsageError
@@ -53,8 +54,7 @@ class GVK:
     @classmethod
     def from_api_version(cls, api_version: str, kind: str) -> GVK:
         """Build from an object's ``apiVersion`` (``apps/v1`` or ``v1``) and ``kind``."""
-        group, _, version = api_version.rpartition("/")
-        return cls(group=group, version=version, kind=kind)
+        return _from_api_version(api_version, kind)
 
     @property
     def api_version(self) -> str:
@@ -69,6 +69,13 @@ class GVK:
         return f"{self.api_version}.{self.kind}"
 
 
+@functools.lru_cache(maxsize=1024)
+def _from_api_version(api_version: str, kind: str) -> GVK:
+    """Memoized: the owner references of every pod event name the same few kinds."""
+    group, _, version = api_version.rpartition("/")
+    return GVK(group=group, version=version, kind=kind)
+
+
 # Well-known kinds, defined once: the rules, the recorder, export and validation name them.
 POD = GVK("", "v1", "Pod")
 NAMESPACE = GVK("", "v1", "Namespace")
@@ -81,6 +88,10 @@ STATEFULSET = GVK("apps", "v1", "StatefulSet")
 DAEMONSET = GVK("apps", "v1", "DaemonSet")
 JOB = GVK("batch", "v1", "Job")
 CRONJOB = GVK("batch", "v1", "CronJob")
+
+OWNER_KINDS: dict[GVK, GVK] = {DEPLOYMENT: REPLICASET, CRONJOB: JOB}
+"""A tracked kind with lifecycles -> the intermediate kind between it and its pods, which the recorder watches
+too, for the pods' owner chains."""
 
 
 @dataclass(frozen=True, order=True)

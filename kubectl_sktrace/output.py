@@ -10,6 +10,8 @@
 - Anything else that exists (a character device, a FIFO, a block device) is opened and streamed into: it is
   never renamed over, so a device stays a device and a FIFO's reader gets the bytes.
 - A directory is refused.
+- ``file://PATH`` is PATH; another URL (``s3://bucket/key``, ``gs://``, ``az://``) is an object, written whole or
+  not at all by ``objectstore``.
 
 A binary trace is refused on a terminal before anything is written, as ``gzip`` refuses to compress to one.
 A streamed target cannot be rolled back: a failed export leaves there whatever it had written.
@@ -25,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Callable, Iterator, TypeVar
 
+from kubectl_sktrace import objectstore
 from kubectl_sktrace.errors import UsageError
 
 T = TypeVar("T")
@@ -41,6 +44,9 @@ def write_output(path: str, write: Callable[[IO[bytes]], T], *, binary: bool, st
         result = _guarded("stdout", lambda: write(stdout))
         _guarded("stdout", stdout.flush)
         return result
+    if objectstore.is_remote(path):
+        return objectstore.write_object(path, write)
+    path = objectstore.file_url_path(path) or path
     fd = _descriptor(path)
     if fd is not None:
         return _stream_into(path, os.dup(fd), write, binary=binary)

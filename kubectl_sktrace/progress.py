@@ -95,7 +95,8 @@ class Progress:
         total = sum(listed for listed, _, _ in self._kinds.values())
         with self._lock:
             self._clear()
-            self._write(f"initial sync done: {counted(total, 'object', grouped=True)} in {seconds:.1f}s; recording changes (Ctrl-C to stop)\n")
+            stop = "Ctrl-C to stop" if self.tty else "SIGINT or SIGTERM stops it"  # no keyboard in a pod's log
+            self._write(f"initial sync done: {counted(total, 'object', grouped=True)} in {seconds:.1f}s; recording changes ({stop})\n")
 
     # -- while recording -----------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ still find their owners in memory instead of costing thousands of GETs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import logging
@@ -30,14 +31,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
 from kubectl_sktrace import watching
 from kubectl_sktrace.errors import ForbiddenError, KubeError
+from kubectl_sktrace.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.ingest import Ingest, KindStats
-from kubectl_sktrace.model import CRONJOB, DEPLOYMENT, GVK, JOB, POD, REPLICASET, ObjKey
+from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, ObjKey
 from kubectl_sktrace.outagenotice import OutageNotices
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.reconciliation import Reconciliation, reconciliation_to_dict
-from kubectl_sktrace.store.history import CoverageGap, coverage_gaps
+from kubectl_sktrace.reconciliation import Reconciliation
+from kubectl_sktrace.runsummary import Summary, SummaryRow
+from kubectl_sktrace.store.history import coverage_gaps
 from kubectl_sktrace.store.recording import Identity, Recording
-from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.tracerconfig import TracerConfig
 from kubectl_sktrace.watchfailures import every_kind_failed
 from kubectl_sktrace.writer import IDLE_COMMIT, Writer
@@ -50,9 +52,6 @@ log = logging.getLogger(__name__)
 GC_THRESHOLD = 50_000
 """The cyclic GC's first threshold while recording: raw API objects are acyclic dicts made by the thousand,
 and the default (700) spends a fifth of the ingest time collecting nothing (docs/architecture.md, measured facts)."""
-
-OWNER_KINDS: dict[GVK, GVK] = {DEPLOYMENT: REPLICASET, CRONJOB: JOB}
-"""A tracked kind with lifecycles -> the intermediate kind between it and its pods, watched for owner chains."""
 
 VIEW_EVERY = 0.5
 """Seconds between two redraws of the progress line."""
@@ -71,31 +70,6 @@ class ProgressView(Protocol):
     def note(self, message: str) -> None: ...
     def reconciled(self, report: Reconciliation) -> None: ...
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class SummaryRow:
-    kind: str
-    listed: int
-    applied: int
-    deleted_live: int
-    deleted_offline: int
-    caught_up: int
-    lifecycles: int
-
-
-@dataclass(frozen=True)
-class Summary:
-    cache: str
-    run_id: int
-    started: float
-    stopped: float
-    synced: float | None
-    events: int
-    rows: tuple[SummaryRow, ...]
-    warnings: tuple[str, ...]
-    outages: tuple[CoverageGap, ...] = ()
-    reconciliation: Reconciliation | None = None  # what the initial sync found changed while offline (None: not synced)
 
 
 @dataclass
@@ -124,13 +98,16 @@ class Session:
     ``kube`` offers ``discover``, ``cluster_identity``, ``list_page``, ``watch`` and ``get`` (``kube.Kube``);
     ``run_watch`` is ``watching.run_watch``. Both are injected so tests can run the loop on fakes.
     ``context_namespace`` is the kubeconfig context's namespace: what to suggest to a user refused everywhere else.
+    ``health`` (``start --health-port``) gets the loop's commits and the watches' state at every round.
     """
 
     def __init__(
         self, *, kube: ClusterClient, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
         duration: float | None, stop: threading.Event, progress: ProgressView,
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
+        health: HealthBoard | None = None,
     ) -> None:
+        self.health = health
         self.kube = kube
         self.rec = recording
         self.config = config
@@ -173,19 +150,14 @@ class Session:
 
     def _plan(self) -> _Run:
         """Check the cache's identity, discover the kinds, open the run and build its ingest and writer."""
-        from kubectl_sktrace.tracerconfig import (
-            config_change,
-            config_to_yaml,
-            stored_config,
-        )
+        from kubectl_sktrace.tracerconfig import config_change, config_to_yaml, stored_config, watched_owner_kinds
 
         self.rec.check_identity(self.identity)
         previous = self.rec.previous_run()
         started = self.clock()
         resources = self._discover()
         tracked = [g for g in self.config.tracked if g in resources]
-        owner_kinds = {OWNER_KINDS[g] for g in tracked if g in OWNER_KINDS and self.config.tracked[g].track_lifecycle}
-        owner_kinds = {g for g in owner_kinds if g in resources and g not in self.config.tracked}
+        owner_kinds = watched_owner_kinds(self.config, served=resources)
         before = stored_config(self.rec.previous_config())
         run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config))
         fresh: frozenset[GVK] = frozenset()
@@ -227,6 +199,11 @@ class Session:
                 raise fatal
         self._advance_sync(run, now)
         writer.tick()
+        if self.health is not None:
+            with writer.lock:
+                outages = tuple(str(g) for g in run.ingest.outages)
+            self.health.post(HealthSample(committed=writer.last_commit, synced=run.synced_at is not None, outages=outages,
+                                          failed=tuple(str(g) for g in self._failed)))
         if run.synced_at is not None and now - run.last_view >= VIEW_EVERY:
             run.last_view = now
             self._show_live(run, now)
@@ -261,6 +238,8 @@ class Session:
     def _finish(self, run: _Run, *, clean: bool, saved_gc: tuple[int, int, int]) -> float:
         """Stop the watches, commit (clean) or roll back the open batch, and record the run's end; returns it."""
         self.stop.set()
+        if self.health is not None:
+            self.health.stopping()
         clean = clean and run.writer.fatal is None
         # the watch threads write nothing after this; what they received before the stop is committed
         run.writer.close(clean=clean)
@@ -411,6 +390,7 @@ class StartOptions:
     config_path: str | None
     duration: float | None
     quiet: bool
+    health_port: int | None = None
 
 
 def start(options: StartOptions, *, progress: ProgressView) -> Summary:
@@ -425,7 +405,11 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     cache_path = kubeconfig.resolve_cache_path(cache=options.cache, kubeconfig=options.kubeconfig, context=options.context)
     namespace = options.namespace or None
     stop = threading.Event()
-    with _stop_on_signals(stop):
+    board = None if options.health_port is None else HealthBoard()
+    health = None if board is None or options.health_port is None else HealthServer(options.health_port, board)
+    if health is not None:
+        progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind).")
+    with _stop_on_signals(stop), _closing(health):
         # leaving the cache's context turns sqlite errors met while recording (damage deep in the file, a full
         # disk) into one-line CacheErrors
         with open_cache(cache_path, create=True) as cache, WriterLock(cache.path):
@@ -436,11 +420,20 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
                 session = Session(
                     kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
                     duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-                    context_namespace=target.namespace,
+                    context_namespace=target.namespace, health=board,
                 )
                 return session.run()
             finally:
                 kube.close()
+
+
+@contextlib.contextmanager
+def _closing(server: HealthServer | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if server is not None:
+            server.close()
 
 
 class _stop_on_signals:
@@ -464,36 +457,3 @@ class _stop_on_signals:
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
-
-
-def iter_rows(summary: Summary) -> Iterator[dict[str, Any]]:
-    for row in summary.rows:
-        yield {
-            "kind": row.kind, "listed": row.listed, "applied": row.applied, "deleted live": row.deleted_live,
-            "deleted while offline": row.deleted_offline, "after outage": row.caught_up, "lifecycles": row.lifecycles,
-        }
-
-
-def summary_to_dict(summary: Summary) -> dict[str, Any]:
-    """``start -o json|yaml``: the end-of-run summary as one document."""
-    return {
-        "cache": summary.cache,
-        "run": summary.run_id,
-        "started": format_time(summary.started),
-        "synced": format_time(summary.synced) if summary.synced is not None else None,
-        "stopped": format_time(summary.stopped),
-        "duration": format_duration(summary.stopped - summary.started),
-        "events": summary.events,
-        "kinds": [
-            {"kind": r.kind, "listed": r.listed, "applied": r.applied, "deletedLive": r.deleted_live,
-             "deletedWhileOffline": r.deleted_offline, "afterOutage": r.caught_up, "lifecycles": r.lifecycles}
-            for r in summary.rows
-        ],
-        "outages": [
-            {"cause": g.cause, "from": format_time(g.since), "to": format_time(g.until),
-             "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
-            for g in summary.outages
-        ],
-        "warnings": list(summary.warnings),
-        "reconciliation": None if summary.reconciliation is None else reconciliation_to_dict(summary.reconciliation),
-    }

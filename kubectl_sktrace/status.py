@@ -13,6 +13,7 @@ status lists the caches in the state directory instead of failing: one line each
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -146,8 +147,34 @@ def config_history(status: CacheStatus) -> list[dict[str, Any]]:
     return history
 
 
-def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: int | None = None) -> dict[str, Any]:
-    """The status as plain data; ``runs``: only the last so many runs, with the gaps and outages among them."""
+def _run_to_dict(run: RunInfo, now: float) -> dict[str, Any]:
+    """One run; a running one has no end yet but a heartbeat (its ``stopped``, moved at every commit) and its age."""
+    data: dict[str, Any] = {"run": run.id, "started": _time(run.started), "synced": _time(run.synced),
+                            "stopped": None if run.state == "running" else _time(run.stopped),
+                            "duration": format_duration(run.stopped - run.started), "state": run.state, "pid": run.pid}
+    if run.state == "running":
+        data["heartbeat"] = _time(run.stopped)
+        data["heartbeatAgeSeconds"] = round(max(0.0, now - run.stopped), 1)
+    return data
+
+
+def _state_cell(run: dict[str, Any]) -> str:
+    """``running (heartbeat 1s ago)``; a heartbeat older than the health check allows says the recorder is stuck."""
+    from kubectl_sktrace.health import STALE_AFTER
+
+    age = run.get("heartbeatAgeSeconds")
+    if age is None:
+        return str(run["state"])
+    if age >= STALE_AFTER:
+        return f"running, but no heartbeat for {format_duration(age)}: stuck?"
+    return f"running (heartbeat {age:.0f}s ago)"
+
+
+def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: int | None = None,
+                   now: float | None = None) -> dict[str, Any]:
+    """The status as plain data; ``runs``: only the last so many runs, with the gaps and outages among them;
+    ``now`` (default: the clock) dates a running recorder's heartbeat."""
+    now = time.time() if now is None else now
     shown = status.runs if runs is None else status.runs[-runs:]
     since = shown[0].started if shown else 0.0
     ids = {r.id for r in shown}
@@ -159,12 +186,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
                     "namespace": status.namespace or None},
         "countsNamespace": namespace,
         "runsTotal": len(status.runs),
-        "runs": [
-            {"run": r.id, "started": _time(r.started), "synced": _time(r.synced),
-             "stopped": None if r.state == "running" else _time(r.stopped),
-             "duration": format_duration(r.stopped - r.started), "state": r.state, "pid": r.pid}
-            for r in shown
-        ],
+        "runs": [_run_to_dict(r, now) for r in shown],
         "gaps": [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a)} for a, b in status.gaps if a >= since],
         "outages": [
             {"run": g.run_id, "cause": g.cause, "from": _time(g.since), "to": _time(g.until),
@@ -201,8 +223,9 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None, runs: int | None = DEFAULT_RUNS) -> str:
-    data = status_to_dict(status, namespace=namespace, runs=runs)
+def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None, runs: int | None = DEFAULT_RUNS,
+                  now: float | None = None) -> str:
+    data = status_to_dict(status, namespace=namespace, runs=runs, now=now)
     if fmt != "table":
         return render.render_mapping(data, fmt)
     cluster = data["cluster"]
@@ -222,7 +245,8 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
     parts = [render.render_mapping(head, "table"), ""]
     hidden = len(status.runs) - len(data["runs"])
     title = f"Runs (the last {len(data['runs'])} of {len(status.runs)}; --runs all shows every run):" if hidden else "Runs:"
-    parts.append(title + "\n" + render.render_table(data["runs"], "table", columns=["run", "started", "synced", "stopped", "duration", "state"])
+    rows = [{**r, "state": _state_cell(r)} for r in data["runs"]]
+    parts.append(title + "\n" + render.render_table(rows, "table", columns=["run", "started", "synced", "stopped", "duration", "state"])
                  if data["runs"] else "Runs: none")
     if data["gaps"]:
         parts += ["", "Gaps (not observed live; reconstructed by the next run's relist):",

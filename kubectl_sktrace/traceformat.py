@@ -166,14 +166,21 @@ def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None) -> Trace:
 
 
 def _read_file(path: str | Path) -> bytes:
+    """The bytes of a local file, of a ``file://`` URL's file, or of an object in a store (``objectstore``);
+    errors name ``path`` as it was given."""
+    from kubectl_sktrace import objectstore
+
+    name = str(path)
+    if objectstore.is_remote(name):
+        return objectstore.read_object(name)
     try:
-        return Path(path).read_bytes()
+        return Path(objectstore.file_url_path(name) or path).read_bytes()
     except FileNotFoundError:
-        raise TraceFormatError(f"{path}: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'") from None
+        raise TraceFormatError(f"{name}: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'") from None
     except IsADirectoryError:
-        raise TraceFormatError(f"{path}: is a directory, not a trace file; pass the path of a trace file") from None
+        raise TraceFormatError(f"{name}: is a directory, not a trace file; pass the path of a trace file") from None
     except OSError as exc:
-        raise TraceFormatError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+        raise TraceFormatError(f"{name}: cannot read it: {exc.strerror or exc}") from None
 
 
 def _type_name(value: object) -> str:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import functools
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Collection, Iterator, Mapping
 
 import yaml
 
 from kubectl_sktrace.errors import ConfigError, UsageError
-from kubectl_sktrace.model import CRONJOB, DAEMONSET, DEPLOYMENT, GVK, JOB, POD, REPLICASET, SECRET, STATEFULSET
+from kubectl_sktrace.model import CRONJOB, DAEMONSET, DEPLOYMENT, GVK, JOB, OWNER_KINDS, POD, REPLICASET, SECRET, STATEFULSET
 
 KNOWN_TEMPLATE_PATHS: dict[GVK, tuple[str, ...]] = {
     CRONJOB: ("/spec/jobTemplate/spec/template",),
@@ -252,6 +252,17 @@ def config_to_trace(cfg: TracerConfig) -> dict[str, Any]:
 def config_from_trace(data: dict[str, Any]) -> TracerConfig:
     """The config of a trace file, normalized with the rules SimKube applies when it loads a trace."""
     return parse_config(data, source="the trace's config", from_trace=True)
+
+
+def watched_owner_kinds(cfg: TracerConfig, *, served: Collection[GVK] | None = None) -> set[GVK]:
+    """The kinds the recorder watches besides the tracked ones: those between a tracked kind with lifecycles and
+    its pods (ReplicaSets of Deployments, Jobs of CronJobs), for the pods' owner chains; ``served``: only among
+    the kinds the cluster serves."""
+    def ok(gvk: GVK) -> bool:
+        return served is None or gvk in served
+
+    return {OWNER_KINDS[g] for g, options in cfg.tracked.items() if g in OWNER_KINDS and options.track_lifecycle and ok(g)
+            and ok(OWNER_KINDS[g]) and OWNER_KINDS[g] not in cfg.tracked}
 
 
 def config_to_plain(cfg: TracerConfig) -> dict[str, Any]:

@@ -48,4 +48,4 @@ def _forbidden_advice(
     elif cluster:
         first = "you may only have access to some namespaces: record one with -n NAMESPACE, or "
     return (f"forbidden to list and watch every tracked kind{scope}; {first}"
-            f"{rbac_hint(names, namespace=namespace)}, or track other kinds with --config")
+            f"{rbac_hint(names, namespace=namespace, user=refused[0].user)}, or track other kinds with --config")

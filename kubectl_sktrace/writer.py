@@ -149,6 +149,11 @@ class Writer:
             return self._last_commit + HEARTBEAT
         return opened + IDLE_COMMIT if now < opened + IDLE_COMMIT else opened + COMMIT_INTERVAL
 
+    @property
+    def last_commit(self) -> float:
+        """Monotonic time of the last commit: the heartbeat's, when nothing else was written."""
+        return self._last_commit
+
     def tick(self) -> None:
         """Commit a batch that went quiet (low traffic is durable at once) or grew old; move the run's
         heartbeat when nothing was written for ``HEARTBEAT`` seconds."""

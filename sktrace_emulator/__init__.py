@@ -51,8 +51,8 @@ What it matches of a real API server (Kubernetes v1.28, measured: docs/architect
   kubectl sends a bearer token only over https); Python's ``ssl``, not Go's TLS stack, so record sizes and
   handshake costs differ.
 - **Auth and RBAC.** One bearer token (401 otherwise); no client certificates, impersonation, or access
-  reviews. RBAC only as ``grant_view`` (a RoleBinding to ``view`` in some namespaces), with the server's
-  403 messages word for word; priority and fairness (429) only through ``fail``.
+  reviews. RBAC only as ``grant_view`` (a RoleBinding to ``view`` in some namespaces) or ``grant_rules`` (one
+  ClusterRole or Role's rules), with the server's 403 messages word for word; priority and fairness (429) only through ``fail``.
 - **Writes.** Namespaces are created on first use, strategic merge patches are JSON merge patches, server-side
   apply is refused (415), a graceful deletion completes at once, dependents are garbage-collected at once.
 
@@ -68,6 +68,8 @@ Public API::
                                           # first byte, as a real server encodes it; 0: pages cost nothing
     emu.start() / emu.stop() / with Emulator() as emu: ...
     emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
+    emu.write_service_account(dir, *, namespace="default") -> env   # a pod's token, ca.crt and namespace files,
+    emu.rotate_token(dir, token)          # and KUBERNETES_SERVICE_HOST/PORT; rotate as the kubelet does
     emu.create(obj) / emu.update(obj) / emu.update_status(obj) -> dict
     emu.patch(api_version, kind, namespace, name, patch) -> dict         # JSON merge patch
     emu.delete(api_version, kind, namespace, name, *, graceful=True)
@@ -80,6 +82,7 @@ Public API::
     emu.drop_watches(); emu.fail(kind, status, *, count=1, retry_after=None); emu.set_delay(seconds)
     emu.grant_view(namespaces, *, user=None)   # RBAC as for a RoleBinding to `view` in those namespaces only;
                                                # None: all allowed. 403s carry the API server's own message
+    emu.grant_rules(rules, *, namespace=None, user=None)   # RBAC as for one ClusterRole (or a Role in namespace)
 
     from sktrace_emulator import Workload, build_large_state, RestartStorm
     wl = Workload(emu, seed=1); wl.step(); wl.start(); wl.stop(); wl.generate(rate, duration)

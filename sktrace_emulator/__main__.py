@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the server until interrupted", description="Example: python -m sktrace_emulator serve --kubeconfig-out /tmp/emu.kubeconfig --workload load --rate 50")
     serve.add_argument("--kubeconfig-out", required=True, metavar="FILE", help="write a kubeconfig for this server here")
+    serve.add_argument("--service-account-out", metavar="DIR",
+                       help="also lay out DIR as a pod's service-account mount (token, ca.crt, namespace) for in-cluster runs")
     serve.add_argument("--workload", choices=["none", "demo", "load", "large", "storm"], default="demo")
     serve.add_argument("--rate", type=float, default=0.0, help="events per second for the load generator")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
@@ -57,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     emu.start()
     emu.write_kubeconfig(args.kubeconfig_out)
     print(f"serving {emu.url}; kubeconfig written to {args.kubeconfig_out}", file=sys.stderr, flush=True)
+    if args.service_account_out:
+        env = emu.write_service_account(args.service_account_out)
+        print(f"service account written to {args.service_account_out}; run in-cluster with "
+              f"SKTRACE_SERVICE_ACCOUNT_DIR={args.service_account_out} " + " ".join(f"{k}={v}" for k, v in env.items()),
+              file=sys.stderr, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     storms = threading.Semaphore(0)

@@ -132,7 +132,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if emu._delay:
                 time.sleep(emu._delay)
-            if self.headers.get("Authorization", "") != f"Bearer {emu.token}":
+            scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or token != emu.token:  # the scheme is case-insensitive, as the API server's
+                emu.unauthorized += 1
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             split = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
@@ -189,7 +191,7 @@ class Handler(BaseHTTPRequestHandler):
         verb = _request_verb(self.command, name=name, watch=query.get("watch") in ("1", "true", "True"))
         # the API server's request info puts a namespace's own path inside that namespace
         scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
-        if self.emulator._denies(verb, rtype, scope):
+        if self.emulator._denies(verb, rtype, scope, name):
             raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
         failure = self.emulator._take_failure(rtype.kind)
         if failure is not None:

@@ -102,6 +102,11 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "DaemonSet", "daemonsets", short_names=("ds",)),
     ResourceType("batch", "v1", "Job", "jobs"),
     ResourceType("batch", "v1", "CronJob", "cronjobs", short_names=("cj",)),
+    # stored only (the emulator's own authorization is grant_view/grant_rules): so that kubectl applies RBAC manifests
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
 )
 
 

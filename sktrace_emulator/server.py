@@ -62,6 +62,7 @@ class Emulator:
         self.framing = framing
         self.list_seconds_per_mb = list_seconds_per_mb
         self.token = token
+        self.unauthorized = 0  # requests answered 401 (a wrong or expired token)
         self.tls = shutil.which("openssl") is not None if tls is None else tls
         self.ca_pem = b""
         self.port = port
@@ -76,6 +77,7 @@ class Emulator:
         self.drop_generation = 0
         self.user = "system:serviceaccount:default:sktrace"
         self._view_namespaces: frozenset[str] | None = None  # None: every request is allowed
+        self._rules: tuple[str | None, list[Obj]] | None = None  # grant_rules: (the Role's namespace or None, its rules)
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.store.create(self.store.type_of("v1", "Namespace"), {"metadata": {"name": ns}})
 
@@ -136,6 +138,21 @@ class Emulator:
         with os.fdopen(fd, "w") as fh:
             json.dump(config, fh, indent=2)
         return os.fspath(path)
+
+    def write_service_account(self, directory: str | os.PathLike[str], *, namespace: str = "default") -> dict[str, str]:
+        """Lay out ``directory`` as a pod's service-account mount (``token``, ``ca.crt``, ``namespace``) for this
+        server, and return the environment a pod would have: ``KUBERNETES_SERVICE_HOST``/``PORT``.
+        ``rotate_token`` writes a new token as the kubelet does (a new file swapped in by a rename)."""
+        os.makedirs(directory, exist_ok=True)
+        for name, data in (("ca.crt", self.ca_pem), ("namespace", namespace.encode()), ("token", self.token.encode())):
+            _replace_file(os.path.join(directory, name), data)
+        return {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(self.port)}
+
+    def rotate_token(self, directory: str | os.PathLike[str], token: str) -> None:
+        """A new token for the service account of ``write_service_account``: written into ``directory`` the way the
+        kubelet rotates a bound token, and from now on the only one this server accepts (the old one expired)."""
+        _replace_file(os.path.join(directory, "token"), token.encode())
+        self.token = token
 
     # direct state access
 
@@ -209,6 +226,7 @@ class Emulator:
         403 with the API server's own message, naming ``user``. ``None``: every request allowed (the default)."""
         with self._knob_lock:
             self._view_namespaces = None if namespaces is None else frozenset(namespaces)
+            self._rules = None
             if user is not None:
                 self.user = user
 
@@ -224,7 +242,23 @@ class Emulator:
                     return failure
         return None
 
-    def _denies(self, verb: str, rtype: ResourceType, namespace: str | None) -> bool:
+    def grant_rules(self, rules: Iterable[Obj], *, namespace: str | None = None, user: str | None = None) -> None:
+        """Authorize HTTP requests as RBAC does for a user whose only grant is one role with these PolicyRules
+        (``apiGroups``, ``resources``, ``resourceNames``, ``verbs``; ``*`` matches all): a ClusterRole bound across
+        the cluster (``namespace`` None) or a Role bound in ``namespace``, which allows only requests inside it.
+        Discovery stays open; the rest is 403 with the server's message. Replaces ``grant_view``."""
+        with self._knob_lock:
+            self._rules = (namespace, [json.loads(json.dumps(rule)) for rule in rules])
+            self._view_namespaces = None
+            if user is not None:
+                self.user = user
+
+    def _denies(self, verb: str, rtype: ResourceType, namespace: str | None, name: str = "") -> bool:
+        if self._rules is not None:
+            bound, rules = self._rules
+            if bound is not None and namespace != bound:
+                return True
+            return not any(_rule_allows(rule, verb, rtype, name) for rule in rules)
         granted = self._view_namespaces
         if granted is None:
             return False
@@ -237,6 +271,24 @@ class Emulator:
                     self._forced_410[key] -= 1
                     return True
         return False
+
+
+def _rule_allows(rule: Obj, verb: str, rtype: ResourceType, name: str) -> bool:
+    """Whether one RBAC PolicyRule allows ``verb`` on one object (``name``) or collection (``""``) of ``rtype``."""
+    def has(key: str, value: str) -> bool:
+        values = rule.get(key) or []
+        return value in values or "*" in values
+
+    names = rule.get("resourceNames") or []
+    return (has("verbs", verb) and has("apiGroups", rtype.group) and has("resources", rtype.plural)
+            and (not names or name in names))
+
+
+def _replace_file(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
 
 
 @functools.lru_cache(maxsize=1)

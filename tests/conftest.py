@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -337,3 +338,81 @@ def api_server() -> Iterable[ScriptedApiServer]:
     server.stop()
 
 # --- end kube -------------------------------------------------------------------------------------------
+
+
+# --- object storage: a real S3 API on loopback (moto's server) --------------------------------------------
+
+
+@dataclass
+class S3Store:
+    """moto's S3 server on 127.0.0.1, and the environment that points botocore at it: fake keys, no profile
+    files, no instance metadata service (which botocore would otherwise ask, off this machine)."""
+
+    endpoint: str
+    env: dict[str, str]
+
+    def client(self, **env: str) -> Any:
+        import boto3
+
+        merged = {**self.env, **env}
+        return boto3.session.Session(aws_access_key_id=merged["AWS_ACCESS_KEY_ID"], aws_secret_access_key=merged["AWS_SECRET_ACCESS_KEY"],
+                                     region_name=merged["AWS_DEFAULT_REGION"]).client("s3", endpoint_url=self.endpoint)
+
+    def require_signatures(self, required: bool) -> None:
+        """Make the server check every request's credentials and IAM permissions (or stop checking)."""
+        import urllib.request
+
+        body = b"0" if required else b"inf"
+        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset-auth", data=body, method="POST",
+                                                       headers={"Content-Type": "text/plain"}), timeout=10).read()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Store]:
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one log line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    nowhere = tmp_path_factory.mktemp("aws")
+    env = {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "test-key-id", "AWS_SECRET_ACCESS_KEY": "test-secret-key",
+        "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": str(nowhere / "config"), "AWS_SHARED_CREDENTIALS_FILE": str(nowhere / "credentials"),
+    }
+    try:
+        yield S3Store(endpoint=env["AWS_ENDPOINT_URL"], env=env)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3(s3_server: S3Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Store]:
+    """The S3 server with this process's environment pointing at it and an empty bucket ``traces``; every bucket
+    is removed after the test."""
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    import fsspec
+
+    fsspec.get_filesystem_class("s3").clear_instance_cache()  # one made under another test's environment
+    client = s3_server.client()
+    client.create_bucket(Bucket="traces")
+    try:
+        yield s3_server
+    finally:
+        s3_server.require_signatures(False)
+        for bucket in client.list_buckets()["Buckets"]:
+            name = bucket["Name"]
+            for upload in client.list_multipart_uploads(Bucket=name).get("Uploads", []):
+                client.abort_multipart_upload(Bucket=name, Key=upload["Key"], UploadId=upload["UploadId"])
+            for item in client.list_objects_v2(Bucket=name).get("Contents", []):
+                client.delete_object(Bucket=name, Key=item["Key"])
+            client.delete_bucket(Bucket=name)
+
+
+# --- end object storage -----------------------------------------------------------------------------------

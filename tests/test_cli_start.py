@@ -325,8 +325,9 @@ def test_403_on_one_kind_records_the_others_with_a_warning(emu: Emulator, kubeco
     result = start(kubeconfig, cache)
     assert result.returncode == 0, result.stderr
     assert [line for line in result.stderr.splitlines() if "statefulsets" in line] == [
-        "Warning: forbidden: cannot list statefulsets.apps in all namespaces; grant get, list and watch on statefulsets.apps "
-        "(e.g. a ClusterRole with rules for those resources, bound to your user); apps/v1.StatefulSet is not recorded"
+        "Warning: forbidden: cannot list statefulsets.apps in all namespaces; grant get, list and watch on statefulsets.apps: "
+        "'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' prints the ClusterRole and binding to apply; "
+        "apps/v1.StatefulSet is not recorded"
     ]
     assert [e[2] for e in events(cache)] == ["web"]
     # remembered: status tells which kind the latest run did not record, why, and the fix
@@ -334,7 +335,8 @@ def test_403_on_one_kind_records_the_others_with_a_warning(emu: Emulator, kubeco
     assert shown.stdout.split("\n\n")[2].splitlines() == [
         "Not recorded by the latest run (1): it has none of their changes",
         "  apps/v1.StatefulSet: forbidden: cannot list statefulsets.apps in all namespaces; grant get, list and watch on "
-        "statefulsets.apps (e.g. a ClusterRole with rules for those resources, bound to your user)",
+        "statefulsets.apps: 'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' prints the ClusterRole "
+        "and binding to apply",
     ], shown.stdout
     assert "clean" in shown.stdout and "interrupted" not in shown.stdout  # a refused kind is not an outage
     data = json.loads(sktrace("status", "--cache", cache, "-o", "json").stdout)
@@ -355,8 +357,8 @@ def test_403_on_every_kind_exits_1_with_the_rbac_hint(emu: Emulator, kubeconfig:
     assert result.stderr.splitlines()[-1] == (  # the emulator's kubeconfig context has the namespace "default"
         "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to "
         "namespace 'default': record it with -n default, or grant get, list and watch on deployments.apps, "
-        "statefulsets.apps, jobs.batch, cronjobs.batch, pods (e.g. a ClusterRole with rules for those resources, "
-        "bound to your user), or track other kinds with --config"
+        "statefulsets.apps, jobs.batch, cronjobs.batch, pods: 'kubectl sktrace rbac --service-account default:sktrace "
+        "[--config FILE]' prints the ClusterRole and binding to apply, or track other kinds with --config"
     )
     assert "Traceback" not in result.stderr
 
@@ -373,12 +375,12 @@ def test_a_user_who_may_view_one_namespace_is_warned_once_per_kind_then_told_to_
                          "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
     emu.grant_view(["team-a"], user="jane")
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", namespace="team-a")
-    hint = "(e.g. a ClusterRole with rules for those resources, bound to your user)"
+    hint = ": 'kubectl sktrace rbac --user jane [--config FILE]' prints the ClusterRole and binding to apply"
 
     refused = run_cli(["start", "--kubeconfig", kubeconfig, "--duration", "10s"], home=tmp_path)
     assert refused.code == 1 and "Traceback" not in refused.stderr, refused.describe()
     *warnings, error = refused.stderr.splitlines()
-    per_kind = {name: f"Warning: forbidden: cannot list {name} in all namespaces; grant get, list and watch on {name} {hint}; {gvk} is not recorded"
+    per_kind = {name: f"Warning: forbidden: cannot list {name} in all namespaces; grant get, list and watch on {name}{hint}; {gvk} is not recorded"
                 for name, gvk in [("deployments.apps", "apps/v1.Deployment"), ("statefulsets.apps", "apps/v1.StatefulSet"),
                                   ("jobs.batch", "batch/v1.Job"), ("cronjobs.batch", "batch/v1.CronJob"),
                                   ("replicasets.apps", "apps/v1.ReplicaSet"), ("pods", "v1.Pod")]}
@@ -389,7 +391,7 @@ def test_a_user_who_may_view_one_namespace_is_warned_once_per_kind_then_told_to_
     assert error == (
         "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to namespace "
         "'team-a': record it with -n team-a, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
-        f"cronjobs.batch, pods {hint}, or track other kinds with --config"
+        f"cronjobs.batch, pods{hint}, or track other kinds with --config"
     )
 
     recorded = run_cli(["start", "--kubeconfig", kubeconfig, "-n", "team-a", "--duration", "2s"], home=tmp_path)
@@ -405,13 +407,13 @@ def test_a_user_who_may_view_one_namespace_is_warned_once_per_kind_then_told_to_
 @pytest.mark.parametrize(("context_namespace", "args", "expected"), [
     ("", [], "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to some "
              "namespaces: record one with -n NAMESPACE, or grant get, list and watch on deployments.apps, statefulsets.apps, "
-             "jobs.batch, cronjobs.batch, pods (e.g. a ClusterRole with rules for those resources, bound to your user), or "
-             "track other kinds with --config"),
+             "jobs.batch, cronjobs.batch, pods: 'kubectl sktrace rbac --user jane [--config FILE]' prints the ClusterRole "
+             "and binding to apply, or track other kinds with --config"),
     ("team-a", ["-n", "team-b"],
      "Error: forbidden to list and watch every tracked kind in namespace 'team-b'; you may only have access to namespace "
      "'team-a': record it with -n team-a, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
-     "cronjobs.batch, pods (e.g. a Role with rules for those resources in namespace 'team-b', bound to your user), or track "
-     "other kinds with --config"),
+     "cronjobs.batch, pods: 'kubectl sktrace rbac -n team-b --user jane [--config FILE]' prints the Role and binding to "
+     "apply, or track other kinds with --config"),
 ], ids=["no-context-namespace", "another-namespace"])
 def test_refused_everywhere_the_error_puts_a_namespace_first(emu: Emulator, tmp_path: Path, context_namespace: str,
                                                              args: list[str], expected: str) -> None:

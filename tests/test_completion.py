@@ -206,3 +206,10 @@ def test_the_plugin_linked_under_the_completion_name_completes(home: Path, kubec
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     result = subprocess.run([str(link), "export", "--context", "st"], capture_output=True, text=True, env=env, timeout=60)
     assert (result.returncode, result.stdout, result.stderr) == (0, "staging\n:4\n", "")
+
+
+def test_the_in_cluster_flags(home: Path) -> None:
+    assert "rbac\tPrint the Role or ClusterRole and binding that start needs." in complete("")
+    assert complete("rbac", "--se") == ["--service-account\tBind to this ServiceAccount (default: sktrace, in -n's namespace, else in sktrace).", ":4"]
+    assert complete("rbac", "--config", "") == [":0"]  # a file: the shell completes it
+    assert [line.split("\t")[0] for line in complete("start", "--he")] == ["--health-port", "--help", ":4"]

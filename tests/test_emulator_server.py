@@ -6,6 +6,7 @@ import http.client
 import json
 import ssl
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,6 +60,19 @@ def test_token_is_required(emulator: Emulator) -> None:
     status, body, _ = call(emulator, "GET", "/api/v1/pods", token=None)
     assert status == 401 and body["reason"] == "Unauthorized" and body["kind"] == "Status"
     assert call(emulator, "GET", "/api/v1/pods", token="wrong")[0] == 401
+
+
+def test_the_bearer_scheme_is_case_insensitive_and_a_rotated_token_replaces_the_old(emulator: Emulator, tmp_path: Path) -> None:
+    assert call(emulator, "GET", "/api/v1/pods", token=None, headers={"Authorization": "bearer test-token"})[0] == 200
+    env = emulator.write_service_account(tmp_path / "sa", namespace="team-a")
+    assert env == {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(emulator.port)}
+    assert [(tmp_path / "sa" / f).read_bytes() for f in ("token", "namespace", "ca.crt")] == [b"test-token", b"team-a", emulator.ca_pem]
+    emulator.rotate_token(tmp_path / "sa", "new-token")
+    assert (tmp_path / "sa" / "token").read_text() == "new-token"
+    before = emulator.unauthorized
+    assert call(emulator, "GET", "/api/v1/pods")[0] == 401  # the old one expired
+    assert call(emulator, "GET", "/api/v1/pods", token="new-token")[0] == 200
+    assert emulator.unauthorized == before + 1
 
 
 def test_discovery_documents(emulator: Emulator) -> None:

@@ -778,8 +778,9 @@ def test_forbidden_one_kind_warns_and_records_the_rest(tmp_path: Path) -> None:
         emu.fail("Deployment", 403, count=10_000)
         run = _start(tmp_path, "--duration", "1s", kubeconfig=kubeconfig, timeout=90)
     assert run.code == 0 and "Traceback" not in run.stderr, run.describe()
-    assert ("Warning: forbidden: cannot list deployments.apps in all namespaces; grant get, list and watch on deployments.apps "
-            "(e.g. a ClusterRole with rules for those resources, bound to your user); apps/v1.Deployment is not recorded") in run.stderr
+    assert ("Warning: forbidden: cannot list deployments.apps in all namespaces; grant get, list and watch on deployments.apps: "
+            "'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' prints the ClusterRole and binding to "
+            "apply; apps/v1.Deployment is not recorded") in run.stderr
 
 
 def test_cache_of_another_cluster_or_scope(tmp_path: Path, emulator: Any) -> None:

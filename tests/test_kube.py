@@ -145,11 +145,11 @@ def test_throttling_and_server_errors_are_transient(tmp_path, api_server, status
 
 @pytest.mark.parametrize("namespace,verb,denial,expected", [
     (None, "watch", 'pods is forbidden: User "jane" cannot watch resource "pods" in API group "" at the cluster scope',
-     "forbidden: cannot watch pods in all namespaces; grant get, list and watch on pods "
-     "(e.g. a ClusterRole with rules for those resources, bound to your user)"),
+     "forbidden: cannot watch pods in all namespaces; grant get, list and watch on pods: "
+     "'kubectl sktrace rbac --user jane [--config FILE]' prints the ClusterRole and binding to apply"),
     ("team-a", "list", 'pods is forbidden: User "jane" cannot list resource "pods" in API group "" in the namespace "team-a"',
-     "forbidden: cannot list pods in namespace 'team-a'; grant get, list and watch on pods "
-     "(e.g. a Role with rules for those resources in namespace 'team-a', bound to your user)"),
+     "forbidden: cannot list pods in namespace 'team-a'; grant get, list and watch on pods: "
+     "'kubectl sktrace rbac -n team-a --user jane [--config FILE]' prints the Role and binding to apply"),
 ], ids=["watch-all", "list-namespace"])
 def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, verb, denial, expected):
     path = "/api/v1/pods" if namespace is None else f"/api/v1/namespaces/{namespace}/pods"
@@ -161,7 +161,7 @@ def test_403_names_verb_resource_and_rbac_rule(tmp_path, api_server, namespace, 
         else:
             kube.list_page(PODS, namespace=namespace)
     assert str(info.value) == expected
-    assert (info.value.verb, info.value.resource) == (verb, "pods")
+    assert (info.value.verb, info.value.resource, info.value.user) == (verb, "pods", "jane")
     assert info.value.cluster_scope is (namespace is None)
 
 
@@ -172,7 +172,7 @@ def test_403_for_a_group_kind_names_its_api_group(tmp_path, api_server):
     with pytest.raises(ForbiddenError) as info:
         kube.list_page(deploy, namespace=None)
     assert str(info.value) == ("forbidden: cannot list deployments.apps in all namespaces; grant get, list and watch on "
-                               "deployments.apps (e.g. a ClusterRole with rules for those resources, bound to your user)")
+                               "deployments.apps: 'kubectl sktrace rbac [--config FILE]' prints the ClusterRole and binding to apply")
     assert info.value.cluster_scope  # a 403 without the API server's wording: judged by the request
 
 
@@ -190,13 +190,17 @@ def test_403_tells_a_refusal_at_the_cluster_scope_by_the_denial(tmp_path, api_se
     assert info.value.cluster_scope is cluster_scope
 
 
-@pytest.mark.parametrize("resources,namespace,expected", [
-    (["pods"], None, "grant get, list and watch on pods (e.g. a ClusterRole with rules for those resources, bound to your user)"),
-    (["deployments.apps", "pods"], "team-a", "grant get, list and watch on deployments.apps, pods "
-     "(e.g. a Role with rules for those resources in namespace 'team-a', bound to your user)"),
-], ids=["cluster", "namespace"])
-def test_rbac_hint_is_one_wording_for_one_kind_or_many(resources, namespace, expected):
-    assert rbac_hint(resources, namespace=namespace) == expected
+@pytest.mark.parametrize("resources,namespace,user,expected", [
+    (["pods"], None, "", "grant get, list and watch on pods: 'kubectl sktrace rbac [--config FILE]' prints the ClusterRole "
+     "and binding to apply"),
+    (["deployments.apps", "pods"], "team-a", "system:serviceaccount:team-a:recorder", "grant get, list and watch on "
+     "deployments.apps, pods: 'kubectl sktrace rbac -n team-a --service-account team-a:recorder [--config FILE]' prints "
+     "the Role and binding to apply"),
+    (["pods"], None, "alice@example.com", "grant get, list and watch on pods: 'kubectl sktrace rbac --user alice@example.com "
+     "[--config FILE]' prints the ClusterRole and binding to apply"),
+], ids=["cluster", "namespace-service-account", "user"])
+def test_rbac_hint_is_one_wording_for_one_kind_or_many(resources, namespace, user, expected):
+    assert rbac_hint(resources, namespace=namespace, user=user) == expected
 
 
 def test_404_on_list_says_the_kind_is_not_served(tmp_path, api_server):
@@ -354,20 +358,68 @@ def test_insecure_skip_tls_verify_connects_without_a_warning_per_request(tmp_pat
     assert not [w for w in recwarn if "Unverified HTTPS" in str(w.message)]
 
 
-def test_in_cluster_service_account(tmp_path, api_server, monkeypatch):
-    from kubectl_sktrace.kubeconfig import KubeTarget
+def in_cluster_target(api_server, tmp_path, token: str = "sa-token"):
+    """A pod's service-account mount for ``api_server`` (TLS), resolved as a pod resolves it: no kubeconfig,
+    the service variables set, the mount directory named by SKTRACE_SERVICE_ACCOUNT_DIR."""
     cert = make_tls(api_server, tmp_path)
-    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
-    token = tmp_path / "token"
-    token.write_text("sa-token")
+    mount = tmp_path / "serviceaccount"
+    mount.mkdir()
+    (mount / "ca.crt").write_bytes(cert.read_bytes())
+    (mount / "token").write_text(token + "\n")  # a trailing newline, as a token file edited by hand has
+    (mount / "namespace").write_text("recorder")
     port = api_server.url.rsplit(":", 1)[1]
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
-    target = KubeTarget(context="in-cluster", cluster_server=api_server.url, namespace=None,
-                        config={"in-cluster": True, "token-file": str(token), "ca-file": str(cert)})
+    environ = {"HOME": str(tmp_path / "home"), "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port,
+               "SKTRACE_SERVICE_ACCOUNT_DIR": str(mount)}
+    return resolve_target(kubeconfig=None, context=None, environ=environ), mount
+
+
+def test_in_cluster_service_account(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
+    target, _ = in_cluster_target(api_server, tmp_path)
+    assert (target.context, target.cluster_server, target.namespace) == ("in-cluster", api_server.url, "recorder")
     kube = Kube.connect(target)
     assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "4"
-    assert api_server.requests[-1].headers["authorization"].lower() == "bearer sa-token"  # the scheme is case-insensitive
+    assert api_server.requests[-1].headers["Authorization"] == "Bearer sa-token"
+
+
+def test_in_cluster_token_rotated_by_the_kubelet_is_read_at_the_next_request(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
+    target, mount = in_cluster_target(api_server, tmp_path)
+    kube = Kube.connect(target)
+    kube.list_page(PODS, namespace=None)
+    (mount / "..2026_11_23_rotated").write_text("rotated-token")
+    os.replace(mount / "..2026_11_23_rotated", mount / "token")  # the kubelet swaps a new file in
+    kube.list_page(PODS, namespace=None)
+    assert [r.headers["Authorization"] for r in api_server.requests] == ["Bearer sa-token", "Bearer rotated-token"]
+    (mount / "token").unlink()  # a mount gone bad later: the last token read is kept, the server judges it
+    kube.list_page(PODS, namespace=None)
+    assert api_server.requests[-1].headers["Authorization"] == "Bearer rotated-token"
+
+
+def test_in_cluster_401_after_the_reload_says_what_to_check_in_the_pod(tmp_path, api_server):
+    api_server.route("/api/v1/pods", Reply(401, {"kind": "Status", "code": 401, "message": "Unauthorized"}))
+    target, _ = in_cluster_target(api_server, tmp_path)
+    kube = Kube.connect(target)
+    with pytest.raises(KubeError) as info:
+        kube.list_page(PODS, namespace=None)
+    assert str(info.value) == (f"unauthorized (401) by {api_server.url} with the pod's service-account token: it was rejected "
+                               "or has expired; check that the pod's ServiceAccount still exists and its token is mounted, "
+                               "then restart the pod")
+    assert len(api_server.requests) == 2  # the token was read again and tried once more
+
+
+@pytest.mark.parametrize("missing, expected", [
+    ("token", "cannot read the pod's service-account token {mount}/token: No such file or directory; mount the service "
+              "account's token (automountServiceAccountToken: true), or pass --kubeconfig FILE"),
+    ("ca.crt", "cannot read the cluster's CA certificate {mount}/ca.crt: No such file or directory; mount the service "
+               "account's token (automountServiceAccountToken: true), or pass --kubeconfig FILE"),
+])
+def test_in_cluster_without_a_mounted_service_account_is_one_line(tmp_path, api_server, missing, expected):
+    target, mount = in_cluster_target(api_server, tmp_path)
+    (mount / missing).unlink()
+    with pytest.raises(KubeError) as info:
+        Kube.connect(target)
+    assert str(info.value) == expected.format(mount=mount)
 
 
 def test_discover_fetches_only_needed_group_versions_and_reuses_the_cache(tmp_path, api_server):
@@ -408,8 +460,8 @@ def test_resources_from_discovery_skips_subresources():
     ns = resources_from_discovery("v1", CORE_DOC)[GVK("", "v1", "Namespace")]
     assert ns.path(namespace="ignored") == "/api/v1/namespaces"
     assert ns.forbidden_message("list", namespace="ignored") == (
-        "forbidden: cannot list namespaces (cluster-scoped); grant get, list and watch on namespaces "
-        "(e.g. a ClusterRole with rules for those resources, bound to your user)")
+        "forbidden: cannot list namespaces (cluster-scoped); grant get, list and watch on namespaces: "
+        "'kubectl sktrace rbac [--config FILE]' prints the ClusterRole and binding to apply")
 
 
 def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path, api_server):
@@ -616,7 +668,8 @@ def test_emulator_transient_failures_back_off_and_forbidden_stops_the_kind(emu, 
         # version; a stream that ended cleanly is watched again at once
         verb = "list" if ("interrupted", "API unreachable") in sink.calls else "watch"
         assert sink.calls[-1] == ("failed", f"forbidden: cannot {verb} pods in all namespaces; grant get, list and watch on "
-                                            "pods (e.g. a ClusterRole with rules for those resources, bound to your user)")
+                                            "pods: 'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' "
+                                            "prints the ClusterRole and binding to apply")
         thread.join(3)
         assert not thread.is_alive()
     finally:
@@ -727,3 +780,81 @@ def test_emulator_watch_over_tls_reads_every_event_in_order_then_reuses_the_conn
         started = time.monotonic()
         assert list(kube.watch(PODS, namespace=None, resource_version=emu.resource_version, timeout_seconds=60, stop=stop)) == []
         assert time.monotonic() - started < 1.0
+
+
+COALESCE_CASES = {
+    # 1.28 MB/s (128 KB in 0.1 s): exactly the longest pause; slower streams are paused as long, not longer
+    "a few hundred pods a second": (128 * 1024, 0.1, 0.001, 0.1, 0.1),
+    "a slow stream": (6_000, 0.1, 0.05, 0.1, 0.1),
+    # 12.8 MB/s: 10 ms would do; never shorter than the shortest pause
+    "a fast stream": (1_280 * 1024, 0.1, 0.001, 0.1, 0.02),
+    "in between": (256 * 1024, 0.1, 0.001, 0.1, 0.05),
+    # one slow cycle after short pauses: at most twice the previous pause
+    "a stream slowing down": (6_000, 0.1, 0.005, 0.02, 0.04),
+    "a stream slowing down, a cycle later": (6_000, 0.1, 0.005, 0.04, 0.08),
+    # the last read waited longer than the longest pause: a burst may be starting, whatever the rate before
+    "after a quiet spell": (6_000, 5.0, 4.9, 0.1, 0.02),
+    "nothing received": (0, 0.1, 0.01, 0.1, 0.02),
+}
+
+
+@pytest.mark.parametrize("received, seconds, waited, previous, expected", COALESCE_CASES.values(), ids=COALESCE_CASES.keys())
+def test_coalesce_pause_lets_a_stream_queue_one_receive_buffer_at_its_rate(received, seconds, waited, previous, expected):
+    from kubectl_sktrace.kube.stream import coalesce_pause
+
+    assert coalesce_pause(received=received, seconds=seconds, waited=waited, previous=previous) == pytest.approx(expected)
+
+
+@pytest.mark.timeout(60)
+def test_a_watch_at_a_few_hundred_events_a_second_reads_them_in_batches_a_tenth_of_a_second_apart(tmp_path, monkeypatch):
+    """One event per chunk, flushed, as a real server sends them: the watch pauses its reads so that they come in
+    batches, and at a rate far below a receive buffer per tenth of a second it pauses the longest."""
+    emulator = pytest.importorskip("sktrace_emulator")
+    from kubectl_sktrace.kube import stream
+
+    reader = threading.current_thread()
+    pauses: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        if threading.current_thread() is reader:
+            pauses.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(stream.time, "sleep", sleep)
+    with emulator.Emulator(token="sekret") as emu:
+        kube = emu_kube(emu, tmp_path)
+        since = emu.resource_version
+        done = threading.Event()
+
+        def pace() -> None:  # ~200 small pods a second (~0.2 MB/s), one event each
+            for i in range(400):
+                if done.is_set():
+                    return
+                emu.create(emu_pod(f"p{i:03d}"))
+                real_sleep(0.005)
+
+        pacer = threading.Thread(target=pace, daemon=True)
+        pacer.start()
+        names = []
+        for event in kube.watch(PODS, namespace=None, resource_version=since, timeout_seconds=30):
+            if event["type"] == "ADDED":
+                names.append(event["object"]["metadata"]["name"])
+            if len(names) == 400:
+                break
+        done.set()
+        pacer.join()
+    assert names == [f"p{i:03d}" for i in range(400)]
+    assert pauses, "the paced stream was read without a pause"
+    # the pauses grow to the longest within a few reads (a stall of the pacer starts them short again)
+    longest = [p for p in pauses if p == stream.COALESCE_MAX]
+    assert len(longest) >= len(pauses) / 3, pauses
+
+
+def test_an_event_reaches_the_cache_within_half_a_second_however_long_its_stream_pauses():
+    """docs/spec.md §6: a kill -9 loses at most the last half second. An event waits in the socket for at most the
+    longest pause, then at most one commit interval in its batch."""
+    from kubectl_sktrace.kube.stream import COALESCE_MAX
+    from kubectl_sktrace.writer import COMMIT_INTERVAL
+
+    assert COALESCE_MAX + COMMIT_INTERVAL <= 0.4  # a tenth of a second left for the event's own way

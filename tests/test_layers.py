@@ -26,9 +26,16 @@ OWNERS = {
     "msgpack": {"kubectl_sktrace.traceformat"},
     "tabulate": {"kubectl_sktrace.render"},
     "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion"},  # the command-line layer; the emulator's is argparse
+    # object storage (the cloud extra): fsspec, and never its backends or their clients by name
+    "fsspec": {"kubectl_sktrace.objectstore"},
+    "s3fs": set(),
+    "gcsfs": set(),
+    "adlfs": set(),
+    "botocore": set(),
+    "boto3": set(),
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice",
-        "globalflags", "plural", "reconciliation", "exportoptions", "initialsync", "podrefs"]
+        "globalflags", "plural", "reconciliation", "exportoptions", "initialsync", "rbac", "podrefs"]
 # modules of ours a pure module may import
 PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.hashing",
                    "kubectl_sktrace.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.podrefs"}
@@ -140,6 +147,7 @@ def test_the_emulator_imports_nothing_of_the_product() -> None:
 
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:
     assert "tabulate" in MODULES["kubectl_sktrace.render"]
+    assert "fsspec" in MODULES["kubectl_sktrace.objectstore"]  # imported inside a function
     assert "kubectl_sktrace.inspection" in MODULES["kubectl_sktrace.cli.traces"]  # imported inside a command
     assert "kubectl_sktrace.store.connection" in MODULES["kubectl_sktrace.store"]
 
@@ -187,3 +195,9 @@ def test_console_script_help_does_not_import_kubernetes() -> None:
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     assert "click" in imported
     assert not {m for m in imported if m.split(".")[0] == "kubernetes"}
+
+
+def test_the_health_server_reads_only_what_the_loop_posts() -> None:
+    """A probe's thread never touches the cache or the recorder's state: health imports none of our modules but errors."""
+    ours = {i for i in MODULES["kubectl_sktrace.health"] if i.startswith("kubectl_sktrace.")}
+    assert ours and {i for i in ours if not (i == "kubectl_sktrace.errors" or i.startswith("kubectl_sktrace.errors."))} == set()

@@ -37,7 +37,7 @@ def test_plain_lines_without_a_terminal() -> None:
     assert out.getvalue() == (
         "listed apps/v1.Deployment: 1,200 objects\n"
         "listed v1.Pod: 12,000 objects\n"
-        "initial sync done: 13,200 objects in 3.2s; recording changes (Ctrl-C to stop)\n"
+        "initial sync done: 13,200 objects in 3.2s; recording changes (SIGINT or SIGTERM stops it)\n"
         "recording: 1,234 events, 12,001 pods tracked, 41.0 events/s (watch: 14,950 updates/s), 1m35s left\n"
         "Warning: kind v1.Foo is not served\n"
     )
@@ -138,7 +138,7 @@ def test_the_reconciliation_is_a_block_of_lines_after_the_sync() -> None:
     view = Progress(stream=out, tty=False, quiet=False, clock=Clock())
     view.synced(1.0)
     view.reconciled(_report())
-    assert out.getvalue() == "initial sync done: 0 objects in 1.0s; recording changes (Ctrl-C to stop)\n" + REPORT_LINES
+    assert out.getvalue() == "initial sync done: 0 objects in 1.0s; recording changes (SIGINT or SIGTERM stops it)\n" + REPORT_LINES
 
 
 def test_on_a_terminal_the_report_goes_above_the_status_line() -> None:

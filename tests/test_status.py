@@ -111,6 +111,23 @@ def test_a_run_holding_the_lock_is_running(rec: Recording) -> None:
     assert cache_status(rec.cache).runs[0].state == "crashed"
 
 
+@pytest.mark.parametrize(("age", "cell"), [
+    pytest.param(1.4, "running (heartbeat 1s ago)", id="committing"),
+    pytest.param(300.0, "running, but no heartbeat for 5m00s: stuck?", id="stuck"),
+])
+def test_a_running_recorder_shows_its_heartbeat_and_its_age(rec: Recording, age: float, cell: str) -> None:
+    run = rec.begin_run(started=T0, pid=11, config_yaml="")
+    with rec.batch():
+        rec.heartbeat(run, T0 + 60)
+    with WriterLock(rec.cache.path):
+        status = cache_status(rec.cache)
+        data = status_to_dict(status, now=T0 + 60 + age)
+        text = render_status(status, "table", now=T0 + 60 + age)
+    assert data["runs"] == [{"run": 1, "started": "2027-01-15T08:00:00Z", "synced": None, "stopped": None, "duration": "1m00s",
+                             "state": "running", "pid": 11, "heartbeat": "2027-01-15T08:01:00Z", "heartbeatAgeSeconds": age}]
+    assert f"1      2027-01-15T08:00:00Z  -         -          1m00s       {cell}\n" in text
+
+
 def test_an_empty_cache(rec: Recording) -> None:
     text = render_status(cache_status(rec.cache), "table")
     assert "cluster          - (nothing recorded yet)" in text

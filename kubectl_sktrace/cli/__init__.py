@@ -108,7 +108,7 @@ def version(output: str) -> None:
 
 
 for _command in (recording.start, recording.status, exporting.export_command, exporting.prune_command, traces.config_command,
-                 traces.inspect_command, traces.validate_command, traces.demo_command):
+                 traces.rbac_command, traces.inspect_command, traces.validate_command, traces.demo_command):
     cli.add_command(_command)
 
 

@@ -47,7 +47,8 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Keep cluster-scoped objects (SimKube's driver needs namespaced ones, so they are left out by default).")
 @click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH", shell_complete=complete_files,
               help="Where to write the trace; '-' is stdout. A file (or a symlink's target) is replaced whole or not at all, "
-                   "keeping its mode; a device, FIFO or /dev/fd/N is written into.")
+                   "keeping its mode; a device, FIFO or /dev/fd/N is written into. An s3://, gs:// or az:// URL (the cloud extra) "
+                   "is an object, written whole or not at all; file:///PATH is PATH.")
 @click.option("-o", "--format", "fmt", default="sktrace", show_default=True, metavar="[sktrace|json|yaml]", callback=_trace_format,
               help="The output format, as kubectl's -o: sktrace is SimKube's msgpack format; json and yaml are for people "
                    "and do not load in SimKube.")
@@ -72,6 +73,7 @@ def export_command(
       kubectl sktrace export -s -1h -O incident.sktrace
       kubectl sktrace export -s 2026-11-22T10:00:00Z -t 2026-11-22T11:00:00Z --exclude-labels 'app in (canary)'
       kubectl sktrace export -n shop --format yaml -O - | less
+      kubectl sktrace export -s -1h -O s3://my-bucket/incident.sktrace
     """
     import time
 

@@ -24,25 +24,30 @@ from kubectl_sktrace.completion import complete_files
 @cache_option
 @click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files, help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
+@click.option("--health-port", "health_port", type=click.IntRange(0, 65535), metavar="PORT",
+              help="Serve /healthz (200 while committing) and /readyz (200 once synced, every kind watched) on this port, "
+                   "on every interface: for a Deployment's probes.")
 @quiet_option
 @output_option
 @verbosity_option
 def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-          config_path: str | None, duration: str | None, output: str) -> None:
-    """Record the cluster into the local cache until --duration elapses or Ctrl-C.
+          config_path: str | None, duration: str | None, health_port: int | None, output: str) -> None:
+    """Record the cluster into the local cache until --duration elapses, Ctrl-C or SIGTERM.
 
     On every start the cluster is listed and compared with the cache, so what changed while no recorder
     ran is recorded too (deletions inferred at the start time); once the lists are done, a report on stderr
     names what was deleted, created and changed while offline and which pods finished meanwhile. Ends with a
     summary per kind; -o json|yaml prints it, with the outages and that report, as one document on stdout.
+    Inside a pod, with no kubeconfig, it records with the pod's service account (see 'kubectl sktrace rbac').
 
     \b
     Example:
       kubectl sktrace start --duration 10m
       kubectl sktrace start --config tracer.yaml -n team-a --cache team-a.db
       kubectl sktrace start --duration 1m -o json | jq .reconciliation
+      kubectl sktrace start --cache /data/cache.db --health-port 8080
     """
-    from kubectl_sktrace import progress, recorder, render
+    from kubectl_sktrace import progress, recorder, render, runsummary
     from kubectl_sktrace.globalflags import namespace_scope
     from kubectl_sktrace.plural import counted
     from kubectl_sktrace.status import outage_span
@@ -53,16 +58,17 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     quiet = bool(_state["quiet"])
     view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet, columns=progress.stream_columns(sys.stderr))
     options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
-                                    config_path=config_path, duration=seconds, quiet=quiet)
+                                    config_path=config_path, duration=seconds, quiet=quiet,
+                                    health_port=health_port)
     with progress.routed_logs(view):
         summary = recorder.start(options, progress=view)
     if output != "table":
-        click.echo(render.render_mapping(recorder.summary_to_dict(summary), output))
+        click.echo(render.render_mapping(runsummary.summary_to_dict(summary), output))
     elif not quiet:
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
         click.echo(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
                    f"into {summary.cache} (run {summary.run_id}){synced}.")
-        click.echo(render.render_table(list(recorder.iter_rows(summary)), "table"))
+        click.echo(render.render_table(list(runsummary.iter_rows(summary)), "table"))
         for outage in summary.outages:
             click.echo(f"Outage: {outage_span(outage.cause, outage.since, outage.until)} "
                        f"({format_duration(outage.until - outage.since)}; {', '.join(outage.kinds)}): "

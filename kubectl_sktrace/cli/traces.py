@@ -1,4 +1,4 @@
-"""``config``, ``inspect``, ``validate`` and ``demo``: the commands that need no cache of the user's."""
+"""``config``, ``rbac``, ``inspect``, ``validate`` and ``demo``: the commands that need no cache of the user's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from kubectl_sktrace.cli.options import (
     SktraceCommand,
     _local_cache,
     _state,
+    kube_options,
     output_option,
     quiet_option,
     verbosity_option,
@@ -33,6 +34,38 @@ def config_command() -> None:
     click.echo(tracerconfig.config_to_yaml(tracerconfig.default_config()), nl=False)
 
 
+@click.command("rbac", cls=SktraceCommand, short_help="Print the Role or ClusterRole and binding that start needs.")
+@kube_options
+@click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files,
+              help="The tracer config start will use (default: Deployments, StatefulSets, Jobs, CronJobs).")
+@click.option("--service-account", "service_account", metavar="[NS:]NAME",
+              help="Bind to this ServiceAccount (default: sktrace, in -n's namespace, else in sktrace).")
+@click.option("--user", "user", metavar="NAME", help="Bind to this user instead (as the API server names it).")
+@verbosity_option
+def rbac_command(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool,
+                 config_path: str | None, service_account: str | None, user: str | None) -> None:
+    """Print the minimal RBAC that 'start' needs with a config, for a cluster admin to apply.
+
+    A ClusterRole and ClusterRoleBinding by default (recording every namespace); with -n NS, a Role and
+    RoleBinding in NS (recording that namespace: 'start -n NS'). The rules: list and watch on the tracked
+    kinds, pods and the owner kinds watched for them; get on those kinds but pods (owners fetched by name);
+    with a ClusterRole, get on the namespace kube-system (the cluster's identity). Built-in kinds need no
+    cluster; a custom resource is looked up in the cluster of your kubeconfig.
+
+    \b
+    Example:
+      kubectl sktrace rbac | kubectl apply -f -
+      kubectl sktrace rbac -n team-a --config tracer.yaml --service-account team-a:recorder
+      kubectl sktrace rbac --user alice@example.com | kubectl apply -f -
+    """
+    from kubectl_sktrace.globalflags import namespace_scope
+    from kubectl_sktrace.permissions import RbacOptions, rbac_manifest
+
+    options = RbacOptions(config_path=config_path, namespace=namespace_scope(namespace=namespace, all_namespaces=all_namespaces),
+                          service_account=service_account, user=user, kubeconfig=kubeconfig, context=context)
+    click.echo(rbac_manifest(options), nl=False)
+
+
 @click.command("inspect", cls=SktraceCommand, short_help="Summarize a SimKube v2 trace file.")
 @verbosity_option
 @quiet_option
@@ -43,7 +76,8 @@ def config_command() -> None:
 def inspect_command(trace: str, with_events: bool, output: str) -> None:
     """Summarize a SimKube v2 trace file: window, events, objects per kind, pod lifecycles.
 
-    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer. TRACE '-' reads standard input.
+    Works on any v2 trace, written by kubectl sktrace or by SimKube's tracer. TRACE '-' reads standard input;
+    an s3://, gs:// or az:// URL reads an object (the cloud extra).
 
     \b
     Example:
@@ -66,12 +100,14 @@ def validate_command(trace: str, output: str) -> None:
     A file that is not a v2 trace at all is one Error: line. Otherwise every finding is listed: L0001-L0003
     (SimKube would refuse to load the trace), W0000 (status present), E0001-E0005 (a ServiceAccount,
     Secret or ConfigMap used by a pod template is not in the trace before it). TRACE '-' reads standard
-    input. With -o json or yaml, a file that is no trace is reported in that format too (on stdout, exit 1).
+    input; an s3://, gs:// or az:// URL reads an object (the cloud extra). With -o json or yaml, a file that
+    is no trace is reported in that format too (on stdout, exit 1).
 
     \b
     Example:
       kubectl sktrace validate incident.sktrace -o json
       kubectl sktrace export -s -1h -O - | kubectl sktrace validate -
+      kubectl sktrace validate s3://my-bucket/incident.sktrace
     """
     from kubectl_sktrace import render, validation
     from kubectl_sktrace.errors import TraceFormatError

@@ -18,6 +18,8 @@ joined once when its newline arrives.
 
 from __future__ import annotations
 
+import re
+
 MAX_HEAD = 64 * 1024
 """Bytes a chunk-size line (with extensions) or a trailer line may take, as ``http.client`` allows."""
 
@@ -26,6 +28,8 @@ MAX_LINE = 64 * 1024 * 1024
 
 _SIZE, _DATA_END, _TRAILER, _DONE = range(4)
 _HEX = frozenset(b"0123456789abcdefABCDEF")
+_PLAIN_SIZE = re.compile(rb"([0-9a-fA-F]{1,16})\r\n")
+"""A size line as servers send it (no extension, no blanks): the fast path's; anything else takes the general one."""
 
 
 class FramingError(ValueError):
@@ -63,6 +67,15 @@ class ChunkedLines:
         pos, end = 0, len(data)
         while pos < end:
             left = self._left
+            if not left and self._state == _SIZE:  # a whole chunk in this read, framed plainly: at once
+                plain = _PLAIN_SIZE.match(data, pos)
+                if plain is not None:
+                    start = plain.end()
+                    stop = start + int(plain[1], 16)
+                    if start < stop and data[stop:stop + 2] == b"\r\n":
+                        pieces.append(data[start:stop])
+                        pos = stop + 2
+                        continue
             if left:
                 take = left if left <= end - pos else end - pos
                 pieces.append(data[pos:pos + take] if take != end or pos else data)
@@ -119,21 +132,33 @@ class ChunkedLines:
         return eol + 1
 
     def _lines(self, pieces: list[bytes]) -> list[bytes]:
-        if not any(b"\n" in piece for piece in pieces):
-            self._line.extend(pieces)
-            self._line_size += sum(len(piece) for piece in pieces)
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        first = data.find(b"\n")
+        if first < 0:
+            self._line.append(data)
+            self._line_size += len(data)
             if self._line_size > self._max_line:
                 raise FramingError(f"a line of more than {self._max_line} bytes without a newline")
             return []
+        if first == len(data) - 1:  # the only newline ends the data, as a server sends an event: no split (a byte loop)
+            line = data[:-1]
+            if self._line:
+                self._line.append(line)
+                line = b"".join(self._line)
+                self._line, self._line_size = [], 0
+            return [line] if line else []
         if self._line:
-            pieces = self._line + pieces
+            self._line.append(data)
+            data = b"".join(self._line)
             self._line, self._line_size = [], 0
-        lines = (pieces[0] if len(pieces) == 1 else b"".join(pieces)).split(b"\n")
+        lines = data.split(b"\n")
         last = lines.pop()
         if last:
             if len(last) > self._max_line:
                 raise FramingError(f"a line of more than {self._max_line} bytes without a newline")
             self._line, self._line_size = [last], len(last)
+        if len(lines) == 1 and lines[0]:
+            return lines
         return [line for line in lines if line]
 
 

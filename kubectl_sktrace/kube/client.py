@@ -11,7 +11,8 @@ Guarantees:
 
 - Nothing is written to the user's kubeconfig: the loader gets a dict copy and no persister.
 - 401 rebuilds the configuration from the kubeconfig once (re-running an exec plugin, re-reading a token
-  file) and retries; a second 401 is a KubeError saying to log in again.
+  file) and retries; in a pod, the service account's token is also read again as soon as the kubelet rotates
+  it (``serviceaccount``); a second 401 is a KubeError saying to log in again.
 - Failures are one-line errors with the fix (``kube.errors``).
 - Every request is logged on ``kubectl_sktrace.kube.requests`` at INFO, in ``kubectl -v 6``'s words: method,
   URL (query included, no credentials: they travel in headers, which are never logged), status and the
@@ -44,6 +45,7 @@ from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.kube import discovery, stream
 from kubectl_sktrace.kube.discovery import Documents, Resource
 from kubectl_sktrace.kube.errors import NotFound, exec_failed, exec_not_found, status_error, transport_error
+from kubectl_sktrace.kube.serviceaccount import TokenFile, check_ca_file
 from kubectl_sktrace.kubeconfig import KubeTarget
 from kubectl_sktrace.model import GVK
 
@@ -68,6 +70,7 @@ class Kube:
         self._lock = threading.Lock()
         self._generation = 0
         self._api: Any = None
+        self._token: TokenFile | None = None  # in a pod: the service account's token, read again when rotated
         self._host = target.cluster_server
         self._watchdog = stream.Watchdog()
 
@@ -182,10 +185,12 @@ class Kube:
 
     def _run_loader(self, configuration: Any) -> None:
         if self.target.in_cluster:
-            from kubernetes.config.incluster_config import InClusterConfigLoader
-
-            InClusterConfigLoader(token_filename=self.target.config["token-file"],
-                                  cert_filename=self.target.config["ca-file"]).load_and_set(configuration)
+            # not the client's InClusterConfigLoader: it reads the server from os.environ, not from the target,
+            # and its token from a file it re-reads only once a minute (serviceaccount.py)
+            configuration.host = self.target.cluster_server
+            configuration.ssl_ca_cert = check_ca_file(self.target.config["ca-file"])
+            self._token = TokenFile(self.target.config["token-file"])
+            self._token.bearer()
         else:
             from kubernetes.config.kube_config import KubeConfigLoader
 
@@ -201,6 +206,8 @@ class Kube:
             for setting in configuration.auth_settings().values():
                 if setting.get("in") == "header" and setting.get("value"):
                     headers[setting["key"]] = setting["value"]
+            if self._token is not None:
+                headers["Authorization"] = f"Bearer {self._token.bearer()}"
             return self._generation, self._api.rest_client.pool_manager, self._host, headers
 
     def _reload_after_401(self, generation: int) -> None:

@@ -42,15 +42,15 @@ class Resource:
         can-i`` name the resource."""
         return f"{self.plural}.{self.gvk.group}" if self.gvk.group else self.plural
 
-    def forbidden_message(self, verb: str, *, namespace: str | None) -> str:
-        """The one-line 403 message: what was refused and the rule that would allow it."""
+    def forbidden_message(self, verb: str, *, namespace: str | None, user: str = "") -> str:
+        """The one-line 403 message: what was refused and the rule that would allow it (for ``user``, the 403's)."""
         if not self.namespaced:
             scope, namespace = "(cluster-scoped)", None
         elif namespace:
             scope = f"in namespace {namespace!r}"
         else:
             scope = "in all namespaces"
-        return f"forbidden: cannot {verb} {self.rbac_name} {scope}; {rbac_hint([self.rbac_name], namespace=namespace)}"
+        return f"forbidden: cannot {verb} {self.rbac_name} {scope}; {rbac_hint([self.rbac_name], namespace=namespace, user=user)}"
 
 
 def discovery_path(group_version: str) -> str:

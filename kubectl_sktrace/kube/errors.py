@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import urllib3
 
 from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
+from kubectl_sktrace.kubeconfig import IN_CLUSTER
 
 if TYPE_CHECKING:
     from kubectl_sktrace.kube.discovery import Resource
@@ -30,14 +31,25 @@ class NotFound(KubeError):
     """A GET of one object or discovery document found nothing (the client answers None)."""
 
 
-def rbac_hint(resources: Sequence[str], *, namespace: str | None = None) -> str:
+def rbac_hint(resources: Sequence[str], *, namespace: str | None = None, user: str = "") -> str:
     """What to grant so that ``resources`` (RBAC names, ``deployments.apps``) can be recorded, in ``namespace`` or
-    across the cluster: the one wording of the RBAC fix, for one kind's 403 and for every kind refused."""
-    if namespace:
-        role = f"a Role with rules for those resources in namespace {namespace!r}"
-    else:
-        role = "a ClusterRole with rules for those resources"
-    return f"grant get, list and watch on {', '.join(resources)} (e.g. {role}, bound to your user)"
+    across the cluster, and the ``rbac`` command that prints the Role or ClusterRole and binding for ``user`` (as
+    the 403 named it): the one wording of the RBAC fix, for one kind's 403 and for every kind refused."""
+    from kubectl_sktrace.rbac import subject_flags
+
+    flags = (f" -n {namespace}" if namespace else "") + (f" {subject_flags(user)}" if user else "")
+    role = "Role" if namespace else "ClusterRole"
+    return (f"grant get, list and watch on {', '.join(resources)}: 'kubectl sktrace rbac{flags} [--config FILE]' "
+            f"prints the {role} and binding to apply")
+
+
+_DENIED_USER = re.compile(r'User "((?:[^"\\]|\\.)*)" cannot')
+
+
+def denied_user(message: str) -> str:
+    """The user an API server's 403 names (``User "system:serviceaccount:ns:sa" cannot list ...``), or ""."""
+    found = _DENIED_USER.search(message)
+    return found.group(1) if found else ""
 
 
 def exec_not_found(command: str, *, install_hint: str | None, context: str) -> KubeError:
@@ -69,6 +81,10 @@ def status_error(status: int, body: bytes, headers: Mapping[str, str], *, host: 
                  verb: str, resource: Resource | None, namespace: str | None) -> KubeError:
     """The error for a non-2xx answer to ``verb`` on ``path`` (``resource`` when the path is one kind's)."""
     message = status_message(body)
+    if status == 401 and context == IN_CLUSTER:
+        return KubeError(f"unauthorized (401) by {host} with the pod's service-account token: it was rejected or has "
+                         "expired; check that the pod's ServiceAccount still exists and its token is mounted, then "
+                         "restart the pod")
     if status == 401:
         return KubeError(f"unauthorized (401) by {host} with the credentials of context {context!r}: they were "
                          "rejected or have expired; log in again (refresh the token or the exec plugin's login) "
@@ -101,8 +117,9 @@ def _forbidden(message: str, *, path: str, verb: str, resource: Resource | None,
     # the API server's denial names the scope it refused ("... at the cluster scope"); a 403 in other words
     # (a proxy's) is judged by the request
     denied_everywhere = "at the cluster scope" in message if "is forbidden" in message else not namespace
-    return ForbiddenError(resource.forbidden_message(verb, namespace=namespace), verb=verb,
-                          resource=resource.plural, cluster_scope=resource.namespaced and denied_everywhere)
+    user = denied_user(message)
+    return ForbiddenError(resource.forbidden_message(verb, namespace=namespace, user=user), verb=verb,
+                          resource=resource.plural, cluster_scope=resource.namespaced and denied_everywhere, user=user)
 
 
 def status_message(body: bytes) -> str:

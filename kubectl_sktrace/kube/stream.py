@@ -37,13 +37,20 @@ except ImportError:
     loads = json.loads
 
 READ_SIZE = 1 << 16
-COALESCE = 0.02
-"""Seconds a watch waits before its next read after a read that had to wait for data. A real API server sends
-each event as its own chunk, flushed at once: reading each as it comes costs a thread wakeup and the whole event
-path run with cold caches, per event. Waiting this long lets a few hundred events a second arrive in batches of
-several, read back to back (a wakeup every 20 ms or so, not one per event); an event is handled at most this much
-later, well inside the commit cadence. A backlog is read without pauses (its reads never wait), and a silent
-stream is not woken by it: the next read blocks as before."""
+COALESCE_MIN = 0.02
+COALESCE_MAX = 0.1
+"""Seconds a watch waits before its next read after a read that had to wait for data (``coalesce_pause`` picks
+within these bounds). A real API server sends each event as its own chunk, flushed at once: reading each as it
+comes costs a thread wakeup and the whole event path run with cold caches, per event, which is most of an
+event's cost at a few hundred a second. Waiting lets the events arrive in batches, read back to back (one wakeup
+per pause, not one per event). The longest pause keeps an event's way to the cache inside the commit bound
+(this pause, then at most ``writer.COMMIT_INTERVAL`` until its batch commits: well under half a second) and a
+stop well inside a second. A backlog is read without pauses (its reads never wait), and a silent stream is not
+woken by them: the next read blocks as before."""
+BATCH_BYTES = 128 * 1024
+"""Bytes a pause lets a stream queue at its recent rate: what a TCP receive buffer holds by default (Linux,
+macOS), so that a server's writes do not wait for the reader (a real API server closes a watch that stays
+unresponsive). A busy stream is paused less (down to ``COALESCE_MIN``), a slower one up to ``COALESCE_MAX``."""
 WAITED = 0.001
 """A read that took longer than this waited for data: the stream is paced, not backlogged."""
 GUARD_LINGER = 60.0
@@ -101,10 +108,12 @@ def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host:
         watchdog.watch(resp, stop)
     clean = False
     try:
+        since, received, pause = time.monotonic(), 0, COALESCE_MIN  # the bytes received since the last pause began
         while not stopped():
             started = time.monotonic()
             data = _read(read, stopped=stopped, host=host, context=context)
-            waited, read = time.monotonic() - started > WAITED, then
+            now = time.monotonic()
+            waited, read, received = now - started, then, received + len(data)
             if not data and stopped():
                 return
             try:
@@ -117,8 +126,10 @@ def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host:
                 raise TransientError(f"malformed watch stream from {host} ({exc})") from exc
             for line in batch:
                 yield json_object(line, host, what="watch event")
-            if batch and waited:
-                time.sleep(COALESCE)
+            if batch and waited > WAITED:
+                pause = coalesce_pause(received=received, seconds=now - since, waited=waited, previous=pause)
+                time.sleep(pause)
+                since, received = now, 0
             if ended:
                 clean = True
                 for line in last:
@@ -131,6 +142,17 @@ def events(resp: Any, *, stop: threading.Event | None, watchdog: Watchdog, host:
             _release(resp)
         else:
             resp.close()
+
+
+def coalesce_pause(*, received: int, seconds: float, waited: float, previous: float) -> float:
+    """The pause before the next read of a stream that sent ``received`` bytes over the last ``seconds``, whose last
+    read waited ``waited`` seconds for them, after a pause of ``previous``: as long as that rate takes to send
+    ``BATCH_BYTES``, within ``COALESCE_MIN`` and ``COALESCE_MAX``, and at most twice the previous pause (one cycle's
+    rate is noisy: a server that stalled for a moment must not buy a busy stream a long pause). A stream that was
+    quiet longer than the longest pause gets the shortest: what ended the quiet may be the start of a burst."""
+    if received <= 0 or waited > COALESCE_MAX:
+        return COALESCE_MIN
+    return min(COALESCE_MAX, 2 * previous, max(COALESCE_MIN, BATCH_BYTES * seconds / received))
 
 
 def _never() -> bool:

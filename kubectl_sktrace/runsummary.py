@@ -1,0 +1,69 @@
+"""What ``start`` reports when a run ends: the summary per kind, the outages, the warnings and the reconciliation,
+as rows for the table and as one document for ``-o json|yaml``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from kubectl_sktrace.reconciliation import Reconciliation, reconciliation_to_dict
+from kubectl_sktrace.store.history import CoverageGap
+from kubectl_sktrace.timeparse import format_duration, format_time
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    kind: str
+    listed: int
+    applied: int
+    deleted_live: int
+    deleted_offline: int
+    caught_up: int
+    lifecycles: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    cache: str
+    run_id: int
+    started: float
+    stopped: float
+    synced: float | None
+    events: int
+    rows: tuple[SummaryRow, ...]
+    warnings: tuple[str, ...]
+    outages: tuple[CoverageGap, ...] = ()
+    reconciliation: Reconciliation | None = None  # what the initial sync found changed while offline (None: not synced)
+
+
+def iter_rows(summary: Summary) -> Iterator[dict[str, Any]]:
+    for row in summary.rows:
+        yield {
+            "kind": row.kind, "listed": row.listed, "applied": row.applied, "deleted live": row.deleted_live,
+            "deleted while offline": row.deleted_offline, "after outage": row.caught_up, "lifecycles": row.lifecycles,
+        }
+
+
+def summary_to_dict(summary: Summary) -> dict[str, Any]:
+    """``start -o json|yaml``: the end-of-run summary as one document."""
+    return {
+        "cache": summary.cache,
+        "run": summary.run_id,
+        "started": format_time(summary.started),
+        "synced": format_time(summary.synced) if summary.synced is not None else None,
+        "stopped": format_time(summary.stopped),
+        "duration": format_duration(summary.stopped - summary.started),
+        "events": summary.events,
+        "kinds": [
+            {"kind": r.kind, "listed": r.listed, "applied": r.applied, "deletedLive": r.deleted_live,
+             "deletedWhileOffline": r.deleted_offline, "afterOutage": r.caught_up, "lifecycles": r.lifecycles}
+            for r in summary.rows
+        ],
+        "outages": [
+            {"cause": g.cause, "from": format_time(g.since), "to": format_time(g.until),
+             "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
+            for g in summary.outages
+        ],
+        "warnings": list(summary.warnings),
+        "reconciliation": None if summary.reconciliation is None else reconciliation_to_dict(summary.reconciliation),
+    }
