@@ -2,10 +2,11 @@
 
     python benchmarks/bench_cache.py --dir /var/tmp/sktrace-bench                       # 10M events, kept for reuse
     python benchmarks/bench_cache.py --dir /var/tmp/sktrace-bench --before /tmp/base    # and the code at /tmp/base beside
+    python benchmarks/bench_cache.py --dir DIR --events 3000000 --weeks 24              # 3x the history of 1M over 8 weeks, same rate
 
 The fixture (built once into ``--dir``, reused while its size matches; a few minutes for 10M events):
 
-- 8 weeks of history in runs of about 3.5 days separated by gaps of 1-8 hours; each restart records a few
+- 8 weeks of history (``--weeks``) in runs of about 3.5 days separated by gaps of 1-8 hours; each restart records a few
   deletions ``inferred`` at its start, as a relist does.
 - Tracked kinds only (pods are no events): 5,000 Deployments in 50 namespaces (the emulator's builders,
   ~2.8 KB of JSON each, four versions per Deployment in turn: rollouts and scaling), rolled or scaled ~2 times
@@ -13,7 +14,8 @@ The fixture (built once into ``--dir``, reused while its size matches; a few min
   deleted 360 Job-creations later (~1 h): ~500k distinct Jobs, as CronJobs leave behind.
 - ``pods`` rows: one per Job and one per 4th Deployment event, each with a lifecycle (a pod that outlived the
   history is live and running).
-- Bodies are encoded once per (object, version) with ``store.bodies.encode_body`` and the same blob is
+- Bodies are encoded once per (object, version) with ``store.bodies.encode_body`` (with the code under test's
+  schema 0006, the references and DaemonSet owner that the recorder stores beside them) and the same blob is
   stored in every row of that version (Jobs share their CronJob's template body): the bytes and their shape
   are real, only their variety is smaller. Rows go in with direct SQL in large transactions, the secondary
   indexes dropped during the load and created again with the schema's own statements afterwards.
@@ -21,7 +23,8 @@ The fixture (built once into ``--dir``, reused while its size matches; a few min
 Each figure comes from a child process (``kubectl sktrace`` on the CLI for status and prune, ``export_trace``
 in a fresh interpreter for exports), with the CPU seconds of that process beside its wall time. The
 reference, measured in the same run: ``kubectl sktrace version`` (the CLI's start-up) beside status, and
-beside each export the floor of reading that window's rows with one plain SQL query.
+beside each export the floor of reading that window's rows with one plain SQL query; and the part of the export
+that reads the state at the window's start (``history.state_at``, measured alone after it).
 With ``--before DIR`` (a source tree of another version, e.g. ``git archive main | tar -x -C DIR``) the same
 figures are taken with that code first; the cache is then migrated by the current code (timed) and measured
 again. Prune runs last, on a copy of the cache (one per code version).
@@ -94,7 +97,7 @@ def _bodies(rng: random.Random) -> tuple[dict, dict]:
             body["spec"]["replicas"] = 2 + v % 3
             body["spec"]["template"]["spec"]["containers"][0]["image"] = f"registry.example.com/team/app-{i}:2.{v}"
             body["status"] = {"replicas": 2, "readyReplicas": 2, "observedGeneration": v + 1}
-            deployments[i, v] = (to_db_hash(spec_hash(body["spec"])), *encode_body(body))
+            deployments[i, v] = (to_db_hash(spec_hash(body["spec"])), *encode_body(body), *_facts(body, "/spec/template"))
     jobs = {}
     for c in range(CRONJOBS):
         ns, name = f"ns-{c % NAMESPACES}", f"cron-{c}"
@@ -108,12 +111,25 @@ def _bodies(rng: random.Random) -> tuple[dict, dict]:
                                                  "controller": True, "blockOwnerDeletion": True}]},
                "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6, "template": template},
                "status": {"succeeded": 1}}
-        jobs[c] = ((to_db_hash(spec_hash(cron["spec"])), *encode_body(cron)), (to_db_hash(spec_hash(job["spec"])), *encode_body(job)))
+        jobs[c] = ((to_db_hash(spec_hash(cron["spec"])), *encode_body(cron), *_facts(cron, "/spec/jobTemplate/spec/template")),
+                   (to_db_hash(spec_hash(job["spec"])), *encode_body(job), *_facts(job, "/spec/template")))
     return deployments, jobs
+
+
+def _facts(body: dict, path: str) -> tuple:
+    """``events.refs`` and ``events.daemonset`` as the recorder stores them (schema 0006); none for older code."""
+    try:
+        from kubectl_sktrace.podrefs import distinct_references
+        from kubectl_sktrace.sanitize import is_daemonset_owned
+        from kubectl_sktrace.store.bodies import refs_to_json
+    except ImportError:
+        return ()
+    return refs_to_json(distinct_references(body, [path])), int(is_daemonset_owned(body))
 
 
 _EVENT_SQL = ("INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_EVENT_SQL_0006 = _EVENT_SQL.replace("body, status)", "body, status, refs, daemonset)").replace("?, ?)", "?, ?, ?, ?)")
 _POD_SQL = ("INSERT INTO pods (uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, live, first_seen) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 DEPLOY, JOB, CRON = "apps/v1.Deployment", "batch/v1.Job", "batch/v1.CronJob"
@@ -132,6 +148,7 @@ def build(path: Path, events: int) -> None:
     rng = random.Random(7)
     runs = plan_runs(rng)
     deployments, jobs = _bodies(rng)
+    none = (None, None)[:len(deployments[0, 0]) - 3]  # deletions: no facts
     with open_cache(path, create=True) as cache:
         with cache.transaction() as conn:
             for key, value in (("cluster.server", "https://bench.example:6443"), ("cluster.uid", "bench"), ("cluster.context", "bench"),
@@ -158,7 +175,7 @@ def build(path: Path, events: int) -> None:
 
     def flush() -> None:
         conn.execute("BEGIN")
-        conn.executemany(_EVENT_SQL, ev_rows)
+        conn.executemany(_EVENT_SQL if len(ev_rows[0]) == 13 else _EVENT_SQL_0006, ev_rows)
         conn.executemany(_POD_SQL, pod_rows)
         conn.execute("COMMIT")
         ev_rows.clear()
@@ -174,29 +191,29 @@ def build(path: Path, events: int) -> None:
         ts, run_id = int(recv), run_index + 1
         if n == 0:
             for c in range(CRONJOBS):
-                h, body, status = jobs[c][0]
-                ev_rows.append((ts, recv, run_id, CRON, f"ns-{c % NAMESPACES}", f"cron-{c}", f"uid-cron-{c}", 0, 0, h, None, body, status))
+                h, body, status, *facts = jobs[c][0]
+                ev_rows.append((ts, recv, run_id, CRON, f"ns-{c % NAMESPACES}", f"cron-{c}", f"uid-cron-{c}", 0, 0, h, None, body, status, *facts))
         if recv - started < 1 and run_index > 0:  # a restart's relist: what went while offline, inferred
             for i in rng.sample(range(DEPLOYMENTS), 3):
-                ev_rows.append((ts, recv, run_id, DEPLOY, f"ns-{i % NAMESPACES}", f"app-{i}", f"uid-app-{i}", 1, 1, None, None, None, None))
+                ev_rows.append((ts, recv, run_id, DEPLOY, f"ns-{i % NAMESPACES}", f"app-{i}", f"uid-app-{i}", 1, 1, None, None, None, None, *none))
         if n % JOB_EVERY == 0:
             c = job_count % CRONJOBS
             ns, name = f"ns-{c % NAMESPACES}", f"cron-{c}-{job_count}"
-            h, body, status = jobs[c][1]
+            h, body, status, *facts = jobs[c][1]
             chain = json.dumps([[CRON, ns, f"cron-{c}"]], separators=(",", ":"))
-            ev_rows.append((ts, recv, run_id, JOB, ns, name, f"uid-job-{job_count}", 0, 0, h, chain, body, status))
+            ev_rows.append((ts, recv, run_id, JOB, ns, name, f"uid-job-{job_count}", 0, 0, h, chain, body, status, *facts))
             pod_rows.append((f"uid-pod-job-{job_count}", ns, f"{name}-x", JOB, ns, name, h, ts + 2, ts + 62, 0, recv))
             job_count += 1
         elif n % JOB_EVERY == JOB_EVERY // 2 and job_count > JOB_LIFETIME:
             gone = job_count - JOB_LIFETIME
             c = gone % CRONJOBS
-            ev_rows.append((ts, recv, run_id, JOB, f"ns-{c % NAMESPACES}", f"cron-{c}-{gone}", f"uid-job-{gone}", 1, 0, None, None, None, None))
+            ev_rows.append((ts, recv, run_id, JOB, f"ns-{c % NAMESPACES}", f"cron-{c}-{gone}", f"uid-job-{gone}", 1, 0, None, None, None, None, *none))
         else:
             i = rng.randrange(DEPLOYMENTS)
             versions[i] = v = (versions[i] + 1) % VERSIONS
-            h, body, status = deployments[i, v]
+            h, body, status, *facts = deployments[i, v]
             ns, name = f"ns-{i % NAMESPACES}", f"app-{i}"
-            ev_rows.append((ts, recv, run_id, DEPLOY, ns, name, f"uid-app-{i}", 0, 0, h, None, body, status))
+            ev_rows.append((ts, recv, run_id, DEPLOY, ns, name, f"uid-app-{i}", 0, 0, h, None, body, status, *facts))
             if n % 4 == 1:
                 end = ts + rng.randrange(600, 2 * 86400)
                 live = end > last_ts
@@ -238,7 +255,7 @@ def child_export(cache_path: str, start: int, end: int) -> None:
 
     from kubectl_sktrace.export import export_trace
     from kubectl_sktrace.exportoptions import ExportFilters
-    from kubectl_sktrace.store import open_cache_readonly
+    from kubectl_sktrace.store import history, open_cache_readonly
 
     conn = sqlite3.connect(f"file:{cache_path}?mode=ro", uri=True)
     t = time.process_time()
@@ -252,8 +269,12 @@ def child_export(cache_path: str, start: int, end: int) -> None:
         w = time.perf_counter()
         report = export_trace(cache, start_ts=start, end_ts=end, filters=ExportFilters(), keep_status=False, fmt="sktrace", stream=stream)
         cpu, wall = time.process_time() - t, time.perf_counter() - w
+        t = time.process_time()  # the part of it that reads the state at the window's start, alone
+        with history.read_snapshot(cache):
+            state = sum(1 for _ in history.state_at(cache, ts=start, known=history.known_until(history.runs(cache), end=end)))
+        state_cpu = time.process_time() - t
     print(json.dumps({"cpu": cpu, "wall": wall, "floor": floor, "rows": rows, "events": report.events, "index": report.index_objects,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "state": state, "state_cpu": state_cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
 def child_migrate(cache_path: str) -> None:
@@ -281,7 +302,8 @@ def measure(label: str, code: Path, cache: Path, runs: list[tuple[float, float]]
     first, last = int(runs[0][0]), int(runs[-1][1])
     middle = (first + last) // 2
     windows = [("start", first + 3600, 1), ("middle", middle, 1), ("end", last - 3600, 1), ("middle", middle, 2), ("middle", middle, 4)]
-    print(f"[{label}] {'where':>7} {'hours':>5} {'rows':>7} {'events':>7} {'index':>7} {'export CPU s':>13} {'spread':>13} {'wall s':>7} {'RSS MB':>7} {'ref: read rows CPU s':>21}")
+    print(f"[{label}] {'where':>7} {'hours':>5} {'rows':>7} {'events':>7} {'index':>7} {'export CPU s':>13} {'spread':>13} {'wall s':>7} {'RSS MB':>7} "
+          f"{'ref: read rows CPU s':>21} {'state':>6} {'state CPU s':>12}")
     for where, start, hours in windows:
         results = []
         for _ in range(repeat):
@@ -296,7 +318,7 @@ def measure(label: str, code: Path, cache: Path, runs: list[tuple[float, float]]
         r = done[0]
         print(f"[{label}] {where:>7} {hours:>5} {r['rows']:>7} {r['events']:>7} {r['index']:>7} {statistics.median(cpus):>13.2f} "
               f"{min(cpus):>6.2f}-{max(cpus):<6.2f} {statistics.median(x['wall'] for x in done):>7.2f} {max(x['rss_mb'] for x in done):>7.0f} "
-              f"{statistics.median(x['floor'] for x in done):>21.3f}")
+              f"{statistics.median(x['floor'] for x in done):>21.3f} {r['state']:>6} {statistics.median(x['state_cpu'] for x in done):>12.3f}")
 
 
 def prune_half(label: str, code: Path, cache: Path, runs: list[tuple[float, float]], *, timeout: float) -> None:
@@ -323,11 +345,14 @@ def main() -> None:
         child_migrate(sys.argv[2])
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--child-build":
+        global WEEKS
+        WEEKS = int(sys.argv[4])
         build(Path(sys.argv[2]), int(sys.argv[3]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, required=True, help="where the fixture cache is built and kept")
     parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--weeks", type=int, default=WEEKS, help="how long the history is: the same events over more weeks are sparser")
     parser.add_argument("--before", type=Path, help="a source tree of another version, measured first on the same cache")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--before-repeat", type=int, default=1, help="repeats with the --before code (slow on a large cache)")
@@ -336,11 +361,11 @@ def main() -> None:
     parser.add_argument("--prune-before", action="store_true", help="prune with the --before code too (slow on a large cache)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    cache = args.dir / f"cache-{args.events}.db"
+    cache = args.dir / (f"cache-{args.events}.db" if args.weeks == WEEKS else f"cache-{args.events}-{args.weeks}w.db")
     build_code = args.before or ROOT
     if not cache.exists():
         t = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--child-build", str(cache), str(args.events)], env=_env(build_code), check=True)
+        subprocess.run([sys.executable, __file__, "--child-build", str(cache), str(args.events), str(args.weeks)], env=_env(build_code), check=True)
         print(f"built {args.events} events in {time.perf_counter() - t:.0f} s")
     import sqlite3
 

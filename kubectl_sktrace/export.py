@@ -61,7 +61,7 @@ import io
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
+from typing import IO, Any, Iterator
 
 import yaml
 
@@ -77,26 +77,19 @@ from kubectl_sktrace.exportadvice import (
     empty_trace_reason,
     validation_warning,
 )
+from kubectl_sktrace.exportevents import count_groups, event_writer, groups, stored_refs_usable
 from kubectl_sktrace.exportoptions import (
     DEFAULT_EXCLUDED_NAMESPACES,
     FORMATS,
     ExportFilters,
 )
-from kubectl_sktrace.model import (
-    CacheUrl,
-    CONFIG_MAP,
-    NAMESPACE,
-    POD,
-    SECRET,
-    SERVICE_ACCOUNT,
-    ObjKey,
-)
+from kubectl_sktrace.model import POD, CacheUrl, ObjKey
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.sanitize import deleted_stub, is_daemonset_owned
+from kubectl_sktrace.sanitize import is_daemonset_owned
 from kubectl_sktrace.selectors import matches_any
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.traceformat import Trace, decode_trace, loads, make_writer
+from kubectl_sktrace.traceformat import Trace, decode_trace, make_writer
 from kubectl_sktrace.tracerconfig import (
     TracerConfig,
     config_from_trace,
@@ -125,6 +118,7 @@ class ExportReport:
 class _Plan:
     exported: dict[ObjKey, int] = field(default_factory=dict)
     left_out: LeftOut = field(default_factory=LeftOut)
+    keys: dict[Any, Any] = field(default_factory=dict)  # shared by every query: each object's one ObjKey (``history._event``)
 
 
 def _left_out_by(event: history.StoredEvent, filters: ExportFilters) -> str | None:
@@ -136,8 +130,11 @@ def _left_out_by(event: history.StoredEvent, filters: ExportFilters) -> str | No
                 return "namespace"
         elif namespace in filters.excluded_namespaces:
             return "namespace"
-    if not filters.exclude_labels and event.body_blob is not None and b"DaemonSet" not in event.packed():
-        return None  # no owner reference can name that kind: the body needs no decoding (the index holds every object ever)
+    if not filters.exclude_labels:  # the body needs no decoding (the index holds every object ever)
+        if event.daemonset is not None:
+            return "daemonset" if event.daemonset else None  # as the recorder found it (schema 0006)
+        if event.body_blob is not None and b"DaemonSet" not in event.packed():
+            return None  # no owner reference can name that kind
     body = event.without_status() or {}
     metadata = body.get("metadata") or {}
     if filters.exclude_labels and matches_any(filters.exclude_labels, metadata.get("labels")):
@@ -150,7 +147,7 @@ def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: Ex
     plan = _Plan()
     candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
     untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts, known=known)
-    for event in history.last_applied_before(cache, ts=end_ts, known=known):
+    for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys, bodies=bool(filters.exclude_labels)):
         if event.key in untracked:
             continue
         left = plan.left_out
@@ -220,75 +217,6 @@ def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) ->
     return parse_config(data, source=source)
 
 
-def _event_writer(
-    writer: Any, *, packed: bool, keep_status: bool, rules: validation.ReferenceRules | None, errors: Counter[str],
-) -> Callable[[int, list[history.StoredEvent]], int]:
-    """A function writing one event of stored rows, returning how many objects it applied. Without
-    status in a msgpack trace, the stored bytes are copied as they are (``store/bodies.py``). ``rules`` see
-    each event as ``validate`` will (only bodies of kinds with pod templates are decoded for them); their
-    errors are counted per rule in ``errors``."""
-
-    def write(ts: int, rows: list[history.StoredEvent]) -> int:
-        applied = sorted((r for r in rows if not r.deleted), key=_apply_order)
-        deleted = [r for r in rows if r.deleted]
-        deleted_objs = [deleted_stub(r.key) for r in deleted]
-        if packed:
-            blobs = [r.packed() for r in applied]
-            writer.write_packed_event(ts=ts, applied=blobs, deleted=deleted_objs)
-            # the rules read the bytes just written: each stored body is decompressed once
-            objs: list[dict[str, Any] | None] = [loads(b) if rules is not None and rules.checks(r.key.gvk) else None
-                                                  for r, b in zip(applied, blobs)]
-        else:
-            objs = [(r.body if keep_status else r.without_status()) or {} for r in applied]
-            writer.write_event(ts=ts, applied=objs, deleted=deleted_objs)
-        if rules is not None:
-            for row, obj in zip(applied, objs):
-                errors.update(rules.missing_codes(obj, key=row.key))
-            for row in deleted:
-                rules.deleted(row.key)
-        return len(applied)
-
-    return write
-
-
-# Objects that pods reference by name: applied first within an event, so that a Deployment listed in the
-# same second as its ConfigMap does not come before it (SimKube's validation counts only earlier objects).
-_REFERENCED_FIRST = frozenset({NAMESPACE, SERVICE_ACCOUNT, CONFIG_MAP, SECRET})
-
-
-def _apply_order(row: history.StoredEvent) -> int:
-    """Sort key within one event (``sorted`` is stable: recorded order otherwise)."""
-    return 0 if row.key.gvk in _REFERENCED_FIRST else 1
-
-
-_Row = TypeVar("_Row", history.EventHead, history.StoredEvent)
-
-
-def _groups(events: Iterable[_Row], exported: dict[ObjKey, int]) -> Iterator[tuple[int, list[_Row]]]:
-    """The trace's events as ``(ts, rows)``: consecutive exported rows of one second, seconds with no
-    exported row skipped.
-
-    SimKube's driver applies an event's applied objects before its deleted ones, so an object deleted and
-    re-created within one second would end deleted. A row applying an object already deleted in the
-    current event therefore starts a new event with the same timestamp (timestamps stay non-decreasing).
-    Both export passes group through here, so the announced event count matches what is written."""
-    current_ts: int | None = None
-    rows: list[_Row] = []
-    deleted: set[ObjKey] = set()
-    for event in events:
-        if event.key not in exported:
-            continue
-        if event.ts != current_ts or (not event.deleted and event.key in deleted):
-            if rows:
-                yield current_ts, rows  # type: ignore[misc]
-            current_ts, rows, deleted = event.ts, [], set()
-        rows.append(event)
-        if event.deleted:
-            deleted.add(event.key)
-    if rows:
-        yield current_ts, rows  # type: ignore[misc]
-
-
 @contextlib.contextmanager
 def _relaxed_gc() -> Iterator[None]:
     """Decoded objects are acyclic: the cyclic collector only slows their creation (~3×: docs/architecture.md, measured facts)."""
@@ -337,7 +265,7 @@ def export_trace(
         watched = {str(g) for g in config.tracked} | {str(POD)}
         unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
                       if u.since < end_ts and u.until > start_ts and u.gvk in watched]
-        window = _Window(start_ts=start_ts, end_ts=end_ts, known=known)
+        window = _Window(start_ts=start_ts, end_ts=end_ts, known=known, runs=all_runs)
         written = _write_trace(cache, window, plan=plan, config=config, fmt=fmt, stream=stream, keep_status=keep_status)
     more_notes, warnings = _messages(
         plan=plan, groups=written.groups, state=written.state, inferred=written.inferred,
@@ -380,6 +308,7 @@ class _Window:
     start_ts: int
     end_ts: int
     known: float
+    runs: list[history.Run]
 
 
 @dataclass
@@ -404,18 +333,17 @@ def _write_trace(
     pod lifecycles. The event count goes first in the file, so the groups are counted in a first pass."""
     start_ts, end_ts, known = window.start_ts, window.end_ts, window.known
     out = _Written(last_ts=start_ts)
-    for _, heads in _groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
-        out.groups += 1
-        for head in heads:
-            if head.inferred:
-                out.inferred += 1
-                out.inferred_deleted += head.deleted
+    stored_names = {(str(key.gvk), key.namespace, key.name) for key in plan.exported}
+    counted_groups = count_groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), stored_names)
+    out.groups, out.inferred, out.inferred_deleted = counted_groups.groups, counted_groups.inferred, counted_groups.inferred_deleted
     trace_config = config_to_trace(config)
     writer = make_writer(fmt, stream, config=trace_config, event_count=1 + out.groups)
-    write = _event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status,
-                          rules=_reference_rules(trace_config), errors=out.errors)
-    out.state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known) if e.key in plan.exported])
-    for ts, rows in _groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known), plan.exported):
+    rules = _reference_rules(trace_config)
+    usable = {} if rules is None else stored_refs_usable(window.runs, rules)
+    write = event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status, rules=rules, usable=usable,
+                         errors=out.errors)
+    out.state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known, keys=plan.keys) if e.key in plan.exported])
+    for ts, rows in groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known, keys=plan.keys), plan.exported):
         count = write(ts, rows)
         out.applied, out.deleted, out.last_ts = out.applied + count, out.deleted + len(rows) - count, ts
     table, out.lifecycles = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, known=known, plan=plan)

@@ -14,20 +14,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from kubectl_sktrace.model import CONFIG_MAP, SECRET, SERVICE_ACCOUNT, GVK
+from kubectl_sktrace.model import GVK
+from kubectl_sktrace.podrefs import REFERENCED_KIND
 from kubectl_sktrace.timeparse import format_duration, format_span, format_time
 
 DEFAULT_NAMESPACE = "default"
-
-# The kind each validation rule finds missing (validation.py's E0001-E0005).
-_MISSING_KIND = {
-    "E0001": SERVICE_ACCOUNT,
-    "E0002": SECRET,
-    "E0003": CONFIG_MAP,
-    "E0004": SECRET,
-    "E0005": CONFIG_MAP,
-}
-
 
 @dataclass
 class LeftOut:
@@ -114,7 +105,7 @@ def validation_warning(errors: Counter[str], *, rule_names: dict[str, str], trac
         return None
     total = sum(errors.values())
     per_rule = ", ".join(f"{errors[code]} {code} {rule_names[code]}" for code in sorted(errors))
-    kinds = sorted({_MISSING_KIND[code] for code in errors}, key=str)
+    kinds = sorted({REFERENCED_KIND[code] for code in errors}, key=str)
     untracked = [str(gvk) for gvk in kinds if gvk not in tracked]
     if untracked:
         fix = (f"add {' and '.join(untracked)} to trackedObjects in the tracer config ('kubectl sktrace start --config FILE') "

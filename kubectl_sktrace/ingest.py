@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kubectl_sktrace import changes, hashing, lifecycle, owners, sanitize
+from kubectl_sktrace import changes, hashing, lifecycle, owners, podrefs, sanitize
 from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.initialsync import InitialSync, Unresolved, Vanished
 from kubectl_sktrace.model import GVK, POD, LiveObject, ObjectHead, ObjKey, OwnerRef
@@ -344,11 +344,14 @@ class Ingest:
         """The applied event of a tracked object, its owner chain resolved, and its row in the live index."""
         key = head.key
         chain = tuple(owners.resolve_chain(head, lookup=self._lookup)) if head.owners else ()
-        body = sanitize.sanitize(obj, gvk=key.gvk, keep_secret_data=self.tracked[key.gvk].keep_secret_data)
+        options = self.tracked[key.gvk]
+        body = sanitize.sanitize(obj, gvk=key.gvk, keep_secret_data=options.keep_secret_data)
+        paths = options.pod_spec_template_paths
         self.rec.append_event(
             self.run_id,
             EventRow(ts=ts, recv=self._written(recv), key=key, uid=head.uid, op=OP_APPLIED, inferred=inferred,
-                     spec_hash=spec_hash, owner_chain=chain or None, body=body),
+                     spec_hash=spec_hash, owner_chain=chain or None, body=body,
+                     refs=podrefs.distinct_references(body, paths) if paths else None, daemonset=sanitize.is_daemonset_owned(body)),
         )
         self.events_recorded += 1
         self.rec.upsert_object(key, uid=head.uid, spec_hash=spec_hash)

@@ -28,6 +28,14 @@ class GVK:
         # computed once: the recorder looks a GVK up in several dicts for every watch event
         return self._hash
 
+    def __eq__(self, other: object) -> bool:
+        # the same object first: a history's few kinds are parsed once and met in every row (dataclass keeps this one)
+        if self is other:
+            return True
+        if not isinstance(other, GVK):
+            return NotImplemented
+        return self._hash == other._hash and self.group == other.group and self.version == other.version and self.kind == other.kind
+
     def __reduce__(self) -> tuple[type[GVK], tuple[str, str, str]]:
         return GVK, (self.group, self.version, self.kind)  # the hash is per process: rebuild, never copy it
 
@@ -94,6 +102,17 @@ class ObjKey:
     gvk: GVK
     namespace: str
     name: str
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.gvk, self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        # computed once: an export looks every row's key up in per-object tables
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[ObjKey], tuple[GVK, str, str]]:
+        return ObjKey, (self.gvk, self.namespace, self.name)  # the hash is per process: rebuild, never copy it
 
     @property
     def ns_name(self) -> str:

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import ConfigError
-from kubectl_sktrace.model import CONFIG_MAP, SECRET, SERVICE_ACCOUNT, GVK, ObjKey
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.podrefs import REFERENCED_KIND, Reference, references
 from kubectl_sktrace.sanitize import object_key
-from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace, resolve_pointer
+from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace
 from kubectl_sktrace.traceformat import Trace, read_trace, source_name
 
 
@@ -111,13 +112,22 @@ class ReferenceRules:
 
     def __init__(self, config: TracerConfig) -> None:
         self._config = config
-        # (kind, namespace, name) tuples rather than ObjKeys: looked up for every reference of every object
-        self._existing: set[tuple[GVK, str, str]] = set()
+        # plain strings rather than ObjKeys or GVKs: looked up for every reference of every object, and a tuple of
+        # strings hashes and compares without calling back into Python
+        self._existing: set[_Id] = set()
 
     def checks(self, gvk: GVK) -> bool:
         """Whether objects of this kind hold pod templates the rules look into (others need no body)."""
         opts = self._config.get(gvk)
         return opts is not None and bool(opts.pod_spec_template_paths)
+
+    def paths(self, gvk: GVK) -> tuple[str, ...]:
+        """The template paths the rules look into for a kind (none: not checked)."""
+        opts = self._config.get(gvk)
+        return () if opts is None else opts.pod_spec_template_paths
+
+    def checked_kinds(self) -> list[GVK]:
+        return [gvk for gvk in self._config.tracked if self.checks(gvk)]
 
     def applied(self, obj: dict[str, Any] | None, *, key: ObjKey, ts: int) -> Iterator[Finding]:
         """The findings of an applied object (``obj`` may be None for a kind that ``checks`` refuses)."""
@@ -128,22 +138,47 @@ class ReferenceRules:
         """The codes of ``applied``'s findings, without their messages (what an export counts)."""
         return [code for code, _, _ in self._missing(obj, key=key)]
 
+    @staticmethod
+    def prepare(refs: Iterable[tuple[str, str]], *, namespace: str) -> tuple[tuple[str, _Id], ...]:
+        """``(code, name)`` references of an object of ``namespace``, as the recorder stored them
+        (``podrefs.distinct_references`` under the same template paths), made ready for ``missing_stored``
+        (an export prepares each stored list once: the versions of one object share it)."""
+        return tuple((code, _id(REFERENCED_KIND[code], namespace, name)) for code, name in dict.fromkeys(refs))
+
+    def missing_stored(self, prepared: tuple[tuple[str, _Id], ...], *, key: ObjKey) -> list[str]:
+        """``missing_codes`` of an object of a checked kind from its ``prepare``d references, without its body."""
+        existing = self._existing
+        missing = [code for code, ref in prepared if ref not in existing] if prepared else []
+        gvk = key.gvk
+        existing.add((gvk.group, gvk.version, gvk.kind, key.namespace, key.name))
+        return missing
+
     def deleted(self, key: ObjKey) -> None:
-        self._existing.discard((key.gvk, key.namespace, key.name))
+        self._existing.discard(_id(key.gvk, key.namespace, key.name))
 
     def _missing(self, obj: dict[str, Any] | None, *, key: ObjKey) -> list[tuple[str, str, str]]:
         """``(code, name, what)`` of each reference of ``obj`` not applied before it, once per code and name;
         then ``obj`` counts as applied."""
-        found: list[tuple[str, str, str]] = []
         opts = self._config.get(key.gvk)
-        if obj is not None and opts is not None and opts.pod_spec_template_paths:
-            reported: set[tuple[str, str]] = set()
-            for code, gvk, name, what in references(obj, opts.pod_spec_template_paths):
-                if (code, name) not in reported and (gvk, key.namespace, name) not in self._existing:
-                    reported.add((code, name))
-                    found.append((code, name, what))
-        self._existing.add((key.gvk, key.namespace, key.name))
-        return found
+        found = references(obj, opts.pod_spec_template_paths) if obj is not None and opts is not None else []
+        return self._check(found, key=key)
+
+    def _check(self, found: Iterable[Reference], *, key: ObjKey) -> list[tuple[str, str, str]]:
+        missing: list[tuple[str, str, str]] = []
+        reported: set[tuple[str, str]] = set()
+        for code, gvk, name, what in found:
+            if (code, name) not in reported and _id(gvk, key.namespace, name) not in self._existing:
+                reported.add((code, name))
+                missing.append((code, name, what))
+        self._existing.add(_id(key.gvk, key.namespace, key.name))
+        return missing
+
+
+_Id = tuple[str, str, str, str, str]
+
+
+def _id(gvk: GVK, namespace: str, name: str) -> _Id:
+    return gvk.group, gvk.version, gvk.kind, namespace, name
 
 
 def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterator[Finding]:
@@ -160,53 +195,3 @@ def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterato
             bad = [k for k, v in values.items() if not isinstance(v, str)]
             if bad:
                 yield Finding(code="L0003", message=f"{field} {', '.join(map(str, bad))}: the value is not a string; SimKube cannot load it", ts=ts, object=key)
-
-
-def _pod_specs(obj: dict[str, Any], paths: Iterable[str]) -> Iterator[dict[str, Any]]:
-    for path in paths:
-        for template in resolve_pointer(obj, path):
-            spec = template.get("spec") if isinstance(template, dict) else None
-            if isinstance(spec, dict):
-                yield spec
-
-
-Reference = tuple[str, GVK, str, str]
-"""``(code, kind, name, what)``: a pod template's reference to an object of its namespace, and the rule it falls under."""
-
-
-def references(obj: dict[str, Any], paths: Iterable[str]) -> list[Reference]:
-    """The references of an object's pod templates, in the order SimKube's rules meet them; optional ones and
-    names that are not strings are skipped. Pure."""
-    found: list[Reference] = []
-    for spec in _pod_specs(obj, paths):
-        account = spec.get("serviceAccountName") or spec.get("serviceAccount")
-        if isinstance(account, str) and account:
-            found.append(("E0001", SERVICE_ACCOUNT, account, "ServiceAccount"))
-        for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
-            if isinstance(container, dict):
-                _container_refs(found, container)
-        for volume in spec.get("volumes") or ():
-            if isinstance(volume, dict):
-                _ref(found, "E0004", SECRET, volume.get("secret"), "secretName", "volume Secret")
-                _ref(found, "E0005", CONFIG_MAP, volume.get("configMap"), "name", "volume ConfigMap")
-    return found
-
-
-def _container_refs(found: list[Reference], container: dict[str, Any]) -> None:
-    """A container's env and envFrom references to Secrets and ConfigMaps."""
-    for env in container.get("env") or ():
-        source = env.get("valueFrom") if isinstance(env, dict) else None
-        if isinstance(source, dict):
-            _ref(found, "E0002", SECRET, source.get("secretKeyRef"), "name", "env Secret")
-            _ref(found, "E0003", CONFIG_MAP, source.get("configMapKeyRef"), "name", "env ConfigMap")
-    for env_from in container.get("envFrom") or ():
-        if isinstance(env_from, dict):
-            _ref(found, "E0002", SECRET, env_from.get("secretRef"), "name", "envFrom Secret")
-            _ref(found, "E0003", CONFIG_MAP, env_from.get("configMapRef"), "name", "envFrom ConfigMap")
-
-
-def _ref(found: list[Reference], code: str, gvk: GVK, ref: object, name_key: str, what: str) -> None:
-    if isinstance(ref, dict) and ref.get("optional") is not True:
-        name = ref.get(name_key)
-        if isinstance(name, str) and name:
-            found.append((code, gvk, name, what))

@@ -18,7 +18,11 @@ import yaml
 from kubectl_sktrace.hashing import spec_hash
 from kubectl_sktrace.model import GVK, CacheUrl, ObjKey
 from kubectl_sktrace.store import open_cache, to_db_hash
-from kubectl_sktrace.store.bodies import encode_body
+from kubectl_sktrace.podrefs import distinct_references
+from kubectl_sktrace.sanitize import is_daemonset_owned
+from kubectl_sktrace.store.bodies import encode_body, refs_to_json
+from kubectl_sktrace.tracerconfig import TracerConfig, parse_config
+from kubectl_sktrace.errors import ConfigError
 
 # --- foundation: the SimKube trace fixtures (copied from ../shared/fixtures/simkube) ----------------------
 
@@ -94,6 +98,14 @@ def key_of(body: dict[str, Any]) -> ObjKey:
     return ObjKey(GVK.from_api_version(body["apiVersion"], body["kind"]), body["metadata"].get("namespace", ""), body["metadata"]["name"])
 
 
+def _run_config(text: str) -> TracerConfig | None:
+    """A run's config as the recorder knew it (None for the placeholder text some tests store: no references then)."""
+    try:
+        return parse_config(yaml.safe_load(text), source="a test run's config")
+    except (ConfigError, yaml.YAMLError):
+        return None
+
+
 class CacheBuilder:
     """Writes runs, events and pods straight into a real cache file, as the recorder would."""
 
@@ -101,6 +113,7 @@ class CacheBuilder:
         self.path = path
         self.cache = open_cache(path, create=True)
         self.run_id = 0
+        self.config = _run_config(DEFAULT_CONFIG_YAML)
 
     def run(self, *, started: float, stopped: float, config: str = DEFAULT_CONFIG_YAML, clean: bool = True,
             synced: float | None | str = "at start") -> int:
@@ -112,6 +125,7 @@ class CacheBuilder:
                 (started, started if synced == "at start" else synced, stopped, int(clean), config),
             )
             self.run_id = int(cur.fetchone()[0])
+        self.config = _run_config(config)
         return self.run_id
 
     def apply(self, ts: int, body: dict[str, Any], *, inferred: bool = False, owner_chain: list[ObjKey] | None = None,
@@ -120,13 +134,16 @@ class CacheBuilder:
         (a restart stamps an offline creation back to its creation time)."""
         key = key_of(body)
         chain = json.dumps([[str(k.gvk), k.namespace, k.name] for k in owner_chain]) if owner_chain else None
+        row = (ts, ts + 0.25 if recv is None else recv, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}",
+               int(inferred), to_db_hash(spec_hash(body.get("spec"))), chain, *encode_body(body))
+        columns = "ts, recv, run_id, gvk, namespace, name, uid, inferred, spec_hash, owner_chain, body, status"
+        if self.cache.has_column("events", "refs"):  # as the recorder stores them (schema 0006)
+            options = self.config.get(key.gvk) if self.config is not None else None
+            paths = options.pod_spec_template_paths if options is not None else ()
+            row += (refs_to_json(distinct_references(body, paths)) if paths else None, int(is_daemonset_owned(body)))
+            columns += ", refs, daemonset"
         with self.cache.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?) RETURNING id",
-                (ts, ts + 0.25 if recv is None else recv, self.run_id, str(key.gvk), key.namespace, key.name, uid or f"uid-{key.name}",
-                 int(inferred), to_db_hash(spec_hash(body.get("spec"))), chain, *encode_body(body)),
-            )
+            cur = conn.execute(f"INSERT INTO events ({columns}, op) VALUES ({', '.join('?' * len(row))}, 0) RETURNING id", row)
             return int(cur.fetchone()[0])
 
     def delete(self, ts: int, body: dict[str, Any], *, inferred: bool = False, uid: str | None = None, recv: float | None = None) -> int:

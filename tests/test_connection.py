@@ -141,7 +141,7 @@ def test_0003_drops_the_columns_nothing_read_and_keeps_every_row(tmp_path: Path,
     path = tmp_path / "c.db"
     _schema_2_cache(path, monkeypatch)
     with open_cache(path, create=False) as cache:
-        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
         assert _columns(cache, "objects") == ["gvk", "namespace", "name", "uid", "spec_hash"]
         assert "last_seen" not in _columns(cache, "pods") and "first_seen" in _columns(cache, "pods")
         assert cache.conn.execute("SELECT * FROM objects").fetchall() == [("apps/v1.Deployment", "ns", "web", "d1", 7)]
@@ -197,3 +197,25 @@ def test_a_migration_splits_into_statements_keeping_trigger_bodies_whole() -> No
 
     ddl = "CREATE TABLE t (a);\nCREATE TRIGGER g AFTER INSERT ON t BEGIN\n  INSERT INTO u VALUES (1);\n  DELETE FROM v;\nEND;\n"
     assert _statements(ddl) == ["CREATE TABLE t (a);", "CREATE TRIGGER g AFTER INSERT ON t BEGIN\n  INSERT INTO u VALUES (1);\n  DELETE FROM v;\nEND;"]
+
+
+def test_0006_keeps_each_objects_last_row_from_the_rows_already_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_sktrace.store import schema
+
+    path = tmp_path / "c.db"
+    insert = "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op) VALUES (?, ?, 1, 'batch/v1.Job', 'ns', ?, 'u', ?)"
+    with monkeypatch.context() as patch:
+        patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:5])
+        patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", 5)
+        with open_cache(path, create=True) as cache, cache.transaction() as conn:
+            conn.executemany(insert, [(5, 5, "a", 0), (9, 9, "a", 1), (7, 12, "b", 1), (4, 13, "b", 0), (3, 3, "c", 0)])
+    with open_cache(path, create=False) as cache:
+        rows = "SELECT name, last_ts, last_id, last_op FROM event_objects ORDER BY name"
+        assert cache.conn.execute(rows).fetchall() == [("a", 9, 2, 1), ("b", 7, 3, 1), ("c", 3, 5, 0)]
+        assert "refs" in _columns(cache, "events")
+        with cache.transaction() as conn:
+            conn.execute(insert, (8, 20, "b", 0))  # stamped after b's last row: b's last now
+            conn.execute(insert, (2, 21, "c", 1))  # stamped before c's last row: not its last
+        assert cache.conn.execute(rows).fetchall() == [("a", 9, 2, 1), ("b", 8, 6, 0), ("c", 3, 5, 0)]
+        assert cache.conn.execute("SELECT name FROM event_objects INDEXED BY event_objects_live WHERE last_op = 0 ORDER BY name").fetchall() == [
+            ("b",), ("c",)]

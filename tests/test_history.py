@@ -43,11 +43,11 @@ def test_last_applied_before_keeps_deleted_objects(filled):
 
 def test_window_is_in_time_then_recorded_order(filled):
     heads = list(history.window_heads(filled.cache, start_ts=2, end_ts=7, known=7))
-    assert [(h.ts, h.key.name, h.deleted, h.inferred) for h in heads] == [
-        (2, "b", False, False), (3, "a", False, False), (4, "c", False, True), (5, "b", True, False), (6, "b", False, False),
+    assert [(ts, name, op, inferred) for ts, _, _, name, op, inferred in heads] == [
+        (2, "b", 0, 0), (3, "a", 0, 0), (4, "c", 0, 1), (5, "b", 1, 0), (6, "b", 0, 0),
     ]
     events = list(history.window_events(filled.cache, start_ts=2, end_ts=7, known=7))
-    assert [e.id for e in events] == [h.id for h in heads]
+    assert [(e.ts, e.key.name, e.deleted) for e in events] == [(ts, name, op == 1) for ts, _, _, name, op, _ in heads]
     assert events[3].body is None and events[3].spec_hash is None
 
 
@@ -82,7 +82,7 @@ def test_what_was_received_after_known_is_left_out(cache_builder):
     assert names(history.state_at(b.cache, ts=10, known=10)) == [("a", False)]
     assert next(history.state_at(b.cache, ts=10, known=10)).body["spec"] == {"replicas": 1}
     assert names(history.last_applied_before(b.cache, ts=10, known=10)) == [("a", False)]
-    assert names(history.window_heads(b.cache, start_ts=0, end_ts=10, known=10)) == [("a", False)]
+    assert [(name, op) for _, _, _, name, op, _ in history.window_heads(b.cache, start_ts=0, end_ts=10, known=10)] == [("a", 0)]
     assert names(history.window_events(b.cache, start_ts=0, end_ts=10, known=61)) == [
         ("a", False), ("a", False), ("late", False), ("a", True),
     ]
@@ -217,3 +217,104 @@ def test_both_ways_to_an_objects_last_row_agree_at_every_time(filled):
     chosen = snapshot()
     filled.cache.conn.execute("DROP TABLE event_objects")
     assert chosen == snapshot()
+
+
+# --- the state at a time read from the objects that may exist then (schema 0006) ----------------------------
+
+
+def _random_history(b, rng, *, objects: int, rows: int) -> None:
+    """Applies, deletions and leavings (a kind no longer tracked) of a few objects, some received late: stamped
+    seconds or minutes before they were received, as a relist stamps what it finds."""
+    b.run(started=0, stopped=10_000)
+    t = 0.0
+    for _ in range(rows):
+        t += rng.choice([0.1, 0.5, 3.0])
+        body = dep(f"d{rng.randrange(objects)}", rng.randrange(3))
+        ts = int(t) - rng.choice([0, 0, 0, 0, 1, 5, 40]) if rng.random() < 0.3 else int(t)
+        op = rng.choice(["apply", "apply", "delete", "untrack"])
+        if op == "apply":
+            b.apply(ts, body, recv=t)
+        elif op == "delete":
+            b.delete(ts, body, recv=t)
+        else:
+            key = key_of(body)
+            with b.cache.transaction() as conn:
+                conn.execute("INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op) VALUES (?, ?, ?, ?, ?, ?, 'u', 2)",
+                             (ts, t, b.run_id, str(key.gvk), key.namespace, key.name))
+
+
+def _state_ids(cache, *, ts, known, narrowed):
+    sql = f"SELECT id, op FROM ({history.last_row_per_object(cache, applied_only=False, before=ts, known=known if narrowed else None)})"
+    params = {"before": ts, "known": known, "since": history.since_param(ts, known)}
+    return sorted(cache.conn.execute(sql, params).fetchall())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_objects_that_may_exist_give_the_same_state_as_every_object(cache_builder, seed):
+    import random
+
+    rng = random.Random(seed)
+    b = cache_builder
+    _random_history(b, rng, objects=12, rows=400)
+    end = int(b.cache.conn.execute("SELECT max(recv) FROM events").fetchone()[0]) + 1
+    for _ in range(60):
+        start = rng.randrange(0, end + 5)
+        known = rng.choice([end + 10, start + rng.randrange(-50, 400) + rng.random()])
+        narrowed = _state_ids(b.cache, ts=start, known=known, narrowed=True)
+        full = _state_ids(b.cache, ts=start, known=known, narrowed=False)
+        applied = [row for row in full if row[1] == history.APPLIED]
+        assert [row for row in narrowed if row[1] == history.APPLIED] == applied, (start, known)
+
+
+def test_each_objects_last_row_is_kept_through_inserts_out_of_order_and_deletions(cache_builder):
+    import random
+
+    b = cache_builder
+    _random_history(b, random.Random(9), objects=20, rows=300)
+    last = ("SELECT gvk, namespace, name, (SELECT id FROM events e WHERE e.gvk = k.gvk AND e.namespace = k.namespace AND e.name = k.name "
+            "ORDER BY ts DESC, id DESC LIMIT 1) FROM event_objects k ORDER BY 1, 2, 3")
+    stored = "SELECT gvk, namespace, name, last_id FROM event_objects ORDER BY 1, 2, 3"
+    assert b.cache.conn.execute(stored).fetchall() == b.cache.conn.execute(last).fetchall()
+    with b.cache.transaction() as conn:
+        conn.execute("DELETE FROM events WHERE id IN (SELECT last_id FROM event_objects WHERE name IN ('d1', 'd2', 'd3'))")
+        conn.execute("DELETE FROM events WHERE name = 'd4'")
+    assert b.cache.conn.execute(stored).fetchall() == b.cache.conn.execute(last).fetchall()
+    assert b.cache.conn.execute("SELECT last_id, last_op FROM event_objects WHERE name = 'd4'").fetchone() == (None, None)
+    ops = "SELECT k.name, k.last_ts, k.last_op, e.ts, e.op FROM event_objects k JOIN events e ON e.id = k.last_id"
+    assert all(row[1:3] == row[3:5] for row in b.cache.conn.execute(ops))
+
+
+def test_the_state_at_a_window_start_costs_what_exists_not_what_ever_existed(cache_builder):
+    """SQLite's own count of the steps it ran (not a time): the state of a recent second reads about the same
+    whether the history before holds a hundred finished objects or five thousand (every object: fifty times)."""
+    b = cache_builder
+    b.run(started=0, stopped=100_000)
+
+    def steps_for_state() -> int:
+        count = [0]
+
+        def tick() -> int:
+            count[0] += 1
+            return 0
+
+        b.cache.conn.set_progress_handler(tick, 10)
+        try:
+            state = list(history.state_at(b.cache, ts=90_000, known=95_000))
+        finally:
+            b.cache.conn.set_progress_handler(None, 10)
+        assert [e.key.name for e in state] == ["live-0", "live-1", "live-2"]
+        return count[0]
+
+    def finished_jobs(first: int, n: int) -> None:
+        with b.cache.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op) VALUES (?, ?, 1, 'batch/v1.Job', 'app', ?, 'u', ?)",
+                [(t, t + 0.25, f"job-{i}", op) for i in range(first, first + n) for t, op in ((i * 10, 0), (i * 10 + 5, 1))])
+
+    for i in range(3):
+        b.apply(50_000 + i, dep(f"live-{i}"))
+    finished_jobs(0, 100)
+    few = steps_for_state()
+    finished_jobs(100, 4900)
+    many = steps_for_state()
+    assert many < few * 2, (few, many)  # the indexes' depth grows, not the objects read

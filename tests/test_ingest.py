@@ -468,3 +468,28 @@ def test_an_object_re_created_while_the_sync_waits_is_not_deleted_by_it(h: Harne
     live = h.cache.conn.execute("SELECT name, uid FROM objects ORDER BY name").fetchall()
     assert live == [("api", "d9"), ("web", "d1")]
     assert [e[2:4] for e in h.events()[2:]] == [("api", 1), ("api", 0)]  # d2 deleted (its successor's time), d9 applied
+
+
+def test_an_applied_object_of_a_kind_with_pod_templates_is_stored_with_its_references(h: Harness) -> None:
+    config = TracerConfig(tracked={DEPLOY: TrackedObject(pod_spec_template_paths=("/spec/template",), track_lifecycle=True),
+                                   SECRET: TrackedObject()})
+    ing = h.ingest(config=config)
+    web = deployment("web", "d1")
+    web["spec"]["template"]["spec"].update(
+        serviceAccountName="web", volumes=[{"name": "v", "configMap": {"name": "web-config"}}, {"name": "w", "secret": {"secretName": "tls", "optional": True}}])
+    web["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "db", "key": "p"}}},
+                                                               {"name": "Q", "valueFrom": {"secretKeyRef": {"name": "db", "key": "q"}}}]
+    listing(ing, DEPLOY, [web, deployment("api", "d2")], T0)
+    listing(ing, SECRET, [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "ns", "uid": "s1"}}], T0)
+    h.finish(ing, T0 + 1)
+    rows = h.cache.conn.execute("SELECT name, refs, daemonset FROM events ORDER BY id").fetchall()
+    assert rows == [("web", '[["E0001","web"],["E0002","db"],["E0005","web-config"]]', 0), ("api", "[]", 0), ("db", None, 0)]
+
+
+def test_an_applied_object_is_stored_with_whether_a_daemonset_owns_it(h: Harness) -> None:
+    ing = h.ingest()
+    owned = deployment("node-agent", "d1")
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "ds1"}]
+    listing(ing, DEPLOY, [owned, deployment("web", "d2")], T0)
+    h.finish(ing, T0 + 1)
+    assert h.cache.conn.execute("SELECT name, daemonset FROM events ORDER BY id").fetchall() == [("node-agent", 1), ("web", 0)]

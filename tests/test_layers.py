@@ -36,10 +36,10 @@ OWNERS = {
     "boto3": set(),
 }
 PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice",
-        "globalflags", "plural", "reconciliation", "exportoptions", "initialsync", "rbac"]
+        "globalflags", "plural", "reconciliation", "exportoptions", "initialsync", "rbac", "podrefs"]
 # modules of ours a pure module may import
 PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.hashing",
-                   "kubectl_sktrace.selectors"}
+                   "kubectl_sktrace.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.podrefs"}
 IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "requests", "shutil", "tempfile", "fcntl", "threading"}
 
 

@@ -183,6 +183,116 @@ def test_text_sorts_the_same_in_either_engine(tmp_path: Path, pg_url: str) -> No
     assert _rows(pg_url, "SELECT 'a' < 'B'", "test") == [(True,)]  # the database's own collation is not byte order
 
 
+# --- stored references and last rows (schema 0006) ------------------------------------------------------
+
+_STORED = "SELECT id, refs, daemonset FROM events ORDER BY id"
+_LAST_ROWS = "SELECT gvk, namespace, name, last_ts, last_id, last_op FROM event_objects ORDER BY gvk, namespace, name"
+
+
+def _at_schema_5(monkeypatch: pytest.MonkeyPatch, where: Path | CacheUrl, fill: Any) -> None:
+    """A history written by a version that knew migrations 0001-0005 only (no stored references)."""
+    with monkeypatch.context() as patch:
+        patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:5])
+        patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", 5)
+        patch.setattr("kubectl_sktrace.store.postgres.PG_MIGRATIONS", pgschema.PG_MIGRATIONS[:5])
+        old = CacheBuilder(where)
+        assert not old.cache.has_column("events", "refs") and old.cache.schema_version() == 5
+        fill(old)
+        old.close()
+
+
+def test_stored_references_export_the_same_bytes_from_either_engine(tmp_path: Path, pg_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both engines store the same references and DaemonSet ownership per applied row, and export the same bytes
+    from them as a sqlite cache read as it is at schema 5 (no references stored: export decodes the bodies), and
+    as copies of either into PostgreSQL."""
+    from test_exportevents import record
+
+    sqlite_path, pg_url = tmp_path / "c.db", pg_server.new_database()
+    for where in (sqlite_path, CacheUrl(pg_url, "test")):
+        builder = CacheBuilder(where)
+        record(builder)
+        builder.close()
+    stored = _rows(str(sqlite_path), _STORED)
+    assert stored == _rows(pg_url, _STORED, "test")
+    assert sum(refs is not None for _, refs, _ in stored) == 8 and sum(daemonset == 1 for _, _, daemonset in stored) == 1
+    old = tmp_path / "old.db"
+    _at_schema_5(monkeypatch, old, record)
+    from kubectl_sktrace.store.copying import copy_cache
+
+    copy_cache(sqlite_path, (copied := pg_server.new_database()), context="copy")
+    copy_cache(old, (copied_old := pg_server.new_database()), context="copy")
+    assert _rows(copied, _STORED, "copy") == stored
+    assert _rows(copied_old, "SELECT count(*) FROM events WHERE refs IS NOT NULL OR daemonset IS NOT NULL", "copy") == [(0,)]
+    sources: list[Path | CacheUrl] = [CacheUrl(pg_url, "test"), old, CacheUrl(copied, "copy"), CacheUrl(copied_old, "copy")]
+    for start, end in [(0, 10), (3, 10), (0, 100), (0, 200), (100, 200)]:
+        for fmt in ("sktrace", "json"):
+            expected = _export(sqlite_path, start, end, tmp_path, fmt=fmt)
+            assert [_export(where, start, end, tmp_path, fmt=fmt) for where in sources] == [expected] * len(sources), (start, end, fmt)
+    assert len(traceformat.decode_trace(_export(sqlite_path, 0, 200, tmp_path)).events) > 5
+
+
+def test_each_objects_last_row_is_kept_the_same_by_either_engine(tmp_path: Path, pg_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``event_objects``' last row per object, as rows arrive, as a migration fills it from an older history, and
+    as rows are deleted (an object's last one, or all of its rows)."""
+    fresh = {"sqlite": tmp_path / "c.db", "postgresql": CacheUrl(pg_server.new_database(), "test")}
+    migrated = {"sqlite": tmp_path / "old.db", "postgresql": CacheUrl(pg_server.new_database(), "test")}
+    for where in fresh.values():
+        builder = CacheBuilder(where)
+        _tricky_history(builder)
+        builder.close()
+    for where in migrated.values():
+        _at_schema_5(monkeypatch, where, _tricky_history)
+        open_cache(where, create=False).close()  # migrates to this version's schema
+
+    def last_rows(where: Path | CacheUrl) -> list[tuple[Any, ...]]:
+        return _rows(str(where), _LAST_ROWS) if isinstance(where, Path) else _rows(where.url, _LAST_ROWS, where.history)
+
+    expected = last_rows(fresh["sqlite"])
+    assert ("apps/v1.Deployment", "app", "b", 1010, 8, 0) in expected and ("apps/v1.Deployment", "app", "B", 1012, 10, 0) in expected
+    assert ("apps/v1.Deployment", "app", "a-b", 1200, 13, 1) in expected and ("apps/v1.Deployment", "app", "late", 1003, 11, 0) in expected
+    assert [last_rows(where) for where in (fresh["postgresql"], migrated["sqlite"], migrated["postgresql"])] == [expected] * 3
+    for where in fresh.values():
+        with open_cache(where, create=False) as cache, cache.transaction() as conn:
+            conn.execute("DELETE FROM events WHERE id IN (8, 10, 11) OR name = 'zeta'")  # b's and B's last rows, all of late and zeta
+    after = last_rows(fresh["sqlite"])
+    assert ("apps/v1.Deployment", "app", "b", 1000, 1, 0) in after and ("apps/v1.Deployment", "app", "B", 1011, 9, 1) in after
+    assert ("apps/v1.Deployment", "app", "late", None, None, None) in after and ("apps/v1.Deployment", "app", "zeta", None, None, None) in after
+    assert last_rows(fresh["postgresql"]) == after
+
+
+def _many_gone(builder: CacheBuilder) -> None:
+    """``record``'s history, then 300 ConfigMaps created and deleted, and one that stays."""
+    from test_exportevents import record
+
+    record(builder)
+    for i in range(300):
+        builder.apply(300, obj("ConfigMap", f"gone-{i}"))
+        builder.delete(301, obj("ConfigMap", f"gone-{i}"))
+    builder.apply(400, obj("ConfigMap", "stays"))
+
+
+def test_the_state_at_a_windows_start_reads_the_changed_objects_on_either_engine(tmp_path: Path, pg_url: str,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past many deleted objects, both engines read the state at a window's start from the objects alive at the end
+    and those changed since (``event_objects_live``, ``events_late``), and export what a schema-5 cache reads by
+    walking every object."""
+    from kubectl_sktrace.store import history
+
+    sqlite_path, pg, old = tmp_path / "c.db", CacheUrl(pg_url, "test"), tmp_path / "old.db"
+    for where in (sqlite_path, pg):
+        builder = CacheBuilder(where)
+        _many_gone(builder)
+        builder.close()
+        with open_cache_readonly(where) as cache, cache.read_snapshot():
+            assert "UNION" in history.last_row_per_object(cache, applied_only=False, before=500, known=600.0)
+            state = list(history.state_at(cache, ts=500, known=600.0))
+            assert len(state) == 8 and state[-1].key.name == "stays"
+    _at_schema_5(monkeypatch, old, _many_gone)
+    for start, end in [(500, 600), (302, 600), (0, 600)]:
+        expected = _export(old, start, end, tmp_path)
+        assert [_export(sqlite_path, start, end, tmp_path), _export(pg, start, end, tmp_path)] == [expected] * 2, (start, end)
+
+
 def test_a_real_recording_copied_between_engines_exports_the_same_bytes(tmp_path: Path, pg_url: str) -> None:
     from sktrace_emulator import Emulator
 

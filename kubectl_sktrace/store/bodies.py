@@ -6,7 +6,8 @@ drops ``status`` by default (docs/spec.md §7 step 7), so the decompressed body 
 they are, without decoding and re-encoding: that keeps an export close to the speed of writing the file.
 zlib level 1 cuts pod-sized bodies about threefold and costs less than it saves in writes.
 
-Owner chains are compact JSON ``[[gvk, namespace, name], ...]``, direct owners first.
+Owner chains are compact JSON ``[[gvk, namespace, name], ...]``, direct owners first; an object's pod-template
+references (``events.refs``) compact JSON ``[[code, name], ...]``.
 """
 
 from __future__ import annotations
@@ -46,3 +47,14 @@ def chain_to_json(chain: Iterable[ObjKey]) -> str:
 
 def chain_from_json(text: str) -> tuple[ObjKey, ...]:
     return tuple(ObjKey(GVK.parse(g), ns, name) for g, ns, name in json.loads(text))
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def refs_to_json(refs: Iterable[tuple[str, str]]) -> str:
+    return _COMPACT(list(refs))  # tuples encode as lists; the recorder writes one per applied object
+
+
+def refs_from_json(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple((code, name) for code, name in json.loads(text))

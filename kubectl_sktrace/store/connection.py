@@ -102,6 +102,10 @@ class SqliteCache(Cache):
         """Whether the cache has this table (a cache opened read-only may predate a migration)."""
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
+    def has_column(self, table: str, column: str) -> bool:
+        """Whether the table has this column (a cache opened read-only may predate the migration that added it)."""
+        return any(row[1] == column for row in self.conn.execute(f"PRAGMA table_info({table})"))
+
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 

@@ -2,9 +2,9 @@
 
 Every row is copied as it is, ids included, so the copy exports the same bytes as its source for any window
 (exports order by ids, and read every other column as stored). The tables that triggers keep
-(``event_objects``, ``event_counts``) are filled by the destination's own triggers as the events arrive. The
-destination must hold no history yet (no run, no event): a copy never merges two histories. The whole copy is
-one transaction: a copy that fails leaves the destination as it was.
+(``event_objects`` with each object's last row, ``event_counts``) are filled by the destination's own triggers as
+the events arrive. The destination must hold no history yet (no run, no event): a copy never merges two
+histories. The whole copy is one transaction: a copy that fails leaves the destination as it was.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kubectl_sktrace.store.opening import Location, database_target, open_cache,
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runs", ("id", "started", "synced", "stopped", "clean", "pid", "config")),
     ("events", ("id", "ts", "recv", "run_id", "gvk", "namespace", "name", "uid", "op", "inferred", "spec_hash", "owner_chain",
-                "body", "status")),
+                "body", "status", "refs", "daemonset")),
     ("objects", ("gvk", "namespace", "name", "uid", "spec_hash")),
     ("pods", ("id", "uid", "namespace", "name", "owner_gvk", "owner_namespace", "owner_name", "stable_hash", "start_ts", "end_ts",
               "end_inferred", "live", "first_seen")),
@@ -29,6 +29,9 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("coverage_gaps", ("id", "run_id", "gvk", "since", "until", "cause", "detail")),
     ("discovery", ("group_version", "body", "fetched")),
 )
+# columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL
+# there in the copy (what export reads from the bodies instead, as from the source)
+ADDED_COLUMNS = {("events", "refs"), ("events", "daemonset")}
 IDENTITY_TABLES = ("runs", "events", "pods", "coverage_gaps")
 _BATCH = 2000
 
@@ -49,7 +52,8 @@ def copy_history(source: Cache, destination: Cache) -> CopyResult:
         for key, value in source.conn.execute("SELECT key, value FROM meta WHERE key != 'application' ORDER BY key").fetchall():
             destination.set_meta(key, value)
         for table, columns in TABLES:
-            counts[table] = _copy_table(source, destination, table, columns) if source.has_table(table) else 0
+            present = tuple(c for c in columns if (table, c) not in ADDED_COLUMNS or source.has_column(table, c))
+            counts[table] = _copy_table(source, destination, table, present) if source.has_table(table) else 0
         destination.reset_ids(IDENTITY_TABLES)
     return CopyResult(source=str(source.path), destination=str(destination.path), rows=counts)
 

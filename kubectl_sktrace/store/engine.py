@@ -107,6 +107,10 @@ class Cache:
     def has_table(self, name: str) -> bool:
         raise NotImplementedError
 
+    def has_column(self, table: str, column: str) -> bool:
+        """Whether the table has this column (a cache opened read-only may predate the migration that added it)."""
+        raise NotImplementedError
+
     def schema_version(self) -> int:
         raise NotImplementedError
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body, packed_body
@@ -29,13 +29,27 @@ from kubectl_sktrace.store.engine import Cache
 
 APPLIED, DELETED, UNTRACKED = 0, 1, 2
 
-_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, e.body, e.status"
+_EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, {bodies}, e.run_id, {facts}"
+
+
+def _event_columns(cache: Cache, *, bodies: bool = True) -> str:
+    """The columns ``_event`` reads; ``refs`` and ``daemonset`` are NULL in a cache read as it is at a schema before 0006.
+    Without ``bodies``, no status, and the body only of rows without ``daemonset`` (what export's filters need
+    without a label selector): the blobs of a long history's objects are not read."""
+    facts = cache.has_column("events", "refs")
+    if bodies:
+        blobs = "e.body, e.status"
+    else:
+        blobs = "CASE WHEN e.daemonset IS NULL THEN e.body END, NULL" if facts else "e.body, NULL"
+    return _EVENT_COLUMNS.format(bodies=blobs, facts="e.refs, e.daemonset" if facts else "NULL, NULL")
 
 # The last row per object among those stamped before :before and received before :known, ranked by (ts, id)
-# descending, two ways that find the same rows: one backward step in the index ``events_object`` for each object
-# of ``event_objects`` (schema 0005: costs what the objects number), or ranking the rows before :before with a
-# window function (costs what those rows number; the only way on a cache read as it is at an older schema).
-# ``last_row_per_object`` takes the cheaper. Shared with pruning.
+# descending, three ways that find the same rows: one backward step in the index ``events_object`` for each object
+# of ``event_objects`` (schema 0005: costs what the objects number), the same step for the only objects whose last
+# row can be an applied one (0006, without ``applied_only``: costs what exists at the end of the history and what
+# was recorded since ``:since``), or ranking the rows before :before with a window function (costs what those rows
+# number; the only way on a cache read as it is at an older schema). ``last_row_per_object`` takes the cheapest.
+# Shared with pruning.
 # A scalar subquery returns one value: the row's id and op (0-2) travel as ``id * 4 + op``, both read from the
 # index, so that no row is fetched from the table only to learn its op (most objects of a long history are gone).
 _LAST_ROW_SEEK = """
@@ -43,7 +57,7 @@ _LAST_ROW_SEEK = """
         SELECT (SELECT i.id * 4 + i.op FROM events i INDEXED BY events_object
                 WHERE i.gvk = k.gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts < :before AND i.recv < :known {extra}
                 ORDER BY i.ts DESC, i.id DESC LIMIT 1) AS last_row
-        FROM event_objects k
+        FROM {objects} k
     ) AS seek WHERE last_row IS NOT NULL
 """
 _LAST_ROW_RANKED = """
@@ -52,25 +66,73 @@ _LAST_ROW_RANKED = """
         FROM events INDEXED BY events_ts WHERE ts < :before AND recv < :known {extra}
     ) AS ranked WHERE rank = 1
 """
+# Every object whose last row before :before received before :known can be an applied one (schema 0006): those
+# whose last row applies them, and those with a row since ``since = min(:before, :known - LATE)`` or received
+# late since :known. Any other object's rows are all stamped before ``since`` and received before ``since + LATE``
+# (if not late) or :known (if late): its last row is its last row of all, which does not apply it.
+_LATE = 2  # seconds: the ``events_late`` index's condition
+_CHANGED_OBJECTS = f"""(
+    SELECT gvk, namespace, name FROM event_objects INDEXED BY event_objects_live WHERE last_op = {{applied}}
+    UNION SELECT gvk, namespace, name FROM events INDEXED BY events_ts WHERE ts >= :since
+    UNION SELECT gvk, namespace, name FROM events INDEXED BY events_late WHERE recv >= :known AND recv >= ts + {_LATE}
+)"""
 
 
-def last_row_per_object(cache: Cache, *, applied_only: bool, before: int) -> str:
+def last_row_per_object(cache: Cache, *, applied_only: bool, before: int, known: float | None = None) -> str:
     """A subquery of ``(id, op)``: per object, its last row (its last applied row with ``applied_only``) stamped
-    before ``:before`` (``before``) and received before ``:known``."""
+    before ``:before`` (``before``) and received before ``:known``. Given ``known`` (the value of ``:known``), the
+    subquery may leave out objects whose last row there does not apply them (what the state needs), and takes
+    ``:since`` too (``since_param``)."""
+    extra = f"AND i.op = {APPLIED}" if applied_only else ""
+    if known is not None and math.isfinite(known) and not applied_only and cache.has_column("event_objects", "last_op"):
+        if _fewer_changed(cache, before=before, known=known):
+            return _LAST_ROW_SEEK.format(extra=extra, objects=_CHANGED_OBJECTS.format(applied=APPLIED))
     if cache.has_table("event_objects"):
         objects = cache.conn.execute("SELECT count(*) FROM event_objects").fetchone()[0]
         # counting the rows before stops at ``objects``: deciding costs no more than either way
-        rows = cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts < ? LIMIT ?) AS early",
-                                  (before, objects)).fetchone()[0]
-        if rows >= objects:
-            return _LAST_ROW_SEEK.format(extra=f"AND i.op = {APPLIED}" if applied_only else "")
+        if _count_before(cache, before=before, limit=objects) >= objects:
+            return _LAST_ROW_SEEK.format(extra=extra, objects="event_objects")
     return _LAST_ROW_RANKED.format(extra=f"AND op = {APPLIED}" if applied_only else "")
 
 
-@dataclass(frozen=True)
-class StoredEvent:
+def _fewer_changed(cache: Cache, *, before: int, known: float) -> bool:
+    """Whether the objects that may exist at ``before`` (``_CHANGED_OBJECTS``) are fewer to read than every object
+    and than the rows before, each counted no further than the rows that set reads (deciding costs no more than it)."""
+    changed = _changed_count(cache, before=before, known=known, limit=_DECIDE_LIMIT)
+    if changed < _DECIDE_LIMIT:
+        cap = changed + 1
+    else:  # a window far back in a long history: count the others in full, as the choice between them does anyway
+        cap = cache.conn.execute("SELECT count(*) FROM event_objects").fetchone()[0]
+        changed = _changed_count(cache, before=before, known=known, limit=cap)
+    objects = cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM event_objects LIMIT ?) AS known_objects", (cap,)).fetchone()[0]
+    return bool(changed < objects and changed < _count_before(cache, before=before, limit=cap))
+
+
+_DECIDE_LIMIT = 100_000
+
+
+def _count_before(cache: Cache, *, before: int, limit: int) -> int:
+    return int(cache.conn.execute("SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts < ? LIMIT ?) AS early",
+                                  (before, limit)).fetchone()[0])
+
+
+def since_param(before: int, known: float) -> int:
+    """``:since`` of ``last_row_per_object``'s query when it was given ``known``."""
+    return min(before, math.floor(known) - _LATE) if math.isfinite(known) else before
+
+
+def _changed_count(cache: Cache, *, before: int, known: float, limit: int) -> int:
+    """How many rows ``_CHANGED_OBJECTS`` reads, counted up to ``limit``."""
+    params = {"since": since_param(before, known), "known": known, "limit": limit}
+    sql = f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM event_objects INDEXED BY event_objects_live WHERE last_op = {APPLIED} LIMIT :limit) AS live)
+                   + (SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts >= :since LIMIT :limit) AS recent)
+                   + (SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_late WHERE recv >= :known AND recv >= ts + {_LATE} LIMIT :limit) AS late)"""
+    return int(cache.conn.execute(sql, params).fetchone()[0])
+
+
+class StoredEvent(NamedTuple):
     """One row of ``events``: an applied object (with its stored body blobs, decoded on request) or a
-    deletion (no body)."""
+    deletion (no body). A named tuple: an export makes one per row, and it builds at half a dataclass's cost."""
 
     id: int
     ts: int
@@ -82,6 +144,9 @@ class StoredEvent:
     owner_chain: tuple[ObjKey, ...]
     body_blob: bytes | None
     status_blob: bytes | None
+    run_id: int = 0
+    refs: str | None = None  # ``events.refs`` as stored (JSON), None when not recorded
+    daemonset: bool | None = None  # ``events.daemonset``, None when not recorded
 
     @property
     def body(self) -> dict[str, Any] | None:
@@ -96,17 +161,6 @@ class StoredEvent:
         """The object without its status as msgpack bytes, copied into a trace as they are."""
         assert self.body_blob is not None, "a deletion has no body"
         return packed_body(self.body_blob)
-
-
-@dataclass(frozen=True)
-class EventHead:
-    """The columns of an event that need no body decoding (for counting passes)."""
-
-    id: int
-    ts: int
-    key: ObjKey
-    deleted: bool
-    inferred: bool
 
 
 @dataclass(frozen=True)
@@ -148,8 +202,9 @@ def _key(gvk: str, namespace: str, name: str, kinds: dict[Any, Any] | None = Non
 
 def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
     """One row as a StoredEvent; ``keys`` remembers the keys and owner chains already parsed (many objects share
-    a chain: the Jobs of one CronJob)."""
-    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status = row
+    a chain: the Jobs of one CronJob). A caller passing one ``keys`` to several queries gets the same ObjKey
+    objects from all of them (a dict lookup of the same object skips comparing it)."""
+    eid, ts, gvk, ns, name, uid, op, inferred, spec_hash, chain, body, status, run_id, refs, daemonset = row
     raw = (gvk, ns, name)
     key = keys.get(raw)
     if key is None:
@@ -157,40 +212,42 @@ def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
     owner_chain = keys.get(chain, ()) if chain else ()
     if chain and not owner_chain:
         owner_chain = keys[chain] = chain_from_json(chain)
-    return StoredEvent(
-        id=eid, ts=ts, key=key, uid=uid, deleted=op == DELETED, inferred=bool(inferred),
-        spec_hash=None if spec_hash is None else from_db_hash(spec_hash), owner_chain=owner_chain,
-        body_blob=body, status_blob=status,
+    return StoredEvent(  # positional: a named tuple builds faster so (one per row of a window)
+        eid, ts, key, uid, op == DELETED, bool(inferred), None if spec_hash is None else from_db_hash(spec_hash), owner_chain,
+        body, status, run_id, refs, None if daemonset is None else bool(daemonset),
     )
 
 
-def state_at(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
+def state_at(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
     """The objects that exist at ``ts`` as recorded before ``known``: for each object whose last event before
     ``ts`` is an applied one, that event, in recorded order. Pods whose lifecycle finished before ``ts`` are
     not part of the state (docs/spec.md §7.1), even when the object itself was never deleted (a Completed bare pod);
     the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
-        SELECT {_EVENT_COLUMNS} FROM events e
-        JOIN ({last_row_per_object(cache, applied_only=False, before=ts)}) last ON last.id = e.id
+        SELECT {_event_columns(cache)} FROM events e
+        JOIN ({last_row_per_object(cache, applied_only=False, before=ts, known=known)}) last ON last.id = e.id
         WHERE last.op = {APPLIED}
           AND NOT (e.gvk = :pod AND EXISTS (
               SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
         ORDER BY e.id
     """
-    keys: dict[Any, Any] = {}
-    for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD)}):
+    keys = {} if keys is None else keys
+    for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD), "since": since_param(ts, known)}):
         yield _event(row, keys)
 
 
-def last_applied_before(cache: Cache, *, ts: int, known: float) -> Iterator[StoredEvent]:
+def last_applied_before(
+    cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None, bodies: bool = True,
+) -> Iterator[StoredEvent]:
     """For every object with an applied event before ``ts`` received before ``known`` (deleted since or not),
-    its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge."""
+    its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge
+    (``bodies``: as ``_event_columns`` says)."""
     sql = f"""
-        SELECT {_EVENT_COLUMNS} FROM events e
+        SELECT {_event_columns(cache, bodies=bodies)} FROM events e
         JOIN ({last_row_per_object(cache, applied_only=True, before=ts)}) last ON last.id = e.id
         ORDER BY e.id
     """
-    keys: dict[Any, Any] = {}
+    keys = {} if keys is None else keys
     for row in cache.conn.execute(sql, {"before": ts, "known": known}):
         yield _event(row, keys)
 
@@ -218,25 +275,19 @@ def untracked_in(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> l
     return [(gvk, ts, n) for gvk, ts, n in cache.conn.execute(sql, (start_ts, end_ts, known))]
 
 
-def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[EventHead]:
-    """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, without
-    their bodies."""
-    keys: dict[tuple[str, str, str], ObjKey] = {}
-    sql = f"SELECT e.id, e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_WINDOW_WHERE}"
-    for eid, ts, gvk, ns, name, op, inferred in cache.conn.execute(sql, {"start": start_ts, "end": end_ts, "known": known}):
-        raw = (gvk, ns, name)
-        key = keys.get(raw)
-        if key is None:
-            key = keys[raw] = _key(gvk, ns, name)
-        yield EventHead(id=eid, ts=ts, key=key, deleted=op == DELETED, inferred=bool(inferred))
+def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[tuple[int, str, str, str, int, int]]:
+    """``(ts, gvk, namespace, name, op, inferred)`` of the events with ``start_ts <= ts < end_ts`` received before
+    ``known``, in time then recorded order, as stored: no body, no object made per row (a counting pass)."""
+    sql = f"SELECT e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_WINDOW_WHERE}"
+    return iter(cache.conn.execute(sql, {"start": start_ts, "end": end_ts, "known": known}))
 
 
-def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[StoredEvent]:
+def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
     """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, one row at
     a time."""
-    keys: dict[Any, Any] = {}
+    keys = {} if keys is None else keys
     params = {"start": start_ts, "end": end_ts, "known": known}
-    for row in cache.conn.execute(f"SELECT {_EVENT_COLUMNS} FROM events e {_WINDOW_WHERE}", params):
+    for row in cache.conn.execute(f"SELECT {_event_columns(cache)} FROM events e {_WINDOW_WHERE}", params):
         yield _event(row, keys)
 
 

@@ -16,7 +16,9 @@ statement's transition table, naming their history's tables with its schema (``{
 migration runs). Measured (``benchmarks/bench_store.py``): a row trigger that bumps the same count row for every
 event makes PostgreSQL walk that row's versions within the transaction, so each insert cost more the longer the
 batch (about 2,500 events/s); one update per statement, with the recorder's event rows sent as one COPY per batch
-(``pgconn``), costs what the batch holds.
+(``pgconn``), costs what the batch holds. 0006's insert trigger moves each object's last row once per statement
+(the statement's last row of each object, ``DISTINCT ON``), and its delete trigger re-reads the last row only of the
+objects whose last row the statement deleted.
 """
 
 from __future__ import annotations
@@ -185,6 +187,43 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         END $$;
         CREATE TRIGGER events_counted_delete AFTER DELETE ON events REFERENCING OLD TABLE AS old_rows
             FOR EACH STATEMENT EXECUTE FUNCTION events_counted_delete();
+        """,
+    ),
+    (
+        "0006_export_follows_the_window",
+        f"""
+        ALTER TABLE events ADD COLUMN refs {T}, ADD COLUMN daemonset BIGINT;
+        ALTER TABLE event_objects ADD COLUMN last_ts BIGINT, ADD COLUMN last_id BIGINT, ADD COLUMN last_op BIGINT;
+        UPDATE event_objects k SET last_ts = l.ts, last_id = l.id, last_op = l.op
+            FROM (SELECT DISTINCT ON (gvk, namespace, name) gvk, namespace, name, ts, id, op FROM events
+                  ORDER BY gvk, namespace, name, ts DESC, id DESC) l
+            WHERE k.gvk = l.gvk AND k.namespace = l.namespace AND k.name = l.name;
+        CREATE INDEX event_objects_live ON event_objects (last_op) WHERE last_op = 0;
+        CREATE INDEX events_late ON events (recv) WHERE recv >= ts + 2;
+        CREATE OR REPLACE FUNCTION events_counted_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO {{SCHEMA}}.event_objects AS k (gvk, namespace, name, last_ts, last_id, last_op)
+                SELECT DISTINCT ON (gvk, namespace, name) gvk, namespace, name, ts, id, op FROM new_rows
+                ORDER BY gvk, namespace, name, ts DESC, id DESC
+                ON CONFLICT (gvk, namespace, name) DO UPDATE
+                SET last_ts = excluded.last_ts, last_id = excluded.last_id, last_op = excluded.last_op
+                WHERE k.last_ts IS NULL OR k.last_ts < excluded.last_ts OR (k.last_ts = excluded.last_ts AND k.last_id < excluded.last_id);
+            INSERT INTO {{SCHEMA}}.event_counts (gvk, namespace, op, inferred, n)
+                SELECT gvk, namespace, op, inferred, count(*) FROM new_rows GROUP BY gvk, namespace, op, inferred
+                ON CONFLICT (gvk, namespace, op, inferred) DO UPDATE SET n = event_counts.n + excluded.n;
+            RETURN NULL;
+        END $$;
+        CREATE FUNCTION events_last_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE {{SCHEMA}}.event_objects k SET (last_ts, last_id, last_op) = (
+                SELECT e.ts, e.id, e.op FROM {{SCHEMA}}.events e
+                WHERE e.gvk = k.gvk AND e.namespace = k.namespace AND e.name = k.name
+                ORDER BY e.ts DESC, e.id DESC LIMIT 1)
+            WHERE (k.gvk, k.namespace, k.name, k.last_id) IN (SELECT gvk, namespace, name, id FROM old_rows);
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER events_last_delete AFTER DELETE ON events REFERENCING OLD TABLE AS old_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION events_last_delete();
         """,
     ),
 ]

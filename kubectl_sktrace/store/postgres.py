@@ -92,6 +92,11 @@ class PgCache(Cache):
     def has_table(self, name: str) -> bool:
         return self.conn.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()[0] is True
 
+    def has_column(self, table: str, column: str) -> bool:
+        sql = ("SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+               "AND table_name = ? AND column_name = ?)")
+        return self.conn.execute(sql, (table, column)).fetchone()[0] is True
+
     def schema_version(self) -> int:
         return int(self.conn.execute("SELECT coalesce(max(number), 0) FROM schema_migrations").fetchone()[0])
 

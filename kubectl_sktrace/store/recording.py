@@ -18,7 +18,7 @@ from typing import Any, Iterator, Mapping
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, LiveObject, ObjKey, OwnerRef
-from kubectl_sktrace.store.bodies import chain_to_json, encode_body
+from kubectl_sktrace.store.bodies import chain_to_json, encode_body, refs_to_json
 from kubectl_sktrace.store.connection import from_db_hash, to_db_hash
 from kubectl_sktrace.store.engine import Cache, DbConnection
 
@@ -70,6 +70,8 @@ class EventRow:
     spec_hash: int | None = None
     owner_chain: tuple[ObjKey, ...] | None = None
     body: Mapping[str, Any] | None = None
+    refs: tuple[tuple[str, str], ...] | None = None  # (code, name) of its pod templates' references; None: a kind without templates
+    daemonset: bool | None = None  # whether an ownerReference names a DaemonSet (applied rows)
 
 
 @dataclass(frozen=True)
@@ -247,13 +249,13 @@ class Recording:
     def append_event(self, run_id: int, row: EventRow) -> None:
         body, status = (None, None) if row.body is None else encode_body(row.body)
         self._write(
-            "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status, refs, "
+            "daemonset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.ts, row.recv, run_id, str(row.key.gvk), row.key.namespace, row.key.name, row.uid, row.op, int(row.inferred),
                 None if row.spec_hash is None else to_db_hash(row.spec_hash),
                 None if not row.owner_chain else chain_to_json(row.owner_chain),
-                body, status,
+                body, status, None if row.refs is None else refs_to_json(row.refs), None if row.daemonset is None else int(row.daemonset),
             ),
         )
 

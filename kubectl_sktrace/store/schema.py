@@ -60,6 +60,25 @@ event_counts    rows of ``events`` per ``(gvk, namespace, op, inferred)``, kept 
                 and delete (events are never updated): what ``status`` counts, without reading the history.
 pods_live       the live pods (a partial index): with ``pods_end`` and ``pods_owner``, ``status`` counts pods
                 from index ranges; the pods of a long history are nearly all finished.
+
+What makes an export cost what its window holds (0006):
+
+events.refs     of an applied row of a kind with pod templates: the ``(code, name)`` references of its templates
+                (``podrefs.distinct_references`` under its run's ``podSpecTemplatePaths``, status included), compact
+                JSON ``[[code, name], ...]``, ``[]`` when none; NULL for other rows and rows written before 0006
+                (export then decodes the body): SimKube's reference rules are checked without decoding bodies.
+events.daemonset  of an applied row: 1 when an ownerReference names a DaemonSet (``sanitize.is_daemonset_owned``),
+                else 0; NULL for other rows and rows written before 0006. Export's filters read it instead of the body.
+event_objects.last_ts, last_id, last_op
+                the object's last row in the history's order ``(ts, id)``, kept exact by triggers on insert (0005's,
+                replaced: it adds the object or moves its last row, and touches ``last_op`` only when it changes, which
+                spares its index most writes) and delete (a prune removes rows); ``event_objects_live`` indexes the objects whose last row applies
+                them: the objects that exist at the end of the history.
+events_late     the rows received 2 s or more after their second (a relist stamps what it finds with its start,
+                or an offline creation with its creation time), by ``recv``: few.
+                With these, the state at a time ``S`` as known at ``K`` is found among the objects alive at the end,
+                those with a row since ``min(S, K - 2)`` and those with a late row received since ``K``; every other
+                object's last row is before ``S``, known, and not applied (``history.last_row_per_object``).
 """
 
 from __future__ import annotations
@@ -230,6 +249,41 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TRIGGER events_counted_delete AFTER DELETE ON events BEGIN
             UPDATE event_counts SET n = n - 1
                 WHERE gvk = old.gvk AND namespace = old.namespace AND op = old.op AND inferred = old.inferred;
+        END;
+        """,
+    ),
+    (
+        "0006_export_follows_the_window",
+        """
+        ALTER TABLE events ADD COLUMN refs TEXT;
+        ALTER TABLE events ADD COLUMN daemonset INTEGER;
+        ALTER TABLE event_objects ADD COLUMN last_ts INTEGER;
+        ALTER TABLE event_objects ADD COLUMN last_id INTEGER;
+        ALTER TABLE event_objects ADD COLUMN last_op INTEGER;
+        UPDATE event_objects SET (last_ts, last_id, last_op) = (
+            SELECT e.ts, e.id, e.op FROM events e
+            WHERE e.gvk = event_objects.gvk AND e.namespace = event_objects.namespace AND e.name = event_objects.name
+            ORDER BY e.ts DESC, e.id DESC LIMIT 1);
+        CREATE INDEX event_objects_live ON event_objects (last_op) WHERE last_op = 0;
+        CREATE INDEX events_late ON events (recv) WHERE recv >= ts + 2;
+        DROP TRIGGER events_counted_insert;
+        CREATE TRIGGER events_counted_insert AFTER INSERT ON events BEGIN
+            INSERT INTO event_objects (gvk, namespace, name, last_ts, last_id, last_op) VALUES (new.gvk, new.namespace, new.name, new.ts, new.id, new.op)
+                ON CONFLICT (gvk, namespace, name) DO UPDATE
+                SET last_ts = excluded.last_ts, last_id = excluded.last_id
+                WHERE event_objects.last_ts IS NULL OR event_objects.last_ts < excluded.last_ts
+                   OR (event_objects.last_ts = excluded.last_ts AND event_objects.last_id < excluded.last_id);
+            UPDATE event_objects SET last_op = new.op
+                WHERE gvk = new.gvk AND namespace = new.namespace AND name = new.name AND last_id = new.id AND last_op IS NOT new.op;
+            INSERT INTO event_counts (gvk, namespace, op, inferred, n) VALUES (new.gvk, new.namespace, new.op, new.inferred, 1)
+                ON CONFLICT (gvk, namespace, op, inferred) DO UPDATE SET n = n + 1;
+        END;
+        CREATE TRIGGER events_last_delete AFTER DELETE ON events BEGIN
+            UPDATE event_objects SET (last_ts, last_id, last_op) = (
+                SELECT e.ts, e.id, e.op FROM events e
+                WHERE e.gvk = old.gvk AND e.namespace = old.namespace AND e.name = old.name
+                ORDER BY e.ts DESC, e.id DESC LIMIT 1)
+            WHERE gvk = old.gvk AND namespace = old.namespace AND name = old.name AND last_id = old.id;
         END;
         """,
     ),
