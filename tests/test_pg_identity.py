@@ -134,7 +134,7 @@ def test_another_cluster_under_a_known_name_is_refused(tmp_path: Path, pg_url: s
                          home=tmp_path, timeout=120)
     finally:
         other.stop()
-    assert_one_error(second, "another cluster", emulator.cluster_uid, other.cluster_uid)
+    assert_one_error(second, "another cluster", emulator.cluster_uid, other.cluster_uid, "another history of the database (--context NAME)")
     assert _registry(pg_url) == before and _query(pg_url, "SELECT id FROM sktrace_h1.runs") == runs
 
 

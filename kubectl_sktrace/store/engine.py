@@ -61,6 +61,7 @@ class Cache:
     and the history's name); ``conn`` runs the shared SQL. Not shared between threads."""
 
     engine = "cache"
+    elsewhere = "another --cache FILE"  # where a user records what this cache refuses (another cluster or scope)
     path: str | Path
     conn: DbConnection
 

@@ -48,6 +48,7 @@ class PgCache(Cache):
     (``open_pg_readonly``)."""
 
     engine = "postgresql"
+    elsewhere = "another history of the database (--context NAME) or another --cache"
 
     def __init__(self, target: CacheUrl, conn: PgConnection, *, history_id: int, name: str, names: tuple[str, ...] = ()) -> None:
         self.target = target

@@ -129,12 +129,12 @@ class Recording:
             if stored["cluster.uid"] and identity.cluster_uid and stored["cluster.uid"] != identity.cluster_uid:
                 raise CacheError(
                     f"{where} was recorded from another cluster (kube-system uid {stored['cluster.uid']}, this one is "
-                    f"{identity.cluster_uid}); record this cluster into another --cache FILE"
+                    f"{identity.cluster_uid}); record this cluster into {self.cache.elsewhere}"
                 )
             if stored["cluster.server"] != identity.server and not (stored["cluster.uid"] and stored["cluster.uid"] == identity.cluster_uid):
                 raise CacheError(
                     f"{where} was recorded from another cluster ({stored['cluster.server']}, this one is {identity.server}); "
-                    "record this cluster into another --cache FILE"
+                    f"record this cluster into {self.cache.elsewhere}"
                 )
             if (stored["scope.namespace"] or "") != identity.namespace:
                 def scope(ns: str) -> str:
@@ -142,7 +142,7 @@ class Recording:
                 if self._holds_history():
                     raise CacheError(
                         f"{where} records {scope(stored['scope.namespace'] or '')}, not {scope(identity.namespace)}; "
-                        "record this scope into another --cache FILE"
+                        f"record this scope into {self.cache.elsewhere}"
                     )
                 self.cache.set_meta("scope.namespace", identity.namespace)
             if not stored["cluster.uid"] and identity.cluster_uid:
