@@ -410,6 +410,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     health = None if board is None or options.health_port is None else HealthServer(options.health_port, board)
     if health is not None:
         progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind).")
+
     def record(cache: Cache, kube: Any, server: str, cluster_uid: str) -> Summary:
         identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
         session = Session(

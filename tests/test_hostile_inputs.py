@@ -517,8 +517,8 @@ URL_COMMANDS: dict[str, list[str]] = {
 def test_a_cache_url_is_refused_or_names_its_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, url: str,
                                                       shown: str) -> None:
     """A URL other than a PostgreSQL database's is refused at once, and a database that cannot be reached is one
-    line, with any password masked, instead of becoming a local file under a directory named after the scheme.
-    The demo never records into a database."""
+    line, with any password masked, instead of becoming a local file under a directory named after the scheme
+    (``start`` meets the unreachable cluster first). The demo never records into a database."""
     (tmp_path / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
     monkeypatch.chdir(tmp_path)  # where a URL taken as a relative path would land
     before = _tree(tmp_path)
@@ -528,6 +528,9 @@ def test_a_cache_url_is_refused_or_names_its_database(tmp_path: Path, monkeypatc
         expected = f"--cache {shown}: only local sqlite files and postgresql:// URLs are supported"
     elif command == "demo":
         expected = f"--cache {shown}: the demo records a made-up cluster into a new local file, never into a database"
+    elif command == "start":
+        # a database's history is found by the cluster's identity, so the unreachable cluster is told first
+        expected = "cannot reach the API server at https://127.0.0.1:1"
     else:
         expected = f"cannot connect to {shown}"
     line = assert_one_error(run, expected)
