@@ -28,7 +28,7 @@ import contextlib
 import os
 import socket
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import CacheUrl, ClusterId
@@ -149,17 +149,24 @@ def open_pg(target: CacheUrl, *, create: bool, cluster: ClusterId | None = None,
     changes nothing in the registry but the new history)."""
     raw = connect(target, application=APPLICATION)
     conn = PgConnection(raw)
-    try:
+    with _closed_on_failure(conn, target, "use"):
         history_id, schema = _writable_history(conn, target, create=create, cluster=cluster, adopt=adopt)
         raw.execute(f'SET search_path TO "{schema}"')
         _migrate(conn, target, schema)
         name, *_ = names = pgregistry.history_names(raw, history_id)
+    return PgCache(target, conn, history_id=history_id, name=name, names=names)
+
+
+@contextlib.contextmanager
+def _closed_on_failure(conn: PgConnection, target: CacheUrl, verb: str) -> Iterator[None]:
+    """Whatever fails while a new connection finds its history closes it; the database's own errors become one line."""
+    try:
+        yield
     except BaseException as exc:
         conn.close()
         if isinstance(exc, psycopg_module().Error):
-            raise CacheError(f"cannot use cache {target} ({reason(exc, target)}); check the user's rights on the database") from None
+            raise CacheError(f"cannot {verb} cache {target} ({reason(exc, target)}); check the user's rights on the database") from None
         raise
-    return PgCache(target, conn, history_id=history_id, name=name, names=names)
 
 
 def open_pg_readonly(target: CacheUrl) -> PgCache:
@@ -167,16 +174,11 @@ def open_pg_readonly(target: CacheUrl) -> PgCache:
     changed or migrated."""
     raw = connect(target, application=APPLICATION)
     conn = PgConnection(raw, streaming=True)
-    try:
+    with _closed_on_failure(conn, target, "read"):
         raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         history_id, name, schema, names = _find_history(raw, target)
         raw.execute(f'SET LOCAL search_path TO "{schema}"')
         _applied(raw, target, schema)
-    except BaseException as exc:
-        conn.close()
-        if isinstance(exc, psycopg_module().Error):
-            raise CacheError(f"cannot read cache {target} ({reason(exc, target)}); check the user's rights on the database") from None
-        raise
     return PgCache(target, conn, history_id=history_id, name=name, names=names)
 
 
