@@ -81,11 +81,10 @@ def plan_runs(rng: random.Random) -> list[tuple[float, float]]:
 
 def _bodies(rng: random.Random) -> tuple[dict, dict]:
     """Encoded blobs and spec hashes: per (Deployment, version), and per CronJob (its Job's body too)."""
-    from sktrace_emulator.builders import deployment_object, sample_pod_template
-
-    from kubectl_sktrace.hashing import spec_hash
     from kubectl_sktrace.store import to_db_hash
     from kubectl_sktrace.store.bodies import encode_body
+    from kubectl_sktrace.trace.hashing import spec_hash
+    from sktrace_emulator.builders import deployment_object, sample_pod_template
 
     deployments = {}
     for i in range(DEPLOYMENTS):
@@ -119,9 +118,9 @@ def _bodies(rng: random.Random) -> tuple[dict, dict]:
 def _facts(body: dict, path: str) -> tuple:
     """``events.refs`` and ``events.daemonset`` as the recorder stores them (schema 0006); none for older code."""
     try:
-        from kubectl_sktrace.podrefs import distinct_references
-        from kubectl_sktrace.sanitize import is_daemonset_owned
         from kubectl_sktrace.store.bodies import refs_to_json
+        from kubectl_sktrace.trace.references import distinct_references
+        from kubectl_sktrace.trace.sanitize import is_daemonset_owned
     except ImportError:
         return ()
     return refs_to_json(distinct_references(body, [path])), int(is_daemonset_owned(body))
@@ -253,8 +252,8 @@ def child_export(cache_path: str, start: int, end: int) -> None:
     import resource
     import sqlite3
 
-    from kubectl_sktrace.export import export_trace
-    from kubectl_sktrace.exportoptions import ExportFilters
+    from kubectl_sktrace.export.options import ExportFilters
+    from kubectl_sktrace.export.window import export_trace
     from kubectl_sktrace.store import history, open_cache_readonly
 
     conn = sqlite3.connect(f"file:{cache_path}?mode=ro", uri=True)

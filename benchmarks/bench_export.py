@@ -8,7 +8,7 @@ resources, probes, volumes; labels and annotations) created, scaled and re-rolle
 rows as the recorder does (``store.bodies.encode_body``). Then, each in a fresh process so that peak RSS is
 its own:
 
-- export: ``kubectl_sktrace.export.export_trace`` of the whole history to a file (sktrace format);
+- export: ``kubectl_sktrace.export.window.export_trace`` of the whole history to a file (sktrace format);
   wall and CPU seconds of the process (CPU is what to compare on a shared machine);
 - reference: the same event objects decoded into memory first, then one ``msgpack.packb`` of the list of
   events (timed). Each runs ``--repeat`` times, in turn with the other; the run with the least CPU of each is
@@ -63,10 +63,10 @@ def deployment(i: int, version: int) -> dict:
 
 
 def build(path: Path, events: int) -> None:
-    from kubectl_sktrace.hashing import spec_hash
-    from kubectl_sktrace.podrefs import distinct_references
     from kubectl_sktrace.store import open_cache, to_db_hash
     from kubectl_sktrace.store.bodies import encode_body, refs_to_json
+    from kubectl_sktrace.trace.hashing import spec_hash
+    from kubectl_sktrace.trace.references import distinct_references
 
     with open_cache(path, create=True) as cache:
         with cache.transaction() as conn:
@@ -95,8 +95,8 @@ def build(path: Path, events: int) -> None:
 
 
 def child_export(path: str, out: str) -> None:
-    from kubectl_sktrace.export import export_trace
-    from kubectl_sktrace.exportoptions import ExportFilters
+    from kubectl_sktrace.export.options import ExportFilters
+    from kubectl_sktrace.export.window import export_trace
     from kubectl_sktrace.store import open_cache
 
     with open_cache(path, create=False) as cache, open(out, "wb") as stream:

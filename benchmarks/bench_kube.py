@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml  # noqa: E402
 
-from kubectl_sktrace.kube import Kube, Resource  # noqa: E402
-from kubectl_sktrace.kubeconfig import resolve_target  # noqa: E402
+from kubectl_sktrace.kube.client import Kube
+from kubectl_sktrace.kube.discovery import Resource  # noqa: E402
+from kubectl_sktrace.kube.kubeconfig import resolve_target  # noqa: E402
 from kubectl_sktrace.model import POD  # noqa: E402
 
 PODS = Resource(gvk=POD, plural="pods", namespaced=True, verbs=frozenset({"get", "list", "watch"}))

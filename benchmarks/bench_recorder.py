@@ -37,8 +37,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from sktrace_emulator import Emulator
 from sktrace_emulator.bulk import build_large_state
@@ -346,10 +346,9 @@ def bench_core(emu: Emulator, workdir: Path, events: int) -> None:
     import gc
     import json
 
-    from kubectl_sktrace.model import POD
-    from kubectl_sktrace.ingest import Ingest
-    from kubectl_sktrace.model import REPLICASET
-    from kubectl_sktrace.recorder import GC_THRESHOLD
+    from kubectl_sktrace.model import POD, REPLICASET
+    from kubectl_sktrace.record.ingest import Ingest
+    from kubectl_sktrace.record.session import GC_THRESHOLD
     from kubectl_sktrace.store import open_cache
     from kubectl_sktrace.store.recording import Recording
     from kubectl_sktrace.tracerconfig import default_config
@@ -405,10 +404,9 @@ def bench_long_run(emu: Emulator, workdir: Path, events: int) -> None:
     import gc
     import json
 
-    from kubectl_sktrace.model import GVK, POD
-    from kubectl_sktrace.ingest import Ingest
-    from kubectl_sktrace.model import REPLICASET
-    from kubectl_sktrace.recorder import GC_THRESHOLD
+    from kubectl_sktrace.model import GVK, POD, REPLICASET
+    from kubectl_sktrace.record.ingest import Ingest
+    from kubectl_sktrace.record.session import GC_THRESHOLD
     from kubectl_sktrace.store import open_cache
     from kubectl_sktrace.store.recording import Recording
     from kubectl_sktrace.tracerconfig import default_config
@@ -459,8 +457,8 @@ def bench_long_run(emu: Emulator, workdir: Path, events: int) -> None:
 
 _RAW_READER = '''
 import sys, threading, time
-from kubectl_sktrace.kubeconfig import resolve_target
-from kubectl_sktrace.kube import Kube
+from kubectl_sktrace.kube.kubeconfig import resolve_target
+from kubectl_sktrace.kube.client import Kube
 from kubectl_sktrace.model import POD
 kube = Kube.connect(resolve_target(kubeconfig=sys.argv[1], context=None))
 resource = kube.discover([POD])[0][POD]

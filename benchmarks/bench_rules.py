@@ -12,10 +12,10 @@ import json
 import time
 from typing import Any, Callable
 
-from kubectl_sktrace.changes import Known, decide_applied
-from kubectl_sktrace.lifecycle import derive_lifecycle
 from kubectl_sktrace.model import POD
-from kubectl_sktrace.sanitize import read_head, sanitize
+from kubectl_sktrace.record.changes import Known, decide_applied
+from kubectl_sktrace.trace.lifecycle import derive_lifecycle
+from kubectl_sktrace.trace.sanitize import read_head, sanitize
 
 
 def realistic_pod() -> dict[str, Any]:

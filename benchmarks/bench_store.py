@@ -47,10 +47,10 @@ def _open(where: str) -> object:
 def child_ingest(where: str, pods: int) -> dict[str, float]:
     from test_ingest import CONFIG, deployment, pod, replicaset
 
-    from kubectl_sktrace.ingest import Ingest
     from kubectl_sktrace.model import DEPLOYMENT, POD, REPLICASET
+    from kubectl_sktrace.record.ingest import Ingest
+    from kubectl_sktrace.record.writer import Writer
     from kubectl_sktrace.store.recording import Recording
-    from kubectl_sktrace.writer import Writer
 
     cache = _open(where)
     rec = Recording(cache)  # type: ignore[arg-type]
@@ -110,8 +110,8 @@ def child_copy(source: str, destination: str) -> dict[str, float]:
 
 
 def child_export(where: str, events: int, out: str) -> dict[str, float]:
-    from kubectl_sktrace.export import export_to
-    from kubectl_sktrace.exportoptions import ExportFilters
+    from kubectl_sktrace.export.options import ExportFilters
+    from kubectl_sktrace.export.window import export_to
     from kubectl_sktrace.model import CacheUrl
 
     location = CacheUrl(where, "bench") if where.startswith("postgresql://") else where

@@ -48,7 +48,7 @@ RELEASE_URL = "https://github.com/kubectl-sktrace/kubectl-sktrace/releases/downl
 
 # distribution name -> why it is not bundled
 EXCLUDED = {
-    "siphash24": "compiled; kubectl_sktrace.hashing falls back to pure-Python SipHash",
+    "siphash24": "compiled; kubectl_sktrace.trace.hashing falls back to pure-Python SipHash",
     "orjson": "compiled; kubectl_sktrace.kube.stream falls back to the standard json module",
 }
 # distribution name -> import names whose compiled extension is dropped in favour of the pure fallback

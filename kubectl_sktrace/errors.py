@@ -51,7 +51,7 @@ class ForbiddenError(KubeError):
         self.user = user  # whom the API server refused, when its message says: the subject to bind a role to
 
 
-# --- API access: failures the watch engine retries (raised by kube, handled by watching.py) ---
+# --- API access: failures the watch engine retries (raised by kube, handled by record/watching.py) ---
 
 
 class TransientError(KubeError):

@@ -176,3 +176,87 @@ def reconciliation_to_dict(report: Reconciliation) -> dict[str, Any]:
         "podsFinishedWhileOffline": {"count": report.pods.count, "pods": [_pod_row(p) for p in report.pods.items],
                                      "more": report.pods.more},
     }
+
+
+def _clock(ts: float, day: str) -> str:
+    """``10:45:00`` on the day ``day`` (``YYYY-MM-DD``), else the whole RFC 3339 time."""
+    text = format_time(ts)
+    return text[11:19] if text[:10] == day else text
+
+
+def _span(since: float, until: float) -> str:
+    """``2026-11-23T10:02:11Z → 11:30:05 (1h27m54s)``."""
+    return f"{format_time(since)} → {_clock(until, format_time(since)[:10])} ({format_duration(until - since)})"
+
+
+def _headline(report: Reconciliation) -> str | None:
+    """The one line said when there is no list to show, else None."""
+    if report.offline_since is None:
+        return "First recording into this cache: no offline time to reconcile."
+    if report.synced is None:
+        return f"Run {report.run_id} has not finished its initial lists: nothing reconciled yet."
+    if report.empty:
+        return (f"Offline {_span(report.offline_since, report.offline_until)}: nothing was deleted, created or "
+                "changed, and no pod finished.")
+    return None
+
+
+def _block(title: str, names: list[str], details: list[str], more: int) -> list[str]:
+    width = max(len(n) for n in names)
+    lines = [f"  {title}:"] + [f"    {n.ljust(width)}  {d}".rstrip() for n, d in zip(names, details)]
+    if more:
+        lines.append(f"    +{more} more")
+    return lines
+
+
+def reconciliation_lines(report: Reconciliation) -> list[str]:
+    """The report for people: the offline gap, then per kind what was deleted, created and changed while offline
+    (the first objects named, with their times), then the pods that finished meanwhile."""
+    headline = _headline(report)
+    if headline is not None:
+        return [headline]
+    assert report.offline_since is not None
+    day = format_time(report.offline_since)[:10]
+    lines = [f"Offline {_span(report.offline_since, report.offline_until)}; found by this run's initial lists:"]
+    for kind in report.kinds:
+        for what, sample in (("deleted", kind.deleted), ("created", kind.created), ("changed", kind.changed)):
+            if not sample.count:
+                continue
+            details = []
+            for c in sample.items:
+                if what == "deleted":
+                    seen = "-" if c.before is None else _clock(c.before, day)
+                    details.append(f"last seen {seen} → found gone {_clock(c.found, day)}")
+                elif what == "created":
+                    details.append(f"created {_clock(c.created, day)}" if c.created is not None else f"found {_clock(c.found, day)}")
+                else:
+                    last = "-" if c.before is None else _clock(c.before, day)
+                    details.append(f"last recorded {last} → found changed {_clock(c.found, day)}")
+            lines += _block(f"{kind.gvk} {what} while offline ({sample.count})", [c.key.ns_name for c in sample.items],
+                            details, sample.more)
+    if report.pods.count:
+        pods = report.pods
+        details = [
+            f"ended {_clock(p.end_ts, day)}{' (vanished: ended earlier)' if p.end_inferred else ''}"
+            + (f"  owner {p.owner}" if p.owner else "")
+            for p in pods.items
+        ]
+        lines += _block(f"pods finished while offline ({pods.count})", [f"{p.namespace}/{p.name}" for p in pods.items],
+                        details, pods.more)
+    return lines
+
+
+def reconciliation_brief(report: Reconciliation) -> list[str]:
+    """A short block (``status``): the gap and the counts per kind, no names."""
+    headline = _headline(report)
+    if headline is not None:
+        return [headline]
+    assert report.offline_since is not None
+    lines = [f"Offline {_span(report.offline_since, report.offline_until)}, reconciled by run {report.run_id}:"]
+    for kind in report.kinds:
+        counts = [f"{s.count} {what}" for what, s in (("deleted", kind.deleted), ("created", kind.created), ("changed", kind.changed))
+                  if s.count]
+        lines.append(f"  {kind.gvk}: {', '.join(counts)} while offline")
+    if report.pods.count:
+        lines.append(f"  pods: {report.pods.count} finished while offline")
+    return lines

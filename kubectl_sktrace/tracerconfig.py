@@ -18,14 +18,24 @@ Pure: no I/O except ``load_config``, which reads the one file it is given.
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import Any, Collection, Iterator, Mapping
 
 import yaml
 
 from kubectl_sktrace.errors import ConfigError, UsageError
-from kubectl_sktrace.model import CRONJOB, DAEMONSET, DEPLOYMENT, GVK, JOB, OWNER_KINDS, POD, REPLICASET, SECRET, STATEFULSET
+from kubectl_sktrace.model import (
+    CRONJOB,
+    DAEMONSET,
+    DEPLOYMENT,
+    GVK,
+    JOB,
+    OWNER_KINDS,
+    POD,
+    REPLICASET,
+    SECRET,
+    STATEFULSET,
+)
 
 KNOWN_TEMPLATE_PATHS: dict[GVK, tuple[str, ...]] = {
     CRONJOB: ("/spec/jobTemplate/spec/template",),

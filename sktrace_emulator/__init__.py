@@ -104,7 +104,12 @@ facade: HTTP(S) server, kubeconfig, fault knobs), ``builders`` (objects as contr
 ``workload`` (controllers, kubelet, load), ``bulk`` (fast paths for benchmarks), ``__main__`` (the command).
 """
 
-from sktrace_emulator.builders import RUN_SECONDS, deployment_object, finished_status, sample_pod_template
+from sktrace_emulator.builders import (
+           RUN_SECONDS,
+           deployment_object,
+           finished_status,
+           sample_pod_template,
+)
 from sktrace_emulator.bulk import RestartStorm, build_large_state
 from sktrace_emulator.records import ApiError, ResourceType
 from sktrace_emulator.server import Emulator

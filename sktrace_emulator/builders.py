@@ -13,7 +13,6 @@ import random
 
 from sktrace_emulator.records import Obj, rfc3339
 
-
 RUN_SECONDS = "sktrace.io/run-seconds"
 
 

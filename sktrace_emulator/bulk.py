@@ -7,7 +7,15 @@ from __future__ import annotations
 import gc
 import random
 
-from sktrace_emulator.builders import deployment_object, node_object, owner_reference, pod_from_template, pod_ip, running_status, template_hash
+from sktrace_emulator.builders import (
+    deployment_object,
+    node_object,
+    owner_reference,
+    pod_from_template,
+    pod_ip,
+    running_status,
+    template_hash,
+)
 from sktrace_emulator.records import Obj, Stored, random_suffix, rfc3339, serialize
 from sktrace_emulator.server import Emulator
 from sktrace_emulator.state import default_pod

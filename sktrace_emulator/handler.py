@@ -17,16 +17,17 @@ import os
 import socket
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from sktrace_emulator.records import ApiError, Obj, ResourceType, Stored
-from sktrace_emulator.selectors import Filter, parse_field_selector, parse_label_selector
+from sktrace_emulator.records import ApiError, Failure, Obj, ResourceType, Stored
+from sktrace_emulator.selectors import (
+    Filter,
+    parse_field_selector,
+    parse_label_selector,
+)
+from sktrace_emulator.state import Store
 from sktrace_emulator.tables import table, table_event
-
-if TYPE_CHECKING:
-    from sktrace_emulator.server import Emulator
-
 
 SERVER_VERSION = {
     "major": "1",
@@ -63,9 +64,33 @@ class _Dropped(Exception):
     """The watch was cut by ``drop_watches``: close the socket without the terminating chunk."""
 
 
+class Serving(Protocol):
+    """What a request handler asks of the emulator serving it (``server.Emulator``): its store, its settings and
+    the faults a test armed."""
+
+    store: Store
+    token: str
+    user: str
+    port: int
+    framing: str
+    bookmark_interval: float
+    list_seconds_per_mb: float
+    drop_generation: int
+    unauthorized: int
+    delay: float
+
+    def denies(self, verb: str, rtype: ResourceType, namespace: str | None, name: str = "") -> bool: ...
+
+    def take_failure(self, kind: str) -> Failure | None: ...
+
+    def take_forced_410(self, kind: str) -> bool: ...
+
+    def serves(self, server: object) -> bool: ...
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    emulator: Emulator
+    emulator: Serving
     server_version = "sktrace-emulator"
 
     def setup(self) -> None:
@@ -130,8 +155,8 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self) -> None:
         emu = self.emulator
         try:
-            if emu._delay:
-                time.sleep(emu._delay)
+            if emu.delay:
+                time.sleep(emu.delay)
             scheme, _, token = self.headers.get("Authorization", "").partition(" ")
             if scheme.lower() != "bearer" or token != emu.token:  # the scheme is case-insensitive, as the API server's
                 emu.unauthorized += 1
@@ -191,9 +216,9 @@ class Handler(BaseHTTPRequestHandler):
         verb = _request_verb(self.command, name=name, watch=query.get("watch") in ("1", "true", "True"))
         # the API server's request info puts a namespace's own path inside that namespace
         scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
-        if self.emulator._denies(verb, rtype, scope, name):
+        if self.emulator.denies(verb, rtype, scope, name):
             raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
-        failure = self.emulator._take_failure(rtype.kind)
+        failure = self.emulator.take_failure(rtype.kind)
         if failure is not None:
             if failure.status == 403:
                 raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
@@ -356,7 +381,7 @@ class Handler(BaseHTTPRequestHandler):
         generation = emu.drop_generation
         initial: list[Stored] = []
         error: ApiError | None = None
-        if emu._take_forced_410(rtype.kind):
+        if emu.take_forced_410(rtype.kind):
             error = ApiError(410, "Expired", f"too old resource version: {rv_param or store.rv} ({store.rv})")
             position = 0
         elif rv_param in ("", "0"):
@@ -402,7 +427,7 @@ class Handler(BaseHTTPRequestHandler):
         while True:
             with store.changed:
                 while True:
-                    if emu.drop_generation != generation or emu._httpd is not self.server:
+                    if emu.drop_generation != generation or not emu.serves(self.server):
                         raise _Dropped()  # dropped, or its server stopped (a connection accepted while it stopped)
                     events = history.since(position)
                     if events is None or events:

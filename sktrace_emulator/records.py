@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-
 Obj = dict[str, Any]
 
 
@@ -231,3 +230,13 @@ class Snapshot:
     rv: int
     items: tuple[Stored, ...]
     created: float = field(default_factory=time.monotonic)
+
+
+class Failure:
+    """A failure a test armed (``Emulator.fail``): the status the next ``count`` requests for ``kind`` get."""
+
+    def __init__(self, kind: str | None, status: int, count: int, retry_after: int | None) -> None:
+        self.kind = kind
+        self.status = status
+        self.remaining = count
+        self.retry_after = retry_after

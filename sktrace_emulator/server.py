@@ -21,24 +21,15 @@ from http.server import ThreadingHTTPServer
 from typing import Iterable
 
 from sktrace_emulator.handler import LIST_SECONDS_PER_MB, Handler
-from sktrace_emulator.records import Obj, ResourceType
+from sktrace_emulator.records import Failure, Obj, ResourceType
 from sktrace_emulator.selectors import Filter
 from sktrace_emulator.state import Store
-
 
 _VIEW_VERBS = frozenset({"get", "list", "watch"})
 
 # how watch events are framed: "per-event" (one chunk per event, as a real API server) or "batched" (a burst in
 # one chunk: a reader's ceiling)
 FRAMINGS = ("per-event", "batched")
-
-
-class _Failure:
-    def __init__(self, kind: str | None, status: int, count: int, retry_after: int | None) -> None:
-        self.kind = kind
-        self.status = status
-        self.remaining = count
-        self.retry_after = retry_after
 
 
 class Emulator:
@@ -71,9 +62,9 @@ class Emulator:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._knob_lock = threading.Lock()
-        self._failures: list[_Failure] = []
+        self._failures: list[Failure] = []
         self._forced_410: dict[str | None, int] = {}
-        self._delay = 0.0
+        self.delay = 0.0
         self.drop_generation = 0
         self.user = "system:serviceaccount:default:sktrace"
         self._view_namespaces: frozenset[str] | None = None  # None: every request is allowed
@@ -215,10 +206,14 @@ class Emulator:
 
     def fail(self, kind: str | None, status: int, *, count: int = 1, retry_after: int | None = None) -> None:
         with self._knob_lock:
-            self._failures.append(_Failure(kind, status, count, retry_after))
+            self._failures.append(Failure(kind, status, count, retry_after))
+
+    def serves(self, server: object) -> bool:
+        """Whether ``server`` is the one now serving: a handler of a stopped or restarted server ends its stream."""
+        return self._httpd is server
 
     def set_delay(self, seconds: float) -> None:
-        self._delay = seconds
+        self.delay = seconds
 
     def grant_view(self, namespaces: Iterable[str] | None, *, user: str | None = None) -> None:
         """Authorize HTTP requests as RBAC does for a user whose only grant is a RoleBinding to ``view`` in each
@@ -233,7 +228,7 @@ class Emulator:
 
     # knob checks (server side)
 
-    def _take_failure(self, kind: str) -> _Failure | None:
+    def take_failure(self, kind: str) -> Failure | None:
         with self._knob_lock:
             for failure in self._failures:
                 if failure.remaining > 0 and failure.kind in (None, kind):
@@ -254,7 +249,7 @@ class Emulator:
             if user is not None:
                 self.user = user
 
-    def _denies(self, verb: str, rtype: ResourceType, namespace: str | None, name: str = "") -> bool:
+    def denies(self, verb: str, rtype: ResourceType, namespace: str | None, name: str = "") -> bool:
         if self._rules is not None:
             bound, rules = self._rules
             if bound is not None and namespace != bound:
@@ -265,7 +260,7 @@ class Emulator:
             return False
         return verb not in _VIEW_VERBS or namespace not in granted or (rtype.group, rtype.plural) == ("", "secrets")
 
-    def _take_forced_410(self, kind: str) -> bool:
+    def take_forced_410(self, kind: str) -> bool:
         with self._knob_lock:
             for key in (kind, None):
                 if self._forced_410.get(key, 0) > 0:

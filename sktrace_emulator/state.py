@@ -34,7 +34,19 @@ import uuid
 from typing import Any, Callable, Iterable
 
 from sktrace_emulator.patches import json_patch, merge_patch
-from sktrace_emulator.records import BUILTIN_TYPES, ApiError, Event, History, Obj, ResourceType, Snapshot, Stored, random_suffix, rfc3339, serialize
+from sktrace_emulator.records import (
+    BUILTIN_TYPES,
+    ApiError,
+    Event,
+    History,
+    Obj,
+    ResourceType,
+    Snapshot,
+    Stored,
+    random_suffix,
+    rfc3339,
+    serialize,
+)
 from sktrace_emulator.selectors import Filter
 
 

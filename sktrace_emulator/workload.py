@@ -29,7 +29,19 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from sktrace_emulator.builders import EVERY_SECONDS, RUN_SECONDS, deployment_object, finished_status, node_object, owner_reference, pod_from_template, running_status, sample_containers, sample_pod_template, template_hash
+from sktrace_emulator.builders import (
+    EVERY_SECONDS,
+    RUN_SECONDS,
+    deployment_object,
+    finished_status,
+    node_object,
+    owner_reference,
+    pod_from_template,
+    running_status,
+    sample_containers,
+    sample_pod_template,
+    template_hash,
+)
 from sktrace_emulator.records import ApiError, Obj, ResourceType, Stored, rfc3339
 from sktrace_emulator.selectors import Filter
 from sktrace_emulator.server import Emulator

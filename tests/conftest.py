@@ -15,14 +15,14 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from kubectl_sktrace.hashing import spec_hash
+from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, CacheUrl, ObjKey
 from kubectl_sktrace.store import open_cache, to_db_hash
-from kubectl_sktrace.podrefs import distinct_references
-from kubectl_sktrace.sanitize import is_daemonset_owned
 from kubectl_sktrace.store.bodies import encode_body, refs_to_json
+from kubectl_sktrace.trace.hashing import spec_hash
+from kubectl_sktrace.trace.references import distinct_references
+from kubectl_sktrace.trace.sanitize import is_daemonset_owned
 from kubectl_sktrace.tracerconfig import TracerConfig, parse_config
-from kubectl_sktrace.errors import ConfigError
 
 # --- foundation: the SimKube trace fixtures (copied from ../shared/fixtures/simkube) ----------------------
 
@@ -56,7 +56,7 @@ def bare_pods_path() -> Path:
 
 def assert_valid_trace(data: bytes, tmp_path: Path) -> None:
     """Every export must pass ``validate`` (docs/spec.md §8.2 and SimKube's rules)."""
-    from kubectl_sktrace.validation import validate_trace
+    from kubectl_sktrace.trace.validation import validate_trace
 
     path = tmp_path / "check.sktrace"
     path.write_bytes(data)

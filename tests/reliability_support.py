@@ -106,7 +106,7 @@ class GroundTruth:
     """
 
     def __init__(self, emu: Any) -> None:
-        from kubectl_sktrace.hashing import spec_hash
+        from kubectl_sktrace.trace.hashing import spec_hash
 
         self.changes: list[Change] = []
         self.rs_owner: dict[str, tuple[str, str]] = {}  # ReplicaSet uid -> (owner gvk, "ns/name")
@@ -227,9 +227,9 @@ class Traffic:
 
     def _churn(self) -> None:
         """Create, delete and re-create (same name, new uid) Deployments and delete finished Jobs."""
+        from sktrace_emulator.builders import deployment_object
         from sktrace_emulator.records import ApiError
         from sktrace_emulator.selectors import Filter
-        from sktrace_emulator.builders import deployment_object
 
         store, rng = self.emu.store, self.rng
         t_deploy, t_job = store.type_of("apps/v1", "Deployment"), store.type_of("batch/v1", "Job")
@@ -541,8 +541,8 @@ def _truth_lives(changes: Sequence[Change]) -> dict[Key, list[_Life]]:
 
 
 def _exported_lives(trace: Any, namespaces: frozenset[str]) -> tuple[dict[Key, list[_Life]], int, list[str]]:
-    from kubectl_sktrace.hashing import spec_hash
-    from kubectl_sktrace.sanitize import object_key
+    from kubectl_sktrace.trace.hashing import spec_hash
+    from kubectl_sktrace.trace.sanitize import object_key
 
     lives: dict[Key, list[_Life]] = {}
     changes, duplicates = 0, []

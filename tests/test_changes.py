@@ -6,10 +6,17 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.changes import Decision, decide_applied, event_second, is_skipped_owned, same_uid, vanished
-from kubectl_sktrace.hashing import spec_hash
 from kubectl_sktrace.model import GVK, POD, LiveObject, ObjKey
-from kubectl_sktrace.sanitize import read_head
+from kubectl_sktrace.record.changes import (
+    Decision,
+    decide_applied,
+    event_second,
+    is_skipped_owned,
+    same_uid,
+    vanished,
+)
+from kubectl_sktrace.trace.hashing import spec_hash
+from kubectl_sktrace.trace.sanitize import read_head
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 

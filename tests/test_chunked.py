@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_sktrace.kube.chunked import MAX_HEAD, ChunkedLines, FramingError, chunk_size
+from kubectl_sktrace.kube.chunked import (
+    MAX_HEAD,
+    ChunkedLines,
+    FramingError,
+    chunk_size,
+)
 
 
 def chunk(data: bytes, *, size: bytes | None = None, ext: bytes = b"") -> bytes:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-
 from conftest import CacheBuilder, obj
+
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.kubeconfig import default_cache_path
+from kubectl_sktrace.kube.kubeconfig import default_cache_path
 from kubectl_sktrace.store import WriterLock, open_cache
 from kubectl_sktrace.store.recording import Identity, Recording
 
@@ -353,7 +353,7 @@ def test_a_prune_without_vacuum_frees_no_disk_space_and_says_what_is_reusable(tm
 
 
 def test_demo_help_states_the_true_minimum() -> None:
-    from kubectl_sktrace import demo
+    from kubectl_sktrace.cli import demo
 
     out = " ".join(run(["demo", "--help"])[1].split())
     assert f"--record-seconds N Seconds of recording in all (at least {demo.MIN_RECORD_SECONDS}: two recordings of 2 seconds)" in out

@@ -4,10 +4,10 @@ import os
 import msgpack
 import pytest
 from click.testing import CliRunner
-
 from conftest import obj
+
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.exportoptions import DEFAULT_EXCLUDED_NAMESPACES
+from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
 
 NOW = 1_800_000_000
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from sktrace_emulator import Emulator
-from kubectl_sktrace.store.bodies import decode_body
 from reliability_support import run_cli
+
+from kubectl_sktrace.store.bodies import decode_body
+from sktrace_emulator import Emulator
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from kubectl_sktrace.cli import cli
+from kubectl_sktrace.trace.format import Trace, encode_trace
 from sktrace_emulator import Emulator
-from kubectl_sktrace.traceformat import Trace, encode_trace
 
 DATA = Path(__file__).parent / "data"
 CRONJOB = str(DATA / "cronjob.sktrace")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.completion import kubectl_complete
+from kubectl_sktrace.cli.completion import kubectl_complete
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.recording import Identity, Recording

@@ -19,12 +19,22 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
-from kubectl_sktrace import traceformat
-from kubectl_sktrace.model import mask_url
 from reliability_support import (
-    EXE, Cache, Database, Recorder, Run, Traffic, assert_one_error, integrity_check, private_env, query, run_cli,
+    EXE,
+    Cache,
+    Database,
+    Recorder,
+    Run,
+    Traffic,
+    assert_one_error,
+    integrity_check,
+    private_env,
+    query,
+    run_cli,
 )
+
+from kubectl_sktrace.model import mask_url
+from kubectl_sktrace.trace import format as traceformat
 
 pytestmark = pytest.mark.timeout(240)
 

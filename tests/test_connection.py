@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.store import SCHEMA_VERSION, WriterLock, open_cache, open_cache_readonly
+from kubectl_sktrace.store import (
+    SCHEMA_VERSION,
+    WriterLock,
+    open_cache,
+    open_cache_readonly,
+)
 from kubectl_sktrace.store.connection import writer_active
 
 

@@ -28,10 +28,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from reliability_support import (
-    Cache, Database, GroundTruth, Recorder, Traffic, assert_one_error, check_lifecycles, committed_events, compare, integrity_check,
-    recorded, run_cli, runs, settle,
+    Cache,
+    Database,
+    GroundTruth,
+    Recorder,
+    Traffic,
+    assert_one_error,
+    check_lifecycles,
+    committed_events,
+    compare,
+    integrity_check,
+    recorded,
+    run_cli,
+    runs,
+    settle,
 )
 
 pytestmark = pytest.mark.timeout(900)
@@ -69,7 +80,7 @@ def _kill_once(rec: Recorder, phase: str, rng: random.Random) -> str:
 
 def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path, engine: str) -> None:
     """On either engine (a file, or a history in a PostgreSQL database: ``conftest.engine``)."""
-    from kubectl_sktrace import traceformat
+    from kubectl_sktrace.trace import format as traceformat
     from sktrace_emulator import Emulator
 
     rng = random.Random(SEED)
@@ -130,7 +141,7 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path, engine: str) ->
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
-    from kubectl_sktrace.sanitize import object_key
+    from kubectl_sktrace.trace.sanitize import object_key
 
     key = object_key(obj)
     assert key is not None
@@ -169,7 +180,7 @@ def _deployment(name: str, *, image: str) -> dict[str, Any]:
 
 
 def _export_and_compare(tmp_path: Path, cache: Path, truth: GroundTruth, t0: float) -> list[str]:
-    from kubectl_sktrace import traceformat
+    from kubectl_sktrace.trace import format as traceformat
 
     out = tmp_path / "out.sktrace"
     run = run_cli(["export", "--cache", str(cache), "-s", f"@{int(t0) - 5}", "-t", f"@{int(time.time()) + 2}",

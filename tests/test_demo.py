@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.demo import split_seconds
-from kubectl_sktrace.traceformat import read_trace
-from kubectl_sktrace.validation import validate_trace
+from kubectl_sktrace.cli.demo import split_seconds
+from kubectl_sktrace.trace.format import read_trace
+from kubectl_sktrace.trace.validation import validate_trace
 
 
 def _env(tmpdir: Path) -> dict[str, str]:
@@ -170,7 +170,7 @@ def test_bad_options_are_one_error_line_before_anything_starts(args: list[str], 
 
 
 def test_closing_words_name_the_trace_and_the_kept_cache() -> None:
-    from kubectl_sktrace.demo import DemoResult, closing_words
+    from kubectl_sktrace.cli.demo import DemoResult, closing_words
 
     text = closing_words(DemoResult(trace="/w/t.sktrace", cache="d.db", seconds=23.6), output_file="t.sktrace")
     assert text.splitlines() == [

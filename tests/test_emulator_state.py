@@ -8,7 +8,11 @@ import pytest
 
 from sktrace_emulator.patches import merge_patch
 from sktrace_emulator.records import ApiError
-from sktrace_emulator.selectors import Filter, parse_field_selector, parse_label_selector
+from sktrace_emulator.selectors import (
+    Filter,
+    parse_field_selector,
+    parse_label_selector,
+)
 from sktrace_emulator.state import Store
 
 

@@ -28,10 +28,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_sktrace.export import ExportReport, export_trace
-from kubectl_sktrace.exportoptions import ExportFilters
-from kubectl_sktrace.ingest import Ingest
+from kubectl_sktrace.export.options import ExportFilters
+from kubectl_sktrace.export.window import ExportReport, export_trace
 from kubectl_sktrace.model import GVK, POD, REPLICASET, ObjKey
+from kubectl_sktrace.record.ingest import Ingest
 from kubectl_sktrace.store import Cache, open_cache
 from kubectl_sktrace.store.recording import Recording
 from kubectl_sktrace.tracerconfig import config_to_yaml, parse_config

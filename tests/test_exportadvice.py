@@ -2,7 +2,14 @@ from collections import Counter
 
 import pytest
 
-from kubectl_sktrace.exportadvice import Blind, LeftOut, coverage_block, default_namespace_note, empty_trace_reason, merge_blind
+from kubectl_sktrace.export.advice import (
+    Blind,
+    LeftOut,
+    coverage_block,
+    default_namespace_note,
+    empty_trace_reason,
+    merge_blind,
+)
 
 END = 1_800_000_000
 TAIL = ", or pass --allow-empty to write it anyway"

@@ -2,26 +2,23 @@
 where none are stored: the same trace, the same warnings."""
 
 import io
+from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from collections import Counter
-
 import yaml
-
 from conftest import DEFAULT_CONFIG_YAML, CacheBuilder, obj
-from kubectl_sktrace import exportevents
-from kubectl_sktrace.export import export_trace
-from kubectl_sktrace.exportevents import count_groups, groups, stored_refs_usable
-from kubectl_sktrace.exportoptions import ExportFilters
+
+from kubectl_sktrace.export import events as exportevents
+from kubectl_sktrace.export.events import count_groups, groups, stored_refs_usable
+from kubectl_sktrace.export.options import ExportFilters
+from kubectl_sktrace.export.window import export_trace
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.store import open_cache, open_cache_readonly, schema
-from kubectl_sktrace.store import history
+from kubectl_sktrace.store import history, open_cache, open_cache_readonly, schema
 from kubectl_sktrace.store.history import Run
-from kubectl_sktrace.traceformat import decode_trace
+from kubectl_sktrace.trace.format import decode_trace
+from kubectl_sktrace.trace.validation import RULES, ReferenceRules, validate_trace
 from kubectl_sktrace.tracerconfig import parse_config
-from kubectl_sktrace.validation import RULES, ReferenceRules, validate_trace
 
 WIDGET = GVK("example.com", "v1", "Widget")
 WIDGET_A = "trackedObjects:\n  example.com/v1.Widget:\n    podSpecTemplatePaths: [/spec/a]\n"

@@ -33,8 +33,17 @@ from typing import Any, Callable
 
 import pytest
 import yaml
-
-from reliability_support import GroundTruth, Recorder, Traffic, check_lifecycles, compare, recorded, run_cli, runs, settle
+from reliability_support import (
+    GroundTruth,
+    Recorder,
+    Traffic,
+    check_lifecycles,
+    compare,
+    recorded,
+    run_cli,
+    runs,
+    settle,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -167,7 +176,7 @@ FAULTS = [
 @pytest.mark.parametrize(("inject", "blind"), FAULTS)
 def test_recording_survives_the_fault(tmp_path: Path, request: pytest.FixtureRequest, inject: Callable[[Any, dict[str, Any]], int],
                                       blind: bool) -> None:
-    from kubectl_sktrace import traceformat
+    from kubectl_sktrace.trace import format as traceformat
     from sktrace_emulator import Emulator
 
     fault = request.node.callspec.id

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from kubectl_sktrace.cli.globalflags import (
+    global_spelling,
+    hoist_global_flags,
+    lacks_command,
+    namespace_scope,
+    refusal,
+)
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.globalflags import global_spelling, hoist_global_flags, lacks_command, namespace_scope, refusal
 
 COMMANDS = {"status", "export", "inspect", "start"}
 

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace import hashing
-from kubectl_sktrace.traceformat import read_trace
+from kubectl_sktrace.trace import hashing
+from kubectl_sktrace.trace.format import read_trace
 
 SPEC_VECTORS = [
     pytest.param({"replicas": 42}, 3664028200602729212, id="replicas"),

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.health import STALE_AFTER, HealthBoard, HealthSample, HealthServer, verdict
+from kubectl_sktrace.record.health import (
+    STALE_AFTER,
+    HealthBoard,
+    HealthSample,
+    HealthServer,
+    verdict,
+)
 
 NOW = 1000.0
 LIVE = HealthSample(committed=NOW - 0.4, synced=True)

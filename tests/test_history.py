@@ -1,12 +1,12 @@
 import math
 
 import pytest
-
 from conftest import key_of, obj
-from kubectl_sktrace.hashing import spec_hash
+
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store import history
 from kubectl_sktrace.store.history import Run, config_in_force, known_until, uncovered
+from kubectl_sktrace.trace.hashing import spec_hash
 
 
 def dep(name, replicas=1):

@@ -20,10 +20,18 @@ from typing import Any, Callable
 
 import pytest
 from click.testing import CliRunner
+from reliability_support import (
+    DATA,
+    EXE,
+    Run,
+    assert_one_error,
+    private_env,
+    run_cli,
+    snapshot,
+)
 
-from kubectl_sktrace import traceformat
 from kubectl_sktrace.cli import cli
-from reliability_support import DATA, EXE, Run, assert_one_error, private_env, run_cli, snapshot
+from kubectl_sktrace.trace import format as traceformat
 
 CRONJOB = DATA / "cronjob.sktrace"
 GOOD = traceformat.read_trace(CRONJOB)
@@ -863,8 +871,9 @@ def _file_limit(size: int) -> Callable[[], None]:
 def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
     """The cache's files may not grow past 300 KB (``ulimit -f``): the recorder stops with one line, and what
     it committed before stays readable and intact."""
-    from sktrace_emulator import Emulator
     from reliability_support import Traffic, committed_events, integrity_check
+
+    from sktrace_emulator import Emulator
 
     with Emulator(seed=31) as emu:
         kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"

@@ -7,13 +7,13 @@ from typing import Any, Iterator
 
 import pytest
 
-from kubectl_sktrace import hashing
-from kubectl_sktrace.ingest import Ingest
 from kubectl_sktrace.model import GVK, POD, REPLICASET, ObjKey
+from kubectl_sktrace.record.ingest import Ingest
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.store.recording import Recording
-from kubectl_sktrace.tracerconfig import TrackedObject, TracerConfig
+from kubectl_sktrace.trace import hashing
+from kubectl_sktrace.tracerconfig import TracerConfig, TrackedObject
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 SECRET = GVK("", "v1", "Secret")
@@ -385,7 +385,7 @@ def test_a_row_written_after_a_commit_is_never_received_before_that_commits_hear
 def test_each_object_is_read_once_per_message(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     """One reading of an object's metadata (its head) serves every rule: a pod that is tracked, lifecycle-owned
     and listed, then watched, is read once per item and once per event."""
-    from kubectl_sktrace import sanitize
+    from kubectl_sktrace.trace import sanitize
 
     reads: list[ObjKey] = []
     real = sanitize.read_head

@@ -13,9 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
-from kubectl_sktrace.kube import Kube, Resource, rbac_hint, resources_from_discovery
-from kubectl_sktrace.kubeconfig import resolve_target
+from kubectl_sktrace.errors import (
+    ExpiredError,
+    ForbiddenError,
+    KubeError,
+    TransientError,
+)
+from kubectl_sktrace.kube.client import Kube
+from kubectl_sktrace.kube.discovery import Resource, resources_from_discovery
+from kubectl_sktrace.kube.kubeconfig import resolve_target
+from kubectl_sktrace.kube.rbac import rbac_hint
 from kubectl_sktrace.model import GVK, POD
 from tests.conftest import CUT, HANG, Reply, write_kubeconfig
 
@@ -468,7 +475,7 @@ def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path,
     """run_watch wired to a real Kube: pages, a clean end, a bookmark resume, an HTTP 410, a relist."""
     import random
 
-    from kubectl_sktrace.watching import run_watch
+    from kubectl_sktrace.record.watching import run_watch
 
     lists = iter([
         Reply(body={"metadata": {"resourceVersion": "10", "continue": "p2"}, "items": [pod("a", "5")]}),
@@ -606,7 +613,7 @@ class LiveSink:
 def start_engine(kube: Kube, sink: LiveSink) -> tuple[threading.Event, threading.Thread]:
     import random
 
-    from kubectl_sktrace.watching import run_watch
+    from kubectl_sktrace.record.watching import run_watch
     stop = threading.Event()
     thread = threading.Thread(target=run_watch, kwargs=dict(
         resource=PODS, namespace=None, list_page=kube.list_page, watch=kube.watch, sink=sink, clock=time.time,
@@ -855,6 +862,6 @@ def test_an_event_reaches_the_cache_within_half_a_second_however_long_its_stream
     """docs/spec.md §6: a kill -9 loses at most the last half second. An event waits in the socket for at most the
     longest pause, then at most one commit interval in its batch."""
     from kubectl_sktrace.kube.stream import COALESCE_MAX
-    from kubectl_sktrace.writer import COMMIT_INTERVAL
+    from kubectl_sktrace.record.writer import COMMIT_INTERVAL
 
     assert COALESCE_MAX + COMMIT_INTERVAL <= 0.4  # a tenth of a second left for the event's own way

@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import write_kubeconfig
 
 from kubectl_sktrace.errors import KubeError, UsageError
-from kubectl_sktrace.kubeconfig import default_cache_path, mask_url, resolve_cache_path, resolve_target
+from kubectl_sktrace.kube.kubeconfig import (
+    default_cache_path,
+    mask_url,
+    resolve_cache_path,
+    resolve_target,
+)
 from kubectl_sktrace.model import CacheUrl
-from conftest import write_kubeconfig
 
 
 def kubeconfig(path: Path, *, current: str | None, contexts: dict[str, tuple[str, str | None]],
@@ -233,6 +238,6 @@ def test_a_path_with_a_colon_is_no_url(tmp_path):
 def test_kubeconfig_module_does_not_import_the_client():
     import subprocess
     import sys
-    code = "import sys, kubectl_sktrace.kubeconfig, kubectl_sktrace.watching; print('kubernetes' in sys.modules)"
+    code = "import sys, kubectl_sktrace.kube.kubeconfig, kubectl_sktrace.record.watching; print('kubernetes' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

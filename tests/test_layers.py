@@ -1,6 +1,8 @@
-"""The import directions of STYLE.md, checked on the source: who may import what.
+"""The import directions of STYLE.md and docs/architecture.md, checked on the source: who may import what.
 
-Every module's imports are read with ``ast`` (lazy imports inside functions included). Each I/O package has
+Every module's imports are read with ``ast`` (lazy imports inside functions and ``TYPE_CHECKING`` blocks
+included). The package is in wings, one subpackage per stage, over a few shared root modules; a wing imports
+only the root and the wings below it, and no module reaches itself through its imports. Each I/O package has
 one owner module; pure modules import no I/O package and no module of ours that does I/O. A subprocess run
 then checks that the offline commands really never load ``kubernetes``.
 """
@@ -15,31 +17,46 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kubectl_sktrace"
 EMULATOR = ROOT / "sktrace_emulator"
+
+# The wings, each with the wings it may import besides itself and the shared root (docs/architecture.md).
+WINGS = {
+    "trace": set(),
+    "kube": set(),
+    "store": {"trace"},
+    "record": {"trace", "kube", "store"},
+    "export": {"trace", "store"},
+    "cli": {"trace", "kube", "store", "record", "export"},
+}
+# The root keeps what every wing shares; it imports nothing but itself.
+SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation"}
+MAX_ROOT_MODULES = 12
 
 # third-party or stdlib package -> the modules allowed to import it
 OWNERS = {
     "kubernetes": {"kubectl_sktrace.kube.client"},
     "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
     "psycopg": {"kubectl_sktrace.store.pgconn"},  # lazily, so that sqlite users never load it
-    "msgpack": {"kubectl_sktrace.traceformat"},
+    "msgpack": {"kubectl_sktrace.trace.format"},
     "tabulate": {"kubectl_sktrace.render"},
-    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.completion"},  # the command-line layer; the emulator's is argparse
+    "click": {"kubectl_sktrace.cli", "kubectl_sktrace.cli.completion"},  # the command-line layer; the emulator's is argparse
     # object storage (the cloud extra): fsspec, and never its backends or their clients by name
-    "fsspec": {"kubectl_sktrace.objectstore"},
+    "fsspec": {"kubectl_sktrace.trace.objectstore"},
     "s3fs": set(),
     "gcsfs": set(),
     "adlfs": set(),
     "botocore": set(),
     "boto3": set(),
 }
-PURE = ["hashing", "sanitize", "lifecycle", "owners", "selectors", "timeparse", "model", "tracerconfig", "errors", "exportadvice",
-        "globalflags", "plural", "reconciliation", "exportoptions", "initialsync", "rbac", "podrefs"]
+PURE = ["trace.hashing", "trace.sanitize", "trace.lifecycle", "record.owners", "export.selectors", "timeparse", "model", "tracerconfig",
+        "errors", "export.advice", "cli.globalflags", "plural", "reconciliation", "export.options", "record.initialsync", "kube.rbac",
+        "trace.references", "record.changes"]
 # modules of ours a pure module may import
-PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.hashing",
-                   "kubectl_sktrace.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.podrefs"}
+PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.hashing",
+                   "kubectl_sktrace.export.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.trace.references",
+                   "kubectl_sktrace.plural"}
 IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "requests", "shutil", "tempfile", "fcntl", "threading"}
 
 
@@ -75,6 +92,132 @@ def _imports(path: Path) -> set[str]:
 MODULES = {_module_name(p): _imports(p) for p in sorted([*PACKAGE.rglob("*.py"), *EMULATOR.rglob("*.py")])}
 
 
+
+def _targets(path: Path) -> set[str]:
+    """The modules of ours that ``path`` imports: ``from pkg import name`` is ``pkg.name`` when that is a module,
+    else ``pkg``; ``import a.b.c`` is the longest module of the dotted name."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    module = _module_name(path)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(_longest_module(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            prefix = _absolute(node, module=module, is_package=path.name == "__init__.py")
+            found.update(f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in MODULES else _longest_module(prefix) for a in node.names)
+    return {m for m in found if m and m != module}
+
+
+def _absolute(node: ast.ImportFrom, *, module: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _longest_module(name: str) -> str:
+    parts = name.split(".")
+    return next((".".join(parts[:k]) for k in range(len(parts), 0, -1) if ".".join(parts[:k]) in MODULES), "")
+
+
+GRAPH = {name: _targets(path) for name, path in
+         ((_module_name(p), p) for p in sorted([*PACKAGE.rglob("*.py"), *EMULATOR.rglob("*.py")]))}
+
+
+def _wing(module: str) -> str:
+    """``record`` for ``kubectl_sktrace.record.ingest``; ``""`` for the shared root and the package itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in WINGS) else ""
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def test_no_module_reaches_itself_through_its_imports() -> None:
+    assert _circles(GRAPH) == []
+
+
+def test_the_circle_finder_sees_a_circle() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_subpackage_is_a_declared_wing() -> None:
+    assert sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()) == sorted(WINGS)
+
+
+def test_the_root_keeps_only_what_the_wings_share() -> None:
+    root = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert root == sorted(SHARED)
+    assert len(list(PACKAGE.glob("*.py"))) <= MAX_ROOT_MODULES
+
+
+@pytest.mark.parametrize("wing", ["", *sorted(WINGS)], ids=lambda w: w or "root")
+def test_each_wing_imports_only_the_root_and_the_wings_below_it(wing: str) -> None:
+    allowed = {"", wing} | WINGS.get(wing, set())
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in GRAPH.items()
+        if module.startswith("kubectl_sktrace.") and module != "kubectl_sktrace.__main__" and _wing(module) == wing
+        for target in targets
+        if target.startswith("kubectl_sktrace") and target != "kubectl_sktrace" and _wing(target) not in allowed
+    )
+    assert upward == []
+
+
+def test_the_shared_root_imports_only_itself() -> None:
+    shared = {f"kubectl_sktrace.{name}" for name in SHARED}
+    assert {f"{m} -> {t}" for m in shared for t in GRAPH[m] if t.startswith("kubectl_sktrace") and t not in shared} == set()
+
+
+def test_no_module_imports_its_own_package() -> None:
+    """A package's ``__init__`` may gather its modules; a module imports its siblings, never the package above it
+    (but a package's ``__main__``, which runs it)."""
+    assert sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
+                  if m.startswith(t + ".") and t != "kubectl_sktrace" and not m.endswith(".__main__")) == []
+
 def _owner_allows(package: str, module: str) -> bool:
     return any(module == owner or module.startswith(owner + ".") for owner in OWNERS[package])
 
@@ -91,10 +234,7 @@ def test_each_io_package_has_one_owner(package) -> None:
 
 @pytest.mark.parametrize("name", PURE)
 def test_pure_modules_do_no_io(name) -> None:
-    module = f"kubectl_sktrace.{name}"
-    if module not in MODULES:
-        pytest.skip(f"{module} does not exist yet")
-    imports = MODULES[module]
+    imports = MODULES[f"kubectl_sktrace.{name}"]
     top_level = {i.split(".")[0] for i in imports}
     assert top_level & (IO_MODULES | set(OWNERS)) == set()
     ours = {i for i in imports if i.startswith("kubectl_sktrace.")}
@@ -102,14 +242,14 @@ def test_pure_modules_do_no_io(name) -> None:
 
 
 # The recording side's rooms, lowest first: a room may import those before it, never those after it.
-RECORDER_ROOMS = ["kubectl_sktrace.ingest", "kubectl_sktrace.writer", "kubectl_sktrace.recorder"]
+RECORDER_ROOMS = ["kubectl_sktrace.record.ingest", "kubectl_sktrace.record.writer", "kubectl_sktrace.record.session"]
 # who may import the recorder's rooms: the session wires them, the CLI starts it; progress and the outage notices
 # only read its records
 ROOM_IMPORTERS = {
-    "kubectl_sktrace.ingest": {"kubectl_sktrace.writer", "kubectl_sktrace.recorder", "kubectl_sktrace.progress",
-                               "kubectl_sktrace.outagenotice"},
-    "kubectl_sktrace.writer": {"kubectl_sktrace.recorder"},
-    "kubectl_sktrace.recorder": {"kubectl_sktrace.cli.recording"},
+    "kubectl_sktrace.record.ingest": {"kubectl_sktrace.record.writer", "kubectl_sktrace.record.session",
+                                      "kubectl_sktrace.record.progress", "kubectl_sktrace.record.notices"},
+    "kubectl_sktrace.record.writer": {"kubectl_sktrace.record.session"},
+    "kubectl_sktrace.record.session": {"kubectl_sktrace.cli.recording"},
 }
 
 
@@ -120,7 +260,7 @@ def test_recorder_rooms_import_downwards(room) -> None:
 
 
 def test_ingest_is_single_threaded() -> None:
-    assert "threading" not in {i.split(".")[0] for i in MODULES["kubectl_sktrace.ingest"]}  # the writer serializes it
+    assert "threading" not in {i.split(".")[0] for i in MODULES["kubectl_sktrace.record.ingest"]}  # the writer serializes it
 
 
 @pytest.mark.parametrize("room", RECORDER_ROOMS)
@@ -138,7 +278,7 @@ def _importers(prefix: str, *, among: str) -> list[str]:
 
 
 def test_only_the_demo_imports_the_emulator() -> None:
-    assert _importers("sktrace_emulator", among="kubectl_sktrace") == ["kubectl_sktrace.demo"]
+    assert _importers("sktrace_emulator", among="kubectl_sktrace") == ["kubectl_sktrace.cli.demo"]
 
 
 def test_the_emulator_imports_nothing_of_the_product() -> None:
@@ -148,8 +288,8 @@ def test_the_emulator_imports_nothing_of_the_product() -> None:
 
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:
     assert "tabulate" in MODULES["kubectl_sktrace.render"]
-    assert "fsspec" in MODULES["kubectl_sktrace.objectstore"]  # imported inside a function
-    assert "kubectl_sktrace.inspection" in MODULES["kubectl_sktrace.cli.traces"]  # imported inside a command
+    assert "fsspec" in MODULES["kubectl_sktrace.trace.objectstore"]  # imported inside a function
+    assert "kubectl_sktrace.trace.inspection" in MODULES["kubectl_sktrace.cli.traces"]  # imported inside a command
     assert "kubectl_sktrace.store.connection" in MODULES["kubectl_sktrace.store"]
 
 
@@ -200,5 +340,5 @@ def test_console_script_help_does_not_import_kubernetes() -> None:
 
 def test_the_health_server_reads_only_what_the_loop_posts() -> None:
     """A probe's thread never touches the cache or the recorder's state: health imports none of our modules but errors."""
-    ours = {i for i in MODULES["kubectl_sktrace.health"] if i.startswith("kubectl_sktrace.")}
+    ours = {i for i in MODULES["kubectl_sktrace.record.health"] if i.startswith("kubectl_sktrace.")}
     assert ours and {i for i in ours if not (i == "kubectl_sktrace.errors" or i.startswith("kubectl_sktrace.errors."))} == set()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.lifecycle import (
+from kubectl_sktrace.trace.lifecycle import (
     EMPTY,
     Lifecycle,
     as_of,

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import S3Store, obj
-from kubectl_sktrace import objectstore
-from kubectl_sktrace.errors import CacheError, TraceFormatError, UsageError
-from kubectl_sktrace.output import write_output
 from reliability_support import EXE, assert_one_error, private_env, run_cli
+
+from kubectl_sktrace.errors import CacheError, TraceFormatError, UsageError
+from kubectl_sktrace.trace import objectstore
+from kubectl_sktrace.trace.output import write_output
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from reliability_support import EXE, private_env, query, run_cli
 
-from kubectl_sktrace import traceformat
+from kubectl_sktrace.record.watching import STALL_SECONDS
+from kubectl_sktrace.timeparse import format_time
+from kubectl_sktrace.trace import format as traceformat
 from sktrace_emulator import Emulator
 from sktrace_emulator.builders import deployment_object
-from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.watching import STALL_SECONDS
-from reliability_support import EXE, private_env, query, run_cli
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.model import POD, GVK, ObjectHead, ObjKey, OwnerRef
-from kubectl_sktrace.owners import lifecycle_owner, resolve_chain
-from kubectl_sktrace.sanitize import owner_refs, read_head
+from kubectl_sktrace.model import GVK, POD, ObjectHead, ObjKey, OwnerRef
+from kubectl_sktrace.record.owners import lifecycle_owner, resolve_chain
+from kubectl_sktrace.trace.sanitize import owner_refs, read_head
 
 NS = "shop"
 DEPLOY = GVK("apps", "v1", "Deployment")

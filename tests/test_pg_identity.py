@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reliability_support import assert_one_error, run_cli
 
 from kubectl_sktrace.store.pgregistry import REGISTRY_MIGRATIONS
-from reliability_support import assert_one_error, run_cli
 from sktrace_emulator import Emulator
 
 pytestmark = pytest.mark.timeout(300)

@@ -1,7 +1,11 @@
 import pytest
 
 from kubectl_sktrace.model import CONFIG_MAP, SECRET, SERVICE_ACCOUNT
-from kubectl_sktrace.podrefs import REFERENCED_KIND, distinct_references, references
+from kubectl_sktrace.trace.references import (
+    REFERENCED_KIND,
+    distinct_references,
+    references,
+)
 
 
 def template(**spec):

@@ -6,9 +6,9 @@ import io
 import logging
 
 from kubectl_sktrace.model import GVK, POD
-from kubectl_sktrace.ingest import KindStats
-from kubectl_sktrace.progress import LOG_EVERY, Progress, routed_logs
 from kubectl_sktrace.reconciliation import Reconciliation
+from kubectl_sktrace.record.ingest import KindStats
+from kubectl_sktrace.record.progress import LOG_EVERY, Progress, routed_logs
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 
@@ -118,8 +118,8 @@ def test_log_records_go_above_the_status_line_while_routed() -> None:
 
 
 def _report() -> Reconciliation:
-    from kubectl_sktrace.reconciliation import DELETED, OfflineChange, summarize
     from kubectl_sktrace.model import ObjKey
+    from kubectl_sktrace.reconciliation import DELETED, OfflineChange, summarize
 
     gone = OfflineChange(ObjKey(DEPLOY, "web", "old"), found=1_800_000_100.0, before=1_800_000_000.0)
     return summarize(run_id=2, offline_since=1_800_000_000.0, offline_until=1_800_000_100.0, synced=1_800_000_101.0,

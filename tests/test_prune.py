@@ -3,13 +3,13 @@ import random
 import shutil
 
 import pytest
-
 from conftest import CacheBuilder, key_of, obj
+
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.export import export_trace
-from kubectl_sktrace.exportoptions import ExportFilters
-from kubectl_sktrace.prune import prune_cache
+from kubectl_sktrace.export.options import ExportFilters
+from kubectl_sktrace.export.window import export_trace
 from kubectl_sktrace.store import WriterLock, open_cache
+from kubectl_sktrace.store.prune import prune_cache
 
 
 def export_bytes(path, start_ts, end_ts, **filters):

@@ -15,8 +15,7 @@ import pytest
 import yaml
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.model import CRONJOB, DEPLOYMENT, GVK, JOB, POD, REPLICASET, STATEFULSET
-from kubectl_sktrace.rbac import (
+from kubectl_sktrace.kube.rbac import (
     KindResource,
     Subject,
     builtin_resource,
@@ -25,7 +24,20 @@ from kubectl_sktrace.rbac import (
     rbac_documents,
     subject_flags,
 )
-from kubectl_sktrace.tracerconfig import default_config, parse_config, watched_owner_kinds
+from kubectl_sktrace.model import (
+    CRONJOB,
+    DEPLOYMENT,
+    GVK,
+    JOB,
+    POD,
+    REPLICASET,
+    STATEFULSET,
+)
+from kubectl_sktrace.tracerconfig import (
+    default_config,
+    parse_config,
+    watched_owner_kinds,
+)
 from sktrace_emulator import Emulator
 
 READ, WATCH = ("get", "list", "watch"), ("list", "watch")

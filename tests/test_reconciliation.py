@@ -12,16 +12,32 @@ from typing import Any
 
 import pytest
 import yaml
+from test_cli_start import (
+    NS,
+    finish_pod,
+    make_deployment,
+    make_pod,
+    query,
+    sktrace,
+    start,
+)
 
-from sktrace_emulator import Emulator
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.reconciliation import (
-    CHANGED, CREATED, DELETED, OfflineChange, OfflinePod, Reconciliation, Sample, summarize,
+    CHANGED,
+    CREATED,
+    DELETED,
+    OfflineChange,
+    OfflinePod,
+    Reconciliation,
+    Sample,
+    reconciliation_brief,
+    reconciliation_lines,
+    summarize,
 )
-from kubectl_sktrace.render import reconciliation_brief, reconciliation_lines
 from kubectl_sktrace.store import open_cache, open_cache_readonly
 from kubectl_sktrace.store.reconciliation import reconciliation
-from test_cli_start import NS, finish_pod, make_deployment, make_pod, query, sktrace, start
+from sktrace_emulator import Emulator
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 STS = GVK("apps", "v1", "StatefulSet")

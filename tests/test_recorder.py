@@ -9,14 +9,14 @@ from typing import Any, Iterator
 
 import pytest
 
-from kubectl_sktrace.ingest import KindStats
-from kubectl_sktrace.kube import Resource
+from kubectl_sktrace.kube.discovery import Resource
 from kubectl_sktrace.model import DEPLOYMENT, GVK, POD, REPLICASET
-from kubectl_sktrace.recorder import Session
+from kubectl_sktrace.record.ingest import KindStats
+from kubectl_sktrace.record.session import Session
+from kubectl_sktrace.record.writer import Writer
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.recording import Identity, Recording
 from kubectl_sktrace.tracerconfig import default_config
-from kubectl_sktrace.writer import Writer
 
 pytestmark = pytest.mark.timeout(20)
 

@@ -13,7 +13,12 @@ from kubectl_sktrace.model import GVK, POD, ObjKey, OwnerRef
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body
 from kubectl_sktrace.store.recording import (
-    OP_APPLIED, OP_DELETED, EventRow, Identity, OwnerRecord, Recording,
+    OP_APPLIED,
+    OP_DELETED,
+    EventRow,
+    Identity,
+    OwnerRecord,
+    Recording,
 )
 
 DEPLOY = GVK("apps", "v1", "Deployment")

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubectl_sktrace.hashing import spec_hash
-
 from reliability_support import Change, Recorded, RunRow, compare
+
+from kubectl_sktrace.trace.hashing import spec_hash
 
 GVK = "apps/v1.Deployment"
 NS = "shop"

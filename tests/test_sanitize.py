@@ -8,10 +8,17 @@ from typing import Any
 import pytest
 
 from kubectl_sktrace.errors import KubeError
-from kubectl_sktrace.model import POD, GVK, ObjectHead, ObjKey, OwnerRef
-from kubectl_sktrace.sanitize import deleted_stub, is_daemonset_owned, object_key, owner_refs, read_head, sanitize
-from tests.test_owners import CUSTOM, JOB, RS, obj, ref
+from kubectl_sktrace.model import GVK, POD, ObjectHead, ObjKey, OwnerRef
 from kubectl_sktrace.timeparse import parse_api_time
+from kubectl_sktrace.trace.sanitize import (
+    deleted_stub,
+    is_daemonset_owned,
+    object_key,
+    owner_refs,
+    read_head,
+    sanitize,
+)
+from tests.test_owners import CUSTOM, JOB, RS, obj, ref
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 SECRET = GVK("", "v1", "Secret")
@@ -272,7 +279,7 @@ def test_head_resource_version(version: object, expected: str) -> None:
     assert read_head({"metadata": {"name": "x", "resourceVersion": version}}, POD).resource_version == expected
 
 
-ALLOWED_IMPORTS = {"__future__", "collections", "copy", "dataclasses", "math", "re", "typing", "kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.sanitize", "kubectl_sktrace.hashing"}
+ALLOWED_IMPORTS = {"__future__", "collections", "copy", "dataclasses", "math", "re", "typing", "kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.sanitize", "kubectl_sktrace.trace.hashing"}
 
 
 @pytest.mark.parametrize("module", ["sanitize", "lifecycle", "owners", "changes"])

@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from reliability_support import Recorder, private_env, run_cli
 
 pytestmark = pytest.mark.timeout(180)

@@ -10,11 +10,17 @@ import pytest
 import yaml
 
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.status import render_status, status_to_dict
+from kubectl_sktrace.record.status import render_status, status_to_dict
 from kubectl_sktrace.store import WriterLock, open_cache
-from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.store.recording import OP_APPLIED, OP_DELETED, EventRow, Identity, Recording
+from kubectl_sktrace.store.recording import (
+    OP_APPLIED,
+    OP_DELETED,
+    EventRow,
+    Identity,
+    Recording,
+)
 from kubectl_sktrace.store.status import cache_status
+from kubectl_sktrace.timeparse import format_time
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z

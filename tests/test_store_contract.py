@@ -12,22 +12,29 @@ schema, no psycopg) are one ``Error:`` line, exit 1, and leave everything as it 
 from __future__ import annotations
 
 import random
-from decimal import Decimal
 import subprocess
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-
 from conftest import CacheBuilder, location, obj
-from kubectl_sktrace import traceformat
+from reliability_support import (
+    EXE,
+    Recorder,
+    Traffic,
+    assert_one_error,
+    private_env,
+    run_cli,
+)
+
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, CacheUrl, ObjKey
 from kubectl_sktrace.store import open_cache, open_cache_readonly, pgschema, schema
 from kubectl_sktrace.store.recording import EventRow, Identity, OwnerRecord, Recording
-from reliability_support import EXE, Recorder, Traffic, assert_one_error, private_env, run_cli
+from kubectl_sktrace.trace import format as traceformat
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -109,7 +116,7 @@ def test_prune_keeps_what_later_exports_read_on_either_engine(tmp_path: Path, pg
         _tricky_history(builder)
         builder.close()
     later = {where: _export(where, 1011, 1300, tmp_path) for where in (sqlite_path, pg)}
-    from kubectl_sktrace.prune import prune_cache
+    from kubectl_sktrace.store.prune import prune_cache
 
     plans = [prune_cache(where, before=1011, dry_run=True).result for where in (sqlite_path, pg)]
     results = [prune_cache(where, before=1011).result for where in (sqlite_path, pg)]
@@ -148,8 +155,8 @@ def _tricky_history(builder: CacheBuilder) -> None:
 
 
 def _export(cache: str | Path | CacheUrl, start: int, end: int, tmp_path: Path, **options: Any) -> bytes:
-    from kubectl_sktrace.export import export_to
-    from kubectl_sktrace.exportoptions import ExportFilters
+    from kubectl_sktrace.export.options import ExportFilters
+    from kubectl_sktrace.export.window import export_to
 
     out = tmp_path / f"out-{time.monotonic_ns()}.sktrace"
     export_to(cache, str(out), start_ts=start, end_ts=end, filters=options.pop("filters", ExportFilters()), keep_status=False,

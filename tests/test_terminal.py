@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+from reliability_support import private_env
 
 from sktrace_emulator import Emulator
 from sktrace_emulator.builders import deployment_object
-from reliability_support import private_env
 
 TMUX = shutil.which("tmux")
 pytestmark = [

@@ -8,8 +8,15 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.timeline import ASCII, UNICODE, Charset, build_timeline, charset_for, render_timeline
-from kubectl_sktrace.traceformat import Trace, read_trace
+from kubectl_sktrace.trace.format import Trace, read_trace
+from kubectl_sktrace.trace.timeline import (
+    ASCII,
+    UNICODE,
+    Charset,
+    build_timeline,
+    charset_for,
+    render_timeline,
+)
 
 DATA = Path(__file__).parent / "data"
 

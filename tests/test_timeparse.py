@@ -5,7 +5,12 @@ import time
 import pytest
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.timeparse import format_duration, format_time, parse_duration, parse_time
+from kubectl_sktrace.timeparse import (
+    format_duration,
+    format_time,
+    parse_duration,
+    parse_time,
+)
 
 NOW = 1_800_000_000.0
 

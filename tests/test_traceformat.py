@@ -5,8 +5,8 @@ import io
 import msgpack
 import pytest
 
-from kubectl_sktrace import traceformat as tf
 from kubectl_sktrace.errors import TraceFormatError
+from kubectl_sktrace.trace import format as tf
 
 
 def _write_streaming(trace: tf.Trace) -> bytes:

@@ -3,10 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.traceformat import Trace, encode_trace
-from kubectl_sktrace.validation import Finding, validate_trace
+from kubectl_sktrace.trace.format import Trace, encode_trace
+from kubectl_sktrace.trace.validation import Finding, validate_trace
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 CONFIG = {"trackedObjects": {"apps/v1.Deployment": {"podSpecTemplatePaths": ["/spec/template"]}}}

@@ -8,10 +8,15 @@ from typing import Any, Callable, Iterable
 
 import pytest
 
-from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
-from kubectl_sktrace.kube import Resource
+from kubectl_sktrace.errors import (
+    ExpiredError,
+    ForbiddenError,
+    KubeError,
+    TransientError,
+)
+from kubectl_sktrace.kube.discovery import Resource
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.watching import SETTLE_SECONDS, Backoff, Vigil, run_watch
+from kubectl_sktrace.record.watching import SETTLE_SECONDS, Backoff, Vigil, run_watch
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -436,7 +441,7 @@ def test_watch_is_given_namespace_timeout_and_stop():
 
 def test_a_single_transient_failure_is_info_and_repeated_ones_warn_before_the_first_list(caplog):
     import logging
-    caplog.set_level(logging.INFO, logger="kubectl_sktrace.watching")
+    caplog.set_level(logging.INFO, logger="kubectl_sktrace.record.watching")
     fail = TransientError("no data in time")
     run([fail, fail, page([], rv="1")], [[ev("ADDED", "b", "3")]], cycles=4)
     levels = [(r.levelname, r.getMessage().split(";")[0]) for r in caplog.records]
@@ -445,7 +450,7 @@ def test_a_single_transient_failure_is_info_and_repeated_ones_warn_before_the_fi
 
 def test_retries_during_an_outage_stay_info_the_sink_reports_the_outage_once(caplog):
     import logging
-    caplog.set_level(logging.INFO, logger="kubectl_sktrace.watching")
+    caplog.set_level(logging.INFO, logger="kubectl_sktrace.record.watching")
     fail = TransientError("no data in time")
     run([page([], rv="1")], [[ev("ADDED", "a", "2"), fail], fail, fail, [ev("ADDED", "b", "3")]], cycles=5)
     assert {r.levelname for r in caplog.records} == {"INFO"}

@@ -10,13 +10,13 @@ from typing import Any, Iterator
 
 import pytest
 
-from kubectl_sktrace import writer as writer_module
 from kubectl_sktrace.errors import CacheError, ForbiddenError
-from kubectl_sktrace.ingest import Ingest
 from kubectl_sktrace.model import POD, REPLICASET
+from kubectl_sktrace.record import writer as writer_module
+from kubectl_sktrace.record.ingest import Ingest
+from kubectl_sktrace.record.writer import Writer
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.recording import Recording
-from kubectl_sktrace.writer import Writer
 from tests.test_ingest import CONFIG, DEPLOY, T0, deployment, pod, replicaset
 
 

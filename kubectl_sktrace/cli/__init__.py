@@ -40,7 +40,7 @@ class SktraceGroup(click.Group):
         if not args and not ctx.resilient_parsing:
             click.echo(ctx.get_help())
             ctx.exit(0)
-        from kubectl_sktrace.globalflags import hoist_global_flags, lacks_command
+        from kubectl_sktrace.cli.globalflags import hoist_global_flags, lacks_command
 
         if lacks_command(args, commands=self.commands) and not ctx.resilient_parsing:
             if {"-h", "--help"} & set(args):
@@ -100,7 +100,8 @@ def version(output: str) -> None:
     Example:
       kubectl sktrace version -o json
     """
-    from kubectl_sktrace import render, store, traceformat
+    from kubectl_sktrace import render, store
+    from kubectl_sktrace.trace import format as traceformat
 
     info = {"plugin": __version__, "traceFormat": traceformat.FORMAT_VERSION, "cacheSchema": store.SCHEMA_VERSION}
     click.echo(render.render_mapping(info, output))
@@ -115,11 +116,17 @@ for _command in (recording.start, recording.status, exporting.export_command, ex
 COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"
 
 
+def complete_main() -> None:
+    """The ``kubectl_complete-sktrace`` executable: kubectl's plugin completion protocol (``cli/completion.py``)."""
+    from kubectl_sktrace.cli.completion import kubectl_complete
+
+    sys.stdout.write(kubectl_complete(cli, sys.argv[1:]) + "\n")
+    sys.stdout.flush()
+
+
 def main() -> None:
     if os.path.basename(sys.argv[0]).startswith("kubectl_complete-"):  # linked under kubectl's completion name (krew)
-        from kubectl_sktrace import completion
-
-        completion.main()
+        complete_main()
         return
     # Shell completion is generated for the executable's own name: with "kubectl sktrace" click would name
     # the variable with a space and register the completion function for the words kubectl and sktrace.

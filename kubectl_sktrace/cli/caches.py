@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from kubectl_sktrace.cli.completion import complete_contexts, complete_files
 from kubectl_sktrace.cli.options import SktraceCommand, output_option, verbosity_option
-from kubectl_sktrace.completion import complete_contexts, complete_files
 
 
 @click.group("cache")
@@ -39,10 +39,9 @@ def copy_command(source: str, destination: str, context: str | None, output: str
       kubectl sktrace cache copy postgresql://alice@db.example/sktrace --context prod laptop.db
     """
     from kubectl_sktrace import render
-    from kubectl_sktrace.kubeconfig import check_cache_location
-    from kubectl_sktrace.store.copying import copy_cache
-
+    from kubectl_sktrace.kube.kubeconfig import check_cache_location
     from kubectl_sktrace.model import CacheUrl, is_database_url
+    from kubectl_sktrace.store.copying import copy_cache
 
     check_cache_location(source)
     check_cache_location(destination)

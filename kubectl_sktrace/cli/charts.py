@@ -36,7 +36,7 @@ def inspect_timeline(f: F) -> F:
             return f(**kwargs)
         if kwargs.get("with_events") or kwargs.get("output", "table") != "table":
             raise click.UsageError("--timeline draws a chart; leave out --events and -o/--output")
-        from kubectl_sktrace.traceformat import read_trace, source_name
+        from kubectl_sktrace.trace.format import read_trace, source_name
 
         trace = kwargs["trace"]
         _draw_timeline(read_trace(trace, stdin=sys.stdin.buffer), title=f"Trace {source_name(trace)}", top=top, width=width, ascii_only=ascii_only)
@@ -63,8 +63,8 @@ def status_timeline(f: F) -> F:
             raise click.UsageError("use either -n/--namespace or -A/--all-namespaces, not both")
         import time
 
-        from kubectl_sktrace.export import window_trace
-        from kubectl_sktrace.exportoptions import ExportFilters, resolve_window
+        from kubectl_sktrace.export.options import ExportFilters, resolve_window
+        from kubectl_sktrace.export.window import window_trace
         from kubectl_sktrace.store import open_cache_readonly
 
         start_ts, end_ts = resolve_window(start_time or "-30m", end_time or "now", now=time.time())
@@ -92,8 +92,8 @@ def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None
                    start: int | None = None, end: int | None = None, gaps: tuple[tuple[float, float], ...] = ()) -> None:
     import shutil
 
-    from kubectl_sktrace import timeline
     from kubectl_sktrace.errors import UsageError
+    from kubectl_sktrace.trace import timeline
 
     if width is not None and width < timeline.MIN_WIDTH:
         raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")

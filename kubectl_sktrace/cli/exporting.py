@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from kubectl_sktrace.cli.completion import complete_contexts, complete_files
 from kubectl_sktrace.cli.options import (
     SktraceCommand,
     cache_option,
@@ -17,12 +18,11 @@ from kubectl_sktrace.cli.options import (
     verbosity_option,
     warn,
 )
-from kubectl_sktrace.completion import complete_contexts, complete_files
-from kubectl_sktrace.exportoptions import DEFAULT_EXCLUDED_NAMESPACES
+from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
 
 
 def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    from kubectl_sktrace.exportoptions import check_format
+    from kubectl_sktrace.export.options import check_format
 
     return check_format(value)
 
@@ -77,10 +77,9 @@ def export_command(
     """
     import time
 
-    from kubectl_sktrace import render
-    from kubectl_sktrace.export import export_to
-    from kubectl_sktrace.exportoptions import filters_from_flags, resolve_window
-    from kubectl_sktrace.globalflags import namespace_scope
+    from kubectl_sktrace.cli.globalflags import namespace_scope
+    from kubectl_sktrace.export.options import filters_from_flags, resolve_window
+    from kubectl_sktrace.export.window import export_sentence, export_to
 
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
     if click.get_current_context().get_parameter_source("excluded_namespaces") == click.core.ParameterSource.DEFAULT:
@@ -97,7 +96,7 @@ def export_command(
         note(f"Note: {text}")
     for warning in report.warnings:
         warn(warning)
-    note(render.export_sentence(report, where="stdout" if output_file == "-" else output_file))
+    note(export_sentence(report, where="stdout" if output_file == "-" else output_file))
 
 
 @click.command("prune", cls=SktraceCommand)
@@ -128,7 +127,7 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
     import time
 
     from kubectl_sktrace import render
-    from kubectl_sktrace.prune import prune_cache
+    from kubectl_sktrace.store.prune import prune_cache
     from kubectl_sktrace.timeparse import parse_time
 
     cutoff = parse_time(before, now=time.time())

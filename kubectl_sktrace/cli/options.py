@@ -11,7 +11,7 @@ from typing import Any, Callable, TypeVar
 
 import click
 
-from kubectl_sktrace.completion import (
+from kubectl_sktrace.cli.completion import (
     complete_contexts,
     complete_files,
     complete_namespaces,
@@ -107,7 +107,7 @@ def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) 
     """Refuse a URL other than a database's as --cache while parsing, before a command reads a kubeconfig or
     starts anything."""
     if value:
-        from kubectl_sktrace.kubeconfig import check_cache_location
+        from kubectl_sktrace.kube.kubeconfig import check_cache_location
 
         check_cache_location(value)
     return value
@@ -133,7 +133,7 @@ class SktraceCommand(click.Command):
     """A command that refuses a kubectl global flag it has no use for with one line saying so."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from kubectl_sktrace import globalflags
+        from kubectl_sktrace.cli import globalflags
 
         try:
             return super().parse_args(ctx, args)
@@ -150,7 +150,7 @@ def cache_path(*, cache: str | None, kubeconfig: str | None, context: str | None
     kubeconfig context (read offline)."""
     if cache and not is_database_url(cache):
         return cache
-    from kubectl_sktrace.kubeconfig import resolve_cache_path
+    from kubectl_sktrace.kube.kubeconfig import resolve_cache_path
 
     location = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
     return location if isinstance(location, CacheUrl) else str(location)

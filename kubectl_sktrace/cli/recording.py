@@ -7,6 +7,7 @@ import sys
 import click
 
 from kubectl_sktrace.cli.charts import status_timeline
+from kubectl_sktrace.cli.completion import complete_files
 from kubectl_sktrace.cli.options import (
     SktraceCommand,
     _state,
@@ -16,7 +17,6 @@ from kubectl_sktrace.cli.options import (
     quiet_option,
     verbosity_option,
 )
-from kubectl_sktrace.completion import complete_files
 
 
 @click.command(cls=SktraceCommand)
@@ -47,10 +47,13 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
       kubectl sktrace start --duration 1m -o json | jq .reconciliation
       kubectl sktrace start --cache /data/cache.db --health-port 8080
     """
-    from kubectl_sktrace import progress, recorder, render, runsummary
-    from kubectl_sktrace.globalflags import namespace_scope
+    from kubectl_sktrace import render
+    from kubectl_sktrace.cli.globalflags import namespace_scope
     from kubectl_sktrace.plural import counted
-    from kubectl_sktrace.status import outage_span
+    from kubectl_sktrace.record import progress
+    from kubectl_sktrace.record import session as recorder
+    from kubectl_sktrace.record import summary as runsummary
+    from kubectl_sktrace.record.status import outage_span
     from kubectl_sktrace.timeparse import format_duration, parse_duration
 
     namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
@@ -98,8 +101,8 @@ def status(kubeconfig: str | None, context: str | None, namespace: str | None, a
       kubectl sktrace status --cache team-a.db -o json
       kubectl sktrace status --timeline -s -1h
     """
-    from kubectl_sktrace import status as status_module
-    from kubectl_sktrace.globalflags import namespace_scope
+    from kubectl_sktrace.cli.globalflags import namespace_scope
+    from kubectl_sktrace.record import status as status_module
 
     namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
     click.echo(status_module.status_text(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace,

@@ -7,6 +7,7 @@ import sys
 import click
 
 from kubectl_sktrace.cli.charts import inspect_timeline
+from kubectl_sktrace.cli.completion import complete_files
 from kubectl_sktrace.cli.options import (
     SktraceCommand,
     _local_cache,
@@ -16,7 +17,6 @@ from kubectl_sktrace.cli.options import (
     quiet_option,
     verbosity_option,
 )
-from kubectl_sktrace.completion import complete_files
 from kubectl_sktrace.errors import UsageError
 
 
@@ -59,8 +59,8 @@ def rbac_command(kubeconfig: str | None, context: str | None, namespace: str | N
       kubectl sktrace rbac -n team-a --config tracer.yaml --service-account team-a:recorder
       kubectl sktrace rbac --user alice@example.com | kubectl apply -f -
     """
-    from kubectl_sktrace.globalflags import namespace_scope
-    from kubectl_sktrace.permissions import RbacOptions, rbac_manifest
+    from kubectl_sktrace.cli.globalflags import namespace_scope
+    from kubectl_sktrace.kube.permissions import RbacOptions, rbac_manifest
 
     options = RbacOptions(config_path=config_path, namespace=namespace_scope(namespace=namespace, all_namespaces=all_namespaces),
                           service_account=service_account, user=user, kubeconfig=kubeconfig, context=context)
@@ -85,9 +85,9 @@ def inspect_command(trace: str, with_events: bool, output: str) -> None:
       kubectl sktrace inspect incident.sktrace --events
       kubectl sktrace export -s -1h -O - | kubectl sktrace inspect -
     """
-    from kubectl_sktrace import inspection, render
+    from kubectl_sktrace.trace import inspection
 
-    click.echo(render.render_inspection(inspection.inspect_trace(trace, with_events=with_events, stdin=sys.stdin.buffer), output))
+    click.echo(inspection.render_inspection(inspection.inspect_trace(trace, with_events=with_events, stdin=sys.stdin.buffer), output))
 
 
 @click.command("validate", cls=SktraceCommand, short_help="Check a trace as SimKube would; exit 1 on errors.")
@@ -110,17 +110,17 @@ def validate_command(trace: str, output: str) -> None:
       kubectl sktrace export -s -1h -O - | kubectl sktrace validate -
       kubectl sktrace validate s3://my-bucket/incident.sktrace
     """
-    from kubectl_sktrace import render, validation
     from kubectl_sktrace.errors import TraceFormatError
+    from kubectl_sktrace.trace import validation
 
     try:
         report = validation.validate_trace(trace, stdin=sys.stdin.buffer)
     except TraceFormatError as exc:
         if output == "table":
             raise
-        click.echo(render.render_unreadable(trace, str(exc), output))
+        click.echo(validation.render_unreadable(trace, str(exc), output))
         sys.exit(1)
-    click.echo(render.render_validation(report, output))
+    click.echo(validation.render_validation(report, output))
     if report.has_errors:
         sys.exit(1)
 
@@ -154,7 +154,7 @@ def demo_command(cache: str | None, output_file: str, record_seconds: int) -> No
       kubectl sktrace demo
       kubectl sktrace demo --cache demo.db -O /tmp/demo.sktrace
     """
-    from kubectl_sktrace import demo
+    from kubectl_sktrace.cli import demo
 
     def say(text: str) -> None:
         click.echo(text)

@@ -1,56 +1,14 @@
-"""Access to one cluster's API server: what the recorder and the watch loop may call, and its one implementation.
+"""The cluster client wing: access to one cluster's API server, and what a kubeconfig and RBAC say about it.
 
+- ``kubeconfig``: kubectl's loading rules, contexts, in-cluster credentials (§10), without the ``kubernetes`` package;
 - ``client``: kubeconfig credentials, the 401 reload and the requests (the only importer of ``kubernetes``);
-- ``stream``: reading responses and watch streams, the watchdog that stops a blocked read;
+- ``cluster``: ``ClusterClient``, the surface the recorder is typed against;
+- ``stream`` and ``chunked``: reading responses and watch streams, the watchdog that stops a blocked read;
 - ``errors``: what an HTTP status or a network failure means, as one-line errors with the fix;
-- ``discovery``: which kinds the server serves and where their URLs are.
+- ``discovery``: which kinds the server serves and where their URLs are;
+- ``serviceaccount``: a pod's token, re-read when rotated;
+- ``rbac`` and ``permissions``: the RBAC a config needs, and the one wording of its fix.
 
-``ClusterClient`` is the surface callers are typed against, so that tests can hand them a scripted stand-in;
-``Kube`` (``client.Kube``) is the real one.
+This wing imports only the shared root modules (``model``, ``errors``, ``tracerconfig``). Importing it loads
+nothing: ``kubernetes`` is loaded only by ``client``, so the offline commands never pay for it.
 """
-
-from __future__ import annotations
-
-import threading
-from typing import Any, Iterable, Iterator, Mapping, Protocol
-
-from kubectl_sktrace.kube.client import Kube
-from kubectl_sktrace.kube.discovery import Documents, Resource, discovery_path, resources_from_discovery
-from kubectl_sktrace.kube.errors import rbac_hint, transport_error
-from kubectl_sktrace.model import GVK
-
-__all__ = ["ClusterClient", "Documents", "Kube", "ListPage", "OpenWatch", "Resource", "discovery_path",
-           "rbac_hint", "resources_from_discovery", "transport_error"]
-
-
-class ListPage(Protocol):
-    """One page of a list as raw JSON (``Kube.list_page``)."""
-
-    def __call__(self, resource: Resource, *, namespace: str | None, limit: int = ...,
-                 continue_token: str | None = ...) -> dict[str, Any]: ...
-
-
-class OpenWatch(Protocol):
-    """A watch stream's events as raw dicts, until the server ends it or ``stop`` is set (``Kube.watch``)."""
-
-    def __call__(self, resource: Resource, *, namespace: str | None, resource_version: str, timeout_seconds: int,
-                 stop: threading.Event | None = ...) -> Iterable[dict[str, Any]]: ...
-
-
-class ClusterClient(Protocol):
-    """What a recording session asks of the cluster."""
-
-    def discover(self, gvks: Iterable[GVK], *,
-                 cached: Mapping[str, dict[str, Any]] = ...) -> tuple[dict[GVK, Resource], Documents]: ...
-
-    def cluster_identity(self) -> tuple[str, str]: ...
-
-    def list_page(self, resource: Resource, *, namespace: str | None, limit: int = ...,
-                  continue_token: str | None = ...) -> dict[str, Any]: ...
-
-    def watch(self, resource: Resource, *, namespace: str | None, resource_version: str, timeout_seconds: int,
-              stop: threading.Event | None = ...) -> Iterator[dict[str, Any]]: ...
-
-    def get(self, resource: Resource, *, namespace: str | None, name: str) -> dict[str, Any] | None: ...
-
-    def close(self) -> None: ...

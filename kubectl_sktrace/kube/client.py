@@ -44,9 +44,15 @@ from kubectl_sktrace import __version__
 from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.kube import discovery, stream
 from kubectl_sktrace.kube.discovery import Documents, Resource
-from kubectl_sktrace.kube.errors import NotFound, exec_failed, exec_not_found, status_error, transport_error
+from kubectl_sktrace.kube.errors import (
+    NotFound,
+    exec_failed,
+    exec_not_found,
+    status_error,
+    transport_error,
+)
+from kubectl_sktrace.kube.kubeconfig import KubeTarget
 from kubectl_sktrace.kube.serviceaccount import TokenFile, check_ca_file
-from kubectl_sktrace.kubeconfig import KubeTarget
 from kubectl_sktrace.model import GVK
 
 log = logging.getLogger(__name__)
@@ -290,7 +296,7 @@ def _check_installed(plugin: Mapping[str, Any], *, context: str) -> None:
     """Raise kubectl's "executable ... not found" when the plugin's command cannot be run.
 
     The command is looked up as the loader's child process will be: on the PATH of its environment (the
-    plugin's ``env`` entries over ours); a command with a path separator is already absolute (kubeconfig.py)."""
+    plugin's ``env`` entries over ours); a command with a path separator is already absolute (``kube/kubeconfig.py``)."""
     command = plugin.get("command")
     if not isinstance(command, str) or not command:
         return  # the loader reports the malformed entry

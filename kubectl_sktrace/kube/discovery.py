@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import quote
 
-from kubectl_sktrace.kube.errors import rbac_hint
+from kubectl_sktrace.kube.rbac import rbac_hint
 from kubectl_sktrace.model import GVK
 
 Documents = dict[str, dict[str, Any]]

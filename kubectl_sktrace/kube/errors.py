@@ -2,7 +2,7 @@
 
 Pure: ``status_error`` maps an HTTP status (with its body and headers) to an error of ``errors.py``;
 ``transport_error`` does the same for a urllib3 or socket failure. ``ForbiddenError`` names the verb, the
-resource and the RBAC rule (``rbac_hint``, the one wording of that fix); ``TransientError`` is what is worth
+resource and the RBAC rule (``kube/rbac.py``: ``rbac_hint``, the one wording of that fix); ``TransientError`` is what is worth
 retrying (unreachable, reset, dead connection, 429 with its Retry-After, 5xx); ``ExpiredError`` is 410;
 ``KubeError`` the rest (TLS, 404, 401 after the credential reload, ...).
 """
@@ -13,12 +13,17 @@ import http.client
 import json
 import re
 import socket
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping
 
 import urllib3
 
-from kubectl_sktrace.errors import ExpiredError, ForbiddenError, KubeError, TransientError
-from kubectl_sktrace.kubeconfig import IN_CLUSTER
+from kubectl_sktrace.errors import (
+    ExpiredError,
+    ForbiddenError,
+    KubeError,
+    TransientError,
+)
+from kubectl_sktrace.kube.kubeconfig import IN_CLUSTER
 
 if TYPE_CHECKING:
     from kubectl_sktrace.kube.discovery import Resource
@@ -29,18 +34,6 @@ PLUGIN_DOCS = "https://kubernetes.io/docs/reference/access-authn-authz/authentic
 
 class NotFound(KubeError):
     """A GET of one object or discovery document found nothing (the client answers None)."""
-
-
-def rbac_hint(resources: Sequence[str], *, namespace: str | None = None, user: str = "") -> str:
-    """What to grant so that ``resources`` (RBAC names, ``deployments.apps``) can be recorded, in ``namespace`` or
-    across the cluster, and the ``rbac`` command that prints the Role or ClusterRole and binding for ``user`` (as
-    the 403 named it): the one wording of the RBAC fix, for one kind's 403 and for every kind refused."""
-    from kubectl_sktrace.rbac import subject_flags
-
-    flags = (f" -n {namespace}" if namespace else "") + (f" {subject_flags(user)}" if user else "")
-    role = "Role" if namespace else "ClusterRole"
-    return (f"grant get, list and watch on {', '.join(resources)}: 'kubectl sktrace rbac{flags} [--config FILE]' "
-            f"prints the {role} and binding to apply")
 
 
 _DENIED_USER = re.compile(r'User "((?:[^"\\]|\\.)*)" cannot')

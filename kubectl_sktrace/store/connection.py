@@ -45,7 +45,12 @@ from typing import Iterator
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.schema import APPLICATION, APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+from kubectl_sktrace.store.schema import (
+    APPLICATION,
+    APPLICATION_ID,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+)
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _U64 = 1 << 64

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import CacheUrl, ClusterId
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.opening import Location, database_target, open_cache, open_cache_readonly
+from kubectl_sktrace.store.opening import (
+    Location,
+    database_target,
+    open_cache,
+    open_cache_readonly,
+)
 
 # table -> its columns, in the order a copy inserts them (runs before what refers to them)
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (

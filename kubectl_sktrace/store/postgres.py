@@ -35,7 +35,11 @@ from kubectl_sktrace.model import CacheUrl, ClusterId
 from kubectl_sktrace.store import pgregistry
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.pgconn import PgConnection, connect, psycopg_module, reason
-from kubectl_sktrace.store.pgschema import MIGRATIONS_TABLE, PG_MIGRATIONS, REGISTRY_SCHEMA
+from kubectl_sktrace.store.pgschema import (
+    MIGRATIONS_TABLE,
+    PG_MIGRATIONS,
+    REGISTRY_SCHEMA,
+)
 from kubectl_sktrace.store.schema import APPLICATION, APPLICATION_ID
 
 LOCK_CLASS = APPLICATION_ID  # the first key of every advisory lock we take; the second is the history's id

@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.history import APPLIED, known_until, last_row_per_object, read_snapshot, runs
+from kubectl_sktrace.store.history import (
+    APPLIED,
+    known_until,
+    last_row_per_object,
+    read_snapshot,
+    runs,
+)
 
 VACUUM_FREE_FRACTION = 0.25
 

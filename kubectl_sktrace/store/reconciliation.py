@@ -27,7 +27,15 @@ import math
 from typing import Iterator
 
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.reconciliation import CHANGED, CREATED, DELETED, OfflineChange, OfflinePod, Reconciliation, summarize
+from kubectl_sktrace.reconciliation import (
+    CHANGED,
+    CREATED,
+    DELETED,
+    OfflineChange,
+    OfflinePod,
+    Reconciliation,
+    summarize,
+)
 from kubectl_sktrace.store.engine import Cache
 
 _APPLIED, _DELETED = 0, 1

@@ -64,7 +64,7 @@ pods_live       the live pods (a partial index): with ``pods_end`` and ``pods_ow
 What makes an export cost what its window holds (0006):
 
 events.refs     of an applied row of a kind with pod templates: the ``(code, name)`` references of its templates
-                (``podrefs.distinct_references`` under its run's ``podSpecTemplatePaths``, status included), compact
+                (``trace/references.py``: ``distinct_references`` under its run's ``podSpecTemplatePaths``, status included), compact
                 JSON ``[[code, name], ...]``, ``[]`` when none; NULL for other rows and rows written before 0006
                 (export then decodes the body): SimKube's reference rules are checked without decoding bodies.
 events.daemonset  of an applied row: 1 when an ownerReference names a DaemonSet (``sanitize.is_daemonset_owned``),

@@ -18,7 +18,12 @@ from typing import Any
 
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.history import CoverageGap, UnrecordedKind, coverage_gaps, unrecorded_kinds
+from kubectl_sktrace.store.history import (
+    CoverageGap,
+    UnrecordedKind,
+    coverage_gaps,
+    unrecorded_kinds,
+)
 from kubectl_sktrace.store.reconciliation import reconciliation
 
 

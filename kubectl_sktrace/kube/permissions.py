@@ -12,8 +12,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from kubectl_sktrace import rbac
 from kubectl_sktrace.errors import KubeError
+from kubectl_sktrace.kube import rbac
 from kubectl_sktrace.model import GVK
 
 DISCOVERY_CONNECT_TIMEOUT = 5.0
@@ -31,7 +31,11 @@ class RbacOptions:
 
 def rbac_manifest(options: RbacOptions) -> str:
     """The ``---``-separated YAML of the Role (or ClusterRole) and binding that ``start`` needs with the config."""
-    from kubectl_sktrace.tracerconfig import default_config, load_config, watched_owner_kinds
+    from kubectl_sktrace.tracerconfig import (
+        default_config,
+        load_config,
+        watched_owner_kinds,
+    )
 
     cfg = load_config(options.config_path) if options.config_path else default_config()
     subject = rbac.parse_subject(service_account=options.service_account, user=options.user, namespace=options.namespace)
@@ -59,8 +63,8 @@ def command_line(options: RbacOptions) -> str:
 
 
 def _discover(kinds: list[GVK], *, kubeconfig: str | None, context: str | None) -> dict[GVK, rbac.KindResource]:
-    from kubectl_sktrace.kube import Kube
-    from kubectl_sktrace.kubeconfig import resolve_target
+    from kubectl_sktrace.kube.client import Kube
+    from kubectl_sktrace.kube.kubeconfig import resolve_target
 
     names = ", ".join(str(g) for g in kinds)
     try:

@@ -32,10 +32,10 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_sktrace.exportadvice import count
-from kubectl_sktrace.sanitize import object_key
+from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_duration, format_time
-from kubectl_sktrace.traceformat import Trace
+from kubectl_sktrace.trace.format import Trace
+from kubectl_sktrace.trace.sanitize import object_key
 
 MIN_WIDTH = 40
 _MIN_COLUMNS = 20
@@ -264,12 +264,12 @@ def render_timeline(timeline: Timeline | None, *, title: str, width: int, charse
     window = (f"Window {format_time(timeline.start)} .. {format_time(timeline.end)} "
               f"({format_duration(timeline.end - timeline.start)})")
     if not timeline.owners:
-        quiet = f" ({count(timeline.quiet, 'object')} in its start state)" if timeline.quiet else ""
+        quiet = f" ({counted(timeline.quiet, 'object')} in its start state)" if timeline.quiet else ""
         return _wrapped([title, window, f"No pods and no spec changes in the window{quiet}."], width)
     shown = len(timeline.owners)
-    owners = (f"{count(shown, 'owner')} with pods or spec changes" if shown == timeline.active
+    owners = (f"{counted(shown, 'owner')} with pods or spec changes" if shown == timeline.active
               else f"The top {shown} of {timeline.active} owners by pods and spec changes")
-    quiet = f"; {count(timeline.quiet, 'object')} without either {'is' if timeline.quiet == 1 else 'are'} not shown" if timeline.quiet else ""
+    quiet = f"; {counted(timeline.quiet, 'object')} without either {'is' if timeline.quiet == 1 else 'are'} not shown" if timeline.quiet else ""
     head = _wrapped([title, window, f"{owners}{quiet}"], width) + [""]
 
     # an owner's most running pods is the same however the window is cut into columns: count it on one

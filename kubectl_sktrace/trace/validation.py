@@ -23,13 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
+from kubectl_sktrace import render
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.podrefs import REFERENCED_KIND, Reference, references
-from kubectl_sktrace.sanitize import object_key
+from kubectl_sktrace.plural import counted
+from kubectl_sktrace.trace.format import Trace, read_trace, source_name
+from kubectl_sktrace.trace.references import REFERENCED_KIND, Reference, references
+from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace
-from kubectl_sktrace.traceformat import Trace, read_trace, source_name
-
 
 RULES = {
     "W0000": "status field present",
@@ -141,7 +142,7 @@ class ReferenceRules:
     @staticmethod
     def prepare(refs: Iterable[tuple[str, str]], *, namespace: str) -> tuple[tuple[str, _Id], ...]:
         """``(code, name)`` references of an object of ``namespace``, as the recorder stored them
-        (``podrefs.distinct_references`` under the same template paths), made ready for ``missing_stored``
+        (``references.distinct_references`` under the same template paths), made ready for ``missing_stored``
         (an export prepares each stored list once: the versions of one object share it)."""
         return tuple((code, _id(REFERENCED_KIND[code], namespace, name)) for code, name in dict.fromkeys(refs))
 
@@ -195,3 +196,44 @@ def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterato
             bad = [k for k, v in values.items() if not isinstance(v, str)]
             if bad:
                 yield Finding(code="L0003", message=f"{field} {', '.join(map(str, bad))}: the value is not a string; SimKube cannot load it", ts=ts, object=key)
+
+
+def validation_to_dict(report: ValidationReport) -> dict[str, Any]:
+    """A ValidationReport as plain data (JSON/YAML output)."""
+    return {
+        "file": report.path,
+        "valid": not report.has_errors,
+        "errors": report.errors,
+        "warnings": report.warnings,
+        "findings": [
+            {
+                "code": f.code,
+                "severity": "error" if f.is_error else "warning",
+                "ts": f.ts,
+                "object": str(f.object) if f.object is not None else None,
+                "message": f.message,
+            }
+            for f in report.findings
+        ],
+    }
+
+
+def render_unreadable(path: str, error: str, fmt: str) -> str:
+    """``validate -o json|yaml`` of a file that is no trace at all: the error in the format asked for, shaped
+    like a report (``valid: false``) so that a program reads one shape either way."""
+    return render.dump({"file": source_name(path), "valid": False, "error": error, "errors": 1, "warnings": 0, "findings": []}, fmt)
+
+
+def render_validation(report: ValidationReport, fmt: str) -> str:
+    """``kubectl sktrace validate``: the findings, then one verdict line."""
+    data = validation_to_dict(report)
+    if fmt != "table":
+        return render.dump(data, fmt)
+    verdict = (
+        f"{report.path}: {'invalid' if report.has_errors else 'valid'}, "
+        f"{counted(report.errors, 'error')}, {counted(report.warnings, 'warning')}"
+    )
+    if not data["findings"]:
+        return verdict
+    table = render.render_table(data["findings"], "table", columns=["code", "ts", "object", "message"])
+    return f"{table}\n\n{verdict}"

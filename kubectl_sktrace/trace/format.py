@@ -168,7 +168,7 @@ def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None) -> Trace:
 def _read_file(path: str | Path) -> bytes:
     """The bytes of a local file, of a ``file://`` URL's file, or of an object in a store (``objectstore``);
     errors name ``path`` as it was given."""
-    from kubectl_sktrace import objectstore
+    from kubectl_sktrace.trace import objectstore
 
     name = str(path)
     if objectstore.is_remote(name):

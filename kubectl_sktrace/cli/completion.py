@@ -11,17 +11,15 @@ kubeconfig, a missing cache) completes to nothing.
 
 Both protocols walk the same click command tree with click's own resolver (``ShellComplete``), so
 subcommands, flags and choices come from the commands as they are defined; only the output format
-differs. Values click cannot know come from the completers here, which the options of ``cli.py`` name as
+differs. Values click cannot know come from the completers here, which the options of ``cli/options.py`` name as
 ``shell_complete=``: context names from the kubeconfig (kubectl's loading rules, ``--kubeconfig`` honoured),
 namespaces from the cache (opened read-only: completion never creates or writes a cache), and file names
-(left to the shell). This is part of the command-line layer, like ``cli``: the one other module that
-imports click.
+(left to the shell). The executable itself is ``cli.complete_main``, which hands this module the command tree.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any, Mapping, Sequence
 
 import click
@@ -41,7 +39,7 @@ DIRECTIVE_KEEP_ORDER = 32
 
 def context_names(*, kubeconfig: str | None, environ: Mapping[str, str] = os.environ) -> list[str]:
     """The context names of the kubeconfig kubectl would read, sorted; none when it cannot be read."""
-    from kubectl_sktrace.kubeconfig import list_contexts
+    from kubectl_sktrace.kube.kubeconfig import list_contexts
 
     try:
         return list_contexts(kubeconfig=kubeconfig, environ=environ)
@@ -53,7 +51,7 @@ def namespace_names(*, cache: str | None, kubeconfig: str | None, context: str |
                     environ: Mapping[str, str] = os.environ) -> list[str]:
     """The namespaces the cache knows of (the one named by ``--cache``, else the context's default cache),
     read-only; none when there is no cache."""
-    from kubectl_sktrace.kubeconfig import resolve_cache_path
+    from kubectl_sktrace.kube.kubeconfig import resolve_cache_path
     from kubectl_sktrace.store import open_cache_readonly
     from kubectl_sktrace.store.status import known_namespaces
 
@@ -141,11 +139,3 @@ def kubectl_complete(cli: click.Command, words: Sequence[str]) -> str:
         return KubectlComplete(cli, words).complete()
     except Exception:  # a half-typed command line must never show an error in the middle of the prompt
         return f":{DIRECTIVE_NO_FILE_COMP}"
-
-
-def main() -> None:
-    """The ``kubectl_complete-sktrace`` executable."""
-    from kubectl_sktrace.cli import cli
-
-    sys.stdout.write(kubectl_complete(cli, sys.argv[1:]) + "\n")
-    sys.stdout.flush()

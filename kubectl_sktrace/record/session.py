@@ -29,24 +29,24 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
-from kubectl_sktrace import watching
 from kubectl_sktrace.errors import ForbiddenError, KubeError
-from kubectl_sktrace.health import HealthBoard, HealthSample, HealthServer
-from kubectl_sktrace.ingest import Ingest, KindStats
 from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, CacheUrl, ClusterId, ObjKey
-from kubectl_sktrace.outagenotice import OutageNotices
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.reconciliation import Reconciliation
-from kubectl_sktrace.runsummary import Summary, SummaryRow
+from kubectl_sktrace.record import watching
+from kubectl_sktrace.record.failures import every_kind_failed
+from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
+from kubectl_sktrace.record.ingest import Ingest, KindStats
+from kubectl_sktrace.record.notices import OutageNotices
+from kubectl_sktrace.record.summary import Summary, SummaryRow
+from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import coverage_gaps
 from kubectl_sktrace.store.recording import Identity, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
-from kubectl_sktrace.watchfailures import every_kind_failed
-from kubectl_sktrace.writer import IDLE_COMMIT, Writer
 
 if TYPE_CHECKING:
-    from kubectl_sktrace.kube import ClusterClient
+    from kubectl_sktrace.kube.cluster import ClusterClient
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class _Run:
 class Session:
     """One ``start``: the watch threads, the consumer loop and the run bookkeeping, around an open cache.
 
-    ``kube`` offers ``discover``, ``cluster_identity``, ``list_page``, ``watch`` and ``get`` (``kube.Kube``);
+    ``kube`` offers ``discover``, ``cluster_identity``, ``list_page``, ``watch`` and ``get`` (``kube/client.py``: ``Kube``);
     ``run_watch`` is ``watching.run_watch``. Both are injected so tests can run the loop on fakes.
     ``context_namespace`` is the kubeconfig context's namespace: what to suggest to a user refused everywhere else.
     ``health`` (``start --health-port``) gets the loop's commits and the watches' state at every round.
@@ -151,7 +151,12 @@ class Session:
 
     def _plan(self) -> _Run:
         """Check the cache's identity, discover the kinds, open the run and build its ingest and writer."""
-        from kubectl_sktrace.tracerconfig import config_change, config_to_yaml, stored_config, watched_owner_kinds
+        from kubectl_sktrace.tracerconfig import (
+            config_change,
+            config_to_yaml,
+            stored_config,
+            watched_owner_kinds,
+        )
 
         self.rec.check_identity(self.identity)
         previous = self.rec.previous_run()
@@ -396,8 +401,9 @@ class StartOptions:
 
 def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     """``kubectl sktrace start``: resolve the cluster, open and lock the cache, record until stopped."""
-    from kubectl_sktrace import kube as kube_module
-    from kubectl_sktrace import kubeconfig, watching
+    from kubectl_sktrace.kube import kubeconfig
+    from kubectl_sktrace.kube.client import Kube
+    from kubectl_sktrace.record import watching
     from kubectl_sktrace.store import open_cache
     from kubectl_sktrace.tracerconfig import default_config, load_config
 
@@ -425,7 +431,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
         # disk) into one-line CacheErrors
         if isinstance(cache_path, CacheUrl):
             # a database finds its history by the cluster's identity: read from the cluster before the history
-            kube = kube_module.Kube.connect(target)
+            kube = Kube.connect(target)
             try:
                 server, cluster_uid = kube.cluster_identity()
                 with open_cache(cache_path, create=True, cluster=ClusterId(cluster_uid, server, namespace or "")) as cache, cache.writer_lock():
@@ -433,7 +439,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
             finally:
                 kube.close()
         with open_cache(cache_path, create=True) as cache, cache.writer_lock():
-            kube = kube_module.Kube.connect(target)
+            kube = Kube.connect(target)
             try:
                 server, cluster_uid = kube.cluster_identity()
                 return record(cache, kube, server, cluster_uid)

@@ -16,7 +16,7 @@ The window is ``[start_ts, end_ts)`` in integer seconds. What the trace holds:
 A window that starts before the cache's first run starts there (the cache knows nothing earlier; the first
 run never changes, so this keeps closed windows stable). A trace with no object at all is refused before a
 byte is written, unless asked for; what the filters left out, and SimKube's reference rules checked on the
-events as they are written (``validation.ReferenceRules``), become notes and warnings (``exportadvice``).
+events as they are written (``validation.ReferenceRules``), become notes and warnings (``export/advice.py``).
 
 Filters decide per object, on its last applied version before ``end_ts`` (so an object is in or out of
 the whole trace, and its deletion follows it): cluster-scoped objects are out unless asked for (SimKube's
@@ -65,10 +65,8 @@ from typing import IO, Any, Iterator
 
 import yaml
 
-from kubectl_sktrace import lifecycle as lifecycles
-from kubectl_sktrace import validation
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
-from kubectl_sktrace.exportadvice import (
+from kubectl_sktrace.export.advice import (
     NO_RECORDER,
     LeftOut,
     clamp_note,
@@ -77,19 +75,26 @@ from kubectl_sktrace.exportadvice import (
     empty_trace_reason,
     validation_warning,
 )
-from kubectl_sktrace.exportevents import count_groups, event_writer, groups, stored_refs_usable
-from kubectl_sktrace.exportoptions import (
+from kubectl_sktrace.export.events import (
+    count_groups,
+    event_writer,
+    groups,
+    stored_refs_usable,
+)
+from kubectl_sktrace.export.options import (
     DEFAULT_EXCLUDED_NAMESPACES,
     FORMATS,
     ExportFilters,
 )
+from kubectl_sktrace.export.selectors import matches_any
 from kubectl_sktrace.model import POD, CacheUrl, ObjKey
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.sanitize import is_daemonset_owned
-from kubectl_sktrace.selectors import matches_any
 from kubectl_sktrace.store import Cache, history
-from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.traceformat import Trace, decode_trace, make_writer
+from kubectl_sktrace.timeparse import format_duration, format_time
+from kubectl_sktrace.trace import lifecycle as lifecycles
+from kubectl_sktrace.trace import validation
+from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer
+from kubectl_sktrace.trace.sanitize import is_daemonset_owned
 from kubectl_sktrace.tracerconfig import (
     TracerConfig,
     config_from_trace,
@@ -413,8 +418,8 @@ def export_to(
     """``export``: the window of the cache at ``cache_path``, opened read-only, written to ``output_file`` the way
     ``output.write_output`` writes (``-`` is ``stdout``). A cache that a recorder changed while it was read is
     refused before the trace replaces a file."""
-    from kubectl_sktrace.output import write_output
     from kubectl_sktrace.store import open_cache_readonly
+    from kubectl_sktrace.trace.output import write_output
 
     with open_cache_readonly(cache_path) as opened:
         def write(stream: IO[bytes]) -> ExportReport:
@@ -424,3 +429,14 @@ def export_to(
             return report
 
         return write_output(output_file, write, binary=fmt == "sktrace", stdout=stdout)
+
+
+def export_sentence(report: ExportReport, *, where: str) -> str:
+    """The one line ``export`` ends with: what it wrote, and the window as ``inspect`` will show it."""
+    return (
+        f"Wrote {where}: {counted(report.events, 'event')} ({report.applied} applied, {report.deleted} deleted after the start state), "
+        f"{counted(report.index_objects, 'object')} in the index, {counted(report.lifecycles, 'pod lifecycle')}, "
+        f"window {format_time(report.start_ts)} .. {format_time(report.last_event_ts)} "
+        f"({format_duration(report.last_event_ts - report.start_ts)}, first to last event as inspect shows it; "
+        f"exported up to {format_time(report.end_ts)})."
+    )

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import IO, Any
 
+from kubectl_sktrace import render
 from kubectl_sktrace.model import ObjKey
-from kubectl_sktrace.sanitize import object_key
 from kubectl_sktrace.timeparse import format_duration, format_time
-from kubectl_sktrace.traceformat import Trace, read_trace, source_name
+from kubectl_sktrace.trace.format import Trace, read_trace, source_name
+from kubectl_sktrace.trace.sanitize import object_key
 
 
 def _describe(obj: dict[str, Any]) -> str:
@@ -93,3 +94,33 @@ def _lifecycle_row(owner: tuple[str, str], by_hash: dict[int, list[dict[str, Any
         "running": sum(1 for e in entries if "Running" in e),
         "finished": sum(1 for e in entries if "Finished" in e),
     }
+
+
+def render_inspection(result: dict[str, Any], fmt: str) -> str:
+    """``kubectl sktrace inspect``: a summary, then objects per kind, the index, lifecycles and events."""
+    if fmt != "table":
+        return render.dump(result, fmt)
+    window = result["window"]
+    summary = {
+        "File": result["file"],
+        "Format version": result["formatVersion"],
+        "Window": f"{window['start']} .. {window['end']} ({window['duration']})" if window else "- (no events)",
+        "Events": result["events"],
+        "Applied objects": result["applied"],
+        "Deleted objects": result["deleted"],
+        "Tracked kinds": result["trackedKinds"],
+    }
+    parts = [render.render_mapping(summary, "table")]
+    parts.append(render.section("Objects per kind", result["objects"], ["kind", "namespace", "objects"], "none"))
+    parts.append(render.section("Index", result["index"], ["kind", "objects"], "empty"))
+    parts.append(
+        render.section("Pod lifecycles", result["podLifecycles"], ["owner", "object", "podSpecs", "running", "finished"], "none")
+    )
+    if "eventList" in result:
+        rows = [
+            {"ts": e["ts"], "time": e["time"], "change": change}
+            for e in result["eventList"]
+            for change in (e["changes"] or ["(no changes)"])
+        ]
+        parts.append(render.section("Events", rows, ["ts", "time", "change"], "none"))
+    return "\n\n".join(parts)

@@ -61,7 +61,8 @@ from kubectl_sktrace.model import GVK
 from kubectl_sktrace.timeparse import format_time
 
 if TYPE_CHECKING:
-    from kubectl_sktrace.kube import ListPage, OpenWatch, Resource
+    from kubectl_sktrace.kube.cluster import ListPage, OpenWatch
+    from kubectl_sktrace.kube.discovery import Resource
 
 log = logging.getLogger(__name__)
 

@@ -34,12 +34,11 @@ there; a start at or after it, not started. Only then are the overlap and the cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kubectl_sktrace.timeparse import parse_api_time
-
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,9 @@ import time
 from typing import Callable, Iterator, TextIO
 
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.ingest import KindStats
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.reconciliation import Reconciliation
-from kubectl_sktrace.render import reconciliation_lines
+from kubectl_sktrace.reconciliation import Reconciliation, reconciliation_lines
+from kubectl_sktrace.record.ingest import KindStats
 from kubectl_sktrace.timeparse import format_duration
 
 LOG_EVERY = 30.0

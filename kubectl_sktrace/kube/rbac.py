@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
@@ -162,3 +162,13 @@ def rbac_yaml(documents: list[dict[str, Any]], *, command: str) -> str:
     that made them."""
     head = f"# What kubectl-sktrace needs to record; made by: {command}\n# Apply with: {command} | kubectl apply -f -\n"
     return head + "".join("---\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False) for doc in documents)
+
+
+def rbac_hint(resources: Sequence[str], *, namespace: str | None = None, user: str = "") -> str:
+    """What to grant so that ``resources`` (RBAC names, ``deployments.apps``) can be recorded, in ``namespace`` or
+    across the cluster, and the ``rbac`` command that prints the Role or ClusterRole and binding for ``user`` (as
+    the 403 named it): the one wording of the RBAC fix, for one kind's 403 and for every kind refused."""
+    flags = (f" -n {namespace}" if namespace else "") + (f" {subject_flags(user)}" if user else "")
+    role = "Role" if namespace else "ClusterRole"
+    return (f"grant get, list and watch on {', '.join(resources)}: 'kubectl sktrace rbac{flags} [--config FILE]' "
+            f"prints the {role} and binding to apply")

@@ -442,7 +442,7 @@ def _recorded_window(cache: str) -> tuple[int, int]:
     so export warns only about the gap the demo made on purpose."""
     import math
 
-    from kubectl_sktrace.status import load_status
+    from kubectl_sktrace.record.status import load_status
 
     runs = load_status(cache=cache, kubeconfig=None, context=None).runs
     if not runs:

@@ -33,10 +33,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kubectl_sktrace import changes, hashing, lifecycle, owners, podrefs, sanitize
 from kubectl_sktrace.errors import ForbiddenError, KubeError
-from kubectl_sktrace.initialsync import InitialSync, Unresolved, Vanished
 from kubectl_sktrace.model import GVK, POD, LiveObject, ObjectHead, ObjKey, OwnerRef
+from kubectl_sktrace.record import changes, owners
+from kubectl_sktrace.record.initialsync import InitialSync, Unresolved, Vanished
 from kubectl_sktrace.store.history import CAUSE_FAILED, CAUSE_FORBIDDEN
 from kubectl_sktrace.store.recording import (
     OP_APPLIED,
@@ -45,6 +45,8 @@ from kubectl_sktrace.store.recording import (
     OwnerRecord,
     Recording,
 )
+from kubectl_sktrace.trace import hashing, lifecycle, sanitize
+from kubectl_sktrace.trace import references as podrefs
 from kubectl_sktrace.tracerconfig import TracerConfig
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Callable, Iterator, TypeVar
 
-from kubectl_sktrace import objectstore
 from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.trace import objectstore
 
 T = TypeVar("T")
 

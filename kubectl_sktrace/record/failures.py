@@ -36,7 +36,7 @@ def _forbidden_advice(
     *, tracked: list[GVK], failed: list[GVK], refused: list[ForbiddenError], resources: Mapping[GVK, Any],
     namespace: str | None, context_namespace: str | None,
 ) -> str:
-    from kubectl_sktrace.kube import rbac_hint
+    from kubectl_sktrace.kube.rbac import rbac_hint
 
     names = [resources[g].rbac_name for g in [*tracked, POD] if g in resources]
     cluster = namespace is None and all(e.cluster_scope for e in refused)

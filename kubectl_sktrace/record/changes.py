@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+
 from kubectl_sktrace.model import LiveObject, ObjectHead, ObjKey
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-from kubectl_sktrace.model import CONFIG_MAP, SECRET, SERVICE_ACCOUNT, GVK
+from kubectl_sktrace.model import CONFIG_MAP, GVK, SECRET, SERVICE_ACCOUNT
 from kubectl_sktrace.tracerconfig import resolve_pointer
 
 Reference = tuple[str, GVK, str, str]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import threading
 from typing import Callable, Mapping
 
-from kubectl_sktrace.ingest import Outage
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import counted
+from kubectl_sktrace.record.ingest import Outage
 from kubectl_sktrace.timeparse import format_duration, format_time
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubectl_sktrace.errors import KubeError
-from kubectl_sktrace.model import POD, SECRET, GVK, ObjectHead, ObjKey, OwnerRef
+from kubectl_sktrace.model import GVK, POD, SECRET, ObjectHead, ObjKey, OwnerRef
 from kubectl_sktrace.timeparse import parse_api_time
 
 DROPPED_METADATA = (

@@ -16,13 +16,20 @@ from typing import Any, Callable, Container, Iterable, Iterator, Mapping
 
 import yaml
 
-from kubectl_sktrace import validation
 from kubectl_sktrace.errors import ConfigError
-from kubectl_sktrace.model import CONFIG_MAP, NAMESPACE, SECRET, SERVICE_ACCOUNT, GVK, ObjKey
-from kubectl_sktrace.sanitize import deleted_stub
+from kubectl_sktrace.model import (
+    CONFIG_MAP,
+    GVK,
+    NAMESPACE,
+    SECRET,
+    SERVICE_ACCOUNT,
+    ObjKey,
+)
 from kubectl_sktrace.store import history
 from kubectl_sktrace.store.bodies import packed_body, refs_from_json
-from kubectl_sktrace.traceformat import loads
+from kubectl_sktrace.trace import validation
+from kubectl_sktrace.trace.format import loads
+from kubectl_sktrace.trace.sanitize import deleted_stub
 from kubectl_sktrace.tracerconfig import parse_config
 
 EventWriter = Callable[[int, list[history.StoredEvent]], int]

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.podrefs import REFERENCED_KIND
+from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_duration, format_span, format_time
+from kubectl_sktrace.trace.references import REFERENCED_KIND
 
 DEFAULT_NAMESPACE = "default"
 
@@ -32,11 +33,6 @@ class LeftOut:
     kept_namespaces: set[str] = field(default_factory=set)  # namespaces of the exported objects
 
 
-def count(n: int, noun: str) -> str:
-    """``1 object``, ``2 objects``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def clamp_note(*, history_start: int, asked: int) -> str:
     return f"the cache starts at {format_time(history_start)}, after the window start {format_time(asked)}; the trace starts there"
 
@@ -48,7 +44,7 @@ def default_namespace_note(left: LeftOut, *, include_namespaces: frozenset[str] 
     if include_namespaces is not None or not default_exclusions or not held:
         return None
     keep = ",".join(sorted({ns for ns in left.kept_namespaces if ns} | {DEFAULT_NAMESPACE}))
-    return (f"left out {count(held, 'object')} in namespace default (SimKube's excluded namespaces include it); "
+    return (f"left out {counted(held, 'object')} in namespace default (SimKube's excluded namespaces include it); "
             f"to keep them, pass --include-namespaces {keep}")
 
 
@@ -113,7 +109,7 @@ def validation_warning(errors: Counter[str], *, rule_names: dict[str, str], trac
     else:
         fix = ("the objects they use were not recorded before them, or the filters left them out; "
                "'kubectl sktrace validate' on the trace lists them")
-    return f"the trace would fail 'kubectl sktrace validate' with {count(total, 'error')} ({per_rule}): {fix}"
+    return f"the trace would fail 'kubectl sktrace validate' with {counted(total, 'error')} ({per_rule}): {fix}"
 
 
 NO_RECORDER = "no recorder ran"
@@ -175,15 +171,15 @@ def coverage_block(
         lines.append(f"  {format_span(gap.since, gap.until)} ({format_duration(gap.until - gap.since)}, {', '.join(gap.causes)})")
     more = len(listed) - MAX_LISTED_GAPS
     shorter = len(gaps) - len(listed)
-    rest = [text for n, text in ((more, count(more, "more gap")),
-                                 (shorter, f"{count(shorter, 'gap')} shorter than {LISTED_GAP_SECONDS:.0f}s")) if n > 0]
+    rest = [text for n, text in ((more, counted(more, "more gap")),
+                                 (shorter, f"{counted(shorter, 'gap')} shorter than {LISTED_GAP_SECONDS:.0f}s")) if n > 0]
     if rest:
         lines.append(f"  {'and ' if listed else ''}{' and '.join(rest)}")
     for gvk, run, cause in refused:
         lines.append(f"  {gvk} was not recorded by run {run} ({cause}): its changes during that run are not in the trace")
     if inferred:
         changed = inferred - inferred_deleted
-        lines.append(f"  {count(inferred, 'event')} reconstructed after a gap ({count(inferred_deleted, 'deletion')}, "
+        lines.append(f"  {counted(inferred, 'event')} reconstructed after a gap ({counted(inferred_deleted, 'deletion')}, "
                      f"{changed} {'creation or change' if changed == 1 else 'creations or changes'}): "
                      "their times are when the recorder caught up, not when they happened")
     return "\n".join(lines)

@@ -14,8 +14,8 @@ import time
 from typing import Any, Callable
 
 from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.ingest import Ingest
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.record.ingest import Ingest
 from kubectl_sktrace.store.recording import Recording
 
 COMMIT_INTERVAL = 0.25

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.selectors import Selector, parse_selector
+from kubectl_sktrace.export.selectors import Selector, parse_selector
 from kubectl_sktrace.timeparse import format_time, parse_time
 
 DEFAULT_EXCLUDED_NAMESPACES = (

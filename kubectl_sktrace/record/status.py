@@ -19,10 +19,16 @@ from typing import Any, Mapping
 
 from kubectl_sktrace import render
 from kubectl_sktrace.errors import CacheError, UsageError
-from kubectl_sktrace.reconciliation import reconciliation_to_dict
+from kubectl_sktrace.reconciliation import reconciliation_brief, reconciliation_to_dict
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.connection import disk_size
-from kubectl_sktrace.store.status import CacheOverview, CacheStatus, RunInfo, cache_overview, cache_status
+from kubectl_sktrace.store.status import (
+    CacheOverview,
+    CacheStatus,
+    RunInfo,
+    cache_overview,
+    cache_status,
+)
 from kubectl_sktrace.timeparse import format_duration, format_span, format_time
 
 DEFAULT_RUNS = 10
@@ -45,7 +51,7 @@ def status_text(*, cache: str | None, kubeconfig: str | None, context: str | Non
                 environ: Mapping[str, str] = os.environ) -> str:
     """What ``status`` prints: the cache of the context (or ``--cache``), or the list of caches when nothing
     names a cluster."""
-    from kubectl_sktrace.kubeconfig import names_no_cluster, state_dir
+    from kubectl_sktrace.kube.kubeconfig import names_no_cluster, state_dir
 
     if not cache and not context and names_no_cluster(kubeconfig=kubeconfig, environ=environ):
         if namespace is not None:
@@ -58,7 +64,7 @@ def status_text(*, cache: str | None, kubeconfig: str | None, context: str | Non
 
 def load_status(*, cache: str | None, kubeconfig: str | None, context: str | None, namespace: str | None = None,
                 environ: Mapping[str, str] = os.environ) -> CacheStatus:
-    from kubectl_sktrace.kubeconfig import resolve_cache_path
+    from kubectl_sktrace.kube.kubeconfig import resolve_cache_path
 
     path = resolve_cache_path(cache=cache, kubeconfig=kubeconfig, context=context, environ=environ)
     with open_cache_readonly(path) as opened:
@@ -160,7 +166,7 @@ def _run_to_dict(run: RunInfo, now: float) -> dict[str, Any]:
 
 def _state_cell(run: dict[str, Any]) -> str:
     """``running (heartbeat 1s ago)``; a heartbeat older than the health check allows says the recorder is stuck."""
-    from kubectl_sktrace.health import STALE_AFTER
+    from kubectl_sktrace.record.health import STALE_AFTER
 
     age = run.get("heartbeatAgeSeconds")
     if age is None:
@@ -271,5 +277,5 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
          for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]
     if status.reconciliation is not None:
         parts += ["", "Reconciliation of the latest run (-o json names the objects):",
-                  *render.reconciliation_brief(status.reconciliation)]
+                  *reconciliation_brief(status.reconciliation)]
     return "\n".join(parts)

@@ -13,8 +13,13 @@ from dataclasses import dataclass
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import CacheUrl
-from kubectl_sktrace.store import open_cache, open_cache_readonly
-from kubectl_sktrace.store.pruning import PrunePlan, PruneResult, plan_prune, prune_before
+from kubectl_sktrace.store.opening import open_cache, open_cache_readonly
+from kubectl_sktrace.store.pruning import (
+    PrunePlan,
+    PruneResult,
+    plan_prune,
+    prune_before,
+)
 from kubectl_sktrace.timeparse import format_time
 
 
