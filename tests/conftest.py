@@ -1,4 +1,11 @@
-"""Shared pytest fixtures. Each area keeps its fixtures together in one block."""
+"""Shared pytest fixtures, and the test tiers. Each area keeps its fixtures together in one block.
+
+Two tiers: ``pytest -m "not slow"`` is the inner loop (the rules, the formats, the store on sqlite, the
+command line in process: no subprocess of the product, no PostgreSQL, no S3 server, no terminal, no emulator
+and no sleep), and the README's command runs everything, in parallel. A test is ``slow`` when it asks for
+one of ``SLOW_FIXTURES`` (marked here, so nobody forgets), lives in a module of ``SLOW_MODULES``, or says so
+itself with ``@pytest.mark.slow``.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +30,29 @@ from kubectl_sktrace.trace.hashing import spec_hash
 from kubectl_sktrace.trace.references import distinct_references
 from kubectl_sktrace.trace.sanitize import is_daemonset_owned
 from kubectl_sktrace.tracerconfig import TracerConfig, parse_config
+
+# --- the tiers ---------------------------------------------------------------------------------------------
+
+# fixtures that start a server, a database or a process
+SLOW_FIXTURES = {"emulator", "emulator_kubeconfig", "pg_server", "pg_url", "s3_server", "s3"}
+# modules whose every test runs the product or a server in a subprocess, or drives a terminal
+SLOW_MODULES = {
+    "test_crash", "test_faults", "test_outages", "test_concurrency",  # the reliability suites: kill, cut, race
+    "test_terminal",  # tmux
+    "test_demo", "test_incluster", "test_security", "test_krew", "test_typing", "test_deploy",  # the real CLI or mypy
+    "test_cli_start", "test_cli_timeline",  # start against the emulator
+    "test_emulator_clients", "test_emulator_framing", "test_emulator_listcost", "test_emulator_main",  # real clients
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        param = getattr(item, "callspec", None)
+        postgres = param is not None and param.params.get("engine") == "postgresql"
+        if fixtures & SLOW_FIXTURES or postgres or item.path.stem in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
 
 # --- foundation: the SimKube trace fixtures (copied from ../shared/fixtures/simkube) ----------------------
 

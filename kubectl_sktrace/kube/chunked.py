@@ -65,39 +65,49 @@ class ChunkedLines:
             data, self._head = self._head + data, b""
         pieces: list[bytes] = []
         pos, end = 0, len(data)
-        while pos < end:
-            left = self._left
-            if not left and self._state == _SIZE:  # a whole chunk in this read, framed plainly: at once
-                plain = _PLAIN_SIZE.match(data, pos)
-                if plain is not None:
-                    start = plain.end()
-                    stop = start + int(plain[1], 16)
-                    if start < stop and data[stop:stop + 2] == b"\r\n":
-                        pieces.append(data[start:stop])
-                        pos = stop + 2
-                        continue
-            if left:
-                take = left if left <= end - pos else end - pos
-                pieces.append(data[pos:pos + take] if take != end or pos else data)
-                pos += take
-                self._left = left - take
-                if not self._left:
-                    self._state = _DATA_END
+        while 0 <= pos < end:  # each step returns where the next starts, -1 when the rest waits for more bytes
+            if self._left:
+                pos = self._take(data, pos, end, pieces)
+            elif self._state == _SIZE:
+                pos = self._chunk_at(data, pos, end, pieces)
             elif self._state == _DATA_END:
-                if end - pos < 2:
-                    if data[pos:] != b"\r":
-                        raise FramingError(f"expected CRLF after chunk data, got {data[pos:pos + 2]!r}")
-                    self._head = data[pos:]
-                    break
-                if data[pos] != 13 or data[pos + 1] != 10:
-                    raise FramingError(f"expected CRLF after chunk data, got {data[pos:pos + 2]!r}")
-                pos += 2
-                self._state = _SIZE
+                pos = self._data_end(data, pos, end)
             else:
                 pos = self._framing_line(data, pos, end)
-                if pos < 0:
-                    break
         return self._lines(pieces) if pieces else []
+
+    def _chunk_at(self, data: bytes, pos: int, end: int, pieces: list[bytes]) -> int:
+        """At a size line: a whole chunk framed plainly in this read is taken at once, else the line is read."""
+        plain = _PLAIN_SIZE.match(data, pos)
+        if plain is not None:
+            start = plain.end()
+            stop = start + int(plain[1], 16)
+            if start < stop and data[stop:stop + 2] == b"\r\n":
+                pieces.append(data[start:stop])
+                return stop + 2
+        return self._framing_line(data, pos, end)
+
+    def _take(self, data: bytes, pos: int, end: int, pieces: list[bytes]) -> int:
+        """The current chunk's data, as much of it as this read holds."""
+        left = self._left
+        take = left if left <= end - pos else end - pos
+        pieces.append(data[pos:pos + take] if take != end or pos else data)
+        self._left = left - take
+        if not self._left:
+            self._state = _DATA_END
+        return pos + take
+
+    def _data_end(self, data: bytes, pos: int, end: int) -> int:
+        """The CRLF after a chunk's data."""
+        if end - pos < 2:
+            if data[pos:] != b"\r":
+                raise FramingError(f"expected CRLF after chunk data, got {data[pos:pos + 2]!r}")
+            self._head = data[pos:]
+            return -1
+        if data[pos] != 13 or data[pos + 1] != 10:
+            raise FramingError(f"expected CRLF after chunk data, got {data[pos:pos + 2]!r}")
+        self._state = _SIZE
+        return pos + 2
 
     def finish(self) -> list[bytes]:
         """At the end of the body (the last chunk read, or the connection closed where a body without framing

@@ -235,6 +235,21 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
     data = status_to_dict(status, namespace=namespace, runs=runs, now=now)
     if fmt != "table":
         return render.render_mapping(data, fmt)
+    parts = [render.render_mapping(_head(status, data, namespace=namespace), "table"), "", _runs_table(status, data)]
+    parts += _blind_time(status, data)
+    if len(data["configHistory"]) > 1:
+        parts += ["", "Config history (what each run tracked from its start on; history recorded before a change is kept):",
+                  render.render_table(data["configHistory"], "table", columns=["run", "from", "change", "tracked"])]
+    parts += ["", "Kinds:\n" + render.render_table(
+        [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
+         for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]
+    if status.reconciliation is not None:
+        parts += ["", "Reconciliation of the latest run (-o json names the objects):",
+                  *reconciliation_brief(status.reconciliation)]
+    return "\n".join(parts)
+
+
+def _head(status: CacheStatus, data: dict[str, Any], *, namespace: str | None) -> dict[str, Any]:
     cluster = data["cluster"]
     head: dict[str, Any] = {
         "cache": status.path,
@@ -250,12 +265,21 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
     head["events"] = f"{status.events} ({data['events']['first']} .. {data['events']['last']})" if status.events else "0"
     head["pods"] = (f"{status.pods.seen} seen, {status.pods.live} live, {status.pods.running} running, {status.pods.finished} finished, "
                     f"{status.pods.with_owner} with a lifecycle owner")
-    parts = [render.render_mapping(head, "table"), ""]
+    return head
+
+
+def _runs_table(status: CacheStatus, data: dict[str, Any]) -> str:
+    if not data["runs"]:
+        return "Runs: none"
     hidden = len(status.runs) - len(data["runs"])
     title = f"Runs (the last {len(data['runs'])} of {len(status.runs)}; --runs all shows every run):" if hidden else "Runs:"
     rows = [{**r, "state": _state_cell(r)} for r in data["runs"]]
-    parts.append(title + "\n" + render.render_table(rows, "table", columns=["run", "started", "synced", "stopped", "duration", "state"])
-                 if data["runs"] else "Runs: none")
+    return title + "\n" + render.render_table(rows, "table", columns=["run", "started", "synced", "stopped", "duration", "state"])
+
+
+def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
+    """The gaps between runs, the outages of the runs shown, and what the latest run did not record."""
+    parts: list[str] = []
     if data["gaps"]:
         parts += ["", "Gaps (not observed live; reconstructed by the next run's relist):",
                   render.render_table(data["gaps"], "table", columns=["from", "to", "duration"])]
@@ -269,13 +293,4 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
     if status.unrecorded:
         parts += ["", f"Not recorded by the latest run ({status.unrecorded[0].run_id}): it has none of their changes",
                   *(f"  {u.gvk}: {u.detail if u.detail.startswith(u.cause) else f'{u.cause}: {u.detail}'}" for u in status.unrecorded)]
-    if len(data["configHistory"]) > 1:
-        parts += ["", "Config history (what each run tracked from its start on; history recorded before a change is kept):",
-                  render.render_table(data["configHistory"], "table", columns=["run", "from", "change", "tracked"])]
-    parts += ["", "Kinds:\n" + render.render_table(
-        [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
-         for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]
-    if status.reconciliation is not None:
-        parts += ["", "Reconciliation of the latest run (-o json names the objects):",
-                  *reconciliation_brief(status.reconciliation)]
-    return "\n".join(parts)
+    return parts

@@ -117,10 +117,23 @@ def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int
         return None
     first = trace.events[0]["ts"] if start is None else start
     found: dict[tuple[str, str], dict[str, list[Any]]] = {}
+    last = max(_collect_changes(trace, first, found), _collect_pods(trace, found), first)
+    owners = [
+        OwnerActivity(gvk=gvk, ns_name=ns_name, pods=tuple(lists["pods"]), applied=tuple(lists["applied"]), deleted=tuple(lists["deleted"]))
+        for (gvk, ns_name), lists in found.items()
+    ]
+    active = sorted((o for o in owners if o.activity), key=lambda o: (-o.activity, o.gvk.rpartition(".")[2], o.ns_name, o.gvk))
+    stop = max(first, last if end is None else end)
+    return Timeline(start=first, end=stop, owners=tuple(active[:top]), active=len(active), quiet=len(owners) - len(active),
+                    gaps=tuple((since, until) for since, until in gaps if since < stop + 1 and until > first))
 
-    def entry(gvk: str, ns_name: str) -> dict[str, list[Any]]:
-        return found.setdefault((gvk, ns_name), {"pods": [], "applied": [], "deleted": []})
 
+def _entry(found: dict[tuple[str, str], dict[str, list[Any]]], gvk: str, ns_name: str) -> dict[str, list[Any]]:
+    return found.setdefault((gvk, ns_name), {"pods": [], "applied": [], "deleted": []})
+
+
+def _collect_changes(trace: Trace, first: int, found: dict[tuple[str, str], dict[str, list[Any]]]) -> int:
+    """Each object's applied and deleted times after ``first`` into ``found``; the last event's time."""
     last = first
     for event in trace.events:
         ts = event["ts"]
@@ -130,25 +143,24 @@ def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int
                 key = object_key(obj)
                 if key is None:
                     continue
-                changes = entry(str(key.gvk), key.ns_name)[field]
+                changes = _entry(found, str(key.gvk), key.ns_name)[field]
                 if ts > first:
                     changes.append(ts)
+    return last
+
+
+def _collect_pods(trace: Trace, found: dict[tuple[str, str], dict[str, list[Any]]]) -> int:
+    """Each owner's pod spans into ``found``; the latest time a span names (0 without any)."""
+    last = 0
     for (gvk, ns_name), by_hash in trace.pod_lifecycles.items():
-        pods = entry(gvk, ns_name)["pods"]
+        pods = _entry(found, gvk, ns_name)["pods"]
         for lifecycles in by_hash.values():
             for lifecycle in lifecycles:
                 span = _pod_span(lifecycle)
                 if span is not None:
                     pods.append(span)
                     last = max(last, *(t for t in span if t is not None))
-    owners = [
-        OwnerActivity(gvk=gvk, ns_name=ns_name, pods=tuple(lists["pods"]), applied=tuple(lists["applied"]), deleted=tuple(lists["deleted"]))
-        for (gvk, ns_name), lists in found.items()
-    ]
-    active = sorted((o for o in owners if o.activity), key=lambda o: (-o.activity, o.gvk.rpartition(".")[2], o.ns_name, o.gvk))
-    stop = max(first, last if end is None else end)
-    return Timeline(start=first, end=stop, owners=tuple(active[:top]), active=len(active), quiet=len(owners) - len(active),
-                    gaps=tuple((since, until) for since, until in gaps if since < stop + 1 and until > first))
+    return last
 
 
 def _pod_span(lifecycle: dict[str, Any]) -> tuple[int, int | None] | None:
@@ -266,12 +278,26 @@ def render_timeline(timeline: Timeline | None, *, title: str, width: int, charse
     if not timeline.owners:
         quiet = f" ({counted(timeline.quiet, 'object')} in its start state)" if timeline.quiet else ""
         return _wrapped([title, window, f"No pods and no spec changes in the window{quiet}."], width)
+    head = _wrapped([title, window, _owners_line(timeline)], width) + [""]
+    rows, grid = _chart(timeline, width, charset)
+    legend = _wrapped([
+        f"{charset.levels} running pods; {charset.levels[-1]} = the row's most, at its left",
+        f"{charset.applied} spec applied   {charset.deleted} deleted   {grid.describe()}",
+        *([f"{charset.gap} no recorder, or a watch down: changes then were caught up later, at that time"] if timeline.gaps else []),
+    ], width)
+    return head + rows + [""] + legend
+
+
+def _owners_line(timeline: Timeline) -> str:
     shown = len(timeline.owners)
     owners = (f"{counted(shown, 'owner')} with pods or spec changes" if shown == timeline.active
               else f"The top {shown} of {timeline.active} owners by pods and spec changes")
     quiet = f"; {counted(timeline.quiet, 'object')} without either {'is' if timeline.quiet == 1 else 'are'} not shown" if timeline.quiet else ""
-    head = _wrapped([title, window, f"{owners}{quiet}"], width) + [""]
+    return f"{owners}{quiet}"
 
+
+def _chart(timeline: Timeline, width: int, charset: Charset) -> tuple[list[str], _Grid]:
+    """The owners' rows, the time axis and its labels; and the grid they were drawn on."""
     # an owner's most running pods is the same however the window is cut into columns: count it on one
     most = {o: max(running_pods(o.pods, _grid(timeline, 1)), default=0) for o in timeline.owners}
     digits = max(len(str(n)) for n in most.values())
@@ -293,12 +319,7 @@ def render_timeline(timeline: Timeline | None, *, title: str, width: int, charse
     axis = "".join((charset.gap if _in_gap(timeline.gaps, grid, bucket) else charset.axis) * grid.repeat for bucket in range(grid.buckets))
     rows.append(f"{pad}{charset.left_corner}{axis}{charset.right_corner}")
     rows += _axis_labels(timeline.start, grid.end, pad=pad, span=grid.columns + 2)
-    legend = _wrapped([
-        f"{charset.levels} running pods; {charset.levels[-1]} = the row's most, at its left",
-        f"{charset.applied} spec applied   {charset.deleted} deleted   {grid.describe()}",
-        *([f"{charset.gap} no recorder, or a watch down: changes then were caught up later, at that time"] if timeline.gaps else []),
-    ], width)
-    return head + rows + [""] + legend
+    return rows, grid
 
 
 def _in_gap(gaps: tuple[tuple[float, float], ...], grid: _Grid, bucket: int) -> bool:

@@ -86,7 +86,7 @@ def test_recording_reads_back_what_it_wrote(engine: str) -> None:
 
 
 def test_a_restart_reconciles_what_happened_offline(tmp_path: Path, engine: str, emulator: Any, emulator_kubeconfig: str) -> None:
-    from tests.test_cli_start import NS, make_deployment
+    from tests.cli.test_cli_start import NS, make_deployment
 
     now = time.time()
     make_deployment(emulator, "old", replicas=2, started=now - 60)

@@ -18,7 +18,7 @@ from kubectl_sktrace.trace.sanitize import (
     read_head,
     sanitize,
 )
-from tests.test_owners import CUSTOM, JOB, RS, obj, ref
+from tests.record.test_owners import CUSTOM, JOB, RS, obj, ref
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
 SECRET = GVK("", "v1", "Secret")
@@ -282,7 +282,7 @@ def test_head_resource_version(version: object, expected: str) -> None:
 ALLOWED_IMPORTS = {"__future__", "collections", "copy", "dataclasses", "math", "re", "typing", "kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.sanitize", "kubectl_sktrace.trace.hashing"}
 
 
-@pytest.mark.parametrize("module", ["sanitize", "lifecycle", "owners", "changes"])
+@pytest.mark.parametrize("module", ["trace.sanitize", "trace.lifecycle", "record.owners", "record.changes"])
 def test_rule_modules_stay_pure(module: str) -> None:
     """The rules import only the standard library's pure parts and the modules below them (no I/O, no clock)."""
     import ast

@@ -53,7 +53,7 @@ def _pod_env(emu: Emulator, tmp_path: Path) -> dict[str, str]:
 
 
 def _offline_changes(emu: Emulator) -> None:
-    from tests.test_cli_start import NS, make_deployment
+    from tests.cli.test_cli_start import NS, make_deployment
 
     emu.delete("apps/v1", "Deployment", NS, "old", graceful=False)
     make_deployment(emu, "new", replicas=1, started=time.time())
@@ -73,7 +73,7 @@ def _status(url: str, context: str, home: Path) -> dict[str, Any]:
 
 
 def test_a_recorder_under_another_context_name_continues_the_clusters_history(tmp_path: Path, pg_url: str, emulator: Emulator) -> None:
-    from tests.test_cli_start import make_deployment
+    from tests.cli.test_cli_start import make_deployment
 
     make_deployment(emulator, "old", replicas=1, started=time.time() - 60)
     laptop = _kubeconfig(emulator, tmp_path / "laptop", context="prod", host="localhost")
@@ -94,7 +94,7 @@ def test_a_recorder_under_another_context_name_continues_the_clusters_history(tm
 
 
 def test_a_laptops_copied_history_continues_in_the_cluster(tmp_path: Path, pg_url: str, emulator: Emulator) -> None:
-    from tests.test_cli_start import make_deployment
+    from tests.cli.test_cli_start import make_deployment
 
     make_deployment(emulator, "old", replicas=1, started=time.time() - 60)
     laptop = _kubeconfig(emulator, tmp_path / "laptop", context="prod", host="localhost")

@@ -18,7 +18,7 @@ from kubectl_sktrace.trace.timeline import (
     render_timeline,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def draw(name: str, *, charset: Charset, width: int, top: int = 10) -> str:

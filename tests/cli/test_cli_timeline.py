@@ -18,7 +18,7 @@ from kubectl_sktrace.cli import cli
 from kubectl_sktrace.trace.format import Trace, encode_trace
 from sktrace_emulator import Emulator
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CRONJOB = str(DATA / "cronjob.sktrace")
 DSB = str(DATA / "dsb-scaling.sktrace")
 

@@ -17,7 +17,7 @@ from kubectl_sktrace.record.ingest import Ingest
 from kubectl_sktrace.record.writer import Writer
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.recording import Recording
-from tests.test_ingest import CONFIG, DEPLOY, T0, deployment, pod, replicaset
+from tests.record.test_ingest import CONFIG, DEPLOY, T0, deployment, pod, replicaset
 
 
 class Setup:
