@@ -49,6 +49,7 @@ WINDOWS_FORBIDDEN = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 1
 SHA256 = re.compile(r"^[a-f0-9]{64}$")
 SEMVER = re.compile(r"^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
                     r"(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
+CHANGELOG_RELEASE = re.compile(r"^## \[(\d+\.\d+\.\d+)\]", re.M)
 # the <os, arch> pairs krew-index checks selectors against
 SUPPORTED_PLATFORMS = (
     ("darwin", "386"), ("darwin", "amd64"), ("darwin", "arm64"),
@@ -155,8 +156,28 @@ def _platform_errors(index: int, plat: dict[str, Any]) -> list[str]:
     return errors
 
 
-def validate_manifest(manifest: dict[str, Any], *, package_version: str | None = None) -> Findings:
-    """Every rule of krew-index's validator that needs no archive, plus this project's own."""
+def changelog_version(text: str) -> str | None:
+    """The newest release CHANGELOG.md names: its first ``## [X.Y.Z]`` heading, or None."""
+    found = CHANGELOG_RELEASE.search(text)
+    return found.group(1) if found else None
+
+
+def _release_errors(version: str, platforms: list[dict[str, Any]], *, changelog: str | None) -> list[str]:
+    """This project's own: each platform downloads the archive of ``version``, and the changelog's newest release
+    is that version, so that the package, the manifest, the archive and the notes move together."""
+    archive = f"/download/{version}/kubectl-sktrace_{version}.tar.gz"
+    errors = [f"spec.platforms[{i}]: uri {p.get('uri')!r} is not the archive of {version} (…{archive})"
+              for i, p in enumerate(platforms) if not str(p.get("uri") or "").endswith(archive)]
+    if changelog is not None and f"v{changelog_version(changelog)}" != version:
+        errors.append(f"CHANGELOG.md's newest release is {changelog_version(changelog)}, not {version[1:]}: "
+                      "add its section before the release")
+    return errors
+
+
+def validate_manifest(manifest: dict[str, Any], *, package_version: str | None = None,
+                      changelog: str | None = None) -> Findings:
+    """Every rule of krew-index's validator that needs no archive, plus this project's own (with
+    ``package_version``: the version, the archive's name and, given its text, CHANGELOG.md agree)."""
     errors: list[str] = []
     warnings: list[str] = []
     if manifest.get("apiVersion") != API_VERSION:
@@ -186,6 +207,8 @@ def validate_manifest(manifest: dict[str, Any], *, package_version: str | None =
     elif package_version is not None and version != f"v{package_version}":
         errors.append(f"version {version} does not match the package version {package_version}")
     platforms = spec.get("platforms") or []
+    if package_version is not None and version == f"v{package_version}":
+        errors += _release_errors(version, platforms, changelog=changelog)
     if not platforms:
         errors.append("should have a platform specified")
     for i, plat in enumerate(platforms):
@@ -343,9 +366,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--archive", type=Path, help="also install this archive for every platform entry")
     parser.add_argument("--package-version", help="the version spec.version must carry (without the v)")
     parser.add_argument("--krew-root", type=Path, help="install the archive for this machine into this root")
+    parser.add_argument("--changelog", type=Path, help="CHANGELOG.md, whose newest release must be --package-version")
     args = parser.parse_args(argv)
     manifest = load_manifest(args.manifest)
-    findings = validate_manifest(manifest, package_version=args.package_version)
+    changelog = args.changelog.read_text() if args.changelog else None
+    findings = validate_manifest(manifest, package_version=args.package_version, changelog=changelog)
     errors = list(findings.errors)
     if args.archive and findings.ok:
         errors += check_install_all_platforms(manifest, args.archive)

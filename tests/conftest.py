@@ -42,6 +42,8 @@ SLOW_MODULES = {
     "test_demo", "test_incluster", "test_security", "test_krew", "test_typing", "test_deploy",  # the real CLI or mypy
     "test_cli_start", "test_cli_timeline",  # start against the emulator
     "test_emulator_clients", "test_emulator_framing", "test_emulator_listcost", "test_emulator_main",  # real clients
+    "test_hostile_inputs",  # each case runs the console script
+    "test_export_closed_window",  # records a history in real time
 }
 
 
@@ -52,6 +54,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         postgres = param is not None and param.params.get("engine") == "postgresql"
         if fixtures & SLOW_FIXTURES or postgres or item.path.stem in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the fast tier a test that starts a process fails at once, saying what to do: the tier stays what it says."""
+    if request.config.option.markexpr != "not slow" or request.node.get_closest_marker("slow"):
+        return
+    import subprocess
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"{request.node.nodeid} starts a process: mark it @pytest.mark.slow")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 # --- foundation: the SimKube trace fixtures (copied from ../shared/fixtures/simkube) ----------------------

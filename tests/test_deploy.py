@@ -95,3 +95,11 @@ def test_kubectl_applies_every_manifest(emulator: Emulator, emulator_kubeconfig:
         "clusterrolebinding.rbac.authorization.k8s.io/sktrace-recorder created",
         "secret/sktrace-cache created", "deployment.apps/sktrace-recorder created"]
     assert emulator.get("apps/v1", "Deployment", "sktrace", "sktrace-recorder") is not None
+
+
+def test_the_image_is_the_package_version() -> None:
+    from kubectl_sktrace import __version__
+
+    (container,) = one("deployment.yaml")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"kubectl-sktrace:{__version__}"
+    assert f"ARG SKTRACE_VERSION={__version__}\n" in (DEPLOY / "Dockerfile").read_text()

@@ -65,7 +65,7 @@ def _with_sha(manifest: dict[str, Any], sha: str) -> dict[str, Any]:
 # --- the committed manifest -------------------------------------------------------------------------------
 
 def test_committed_manifest_passes_every_rule_and_matches_the_package_version() -> None:
-    findings = validate.validate_manifest(_manifest(), package_version=__version__)
+    findings = validate.validate_manifest(_manifest(), package_version=__version__, changelog=(REPO / "CHANGELOG.md").read_text())
     assert findings.errors == ()
     assert findings.warnings == ()
 
@@ -141,6 +141,19 @@ def test_validator_rejects(change: str, expected: str) -> None:
 def test_validator_checks_the_version_against_the_package() -> None:
     findings = validate.validate_manifest(_manifest(), package_version="9.9.9")
     assert findings.errors == (f"version v{__version__} does not match the package version 9.9.9",)
+
+
+def test_validator_keeps_the_archive_and_the_changelog_in_step_with_the_package() -> None:
+    manifest = _manifest()
+    manifest["spec"]["platforms"][1]["uri"] = manifest["spec"]["platforms"][1]["uri"].replace(__version__, "0.0.9")
+    changelog = "# Changelog\n\n## [Unreleased]\n\n## [0.0.9] - 2026-01-01\n"
+    findings = validate.validate_manifest(manifest, package_version=__version__, changelog=changelog)
+    assert findings.errors == (
+        f"spec.platforms[1]: uri {manifest['spec']['platforms'][1]['uri']!r} is not the archive of v{__version__} "
+        f"(…/download/v{__version__}/kubectl-sktrace_v{__version__}.tar.gz)",
+        f"CHANGELOG.md's newest release is 0.0.9, not {__version__}: add its section before the release",
+    )
+    assert validate.changelog_version((REPO / "CHANGELOG.md").read_text()) == __version__
 
 
 def test_long_description_lines_are_warnings_not_errors() -> None:

@@ -311,6 +311,7 @@ print(json.dumps(sorted(m for m in sys.modules if m == "kubernetes" or m.startsw
      ["inspect", "--timeline", "{dsb}"]],
     ids=["help", "version", "config", "inspect", "inspect-events", "validate", "inspect-timeline"],
 )
+@pytest.mark.slow
 def test_offline_commands_never_import_kubernetes(args, dsb_path) -> None:
     argv = [a.format(dsb=dsb_path) for a in args]
     code = "import json\n" + PROBE.format(commands=[argv])
@@ -318,6 +319,7 @@ def test_offline_commands_never_import_kubernetes(args, dsb_path) -> None:
     assert json.loads(out.splitlines()[-1]) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_the_probe_would_see_kubernetes() -> None:
     code = "import json, kubernetes.client\n" + PROBE.format(commands=[["version"]])
@@ -325,6 +327,7 @@ def test_the_probe_would_see_kubernetes() -> None:
     assert "kubernetes.client" in json.loads(out.splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_console_script_help_does_not_import_kubernetes() -> None:
     script = Path(sys.executable).parent / "kubectl-sktrace"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_cli_start import (
+from tests.cli.test_cli_start import (
     NS,
     finish_pod,
     make_deployment,

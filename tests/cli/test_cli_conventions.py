@@ -89,6 +89,7 @@ def test_cache_and_all_namespaces_before_export(tmp_path: Path) -> None:
     assert sorted(json.loads(out)["index"]["apps/v1.Deployment"]) == ["app/web", "default/dns", "shop/cart", "shop/pay"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["before", "after"])
 @pytest.mark.parametrize("spelling", ["-v", "--v", "--verbosity"])
 def test_verbosity_before_or_after_the_command(tmp_path: Path, where: str, spelling: str) -> None:

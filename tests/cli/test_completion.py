@@ -147,6 +147,7 @@ def _run_script(name: str, args: list[str], env: dict[str, str]) -> subprocess.C
     return subprocess.run([str(script), *args], capture_output=True, text=True, env=env, timeout=60)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_kubectl_complete_executable(home: Path, kubeconfig: Path) -> None:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
@@ -156,6 +157,7 @@ def test_the_kubectl_complete_executable(home: Path, kubeconfig: Path) -> None:
     assert (result.returncode, result.stderr) == (0, "")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_clicks_own_completion_offers_the_same_values(home: Path, kubeconfig: Path, tmp_path: Path) -> None:
     cache = tmp_path / "c.db"
@@ -175,6 +177,7 @@ def _kubectl_version(kubectl: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_real_kubectl_runs_the_completion_executable(home: Path, kubeconfig: Path) -> None:
     kubectl = shutil.which("kubectl")
@@ -194,6 +197,7 @@ def test_real_kubectl_runs_the_completion_executable(home: Path, kubeconfig: Pat
     assert out.splitlines() == ["dev", "prod", "staging", ":4"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_plugin_linked_under_the_completion_name_completes(home: Path, kubeconfig: Path, tmp_path: Path) -> None:
     """What the README tells krew users to do: a symlink named kubectl_complete-sktrace to the plugin."""

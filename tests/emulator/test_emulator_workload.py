@@ -113,6 +113,7 @@ def test_deleting_a_deployment_removes_its_replicasets_and_pods(emu: Emulator) -
     assert emu.list("apps/v1", "ReplicaSet", "x") == [] and emu.list("v1", "Pod", "x") == []
 
 
+@pytest.mark.slow
 def test_generate_reaches_the_requested_rate(emu: Emulator) -> None:
     wl = Workload(emu, seed=1, start_delay=0.05)
     made = wl.generate(200, 1.0)

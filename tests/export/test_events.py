@@ -103,6 +103,7 @@ def fresh(tmp_path: Path):
     b.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("start", "end"), [(0, 10), (3, 10), (0, 100), (0, 200), (100, 200)])
 @pytest.mark.parametrize(("fmt", "keep_status"), [("sktrace", False), ("sktrace", True), ("json", False)])
 def test_an_export_of_a_cache_migrated_from_schema_5_equals_one_from_a_fresh_cache(migrated, fresh, start, end, fmt, keep_status):

@@ -81,6 +81,7 @@ def test_watch_streams_events_with_bookmarks_and_query(tmp_path, api_server):
                                              "resourceVersion": "10", "timeoutSeconds": "30"}
 
 
+@pytest.mark.slow
 def test_watch_joins_lines_split_across_chunks_and_a_last_line_without_newline(tmp_path, api_server):
     line = json.dumps({"type": "ADDED", "object": pod("a", "11")}).encode()
     api_server.route("/api/v1/pods", Reply(lines=[line[:10], 0.05, line[10:] + b"\n" + line[:5], line[5:]]))
@@ -265,6 +266,7 @@ def exec_plugin(tmp_path: Path, *, expires_in: int | None = None) -> dict:
     return {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "bin/plugin", "interactiveMode": "Never"}}
 
 
+@pytest.mark.slow
 def test_exec_plugin_runs_again_after_a_401(tmp_path, api_server):
     api_server.route("/api/v1/pods", lambda seen: Reply(body={"metadata": {"resourceVersion": "1"}, "items": []})
                      if seen.headers.get("authorization") == "Bearer exec-2" else Reply(401, {"kind": "Status"}))
@@ -273,6 +275,7 @@ def test_exec_plugin_runs_again_after_a_401(tmp_path, api_server):
     assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer exec-1", "Bearer exec-2"]
 
 
+@pytest.mark.slow
 def test_an_expiring_exec_token_is_renewed_before_requests(tmp_path, api_server):
     """The client counts a token as expired 5 minutes early: one valid for a minute is renewed each time."""
     api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "1"}, "items": []}))
@@ -282,6 +285,7 @@ def test_an_expiring_exec_token_is_renewed_before_requests(tmp_path, api_server)
     assert [r.headers.get("authorization") for r in api_server.requests] == ["Bearer exec-2", "Bearer exec-3"]
 
 
+@pytest.mark.slow
 def test_a_long_lived_exec_token_is_reused(tmp_path, api_server):
     api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "1"}, "items": []}))
     kube = connect(tmp_path, api_server.url, user=exec_plugin(tmp_path, expires_in=3600))
@@ -329,6 +333,7 @@ def make_tls(api_server, tmp_path) -> Path:
     return cert
 
 
+@pytest.mark.slow
 def test_tls_failure_is_permanent_and_names_the_certificate_authority(tmp_path, api_server):
     make_tls(api_server, tmp_path)
     kube = connect(tmp_path, api_server.url)
@@ -340,6 +345,7 @@ def test_tls_failure_is_permanent_and_names_the_certificate_authority(tmp_path, 
                                "kubeconfig, or the server's certificate")
 
 
+@pytest.mark.slow
 def test_certificate_authority_data_is_trusted(tmp_path, api_server):
     import base64
     cert = make_tls(api_server, tmp_path)
@@ -352,6 +358,7 @@ def test_certificate_authority_data_is_trusted(tmp_path, api_server):
     assert kube.list_page(PODS, namespace=None)["metadata"]["resourceVersion"] == "3"
 
 
+@pytest.mark.slow
 def test_insecure_skip_tls_verify_connects_without_a_warning_per_request(tmp_path, api_server, recwarn):
     make_tls(api_server, tmp_path)
     api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "5"}, "items": []}))
@@ -380,6 +387,7 @@ def in_cluster_target(api_server, tmp_path, token: str = "sa-token"):
     return resolve_target(kubeconfig=None, context=None, environ=environ), mount
 
 
+@pytest.mark.slow
 def test_in_cluster_service_account(tmp_path, api_server):
     api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
     target, _ = in_cluster_target(api_server, tmp_path)
@@ -389,6 +397,7 @@ def test_in_cluster_service_account(tmp_path, api_server):
     assert api_server.requests[-1].headers["Authorization"] == "Bearer sa-token"
 
 
+@pytest.mark.slow
 def test_in_cluster_token_rotated_by_the_kubelet_is_read_at_the_next_request(tmp_path, api_server):
     api_server.route("/api/v1/pods", Reply(body={"metadata": {"resourceVersion": "4"}, "items": []}))
     target, mount = in_cluster_target(api_server, tmp_path)
@@ -403,6 +412,7 @@ def test_in_cluster_token_rotated_by_the_kubelet_is_read_at_the_next_request(tmp
     assert api_server.requests[-1].headers["Authorization"] == "Bearer rotated-token"
 
 
+@pytest.mark.slow
 def test_in_cluster_401_after_the_reload_says_what_to_check_in_the_pod(tmp_path, api_server):
     api_server.route("/api/v1/pods", Reply(401, {"kind": "Status", "code": 401, "message": "Unauthorized"}))
     target, _ = in_cluster_target(api_server, tmp_path)
@@ -421,6 +431,7 @@ def test_in_cluster_401_after_the_reload_says_what_to_check_in_the_pod(tmp_path,
     ("ca.crt", "cannot read the cluster's CA certificate {mount}/ca.crt: No such file or directory; mount the service "
                "account's token (automountServiceAccountToken: true), or pass --kubeconfig FILE"),
 ])
+@pytest.mark.slow
 def test_in_cluster_without_a_mounted_service_account_is_one_line(tmp_path, api_server, missing, expected):
     target, mount = in_cluster_target(api_server, tmp_path)
     (mount / missing).unlink()
@@ -471,6 +482,7 @@ def test_resources_from_discovery_skips_subresources():
         "'kubectl sktrace rbac [--config FILE]' prints the ClusterRole and binding to apply")
 
 
+@pytest.mark.slow
 def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path, api_server):
     """run_watch wired to a real Kube: pages, a clean end, a bookmark resume, an HTTP 410, a relist."""
     import random
@@ -519,6 +531,7 @@ def test_engine_over_http_paginates_watches_resumes_and_relists_on_410(tmp_path,
     assert all("resourceVersion" not in r.query for r in api_server.requests if not r.query.get("watch"))
 
 
+@pytest.mark.slow
 def test_one_stop_ends_every_stream_sharing_it_and_the_watchdog_thread_exits(tmp_path, api_server):
     api_server.route("/api/v1/pods", Reply(lines=[HANG]))
     kube = connect(tmp_path, api_server.url)
@@ -627,6 +640,7 @@ def emu_kube(emu, tmp_path) -> Kube:
     return Kube.connect(resolve_target(kubeconfig=path, context=None, environ={}), idle_timeout=5)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_emulator_pagination_watch_drop_and_vanish_then_410(emu, tmp_path):
     for i in range(1203):
@@ -659,6 +673,7 @@ def test_emulator_pagination_watch_drop_and_vanish_then_410(emu, tmp_path):
     assert not thread.is_alive()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_emulator_transient_failures_back_off_and_forbidden_stops_the_kind(emu, tmp_path):
     kube = emu_kube(emu, tmp_path)
@@ -727,6 +742,7 @@ def test_exec_plugin_failures_are_one_line(failure, expected):
     assert str(exec_failed("/bin/p", failure, context="c")) == f"cannot get the credentials of context 'c': {expected}"
 
 
+@pytest.mark.slow
 def test_an_exec_plugin_printing_no_credential_is_reported_not_sent_as_anonymous(tmp_path, api_server):
     plugin = tmp_path / "plugin"
     plugin.write_text("#!/bin/sh\necho '{\"apiVersion\": \"client.authentication.k8s.io/v1beta1\", "
@@ -764,6 +780,7 @@ def test_request_url_encodes_the_query_in_key_order() -> None:
     assert request_url("https://h", "/api", {}) == "https://h/api"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("framing", ["per-event", "batched"])
 def test_emulator_watch_over_tls_reads_every_event_in_order_then_reuses_the_connection(tmp_path, framing):
@@ -812,6 +829,7 @@ def test_coalesce_pause_lets_a_stream_queue_one_receive_buffer_at_its_rate(recei
     assert coalesce_pause(received=received, seconds=seconds, waited=waited, previous=previous) == pytest.approx(expected)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_watch_at_a_few_hundred_events_a_second_reads_them_in_batches_a_tenth_of_a_second_apart(tmp_path, monkeypatch):
     """One event per chunk, flushed, as a real server sends them: the watch pauses its reads so that they come in

@@ -235,6 +235,7 @@ def test_a_path_with_a_colon_is_no_url(tmp_path):
     assert resolve_cache_path(cache=f"{tmp_path}/postgresql:/x.db", kubeconfig=None, context=None, environ={}) == tmp_path / "postgresql:" / "x.db"
 
 
+@pytest.mark.slow
 def test_kubeconfig_module_does_not_import_the_client():
     import subprocess
     import sys

@@ -227,6 +227,7 @@ def test_a_custom_kind_is_named_by_the_cluster(emulator: Emulator, emulator_kube
     assert {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "list", "watch"]} in role["rules"]
 
 
+@pytest.mark.slow
 def test_a_custom_kind_without_a_cluster_is_one_line(tmp_path: Path) -> None:
     config = tmp_path / "tracer.yaml"
     config.write_text(WIDGET_CONFIG)
@@ -245,6 +246,7 @@ def test_a_custom_kind_the_cluster_does_not_serve_is_one_line(emulator_kubeconfi
                                                  "--config, or install its CRD first\n")
 
 
+@pytest.mark.slow
 def test_rbac_refuses_the_cache_flag(tmp_path: Path) -> None:
     done = sktrace("rbac", "--cache", "x.db", home=tmp_path, check=False)
     assert (done.returncode, done.stderr) == (1, "Error: rbac does not take --cache; leave the flag out\n")

@@ -52,6 +52,7 @@ def rec(tmp_path: Path) -> Iterator[Recording]:
     cache.close()
 
 
+@pytest.mark.slow
 def test_pods_list_concurrently_with_the_other_kinds_and_the_run_syncs_once_all_listed(rec: Recording) -> None:
     """Every kind's list starts at once, pods included; the list that ends first (pods) deletes nothing and
     the sync mark waits for the last one."""

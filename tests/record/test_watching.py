@@ -387,6 +387,7 @@ def test_stop_is_noticed_between_events():
     assert [c[:2] for c in sink.calls] == [("begin", 1000.0), ("end", "1"), ("ADDED", "a")]
 
 
+@pytest.mark.slow
 def test_stop_during_a_backoff_sleep_ends_promptly_with_real_threads():
     """The recorder passes stop.wait as the sleep: a 30 s back-off must not delay a Ctrl-C."""
     import time
@@ -504,6 +505,7 @@ def test_a_settle_timer_that_fires_after_the_stream_failed_at_once_says_nothing(
     assert outage_calls(sink) == [("interrupted", 1004.0, "API unreachable")]  # the outage goes on, until the relist
 
 
+@pytest.mark.slow
 def test_the_default_settle_timer_ends_the_outage_while_the_resumed_stream_stays_quiet():
     heard, waited = threading.Event(), []
 

@@ -140,6 +140,7 @@ def test_other_failures_are_kept_for_the_main_thread_once(s: Setup) -> None:
         (s.run, "v1.Pod", T0, None, "forbidden", "forbidden: cannot list pods")]
 
 
+@pytest.mark.slow
 def test_close_waits_for_a_write_in_progress(s: Setup) -> None:
     entered, release = threading.Event(), threading.Event()
     original = s.ingest.event
@@ -194,6 +195,7 @@ def sleep_in_thread(writer: Writer, seconds: float) -> tuple[threading.Thread, l
     return thread, woke
 
 
+@pytest.mark.slow
 def test_sleep_ends_when_a_batch_opens_not_on_each_write(s: Setup) -> None:
     list_kind(s.writer, POD, [])
     time.sleep(writer_module.IDLE_COMMIT + 0.01)
@@ -209,6 +211,7 @@ def test_sleep_ends_when_a_batch_opens_not_on_each_write(s: Setup) -> None:
     assert woke and woke[0] >= 0.45
 
 
+@pytest.mark.slow
 def test_sleep_ends_on_news_and_raises_a_fatal_error(s: Setup) -> None:
     thread, woke = sleep_in_thread(s.writer, 5.0)
     s.writer.interrupted(POD, T0, "API unreachable", "refused")
@@ -219,6 +222,7 @@ def test_sleep_ends_on_news_and_raises_a_fatal_error(s: Setup) -> None:
         s.writer.sleep(5.0)
 
 
+@pytest.mark.slow
 def test_sleep_ends_when_the_followed_stop_is_set(s: Setup) -> None:
     stop = threading.Event()
     s.writer.follow(stop)
@@ -228,6 +232,7 @@ def test_sleep_ends_when_the_followed_stop_is_set(s: Setup) -> None:
     assert woke and woke[0] < 1.0
 
 
+@pytest.mark.slow
 def test_next_due_is_the_quiet_check_then_the_batch_age_then_the_heartbeat(s: Setup) -> None:
     list_kind(s.writer, POD, [])
     time.sleep(writer_module.IDLE_COMMIT + 0.01)

@@ -249,6 +249,7 @@ def _state_ids(cache, *, ts, known, narrowed):
     return sorted(cache.conn.execute(sql, params).fetchall())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_the_objects_that_may_exist_give_the_same_state_as_every_object(cache_builder, seed):
     import random

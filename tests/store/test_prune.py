@@ -57,6 +57,7 @@ def random_history(builder: CacheBuilder, seed: int) -> None:
                 builder.pod(name, namespace=ns, owner=key_of(body), stable_hash=3, start_ts=start, end_ts=end, uid=uid)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("cutoff", [30, 100, 150])
 def test_prune_then_export_equals_export_without_prune(tmp_path, seed, cutoff):
@@ -101,6 +102,7 @@ def test_prune_counts_and_keeps_at_most_two_rows_per_object(cache_builder):
     assert (again.events_removed, again.pods_removed, again.vacuumed) == (0, 0, False)
 
 
+@pytest.mark.slow
 def test_prune_vacuums_when_much_space_is_free(tmp_path):
     b = CacheBuilder(tmp_path / "cache.db")
     b.run(started=0, stopped=1000)

@@ -212,7 +212,7 @@ def test_stored_references_export_the_same_bytes_from_either_engine(tmp_path: Pa
     """Both engines store the same references and DaemonSet ownership per applied row, and export the same bytes
     from them as a sqlite cache read as it is at schema 5 (no references stored: export decodes the bodies), and
     as copies of either into PostgreSQL."""
-    from test_exportevents import record
+    from tests.export.test_events import record
 
     sqlite_path, pg_url = tmp_path / "c.db", pg_server.new_database()
     for where in (sqlite_path, CacheUrl(pg_url, "test")):
@@ -269,7 +269,7 @@ def test_each_objects_last_row_is_kept_the_same_by_either_engine(tmp_path: Path,
 
 def _many_gone(builder: CacheBuilder) -> None:
     """``record``'s history, then 300 ConfigMaps created and deleted, and one that stays."""
-    from test_exportevents import record
+    from tests.export.test_events import record
 
     record(builder)
     for i in range(300):
@@ -367,6 +367,7 @@ def _reader_url(request: pytest.FixtureRequest, url: str) -> str:
     return url.replace("sktrace:s3cret-pw@", "reader:r@")
 
 
+@pytest.mark.slow
 def test_readers_read_while_a_recorder_writes_and_never_write(tmp_path: Path, engine: str, busy: tuple[Any, Path],
                                                               request: pytest.FixtureRequest) -> None:
     _, kubeconfig = busy
@@ -391,6 +392,7 @@ def test_readers_read_while_a_recorder_writes_and_never_write(tmp_path: Path, en
         assert rec.stop() == 0, rec.output()[-3000:]
 
 
+@pytest.mark.slow
 def test_a_second_recorder_is_refused_naming_the_first(tmp_path: Path, engine: str, busy: tuple[Any, Path]) -> None:
     _, kubeconfig = busy
     rec = Recorder(kubeconfig=kubeconfig, cache=engine, home=tmp_path, log=tmp_path / "rec.log")  # type: ignore[arg-type]
@@ -435,6 +437,7 @@ def _committed(cache: str) -> dict[int, tuple[Any, ...]]:
     return {row[0]: row[1:] for row in _rows(cache, "SELECT id, ts, gvk, namespace, name, op, spec_hash, body FROM events")}
 
 
+@pytest.mark.slow
 def test_kill_9_mid_batch_loses_at_most_the_open_batch(tmp_path: Path, engine: str, busy: tuple[Any, Path]) -> None:
     _, kubeconfig = busy
     rng = random.Random(20261123)
@@ -557,6 +560,7 @@ def _state(engine: str) -> Any:
     return Path(engine).read_bytes()
 
 
+@pytest.mark.slow
 def test_without_psycopg_a_database_cache_names_the_extra(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['psycopg'] = None\n"
             "from kubectl_sktrace.cli import main\n"
@@ -568,6 +572,7 @@ def test_without_psycopg_a_database_cache_names_the_extra(tmp_path: Path) -> Non
         "Error: a postgresql:// cache needs psycopg, which is not installed; pip install 'kubectl-sktrace[postgres]'"]
 
 
+@pytest.mark.slow
 def test_sqlite_users_never_load_psycopg(tmp_path: Path, cache_builder: CacheBuilder) -> None:
     cache_builder.run(started=1000.0, stopped=1010.0)
     cache_builder.close()

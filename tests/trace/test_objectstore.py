@@ -150,6 +150,7 @@ def test_export_to_s3_then_inspect_and_validate_it(s3: S3Store, cache: Path, tmp
     assert json.loads(_cli(s3, ["inspect", "-o", "json", url], tmp_path).stdout)["file"] == url
 
 
+@pytest.mark.slow
 def test_file_urls_are_local_files(cache: Path, tmp_path: Path) -> None:
     local = tmp_path / "local.sktrace"
     assert run_cli(["export", "--cache", str(cache), *WINDOW, "-O", str(local)], home=tmp_path).code == 0
@@ -289,11 +290,13 @@ def _without(blocked: list[str], args: list[str], home: Path) -> subprocess.Comp
     ],
     ids=["no-extra", "no-s3fs", "no-gcsfs", "no-adlfs"],
 )
+@pytest.mark.slow
 def test_a_missing_package_is_named(blocked: list[str], args: list[str], line: str, tmp_path: Path) -> None:
     done = _without(blocked, args, tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (1, "", line + "\n")
 
 
+@pytest.mark.slow
 def test_export_without_the_extra_names_it_and_writes_nothing(cache: Path, tmp_path: Path) -> None:
     done = _without(["fsspec"], ["export", "--cache", str(cache), *WINDOW, "-O", "s3://traces/t.sktrace"], tmp_path)
     assert (done.returncode, done.stderr) == (
@@ -344,6 +347,7 @@ def test_read_object_and_write_object_errors_are_ours(s3: S3Store) -> None:
         objectstore.write_object("s3://no-such-bucket/t", lambda stream: stream.write(b"x"))
 
 
+@pytest.mark.slow
 def test_local_traces_never_import_fsspec(dsb_path: Path, tmp_path: Path) -> None:
     """The cloud packages cost ~0.4 s of CPU and ~45 MB to import: only a URL pays for them."""
     code = ("import sys\nfrom click.testing import CliRunner\nfrom kubectl_sktrace.cli import cli\n"

@@ -59,6 +59,7 @@ def _reader(path: Path, into: list[bytes]) -> threading.Thread:
     return thread
 
 
+@pytest.mark.slow
 def test_a_regular_file_is_replaced_whole_and_keeps_its_mode(cache: Path, expected: bytes, tmp_path: Path) -> None:
     out = tmp_path / "t.sktrace"
     out.write_bytes(b"old trace")
@@ -70,6 +71,7 @@ def test_a_regular_file_is_replaced_whole_and_keeps_its_mode(cache: Path, expect
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
 
 
+@pytest.mark.slow
 def test_a_symlink_is_kept_and_its_target_rewritten(cache: Path, expected: bytes, tmp_path: Path) -> None:
     (tmp_path / "traces").mkdir()
     real = tmp_path / "traces" / "real.txt"
@@ -85,6 +87,7 @@ def test_a_symlink_is_kept_and_its_target_rewritten(cache: Path, expected: bytes
     assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == ["real.txt"]
 
 
+@pytest.mark.slow
 def test_a_dangling_symlink_creates_its_target(cache: Path, expected: bytes, tmp_path: Path) -> None:
     link = tmp_path / "link.sktrace"
     link.symlink_to("new.sktrace")
@@ -93,6 +96,7 @@ def test_a_dangling_symlink_creates_its_target(cache: Path, expected: bytes, tmp
     assert link.is_symlink() and (tmp_path / "new.sktrace").read_bytes() == expected
 
 
+@pytest.mark.slow
 def test_a_fifo_is_streamed_into_and_stays_a_fifo(cache: Path, expected: bytes, tmp_path: Path) -> None:
     fifo = tmp_path / "trace.fifo"
     os.mkfifo(fifo)
@@ -111,6 +115,7 @@ def test_a_fifo_is_streamed_into_and_stays_a_fifo(cache: Path, expected: bytes, 
     assert got == [expected]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
 def test_a_character_device_is_written_into_and_stays_a_device(cache: Path, tmp_path: Path) -> None:
     null = tmp_path / "null"
@@ -120,6 +125,7 @@ def test_a_character_device_is_written_into_and_stays_a_device(cache: Path, tmp_
     assert stat.S_ISCHR(os.lstat(null).st_mode) and os.lstat(null).st_rdev == os.stat("/dev/null").st_rdev
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/full"), reason="making a device node needs root")
 def test_a_full_device_is_one_error_and_stays_a_device(cache: Path, tmp_path: Path) -> None:
     full = tmp_path / "full"
@@ -130,6 +136,7 @@ def test_a_full_device_is_one_error_and_stays_a_device(cache: Path, tmp_path: Pa
     assert stat.S_ISCHR(os.lstat(full).st_mode)
 
 
+@pytest.mark.slow
 def test_dev_fd_of_a_pipe_gets_the_bytes(cache: Path, expected: bytes, tmp_path: Path) -> None:
     read_end, write_end = os.pipe()
     got: list[bytes] = []
@@ -149,12 +156,14 @@ def _drain(fd: int) -> bytes:
         return handle.read()
 
 
+@pytest.mark.slow
 def test_dash_into_a_pipe_writes_the_trace(cache: Path, expected: bytes, tmp_path: Path) -> None:
     done = _export(cache, "-", tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("out", ["-", "/dev/stdout"])
 def test_a_binary_trace_is_refused_on_a_terminal(cache: Path, tmp_path: Path, out: str) -> None:
     controller, terminal = pty.openpty()
@@ -169,6 +178,7 @@ def test_a_binary_trace_is_refused_on_a_terminal(cache: Path, tmp_path: Path, ou
     )
 
 
+@pytest.mark.slow
 def test_yaml_is_written_to_a_terminal(cache: Path, tmp_path: Path) -> None:
     controller, terminal = pty.openpty()
     try:
@@ -186,6 +196,7 @@ def _file_size_limit(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
 
+@pytest.mark.slow
 def test_a_failed_export_leaves_the_old_file_untouched(cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "t.sktrace"
     out.write_bytes(b"old trace")
