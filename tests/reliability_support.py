@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from warmcli import WarmCli
+
 EXE = str(Path(sys.executable).with_name("kubectl-sktrace"))
 DATA = Path(__file__).parent / "data"
 
@@ -50,9 +52,16 @@ def private_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str,
     return env
 
 
+WARM = WarmCli()
+
+
 def run_cli(args: Sequence[str], *, home: Path, env: Mapping[str, str] | None = None, timeout: float = 60,
             preexec_fn: object = None) -> Run:
-    """Run ``kubectl-sktrace ARGS`` as a user would; the process gets no stdin."""
+    """Run ``kubectl-sktrace ARGS`` as a user would, in a process of its own that gets no stdin: forked from a warm
+    interpreter (``warmcli``), or started cold when it needs a ``preexec_fn``."""
+    if preexec_fn is None:
+        done = WARM.run(args, env=private_env(home, env), timeout=timeout)
+        return Run(tuple(args), done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
     proc = subprocess.run(
         [EXE, *args], env=private_env(home, env), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
         preexec_fn=preexec_fn,  # type: ignore[arg-type]
