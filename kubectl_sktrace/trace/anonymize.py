@@ -14,14 +14,16 @@ Secrets of env, envFrom and volumes, claim names, image pull secrets), so SimKub
 the same references; ``ownerReferences`` and any ``{kind, name}`` reference (HPA targets, role bindings),
 uids alike; hostnames (``nodeName``, ``hostname``, ``subdomain``, ``serviceName``, hosts, DNS searches,
 the ``kubernetes.io/hostname`` node label in node selectors and affinities); images (repository and tag;
-``latest`` and the lack of a tag kept); env values, commands and arguments; ConfigMap data. The keys of
-``index`` (``ns/name``) and ``pod_lifecycles`` (``[owner_gvk, "ns/name"]``) are renamed to match. The
-same key gives identical output, so two exports with one key line up; a different key, other names.
+``latest`` and the lack of a tag kept); env values, commands and arguments; file and URL paths
+(``mountPath``, ``subPath``, ``workingDir``, any ``path``: volume items, ``hostPath``, probes, Ingress
+rules), which name applications as often as images do; ConfigMap data. The keys of ``index``
+(``ns/name``) and ``pod_lifecycles`` (``[owner_gvk, "ns/name"]``) are renamed to match. The same key
+gives identical output, so two exports with one key line up; a different key, other names.
 
 Kept unchanged: kinds and apiVersions, event timestamps, order and counts, resource requests and limits,
-replica counts, schedules, label and annotation keys, env variable names, ports, paths (``mountPath``,
-``hostPath``), probes' other fields, tolerations, node labels other than the hostname, priority and
-scheduler names, finalizers. A custom resource's own fields are kept, except where they use the field
+replica counts, schedules, label and annotation keys, ConfigMap data keys, env variable names, ports,
+probes' other fields, tolerations, node labels other than the hostname, priority and scheduler names,
+finalizers. A custom resource's own fields are kept, except where they use the field
 names above. Read these before sharing: they are kept because the simulation needs them or they rarely
 name anything, not because they cannot.
 
@@ -280,6 +282,7 @@ _RULES: dict[str, _Rule] = {
     "namespaces": _namespaces,
     "uid": _simple(Pseudonyms.uid),
     "image": _simple(Pseudonyms.image),
+    **{field: _simple(Pseudonyms.path) for field in ("path", "mountPath", "subPath", "subPathExpr", "workingDir")},
     "env": _env,
     "metadata": _metadata,
 }

@@ -2,7 +2,7 @@
 
 A pseudonym is a readable prefix and the first 80 bits of HMAC-SHA256(key, original), written as 16 lowercase
 base32 characters: ``ns-`` for namespaces, ``obj-`` for names (objects, containers, volumes, hosts, label and
-annotation values), ``val-`` for free text (env values, commands), ``img-`` for image repositories. The digest
+annotation values), ``val-`` for free text (env values, commands, paths), ``img-`` for image repositories. The digest
 depends on the original string only, never on its role, so that a string met in two roles (a label value
 that is also a Deployment's name) shows the same 16 characters in both. Every result is a DNS-1123 label
 that starts with a letter (so also a DNS-1035 label, a DNS-1123 subdomain and a valid label value).
@@ -101,6 +101,12 @@ class Pseudonyms:
     def text(self, value: str) -> str:
         """Free text: an env value, a command's argument, a ConfigMap's data."""
         return value if value in KEPT_VALUES else self._pseudonym("val-", value)
+
+    def path(self, value: str) -> str:
+        """A file or URL path, as one ``val-`` pseudonym of everything after its leading ``/`` (kept, so that an
+        absolute path stays absolute and a relative one relative)."""
+        rest = value.lstrip("/")
+        return value[:len(value) - len(rest)] + self.text(rest) if rest else value
 
     def uid(self, value: str) -> str:
         """A uid, as a version-4-shaped UUID."""
