@@ -73,7 +73,8 @@ class Pseudonyms:
         return result
 
     def namespace(self, value: str) -> str:
-        return value if value in KEPT_NAMESPACES else self._pseudonym("ns-", value)
+        """A namespace; ``""`` (a cluster-scoped object's) stays ``""``."""
+        return value if not value or value in KEPT_NAMESPACES else self._pseudonym("ns-", value)
 
     def name(self, value: str) -> str:
         """An object's, container's, volume's or host's name."""
