@@ -208,48 +208,48 @@ def _simple(method: Callable[[Pseudonyms, str], str]) -> _Rule:
     return rule
 
 
-def _label_selector(walker: _Walker, value: Any) -> Any:
-    if not isinstance(value, dict):
-        return walker.walk(value)
-    out = walker.walk_dict(value, {})
-    if "matchLabels" in value:
-        out["matchLabels"] = walker.labels(value["matchLabels"])
-    if "matchExpressions" in value:
-        out["matchExpressions"] = walker.requirements(value["matchExpressions"], walker.names.label_value)
-    return out
+def _with_rules(rules: dict[str, _Rule]) -> _Rule:
+    """The rule of a dict whose own fields follow ``rules`` (the general rules apply below them)."""
+
+    def rule(walker: _Walker, value: Any) -> Any:
+        return walker.walk_dict(value, rules) if isinstance(value, dict) else walker.walk(value)
+
+    return rule
+
+
+def _hostnames(label: str) -> _Rule:
+    """The requirements of a node selector term: node labels select the simulated cluster's nodes, so only the
+    values of ``label`` (a hostname) are renamed."""
+
+    def rule(walker: _Walker, value: Any) -> Any:
+        return walker.requirements(value, lambda key, v: walker.names.name(v) if key == label else v)
+
+    return rule
+
+
+_LABEL_SELECTOR = _with_rules({
+    "matchLabels": lambda walker, value: walker.labels(value),
+    "matchExpressions": lambda walker, value: walker.requirements(value, walker.names.label_value),
+})
+_NODE_TERM = _with_rules({"matchExpressions": _hostnames(_HOSTNAME_LABEL), "matchFields": _hostnames("metadata.name")})
 
 
 def _selector(walker: _Walker, value: Any) -> Any:
     """A LabelSelector (Deployment, Job, PodDisruptionBudget) or a plain map of labels (Service)."""
     if isinstance(value, dict) and ("matchLabels" in value or "matchExpressions" in value):
-        return _label_selector(walker, value)
+        return _LABEL_SELECTOR(walker, value)
     return walker.labels(value)
 
 
-def _hostname_only(walker: _Walker, key: str) -> Callable[[str, str], str]:
-    return lambda label, value: walker.names.name(value) if label == key else value
-
-
 def _node_selector(walker: _Walker, value: Any) -> Any:
-    """Node labels select the simulated cluster's nodes: kept, except hostnames."""
+    """A pod's ``nodeSelector``: node labels, kept but for the hostname (see ``_hostnames``)."""
     if not isinstance(value, dict):
         return walker.walk(value)
     return {key: walker.names.name(v) if key == _HOSTNAME_LABEL and isinstance(v, str) else v for key, v in value.items()}
 
 
-def _node_term(walker: _Walker, value: Any) -> Any:
-    if not isinstance(value, dict):
-        return walker.walk(value)
-    out = walker.walk_dict(value, {})
-    if "matchExpressions" in value:
-        out["matchExpressions"] = walker.requirements(value["matchExpressions"], _hostname_only(walker, _HOSTNAME_LABEL))
-    if "matchFields" in value:
-        out["matchFields"] = walker.requirements(value["matchFields"], _hostname_only(walker, "metadata.name"))
-    return out
-
-
 def _node_terms(walker: _Walker, value: Any) -> Any:
-    return [_node_term(walker, item) for item in value] if isinstance(value, list) else walker.walk(value)
+    return [_NODE_TERM(walker, item) for item in value] if isinstance(value, list) else walker.walk(value)
 
 
 def _metadata(walker: _Walker, value: Any) -> Any:
@@ -273,8 +273,8 @@ _RULES: dict[str, _Rule] = {
     **{field: _named for field in _NAMED_FIELDS},
     **{field: _named_list for field in _NAMED_LIST_FIELDS},
     **{field: _texts for field in ("command", "args")},
-    **{field: _label_selector for field in ("labelSelector", "namespaceSelector", "podSelector")},
-    **{field: _node_term for field in ("preference",)},
+    **{field: _LABEL_SELECTOR for field in ("labelSelector", "namespaceSelector", "podSelector")},
+    "preference": _NODE_TERM,
     "nodeSelectorTerms": _node_terms,
     "nodeSelector": _node_selector,
     "selector": _selector,
@@ -293,6 +293,10 @@ _METADATA_RULES: dict[str, _Rule] = {
     "labels": lambda walker, value: walker.labels(value),
     "annotations": _annotations,
 }
+
+
+def _as_stored(spec: dict[str, Any]) -> dict[str, Any]:
+    return spec
 
 
 def _as_admitted(spec: dict[str, Any]) -> dict[str, Any]:
@@ -385,7 +389,7 @@ class Anonymizer:
         return new
 
     def _learn_pod_spec(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        for form in (dict, _as_admitted):
+        for form in (_as_stored, _as_admitted):
             old_hash = hashing.pod_spec_hash(form(old))
             if old_hash not in self._pod_hashes:
                 self._pod_hashes[old_hash] = hashing.pod_spec_hash(form(new))

@@ -477,3 +477,29 @@ def test_one_key_gives_identical_bytes_and_another_key_other_names(trace: tracef
     first, second, other = (traceformat.encode_trace(anonymize(trace, key)[0]) for key in (KEY, KEY, OTHER_KEY))
     assert first == second
     assert index_keys(first).isdisjoint(index_keys(other))
+
+
+def test_affinities_rename_hostnames_pod_labels_and_namespaces_and_keep_node_labels() -> None:
+    names = Pseudonyms(KEY)
+    spec = {"containers": [], "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+                "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-7"]},
+                                     {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["eu-west-1a"]}],
+                "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-8"]}]}]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {
+                "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["node-9"]}]}}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "payments"}}, "namespaces": ["acme"], "topologyKey": "kubernetes.io/hostname",
+            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["acme"]}]}}]},
+    }}
+    out = Anonymizer(KEY).applied({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "acme"}, "spec": spec})
+    node = out["spec"]["affinity"]["nodeAffinity"]
+    (term,) = node["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [e["values"] for e in term["matchExpressions"]] == [[names.name("node-7")], ["eu-west-1a"]]
+    assert term["matchFields"][0]["values"] == [names.name("node-8")]
+    assert node["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"]["matchExpressions"][0]["values"] == [names.name("node-9")]
+    (pod_term,) = out["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert pod_term == {"labelSelector": {"matchLabels": {"app": names.name("payments")}}, "namespaces": [names.namespace("acme")],
+                        "topologyKey": "kubernetes.io/hostname", "namespaceSelector": {"matchExpressions": [
+                            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [names.namespace("acme")]}]}}
