@@ -68,6 +68,7 @@ _DROPPED_METADATA = frozenset({"managedFields", "selfLink"})
 _DROPPED_ANNOTATIONS = frozenset(sanitize.DROPPED_ANNOTATIONS)
 _DATA_FIELDS = frozenset({"data", "stringData", "binaryData"})
 _HOSTNAME_LABEL = "kubernetes.io/hostname"
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 _ADMISSION_DEFAULTS = {"enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority", "priority": 0}
 _ADMISSION_TOLERATIONS = tuple(
     {"effect": "NoExecute", "key": f"node.kubernetes.io/{taint}", "operator": "Exists", "tolerationSeconds": 300}
@@ -110,7 +111,12 @@ class _Walker:
         out: dict[str, Any] = {}
         for key, item in value.items():
             rule = rules.get(key)
-            out[key] = self.walk(item) if rule is None else rule(self, item)
+            if rule is not None:
+                out[key] = rule(self, item)
+            elif type(item) in _SCALARS:  # most fields: returned as they are, without a call
+                out[key] = item
+            else:
+                out[key] = self.walk(item)
         kind, name = value.get("kind"), value.get("name")
         if isinstance(kind, str) and isinstance(name, str):  # a reference: {apiVersion, kind, name, ...}
             out["name"] = self.names.namespace(name) if kind == NAMESPACE.kind else self.names.name(name)
