@@ -92,7 +92,7 @@ class _Walker:
                 continue
             if key == "metadata":
                 out[key] = self.metadata(value, namespace_kind=kind == NAMESPACE.kind and obj.get("apiVersion") == "v1")
-            elif key in _DATA_FIELDS and isinstance(value, dict):
+            elif key in _DATA_FIELDS and kind in ("ConfigMap", "Secret") and isinstance(value, dict):
                 out[key] = self.data(value, keep_text=kind == "ConfigMap" and key == "data")
             elif key in ("apiVersion", "kind"):
                 out[key] = value
