@@ -1,0 +1,138 @@
+"""Keyed pseudonyms for the strings of a trace: one function per role a string plays. Pure, no I/O.
+
+A pseudonym is a readable prefix and the first 80 bits of HMAC-SHA256(key, original), written as 16 lowercase
+base32 characters: ``ns-`` for namespaces, ``obj-`` for names (objects, containers, volumes, hosts, label and
+annotation values), ``val-`` for free text (env values, commands, paths), ``img-`` for image repositories. The digest
+depends on the original string only, never on its role, so that a string met in two roles (a label value
+that is also a Deployment's name) shows the same 16 characters in both. Every result is a DNS-1123 label
+that starts with a letter (so also a DNS-1035 label, a DNS-1123 subdomain and a valid label value).
+
+The same key gives the same pseudonyms in every run and process; without the key, a pseudonym cannot be
+turned back into its original or confirmed against a guess. 80 bits make a collision between two originals
+of one trace unlikely beyond concern (about 1 in 10^12 for a million distinct strings).
+
+Kept as they are, because they identify nothing and a simulated cluster creates them itself: the
+namespaces ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease``; the names ``default``
+(every namespace's ServiceAccount) and ``kube-root-ca.crt`` (every namespace's CA ConfigMap) and the
+``kube-api-access-*`` volumes (which the stable pod spec, docs/spec.md §8.4, recognizes by that prefix);
+the values ``""``, ``true`` and ``false``; the image tag ``latest`` and the absence of a tag (both decide the
+default ``imagePullPolicy``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import re
+import secrets
+import uuid
+
+from kubectl_sktrace.errors import UsageError
+
+KEY_BYTES = 32
+KEPT_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+KEPT_NAMES = frozenset({"default", "kube-root-ca.crt"})
+KEPT_NAME_PREFIX = "kube-api-access-"
+KEPT_VALUES = frozenset({"", "true", "false"})
+KEPT_TAGS = frozenset({"latest"})
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # the API server sets it to the namespace's own name
+_DIGEST_BYTES = 10  # 80 bits, 16 base32 characters
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_MEMO_LIMIT = 1 << 16
+
+
+def new_key() -> bytes:
+    """A fresh random key, for a caller given none (it should print it, so that a later run can line up)."""
+    return secrets.token_bytes(KEY_BYTES)
+
+
+class Pseudonyms:
+    """The pseudonym of a string in each role, under one key; remembers the most recent results."""
+
+    def __init__(self, key: bytes) -> None:
+        if not isinstance(key, bytes) or not key:
+            raise UsageError("the anonymization key is empty: pass one, or let a fresh random key be made")
+        self._key = key
+        self._memo: dict[tuple[str, str], str] = {}
+
+    def _mac(self, data: bytes) -> bytes:
+        return hmac.digest(self._key, data, "sha256")
+
+    def _pseudonym(self, prefix: str, value: str) -> str:
+        memo_key = (prefix, value)
+        found = self._memo.get(memo_key)
+        if found is None:
+            digest = self._mac(value.encode())[:_DIGEST_BYTES]
+            found = self._remember(memo_key, prefix + base64.b32encode(digest).decode().lower())
+        return found
+
+    def _remember(self, memo_key: tuple[str, str], result: str) -> str:
+        if len(self._memo) >= _MEMO_LIMIT:
+            self._memo.clear()  # bounded memory on long traces; a result is recomputed identically
+        self._memo[memo_key] = result
+        return result
+
+    def namespace(self, value: str) -> str:
+        """A namespace; ``""`` (a cluster-scoped object's) stays ``""``."""
+        return value if not value or value in KEPT_NAMESPACES else self._pseudonym("ns-", value)
+
+    def name(self, value: str) -> str:
+        """An object's, container's, volume's or host's name."""
+        if not value or value in KEPT_NAMES or value.startswith(KEPT_NAME_PREFIX):
+            return value
+        return self._pseudonym("obj-", value)
+
+    def generate_name(self, value: str) -> str:
+        """``metadata.generateName``: the name it is the prefix of (often the owner's, ``web-7d9f-``), trailing
+        dash kept, so that it reads as the owner's pseudonym followed by a dash."""
+        stem = value.rstrip("-")
+        return self.name(stem) + value[len(stem):] if stem else value
+
+    def label_value(self, key: str, value: str) -> str:
+        """A label's or annotation's value, and a selector's: the same value gives the same pseudonym, so that
+        selectors still select. A uid keeps its shape and maps as ``uid`` does (a Job's ``controller-uid``)."""
+        if value in KEPT_VALUES:
+            return value
+        if key == NAMESPACE_LABEL:
+            return self.namespace(value)
+        if _UUID.match(value):
+            return self.uid(value)
+        return self.name(value)
+
+    def text(self, value: str) -> str:
+        """Free text: an env value, a command's argument, a ConfigMap's data."""
+        return value if value in KEPT_VALUES else self._pseudonym("val-", value)
+
+    def path(self, value: str) -> str:
+        """A file or URL path, as one ``val-`` pseudonym of everything after its leading ``/`` (kept, so that an
+        absolute path stays absolute and a relative one relative)."""
+        rest = value.lstrip("/")
+        return value[:len(value) - len(rest)] + self.text(rest) if rest else value
+
+    def uid(self, value: str) -> str:
+        """A uid, as a version-4-shaped UUID."""
+        if not value:
+            return value
+        found = self._memo.get(("uid", value))
+        if found is None:
+            found = self._remember(("uid", value), str(uuid.UUID(bytes=self._mac(value.encode())[:16], version=4)))
+        return found
+
+    def image(self, value: str) -> str:
+        """``[registry/]repository[:tag][@algorithm:hex]``: the repository becomes one ``img-`` component, a
+        tag other than ``latest`` a ``t-`` pseudonym, a digest a keyed hex string of the same length."""
+        rest, at, digest = value.partition("@")
+        colon = rest.rfind(":")
+        repository, tag = (rest[:colon], rest[colon + 1:]) if colon > rest.rfind("/") else (rest, None)
+        out = self._pseudonym("img-", repository) if repository else repository
+        if tag is not None:
+            out += ":" + (tag if tag in KEPT_TAGS else self._pseudonym("t-", tag))
+        if at:
+            algorithm, _, hex_digest = digest.partition(":")
+            out += f"@{algorithm}:{(self._mac(digest.encode()).hex() * 4)[:len(hex_digest)]}"
+        return out
+
+    def opaque_hash(self, value: int) -> int:
+        """A u64 hash that cannot be recomputed over the new specs (its spec is not in the trace): replaced by a
+        keyed u64, so that equal hashes stay equal and the original cannot be confirmed against a guess."""
+        return int.from_bytes(self._mac(b"\x00u64" + (value & (2**64 - 1)).to_bytes(8, "little"))[:8], "little")
