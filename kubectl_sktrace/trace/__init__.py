@@ -1,0 +1,1 @@
+"""SimKube trace files: the format, its rules, reading, writing and transforming them."""
