@@ -16,6 +16,8 @@ from typing import Union
 
 _FREE_PART = re.compile(r"[A-Za-z0-9_-]+\Z")
 _INDEX = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+MAX_WILDCARDS = 16
+"""More ``[*]`` in one path is refused: a path becomes nested loops, and Python nests at most 20 in a function."""
 UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 """The units of a relative time, as SimKube has them: seconds, minutes, hours."""
 

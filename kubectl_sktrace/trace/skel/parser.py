@@ -35,7 +35,7 @@ import re
 from kubectl_sktrace.errors import SktraceError
 from kubectl_sktrace.trace.skel.lexer import AT, EOF, PUNCT, STRING, VAR, WORD, Positions, Token, tokenize
 from kubectl_sktrace.trace.skel.nodes import (
-    COMPARATORS, ORDERINGS, Action, Command, Delete, Literal, Modify, Op, Path, Program, Remove,
+    COMPARATORS, MAX_WILDCARDS, ORDERINGS, Action, Command, Delete, Literal, Modify, Op, Path, Program, Remove,
     ResourceTest, Rhs, Step, Test, TimeTest, VarDef,
 )
 
@@ -143,7 +143,7 @@ class _Parser:
                 return (), self._finish_modify(path, defined)
             if not self._peek_comparator():
                 raise self._expected("')'" if command == "remove" else "'='")
-            tests = [self._comparison(path, lhs_token, defined, None)]
+            tests: list[Test] = [self._comparison(path, lhs_token, defined, None)]
             tests.extend(self._more_tests(defined))
             selector: tuple[Test, ...] = tuple(tests)
         else:
@@ -304,6 +304,8 @@ class _Parser:
             raise self._expected("a path", token)
         while not self._peek().spaced and (self._peek().is_punct(".") or self._peek().is_punct("[")):
             steps.append(self._path_step(self._next()))
+        if sum(1 for step in steps if step.wild) > MAX_WILDCARDS:
+            raise self._error(token, f"a path may hold at most {MAX_WILDCARDS} [*]")
         return Path(var, tuple(steps))
 
     def _path_step(self, opener: Token) -> Step:

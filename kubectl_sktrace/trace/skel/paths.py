@@ -1,28 +1,31 @@
-"""Reading, setting and removing what a path reaches in one decoded object. Pure; mutates in place.
+"""Reading an object along a path, compiled once per path into a small Python function. Pure.
 
 Objects are decoded JSON or msgpack: dicts, lists or tuples (msgpack's ``use_list=False``), strings,
-numbers, booleans and None. Steps arrive compiled as ``(key, index, wild, bracket)`` tuples (``compile_steps``):
-a key reads a dict's field, or a list's element when the key is also an index, as a JSON pointer does;
-``wild`` (``[*]``) reads every element of a list and nothing of anything else. A location is the concrete
-way to a value: a tuple of dict keys and list indexes.
+numbers, booleans and None. A path's steps arrive as ``(key, index, wild, bracket)`` tuples
+(``compile_steps``): a key reads a dict's field, or a list's element when the key is also an index, as a
+JSON pointer does (``.0`` and ``[0]`` alike; ``[0]`` on a map reads the key ``"0"``); ``wild`` (``[*]``)
+reads every element of a list and nothing of anything else. A location is the concrete way to a value: a
+tuple of dict keys and list indexes.
 
-Writing never copies an object: a tuple on the way to a write is replaced by a list in its parent (msgpack
-writes both the same way). Values written are copied when they are lists or maps, so that no two places
-of an object share one. What SimKube does differently here, and why, is in ``docs/spec.md`` (SKEL
-transformations): a removal that reaches nothing leaves the object alone, where SimKube fails on a list
-index past the end or a field inside a scalar; ``[*]`` in a modify target sets every element that exists,
-where SimKube refuses it.
+Why generated code: a transform applies every command to every object of a trace, and most commands find
+nothing; an interpreter walking step tuples spends its time in calls, not in the object. Each path is
+therefore written out once as straight Python (nested loops for ``[*]``), in three forms: does some value
+satisfy a condition (``compile_any``), all values (``compile_values``), all ``(location, value)``
+(``compile_locate``). Keys enter the generated text only as names of constants bound at compile time,
+never as code, so a program cannot inject any.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import itertools
+from typing import Any, Callable, Iterable, Sequence
 
-from kubectl_sktrace.trace.skel.nodes import Step
+from kubectl_sktrace.trace.skel.nodes import MAX_WILDCARDS, Step
 
 CStep = tuple[str, "int | None", bool, bool]
 Location = tuple["str | int", ...]
 Match = tuple[Location, Any]
+_NAMES = itertools.count()
 
 
 class _Missing:
@@ -31,222 +34,90 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
-"""What ``get`` returns where the path reaches nothing (None is JSON null, a value)."""
-
-
-class PathError(Exception):
-    """A write that cannot be done: the message says why, the engine adds the command and the object."""
+"""Where a path reaches nothing (None is JSON null, a value)."""
 
 
 def compile_steps(steps: Iterable[Step]) -> tuple[CStep, ...]:
     return tuple((step.key, step.index, step.wild, step.bracket) for step in steps)
 
 
+def element(node: Any, key: str, index: int) -> tuple[Any, str | int]:
+    """A step that is both a field name and an index: the child and its location element, or MISSING."""
+    kind = type(node)
+    if kind is dict:
+        return node.get(key, MISSING), key
+    if (kind is list or kind is tuple) and index < len(node):
+        return node[index], index
+    return MISSING, index
+
+
+def compile_any(steps: Sequence[CStep], condition: str, constants: dict[str, Any], *, found: bool = True) -> Callable[..., bool]:
+    """``f(node, ts, arg)``: ``found`` if some value ``v`` the path reaches from ``node`` makes ``condition``
+    (Python over ``v``, ``arg`` and ``constants``) true, else ``not found``. With ``ts`` and ``arg`` unused
+    it is a test on an object as the engine calls one."""
+    walk: Callable[..., bool] = _build(steps, "node, ts, arg", f"if {condition}: return {found}", f"return {not found}", constants, False)
+    return walk
+
+
+def compile_values(steps: Sequence[CStep]) -> Callable[[Any], list[Any]]:
+    """``f(node)``: every value the path reaches from ``node``, in document order."""
+    walk: Callable[[Any], list[Any]] = _build(steps, "node", "out.append(v)", "return out", {}, False)
+    return walk
+
+
+def compile_locate(steps: Sequence[CStep]) -> Callable[[Any, Location], list[Match]]:
+    """``f(node, base)``: every ``(location, value)`` the path reaches from ``node``, found at ``base``."""
+    walk: Callable[[Any, Location], list[Match]] = _build(steps, "node, base", "out.append((where, v))", "return out", {}, True)
+    return walk
+
+
 def get(node: Any, steps: Sequence[CStep]) -> Any:
-    """The value a path without ``[*]`` reaches, or MISSING."""
+    """The one value a path without ``[*]`` reaches from ``node``, or MISSING (not compiled: for writes)."""
     for key, index, _, _ in steps:
-        kind = type(node)
-        if kind is dict:
+        if type(node) is dict:
             node = node.get(key, MISSING)
-            if node is MISSING:
-                return MISSING
-        elif (kind is list or kind is tuple) and index is not None and index < len(node):
-            node = node[index]
+        elif index is not None:
+            node = element(node, key, index)[0]
         else:
+            return MISSING
+        if node is MISSING:
             return MISSING
     return node
 
 
-def values(node: Any, steps: Sequence[CStep]) -> list[Any]:
-    """Every value the path reaches, in document order."""
-    frontier = [node]
+def _build(steps: Sequence[CStep], params: str, reach: str, final: str, constants: dict[str, Any], track: bool) -> Any:
+    if sum(1 for step in steps if step[2]) > MAX_WILDCARDS:
+        raise ValueError(f"a path may hold at most {MAX_WILDCARDS} [*]")
+    names = dict(constants, MISSING=MISSING, element=element)
+    lines = [f"def walk({params}):"]
+    if reach.startswith("out."):
+        lines.append("    out = []")
+    node, parts, depth, loops = "node", [], 1, 0
+    counter = itertools.count()
     for key, index, wild, _ in steps:
-        reached: list[Any] = []
-        for item in frontier:
-            kind = type(item)
-            if wild:
-                if kind is list or kind is tuple:
-                    reached.extend(item)
-            elif kind is dict:
-                child = item.get(key, MISSING)
-                if child is not MISSING:
-                    reached.append(child)
-            elif (kind is list or kind is tuple) and index is not None and index < len(item):
-                reached.append(item[index])
-        if not reached:
-            return reached
-        frontier = reached
-    return frontier
-
-
-def locate(node: Any, steps: Sequence[CStep], base: Location = ()) -> list[Match]:
-    """Every ``(location, value)`` the path reaches from ``node`` (found at ``base``), in document order."""
-    frontier: list[Match] = [(base, node)]
-    for key, index, wild, _ in steps:
-        reached: list[Match] = []
-        for where, item in frontier:
-            kind = type(item)
-            if wild:
-                if kind is list or kind is tuple:
-                    reached.extend(((*where, i), child) for i, child in enumerate(item))
-            elif kind is dict:
-                child = item.get(key, MISSING)
-                if child is not MISSING:
-                    reached.append(((*where, key), child))
-            elif (kind is list or kind is tuple) and index is not None and index < len(item):
-                reached.append(((*where, index), item[index]))
-        if not reached:
-            return reached
-        frontier = reached
-    return frontier
-
-
-def remove(root: Any, targets: Sequence[tuple[Location, Sequence[CStep]]]) -> None:
-    """Remove what each target (a location, then steps from there) reaches; what is not there is skipped.
-
-    All targets are found first and then removed, list elements from the last to the first, so that the
-    indexes of one command's targets all refer to the object as the command found it."""
-    if len(targets) == 1 and _remove_field_fast(root, *targets[0]):
-        return
-    groups: dict[Location, list[CStep]] = {}
-    for base, steps in targets:
-        if not steps:
-            if base:
-                groups.setdefault(base[:-1], []).append(_step_to(base[-1]))
-            continue
-        start = get(root, [_step_to(k) for k in base])
-        for parent, _ in locate(start, steps[:-1], base):
-            groups.setdefault(parent, []).append(steps[-1])
-    for parent, lasts in groups.items():
-        _remove_in(_writable(root, parent), lasts)
-
-
-def _remove_field_fast(root: Any, base: Location, steps: Sequence[CStep]) -> bool:
-    """The common case, a field of a map found without ``[*]``: removed here, True; False: not this case."""
-    if not steps or any(step[2] for step in steps):
-        return False
-    parent = get(root, [_step_to(k) for k in base] + list(steps[:-1]))
-    if parent is MISSING:
-        return True
-    if type(parent) is not dict:
-        return False
-    parent.pop(steps[-1][0], None)
-    return True
-
-
-def _remove_in(container: Any, lasts: list[CStep]) -> None:
-    if type(container) is dict:
-        for key, _, wild, _ in lasts:
-            if not wild:
-                container.pop(key, None)
-    elif type(container) is list:
-        if any(step[2] for step in lasts):
-            container.clear()
-            return
-        for index in sorted({step[1] for step in lasts if step[1] is not None and step[1] < len(container)}, reverse=True):
-            del container[index]
-
-
-def assign(root: Any, base: Location, steps: Sequence[CStep], value: Any) -> None:
-    """Set what the steps reach from ``base`` to a copy of ``value``: replace it, or add it and any missing
-    parents (a map, or a list when the next step is ``[0]``); at ``[*]``, every element that exists.
-    PathError when it cannot be done: a field inside a scalar, an index past a list's end."""
-    if not steps:
-        if not base:
-            raise PathError("cannot replace the whole object")
-        _put(_writable(root, base[:-1]), _step_to(base[-1]), value)
-        return
-    _assign_in(_writable(root, base), steps, value)
-
-
-def _assign_in(node: Any, steps: Sequence[CStep], value: Any) -> None:
-    for position in range(len(steps) - 1):
-        step = steps[position]
-        if step[2]:
-            if type(node) is list:
-                for i, child in enumerate(node):
-                    if type(child) is tuple:
-                        child = node[i] = list(child)
-                    _assign_in(child, steps[position + 1 :], value)
-            return
-        node = _child_for_write(node, step, steps[position + 1])
-    _put(node, steps[-1], value)
-
-
-def _child_for_write(node: Any, step: CStep, next_step: CStep) -> Any:
-    key, index, _, _ = step
-    kind = type(node)
-    if kind is dict:
-        child = node.get(key, MISSING)
-        if child is MISSING:
-            child = node[key] = _new_parent(next_step)
-        elif type(child) is tuple:
-            child = node[key] = list(child)
-        return child
-    if kind is list and index is not None and index <= len(node):
-        if index == len(node):
-            node.append(_new_parent(next_step))
-        elif type(node[index]) is tuple:
-            node[index] = list(node[index])
-        return node[index]
-    raise PathError(_cannot(node, key))
-
-
-def _put(node: Any, step: CStep, value: Any) -> None:
-    key, index, wild, _ = step
-    kind = type(node)
-    if wild:
-        if kind is list:
-            node[:] = [copy_value(value) for _ in node]
-    elif kind is dict:
-        node[key] = copy_value(value)
-    elif kind is list and index is not None and index <= len(node):
-        if index == len(node):
-            node.append(copy_value(value))
+        child, give_up = f"n{next(counter)}", ("continue" if loops else final)
+        pad = "    " * depth
+        if wild:
+            position = f"i{next(counter)}"
+            lines += [f"{pad}if type({node}) is not list and type({node}) is not tuple: {give_up}",
+                      f"{pad}for {position}, {child} in enumerate({node}):"]
+            parts.append(position)
+            depth, loops = depth + 1, loops + 1
         else:
-            node[index] = copy_value(value)
-    else:
-        raise PathError(_cannot(node, key))
-
-
-def _cannot(node: Any, key: str) -> str:
-    if type(node) is list:
-        return f"index {key} is past the end of a list of {len(node)}" if key.isdigit() else f"cannot set field '{key}' in a list"
-    return f"cannot set '{key}' inside {_describe(node)}"
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(type(value), "a value")
-
-
-def _new_parent(next_step: CStep) -> Any:
-    """A missing parent, made for the step after it: a list for ``[0]``, else a map."""
-    return [] if next_step[3] and next_step[1] == 0 else {}
-
-
-def _step_to(key: str | int) -> CStep:
-    """The step that follows one element of a location."""
-    return (str(key), key, False, True) if isinstance(key, int) else (key, None, False, False)
-
-
-def _writable(root: Any, where: Location) -> Any:
-    """The node at ``where`` (which exists), with each tuple on the way replaced by a list in its parent."""
-    node = root
-    for key in where:
-        child = node[key]
-        if type(child) is tuple:
-            child = node[key] = list(child)
+            constant = f"K{next(counter)}"
+            names[constant] = key
+            if index is None:
+                lines.append(f"{pad}{child} = {node}.get({constant}, MISSING) if type({node}) is dict else MISSING")
+                parts.append(constant)
+            else:
+                part = f"p{next(counter)}"
+                lines.append(f"{pad}{child}, {part} = element({node}, {constant}, {index})")
+                parts.append(part)
+            lines.append(f"{pad}if {child} is MISSING: {give_up}")
         node = child
-    return node
-
-
-def copy_value(value: Any) -> Any:
-    """``value`` itself when a scalar, else a copy of its lists and maps (tuples become lists)."""
-    kind = type(value)
-    if kind is dict:
-        return {k: copy_value(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
-        return [copy_value(v) for v in value]
-    return value
+    pad = "    " * depth
+    if track:
+        lines.append(f"{pad}where = base + ({''.join(p + ', ' for p in parts)})")
+    lines += [f"{pad}v = {node}", f"{pad}{reach}", f"    {final}"]
+    exec(compile("\n".join(lines), f"<skel path {next(_NAMES)}>", "exec"), names)  # our own text; keys are constants
+    return names["walk"]
