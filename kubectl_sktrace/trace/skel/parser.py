@@ -176,6 +176,8 @@ class _Parser:
     def _selector(self, defined: set[str]) -> tuple[Test, ...]:
         if self._peek().is_punct("*"):
             self._next()
+            if self._peek().is_punct("&&"):
+                raise self._error(self._peek(), "'*' selects every object: it cannot be joined with '&&'")
             return ()
         return (self._test(defined), *self._more_tests(defined))
 
@@ -188,6 +190,8 @@ class _Parser:
 
     def _test(self, defined: set[str]) -> Test:
         token = self._peek()
+        if token.kind not in (WORD, STRING, VAR, AT) and not token.is_punct("!"):
+            raise self._expected("a test: a path, exists(...), !exists(...), $x := ..., or @t")
         if token.kind == AT:
             return self._time_test()
         if token.kind == VAR and self._peek(1).is_punct(":="):
@@ -226,7 +230,9 @@ class _Parser:
         if token.is_punct("!"):
             self._next()
             word = self._next()
-            if not word.is_word("exists") or word.spaced:
+            if word.is_word("exists") and word.spaced:
+                raise self._error(word, "write '!exists' without a space")
+            if not word.is_word("exists"):
                 raise self._expected("'exists' right after '!'", word)
             return self._existence(Op.NOT_EXISTS, var)
         path = self.path()
@@ -282,6 +288,8 @@ class _Parser:
             self._next()
             if not -_INT64 <= int(token.text) < _INT64:
                 raise self._error(token, f"{token.text} is out of range (64-bit integers)")
+            if self._peek().is_punct(".") and not self._peek().spaced:
+                raise self._error(self._peek(), "numbers are whole: expected no '.' after a number")
             return Literal(int(token.text))
         if token.kind == WORD and token.text.lower() in ("true", "false"):
             self._next()
