@@ -74,14 +74,20 @@ def _assign_in(node: Any, steps: Sequence[CStep], value: Any) -> None:
                     _assign_in(child, steps[position + 1 :], value)
             return
         node = _child_for_write(node, step, steps[position + 1])
+        if node is MISSING:
+            return
     _put(node, steps[-1], value)
 
 
 def _child_for_write(node: Any, step: CStep, next_step: CStep) -> Any:
+    """The child to go on into, made when missing; MISSING when it is missing and ``[*]`` follows: no list,
+    no element to set, nothing is made."""
     key, index, _, _ = step
     kind = type(node)
     if kind is dict:
         child = node.get(key, MISSING)
+        if child is MISSING and next_step[2]:
+            return MISSING
         if child is MISSING:
             child = node[key] = _new_parent(next_step)
         elif type(child) is tuple:
@@ -89,6 +95,8 @@ def _child_for_write(node: Any, step: CStep, next_step: CStep) -> Any:
         return child
     if kind is list and index is not None and index <= len(node):
         if index == len(node):
+            if next_step[2]:
+                return MISSING
             node.append(_new_parent(next_step))
         elif type(node[index]) is tuple:
             node[index] = list(node[index])
