@@ -304,3 +304,15 @@ def test_remove_leaves_the_object_alone_where_nothing_is_there() -> None:
 def test_remove_a_list_element_or_every_element() -> None:
     out, _ = run("remove(spec.a[1]); remove(spec.b[*]); remove(spec.c.0);", {"spec": {"a": [1, 2, 3], "b": [1, 2], "c": [7, 8]}})
     assert out == [{"spec": {"a": [1, 3], "b": [], "c": [8]}}]
+
+
+def test_variables_are_tokens_not_text() -> None:
+    obj = {"a": [{"k": 1}, {"k": 2}], "b": [{"k": 2}]}
+    out, transformer = run("remove($x := a[*] | $x.k == 1 && $xy := b[*] | $xy.k == 2, $xy.k);", obj)
+    assert out == [{"a": [{"k": 1}, {"k": 2}], "b": [{}]}]  # SimKube also rewrites $xy with $x's pointers
+    assert transformer.resources_modified == 1
+
+
+def test_modify_appends_one_past_the_end_and_makes_a_list_for_a_first_element() -> None:
+    out, _ = run("modify(spec.args[2] = \"c\"); modify(spec.new[0] = 1); modify(spec.deep[0].name = \"n\");", {"spec": {"args": ["a", "b"]}})
+    assert out == [{"spec": {"args": ["a", "b", "c"], "new": [1], "deep": [{"name": "n"}]}}]
