@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kubectl_sktrace.trace.skel.edits import EditError, assign, copy_value, remove_children, step_to
+from kubectl_sktrace.trace.skel.edits import EditError, assign, copy_value, remove_at, remove_children
 from kubectl_sktrace.trace.skel.matching import Bindings, compile_rhs
 from kubectl_sktrace.trace.skel.nodes import Action, Delete, Modify, Path
 from kubectl_sktrace.trace.skel.paths import Match, compile_locate, compile_steps
@@ -39,7 +39,7 @@ def compile_action(action: Action) -> ActFn | None:
 
         def remove_bound(obj: Any, bindings: Bindings) -> int:
             found = targets_of(obj, bindings)
-            remove_children(obj, [(where[:-1], None, step_to(where[-1])) for where, _ in found if where])
+            remove_at(obj, [where for where, _ in found])
             return len(found)
 
         return remove_bound

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 from kubectl_sktrace.trace.skel.paths import MISSING, CStep, Location
 
 Removal = tuple[Location, Any, CStep]
-"""A child to remove: its parent's location, the parent (None: find it from the location), the child's step."""
+"""A child to remove: its parent's location, the parent, and the child's step."""
 
 
 class EditError(Exception):
@@ -36,7 +36,7 @@ def remove_children(root: Any, removals: Iterable[Removal]) -> None:
         if type(parent) is dict:
             if not step[2]:
                 parent.pop(step[0], None)
-        elif parent is None or type(parent) is list or type(parent) is tuple:
+        elif type(parent) is list or type(parent) is tuple:
             pending.setdefault(where, []).append(step)
     for where, steps in pending.items():
         container = writable(root, where)
@@ -49,6 +49,23 @@ def remove_children(root: Any, removals: Iterable[Removal]) -> None:
         else:
             for index in sorted({i for _, i, _, _ in steps if i is not None and i < len(container)}, reverse=True):
                 del container[index]
+
+
+def remove_at(root: Any, locations: Iterable[Location]) -> None:
+    """Remove the values at these locations (found in the object as it is): list elements from the last to
+    the first, so that every index refers to the list as the command found it."""
+    groups: dict[Location, list[Any]] = {}
+    for where in locations:
+        if where:
+            groups.setdefault(where[:-1], []).append(where[-1])
+    for parent_at, keys in groups.items():
+        parent = writable(root, parent_at)
+        if type(parent) is dict:
+            for key in keys:
+                parent.pop(key, None)
+        else:
+            for index in sorted(set(keys), reverse=True):
+                del parent[index]
 
 
 def assign(root: Any, base: Location, steps: Sequence[CStep], value: Any) -> None:

@@ -22,7 +22,7 @@ import operator
 from typing import Any, Callable
 
 from kubectl_sktrace.trace.skel.nodes import Literal, Op, Path, ResourceTest, Rhs, Test, TimeTest, VarDef
-from kubectl_sktrace.trace.skel.paths import Match, compile_any, compile_locate, compile_steps, compile_values
+from kubectl_sktrace.trace.skel.paths import Match, compile_any, compile_filter, compile_locate, compile_steps, compile_values
 
 Bindings = dict[str, list[Match]]
 """For one object: a variable's name -> the ``(location, value)`` of each element it is bound to; and a
@@ -62,42 +62,53 @@ def compile_test(test: Test, *, start_ts: int) -> TestFn:
 def _checker(test: ResourceTest, defining: str | None) -> tuple[Callable[..., bool], RhsFn | None]:
     """The compiled test on what its path reaches, ``f(node, ts, rights)``, and the right side's values
     when it has a path there (None: no right side, or a literal compiled into ``f``)."""
-    steps = compile_steps(test.path.steps)
-    if test.op in (Op.EXISTS, Op.NOT_EXISTS):  # a variable's element is checked for the field either way
-        return compile_any(steps, "True", {}, found=test.op is Op.EXISTS or defining is not None), None
+    condition, constants, rhs = _condition(test, defining)
+    found = test.op is not Op.NOT_EXISTS or defining is not None  # a variable's element is checked for the field
+    return compile_any(compile_steps(test.path.steps), condition, constants, found=found), rhs
+
+
+def _condition(test: ResourceTest, defining: str | None) -> tuple[str, dict[str, Any], RhsFn | None]:
+    """Python for the test on one value ``v`` (``arg``: the right side's values), and the right side."""
+    if test.op in (Op.EXISTS, Op.NOT_EXISTS):
+        return "True", {}, None
     assert test.rhs is not None
     if isinstance(test.rhs, Literal):
-        condition, constants = _literal_condition(test.op, test.rhs.value)
-        return compile_any(steps, condition, constants), None
-    condition = "holds_one(OP, v, arg)"
-    return compile_any(steps, condition, {"holds_one": holds_one, "OP": test.op}), compile_rhs(test.rhs, defining)
-
-
-def _literal_condition(op: Op, value: str | int | bool) -> tuple[str, dict[str, Any]]:
-    """Python for ``v OP value``: exact type and value for ``==``/``!=``, numbers only for orderings."""
-    constants = {"VALUE": value, "TYPE": type(value)}
-    if op is Op.EQ:
-        return "type(v) is TYPE and v == VALUE", constants
-    if op is Op.NE:
-        return "not (type(v) is TYPE and v == VALUE)", constants
-    return f"(type(v) is int or type(v) is float) and v {op.value} VALUE", constants
+        value = test.rhs.value
+        literal: dict[str, Any] = {"VALUE": value, "TYPE": type(value)}
+        if test.op is Op.EQ:
+            return "type(v) is TYPE and v == VALUE", literal, None
+        if test.op is Op.NE:
+            return "not (type(v) is TYPE and v == VALUE)", literal, None
+        return f"(type(v) is int or type(v) is float) and v {test.op.value} VALUE", literal, None
+    rhs = compile_rhs(test.rhs, defining)
+    constants: dict[str, Any] = {"holds_one": holds_one, "OP": test.op, "CONTAINERS": (dict, list, tuple)}
+    if test.op is Op.EQ:  # a scalar not in the list by Python's == is not there by JSON's either: no call
+        return "(v in arg or type(v) in CONTAINERS) and holds_one(OP, v, arg)", constants, rhs
+    if test.op is Op.NE:
+        return "(v not in arg and type(v) not in CONTAINERS) or holds_one(OP, v, arg)", constants, rhs
+    return "holds_one(OP, v, arg)", constants, rhs
 
 
 def _variable_test(test: ResourceTest, var: VarDef) -> TestFn:
     name, not_exists = var.name, test.op is Op.NOT_EXISTS
-    elements_of = compile_elements(var.path)
-    check, rights_of = _checker(test, name)
+    elements_of, pointer = compile_elements(var.path), var.path.pointer if var.path.var is None else None
+    condition, constants, rights_of = _condition(test, name)
+    keep = compile_filter(compile_steps(test.path.steps), condition, constants)
     per_element = isinstance(test.rhs, Path) and test.rhs.var == name
 
     def bind(obj: Any, ts: int, bindings: Bindings) -> bool:
-        elements = elements_of(obj, bindings)
+        elements = bindings.get(pointer) if pointer else None  # found before, while the object is unchanged
+        if elements is None:
+            elements = elements_of(obj, bindings)
+            if pointer:
+                bindings[pointer] = elements
         if rights_of is None:
-            bound = [match for match in elements if check(match[1], ts, None)]
+            bound = keep(elements, ts, None)
         elif per_element:
-            bound = [match for match in elements if (rights := rights_of(obj, bindings, match[1])) and check(match[1], ts, rights)]
+            bound = [match for match in elements if (rights := rights_of(obj, bindings, match[1])) and keep([match], ts, rights)]
         else:
             rights = rights_of(obj, bindings, None) if elements else []
-            bound = [match for match in elements if rights and check(match[1], ts, rights)]
+            bound = keep(elements, ts, rights) if rights else []
         if not_exists:
             if bound:
                 return False
@@ -112,19 +123,13 @@ def _variable_test(test: ResourceTest, var: VarDef) -> TestFn:
 
 
 def compile_elements(path: Path) -> Callable[[Any, Bindings], list[Match]]:
-    """What a variable's path reaches, as ``(location, value)``: from the root (found once per object while it
-    is unchanged, and kept in the bindings under the path's pointer), or from each binding of its head."""
-    locate, var, pointer = compile_locate(compile_steps(path.steps)), path.var, path.pointer
-    if var is not None:
-        return lambda obj, bindings: [match for where, node in bindings[var] for match in locate(node, where)]
-
-    def from_root(obj: Any, bindings: Bindings) -> list[Match]:
-        found = bindings.get(pointer)
-        if found is None:
-            found = bindings[pointer] = locate(obj, ())
-        return found
-
-    return from_root
+    """What a variable's path reaches, as ``(location, value)``: from the root, or from each binding of the
+    variable at its head. (A variable test keeps what a path from the root reached in the bindings, under
+    the path's pointer, until an action may change it: the engine drops it then.)"""
+    locate, var = compile_locate(compile_steps(path.steps)), path.var
+    if var is None:
+        return lambda obj, bindings: locate(obj, ())
+    return lambda obj, bindings: [match for where, node in bindings[var] for match in locate(node, where)]
 
 
 def compile_rhs(rhs: Rhs, defining: str | None) -> RhsFn:

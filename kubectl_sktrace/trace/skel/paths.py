@@ -59,6 +59,24 @@ def compile_any(steps: Sequence[CStep], condition: str, constants: dict[str, Any
     return walk
 
 
+def compile_filter(steps: Sequence[CStep], condition: str, constants: dict[str, Any]) -> Callable[[list[Match], int, Any], list[Match]]:
+    """``f(matches, ts, arg)``: the ``(location, node)`` matches from whose node the path reaches a value
+    ``v`` that makes ``condition`` true; one call for them all where the path has no ``[*]``."""
+    if any(step[2] for step in steps):
+        any_value = compile_any(steps, condition, constants)
+        return lambda matches, ts, arg: [match for match in matches if any_value(match[1], ts, arg)]
+    names = dict(constants, MISSING=MISSING, element=element)
+    lines = ["def keep(matches, ts, arg):", "    out = []", "    for match in matches:", "        v = match[1]"]
+    for number, (key, index, _, _) in enumerate(steps):
+        names[f"K{number}"] = key
+        reach = f"v.get(K{number}, MISSING) if type(v) is dict else MISSING" if index is None else f"element(v, K{number}, {index})[0]"
+        lines += [f"        v = {reach}", "        if v is MISSING: continue"]
+    lines += [f"        if {condition}: out.append(match)", "    return out"]
+    exec(compile("\n".join(lines), f"<skel path {next(_NAMES)}>", "exec"), names)  # our own text; keys are constants
+    keep: Callable[[list[Match], int, Any], list[Match]] = names["keep"]
+    return keep
+
+
 def compile_values(steps: Sequence[CStep]) -> Callable[[Any], list[Any]]:
     """``f(node)``: every value the path reaches from ``node``, in document order."""
     walk: Callable[[Any], list[Any]] = _build(steps, "node", "out.append(v)", "return out", {}, False)
@@ -69,20 +87,6 @@ def compile_locate(steps: Sequence[CStep]) -> Callable[[Any, Location], list[Mat
     """``f(node, base)``: every ``(location, value)`` the path reaches from ``node``, found at ``base``."""
     walk: Callable[[Any, Location], list[Match]] = _build(steps, "node, base", "out.append((where, v))", "return out", {}, True)
     return walk
-
-
-def get(node: Any, steps: Sequence[CStep]) -> Any:
-    """The one value a path without ``[*]`` reaches from ``node``, or MISSING (not compiled: for writes)."""
-    for key, index, _, _ in steps:
-        if type(node) is dict:
-            node = node.get(key, MISSING)
-        elif index is not None:
-            node = element(node, key, index)[0]
-        else:
-            return MISSING
-        if node is MISSING:
-            return MISSING
-    return node
 
 
 def _build(steps: Sequence[CStep], params: str, reach: str, final: str, constants: dict[str, Any], track: bool) -> Any:
