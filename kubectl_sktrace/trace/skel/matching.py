@@ -13,7 +13,8 @@ Where we differ, to fix a crash or a wrong result (``docs/spec.md``): ``<``, ``<
 numbers, and any other value never satisfies them (SimKube crashes on any field that exists); a right side
 that reaches nothing makes neither ``==`` nor ``!=`` hold (SimKube fails on a plain path, and lets ``!=``
 hold for a variable's); ``$y := $x.…`` ranges over ``$x``'s elements (SimKube looks for a field named
-``$x``); ``$x := … | $x.a == $x.b`` compares each element with itself (SimKube panics); ``!exists`` binds.
+``$x``); ``$x := … | $x.a == $x.b`` compares each element with itself (SimKube panics); ``!exists`` binds;
+an element is bound once however many of its values hold (SimKube binds it once per value).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kubectl_sktrace.trace.skel.paths import Match, compile_any, compile_filter,
 
 Bindings = dict[str, list[Match]]
 """For one object: a variable's name -> the ``(location, value)`` of each element it is bound to; and a
-path's pointer -> what it reaches from the object's root, found once while no action changes the object."""
+variable's path from the root, by pointer -> what it reaches, kept until an action may change that."""
 TestFn = Callable[[Any, int, Bindings], bool]
 RhsFn = Callable[[Any, Bindings, Any], list[Any]]
 

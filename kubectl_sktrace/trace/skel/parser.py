@@ -19,7 +19,7 @@ Variables are checked as SimKube checks them (``ast.rs``): each is defined once 
 definition and the action's path may use any variable defined before them (a right side also the one
 being defined). Where SimKube's grammar is stricter or looser than its own engine can bear, we say so:
 
-- A number followed by whitespace (``@t < 5 &&``) crashes SimKube's parser; here it is a number.
+- A one-digit number followed by whitespace (``@t < 5 &&``) crashes SimKube's parser; here it is a number.
 - ``-5`` is the number minus five; SimKube reads it as a path to a field named ``-5``.
 - ``<``, ``<=``, ``>``, ``>=`` against a literal string or boolean are refused here (they compare numbers);
   SimKube accepts them and then crashes on any object that has the field.

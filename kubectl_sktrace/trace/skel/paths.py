@@ -9,10 +9,11 @@ tuple of dict keys and list indexes.
 
 Why generated code: a transform applies every command to every object of a trace, and most commands find
 nothing; an interpreter walking step tuples spends its time in calls, not in the object. Each path is
-therefore written out once as straight Python (nested loops for ``[*]``), in three forms: does some value
-satisfy a condition (``compile_any``), all values (``compile_values``), all ``(location, value)``
-(``compile_locate``). Keys enter the generated text only as names of constants bound at compile time,
-never as code, so a program cannot inject any.
+therefore written out once as straight Python (nested loops for ``[*]``), in four forms: does some value
+satisfy a condition (``compile_any``), which of many nodes have one (``compile_filter``), all values
+(``compile_values``), all ``(location, value)`` (``compile_locate``). Keys and values from a program enter
+the generated text only as names of constants bound at compile time, never as code, so a program cannot
+inject any; the conditions are written by ``matching``.
 """
 
 from __future__ import annotations
