@@ -316,3 +316,21 @@ def test_variables_are_tokens_not_text() -> None:
 def test_modify_appends_one_past_the_end_and_makes_a_list_for_a_first_element() -> None:
     out, _ = run("modify(spec.args[2] = \"c\"); modify(spec.new[0] = 1); modify(spec.deep[0].name = \"n\");", {"spec": {"args": ["a", "b"]}})
     assert out == [{"spec": {"args": ["a", "b", "c"], "new": [1], "deep": [{"name": "n"}]}}]
+
+
+def test_keys_and_values_are_data_in_the_compiled_paths_never_code() -> None:
+    objs = [{"metadata": {"name": "a') or True or ('", "__import__": {"os": 1}}}, {"metadata": {"name": "b", "__import__": {}}}]
+    out, transformer = run("delete(metadata.name == \"a') or True or ('\"); remove(metadata.__import__.os);", *objs)
+    assert out == [{"metadata": {"name": "b", "__import__": {}}}]
+    assert transformer.events_matched == 2
+
+
+def test_commands_behind_the_same_variable_test_share_its_binding_until_an_action() -> None:
+    obj = {"spec": {"c": [{"n": "a", "x": 1}, {"n": "b"}, {"n": "a"}]}}
+    out, transformer = run('modify($c := spec.c[*] | $c.n == "a", $c.seen = 1);'
+                           'modify($c := spec.c[*] | $c.n == "a", $c.again = 2);'
+                           'remove($c := spec.c[*] | $c.n == "a", $c.x);'
+                           'remove($c := spec.c[*] | $c.n == "z", $c);'
+                           'remove($c := spec.c[*] | $c.n == "z", $c.n);', obj)
+    assert out == [{"spec": {"c": [{"n": "a", "seen": 1, "again": 2}, {"n": "b"}, {"n": "a", "seen": 1, "again": 2}]}}]
+    assert (transformer.events_matched, transformer.resources_modified) == (3, 6)
