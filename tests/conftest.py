@@ -47,6 +47,12 @@ SLOW_MODULES = {
 }
 
 
+# the modules whose tests take longest (a recorder killed and restarted, readers racing it, archives built and
+# installed): run first, so that parallel workers share them and finish together rather than wait on one
+LONGEST_MODULES = ("test_crash", "test_concurrency", "test_krew", "test_store_contract", "test_pg_identity",
+                   "test_objectstore", "test_faults", "test_outages", "test_demo", "test_cli_start")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -54,6 +60,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         postgres = param is not None and param.params.get("engine") == "postgresql"
         if fixtures & SLOW_FIXTURES or postgres or item.path.stem in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+    items.sort(key=_run_order)
+
+
+def _run_order(item: pytest.Item) -> int:
+    if item.path.stem in LONGEST_MODULES:
+        return LONGEST_MODULES.index(item.path.stem)
+    return len(LONGEST_MODULES) + (0 if item.get_closest_marker("slow") else 1)
 
 
 @pytest.fixture(autouse=True)
