@@ -27,6 +27,7 @@ import contextlib
 import io
 import json
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -159,6 +160,37 @@ class TraceWriter:
         self._finished = True
 
 
+class EventSpool:
+    """Events packed one after another into a temporary file, and counted: for a writer that knows how many
+    events it writes only once they are written (a transform drops those it empties), since ``TraceWriter``
+    needs the count first. ``add`` each event, then ``write_trace`` once; holds no event in memory."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()
+        self._pack = _packer().pack
+        self.count = 0
+
+    def __enter__(self) -> EventSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    def add(self, event: dict[str, Any]) -> None:
+        """One event, its keys in its own order (a trace's are ``ts``, ``applied_objs``, ``deleted_objs``)."""
+        self._file.write(self._pack(event))
+        self.count += 1
+
+    def write_trace(self, stream: IO[bytes], *, version: int, config: dict[str, Any], index: dict[str, dict[str, int]],
+                    pod_lifecycles: Lifecycles) -> None:
+        """The whole trace, the spooled events in the order they were added."""
+        self._file.flush()
+        self._file.seek(0)
+        writer = TraceWriter(stream, config=config, event_count=self.count, version=version)
+        writer.copy_events(self._file, count=self.count)
+        writer.finish(index=index, pod_lifecycles=pod_lifecycles)
+
+
 STDIN = "-"
 STDIN_NAME = "standard input"
 
@@ -187,14 +219,14 @@ def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None) -> Trace:
 
 
 def _read_file(path: str | Path) -> bytes:
-    with _open_source(path) as source:
+    with open_source(path) as source:
         try:
             return source.read()
         except OSError as exc:
             raise TraceFormatError(f"{path}: cannot read it: {exc.strerror or exc}") from None
 
 
-def _open_source(path: str | Path) -> IO[bytes]:
+def open_source(path: str | Path) -> IO[bytes]:
     """A local file, a ``file://`` URL's file, or an object in a store (``objectstore``: read whole) opened for
     reading; errors name ``path`` as it was given."""
     from kubectl_sktrace.trace import objectstore
