@@ -55,13 +55,11 @@ stored bytes of each object as they are (``store/bodies.py``); other outputs dec
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import io
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable
 
 import yaml
 
@@ -94,7 +92,7 @@ from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
 from kubectl_sktrace.trace import validation
-from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer
+from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer, relaxed_gc
 from kubectl_sktrace.trace.sanitize import is_daemonset_owned
 from kubectl_sktrace.trace.skel import Program
 from kubectl_sktrace.trace.transform import Rewriter
@@ -238,17 +236,6 @@ def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) ->
     return parse_config(data, source=source)
 
 
-@contextlib.contextmanager
-def _relaxed_gc() -> Iterator[None]:
-    """Decoded objects are acyclic: the cyclic collector only slows their creation (~3×: docs/architecture.md, measured facts)."""
-    old = gc.get_threshold()
-    gc.set_threshold(200_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
 def export_trace(
     cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
     allow_empty: bool = False, program: Program | None = None, anonymize_key: bytes | None = None,
@@ -264,7 +251,7 @@ def export_trace(
         raise UsageError(f"the window [{start_ts}, {end_ts}) is empty; pass an end time after the start time")
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    with history.read_snapshot(cache), _relaxed_gc():
+    with history.read_snapshot(cache), relaxed_gc():
         all_runs = history.runs(cache)
         if not all_runs:
             raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")

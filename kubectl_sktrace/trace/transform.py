@@ -28,7 +28,7 @@ from typing import IO, Any
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.trace.anonymize import Anonymizer
-from kubectl_sktrace.trace.format import STDIN, EventSpool, Trace, TraceReader, open_source, source_name
+from kubectl_sktrace.trace.format import STDIN, EventSpool, Trace, TraceReader, open_source, relaxed_gc, source_name
 from kubectl_sktrace.trace.output import write_output
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
 
@@ -163,7 +163,7 @@ def transform_to(trace: str, output_file: str, *, program: Program | None, key: 
     (``output.write_output``: ``-`` is ``stdout``). Nothing is written there unless every event transformed."""
     started = perf_counter()
     rewriter = Rewriter(program, key=key)
-    with EventSpool() as spool:
+    with EventSpool() as spool, relaxed_gc():
         if trace == STDIN:
             read, rest = transform_stream(stdin, spool, name=source_name(trace), rewriter=rewriter)
         else:
