@@ -318,3 +318,18 @@ def test_export_anonymize_prints_a_fresh_key_once_and_two_exports_line_up(cache:
     whole, later = traceformat.read_trace(first), traceformat.read_trace(second)
     assert later.events[1:] == whole.events[-1:] and later.events[0]["applied_objs"] == whole.events[1]["applied_objs"][:1]
     assert b"cart" not in first.read_bytes()
+
+
+def test_in_place_and_file_urls(shop_trace: Path, tmp_path: Path) -> None:
+    """The trace is read whole (into the spool) before -O replaces anything, so a trace may be transformed in place."""
+    assert run("transform", str(shop_trace), "sanitize", "-O", str(shop_trace), "--quiet") == (0, "", "")
+    assert codes(shop_trace) == []
+    out = tmp_path / "url.sktrace"
+    assert run("transform", f"file://{shop_trace}", "sanitize", "-O", f"file://{out}", "--quiet") == (0, "", "")
+    assert out.read_bytes() == shop_trace.read_bytes()  # sanitize finds nothing left to remove
+
+
+def test_a_key_in_the_environment_waits_for_anonymize(shop_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.sktrace"
+    assert run("transform", str(shop_trace), "sanitize", "-O", str(out), "--quiet", env={"SKTRACE_ANONYMIZE_KEY": KEY}) == (0, "", "")
+    assert b"cart" in out.read_bytes()
