@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from kubectl_sktrace import __version__
-from kubectl_sktrace.cli import caches, exporting, recording, traces
+from kubectl_sktrace.cli import caches, exporting, recording, traces, transforming
 from kubectl_sktrace.cli.options import (
     CONTEXT_SETTINGS,
     TRACEBACK_VERBOSITY,
@@ -109,7 +109,8 @@ def version(output: str) -> None:
 
 
 for _command in (recording.start, recording.status, exporting.export_command, exporting.prune_command, traces.config_command,
-                 traces.rbac_command, traces.inspect_command, traces.validate_command, traces.demo_command, caches.cache_group):
+                 traces.rbac_command, traces.inspect_command, traces.validate_command, transforming.transform_command, traces.demo_command,
+                 caches.cache_group):
     cli.add_command(_command)
 
 

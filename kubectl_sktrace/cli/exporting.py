@@ -18,6 +18,7 @@ from kubectl_sktrace.cli.options import (
     verbosity_option,
     warn,
 )
+from kubectl_sktrace.cli.transforming import anonymization_key, anonymize_options, say_fresh_key, transform_option
 from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
 
 
@@ -55,10 +56,13 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
 @click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
 @click.option("--allow-empty", "allow_empty", is_flag=True,
               help="Write the trace even when it holds no object (else that is an error, and nothing is written).")
+@transform_option
+@anonymize_options
 def export_command(
     kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
     start_time: str, end_time: str, excluded_namespaces: str | None, include_namespaces: str | None, exclude_labels: tuple[str, ...],
-    include_cluster_scoped: bool, output_file: str, fmt: str, keep_status: bool, allow_empty: bool,
+    include_cluster_scoped: bool, output_file: str, fmt: str, keep_status: bool, allow_empty: bool, transform: str | None,
+    anonymize: bool, anonymize_key: str | None,
 ) -> None:
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
 
@@ -74,12 +78,14 @@ def export_command(
       kubectl sktrace export -s 2026-11-22T10:00:00Z -t 2026-11-22T11:00:00Z --exclude-labels 'app in (canary)'
       kubectl sktrace export -n shop --format yaml -O - | less
       kubectl sktrace export -s -1h -O s3://my-bucket/incident.sktrace
+      kubectl sktrace export -s -1h --transform sanitize --anonymize -O shareable.sktrace
     """
     import time
 
     from kubectl_sktrace.cli.globalflags import namespace_scope
     from kubectl_sktrace.export.options import filters_from_flags, resolve_window
     from kubectl_sktrace.export.window import export_sentence, export_to
+    from kubectl_sktrace.trace.transform import load_program, transform_note
 
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
     if click.get_current_context().get_parameter_source("excluded_namespaces") == click.core.ParameterSource.DEFAULT:
@@ -89,14 +95,21 @@ def export_command(
         include_namespaces=include_namespaces, excluded_namespaces=excluded_namespaces, exclude_labels=exclude_labels,
         include_cluster_scoped=include_cluster_scoped,
     )
+    program = load_program(transform) if transform is not None else None  # a syntax error before the cache is opened
+    key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
     report = export_to(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), output_file, start_ts=start_ts,
                        end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, allow_empty=allow_empty,
-                       stdout=sys.stdout.buffer)
+                       stdout=sys.stdout.buffer, program=program, anonymize_key=key)
     for text in report.notes:
         note(f"Note: {text}")
     for warning in report.warnings:
         warn(warning)
+    if program is not None:
+        note(transform_note(program.source, events_matched=report.events_matched, resources_modified=report.resources_modified))
     note(export_sentence(report, where="stdout" if output_file == "-" else output_file))
+    if fresh:
+        assert key is not None
+        say_fresh_key(key)
 
 
 @click.command("prune", cls=SktraceCommand)

@@ -37,6 +37,7 @@ _WHAT_IT_READS = {
     "version": "it prints versions",
     "inspect": "it reads only the trace file",
     "validate": "it reads only the trace file",
+    "transform": "it reads only the trace file",
     "demo": "it records its own built-in API server",
     "prune": "it prunes every namespace of the cache at once",
 }

@@ -87,7 +87,7 @@ def event_writer(
         return rules.missing_codes(obj if blob is None else loads(blob), key=row.key)
 
     def write(ts: int, rows: list[history.StoredEvent]) -> int:
-        applied = sorted((r for r in rows if not r.deleted), key=_apply_order)
+        applied = sorted((r for r in rows if not r.deleted), key=apply_order)
         deleted = [r for r in rows if r.deleted]
         deleted_objs = [deleted_stub(r.key) for r in deleted]
         if packed:
@@ -114,7 +114,7 @@ def event_writer(
 _REFERENCED_FIRST = frozenset({NAMESPACE, SERVICE_ACCOUNT, CONFIG_MAP, SECRET})
 
 
-def _apply_order(row: history.StoredEvent) -> int:
+def apply_order(row: history.StoredEvent) -> int:
     """Sort key within one event (``sorted`` is stable: recorded order otherwise)."""
     return 0 if row.key.gvk in _REFERENCED_FIRST else 1
 

@@ -55,13 +55,11 @@ stored bytes of each object as they are (``store/bodies.py``); other outputs dec
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import io
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable
 
 import yaml
 
@@ -87,14 +85,17 @@ from kubectl_sktrace.export.options import (
     ExportFilters,
 )
 from kubectl_sktrace.export.selectors import matches_any
+from kubectl_sktrace.export.transforms import ProgramView, RewritingWriter, namespace_of
 from kubectl_sktrace.model import POD, CacheUrl, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
 from kubectl_sktrace.trace import validation
-from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer
+from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer, relaxed_gc
 from kubectl_sktrace.trace.sanitize import is_daemonset_owned
+from kubectl_sktrace.trace.skel import Program
+from kubectl_sktrace.trace.transform import Rewriter
 from kubectl_sktrace.tracerconfig import (
     TracerConfig,
     config_from_trace,
@@ -117,6 +118,8 @@ class ExportReport:
     last_event_ts: int
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    events_matched: int = 0  # --transform's counters, as SimKube counts them (``trace/skel``)
+    resources_modified: int = 0
 
 
 @dataclass
@@ -124,45 +127,56 @@ class _Plan:
     exported: dict[ObjKey, int] = field(default_factory=dict)
     left_out: LeftOut = field(default_factory=LeftOut)
     keys: dict[Any, Any] = field(default_factory=dict)  # shared by every query: each object's one ObjKey (``history._event``)
+    deleted_by_program: int = 0  # objects whose last version --transform deletes (``export/transforms``)
 
 
-def _left_out_by(event: history.StoredEvent, filters: ExportFilters) -> str | None:
-    """Which filter leaves an object out ("namespace", "labels", "daemonset"), or None."""
-    namespace = event.key.namespace
+def _left_out_by(event: history.StoredEvent, filters: ExportFilters, *, namespace: str, body: dict[str, Any] | None) -> str | None:
+    """Which filter leaves an object out ("namespace", "labels", "daemonset"), or None; ``body`` (with its
+    ``namespace``) is the object as --transform leaves it, None to read the stored one."""
     if namespace:
         if filters.include_namespaces is not None:
             if namespace not in filters.include_namespaces:
                 return "namespace"
         elif namespace in filters.excluded_namespaces:
             return "namespace"
-    if not filters.exclude_labels:  # the body needs no decoding (the index holds every object ever)
-        if event.daemonset is not None:
-            return "daemonset" if event.daemonset else None  # as the recorder found it (schema 0006)
-        if event.body_blob is not None and b"DaemonSet" not in event.packed():
-            return None  # no owner reference can name that kind
-    body = event.without_status() or {}
+    if body is None:
+        if not filters.exclude_labels:  # the body needs no decoding (the index holds every object ever)
+            if event.daemonset is not None:
+                return "daemonset" if event.daemonset else None  # as the recorder found it (schema 0006)
+            if event.body_blob is not None and b"DaemonSet" not in event.packed():
+                return None  # no owner reference can name that kind
+        body = event.without_status() or {}
     metadata = body.get("metadata") or {}
     if filters.exclude_labels and matches_any(filters.exclude_labels, metadata.get("labels")):
         return "labels"
     return "daemonset" if is_daemonset_owned(body) else None
 
 
-def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: ExportFilters) -> _Plan:
-    """Decide which objects are exported, and the index hash of each, from what was recorded before ``known``."""
+def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: ExportFilters, program: Program | None,
+          keep_status: bool) -> _Plan:
+    """Decide which objects are exported, and the index hash of each, from what was recorded before ``known``;
+    the filters judge each object as ``program`` (--transform) leaves it."""
     plan = _Plan()
+    view = None if program is None else ProgramView(program, start_ts=start_ts, keep_status=keep_status)
     candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
     untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts, known=known)
-    for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys, bodies=bool(filters.exclude_labels)):
+    for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys,
+                                             bodies=bool(filters.exclude_labels) or view is not None):
         if event.key in untracked:
             continue
         left = plan.left_out
         left.recorded += 1
-        if not event.key.namespace and not filters.include_cluster_scoped:
+        body = None if view is None else view.body(event)
+        if view is not None and body is None:
+            plan.deleted_by_program += 1
+            continue
+        namespace = event.key.namespace if body is None else namespace_of(body)
+        if not namespace and not filters.include_cluster_scoped:
             left.cluster_scoped += 1
             continue
-        reason = _left_out_by(event, filters)
+        reason = _left_out_by(event, filters, namespace=namespace, body=body)
         if reason == "namespace":
-            left.namespaces[event.key.namespace] += 1
+            left.namespaces[namespace] += 1
         elif reason == "labels":
             left.labels += 1
         elif reason == "daemonset":
@@ -222,22 +236,12 @@ def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) ->
     return parse_config(data, source=source)
 
 
-@contextlib.contextmanager
-def _relaxed_gc() -> Iterator[None]:
-    """Decoded objects are acyclic: the cyclic collector only slows their creation (~3×: docs/architecture.md, measured facts)."""
-    old = gc.get_threshold()
-    gc.set_threshold(200_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
 def export_trace(
     cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
-    allow_empty: bool = False,
+    allow_empty: bool = False, program: Program | None = None, anonymize_key: bytes | None = None,
 ) -> ExportReport:
-    """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml).
+    """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml), its objects
+    rewritten by ``program`` (--transform) and anonymized with ``anonymize_key`` when given (``export/transforms``).
 
     A window that starts before the cache's first run starts at the second that run began in (no event of
     it is earlier): the cache knows nothing before, and the first run never changes, so a closed window
@@ -247,7 +251,7 @@ def export_trace(
         raise UsageError(f"the window [{start_ts}, {end_ts}) is empty; pass an end time after the start time")
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    with history.read_snapshot(cache), _relaxed_gc():
+    with history.read_snapshot(cache), relaxed_gc():
         all_runs = history.runs(cache)
         if not all_runs:
             raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
@@ -258,7 +262,8 @@ def export_trace(
             start_ts = history_start
         known = history.known_until(all_runs, end=end_ts)
         config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else
-        plan = _plan(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters)
+        rewriter = Rewriter(program, key=anonymize_key, start_ts=start_ts)
+        plan = _plan(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)
         if not plan.exported and not allow_empty:
             synced = [r.synced for r in all_runs if r.synced is not None]
             raise EmptyTraceError(empty_trace_reason(
@@ -270,7 +275,7 @@ def export_trace(
         watched = {str(g) for g in config.tracked} | {str(POD)}
         unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
                       if u.since < end_ts and u.until > start_ts and u.gvk in watched]
-        window = _Window(start_ts=start_ts, end_ts=end_ts, known=known, runs=all_runs)
+        window = _Window(start_ts=start_ts, end_ts=end_ts, known=known, runs=all_runs, rewriter=rewriter)
         written = _write_trace(cache, window, plan=plan, config=config, fmt=fmt, stream=stream, keep_status=keep_status)
     more_notes, warnings = _messages(
         plan=plan, groups=written.groups, state=written.state, inferred=written.inferred,
@@ -287,7 +292,7 @@ def export_trace(
     return ExportReport(
         start_ts=start_ts, end_ts=end_ts, events=1 + written.groups, applied=written.applied, deleted=written.deleted,
         index_objects=len(plan.exported), lifecycles=written.lifecycles, last_event_ts=written.last_ts, notes=tuple(notes),
-        warnings=warnings,
+        warnings=warnings, events_matched=rewriter.events_matched, resources_modified=rewriter.resources_modified,
     )
 
 
@@ -300,6 +305,9 @@ def _filter_notes(plan: _Plan, *, filters: ExportFilters, dropped_kinds: list[tu
     )
     if left_out_default:
         notes.append(left_out_default)
+    if plan.deleted_by_program:
+        notes.append(f"left out {counted(plan.deleted_by_program, 'object')} whose last version before the window's end --transform "
+                     "deletes")
     notes += (
         f"{gvk} stopped being tracked at {format_time(ts)} (a run's config dropped or changed it): its {counted(count, 'object')} "
         "are in the trace up to then, not deleted"
@@ -314,6 +322,7 @@ class _Window:
     end_ts: int
     known: float
     runs: list[history.Run]
+    rewriter: Rewriter  # --transform, --anonymize (or neither: not ``active``)
 
 
 @dataclass
@@ -342,17 +351,27 @@ def _write_trace(
     counted_groups = count_groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), stored_names)
     out.groups, out.inferred, out.inferred_deleted = counted_groups.groups, counted_groups.inferred, counted_groups.inferred_deleted
     trace_config = config_to_trace(config)
-    writer = make_writer(fmt, stream, config=trace_config, event_count=1 + out.groups)
     rules = _reference_rules(trace_config)
-    usable = {} if rules is None else stored_refs_usable(window.runs, rules)
-    write = event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status, rules=rules, usable=usable,
-                         errors=out.errors)
-    out.state = write(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known, keys=plan.keys) if e.key in plan.exported])
+    finish: Callable[..., None]
+    if not window.rewriter.active:
+        writer = make_writer(fmt, stream, config=trace_config, event_count=1 + out.groups)
+        usable = {} if rules is None else stored_refs_usable(window.runs, rules)
+        write = state = event_writer(writer, packed=fmt == "sktrace" and not keep_status, keep_status=keep_status, rules=rules,
+                                     usable=usable, errors=out.errors)
+        finish = writer.finish
+    else:  # the program may empty events: they are counted as written (``RewritingWriter``)
+        rewriting = RewritingWriter(window.rewriter, fmt=fmt, stream=stream, config=trace_config, keep_status=keep_status, rules=rules,
+                                    errors=out.errors)
+        write, state, finish = rewriting.event, rewriting.state, rewriting.finish
+    out.state = state(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known, keys=plan.keys) if e.key in plan.exported])
     for ts, rows in groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known, keys=plan.keys), plan.exported):
         count = write(ts, rows)
         out.applied, out.deleted, out.last_ts = out.applied + count, out.deleted + len(rows) - count, ts
     table, out.lifecycles = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, known=known, plan=plan)
-    writer.finish(index=_index(plan), pod_lifecycles=table)
+    finish(index=_index(plan), pod_lifecycles=table)
+    if window.rewriter.active:
+        out.groups, out.applied, out.deleted = rewriting.groups, rewriting.applied, rewriting.deleted
+        out.last_ts = start_ts if rewriting.last_ts is None else rewriting.last_ts
     return out
 
 
@@ -413,7 +432,7 @@ def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFil
 
 def export_to(
     cache_path: str | CacheUrl, output_file: str, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str,
-    allow_empty: bool, stdout: IO[bytes],
+    allow_empty: bool, stdout: IO[bytes], program: Program | None = None, anonymize_key: bytes | None = None,
 ) -> ExportReport:
     """``export``: the window of the cache at ``cache_path``, opened read-only, written to ``output_file`` the way
     ``output.write_output`` writes (``-`` is ``stdout``). A cache that a recorder changed while it was read is
@@ -424,7 +443,7 @@ def export_to(
     with open_cache_readonly(cache_path) as opened:
         def write(stream: IO[bytes]) -> ExportReport:
             report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
-                                  stream=stream, allow_empty=allow_empty)
+                                  stream=stream, allow_empty=allow_empty, program=program, anonymize_key=anonymize_key)
             opened.ensure_unchanged()  # a writer may have changed what was read
             return report
 

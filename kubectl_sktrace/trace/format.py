@@ -17,27 +17,43 @@ Extra top-level keys are ignored, as serde ignores unknown fields.
 
 ``TraceWriter`` writes the same bytes as ``encode_trace`` but one event at a time, so that an export never
 holds the whole trace in memory. ``TextTraceWriter`` streams the same content as JSON or YAML, for people.
+``TraceReader`` reads one event at a time, with the same checks and messages as ``decode_trace``, so that
+``transform`` never holds the whole trace either.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
 import json
-import reprlib
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterator
 
 import msgpack
 import yaml
 
 from kubectl_sktrace.errors import TraceFormatError
+from kubectl_sktrace.trace.shape import FORMAT_VERSION as FORMAT_VERSION
+from kubectl_sktrace.trace.shape import Lifecycles as Lifecycles
+from kubectl_sktrace.trace.shape import (
+    PRE_V2,
+    check_config,
+    check_event,
+    check_events,
+    check_index,
+    check_lifecycles,
+    check_version,
+    damaged,
+    not_a_trace,
+    require,
+    type_name,
+)
 
-FORMAT_VERSION = 2
 KEYS = ("version", "config", "events", "index", "pod_lifecycles")
-_U64_MAX = (1 << 64) - 1
-_PRE_V2 = "written by SimKube before format v2; re-export it with a current tracer"
-
-Lifecycles = dict[tuple[str, str], dict[int, list[dict[str, Any]]]]
 
 
 @dataclass(frozen=True)
@@ -127,6 +143,13 @@ class TraceWriter:
         ]))
         self._written += 1
 
+    def copy_events(self, source: IO[bytes], *, count: int) -> None:
+        """Copy ``count`` events packed one after another (``dumps_object`` of each) from ``source`` to its end."""
+        if self._written + count > self._expected:
+            raise RuntimeError(f"more events written than the {self._expected} announced")
+        shutil.copyfileobj(source, self._stream, 1 << 20)
+        self._written += count
+
     def finish(self, *, index: dict[str, dict[str, int]], pod_lifecycles: Lifecycles) -> None:
         if self._written != self._expected:
             raise RuntimeError(f"{self._written} events written but {self._expected} announced")
@@ -136,6 +159,49 @@ class TraceWriter:
         self._stream.write(pack.pack("pod_lifecycles"))
         self._stream.write(pack.pack(pod_lifecycles))
         self._finished = True
+
+
+@contextlib.contextmanager
+def relaxed_gc() -> Iterator[None]:
+    """Decoded objects are acyclic: the cyclic collector only slows their creation (~3×: docs/architecture.md, measured
+    facts). Its first generation is collected every 200,000 allocations instead of 700 while the block runs."""
+    old = gc.get_threshold()
+    gc.set_threshold(200_000, 50, 100)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+class EventSpool:
+    """Events packed one after another into a temporary file, and counted: for a writer that knows how many
+    events it writes only once they are written (a transform drops those it empties), since ``TraceWriter``
+    needs the count first. ``add`` each event, then ``write_trace`` once; holds no event in memory."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()
+        self._pack = _packer().pack
+        self.count = 0
+
+    def __enter__(self) -> EventSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    def add(self, event: dict[str, Any]) -> None:
+        """One event, its keys in its own order (a trace's are ``ts``, ``applied_objs``, ``deleted_objs``)."""
+        self._file.write(self._pack(event))
+        self.count += 1
+
+    def write_trace(self, stream: IO[bytes], *, version: int, config: dict[str, Any], index: dict[str, dict[str, int]],
+                    pod_lifecycles: Lifecycles) -> None:
+        """The whole trace, the spooled events in the order they were added."""
+        self._file.flush()
+        self._file.seek(0)
+        writer = TraceWriter(stream, config=config, event_count=self.count, version=version)
+        writer.copy_events(self._file, count=self.count)
+        writer.finish(index=index, pod_lifecycles=pod_lifecycles)
 
 
 STDIN = "-"
@@ -166,50 +232,29 @@ def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None) -> Trace:
 
 
 def _read_file(path: str | Path) -> bytes:
-    """The bytes of a local file, of a ``file://`` URL's file, or of an object in a store (``objectstore``);
-    errors name ``path`` as it was given."""
+    with open_source(path) as source:
+        try:
+            return source.read()
+        except OSError as exc:
+            raise TraceFormatError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+
+
+def open_source(path: str | Path) -> IO[bytes]:
+    """A local file, a ``file://`` URL's file, or an object in a store (``objectstore``: read whole) opened for
+    reading; errors name ``path`` as it was given."""
     from kubectl_sktrace.trace import objectstore
 
     name = str(path)
     if objectstore.is_remote(name):
-        return objectstore.read_object(name)
+        return io.BytesIO(objectstore.read_object(name))
     try:
-        return Path(objectstore.file_url_path(name) or path).read_bytes()
+        return open(objectstore.file_url_path(name) or path, "rb")
     except FileNotFoundError:
         raise TraceFormatError(f"{name}: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'") from None
     except IsADirectoryError:
         raise TraceFormatError(f"{name}: is a directory, not a trace file; pass the path of a trace file") from None
     except OSError as exc:
         raise TraceFormatError(f"{name}: cannot read it: {exc.strerror or exc}") from None
-
-
-def _type_name(value: object) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bytes):
-        return "binary data"
-    if isinstance(value, dict):
-        return "a map"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if value is None:
-        return "nil"
-    return type(value).__name__
-
-
-def _not_a_trace(detail: str) -> TraceFormatError:
-    return TraceFormatError(f"not a SimKube trace: {detail}")
-
-
-def _damaged(detail: str) -> TraceFormatError:
-    """A wrong shape inside a msgpack map: most likely damage, or a file some other program wrote."""
-    return _not_a_trace(f"{detail}; the file is damaged or not a trace")
 
 
 def _first_byte_kind(data: bytes) -> str:
@@ -221,36 +266,33 @@ def _first_byte_kind(data: bytes) -> str:
     return "other"
 
 
-def decode_trace(data: bytes) -> Trace:
-    """Decode trace bytes; TraceFormatError with one line saying what is wrong and what to do."""
+def _check_start(data: bytes) -> None:
+    """What the first bytes say: empty, JSON text, a pre-v2 array, not a msgpack map."""
     if not data:
         raise TraceFormatError("the file is empty, not a SimKube trace; export it again")
     kind = _first_byte_kind(data)
     if kind == "other" and data.lstrip()[:1] in (b"{", b"["):
-        raise _not_a_trace("it looks like JSON text; SimKube loads msgpack traces (export with --format sktrace)")
+        raise not_a_trace("it looks like JSON text; SimKube loads msgpack traces (export with --format sktrace)")
     if kind == "array":
-        raise TraceFormatError(f"this is an array-shaped trace, {_PRE_V2}")
+        raise TraceFormatError(f"this is an array-shaped trace, {PRE_V2}")
     if kind != "map":
-        raise _not_a_trace("the file does not start with a msgpack map; is it a .sktrace file?")
+        raise not_a_trace("the file does not start with a msgpack map; is it a .sktrace file?")
+
+
+def decode_trace(data: bytes) -> Trace:
+    """Decode trace bytes; TraceFormatError with one line saying what is wrong and what to do."""
+    _check_start(data)
     values = _read_top_map(data)
     for key in KEYS:
         if key not in values:
-            raise _damaged(f"the key {key!r} is missing")
-    version = values["version"]
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise _damaged(f"'version' must be an integer, found {_type_name(version)}")
-    if version < FORMAT_VERSION:
-        raise TraceFormatError(f"format version {version} was {_PRE_V2}")
-    if version > FORMAT_VERSION:
-        raise TraceFormatError(
-            f"format version {version} is newer than this plugin reads ({FORMAT_VERSION}); upgrade kubectl-sktrace"
-        )
-    _check_config(values["config"])
-    _check_events(values["events"])
-    _check_index(values["index"])
-    lifecycles = _check_lifecycles(values["pod_lifecycles"])
+            raise damaged(f"the key {key!r} is missing")
+    check_version(values["version"])
+    check_config(values["config"])
+    check_events(values["events"])
+    check_index(values["index"])
+    lifecycles = check_lifecycles(values["pod_lifecycles"])
     return Trace(
-        version=version,
+        version=values["version"],
         config=values["config"],
         events=values["events"],
         index=values["index"],
@@ -275,89 +317,133 @@ def _read_top_map(data: bytes) -> dict[str, Any]:
             elif isinstance(key, str):
                 values[key] = unpacker.unpack()
             else:
-                raise _damaged(f"a top-level key is {_type_name(key)}, expected the names {', '.join(KEYS)}")
+                raise damaged(f"a top-level key is {type_name(key)}, expected the names {', '.join(KEYS)}")
     except msgpack.OutOfData:
         raise TraceFormatError("the trace is truncated (the data ends in the middle); copy or export it again") from None
     except TraceFormatError:
         raise
     except UnicodeDecodeError:
-        raise _not_a_trace("a string is not valid UTF-8; the file is damaged or not a trace") from None
+        raise not_a_trace("a string is not valid UTF-8; the file is damaged or not a trace") from None
     except (ValueError, TypeError, msgpack.UnpackException):
-        raise _not_a_trace("the data is not valid msgpack; the file is damaged or not a trace") from None
+        raise not_a_trace("the data is not valid msgpack; the file is damaged or not a trace") from None
     if unpacker.tell() != len(data):
-        raise _not_a_trace(f"{len(data) - unpacker.tell()} bytes follow the trace; the file is damaged or not a trace")
+        raise not_a_trace(f"{len(data) - unpacker.tell()} bytes follow the trace; the file is damaged or not a trace")
     return values
 
 
-def _require(cond: bool, what: str, value: object, expected: str) -> None:
-    if not cond:
-        raise _damaged(f"{what} must be {expected}, found {_type_name(value)}")
+
+class TraceReader:
+    """A trace read from ``stream`` one event at a time: ``events()`` yields them lazily, each checked as
+    ``decode_trace`` checks it, then ``finish()`` reads the rest. The top-level keys are read in file order;
+    what comes before ``events`` (SimKube's ``version`` and ``config``) is checked at once, so an old or future
+    trace is refused before its first event. TraceFormatError, one line naming the trace, as ``read_trace``."""
+
+    def __init__(self, stream: IO[bytes], *, name: str) -> None:
+        self.name = name
+        self._values: dict[str, Any] = {}
+        with self._errors():
+            head = stream.read(1 << 16)
+            _check_start(head)
+            self._unpacker = msgpack.Unpacker(_Prefixed(head, stream), raw=False, strict_map_key=False, max_buffer_size=(1 << 31) - 1)
+            self._left = self._unpacker.read_map_header()
+            self._at_events = self._read_keys(until_events=True)
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except TraceFormatError as exc:
+            raise TraceFormatError(f"{self.name}: {exc}") from None
+        except msgpack.OutOfData:
+            raise TraceFormatError(f"{self.name}: the trace is truncated (the data ends in the middle); copy or export it again") from None
+        except UnicodeDecodeError:
+            raise TraceFormatError(f"{self.name}: {not_a_trace('a string is not valid UTF-8; the file is damaged or not a trace')}") from None
+        except OSError as exc:
+            raise TraceFormatError(f"{self.name}: cannot read it: {exc.strerror or exc}") from None
+        except (ValueError, TypeError, msgpack.UnpackException):
+            raise TraceFormatError(f"{self.name}: {not_a_trace('the data is not valid msgpack; the file is damaged or not a trace')}") from None
+
+    def _read_keys(self, *, until_events: bool) -> bool:
+        """Read top-level keys and their values; True when stopped before the events."""
+        while self._left:
+            key = self._unpacker.unpack()
+            self._left -= 1
+            if not isinstance(key, str):
+                raise damaged(f"a top-level key is {type_name(key)}, expected the names {', '.join(KEYS)}")
+            if key == "events" and until_events:
+                return True
+            value = self._values[key] = self._lifecycles() if key == "pod_lifecycles" else self._unpacker.unpack()
+            if key == "version":
+                check_version(value)
+            elif key == "config":
+                check_config(value)
+        return False
+
+    def _header(self, what: str, read: Any) -> int:
+        try:
+            return int(read())
+        except ValueError:
+            value = self._unpacker.unpack()
+            raise damaged(f"{what} must be {'an array' if what == repr('events') else 'a map'}, found {type_name(value)}") from None
+
+    def _lifecycles(self) -> Lifecycles:
+        unpack = self._unpacker.unpack
+        raw = {}
+        for _ in range(self._header("'pod_lifecycles'", self._unpacker.read_map_header)):
+            key, value = unpack(), unpack()
+            key = tuple(key) if isinstance(key, list) else key
+            require(not isinstance(key, dict), "a key of 'pod_lifecycles'", key, "an array [owner_gvk, 'ns/name']")
+            raw[key] = _tupled(value)
+        return check_lifecycles(raw)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Each event in turn (once)."""
+        with self._errors():
+            if self._at_events:
+                self._values["events"] = None
+                for i in range(self._header("'events'", self._unpacker.read_array_header)):
+                    event = self._unpacker.unpack()
+                    check_event(i, event)
+                    yield event
+                self._at_events = False
+
+    def finish(self) -> Trace:
+        """What follows the events, once they are read: the trace without its events."""
+        with self._errors():
+            if self._at_events:
+                raise RuntimeError("finish before the events were read")
+            self._read_keys(until_events=False)
+            missing = [key for key in KEYS if key not in self._values]
+            if missing:
+                raise damaged(f"the key {missing[0]!r} is missing")
+            check_index(self._values["index"])
+            extra = sum(len(chunk) for chunk in iter(lambda: self._unpacker.read_bytes(1 << 16), b""))
+            if extra:
+                raise not_a_trace(f"{extra} bytes follow the trace; the file is damaged or not a trace")
+        values = self._values
+        return Trace(version=values["version"], config=values["config"], events=[], index=values["index"], pod_lifecycles=values["pod_lifecycles"])
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+class _Prefixed:
+    """A stream whose first bytes were read already (to tell what it is), given back first."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head, self._rest = head, rest
+
+    def read(self, size: int = -1) -> bytes:
+        if not self._head:
+            return self._rest.read(size)
+        out, self._head = (self._head, b"") if size < 0 else (self._head[:size], self._head[size:])
+        return out
 
 
-def _check_config(config: object) -> None:
-    _require(isinstance(config, dict), "'config'", config, "a map")
-    assert isinstance(config, dict)
-    tracked = config.get("trackedObjects")
-    _require(isinstance(tracked, dict), "'config.trackedObjects'", tracked, "a map")
-
-
-def _check_events(events: object) -> None:
-    _require(isinstance(events, list), "'events'", events, "an array")
-    assert isinstance(events, list)
-    for i, event in enumerate(events):
-        _require(isinstance(event, dict), f"'events[{i}]'", event, "a map")
-        for key in ("ts", "applied_objs", "deleted_objs"):
-            if key not in event:
-                raise _damaged(f"'events[{i}]' has no key {key!r}")
-        _require(_is_int(event["ts"]), f"'events[{i}].ts'", event["ts"], "an integer")
-        for key in ("applied_objs", "deleted_objs"):
-            objs = event[key]
-            _require(isinstance(objs, list), f"'events[{i}].{key}'", objs, "an array")
-            for j, obj in enumerate(objs):
-                _require(isinstance(obj, dict), f"'events[{i}].{key}[{j}]'", obj, "a map (a Kubernetes object)")
-
-
-def _check_index(index: object) -> None:
-    _require(isinstance(index, dict), "'index'", index, "a map")
-    assert isinstance(index, dict)
-    for gvk, entries in index.items():
-        _require(isinstance(gvk, str), "a key of 'index'", gvk, "a GVK string")
-        _require(isinstance(entries, dict), f"'index.{gvk}'", entries, "a map")
-        for name, value in entries.items():
-            _require(isinstance(name, str), f"a key of 'index.{gvk}'", name, "a 'ns/name' string")
-            _require(_is_int(value) and 0 <= value <= _U64_MAX, f"'index.{gvk}.{name}'", value, "an unsigned 64-bit hash")
-
-
-def _check_lifecycles(raw: object) -> Lifecycles:
-    _require(isinstance(raw, dict), "'pod_lifecycles'", raw, "a map")
-    assert isinstance(raw, dict)
-    result: Lifecycles = {}
-    for owner, by_hash in raw.items():
-        ok_key = isinstance(owner, tuple) and len(owner) == 2 and all(isinstance(p, str) for p in owner)
-        _require(ok_key, "a key of 'pod_lifecycles'", owner, "an array [owner_gvk, 'ns/name']")
-        where = f"'pod_lifecycles[{owner[0]} {owner[1]}]'"
-        _require(isinstance(by_hash, dict), where, by_hash, "a map")
-        entries: dict[int, list[dict[str, Any]]] = {}
-        for pod_hash, lifecycles in by_hash.items():
-            _require(_is_int(pod_hash) and 0 <= pod_hash <= _U64_MAX, f"a key of {where}", pod_hash, "an unsigned 64-bit hash")
-            _require(isinstance(lifecycles, tuple), f"{where}[{pod_hash}]", lifecycles, "an array")
-            entries[pod_hash] = [_lifecycle_entry(entry, where) for entry in lifecycles]
-        result[owner] = entries
-    return result
-
-
-def _lifecycle_entry(entry: object, where: str) -> dict[str, Any]:
-    if isinstance(entry, dict) and len(entry) == 1:
-        ((state, value),) = entry.items()
-        if state == "Running" and _is_int(value):
-            return {"Running": value}
-        if state == "Finished" and isinstance(value, tuple) and len(value) == 2 and all(_is_int(v) for v in value):
-            return {"Finished": list(value)}
-    raise _damaged(f"a lifecycle in {where} is not {{'Running': start}} or {{'Finished': [start, end]}}: {reprlib.repr(entry)}")
+def _tupled(value: Any) -> Any:
+    """Arrays as tuples, as ``decode_trace`` reads ``pod_lifecycles``."""
+    if isinstance(value, list):
+        return tuple(_tupled(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _tupled(item) for key, item in value.items()}
+    return value
 
 
 class TextTraceWriter:

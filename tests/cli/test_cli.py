@@ -35,12 +35,13 @@ def test_help_lists_commands_with_examples() -> None:
     code, out, _ = run("--help")
     assert code == 0
     for line in (
-        "  config    Print the default tracer config to start from.",
-        "  inspect   Summarize a SimKube v2 trace file.",
-        "  validate  Check a trace as SimKube would; exit 1 on errors.",
+        "  config     Print the default tracer config to start from.",
+        "  inspect    Summarize a SimKube v2 trace file.",
+        "  transform  Rewrite a trace with a SKEL program, or anonymize it.",
+        "  validate   Check a trace as SimKube would; exit 1 on errors.",
     ):
         assert line in out
-    for command in ("config", "inspect", "validate", "version"):
+    for command in ("config", "inspect", "transform", "validate", "version"):
         code, out, _ = run(command, "-h")
         assert code == 0 and "Example:\n    kubectl sktrace " + command in out
 

@@ -1,0 +1,187 @@
+"""Transform speed and memory, beside a msgpack decode + encode of the same trace measured in the same run.
+
+    python benchmarks/bench_transform.py                  # 200,000 events
+    python benchmarks/bench_transform.py --events 50000   # another size
+
+It writes a trace of realistic objects (``--events`` events of one object each: Deployments of about 2.5 KB of JSON,
+as in ``bench_export.py``, re-versioned over time, and the Pods of their ReplicaSets with full specs and status),
+then, each in a fresh process so that peak RSS is its own:
+
+- transform: ``kubectl_sktrace.trace.transform.transform_to`` of the file to a file, with SimKube's own example
+  ``examples/sanitize.skel`` (seven commands; its ``rmove`` typo fixed), then with the built-in ``sanitize`` (48
+  commands for three kinds of pod templates, 16 of them with variables on each object), then with the built-in and
+  ``--anonymize``. Each object has something to remove (status, service accounts, env and volume references);
+- reference: the floor any rewrite of the trace pays: every event decoded from the file with ``msgpack.Unpacker``
+  and packed again with ``msgpack.Packer`` into a file, event by event (the whole trace at once would cost the same
+  CPU and gigabytes of memory), under the collector settings ``transform`` uses (``format.relaxed_gc``).
+
+CPU seconds of each process's work (what to compare on a shared machine; the least of ``--repeat`` runs of each,
+taken in turn) per event, their ratio, and peak RSS. The target: transform within 3x the reference, RSS bounded
+whatever the number of events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CONFIG = {"trackedObjects": {"apps/v1.Deployment": {"podSpecTemplatePaths": ["/spec/template"], "trackLifecycle": True},
+                             "v1.Pod": {"podSpecTemplatePaths": [""]}}}
+OBJECTS = 5000
+
+
+def pod_spec(name: str, i: int, version: int) -> dict[str, Any]:
+    container = {
+        "name": "main", "image": f"registry.example.com/{name}:1.{version}.0", "imagePullPolicy": "IfNotPresent",
+        "args": ["--port=8080", f"--shard={i % 8}", "--log-level=info"],
+        "env": [{"name": f"VAR_{k}", "value": f"value-{i}-{k}"} for k in range(8)]
+        + [{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": f"{name}-db", "key": "password"}}},
+           {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": f"{name}-config", "key": "mode"}}}],
+        "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
+        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10},
+        "livenessProbe": {"httpGet": {"path": "/live", "port": 8080}, "initialDelaySeconds": 15},
+        "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}, {"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {"containers": [container], "serviceAccountName": name, "terminationGracePeriodSeconds": 30,
+            "volumes": [{"name": "config", "configMap": {"name": f"{name}-config"}}, {"name": "tmp", "emptyDir": {}}]}
+
+
+def deployment(i: int, version: int) -> dict[str, Any]:
+    name = f"svc-{i:05d}"
+    labels = {"app": name, "team": f"team-{i % 17}", "tier": ("web", "api", "worker")[i % 3]}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": f"ns-{i % 40}", "labels": labels,
+                     "annotations": {"owner": f"team-{i % 17}@example.com", "runbook": f"https://runbooks.example.com/{name}"}},
+        "spec": {"replicas": 1 + version % 5, "revisionHistoryLimit": 10, "selector": {"matchLabels": {"app": name}},
+                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+                 "template": {"metadata": {"labels": labels}, "spec": pod_spec(name, i, version)}},
+        "status": {"replicas": 1, "readyReplicas": 1, "observedGeneration": version},
+    }
+
+
+def pod(i: int, version: int) -> dict[str, Any]:
+    name = f"svc-{i:05d}"
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{name}-7d9f8-{version:05x}", "namespace": f"ns-{i % 40}", "labels": {"app": name},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{name}-7d9f8", "uid": f"uid-rs-{i}",
+                                          "controller": True}]},
+        "spec": {**pod_spec(name, i, version), "nodeName": f"node-{i % 50}"},
+        "status": {"phase": "Running", "podIP": f"10.0.{i % 250}.{version % 250}", "startTime": "2026-11-26T10:00:00Z"},
+    }
+
+
+def build(path: Path, events: int) -> None:
+    from kubectl_sktrace.trace.format import TraceWriter
+
+    with open(path, "wb") as stream:
+        writer = TraceWriter(stream, config=CONFIG, event_count=events)
+        for n in range(events):
+            i, version = (n // 2) % OBJECTS, n // (2 * OBJECTS)
+            writer.write_event(ts=1_800_000_000 + n // 50, applied=[deployment(i, version) if n % 2 == 0 else pod(i, version)], deleted=[])
+        writer.finish(index={"apps/v1.Deployment": {f"ns-{i % 40}/svc-{i:05d}": i for i in range(OBJECTS)}}, pod_lifecycles={})
+
+
+SIMKUBE_EXAMPLE = """\
+remove(status);
+remove(spec.template.spec.serviceAccount);
+remove(spec.template.spec.serviceAccountName);
+remove($x := spec.template.spec.containers[*].env[*] | exists($x.valueFrom.configMapKeyRef), $x);
+remove($x := spec.template.spec.containers[*].env[*] | exists($x.valueFrom.secretKeyRef), $x);
+remove($x := spec.template.spec.containers[*].envFrom[*] | exists($x.configMapRef), $x);
+remove($x := spec.template.spec.containers[*].envFrom[*] | exists($x.secretRef), $x);
+"""
+
+
+def child_transform(path: str, out: str, which: str) -> None:
+    from kubectl_sktrace.trace.skel import builtin, parse
+    from kubectl_sktrace.trace.transform import transform_to
+
+    program = parse(SIMKUBE_EXAMPLE, source="sanitize.skel") if which == "example" else builtin("sanitize")
+    started, cpu = time.perf_counter(), time.process_time()
+    report = transform_to(path, out, program=program, key=bytes(32) if which == "anonymize" else None, stdin=sys.stdin.buffer,
+                          stdout=sys.stdout.buffer)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    print(json.dumps({"seconds": elapsed, "cpu": cpu, "rss_mb": _peak_mb(), "events": report.events_written,
+                      "modified": report.resources_modified}))
+
+
+def child_reference(path: str, out: str) -> None:
+    import msgpack
+
+    from kubectl_sktrace.trace.format import relaxed_gc
+
+    started, cpu = time.perf_counter(), time.process_time()
+    with open(path, "rb") as source, open(out, "wb") as sink, relaxed_gc():
+        unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=(1 << 31) - 1)
+        packer = msgpack.Packer(use_bin_type=True)
+        for _ in range(unpacker.read_map_header()):
+            key = unpacker.unpack()
+            sink.write(packer.pack(key))
+            if key != "events":
+                sink.write(packer.pack(unpacker.unpack()))
+                continue
+            count = unpacker.read_array_header()
+            sink.write(packer.pack_array_header(count))
+            for _ in range(count):
+                sink.write(packer.pack(unpacker.unpack()))
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    print(json.dumps({"seconds": elapsed, "cpu": cpu, "rss_mb": _peak_mb()}))
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(*args: str) -> dict[str, Any]:
+    result = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-transform":
+        child_transform(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-reference":
+        child_reference(sys.argv[2], sys.argv[3])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, nargs="+", default=[200_000])
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each, taken in turn; the least disturbed (least CPU) of each is shown")
+    parser.add_argument("--no-anonymize", dest="anonymize", action="store_false", help="leave out the run with --anonymize (the slowest)")
+    args = parser.parse_args()
+    print(f"{'events':>8} {'trace MB':>9} {'run':<24} {'CPU µs/event':>13} {'wall s':>7} {'vs decode+encode':>17} {'peak RSS MB':>12}")
+    with tempfile.TemporaryDirectory() as scratch:
+        for events in args.events:
+            trace, out = Path(scratch) / f"in-{events}.sktrace", Path(scratch) / f"out-{events}.sktrace"
+            build(trace, events)
+            children = {"decode+encode (msgpack)": ("--child-reference", str(trace), str(out)),
+                        "SimKube's sanitize.skel": ("--child-transform", str(trace), str(out), "example"),
+                        "built-in sanitize": ("--child-transform", str(trace), str(out), "builtin"),
+                        "sanitize + anonymize": ("--child-transform", str(trace), str(out), "anonymize")}
+            if not args.anonymize:
+                del children["sanitize + anonymize"]
+            runs: dict[str, list[dict[str, Any]]] = {name: [] for name in children}
+            for _ in range(args.repeat):
+                for name, child in children.items():
+                    runs[name].append(_child(*child))
+            best = {name: min(results, key=lambda r: r["cpu"]) for name, results in runs.items()}
+            floor = best["decode+encode (msgpack)"]["cpu"]
+            for name, result in best.items():
+                print(f"{events:>8} {trace.stat().st_size / 2**20:>9.1f} {name:<24} {result['cpu'] / events * 1e6:>13.1f} "
+                      f"{result['seconds']:>7.2f} {result['cpu'] / floor:>16.2f}x {result['rss_mb']:>12.0f}")
+            os.unlink(out)
+
+
+if __name__ == "__main__":
+    main()
