@@ -14,14 +14,23 @@ version is a kind of its own here, with objects of its own (a real server conver
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from sktrace_emulator.records import ApiError, Obj, ResourceType
-
-if TYPE_CHECKING:
-    from sktrace_emulator.state import Store
+from sktrace_emulator.records import ApiError, Obj, ResourceType, Stored
 
 CRD_KIND = "CustomResourceDefinition"
+
+
+class Kinds(Protocol):
+    """What a CRD changes in the store (``state.Store``)."""
+
+    objects: dict[ResourceType, dict[tuple[str, str], Stored]]
+
+    def register(self, rtype: ResourceType) -> ResourceType: ...
+
+    def unregister(self, rtype: ResourceType) -> None: ...
+
+    def delete(self, rtype: ResourceType, namespace: str, name: str, *, graceful: bool = ...) -> Any: ...
 
 
 def served_types(crd: Obj) -> list[ResourceType]:
@@ -38,7 +47,7 @@ def served_types(crd: Obj) -> list[ResourceType]:
     return [ResourceType(group, version, kind, plural, namespaced=namespaced, short_names=short) for version in versions]
 
 
-def changing(store: Store, event_type: str, crd: Obj) -> None:
+def changing(store: Kinds, event_type: str, crd: Obj) -> None:
     """Before a CRD's own event is committed (the store's lock held): ADDED serves its kinds; DELETED deletes their
     objects (an event each), then stops serving them (their open watches end)."""
     if event_type == "ADDED":

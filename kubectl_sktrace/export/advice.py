@@ -150,6 +150,14 @@ def _share(observed: float) -> str:
     return f"{math.floor(max(observed, 0.0) * 1000) / 10:.1f}%"
 
 
+def _kind_lines(refused: list[tuple[str, int, str]], absent: list[tuple[str, float, float]]) -> list[str]:
+    """The kinds a run did not record, and when kinds were not served."""
+    lines = [f"  {gvk} was not recorded by run {run} ({cause}): its changes during that run are not in the trace"
+             for gvk, run, cause in refused]
+    return lines + [f"  {gvk} was not served {format_span(since, until)} ({format_duration(until - since)}): "
+                    "none of its objects existed then" for gvk, since, until in absent]
+
+
 def coverage_block(
     *, start_ts: float, end_ts: float, blind: Iterable[tuple[float, float, str]],
     unrecorded: Iterable[tuple[str, int, str]] = (), inferred: int = 0, inferred_deleted: int = 0,
@@ -178,11 +186,7 @@ def coverage_block(
                                  (shorter, f"{counted(shorter, 'gap')} shorter than {LISTED_GAP_SECONDS:.0f}s")) if n > 0]
     if rest:
         lines.append(f"  {'and ' if listed else ''}{' and '.join(rest)}")
-    for gvk, run, cause in refused:
-        lines.append(f"  {gvk} was not recorded by run {run} ({cause}): its changes during that run are not in the trace")
-    for gvk, since, until in absent:
-        lines.append(f"  {gvk} was not served {format_span(since, until)} ({format_duration(until - since)}): "
-                     "none of its objects existed then")
+    lines += _kind_lines(refused, absent)
     if inferred:
         changed = inferred - inferred_deleted
         lines.append(f"  {counted(inferred, 'event')} reconstructed after a gap ({counted(inferred_deleted, 'deletion')}, "

@@ -270,7 +270,7 @@ def export_trace(
         watched = {str(g) for g in config.tracked} | {str(POD)}
         unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
                       if u.since < end_ts and u.until > start_ts and u.gvk in watched]
-        unserved = [(u.gvk, u.since, u.until) for u in history.unserved_spans(cache) if u.gvk in watched]
+        unserved = history.not_served(cache, kinds=watched)
         window = _Window(start_ts=start_ts, end_ts=end_ts, known=known, runs=all_runs)
         written = _write_trace(cache, window, plan=plan, config=config, fmt=fmt, stream=stream, keep_status=keep_status)
     more_notes, warnings = _messages(

@@ -414,6 +414,11 @@ def unserved_spans(cache: Cache) -> list[UnrecordedKind]:
     return [UnrecordedKind(*row) for row in rows]
 
 
+def not_served(cache: Cache, *, kinds: set[str]) -> list[tuple[str, float, float]]:
+    """``(gvk, since, until)`` of each stretch a run did not serve one of ``kinds`` (for export's coverage block)."""
+    return [(u.gvk, u.since, u.until) for u in unserved_spans(cache) if u.gvk in kinds]
+
+
 def merge_gaps(gaps: list[CoverageGap]) -> list[CoverageGap]:
     """Overlapping gaps of one run and cause as one, with the union of their kinds; sorted by time. Pure."""
     merged: list[CoverageGap] = []
