@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from sktrace_emulator import discovery
-from sktrace_emulator.records import ApiError, Failure, Obj, ResourceType, Stored, not_found
+from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
 from sktrace_emulator.selectors import (
     Filter,
     parse_field_selector,
@@ -305,13 +305,18 @@ class Handler(BaseHTTPRequestHandler):
         generation = emu.drop_generation
         initial: list[Stored] = []
         error: ApiError | None = None
+        with store.lock:
+            history = store.histories.get(rtype)
+            if history is None:  # its CRD was deleted since the request was routed
+                raise not_found()
+            told = history.last_rv  # the kind's version now: bookmarks only once it moves
         if emu.take_forced_410(rtype.kind):
             error = ApiError(410, "Expired", f"too old resource version: {rv_param or store.rv} ({store.rv})")
             position = 0
         elif rv_param in ("", "0"):
             with store.lock:
                 _, initial = store.current(rtype, flt)
-                position = store.histories[rtype].end()
+                position = history.end()
         else:
             try:
                 position = store.watch_start(rtype, int(rv_param))
@@ -325,9 +330,11 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if error is not None:
             return self._end_with_error(error)
-        self._stream(rtype, flt, initial, position, as_table=as_table, timeout=timeout, bookmarks=bookmarks, generation=generation)
+        self._stream(rtype, flt, initial, position, as_table=as_table, timeout=timeout, bookmarks=bookmarks, generation=generation,
+                     history=history, told=told)
 
-    def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, as_table: bool, timeout: float | None, bookmarks: bool, generation: int) -> None:
+    def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, as_table: bool, timeout: float | None,
+                bookmarks: bool, generation: int, history: History, told: int) -> None:
         emu, store = self.emulator, self.emulator.store
         prefix = {t: b'{"type":"%s","object":' % t.encode() for t in ("ADDED", "MODIFIED", "DELETED")}
 
@@ -346,9 +353,7 @@ class Handler(BaseHTTPRequestHandler):
         del initial
         now = time.monotonic()
         deadline = now + timeout if timeout is not None else None
-        next_bookmark = now + emu.bookmark_interval
-        history = store.histories[rtype]
-        told = history.last_rv  # the kind's version this watcher knows: a bookmark only when the kind's version moved past it
+        next_bookmark = now + emu.bookmark_interval  # and only once the kind's version moved past ``told``
         while True:
             with store.changed:
                 while True:
@@ -370,7 +375,6 @@ class Handler(BaseHTTPRequestHandler):
                 return self._end_with_error(ApiError(410, "Expired", f"too old resource version: {position} ({current_rv})"))
             if events:
                 position += len(events)
-                told = max(told, events[-1].rv)
                 if batched:
                     data = b"".join(encode(e.type, e.stored) for e in events if flt.matches(e.stored))
                     if data:

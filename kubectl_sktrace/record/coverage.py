@@ -24,7 +24,7 @@ import logging
 from dataclasses import dataclass
 
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.record.availability import FORBIDDEN
+from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
 from kubectl_sktrace.store.recording import Recording
 
 log = logging.getLogger(__name__)
@@ -132,6 +132,10 @@ class KindCoverage:
         self.rec.close_gap(held.gap_id, until=ts)
         self._news.append(KindNews(gvk, ts, RECORDED, was=held.cause, since=held.since))
         return held.cause
+
+    def not_served(self, gvk: GVK) -> bool:
+        held = self.refused.get(gvk)
+        return held is not None and held.cause == NOT_SERVED
 
     def reconstructs(self, gvk: GVK) -> bool:
         """Whether what a list of the kind finds now happened while it was not watched (an outage, a refusal)."""

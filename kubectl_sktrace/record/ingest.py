@@ -165,6 +165,7 @@ class Ingest:
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
         relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
         self._complete(gvk, relist)
+        self.stats_for(gvk).initial_done = True
         self._pending_rv[gvk] = resource_version
         if self.coverage.listed(gvk, relist.ts) == FORBIDDEN:
             self.stats_for(gvk).failed = None
@@ -184,7 +185,6 @@ class Ingest:
             else:
                 self.sync.defer(found)
         self._gap_start[gvk] = relist.ts
-        self.stats_for(gvk).initial_done = True
 
     def _settled(self, gvk: GVK) -> None:
         """``gvk`` listed or failed for good: what waited for it (pods' owners, the sync's deletions) goes on."""

@@ -377,10 +377,10 @@ class Session:
             self.progress.kind_progress(gvk, kind_stats)
 
     def _settled(self, ingest: Ingest, gvk: GVK) -> bool:
-        """Listed, or given up and already reported: a failure the watch thread recorded after this round took the
-        failures waits for the next round, so the run is never synced before its every-kind-failed check saw it."""
+        """Listed, not served, or refused and already reported: a failure the watch thread recorded after this round took
+        the failures waits for the next round, so the run is never synced before its every-kind-failed check saw it."""
         stats = ingest.stats_for(gvk)
-        return stats.initial_done or (stats.failed is not None and gvk in self._failed)
+        return stats.initial_done or (stats.failed is not None and gvk in self._failed) or ingest.coverage.not_served(gvk)
 
     def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
         resource = resources.get(key.gvk)

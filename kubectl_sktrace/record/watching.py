@@ -439,11 +439,12 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
             position.alive = clock()  # a clean end (``timeoutSeconds``): the stream was alive until now, quiet or not
             if not confirmed:
                 proof.confirm()
-    except SilentConnectionError:
-        raise  # dead since its last byte, when it was last proven alive
-    except TransientError:
-        position.alive = clock()  # closed or reset by the server: this connection was alive until it broke
-        raise
+    except TransientError as exc:
+        if vigil.check() != position.epoch:
+            raise _Suspended(vigil.stalled_at) from exc  # broken while the process stood still: when, nobody knows
+        if not isinstance(exc, SilentConnectionError):
+            position.alive = clock()  # closed or reset by the server: this connection was alive until it broke
+        raise  # (a silent one: dead since its last byte, when it was last proven alive)
     finally:
         proof.withdraw()
         close = getattr(stream, "close", None)

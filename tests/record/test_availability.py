@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from test_watching import DEPLOY, RES, Clock, Recorder, Script, bookmark, ev, page
+from test_watching import DEPLOY, RES, Clock, Recorder, Script, bookmark, ev, page, run
 
 from kubectl_sktrace.errors import ForbiddenError, NotServedError, TransientError
 from kubectl_sktrace.kube.discovery import Resource
@@ -69,6 +69,13 @@ def test_a_quiet_stream_the_server_ends_is_watched_again_from_its_version_and_pr
     assert script.list_calls == [(None, 500, None)] and script.watch_calls == ["100", "100", "100", "100"]
     assert told(sink, "interrupted") == [("interrupted", 1000.0 + 2 + 60 + 60, "API unreachable")]
     assert len(slept) == 1  # the refusal's back-off; no back-off after a stream that lasted its minute
+
+
+def test_a_connection_found_broken_after_the_process_stood_still_is_a_suspension_not_a_break_proven_alive():
+    # a laptop asleep: the server cut the quiet stream at some point of the sleep; its break proves nothing
+    sink, _, _ = run([page([], rv="100")], [[bookmark("101"), 30.0, TransientError("reset")], [ev("ADDED", "a", "102")]],
+                     cycles=3, stall=5.0)
+    assert told(sink, "interrupted") == [("interrupted", 1004.0, "recorder suspended")]
 
 
 # -- kinds that come and go ---------------------------------------------------------------------------------
