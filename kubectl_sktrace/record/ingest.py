@@ -3,8 +3,8 @@
 ``Ingest`` receives the messages of ``watching.Sink`` (relist begin/page/end, watch events, outages) and applies
 the pure rules to them (``sanitize``, ``changes``, ``lifecycle``, ``owners``), writing through ``Recording``. It
 keeps the live index (keys, uids, spec hashes), the live pods' lifecycles and the owner records in memory, and
-the bookkeeping of relists in progress and of outages. It is not thread-safe and never commits: the ``Writer``
-serializes the calls and owns the batches.
+the bookkeeping of relists in progress; ``coverage.KindCoverage`` keeps that of outages and of kinds refused or not
+served. It is not thread-safe and never commits: the ``Writer`` serializes the calls and owns the batches.
 
 What each relist reconciles (docs/spec.md §5), per kind and only once that kind's list is complete, and during the
 initial sync only once every kind has listed (``initialsync``: a partial first sync deletes nothing):
