@@ -45,6 +45,7 @@ from sktrace_emulator.records import (
     ResourceType,
     Snapshot,
     Stored,
+    not_found,
     random_suffix,
     rfc3339,
     serialize,
@@ -182,7 +183,9 @@ class Store:
     def watch_start(self, rtype: ResourceType, rv: int) -> int:
         """History position for a watch from ``rv``; ApiError 410 when that version was compacted away."""
         with self.lock:
-            history = self.histories[rtype]
+            history = self.histories.get(rtype)
+            if history is None:
+                raise not_found()  # its CRD was deleted since the request was routed
             floor = max(self.compacted_rv, history.floor)
             if rv < floor:
                 raise ApiError(410, "Expired", f"too old resource version: {rv} ({floor + 1})")

@@ -34,10 +34,10 @@ from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, CacheUrl, ClusterId, Ob
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.record import watching
+from kubectl_sktrace.record.coverage import RECORDED
 from kubectl_sktrace.record.failures import every_kind_failed
 from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.record.ingest import Ingest, KindStats
-from kubectl_sktrace.record.coverage import RECORDED
 from kubectl_sktrace.record.notices import KindNotices, OutageNotices
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
