@@ -64,6 +64,16 @@ class TransientError(KubeError):
         self.retry_after = retry_after
 
 
+class SilentConnectionError(TransientError):
+    """A watch connection that sent nothing for longer than the server's own ``timeoutSeconds`` explains: presumed
+    dead since its last byte (a connection the server closed or reset was alive until then)."""
+
+
+class NotServedError(KubeError):
+    """HTTP 404 on a list or a watch: the server does not serve the kind now (its CRD is not installed, or was
+    deleted). The watch engine checks again at a slow cadence and records the kind once it is served."""
+
+
 class ExpiredError(KubeError):
     """HTTP 410 Gone, or a watch ERROR event with code 410: the resource version or the list's continue
     token is older than the server's history. The watch engine answers it with a fresh list."""

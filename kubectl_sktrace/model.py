@@ -94,6 +94,12 @@ OWNER_KINDS: dict[GVK, GVK] = {DEPLOYMENT: REPLICASET, CRONJOB: JOB}
 """A tracked kind with lifecycles -> the intermediate kind between it and its pods, which the recorder watches
 too, for the pods' owner chains."""
 
+# Why a run did not record a kind for a while, besides its outages (``coverage_gaps.cause``, docs/coverage.md):
+CAUSE_FORBIDDEN = "forbidden"
+"""The API server refused the kind's list or watch (403): blind time, until a list succeeds again."""
+CAUSE_NOT_SERVED = "not served"
+"""The API server did not serve the kind (404, or absent from discovery): no object of it could exist, no blind time."""
+
 
 @dataclass(frozen=True, order=True)
 class ObjKey:

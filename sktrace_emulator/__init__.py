@@ -42,9 +42,16 @@ What it matches of a real API server (Kubernetes v1.28, measured: docs/architect
   status on the watch request; a change that makes an object leave a watch's selector is dropped, where a
   real server sends DELETED (and ADDED when it enters); no server-side timeout closes a watch that asked
   for none; a version from the future waits instead of failing; ``sendInitialEvents`` is not supported.
-- **Bookmarks.** Matched: with ``allowWatchBookmarks`` a BOOKMARK carrying only the kind and the current
-  resourceVersion every ``bookmark_interval`` (60 s, about a real server's minute) while a stream is idle.
+- **Bookmarks.** Matched: with ``allowWatchBookmarks`` a BOOKMARK carrying only the kind and its latest
+  resourceVersion every ``bookmark_interval`` (60 s, about a real server's minute) while a stream is idle, and only
+  while the kind's version moves (changes the watch's selector filtered out): the watch of a kind that does not
+  change gets no byte at all, as on a real v1.28 server, until ``timeoutSeconds`` ends it.
   Not matched: no bookmark while events flow, none just before a timeout, no initial-events-end bookmark.
+- **CRDs that come and go** (``crds``). Matched: a CustomResourceDefinition created serves its kind at once
+  (discovery, list, watch); deleted, it sends a DELETED event for each of its objects on the open watches, then ends
+  them cleanly, and its paths answer 404 with the server's Status (``details: {}``) and discovery leaves it out,
+  until a CRD serves it again (a fresh history). Not matched: no ``Established`` condition to wait for, no
+  conversion between versions (each served version keeps objects of its own), finalizers of the objects ignored.
 - **Outages.** ``stop()`` refuses connections and cuts watches; ``drop_watches()`` closes streams without the
   terminating chunk (a clean TCP close, where a real control plane more often resets).
 - **TLS.** A self-signed certificate for 127.0.0.1 from the ``openssl`` command (https by default, because
@@ -52,7 +59,9 @@ What it matches of a real API server (Kubernetes v1.28, measured: docs/architect
   handshake costs differ.
 - **Auth and RBAC.** One bearer token (401 otherwise); no client certificates, impersonation, or access
   reviews. RBAC only as ``grant_view`` (a RoleBinding to ``view`` in some namespaces) or ``grant_rules`` (one
-  ClusterRole or Role's rules), with the server's 403 messages word for word; priority and fairness (429) only through ``fail``.
+  ClusterRole or Role's rules), with the server's 403 messages word for word; priority and fairness (429) only through
+  ``fail``. Either may change mid-run, as a role edited on a real server: the next request is judged by the new
+  grant, while a watch already open keeps streaming (a real server authorizes a request once, when it arrives).
 - **Writes.** Namespaces are created on first use, strategic merge patches are JSON merge patches, server-side
   apply is refused (415), a graceful deletion completes at once, dependents are garbage-collected at once.
 
@@ -76,7 +85,9 @@ Public API::
     emu.get(api_version, kind, namespace, name) -> dict | None
     emu.list(api_version, kind, namespace=None) -> list[dict]
     emu.resource_version -> str; emu.cluster_uid -> str (uid of kube-system)
-    emu.register_kind(group, version, kind, plural, *, namespaced=True)
+    emu.register_kind(group, version, kind, plural, *, namespaced=True)   # served at once, without a CRD
+    emu.create(crd_object(group, kind, plural)); emu.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+               "", f"{plural}.{group}")   # a kind that comes and goes, as a real server serves CRDs
     # fault knobs (HTTP requests only):
     emu.vanish(api_version, kind, namespace, name); emu.compact(); emu.force_410(kind=None)
     emu.drop_watches(); emu.fail(kind, status, *, count=1, retry_after=None); emu.set_delay(seconds)
@@ -97,8 +108,9 @@ Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload
 [--framing per-event|batched] [--list-seconds-per-mb SECONDS]``.
 
 Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status),
-``selectors`` and ``patches`` (what requests ask for), ``state`` (the store: versions, history, deletion,
-garbage collection), ``handler`` (the REST paths, watch streams), ``tables``
+``selectors`` and ``patches`` (what requests ask for), ``admission`` (what a new pod gets), ``crds`` (kinds that
+come and go), ``state`` (the store: versions, history, deletion, garbage collection), ``discovery`` (the discovery
+documents), ``handler`` (the REST paths, watch streams), ``tables``
 (Table output for ``kubectl get``), ``server`` (the ``Emulator``
 facade: HTTP(S) server, kubeconfig, fault knobs), ``builders`` (objects as controllers make them),
 ``workload`` (controllers, kubelet, load), ``bulk`` (fast paths for benchmarks), ``__main__`` (the command).
@@ -111,9 +123,10 @@ from sktrace_emulator.builders import (
            sample_pod_template,
 )
 from sktrace_emulator.bulk import RestartStorm, build_large_state
+from sktrace_emulator.crds import crd_object
 from sktrace_emulator.records import ApiError, ResourceType
 from sktrace_emulator.server import Emulator
 from sktrace_emulator.workload import Workload
 
 __all__ = ["RUN_SECONDS", "ApiError", "Emulator", "ResourceType", "RestartStorm", "Workload", "build_large_state",
-           "deployment_object", "finished_status", "sample_pod_template"]
+           "crd_object", "deployment_object", "finished_status", "sample_pod_template"]

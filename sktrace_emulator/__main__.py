@@ -9,7 +9,8 @@ SIGUSR1 makes every pod's containers restart once, as fast as the server can str
 SIGUSR2, with any workload, takes the API server down (connection refused, open watches cut) while the
 cluster's controllers go on, and brings it back on the same port with the same state at the next SIGUSR2:
 an outage, as when a control plane restarts. SIGHUP compacts the watch history and cuts every watch, so
-every watcher must relist (410 Gone), as after a long sleep or an etcd compaction.
+every watcher must relist (410 Gone), as after a long sleep or an etcd compaction. A CustomResourceDefinition applied
+with kubectl serves its kind, and deleting it takes the kind away with its objects, as on a real server.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from sktrace_emulator.builders import (
 )
 from sktrace_emulator.records import Obj, Stored, random_suffix, rfc3339, serialize
 from sktrace_emulator.server import Emulator
-from sktrace_emulator.state import default_pod
+from sktrace_emulator.admission import default_pod
 
 
 def build_large_state(emu: Emulator, *, deployments: int = 5000, pods_per_deployment: int = 10, namespaces: int = 50, seed: int = 7) -> int:

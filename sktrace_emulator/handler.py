@@ -20,7 +20,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from sktrace_emulator.records import ApiError, Failure, Obj, ResourceType, Stored
+from sktrace_emulator import discovery
+from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
 from sktrace_emulator.selectors import (
     Filter,
     parse_field_selector,
@@ -29,17 +30,6 @@ from sktrace_emulator.selectors import (
 from sktrace_emulator.state import Store
 from sktrace_emulator.tables import table, table_event
 
-SERVER_VERSION = {
-    "major": "1",
-    "minor": "30",
-    "gitVersion": "v1.30.0-sktrace-emulator",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2024-04-17T00:00:00Z",
-    "goVersion": "go1.22.2",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
 
 
 # What a list page costs a real API server before its first byte: it reads the page's objects and encodes them
@@ -52,9 +42,6 @@ LIST_SECONDS_PER_MB = 0.023
 def page_delay(size: int, seconds_per_mb: float) -> float:
     """Seconds to wait before sending a list page of ``size`` bytes (0 when the cost model is off)."""
     return size * seconds_per_mb / 1_000_000 if seconds_per_mb > 0 else 0.0
-
-
-_VERBS_NAMESPACED = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
 _REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
@@ -181,34 +168,34 @@ class Handler(BaseHTTPRequestHandler):
     def _route(self, parts: list[str], query: dict[str, str]) -> None:
         store = self.emulator.store
         if parts == ["version"]:
-            return self._send_json(200, SERVER_VERSION)
+            return self._send_json(200, discovery.SERVER_VERSION)
         if parts in (["healthz"], ["readyz"], ["livez"]):
             return self._send_bytes(200, b"ok")
         if parts[:2] == ["openapi", "v3"]:
-            return self._send_json(200, self._openapi_v3(parts[2:]))
+            return self._send_json(200, discovery.openapi_v3(self.emulator.store, parts[2:]))
         if parts == ["api"]:
             return self._send_json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.emulator.port}"}]})
         if parts == ["apis"]:
-            return self._send_json(200, self._group_list())
+            return self._send_json(200, discovery.group_list(self.emulator.store))
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[:1] == ["apis"] and len(parts) == 2:
-            group_doc = next((g for g in self._group_list()["groups"] if g["name"] == parts[1]), None)
+            group_doc = next((g for g in discovery.group_list(store)["groups"] if g["name"] == parts[1]), None)
             if group_doc is None:
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise not_found()
             return self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1", **group_doc})
         elif parts[:1] == ["apis"] and len(parts) >= 3:
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise not_found()
         if not rest:
-            return self._send_json(200, self._resource_list(group, version))
+            return self._send_json(200, discovery.resource_list(store, group, version))
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3 and (group, version, rest[2]) in store.by_plural:
             namespace, rest = rest[1], rest[2:]
         rtype = store.by_plural.get((group, version, rest[0]))
         if rtype is None or (namespace is not None and not rtype.namespaced):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise not_found()
         name = rest[1] if len(rest) > 1 else ""
         subresource = rest[2] if len(rest) > 2 else ""
         if subresource not in ("", "status"):
@@ -226,69 +213,6 @@ class Handler(BaseHTTPRequestHandler):
             message = "Unauthorized" if failure.status == 401 else f"emulated failure {failure.status}"
             raise ApiError(failure.status, reason, message, retry_after=failure.retry_after)
         self._resource(rtype, namespace, name, subresource, query)
-
-    def _group_list(self) -> Obj:
-        groups: dict[str, list[str]] = {}
-        for rtype in self.emulator.store.types.values():
-            if rtype.group:
-                versions = groups.setdefault(rtype.group, [])
-                if rtype.version not in versions:
-                    versions.append(rtype.version)
-        return {
-            "kind": "APIGroupList",
-            "apiVersion": "v1",
-            "groups": [
-                {
-                    "name": group,
-                    "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
-                    "preferredVersion": {"groupVersion": f"{group}/{versions[0]}", "version": versions[0]},
-                }
-                for group, versions in groups.items()
-            ],
-        }
-
-    def _openapi_v3(self, gv_parts: list[str]) -> Obj:
-        """Just enough OpenAPI v3 for kubectl to see that the server validates fields itself.
-
-        kubectl create/apply look for a ``fieldValidation`` query parameter on the kind's PATCH operation;
-        finding it, they send ``fieldValidation=Strict`` and skip client-side schema validation (which
-        would need the full schemas). The emulator accepts and ignores that parameter.
-        """
-        types = list(self.emulator.store.types.values())
-        if not gv_parts:
-            gvs = sorted({("api/" if not t.group else "apis/") + t.api_version for t in types})
-            return {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={self.emulator.store.rv}"} for gv in gvs}}
-        gv = "/".join(gv_parts)
-        paths: Obj = {}
-        for t in types:
-            if ("api/" if not t.group else "apis/") + t.api_version != gv:
-                continue
-            scope = "/namespaces/{namespace}" if t.namespaced else ""
-            paths[f"/{gv}{scope}/{t.plural}/{{name}}"] = {
-                "patch": {
-                    "operationId": f"patch{t.kind}",
-                    "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}}],
-                    "responses": {"200": {"description": "OK"}},
-                    "x-kubernetes-action": "patch",
-                    "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
-                }
-            }
-        if not paths:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]}, "paths": paths, "components": {"schemas": {}}}
-
-    def _resource_list(self, group: str, version: str) -> Obj:
-        types = [t for t in self.emulator.store.types.values() if t.group == group and t.version == version]
-        if not types:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        resources: list[Obj] = []
-        for t in types:
-            entry: Obj = {"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced, "kind": t.kind, "verbs": _VERBS_NAMESPACED}
-            if t.short_names:
-                entry["shortNames"] = list(t.short_names)
-            resources.append(entry)
-            resources.append({"name": f"{t.plural}/status", "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]})
-        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version, "resources": resources}
 
     def _resource(self, rtype: ResourceType, namespace: str | None, name: str, subresource: str, query: dict[str, str]) -> None:
         store = self.emulator.store
@@ -381,13 +305,18 @@ class Handler(BaseHTTPRequestHandler):
         generation = emu.drop_generation
         initial: list[Stored] = []
         error: ApiError | None = None
+        with store.lock:
+            history = store.histories.get(rtype)
+            if history is None:  # its CRD was deleted since the request was routed
+                raise not_found()
+            told = history.last_rv  # the kind's version now: bookmarks only once it moves
         if emu.take_forced_410(rtype.kind):
             error = ApiError(410, "Expired", f"too old resource version: {rv_param or store.rv} ({store.rv})")
             position = 0
         elif rv_param in ("", "0"):
             with store.lock:
                 _, initial = store.current(rtype, flt)
-                position = store.histories[rtype].end()
+                position = history.end()
         else:
             try:
                 position = store.watch_start(rtype, int(rv_param))
@@ -401,9 +330,11 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if error is not None:
             return self._end_with_error(error)
-        self._stream(rtype, flt, initial, position, as_table=as_table, timeout=timeout, bookmarks=bookmarks, generation=generation)
+        self._stream(rtype, flt, initial, position, as_table=as_table, timeout=timeout, bookmarks=bookmarks, generation=generation,
+                     history=history, told=told)
 
-    def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, as_table: bool, timeout: float | None, bookmarks: bool, generation: int) -> None:
+    def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, as_table: bool, timeout: float | None,
+                bookmarks: bool, generation: int, history: History, told: int) -> None:
         emu, store = self.emulator, self.emulator.store
         prefix = {t: b'{"type":"%s","object":' % t.encode() for t in ("ADDED", "MODIFIED", "DELETED")}
 
@@ -422,15 +353,15 @@ class Handler(BaseHTTPRequestHandler):
         del initial
         now = time.monotonic()
         deadline = now + timeout if timeout is not None else None
-        next_bookmark = now + emu.bookmark_interval
-        history = store.histories[rtype]
+        next_bookmark = now + emu.bookmark_interval  # and only once the kind's version moved past ``told``
         while True:
             with store.changed:
                 while True:
                     if emu.drop_generation != generation or not emu.serves(self.server):
                         raise _Dropped()  # dropped, or its server stopped (a connection accepted while it stopped)
                     events = history.since(position)
-                    if events is None or events:
+                    gone = store.histories.get(rtype) is not history  # its CRD was deleted: the stream ends after its events
+                    if events is None or events or gone:
                         break
                     now = time.monotonic()
                     wake = next_bookmark if bookmarks else float("inf")
@@ -454,13 +385,15 @@ class Handler(BaseHTTPRequestHandler):
                             self._write_chunk(encode(event.type, event.stored))
                 continue
             now = time.monotonic()
-            if deadline is not None and now >= deadline:
+            if gone or (deadline is not None and now >= deadline):
                 self.wfile.write(b"0\r\n\r\n")
                 return
             if bookmarks and now >= next_bookmark:
-                bookmark = {"type": "BOOKMARK", "object": {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": {"resourceVersion": str(current_rv)}}}
-                self._write_chunk(json.dumps(bookmark, separators=(",", ":")).encode() + b"\n")
                 next_bookmark = now + emu.bookmark_interval
+                if history.last_rv > told:  # a real server is silent on a kind whose version does not move
+                    told = history.last_rv
+                    bookmark = {"type": "BOOKMARK", "object": {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": {"resourceVersion": str(told)}}}
+                    self._write_chunk(json.dumps(bookmark, separators=(",", ":")).encode() + b"\n")
 
     def _end_with_error(self, error: ApiError) -> None:
         self._write_chunk(json.dumps({"type": "ERROR", "object": error.status()}, separators=(",", ":")).encode() + b"\n")

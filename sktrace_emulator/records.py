@@ -31,6 +31,11 @@ class ApiError(Exception):
         return status_body(code=self.code, reason=self.reason, message=self.message, details=self.details)
 
 
+def not_found() -> ApiError:
+    """The API server's 404 for a path it does not serve (a kind without its CRD, say), word for word."""
+    return ApiError(404, "NotFound", "the server could not find the requested resource", details={})
+
+
 def status_body(*, code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
     """A ``meta/v1 Status`` as a real server sends for errors (and inside ERROR watch events)."""
     body: Obj = {
@@ -41,7 +46,7 @@ def status_body(*, code: int, reason: str, message: str, details: Obj | None = N
         "message": message,
         "reason": reason,
     }
-    if details:
+    if details is not None:
         body["details"] = details
     body["code"] = code
     return body
@@ -101,6 +106,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "DaemonSet", "daemonsets", short_names=("ds",)),
     ResourceType("batch", "v1", "Job", "jobs"),
     ResourceType("batch", "v1", "CronJob", "cronjobs", short_names=("cj",)),
+    # creating one serves its kind, deleting one takes the kind and its objects away (``crds``)
+    ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", namespaced=False,
+                 short_names=("crd", "crds")),
     # stored only (the emulator's own authorization is grant_view/grant_rules): so that kubectl applies RBAC manifests
     ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False),
     ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False),
@@ -202,9 +210,11 @@ class History:
         self.events: list[Event] = []
         self.offset = 0
         self.floor = 0  # events with rv <= floor are gone
+        self.last_rv = 0  # the kind's version: its last event's, trimmed or not
 
     def append(self, event: Event) -> None:
         self.events.append(event)
+        self.last_rv = event.rv
         if len(self.events) > self.limit + self.limit // 4:
             drop = len(self.events) - self.limit
             self.floor = max(self.floor, self.events[drop - 1].rv)

@@ -33,6 +33,8 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
+from sktrace_emulator import crds
+from sktrace_emulator.admission import default_pod
 from sktrace_emulator.patches import json_patch, merge_patch
 from sktrace_emulator.records import (
     BUILTIN_TYPES,
@@ -43,71 +45,12 @@ from sktrace_emulator.records import (
     ResourceType,
     Snapshot,
     Stored,
+    not_found,
     random_suffix,
     rfc3339,
     serialize,
 )
 from sktrace_emulator.selectors import Filter
-
-
-def default_pod(pod: Obj, *, suffix: str, created: str) -> None:
-    """What admission and defaulting add to a new pod on a real server (the service-account token
-    volume and its mounts, pull policies, scheduler and DNS defaults, tolerations, a Pending status)."""
-    spec = pod.setdefault("spec", {})
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("serviceAccountName", "default")
-    spec.setdefault("serviceAccount", spec["serviceAccountName"])
-    spec.setdefault("securityContext", {})
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-    spec.setdefault("priority", 0)
-    spec.setdefault(
-        "tolerations",
-        [
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-        ],
-    )
-    volumes = spec.setdefault("volumes", [])
-    token_volume = next((v["name"] for v in volumes if v.get("name", "").startswith("kube-api-access-")), None)
-    if token_volume is None:
-        token_volume = f"kube-api-access-{suffix}"
-        volumes.append(
-            {
-                "name": token_volume,
-                "projected": {
-                    "defaultMode": 420,
-                    "sources": [
-                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
-                    ],
-                },
-            }
-        )
-    for container in list(spec.get("initContainers") or []) + list(spec.setdefault("containers", [])):
-        container.setdefault("resources", {})
-        container.setdefault("terminationMessagePath", "/dev/termination-log")
-        container.setdefault("terminationMessagePolicy", "File")
-        image = str(container.get("image", ""))
-        container.setdefault("imagePullPolicy", "Always" if image.endswith(":latest") or ":" not in image else "IfNotPresent")
-        mounts = container.setdefault("volumeMounts", [])
-        if not any(m.get("name") == token_volume for m in mounts):
-            mounts.append({"name": token_volume, "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"})
-    pod["status"] = {"phase": "Pending", "qosClass": pod_qos(spec)}
-
-
-def pod_qos(spec: Obj) -> str:
-    requests = [c.get("resources", {}).get("requests") for c in spec.get("containers", [])]
-    limits = [c.get("resources", {}).get("limits") for c in spec.get("containers", [])]
-    if not any(requests) and not any(limits):
-        return "BestEffort"
-    if all(limits) and all(r == lim or not r for r, lim in zip(requests, limits)):
-        return "Guaranteed"
-    return "Burstable"
 
 
 def _without_rv(obj: Obj) -> Obj:
@@ -158,6 +101,15 @@ class Store:
             self.objects.setdefault(rtype, {})
             self.histories.setdefault(rtype, History(self.history_limit))
         return rtype
+
+    def unregister(self, rtype: ResourceType) -> None:
+        """Stop serving a kind (its CRD was deleted): its objects and history go, its open watches end (``crds``)."""
+        with self.lock:
+            self.types.pop((rtype.api_version, rtype.kind), None)
+            self.by_plural.pop((rtype.group, rtype.version, rtype.plural), None)
+            self.objects.pop(rtype, None)
+            self.histories.pop(rtype, None)
+            self.changed.notify_all()
 
     def type_of(self, api_version: str, kind: str) -> ResourceType:
         rtype = self.types.get((api_version, kind))
@@ -231,7 +183,9 @@ class Store:
     def watch_start(self, rtype: ResourceType, rv: int) -> int:
         """History position for a watch from ``rv``; ApiError 410 when that version was compacted away."""
         with self.lock:
-            history = self.histories[rtype]
+            history = self.histories.get(rtype)
+            if history is None:
+                raise not_found()  # its CRD was deleted since the request was routed
             floor = max(self.compacted_rv, history.floor)
             if rv < floor:
                 raise ApiError(410, "Expired", f"too old resource version: {rv} ({floor + 1})")
@@ -245,6 +199,8 @@ class Store:
 
     def _commit(self, rtype: ResourceType, event_type: str, obj: Obj) -> Stored:
         """Give obj the next resourceVersion, store it (or drop it on DELETED), record and announce it."""
+        if rtype.kind == crds.CRD_KIND:
+            crds.changing(self, event_type, obj)  # a CRD serves its kinds, or takes them away with their objects
         obj["metadata"]["resourceVersion"] = str(self._next_rv())
         obj, raw = serialize(rtype, obj)
         stored = Stored(rtype, obj, raw)

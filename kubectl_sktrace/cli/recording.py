@@ -53,7 +53,6 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     from kubectl_sktrace.record import progress
     from kubectl_sktrace.record import session as recorder
     from kubectl_sktrace.record import summary as runsummary
-    from kubectl_sktrace.record.status import outage_span
     from kubectl_sktrace.timeparse import format_duration, parse_duration
 
     namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
@@ -72,10 +71,8 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
         click.echo(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
                    f"into {summary.cache} (run {summary.run_id}){synced}.")
         click.echo(render.render_table(list(runsummary.iter_rows(summary)), "table"))
-        for outage in summary.outages:
-            click.echo(f"Outage: {outage_span(outage.cause, outage.since, outage.until)} "
-                       f"({format_duration(outage.until - outage.since)}; {', '.join(outage.kinds)}): "
-                       "changes made then were caught up afterwards, not seen live.")
+        for line in runsummary.coverage_lines(summary):
+            click.echo(line)
 
 
 @click.command(cls=SktraceCommand)

@@ -150,17 +150,28 @@ def _share(observed: float) -> str:
     return f"{math.floor(max(observed, 0.0) * 1000) / 10:.1f}%"
 
 
+def _kind_lines(refused: list[tuple[str, int, str]], absent: list[tuple[str, float, float]]) -> list[str]:
+    """The kinds a run did not record, and when kinds were not served."""
+    lines = [f"  {gvk} was not recorded by run {run} ({cause}): its changes during that run are not in the trace"
+             for gvk, run, cause in refused]
+    return lines + [f"  {gvk} was not served {format_span(since, until)} ({format_duration(until - since)}): "
+                    "none of its objects existed then" for gvk, since, until in absent]
+
+
 def coverage_block(
     *, start_ts: float, end_ts: float, blind: Iterable[tuple[float, float, str]],
     unrecorded: Iterable[tuple[str, int, str]] = (), inferred: int = 0, inferred_deleted: int = 0,
+    unserved: Iterable[tuple[str, float, float]] = (),
 ) -> str | None:
     """What the trace of ``[start_ts, end_ts)`` is worth, in one block: the share of the window observed live,
-    the stretches that were not (no recorder ran, an outage: ``blind``; outages from ``LISTED_GAP_SECONDS`` on),
-    the kinds a run did not record (``(gvk, run, cause)``), and how many events were reconstructed. None when
-    there is nothing to say."""
+    the stretches that were not (no recorder ran, an outage or a refusal: ``blind``; outages from ``LISTED_GAP_SECONDS``
+    on), the kinds a run did not record (``(gvk, run, cause)``), when kinds were not served (``(gvk, since, until)``:
+    no blind time, said so that nobody takes "none" for "not looked"), and how many events were reconstructed. None
+    when there is nothing to say."""
     gaps = merge_blind(blind, start=start_ts, end=end_ts)
     refused = sorted(set(unrecorded))
-    if not gaps and not refused and not inferred:
+    absent = sorted((gvk, max(a, start_ts), min(b, end_ts)) for gvk, a, b in unserved if min(b, end_ts) > max(a, start_ts))
+    if not gaps and not refused and not absent and not inferred:
         return None
     window = end_ts - start_ts
     unobserved = sum(g.until - g.since for g in gaps)
@@ -175,8 +186,7 @@ def coverage_block(
                                  (shorter, f"{counted(shorter, 'gap')} shorter than {LISTED_GAP_SECONDS:.0f}s")) if n > 0]
     if rest:
         lines.append(f"  {'and ' if listed else ''}{' and '.join(rest)}")
-    for gvk, run, cause in refused:
-        lines.append(f"  {gvk} was not recorded by run {run} ({cause}): its changes during that run are not in the trace")
+    lines += _kind_lines(refused, absent)
     if inferred:
         changed = inferred - inferred_deleted
         lines.append(f"  {counted(inferred, 'event')} reconstructed after a gap ({counted(inferred_deleted, 'deletion')}, "

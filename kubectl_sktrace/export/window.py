@@ -275,6 +275,7 @@ def export_trace(
         watched = {str(g) for g in config.tracked} | {str(POD)}
         unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
                       if u.since < end_ts and u.until > start_ts and u.gvk in watched]
+        unserved = history.not_served(cache, kinds=watched)
         window = _Window(start_ts=start_ts, end_ts=end_ts, known=known, runs=all_runs, rewriter=rewriter)
         written = _write_trace(cache, window, plan=plan, config=config, fmt=fmt, stream=stream, keep_status=keep_status)
     more_notes, warnings = _messages(
@@ -282,7 +283,7 @@ def export_trace(
         inferred_deleted=written.inferred_deleted,
         # before the first run there is no history to miss (the clamp note says where it starts), not a gap
         gaps=history.uncovered(all_runs, start=max(start_ts, all_runs[0].started), end=end_ts),
-        outages=outages, unrecorded=unrecorded, start_ts=start_ts, end_ts=end_ts,
+        outages=outages, unrecorded=unrecorded, start_ts=start_ts, end_ts=end_ts, unserved=unserved,
     )
     notes += more_notes
     notes += _filter_notes(plan, filters=filters, dropped_kinds=dropped_kinds)
@@ -386,6 +387,7 @@ def _reference_rules(trace_config: dict[str, Any]) -> validation.ReferenceRules 
 def _messages(
     *, plan: _Plan, groups: int, state: int, inferred: int, inferred_deleted: int, gaps: list[tuple[float, float]],
     outages: list[history.CoverageGap], unrecorded: list[tuple[str, int, str]], start_ts: int, end_ts: int,
+    unserved: list[tuple[str, float, float]],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     notes: list[str] = []
     warnings: list[str] = []
@@ -401,7 +403,7 @@ def _messages(
         )
     coverage = coverage_block(
         start_ts=start_ts, end_ts=end_ts, blind=[(a, b, NO_RECORDER) for a, b in gaps] + [(o.since, o.until, o.cause) for o in outages],
-        unrecorded=unrecorded, inferred=inferred, inferred_deleted=inferred_deleted,
+        unrecorded=unrecorded, inferred=inferred, inferred_deleted=inferred_deleted, unserved=unserved,
     )
     if coverage:
         warnings.append(coverage)

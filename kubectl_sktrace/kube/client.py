@@ -17,9 +17,10 @@ Guarantees:
 - Every request is logged on ``kubectl_sktrace.kube.requests`` at INFO, in ``kubectl -v 6``'s words: method,
   URL (query included, no credentials: they travel in headers, which are never logged), status and the
   milliseconds until the response headers arrived (for a watch: until the stream opened, not per event).
-- ``watch`` notices ``stop`` at once even on a silent stream (``stream.Watchdog``), and a
-  connection silent for ``idle_timeout`` seconds (bookmarks come about once a minute) is declared dead
-  instead of hanging forever.
+- ``watch`` notices ``stop`` at once even on a silent stream (``stream.Watchdog``). A watch asks the server to end
+  its stream after ``timeoutSeconds``, which a healthy server does however quiet the kind (a real one sends no byte
+  at all, not even a bookmark, while a kind does not change); a connection silent ``WATCH_GRACE`` seconds longer
+  than that is declared dead instead of hanging forever (``SilentConnectionError``).
 
 Thread-safety: one ``Kube`` is shared by one thread per watched kind; the pool is thread-safe and the
 credential refresh and rebuild are serialized by a lock.
@@ -60,7 +61,10 @@ request_log = logging.getLogger("kubectl_sktrace.kube.requests")
 
 CONNECT_TIMEOUT = 10.0
 REQUEST_TIMEOUT = 60.0
-IDLE_TIMEOUT = 90.0
+WATCH_GRACE = 30.0
+"""Seconds a watch may stay silent beyond the ``timeoutSeconds`` it asked for before its connection is presumed dead.
+With the recorder's minute (``watching.WATCH_TIMEOUT``), a connection that died without a word is noticed after 90 s
+at most, as before quiet kinds were told from dead ones; one closed or reset is noticed at once."""
 POOL_MAXSIZE = 32
 
 
@@ -68,11 +72,11 @@ class Kube:
     """One connection to one cluster for one run."""
 
     def __init__(self, target: KubeTarget, *, connect_timeout: float = CONNECT_TIMEOUT,
-                 request_timeout: float = REQUEST_TIMEOUT, idle_timeout: float = IDLE_TIMEOUT) -> None:
+                 request_timeout: float = REQUEST_TIMEOUT, idle_timeout: float | None = None) -> None:
         self.target = target
         self.connect_timeout = connect_timeout
         self.request_timeout = request_timeout
-        self.idle_timeout = idle_timeout
+        self.idle_timeout = idle_timeout  # None: each watch's timeoutSeconds plus WATCH_GRACE
         self._lock = threading.Lock()
         self._generation = 0
         self._api: Any = None
@@ -140,11 +144,13 @@ class Kube:
         """Watch events as raw dicts, one ``loads`` per line, bookmarks included.
 
         Ends cleanly when the server ends the stream (``timeoutSeconds``) or ``stop`` is set; raises
-        TransientError when the connection breaks or stays silent for ``idle_timeout`` seconds.
+        TransientError when the connection breaks, SilentConnectionError when it stays silent ``WATCH_GRACE`` seconds
+        past ``timeout_seconds`` (or for ``idle_timeout`` seconds, when given).
         """
         query = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": resource_version,
                  "timeoutSeconds": str(int(timeout_seconds))}
-        resp = self._open(resource.path(namespace=namespace), query, read_timeout=self.idle_timeout,
+        silence = self.idle_timeout if self.idle_timeout is not None else int(timeout_seconds) + WATCH_GRACE
+        resp = self._open(resource.path(namespace=namespace), query, read_timeout=silence,
                           verb="watch", resource=resource, namespace=namespace)
         return stream.events(resp, stop=stop, watchdog=self._watchdog, host=self._host, context=self.target.context)
 

@@ -4,7 +4,8 @@ Pure: ``status_error`` maps an HTTP status (with its body and headers) to an err
 ``transport_error`` does the same for a urllib3 or socket failure. ``ForbiddenError`` names the verb, the
 resource and the RBAC rule (``kube/rbac.py``: ``rbac_hint``, the one wording of that fix); ``TransientError`` is what is worth
 retrying (unreachable, reset, dead connection, 429 with its Retry-After, 5xx); ``ExpiredError`` is 410;
-``KubeError`` the rest (TLS, 404, 401 after the credential reload, ...).
+``NotServedError`` a 404 on a kind's list or watch (a kind not served now, retried slowly); ``KubeError`` the rest
+(TLS, 401 after the credential reload, ...).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from kubectl_sktrace.errors import (
     ExpiredError,
     ForbiddenError,
     KubeError,
+    NotServedError,
+    SilentConnectionError,
     TransientError,
 )
 from kubectl_sktrace.kube.kubeconfig import IN_CLUSTER
@@ -88,8 +91,8 @@ def status_error(status: int, body: bytes, headers: Mapping[str, str], *, host: 
         if verb == "get":
             return NotFound(path)
         assert resource is not None
-        return KubeError(f"the server does not serve {resource.gvk} ({path} returned 404); check the kind "
-                         "and version in your config, or install its CRD")
+        return NotServedError(f"the server does not serve {resource.gvk} ({path} returned 404); check the kind "
+                              "and version in your config, or install its CRD")
     if status == 410:
         return ExpiredError(f"resource version expired (410): {message}")
     if status == 429:
@@ -145,7 +148,7 @@ def transport_error(exc: BaseException, *, host: str, context: str) -> KubeError
                              f"of the cluster of context {context!r} in your kubeconfig, or the server's certificate")
         return TransientError(f"TLS connection to {host} failed ({reason}); retrying")
     if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)):
-        return TransientError(f"no data from {host} in time (read timed out); the connection is presumed dead")
+        return SilentConnectionError(f"no data from {host} in time (read timed out); the connection is presumed dead")
     if isinstance(exc, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)):
         return TransientError(f"cannot reach the API server at {host} ({reason}); check that the cluster is up "
                               f"and that the server URL of context {context!r} is right")

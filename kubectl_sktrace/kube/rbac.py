@@ -167,8 +167,21 @@ def rbac_yaml(documents: list[dict[str, Any]], *, command: str) -> str:
 def rbac_hint(resources: Sequence[str], *, namespace: str | None = None, user: str = "") -> str:
     """What to grant so that ``resources`` (RBAC names, ``deployments.apps``) can be recorded, in ``namespace`` or
     across the cluster, and the ``rbac`` command that prints the Role or ClusterRole and binding for ``user`` (as
-    the 403 named it): the one wording of the RBAC fix, for one kind's 403 and for every kind refused."""
+    the 403 named it): the one wording of the RBAC fix, for one kind's 403 and for every kind refused. The verbs are
+    those ``rbac`` grants (``needed_kinds``): pods are listed and watched, the other kinds fetched by name too."""
     flags = (f" -n {namespace}" if namespace else "") + (f" {subject_flags(user)}" if user else "")
     role = "Role" if namespace else "ClusterRole"
-    return (f"grant get, list and watch on {', '.join(resources)}: 'kubectl sktrace rbac{flags} [--config FILE]' "
-            f"prints the {role} and binding to apply")
+    by_verbs: dict[tuple[str, ...], list[str]] = {}
+    for resource in resources:
+        by_verbs.setdefault(WATCH if resource == POD_RESOURCE else READ, []).append(resource)
+    grants = ", and ".join(f"{_verbs_said(verbs)} on {', '.join(names)}" for verbs, names in by_verbs.items())
+    return f"grant {grants}: 'kubectl sktrace rbac{flags} [--config FILE]' prints the {role} and binding to apply"
+
+
+POD_RESOURCE = BUILTIN_RESOURCES[(POD.group, POD.kind)].plural
+"""How RBAC names pods, the one kind ``rbac`` grants only list and watch on (``needed_kinds``)."""
+
+
+def _verbs_said(verbs: Sequence[str]) -> str:
+    """``get, list and watch``."""
+    return f"{', '.join(verbs[:-1])} and {verbs[-1]}" if len(verbs) > 1 else verbs[0]

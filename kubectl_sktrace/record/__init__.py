@@ -1,7 +1,9 @@
 """Recording: ``kubectl sktrace start``, from the cluster's list and watch streams into the store.
 
 - ``session``: plans the kinds, runs one step per tick, finishes a run; signals;
-- ``watching``: the list-then-watch loop of one kind (pages, resourceVersions, 410, back-off, outages);
+- ``watching``: the list-then-watch loop of one kind (resourceVersions, 410, back-off, outages, quiet streams);
+  ``listing``: one complete list; ``availability``: kinds refused or not served, asked again at a slow cadence;
+- ``coverage``: a run's open gaps per kind, and the news of kinds that come and go;
 - ``writer``: the one lock, the one open transaction, the commit cadence;
 - ``ingest``: the rules' caller (SimKube's handler): messages -> rules -> store;
 - ``changes``, ``owners``, ``initialsync``: the recording's own rules, pure;

@@ -1,7 +1,9 @@
 """When every tracked kind failed to be watched: the one error that stops ``start``, with the fix.
 
 One kind refused or failing is a warning (the others are recorded); when no tracked kind can be watched,
-nothing useful can be recorded, so the run stops. If every failure is a 403, the message says what to do,
+nothing useful can be recorded, so the run stops. Refusals (403) count only until the run is synced: later, a grant
+revoked is a gap that closes when it is granted again (``availability``), not the end of the run. If every failure
+is a 403, the message says what to do,
 most likely first: refused across the cluster, a user may still read one namespace (a RoleBinding to
 ``view``), so that namespace (the kubeconfig context's) comes before asking for a ClusterRole.
 """
@@ -16,12 +18,15 @@ from kubectl_sktrace.model import GVK, POD
 
 def every_kind_failed(
     *, tracked: list[GVK], failures: Mapping[GVK, BaseException], resources: Mapping[GVK, Any],
-    namespace: str | None, context_namespace: str | None,
+    namespace: str | None, context_namespace: str | None, synced: bool = False,
 ) -> KubeError | None:
     """The error that ends the run when every kind of ``tracked`` is in ``failures``; None while one still runs.
 
     ``resources`` are the discovered kinds (their ``rbac_name`` and ``namespaced``), ``namespace`` what is
-    recorded (None: every namespace), ``context_namespace`` the kubeconfig context's namespace."""
+    recorded (None: every namespace), ``context_namespace`` the kubeconfig context's namespace; once ``synced``,
+    refusals are left out."""
+    if synced:
+        failures = {gvk: error for gvk, error in failures.items() if not isinstance(error, ForbiddenError)}
     failed = [g for g in tracked if g in failures]
     if not tracked or len(failed) < len(tracked):
         return None

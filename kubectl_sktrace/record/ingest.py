@@ -3,8 +3,8 @@
 ``Ingest`` receives the messages of ``watching.Sink`` (relist begin/page/end, watch events, outages) and applies
 the pure rules to them (``sanitize``, ``changes``, ``lifecycle``, ``owners``), writing through ``Recording``. It
 keeps the live index (keys, uids, spec hashes), the live pods' lifecycles and the owner records in memory, and
-the bookkeeping of relists in progress and of outages. It is not thread-safe and never commits: the ``Writer``
-serializes the calls and owns the batches.
+the bookkeeping of relists in progress; ``coverage.KindCoverage`` keeps that of outages and of kinds refused or not
+served. It is not thread-safe and never commits: the ``Writer`` serializes the calls and owns the batches.
 
 What each relist reconciles (docs/spec.md §5), per kind and only once that kind's list is complete, and during the
 initial sync only once every kind has listed (``initialsync``: a partial first sync deletes nothing):
@@ -36,8 +36,10 @@ from typing import Any, Callable
 from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.model import GVK, POD, LiveObject, ObjectHead, ObjKey, OwnerRef
 from kubectl_sktrace.record import changes, owners
+from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
+from kubectl_sktrace.record.coverage import KindCoverage
 from kubectl_sktrace.record.initialsync import InitialSync, Unresolved, Vanished
-from kubectl_sktrace.store.history import CAUSE_FAILED, CAUSE_FORBIDDEN
+from kubectl_sktrace.store.history import CAUSE_FAILED
 from kubectl_sktrace.store.recording import (
     OP_APPLIED,
     OP_DELETED,
@@ -69,16 +71,6 @@ class KindStats:
     pages: int = 0
     initial_done: bool = False
     failed: str | None = None
-
-
-@dataclass(frozen=True)
-class Outage:
-    """A kind's coverage gap while it lasts: its row, since when, and why."""
-
-    gap_id: int
-    since: float
-    cause: str
-    detail: str
 
 
 @dataclass
@@ -140,19 +132,15 @@ class Ingest:
         self._default_gap = gap_start
         self._relists: dict[GVK, _Relist] = {}
         self._pending_rv: dict[GVK, str] = {}
-        self.outages: dict[GVK, Outage] = {}  # kind -> its open coverage gap (an outage in progress)
+        self.coverage = KindCoverage(recording, run_id)  # outages, kinds refused or not served: their gaps while open
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
-        self.last_resumed = 0.0  # when a kind last watched again after an outage
-        self.last_outage: Outage | None = None
-        self.outages_opened = 0
-        self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
         self.sync = InitialSync.of(initial_kinds)
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
     def relist_begin(self, gvk: GVK, ts: float) -> None:
         stats = self.stats_for(gvk)
-        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=gvk in self.outages)
+        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=self.coverage.reconstructs(gvk))
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
         relist = self._relists.get(gvk) or self._relists.setdefault(gvk, _Relist(ts=ts))
@@ -176,7 +164,15 @@ class Ingest:
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
         relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
-        stats = self.stats_for(gvk)
+        self._complete(gvk, relist)
+        self.stats_for(gvk).initial_done = True
+        self._pending_rv[gvk] = resource_version
+        if self.coverage.listed(gvk, relist.ts) == FORBIDDEN:
+            self.stats_for(gvk).failed = None
+        self._settled(gvk)
+
+    def _complete(self, gvk: GVK, relist: _Relist) -> None:
+        """A complete list: what it missed is gone (at once, or once every kind listed: ``initialsync``)."""
         gone = self.restart if relist.initial and self.restart is not None else relist.ts
         if relist.broken:
             log.warning("%s: %d listed objects could not be read; no deletions inferred from this list", gvk, relist.broken)
@@ -189,9 +185,6 @@ class Ingest:
             else:
                 self.sync.defer(found)
         self._gap_start[gvk] = relist.ts
-        self._pending_rv[gvk] = resource_version
-        stats.initial_done = True
-        self._settled(gvk)
 
     def _settled(self, gvk: GVK) -> None:
         """``gvk`` listed or failed for good: what waited for it (pods' owners, the sync's deletions) goes on."""
@@ -229,7 +222,7 @@ class Ingest:
     def _event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
         head = sanitize.read_head(obj, gvk)
         deleted = event_type == "DELETED"
-        caught_up = gvk in self._catch_up and self._caught_up(gvk, head.resource_version)
+        caught_up = self.coverage.caught_up(gvk, head.resource_version)
         if gvk in self.tracked:
             if deleted:
                 self._deleted(head, ts, caught_up=caught_up)
@@ -246,45 +239,36 @@ class Ingest:
         if head.resource_version:
             self._pending_rv[gvk] = head.resource_version
 
-    def _caught_up(self, gvk: GVK, rv: str) -> bool:
-        """Whether an event of a resumed watch happened during the outage (up to the horizon); the first
-        event past the horizon ends the catch-up. A version that is not a number ends it too (live, as before)."""
-        try:
-            if int(rv) <= self._catch_up[gvk]:
-                return True
-        except (TypeError, ValueError):
-            pass
-        del self._catch_up[gvk]
-        return False
-
     def failed(self, gvk: GVK, error: BaseException, ts: float) -> None:
-        """The kind is given up for the rest of the run: kept as a gap of its own cause, so ``status`` remembers it."""
+        """A 403: the kind is refused from ``ts`` until a list succeeds again (a ``forbidden`` gap). Any other error
+        gives the kind up for the rest of the run: kept as a gap of its own cause, so ``status`` remembers it."""
         self.stats_for(gvk).failed = str(error)
-        cause = CAUSE_FORBIDDEN if isinstance(error, ForbiddenError) else CAUSE_FAILED
-        self.rec.open_gap(self.run_id, gvk, since=ts, cause=cause, detail=str(error))
+        if isinstance(error, ForbiddenError):
+            self.coverage.refuse(gvk, ts, FORBIDDEN, str(error))
+        else:
+            self.rec.open_gap(self.run_id, gvk, since=ts, cause=CAUSE_FAILED, detail=str(error))
+        self._settled(gvk)
+
+    def unserved(self, gvk: GVK, ts: float, detail: str) -> None:
+        """The server does not serve the kind from ``ts`` on (a 404, or absent from discovery): no object of it can
+        exist, so what the live index still holds of it is gone (as a complete, empty list at ``ts`` finds), and what
+        a list finds once it is served again was created since: recorded live, at that list's time."""
+        initial, recovery = not self.stats_for(gvk).initial_done, self.coverage.reconstructs(gvk)
+        if not self.coverage.refuse(gvk, ts, NOT_SERVED, detail):
+            return
+        self._relists.pop(gvk, None)  # a list under way when the kind went away
+        self._complete(gvk, _Relist(ts=ts, initial=initial, recovery=recovery))
+        self._gap_start[gvk] = None
         self._settled(gvk)
 
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
         """The kind's watch failed: a coverage gap opens at its last proof of liveness (closed by ``resumed``;
         a run that ends first closes it at its end)."""
-        if gvk not in self.outages:
-            gap_id = self.rec.open_gap(self.run_id, gvk, since=since, cause=cause, detail=detail)
-            self.outages[gvk] = self.last_outage = Outage(gap_id, since, cause, detail)
-            self.outages_opened += 1
-            self._catch_up.pop(gvk, None)
+        self.coverage.interrupted(gvk, since, cause, detail)
 
     def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
         """The kind is watched again at ``ts``; a resumed watch's events up to ``horizon`` are caught up."""
-        outage = self.outages.pop(gvk, None)
-        if outage is None:
-            return
-        self.rec.close_gap(outage.gap_id, until=ts)
-        self.last_resumed = max(self.last_resumed, ts)  # a stream proves itself late, with its connection's time
-        if horizon is not None:
-            try:
-                self._catch_up[gvk] = int(horizon)
-            except ValueError:
-                log.debug("%s: resourceVersion %r is not a number; events after the outage count as live", gvk, horizon)
+        self.coverage.resumed(gvk, ts, horizon)
 
     # -- batching hooks ------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """What a person is told about an outage while ``start`` runs: one warning when kinds stop being watched, one
-line when every kind watches again with the retries it took, never one line per retry.
+line when every kind watches again with the retries it took, never one line per retry; and about a kind refused or
+not served: one line when it stops being readable, one when it is recorded again (``KindNotices``).
 
 The recorder hands in what the ingest knows after each round (the open outages, when a kind last resumed, how
 many outages were ever opened); this module decides what to say. Retries are counted by the watch threads,
@@ -13,7 +14,8 @@ from typing import Callable, Mapping
 
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.record.ingest import Outage
+from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED, longest_wait
+from kubectl_sktrace.record.coverage import KindNews, Outage
 from kubectl_sktrace.timeparse import format_duration, format_time
 
 
@@ -58,3 +60,27 @@ class OutageNotices:
         elif unseen and last is not None:  # begun and over between two rounds (the whole process stood still)
             self._warn(f"{last.cause} from {_clock(last.since)} for {format_duration(resumed - last.since)} "
                        f"({last.detail}); what changed meanwhile was caught up afterwards")
+
+
+class KindNotices:
+    """The lines of kinds that stop or start being readable (``coverage.KindNews``): one warning when a kind is refused
+    (403) or not served (404), one line when it is recorded again; never one per retry."""
+
+    def __init__(self, *, warn: Callable[[str], None], note: Callable[[str], None]) -> None:
+        self._warn = warn
+        self._note = note
+
+    def report(self, news: KindNews) -> None:
+        gvk, at = news.gvk, _clock(news.ts)
+        if news.state == FORBIDDEN:
+            self._warn(f"{news.detail}; {gvk} is not recorded until it may be read (asked again at least every "
+                       f"{longest_wait(FORBIDDEN):.0f}s)")
+        elif news.state == NOT_SERVED:
+            self._warn(f"{gvk} is not served by the API server since {at} ({news.detail}): none of its objects can exist "
+                       f"meanwhile; it is recorded once it is served (checked at least every {longest_wait(NOT_SERVED):.0f}s)")
+        elif news.was == FORBIDDEN:
+            self._note(f"{gvk} may be read since {at} (refused for {format_duration(news.ts - news.since)}): recorded "
+                       "from then on; what changed while it was refused is reconstructed, not live")
+        else:
+            self._note(f"{gvk} is served since {at} (not served for {format_duration(news.ts - news.since)}): recorded "
+                       "from then on")

@@ -34,14 +34,15 @@ from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, CacheUrl, ClusterId, Ob
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.record import watching
+from kubectl_sktrace.record.coverage import RECORDED
 from kubectl_sktrace.record.failures import every_kind_failed
 from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.record.ingest import Ingest, KindStats
-from kubectl_sktrace.record.notices import OutageNotices
+from kubectl_sktrace.record.notices import KindNotices, OutageNotices
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.history import coverage_gaps
+from kubectl_sktrace.store.history import coverage_gaps, unserved_spans
 from kubectl_sktrace.store.recording import Identity, Recording
 from kubectl_sktrace.tracerconfig import TracerConfig
 
@@ -80,7 +81,7 @@ class _Run:
     run_id: int
     started: float
     resources: dict[GVK, Any]
-    tracked: list[GVK]  # the configured kinds this cluster serves
+    tracked: list[GVK]  # the configured kinds this cluster serves (at the start)
     ingest: Ingest
     writer: Writer
     watched: list[GVK]  # kinds whose watch was started
@@ -124,6 +125,7 @@ class Session:
         self._failed: dict[GVK, BaseException] = {}
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
         self._notices = OutageNotices(warn=self._warn, note=progress.note)
+        self._kind_notices = KindNotices(warn=self._warn, note=progress.note)
         self._news = -1  # the writer's news last reported (failures, outages)
 
     def run(self) -> Summary:
@@ -171,7 +173,8 @@ class Session:
             change = config_change(before, self.config)
             self._untrack(run_id, [*change.dropped, *change.changed], started)
             fresh = frozenset([*change.added, *change.changed])
-        watched = [g for g in dict.fromkeys([*tracked, *sorted(owner_kinds)]) if g != POD] + ([POD] if POD in resources else [])
+        # a tracked kind the server does not serve (yet) is watched too: its loop asks again until it is served
+        watched = [g for g in dict.fromkeys([*self.config.tracked, *sorted(owner_kinds)]) if g != POD] + ([POD] if POD in resources else [])
         ingest = Ingest(
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
@@ -185,7 +188,7 @@ class Session:
         """The vigil and every kind's watch, at once."""
         self._watch_vigil()
         for gvk in run.watched:
-            self._start_watch(run.resources[gvk], run.writer)
+            self._start_watch(gvk, run.resources.get(gvk), run.writer)
         run.rate_mark = (time.monotonic(), 0, 0)
 
     def _step(self, run: _Run) -> bool:
@@ -199,15 +202,17 @@ class Session:
             self._news = writer.news
             for gvk, error in writer.take_failures():
                 self._report_failure(gvk, error)
+            self._report_kinds(run)
             self._report_outage(run)
-            fatal = every_kind_failed(tracked=run.tracked, failures=self._failed, resources=run.resources, namespace=self.namespace, context_namespace=self.context_namespace)
+            fatal = every_kind_failed(tracked=run.tracked, failures=self._failed, resources=run.resources, namespace=self.namespace,
+                                      context_namespace=self.context_namespace, synced=run.synced_at is not None)
             if fatal is not None:
                 raise fatal
         self._advance_sync(run, now)
         writer.tick()
         if self.health is not None:
             with writer.lock:
-                outages = tuple(str(g) for g in run.ingest.outages)
+                outages = tuple(str(g) for g in run.ingest.coverage.outages)
             self.health.post(HealthSample(committed=writer.last_commit, synced=run.synced_at is not None, outages=outages,
                                           failed=tuple(str(g) for g in self._failed)))
         if run.synced_at is not None and now - run.last_view >= VIEW_EVERY:
@@ -268,7 +273,8 @@ class Session:
         return Summary(cache=str(self.rec.cache.path), run_id=run.run_id, started=run.started, stopped=stopped,
                        synced=run.synced_at, events=run.ingest.events_recorded, rows=rows, warnings=tuple(self.warnings),
                        outages=tuple(g for g in coverage_gaps(self.rec.cache) if g.run_id == run.run_id),
-                       reconciliation=run.reconciliation)
+                       reconciliation=run.reconciliation,
+                       unserved=tuple(u for u in unserved_spans(self.rec.cache) if u.run_id == run.run_id))
 
     def _reconcile(self, run: _Run) -> Reconciliation | None:
         """Once, right after the sync mark: what the initial lists found changed while offline, read back from the
@@ -291,8 +297,6 @@ class Session:
         if docs:
             self.rec.save_discovery(docs, fetched=self.clock())
         missing = [g for g in self.config.tracked if g not in resources]
-        for gvk in missing:
-            self._warn(f"kind {gvk} is not served by this cluster; it is not recorded (check the config's GVK and the cluster's API versions)")
         if len(missing) == len(self.config.tracked):
             raise KubeError(
                 "none of the configured kinds is served by this cluster ("
@@ -312,10 +316,20 @@ class Session:
             self._warn(f"{gvk} is {verb} by this config: its {counted(count, 'live object')} leave the history at this run's start; "
                        "earlier history is kept")
 
+    def _report_kinds(self, run: _Run) -> None:
+        """One line per kind that stopped or started being readable; a kind refused stays in ``_failed`` until recorded."""
+        with run.writer.lock:
+            news = run.ingest.coverage.take_news()
+        for item in news:
+            if item.state == RECORDED:
+                self._failed.pop(item.gvk, None)
+            self._kind_notices.report(item)
+
     def _report_outage(self, run: _Run) -> None:
         ingest = run.ingest
         with run.writer.lock:
-            open_now, resumed, opened, last = dict(ingest.outages), ingest.last_resumed, ingest.outages_opened, ingest.last_outage
+            cover = ingest.coverage
+            open_now, resumed, opened, last = dict(cover.outages), cover.last_resumed, cover.outages_opened, cover.last_outage
         self._notices.report(open_now=open_now, resumed=resumed, opened=opened, last=last)
 
     def _watch_vigil(self) -> None:
@@ -328,16 +342,16 @@ class Session:
 
         threading.Thread(target=target, name="vigil", daemon=True).start()
 
-    def _start_watch(self, resource: Any, writer: Writer) -> None:
-        gvk = resource.gvk
+    def _start_watch(self, gvk: GVK, resource: Any, writer: Writer) -> None:
+        """The watch of ``gvk`` on a thread of its own; ``resource`` None: discovery does not list it (yet)."""
         stop = self.stop
 
         def target() -> None:
             try:
                 self.run_watch(
-                    resource=resource, namespace=self.namespace, list_page=self.kube.list_page, watch=self.kube.watch,
+                    resource=resource, gvk=gvk, namespace=self.namespace, list_page=self.kube.list_page, watch=self.kube.watch,
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
-                    retrying=self._notices.count_retry,
+                    retrying=self._notices.count_retry, rediscover=self._rediscover,
                 )
             except BaseException as exc:  # noqa: BLE001 - reported on the main thread
                 writer.failed(gvk, exc)
@@ -345,12 +359,15 @@ class Session:
         threading.Thread(target=target, name=f"watch {gvk}", daemon=True).start()
 
     def _report_failure(self, gvk: GVK, error: BaseException) -> None:
-        """One warning per kind and run (the watch loop only logs it)."""
+        """A kind refused (403: told with the kinds' news) or given up (one warning; the watch loop only logs it)."""
         self._failed[gvk] = error
-        if isinstance(error, ForbiddenError):
-            self._warn(f"{error}; {gvk} is not recorded")
-        else:
+        if not isinstance(error, ForbiddenError):
             self._warn(f"watching {gvk} failed: {error}; it is not recorded")
+
+    def _rediscover(self, gvk: GVK) -> Any:
+        """The kind as discovery describes it now (a fresh document, not the cache's), or None: not served."""
+        found, _ = self.kube.discover([gvk], cached={})
+        return found.get(gvk)
 
     def _show_sync(self, run: _Run) -> None:
         """The initial sync's progress per kind."""
@@ -360,10 +377,10 @@ class Session:
             self.progress.kind_progress(gvk, kind_stats)
 
     def _settled(self, ingest: Ingest, gvk: GVK) -> bool:
-        """Listed, or given up and already reported: a failure the watch thread recorded after this round took the
-        failures waits for the next round, so the run is never synced before its every-kind-failed check saw it."""
+        """Listed, not served, or refused and already reported: a failure the watch thread recorded after this round took
+        the failures waits for the next round, so the run is never synced before its every-kind-failed check saw it."""
         stats = ingest.stats_for(gvk)
-        return stats.initial_done or (stats.failed is not None and gvk in self._failed)
+        return stats.initial_done or (stats.failed is not None and gvk in self._failed) or ingest.coverage.not_served(gvk)
 
     def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
         resource = resources.get(key.gvk)

@@ -204,6 +204,11 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
             {"run": u.run_id, "kind": u.gvk, "cause": u.cause, "from": _time(u.since), "detail": u.detail}
             for u in status.unrecorded
         ],
+        "notServed": [
+            {"run": u.run_id, "kind": u.gvk, "from": _time(u.since), "to": _time(u.until),
+             "duration": format_duration(u.until - u.since)}
+            for u in status.unserved if u.run_id in ids
+        ],
         "configHistory": config_history(status),
         "kinds": [
             {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred,
@@ -278,7 +283,7 @@ def _runs_table(status: CacheStatus, data: dict[str, Any]) -> str:
 
 
 def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
-    """The gaps between runs, the outages of the runs shown, and what the latest run did not record."""
+    """The gaps between runs, the outages and kinds not served of the runs shown, and what the latest run did not record."""
     parts: list[str] = []
     if data["gaps"]:
         parts += ["", "Gaps (not observed live; reconstructed by the next run's relist):",
@@ -290,7 +295,13 @@ def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
                   render.render_table([{"run": g.run_id, "outage": outage_span(g.cause, g.since, g.until),
                                         "duration": format_duration(g.until - g.since), "kinds": ", ".join(g.kinds)}
                                        for g in outages], "table")]
+    unserved = [u for u in status.unserved if u.run_id in shown]
+    if unserved:
+        parts += ["", "Not served during runs (none of their objects could exist then: nothing is missing):",
+                  render.render_table([{"run": u.run_id, "kind": u.gvk, "not served": format_span(u.since, u.until),
+                                        "duration": format_duration(u.until - u.since)} for u in unserved], "table")]
     if status.unrecorded:
-        parts += ["", f"Not recorded by the latest run ({status.unrecorded[0].run_id}): it has none of their changes",
-                  *(f"  {u.gvk}: {u.detail if u.detail.startswith(u.cause) else f'{u.cause}: {u.detail}'}" for u in status.unrecorded)]
+        parts += ["", f"Not recorded at the end of the latest run ({status.unrecorded[0].run_id}):",
+                  *(f"  {u.gvk} since {format_time(u.since)}: {u.detail if u.detail.startswith(u.cause) else f'{u.cause}: {u.detail}'}"
+                    for u in status.unrecorded)]
     return parts

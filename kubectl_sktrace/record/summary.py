@@ -1,14 +1,15 @@
-"""What ``start`` reports when a run ends: the summary per kind, the outages, the warnings and the reconciliation,
-as rows for the table and as one document for ``-o json|yaml``."""
+"""What ``start`` reports when a run ends: the summary per kind, the outages, the kinds not served, the warnings and
+the reconciliation, as rows and lines for the table and as one document for ``-o json|yaml``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from kubectl_sktrace.model import CAUSE_FORBIDDEN
 from kubectl_sktrace.reconciliation import Reconciliation, reconciliation_to_dict
-from kubectl_sktrace.store.history import CoverageGap
-from kubectl_sktrace.timeparse import format_duration, format_time
+from kubectl_sktrace.store.history import CoverageGap, UnrecordedKind
+from kubectl_sktrace.timeparse import format_duration, format_span, format_time
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Summary:
     warnings: tuple[str, ...]
     outages: tuple[CoverageGap, ...] = ()
     reconciliation: Reconciliation | None = None  # what the initial sync found changed while offline (None: not synced)
+    unserved: tuple[UnrecordedKind, ...] = ()  # when kinds were not served during the run
 
 
 def iter_rows(summary: Summary) -> Iterator[dict[str, Any]]:
@@ -64,6 +66,23 @@ def summary_to_dict(summary: Summary) -> dict[str, Any]:
              "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
             for g in summary.outages
         ],
+        "notServed": [
+            {"kind": u.gvk, "from": format_time(u.since), "to": format_time(u.until), "duration": format_duration(u.until - u.since)}
+            for u in summary.unserved
+        ],
         "warnings": list(summary.warnings),
         "reconciliation": None if summary.reconciliation is None else reconciliation_to_dict(summary.reconciliation),
     }
+
+
+def coverage_lines(summary: Summary) -> Iterator[str]:
+    """The lines under the table: each outage or refusal merged across kinds, then each kind not served, with its span."""
+    for gap in summary.outages:
+        span = f"{gap.cause} {format_span(gap.since, gap.until)} ({format_duration(gap.until - gap.since)}; {', '.join(gap.kinds)})"
+        if gap.cause == CAUSE_FORBIDDEN:
+            yield f"Refused: {span}: not recorded then; what changed was reconstructed once it could be read, not seen live."
+        else:
+            yield f"Outage: {span}: changes made then were caught up afterwards, not seen live."
+    for kind in summary.unserved:
+        yield (f"Not served: {kind.gvk} {format_span(kind.since, kind.until)} ({format_duration(kind.until - kind.since)}): "
+               "none of its objects could exist then; nothing is missing.")

@@ -1,37 +1,49 @@
-"""The list-then-watch loop for one kind: pagination, resource versions, 410, back-off, relist.
+"""The list-then-watch loop for one kind: resource versions, 410, back-off, outages, kinds that come and go.
 
 Pure control flow. The list and watch calls, the sink that receives what happened, the clock, the sleep
 and the random source are all injected, so tests drive every path with scripted streams and a fake clock,
 and the recorder wires ``Kube.list_page``/``Kube.watch``, ``time.time`` and ``stop.wait``.
 
-What it guarantees (docs/spec.md §5 step 5; docs/architecture.md, measured facts):
+What it guarantees (docs/spec.md §5 step 5; docs/coverage.md; docs/architecture.md, measured facts):
 
-- A (re)list reads every page (``limit``, ``continue``) with the resource version unset, so the server
-  serves a consistent, current snapshot; all pages share one relist timestamp. A 410 on a continue token
-  (the token expired, ~5 minutes) restarts the list from the first page. The next page is requested while
-  the sink ingests the current one (one page ahead, on a thread of its own), never further.
+- A (re)list reads every page (``listing.relist``: one snapshot, one timestamp, one page ahead).
 - The watch starts at the list's resourceVersion with bookmarks. The version to resume from is the last
-  one seen, from an event or a bookmark; a clean end of stream (``timeoutSeconds``) re-watches from it
-  without a relist.
+  one seen, from an event or a bookmark; a clean end of stream re-watches from it without a relist.
+- **A quiet kind is not an outage.** A real API server sends nothing at all on the watch of a kind that does not
+  change: no event, and no bookmark either (it sends those only while the kind's version moves). Silence alone
+  cannot tell a quiet connection from a dead one, so every watch asks the server to end its stream after
+  ``WATCH_TIMEOUT`` seconds (``timeoutSeconds``): a healthy server does, cleanly, however quiet the kind, and the
+  loop re-watches from the same version (one request a minute per kind, no relist). That clean end is the
+  connection's proof of liveness; a connection silent ``kube.client.WATCH_GRACE`` seconds past it is dead
+  (``SilentConnectionError``, 90 s after its last byte at most, as before). Chosen over TCP keepalive, which
+  proves only the nearest hop (a load balancer in front of the API server answers for a dead backend), and over
+  a probe on another connection, which proves the server but not this stream: the server's own timeout proves
+  the whole way, through proxies, and is the protocol's (client-go renews its watches the same way).
+  A connection that the server closes or resets was alive until then: its break is its last proof of liveness.
 - 410, as an HTTP status or as an ERROR event, means history before our version is gone: relist.
 - ``TransientError`` (connection refused or reset, dead connection, 429, 5xx) backs off 0.8 s doubling to
   30 s with ±20 % jitter, or the server's Retry-After when it is longer (at most 300 s), then re-watches
-  from the last
-  version (a relist only when no list has completed yet). The delay resets after a list completes or an
+  from the last version (a relist only when no list has completed yet). The delay resets after a list completes or an
   event or bookmark arrives. A stream that ends at once with nothing in it also backs off, so a server that closes
   every watch immediately is not hammered.
-- Any other ``KubeError`` (403, 404, 401 after the credential reload) is permanent for this kind:
+- **Kinds that come and go, permissions that change** (``availability``): a 404 on a list or a watch (or a kind
+  absent from discovery, ``resource`` None) is ``NotServedError``, a 403 ``ForbiddenError``. Neither is permanent:
+  the sink hears ``unserved(gvk, ts, detail)`` or ``failed(gvk, error)`` once when the kind enters that state, and the
+  loop asks again at a slow cadence (asking discovery again first, when ``rediscover`` is given, since a CRD may come
+  back under another plural), and lists the kind when it can be read: the sink's ``relist_end`` is then the kind's
+  return. A 403 or 404 met during an outage ends the outage (the kind's state is known again).
+- Any other ``KubeError`` (401 after the credential reload, a TLS failure, ...) is permanent for this kind:
   ``sink.failed`` and return. The other kinds keep running.
 - Coverage (docs/spec.md §5 "Outages are gaps"): once a list has completed, the kind's *last proof of liveness* is
-  the latest completed list, successful watch connection, event or bookmark. When a watch fails (a
-  ``TransientError``, or a 410 that forces a relist) the sink hears ``interrupted(gvk, since=that proof)``,
-  once per outage, and ``resumed(gvk, ts, horizon)`` when the kind is watching again: a relist completed
-  (``horizon`` None: the relist's own rules date what it found), or a resumed watch connected (``ts``: its
-  HTTP 200), said at its first event or bookmark, a clean end, or ``SETTLE_SECONDS`` without an ERROR (a quiet
-  kind's next bookmark is a minute away): a watch answered at once with a 410 or another error was no
-  recovery, and the outage goes on. Before such a watch is opened, one ``limit=1`` list reads the server's
-  current resourceVersion, the ``horizon``: events of the resumed stream up to it happened while nothing
-  watched (the server replays them from its watch cache), so the sink reports them as caught up, not live.
+  the latest completed list, successful watch connection, event, bookmark, clean end of stream or break of the
+  connection by the server. When a watch fails (a ``TransientError``, or a 410 that forces a relist) the sink hears
+  ``interrupted(gvk, since=that proof)``, once per outage, and ``resumed(gvk, ts, horizon)`` when the kind is
+  watching again: a relist completed (``horizon`` None: the relist's own rules date what it found), or a resumed
+  watch connected (``ts``: its HTTP 200), said at its first event or bookmark, a clean end, or ``SETTLE_SECONDS``
+  without an ERROR: a watch answered at once with a 410 or another error was no recovery, and the outage goes on.
+  Before such a watch is opened, one ``limit=1`` list reads the server's current resourceVersion, the ``horizon``:
+  events of the resumed stream up to it happened while nothing watched (the server replays them from its watch
+  cache), so the sink reports them as caught up, not live.
 - A process that stood still (SIGSTOP, a laptop asleep) reads what the server sent meanwhile as if it had
   just happened. A shared ``Vigil``, checked twice a second by a thread of its own and before every event
   a watch passes on, notices a stall of ``STALL_SECONDS`` or more: the watch then drops what it just read, the gap
@@ -40,8 +52,7 @@ What it guarantees (docs/spec.md §5 step 5; docs/architecture.md, measured fact
 - ``stop`` is checked between events, and the watch callable is given it (``Kube.watch`` notices it within
   half a second even on a silent stream); the sleep must return early when ``stop`` is set (``stop.wait``).
 
-Items of list pages get ``apiVersion``/``kind`` of the watched kind (built-in lists omit them); empty
-pages are not passed on. Watch objects get them only when missing. Bookmarks never reach the sink.
+Watch objects get ``apiVersion``/``kind`` only when missing. Bookmarks never reach the sink.
 
 Sink protocol: ``relist_begin`` may be followed by another ``relist_begin`` without ``relist_end`` when a
 list failed midway (or its continue token expired); the sink drops what the unfinished relist collected.
@@ -56,20 +67,30 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from kubectl_sktrace.errors import ExpiredError, KubeError, TransientError
+from kubectl_sktrace.errors import (
+    ExpiredError,
+    ForbiddenError,
+    KubeError,
+    NotServedError,
+    SilentConnectionError,
+    TransientError,
+)
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED, Access, Backoff, longest_wait
+from kubectl_sktrace.record.listing import Stopped, horizon, relist
 from kubectl_sktrace.timeparse import format_time
 
 if TYPE_CHECKING:
     from kubectl_sktrace.kube.cluster import ListPage, OpenWatch
     from kubectl_sktrace.kube.discovery import Resource
 
+__all__ = ["Backoff", "Sink", "Vigil", "run_watch"]
+
 log = logging.getLogger(__name__)
 
-PAGE_LIMIT = 500
-BACKOFF_INITIAL = 0.8
-BACKOFF_MAX = 30.0
-BACKOFF_JITTER = 0.2
+WATCH_TIMEOUT = 60
+"""The ``timeoutSeconds`` of every watch: the server ends each stream that long after it opened, so that a quiet kind
+proves its connection alive once a minute without sending anything (the module docstring says why)."""
 EMPTY_STREAM_SECONDS = 1.0
 SETTLE_SECONDS = 1.0  # a server answers a watch it cannot serve (410) with an ERROR right after its headers
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
@@ -91,40 +112,16 @@ class Sink(Protocol):
 
     def failed(self, gvk: GVK, error: Exception) -> None: ...
 
+    def unserved(self, gvk: GVK, ts: float, detail: str) -> None: ...
+
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None: ...
 
     def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None: ...
 
 
-@dataclass
-class Backoff:
-    """0.8 s doubling to 30 s, with jitter; Retry-After wins when it asks for longer."""
-
-    rng: random.Random
-    initial: float = BACKOFF_INITIAL
-    cap: float = BACKOFF_MAX
-    jitter: float = BACKOFF_JITTER
-    attempt: int = 0
-
-    def next_delay(self, retry_after: float | None = None) -> float:
-        base = min(self.cap, self.initial * 2.0 ** min(self.attempt, 32))  # bounded: a day-long outage must not overflow
-        self.attempt += 1
-        delay = base * (1 + self.rng.uniform(-self.jitter, self.jitter))
-        if retry_after is not None and retry_after > delay:
-            return min(retry_after, 10 * self.cap)
-        return delay
-
-    def reset(self) -> None:
-        self.attempt = 0
-
-
-class _Stopped(Exception):
-    """Internal: ``stop`` was set in the middle of a list."""
-
-
 def run_watch(
     *,
-    resource: Resource,
+    resource: Resource | None,
     namespace: str | None,
     list_page: ListPage,
     watch: OpenWatch,
@@ -133,24 +130,32 @@ def run_watch(
     sleep: Callable[[float], Any],
     stop: threading.Event,
     rng: random.Random,
-    timeout_seconds: int = 300,
+    timeout_seconds: int | None = None,
     max_cycles: int | None = None,
     vigil: Vigil | None = None,
     retrying: Callable[[GVK], None] | None = None,
     later: Later | None = None,
+    gvk: GVK | None = None,
+    rediscover: Callable[[GVK], Resource | None] | None = None,
 ) -> None:
     """Keep ``sink`` in step with one kind until ``stop`` is set or a permanent error.
 
     ``list_page(resource, namespace=, limit=, continue_token=)`` returns one raw list page;
     ``watch(resource, namespace=, resource_version=, timeout_seconds=, stop=)`` yields raw watch events.
+    ``timeout_seconds`` is each watch's (default ``WATCH_TIMEOUT``).
     ``max_cycles`` bounds the number of list-or-watch attempts (for tests); None runs until stopped.
     ``retrying(gvk)`` is told of each retry after a failure during an outage (what a person is told it cost).
     ``later`` times a resumed watch's settling (default: a timer thread; tests inject one they fire).
+    ``resource`` None: the kind ``gvk`` is not in the server's discovery (just asked): not served, until
+    ``rediscover(gvk)`` finds it.
     """
-    loop = _Loop(resource=resource, namespace=namespace, list_page=list_page, watch=watch, sink=sink,
-                 clock=clock, sleep=sleep, stop=stop, timeout_seconds=timeout_seconds, retrying=retrying,
-                 backoff=Backoff(rng), vigil=vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf")),
-                 later=later or _timer)
+    kind = resource.gvk if resource is not None else gvk
+    assert kind is not None, "a kind not in discovery is named by gvk"
+    loop = _Loop(gvk=kind, resource=resource, namespace=namespace, list_page=list_page, watch=watch, sink=sink,
+                 clock=clock, sleep=sleep, stop=stop, retrying=retrying, rediscover=rediscover,
+                 timeout_seconds=WATCH_TIMEOUT if timeout_seconds is None else timeout_seconds,
+                 backoff=Backoff(rng), access=Access(rng), asked=resource is None,
+                 vigil=vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf")), later=later or _timer)
     cycles = 0
     while not stop.is_set() and (max_cycles is None or cycles < max_cycles):
         cycles += 1
@@ -162,7 +167,8 @@ def run_watch(
 class _Loop:
     """The state of one kind's loop between attempts, and what each attempt and each failure does to it."""
 
-    resource: Resource
+    gvk: GVK
+    resource: Resource | None  # None: not in the server's discovery
     namespace: str | None
     list_page: ListPage
     watch: OpenWatch
@@ -172,15 +178,14 @@ class _Loop:
     stop: threading.Event
     timeout_seconds: int
     retrying: Callable[[GVK], None] | None
+    rediscover: Callable[[GVK], Resource | None] | None
     backoff: Backoff
+    access: Access
+    asked: bool  # discovery was asked just before the loop began: the first attempt need not ask it again
     vigil: Vigil
     later: Later
     position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
     coverage: _Coverage = field(default_factory=lambda: _Coverage())
-
-    @property
-    def gvk(self) -> GVK:
-        return self.resource.gvk
 
     def cycle(self) -> bool:
         """One list-or-watch attempt; False when this kind is done (stopped, or a permanent error)."""
@@ -189,7 +194,7 @@ class _Loop:
                 self._list()
             else:
                 self._watch(self.position)
-        except _Stopped:
+        except Stopped:
             return False
         except _Suspended as exc:
             assert self.position is not None
@@ -204,6 +209,10 @@ class _Loop:
             if self.stop.is_set():
                 return False
             self._retry_later(exc)
+        except NotServedError as exc:
+            self._refused(NOT_SERVED, exc)
+        except ForbiddenError as exc:
+            self._refused(FORBIDDEN, exc)
         except KubeError as exc:
             log.info("%s: %s", self.gvk, exc)
             self.sink.failed(self.gvk, exc)
@@ -211,20 +220,35 @@ class _Loop:
         return True
 
     def _list(self) -> None:
-        version, listed_at = _relist(resource=self.resource, namespace=self.namespace, list_page=self.list_page,
-                                     sink=self.sink, clock=self.clock, stop=self.stop)
+        resource = self._resource()
+        version, listed_at = relist(resource=resource, namespace=self.namespace, list_page=self.list_page,
+                                    sink=self.sink, clock=self.clock, stop=self.stop)
         self.position = _Position(version, alive=listed_at, epoch=self.vigil.check())
         self.coverage.watching(self.sink, self.gvk, listed_at, horizon=None)
         self.backoff.reset()
+        was = self.access.readable()
+        if was is not None:
+            log.info("%s: %s no longer: listed and watched", self.gvk, was)
+
+    def _resource(self) -> Resource:
+        """The kind as discovery describes it; a kind discovery does not know (now) is not served."""
+        if self.resource is None and self.rediscover is not None and not self.asked:
+            self.resource = self.rediscover(self.gvk)
+        self.asked = False
+        if self.resource is None:
+            raise NotServedError(f"the server does not serve {self.gvk} (its discovery does not list it); check the kind "
+                                 "and version in your config, or install its CRD")
+        return self.resource
 
     def _watch(self, position: _Position) -> None:
+        resource = self._resource()
         position.received = False
         down = self.coverage.down
-        horizon = _horizon(self.resource, namespace=self.namespace, list_page=self.list_page) if down else None
+        horizon_rv = horizon(resource, namespace=self.namespace, list_page=self.list_page) if down else None
         started = self.clock()
-        proof = _Proof(lambda ts: self.coverage.watching(self.sink, self.gvk, ts, horizon=horizon),
+        proof = _Proof(lambda ts: self.coverage.watching(self.sink, self.gvk, ts, horizon=horizon_rv),
                        later=self.later if down else None)
-        _watch_once(resource=self.resource, namespace=self.namespace, watch=self.watch, sink=self.sink,
+        _watch_once(resource=resource, namespace=self.namespace, watch=self.watch, sink=self.sink,
                     clock=self.clock, stop=self.stop, position=position, timeout_seconds=self.timeout_seconds,
                     vigil=self.vigil, proof=proof)
         if position.received:
@@ -243,12 +267,29 @@ class _Loop:
             if self.position.received:
                 self.backoff.reset()
         delay = self.backoff.next_delay(exc.retry_after)
-        # one failure after a success is routine (a quiet stream presumed dead, a server restart); an outage
-        # is reported once by the sink's owner; say it loudly only when failures repeat before any list
-        quiet = self.backoff.attempt == 1 or self.coverage.down
+        # one failure after a success is routine (a server restart, a connection cut); an outage is reported once
+        # by the sink's owner; say it loudly only when failures repeat before any list
+        quiet = self.backoff.attempt == 1 or self.coverage.down or self.access.state is not None
         log.log(logging.INFO if quiet else logging.WARNING, "%s: %s; retrying in %.1fs", self.gvk, exc, delay)
         if self.coverage.down and self.retrying is not None:
             self.retrying(self.gvk)
+        self.sleep(delay)
+
+    def _refused(self, state: str, exc: KubeError) -> None:
+        """A 404 (not served) or 403 (forbidden): the sink hears it once per change of state, then the kind is asked
+        for again at the slow cadence of ``availability``, from a fresh list (and a fresh discovery, for a 404)."""
+        if self.access.refused(state):
+            log.info("%s: %s; asking again at least every %.0fs", self.gvk, exc, longest_wait(state))
+            if state == NOT_SERVED:
+                self.sink.unserved(self.gvk, self.clock(), str(exc))
+            else:
+                self.sink.failed(self.gvk, exc)
+            self.coverage.down = False  # the sink ended this kind's outage: its state is known again
+        self.position = None
+        if state == NOT_SERVED and self.rediscover is not None:
+            self.resource = None
+        delay = self.access.next_delay()
+        log.debug("%s: %s; asking again in %.1fs", self.gvk, state, delay)
         self.sleep(delay)
 
 
@@ -342,93 +383,6 @@ def _timer(seconds: float, fn: Callable[[], None]) -> Callable[[], None]:
     return timer.cancel
 
 
-def _horizon(resource: Resource, *, namespace: str | None, list_page: ListPage) -> str | None:
-    """The server's current resourceVersion, from the cheapest consistent list (one item)."""
-    page = list_page(resource, namespace=namespace, limit=1, continue_token=None)
-    version = (page.get("metadata") or {}).get("resourceVersion")
-    return str(version) if version else None
-
-
-def _relist(*, resource: Resource, namespace: str | None, list_page: ListPage, sink: Sink,
-            clock: Callable[[], float], stop: threading.Event) -> tuple[str, float]:
-    """List every page at one timestamp; restart on an expired continue token. Returns the list's version
-    and its timestamp. The next page is requested before the current one goes to the sink (one page ahead),
-    so the server's encoding of a page overlaps the sink's ingest of the one before."""
-    gvk = resource.gvk
-    ahead = _Prefetch(resource=resource, namespace=namespace, list_page=list_page)
-    while True:
-        ts = clock()
-        sink.relist_begin(gvk, ts)
-        token: str | None = None
-        try:
-            if stop.is_set():
-                raise _Stopped
-            page = list_page(resource, namespace=namespace, limit=PAGE_LIMIT, continue_token=None)
-            while True:
-                meta = page.get("metadata") or {}
-                following = meta.get("continue") or None
-                if following is not None and not stop.is_set():
-                    ahead.request(following)
-                _pass_on(gvk, page, sink, ts)
-                if following is None:
-                    version = meta.get("resourceVersion")
-                    if not version:
-                        raise TransientError(f"list of {gvk} returned no resourceVersion")
-                    sink.relist_end(gvk, str(version), ts)
-                    return str(version), ts
-                if stop.is_set():
-                    raise _Stopped
-                token = following
-                page = {}  # the ingested page is freed before the next one is waited for: two pages at most
-                page = ahead.result()
-        except ExpiredError as exc:
-            if token is None:  # a 410 on a first page is the server's trouble, not an old token: back off
-                raise TransientError(str(exc)) from exc
-            log.info("%s: list continue token expired; restarting the list", gvk)
-
-
-def _pass_on(gvk: GVK, page: dict[str, Any], sink: Sink, ts: float) -> None:
-    """A page's items, with the listed kind's apiVersion/kind, to the sink (empty pages are not passed on)."""
-    items = page.get("items") or []
-    for item in items:
-        item["apiVersion"] = gvk.api_version
-        item["kind"] = gvk.kind
-    if items:
-        sink.relist_page(gvk, items, ts)
-
-
-class _Prefetch:
-    """One list page requested ahead, on a daemon thread of its own (a request in flight never holds up the
-    process's exit): at most one in flight and one being ingested, so a list's memory stays two pages whatever
-    its length. A page abandoned (stop, a failure) is dropped when it arrives."""
-
-    def __init__(self, *, resource: Resource, namespace: str | None, list_page: ListPage) -> None:
-        self._resource, self._namespace, self._list_page = resource, namespace, list_page
-        self._done = threading.Event()
-        self._outcome: dict[str, Any] | BaseException | None = None
-
-    def request(self, token: str) -> None:
-        self._done.clear()
-        self._outcome = None
-        threading.Thread(target=self._fetch, args=(token,), name=f"list {self._resource.gvk}", daemon=True).start()
-
-    def _fetch(self, token: str) -> None:
-        try:
-            self._outcome = self._list_page(self._resource, namespace=self._namespace, limit=PAGE_LIMIT, continue_token=token)
-        except BaseException as exc:  # noqa: BLE001 - raised on the list's own thread by ``result``
-            self._outcome = exc
-        finally:
-            self._done.set()
-
-    def result(self) -> dict[str, Any]:
-        self._done.wait()
-        outcome, self._outcome = self._outcome, None
-        if isinstance(outcome, BaseException):
-            raise outcome
-        assert outcome is not None
-        return outcome
-
-
 @dataclass
 class _Position:
     """Where the watch stands: the version to resume from and whether the current stream gave anything.
@@ -438,7 +392,7 @@ class _Position:
     """
 
     version: str
-    alive: float  # the last proof that the kind was watched: a completed list, a connection, an event or bookmark
+    alive: float  # the last proof that the kind was watched: a list, a connection, an event, a bookmark, a clean end, a break
     epoch: int  # the Vigil's epoch at that proof
     received: bool = False
 
@@ -457,7 +411,7 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
     try:
         for event in stream:
             if stop.is_set():
-                raise _Stopped
+                raise Stopped
             if vigil.check() != position.epoch:
                 raise _Suspended(vigil.stalled_at)
             kind = event.get("type")
@@ -481,8 +435,16 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
             rv = (obj.get("metadata") or {}).get("resourceVersion")
             if rv:
                 position.version = str(rv)
-        if not confirmed and not stop.is_set():
-            proof.confirm()
+        if not stop.is_set():
+            position.alive = clock()  # a clean end (``timeoutSeconds``): the stream was alive until now, quiet or not
+            if not confirmed:
+                proof.confirm()
+    except TransientError as exc:
+        if vigil.check() != position.epoch:
+            raise _Suspended(vigil.stalled_at) from exc  # broken while the process stood still: when, nobody knows
+        if not isinstance(exc, SilentConnectionError):
+            position.alive = clock()  # closed or reset by the server: this connection was alive until it broke
+        raise  # (a silent one: dead since its last byte, when it was last proven alive)
     finally:
         proof.withdraw()
         close = getattr(stream, "close", None)

@@ -39,8 +39,8 @@ class Writer:
 
     What escapes ``Ingest`` (which skips unreadable objects itself) means the cache or the writing failed: a
     sqlite error, a full disk, a ``CacheError``. That is fatal to the run, not to one kind: it is kept in
-    ``fatal`` for the main thread to raise, and nothing more is written. A kind's own failure (403, a kind
-    no longer served) is queued in ``failures`` for its warning, and the other kinds go on.
+    ``fatal`` for the main thread to raise, and nothing more is written. A kind's own failure (a 403, retried by its
+    watch; a failure that gives it up) is queued in ``failures`` for the main thread, and the other kinds go on.
     """
 
     def __init__(self, ingest: Ingest, recording: Recording, *, clock: Callable[[], float]) -> None:
@@ -76,6 +76,9 @@ class Writer:
 
     def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
         self._write(self.ingest.resumed, gvk, ts, horizon, news=True)
+
+    def unserved(self, gvk: GVK, ts: float, detail: str) -> None:
+        self._write(self.ingest.unserved, gvk, ts, detail, news=True)
 
     def failed(self, gvk: GVK, error: BaseException) -> None:
         if isinstance(error, CacheError):

@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple
 
+from kubectl_sktrace.model import CAUSE_FORBIDDEN as CAUSE_FORBIDDEN  # the causes of rows besides outages, with CAUSE_FAILED
+from kubectl_sktrace.model import CAUSE_NOT_SERVED as CAUSE_NOT_SERVED
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body, packed_body
 from kubectl_sktrace.store.connection import from_db_hash
@@ -339,16 +341,19 @@ def uncovered(all_runs: list[Run], *, start: float, end: float) -> list[tuple[fl
     return gaps
 
 
-CAUSE_FORBIDDEN = "forbidden"
 CAUSE_FAILED = "watch failed"
-GIVEN_UP = (CAUSE_FORBIDDEN, CAUSE_FAILED)
-"""Causes of a ``coverage_gaps`` row whose kind was given up for the rest of its run (a 403, a kind no longer
-served): not an outage the run came back from, but a kind that run did not record (``unrecorded_kinds``)."""
+GIVEN_UP = (CAUSE_FAILED,)
+"""Causes of a ``coverage_gaps`` row whose kind was given up for the rest of its run (an error no retry can cure):
+not an outage the run came back from, but a kind that run did not record (``unrecorded_kinds``)."""
+NOT_BLIND = (CAUSE_FAILED, CAUSE_NOT_SERVED)
+"""Causes of rows that are not blind time of a run: kinds given up (said apart) and kinds not served (no object of
+theirs could exist: ``unserved_spans``). Every other row is an outage or a refusal (``forbidden``): ``coverage_gaps``."""
+_UNTIL = "coalesce(g.until, CASE WHEN r.stopped > g.since THEN r.stopped ELSE g.since END)"
 
 
 @dataclass(frozen=True)
 class CoverageGap:
-    """A stretch of a run during which some kinds were not watched (an API outage, an expired watch): the
+    """A stretch of a run during which some kinds were not watched (an API outage, an expired watch, a refusal): the
     kinds' overlapping gaps of one cause merged. ``until`` of a gap still open is its run's last heartbeat."""
 
     run_id: int
@@ -359,21 +364,22 @@ class CoverageGap:
 
 
 def coverage_gaps(cache: Cache) -> list[CoverageGap]:
-    """Every run's coverage gaps (outages, not kinds given up), merged per run and cause, in time order."""
+    """Every run's coverage gaps (outages and refusals; not kinds given up or not served), merged per run and cause,
+    in time order."""
     if not cache.has_table("coverage_gaps"):
         return []  # a cache recorded before gaps were kept (schema 1)
     rows = cache.conn.execute(
-        "SELECT g.run_id, g.since, coalesce(g.until, CASE WHEN r.stopped > g.since THEN r.stopped ELSE g.since END), g.cause, g.gvk "
-        f"FROM coverage_gaps g JOIN runs r ON r.id = g.run_id WHERE g.cause NOT IN ({', '.join('?' * len(GIVEN_UP))}) "
-        "ORDER BY g.run_id, g.cause, g.since", GIVEN_UP,
+        f"SELECT g.run_id, g.since, {_UNTIL}, g.cause, g.gvk "
+        f"FROM coverage_gaps g JOIN runs r ON r.id = g.run_id WHERE g.cause NOT IN ({', '.join('?' * len(NOT_BLIND))}) "
+        "ORDER BY g.run_id, g.cause, g.since", NOT_BLIND,
     ).fetchall()
     return merge_gaps([CoverageGap(run_id, since, until, cause, (gvk,)) for run_id, since, until, cause, gvk in rows])
 
 
 @dataclass(frozen=True)
 class UnrecordedKind:
-    """A kind a run gave up from ``since`` to its end (``until``): refused (``forbidden``) or no longer
-    watchable; ``detail`` is the error the person was shown, with its fix."""
+    """A kind a run did not record from ``since`` to ``until``: given up (``watch failed``) until the run's end, refused
+    (``forbidden``), or not served (``not served``); ``detail`` is the error the person was shown, with its fix."""
 
     run_id: int
     gvk: str
@@ -383,16 +389,34 @@ class UnrecordedKind:
     detail: str
 
 
-def unrecorded_kinds(cache: Cache) -> list[UnrecordedKind]:
-    """Every kind a run gave up, by run then kind."""
+def unrecorded_kinds(cache: Cache, *, refused_at_end: bool = False) -> list[UnrecordedKind]:
+    """Every kind a run gave up, by run then kind; with ``refused_at_end``, also the kinds still refused when their
+    run ended (what to grant)."""
     if not cache.has_table("coverage_gaps"):
         return []
+    refused = f" OR (g.cause = '{CAUSE_FORBIDDEN}' AND {_UNTIL} >= r.stopped)" if refused_at_end else ""
     rows = cache.conn.execute(
-        "SELECT g.run_id, g.gvk, g.since, coalesce(g.until, CASE WHEN r.stopped > g.since THEN r.stopped ELSE g.since END), g.cause, g.detail "
-        f"FROM coverage_gaps g JOIN runs r ON r.id = g.run_id WHERE g.cause IN ({', '.join('?' * len(GIVEN_UP))}) "
+        f"SELECT g.run_id, g.gvk, g.since, {_UNTIL}, g.cause, g.detail "
+        f"FROM coverage_gaps g JOIN runs r ON r.id = g.run_id WHERE g.cause IN ({', '.join('?' * len(GIVEN_UP))}){refused} "
         "ORDER BY g.run_id, g.gvk, g.since", GIVEN_UP,
     ).fetchall()
     return [UnrecordedKind(*row) for row in rows]
+
+
+def unserved_spans(cache: Cache) -> list[UnrecordedKind]:
+    """When each kind was not served during a run (no object of it could exist then), by run, kind and time."""
+    if not cache.has_table("coverage_gaps"):
+        return []
+    rows = cache.conn.execute(
+        f"SELECT g.run_id, g.gvk, g.since, {_UNTIL}, g.cause, g.detail FROM coverage_gaps g JOIN runs r ON r.id = g.run_id "
+        "WHERE g.cause = ? ORDER BY g.run_id, g.gvk, g.since", (CAUSE_NOT_SERVED,),
+    ).fetchall()
+    return [UnrecordedKind(*row) for row in rows]
+
+
+def not_served(cache: Cache, *, kinds: set[str]) -> list[tuple[str, float, float]]:
+    """``(gvk, since, until)`` of each stretch a run did not serve one of ``kinds`` (for export's coverage block)."""
+    return [(u.gvk, u.since, u.until) for u in unserved_spans(cache) if u.gvk in kinds]
 
 
 def merge_gaps(gaps: list[CoverageGap]) -> list[CoverageGap]:

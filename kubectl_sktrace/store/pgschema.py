@@ -226,4 +226,10 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
             FOR EACH STATEMENT EXECUTE FUNCTION events_last_delete();
         """,
     ),
+    (
+        "0007_kinds_come_and_go",
+        """
+        CREATE INDEX coverage_gaps_cause ON coverage_gaps (cause, run_id);
+        """,
+    ),
 ]

@@ -40,14 +40,24 @@ coverage_gaps   (0002) intervals of a run during which one kind was not watched 
                 the outage lasts, and after a crash in one: the run's ``stopped`` ends it). ``cause`` is
                 'API unreachable' (connection refused or reset, TLS, timeouts, 429, 5xx) or 'watch expired'
                 (a 410: the watch fell behind the server's history, e.g. a stopped or sleeping process);
-                ``detail`` the error met. Changes found after a gap are recorded ``inferred``. The causes
-                'forbidden' (a 403) and 'watch failed' mark a kind given up until the run's end: not an
-                outage, a kind that run did not record (``history.unrecorded_kinds``).
+                ``detail`` the error met. Changes found after a gap are recorded ``inferred``. The cause
+                'watch failed' marks a kind given up until the run's end: not an outage, a kind that run did
+                not record (``history.unrecorded_kinds``). Since 0007 (see there) two more: 'forbidden' and
+                'not served'.
 discovery       cached discovery documents per group-version, JSON.
 
 Indexes for the reconciliation report (``store/reconciliation.py``, 0004): ``events_uid`` finds an object's
 earlier versions by identity (was an object found by a restart's relist created or changed while offline?),
 ``pods_end`` the pods whose lifecycle ended within an offline gap.
+
+Kinds that come and go, permissions that change (0007, docs/coverage.md):
+
+coverage_gaps   'forbidden' (a 403) is blind time like an outage, from the refusal until a list of the kind succeeds
+                again (what it finds then is recorded ``inferred``); before 0007 such a row always lasted until its
+                run's end, which the same reading gives. 'not served' (a 404, or a kind absent from discovery) is
+                no blind time: no object of the kind could exist until it was served again (``history.unserved_spans``).
+                An older kubectl-sktrace would read those rows as outages or as kinds given up for their run: 0007
+                keeps it out (a newer schema is refused), and indexes the rows by cause, which ``status`` reads apart.
 
 What keeps a cache of millions of events fast (0005), so that reading a window costs what the window and the
 objects hold, not the length of the history:
@@ -285,6 +295,12 @@ MIGRATIONS: list[tuple[str, str]] = [
                 ORDER BY e.ts DESC, e.id DESC LIMIT 1)
             WHERE gvk = old.gvk AND namespace = old.namespace AND name = old.name AND last_id = old.id;
         END;
+        """,
+    ),
+    (
+        "0007_kinds_come_and_go",
+        """
+        CREATE INDEX coverage_gaps_cause ON coverage_gaps (cause, run_id);
         """,
     ),
 ]

@@ -1,14 +1,15 @@
 """Read-only queries behind ``kubectl sktrace status``: what a cache holds. Safe while a recorder writes.
 
 Runs are reported with the state a person needs: ``clean`` (stopped cleanly), ``interrupted`` (stopped
-cleanly, but some kinds went unwatched for a while: an API outage, an expired watch), ``running`` (the writer
+cleanly, but some kinds went unwatched for a while: an API outage, an expired watch, a refusal), ``running`` (the writer
 lock is held right now) or ``crashed`` (neither: its ``stopped`` is the last heartbeat, within half a second
 of its last write). Gaps are the spans between one run's stop and the next run's start: nothing was observed
 live there, and the next run's relist reconstructed them (deletions inferred at its start). Coverage gaps
-are the outages within runs (``history.coverage_gaps``). The latest run's reconciliation report
-(``store.reconciliation``) says what its initial lists found changed while offline. Each kind carries its
-watch position (``watch_state``): the last resourceVersion the recorder reached for it and when that was
-committed; the position belongs to the whole recording, so a namespace's counts carry it too.
+are the outages and refusals within runs (``history.coverage_gaps``); kinds not served are apart (``unserved``: no
+object of theirs could exist then, so nothing is missing; a kind merely not served leaves a run ``clean``). The latest
+run's reconciliation report (``store.reconciliation``) says what its initial lists found changed while offline. Each
+kind carries its watch position (``watch_state``): the last resourceVersion the recorder reached for it and when that
+was committed; the position belongs to the whole recording, so a namespace's counts carry it too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kubectl_sktrace.store.history import (
     UnrecordedKind,
     coverage_gaps,
     unrecorded_kinds,
+    unserved_spans,
 )
 from kubectl_sktrace.store.reconciliation import reconciliation
 
@@ -69,7 +71,7 @@ class CacheStatus:
     runs: tuple[RunInfo, ...]
     gaps: tuple[tuple[float, float], ...]
     outages: tuple[CoverageGap, ...]
-    unrecorded: tuple[UnrecordedKind, ...]  # kinds the latest run gave up
+    unrecorded: tuple[UnrecordedKind, ...]  # kinds the latest run gave up, or that were still refused at its end
     kinds: tuple[KindCounts, ...]
     pods: PodCounts
     events: int
@@ -78,6 +80,7 @@ class CacheStatus:
     size_bytes: int
     reconciliation: Reconciliation | None = None  # the latest run's (None: no run yet)
     history_names: tuple[str, ...] = ()  # a database's history: every name it is known by (a file: none)
+    unserved: tuple[UnrecordedKind, ...] = ()  # when kinds were not served during runs
 
 
 _RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config"
@@ -128,7 +131,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     outages = tuple(coverage_gaps(cache))
     runs = _runs(cache, rows, interrupted={gap.run_id for gap in outages}, last_id=rows[-1][0] if rows else None)
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
-    unrecorded = tuple(u for u in unrecorded_kinds(cache) if runs and u.run_id == runs[-1].id)
+    unrecorded = tuple(u for u in unrecorded_kinds(cache, refused_at_end=True) if runs and u.run_id == runs[-1].id)
     counts: dict[str, list[int]] = {}
     for gvk, op, inferred, n in conn.execute(f"SELECT gvk, op, inferred, {count_from} WHERE op < 2 {where} GROUP BY gvk, op, inferred", params):
         if not n:
@@ -157,7 +160,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         schema_version=cache.schema_version(),
         runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=pods, events=events,
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
-        history_names=cache.history_names(),
+        history_names=cache.history_names(), unserved=tuple(unserved_spans(cache)),
     )
 
 

@@ -319,33 +319,36 @@ def test_kill_9_leaves_a_sound_cache_and_the_next_start_reconciles(emu: Emulator
 # -- scenario 6 --------------------------------------------------------------------------------------------
 
 
-def test_403_on_one_kind_records_the_others_with_a_warning(emu: Emulator, kubeconfig: str, cache: str) -> None:
+def test_403_on_one_kind_records_the_others_with_one_warning_and_status_tells_what_to_grant(emu: Emulator, kubeconfig: str,
+                                                                                         cache: str) -> None:
     make_deployment(emu, "web", replicas=1)
-    emu.fail("StatefulSet", 403, count=2)  # a refused list is not retried: one refusal per run, two runs
-    result = start(kubeconfig, cache)
+    # a role without StatefulSets for the whole run: asked again, never granted
+    emu.grant_rules([{"apiGroups": ["", "apps", "batch"], "verbs": ["get", "list", "watch"],
+                      "resources": ["namespaces", "pods", "deployments", "replicasets", "jobs", "cronjobs"]}])
+    result = start(kubeconfig, cache, duration="3")
     assert result.returncode == 0, result.stderr
-    assert [line for line in result.stderr.splitlines() if "statefulsets" in line] == [
-        "Warning: forbidden: cannot list statefulsets.apps in all namespaces; grant get, list and watch on statefulsets.apps: "
-        "'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' prints the ClusterRole and binding to apply; "
-        "apps/v1.StatefulSet is not recorded"
+    hint = ("grant get, list and watch on statefulsets.apps: 'kubectl sktrace rbac --service-account default:sktrace "
+            "[--config FILE]' prints the ClusterRole and binding to apply")
+    assert [line for line in result.stderr.splitlines() if "statefulsets" in line] == [  # one line, not one per retry
+        f"Warning: forbidden: cannot list statefulsets.apps in all namespaces; {hint}; apps/v1.StatefulSet is not recorded "
+        "until it may be read (asked again at least every 48s)"
     ]
     assert [e[2] for e in events(cache)] == ["web"]
-    # remembered: status tells which kind the latest run did not record, why, and the fix
-    shown = sktrace("status", "--cache", cache)
-    assert shown.stdout.split("\n\n")[2].splitlines() == [
-        "Not recorded by the latest run (1): it has none of their changes",
-        "  apps/v1.StatefulSet: forbidden: cannot list statefulsets.apps in all namespaces; grant get, list and watch on "
-        "statefulsets.apps: 'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' prints the ClusterRole "
-        "and binding to apply",
-    ], shown.stdout
-    assert "clean" in shown.stdout and "interrupted" not in shown.stdout  # a refused kind is not an outage
+    refused = [line for line in result.stdout.splitlines() if line.startswith("Refused: forbidden ")]
+    assert len(refused) == 1 and refused[0].endswith("; apps/v1.StatefulSet): not recorded then; what changed was "
+                                                     "reconstructed once it could be read, not seen live."), result.stdout
+    # remembered: status tells when the kind was refused, why, and the fix
+    shown = sktrace("status", "--cache", cache).stdout
+    (section,) = [part for part in shown.split("\n\n") if part.startswith("Not recorded at the end of the latest run (1):")]
+    (line,) = section.splitlines()[1:]
+    assert line.startswith("  apps/v1.StatefulSet since ") and line.endswith(f": forbidden: cannot list statefulsets.apps in "
+                                                                             f"all namespaces; {hint}"), section
+    assert "interrupted" in shown and "forbidden 20" in shown  # a kind refused is blind time, as an outage
     data = json.loads(sktrace("status", "--cache", cache, "-o", "json").stdout)
     assert [(u["run"], u["kind"], u["cause"]) for u in data["notRecorded"]] == [(1, "apps/v1.StatefulSet", "forbidden")]
-    assert data["outages"] == []
-    quiet = start(kubeconfig, cache, "--quiet")
-    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")  # nothing said, but remembered
-    assert "Not recorded by the latest run (2): it has none of their changes" in sktrace("status", "--cache", cache).stdout
-    assert start(kubeconfig, cache).returncode == 0  # the refusals are spent: this run lists StatefulSets
+    assert [(o["cause"], o["kinds"]) for o in data["outages"]] == [("forbidden", ["apps/v1.StatefulSet"])]
+    emu.grant_view(None)  # granted
+    assert start(kubeconfig, cache).returncode == 0  # this run lists StatefulSets
     assert "Not recorded" not in sktrace("status", "--cache", cache).stdout  # the latest run recorded every kind
 
 
@@ -357,7 +360,7 @@ def test_403_on_every_kind_exits_1_with_the_rbac_hint(emu: Emulator, kubeconfig:
     assert result.stderr.splitlines()[-1] == (  # the emulator's kubeconfig context has the namespace "default"
         "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to "
         "namespace 'default': record it with -n default, or grant get, list and watch on deployments.apps, "
-        "statefulsets.apps, jobs.batch, cronjobs.batch, pods: 'kubectl sktrace rbac --service-account default:sktrace "
+        "statefulsets.apps, jobs.batch, cronjobs.batch, and list and watch on pods: 'kubectl sktrace rbac --service-account default:sktrace "
         "[--config FILE]' prints the ClusterRole and binding to apply, or track other kinds with --config"
     )
     assert "Traceback" not in result.stderr
@@ -380,7 +383,8 @@ def test_a_user_who_may_view_one_namespace_is_warned_once_per_kind_then_told_to_
     refused = run_cli(["start", "--kubeconfig", kubeconfig, "--duration", "10s"], home=tmp_path)
     assert refused.code == 1 and "Traceback" not in refused.stderr, refused.describe()
     *warnings, error = refused.stderr.splitlines()
-    per_kind = {name: f"Warning: forbidden: cannot list {name} in all namespaces; grant get, list and watch on {name}{hint}; {gvk} is not recorded"
+    per_kind = {name: f"Warning: forbidden: cannot list {name} in all namespaces; grant {'list and watch' if name == 'pods' else 'get, list and watch'} "
+                      f"on {name}{hint}; {gvk} is not recorded until it may be read (asked again at least every 48s)"
                 for name, gvk in [("deployments.apps", "apps/v1.Deployment"), ("statefulsets.apps", "apps/v1.StatefulSet"),
                                   ("jobs.batch", "batch/v1.Job"), ("cronjobs.batch", "batch/v1.CronJob"),
                                   ("replicasets.apps", "apps/v1.ReplicaSet"), ("pods", "v1.Pod")]}
@@ -391,7 +395,7 @@ def test_a_user_who_may_view_one_namespace_is_warned_once_per_kind_then_told_to_
     assert error == (
         "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to namespace "
         "'team-a': record it with -n team-a, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
-        f"cronjobs.batch, pods{hint}, or track other kinds with --config"
+        f"cronjobs.batch, and list and watch on pods{hint}, or track other kinds with --config"
     )
 
     recorded = run_cli(["start", "--kubeconfig", kubeconfig, "-n", "team-a", "--duration", "2s"], home=tmp_path)
@@ -407,12 +411,12 @@ def test_a_user_who_may_view_one_namespace_is_warned_once_per_kind_then_told_to_
 @pytest.mark.parametrize(("context_namespace", "args", "expected"), [
     ("", [], "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to some "
              "namespaces: record one with -n NAMESPACE, or grant get, list and watch on deployments.apps, statefulsets.apps, "
-             "jobs.batch, cronjobs.batch, pods: 'kubectl sktrace rbac --user jane [--config FILE]' prints the ClusterRole "
+             "jobs.batch, cronjobs.batch, and list and watch on pods: 'kubectl sktrace rbac --user jane [--config FILE]' prints the ClusterRole "
              "and binding to apply, or track other kinds with --config"),
     ("team-a", ["-n", "team-b"],
      "Error: forbidden to list and watch every tracked kind in namespace 'team-b'; you may only have access to namespace "
      "'team-a': record it with -n team-a, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
-     "cronjobs.batch, pods: 'kubectl sktrace rbac -n team-b --user jane [--config FILE]' prints the Role and binding to "
+     "cronjobs.batch, and list and watch on pods: 'kubectl sktrace rbac -n team-b --user jane [--config FILE]' prints the Role and binding to "
      "apply, or track other kinds with --config"),
 ], ids=["no-context-namespace", "another-namespace"])
 def test_refused_everywhere_the_error_puts_a_namespace_first(emu: Emulator, tmp_path: Path, context_namespace: str,
@@ -474,9 +478,16 @@ def test_a_kind_the_server_does_not_serve_is_a_warning_while_others_record(emu: 
     make_deployment(emu, "web", replicas=1)
     result = start(kubeconfig, cache, "--config", str(config))
     assert result.returncode == 0, result.stderr
-    assert ("Warning: kind example.com/v1.Widget is not served by this cluster; it is not recorded "
-            "(check the config's GVK and the cluster's API versions)") in result.stderr
+    (told,) = [line for line in result.stderr.splitlines() if "Widget" in line]  # one line, not one per check
+    assert told.startswith("Warning: example.com/v1.Widget is not served by the API server since ") and told.endswith(
+        " (the server does not serve example.com/v1.Widget (its discovery does not list it); check the kind and version "
+        "in your config, or install its CRD): none of its objects can exist meanwhile; it is recorded once it is served "
+        "(checked at least every 24s)"), told
     assert [e[2] for e in events(cache)] == ["web"]
+    assert "Not served: example.com/v1.Widget " in result.stdout
+    shown = sktrace("status", "--cache", cache).stdout
+    assert "Not served during runs (none of their objects could exist then: nothing is missing):" in shown
+    assert "interrupted" not in shown  # a kind merely not served is no outage
     config.write_text("trackedObjects:\n  example.com/v1.Widget: {}\n")
     refused = start(kubeconfig, cache, "--config", str(config))
     assert refused.returncode == 1

@@ -363,3 +363,64 @@ def test_watch_as_table_for_kubectl_human_output(emulator: Emulator) -> None:
     assert event["type"] == "ADDED" and event["object"]["kind"] == "Table"
     assert event["object"]["rows"][0]["cells"][0] == "t"
     conn.close()
+
+
+# quiet kinds, kinds that come and go, roles that change: as a real API server (v1.28, measured)
+
+
+def test_the_watch_of_a_kind_that_does_not_change_gets_no_byte_until_its_timeout(emulator: Emulator) -> None:
+    emulator.create(make_pod("a"))
+    started = time.monotonic()
+    conn, resp = watch(emulator, f"/apis/batch/v1/jobs?watch=1&resourceVersion={emulator.resource_version}"
+                                 "&allowWatchBookmarks=true&timeoutSeconds=1")
+    emulator.create(make_pod("b"))  # another kind's version moves: no bookmark for jobs (bookmarks every 0.2 s here)
+    assert resp.read() == b"" and time.monotonic() - started >= 0.9
+    conn.close()
+
+
+def widget_crd() -> dict:
+    from sktrace_emulator import crd_object
+
+    return crd_object("example.com", "Widget", "widgets")
+
+
+def widget(name: str) -> dict:
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 1}}
+
+
+NOT_FOUND = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+             "message": "the server could not find the requested resource", "reason": "NotFound", "details": {}, "code": 404}
+
+
+def test_a_crd_serves_its_kind_and_takes_it_away_with_its_objects(emulator: Emulator) -> None:
+    assert call(emulator, "GET", "/apis/example.com/v1/widgets")[:2] == (404, NOT_FOUND)
+    assert call(emulator, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd())[0] == 201
+    assert call(emulator, "GET", "/apis/example.com/v1")[1]["resources"][0]["name"] == "widgets"
+    for name in ("w1", "w2"):
+        assert call(emulator, "POST", "/apis/example.com/v1/namespaces/default/widgets", widget(name))[0] == 201
+    listed = call(emulator, "GET", "/apis/example.com/v1/widgets")[1]
+    conn, resp = watch(emulator, f"/apis/example.com/v1/widgets?watch=1&resourceVersion={listed['metadata']['resourceVersion']}")
+    assert call(emulator, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com")[0] == 200
+    deleted = [json.loads(line) for line in resp.read().splitlines()]  # a DELETED each, then the stream's clean end
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in deleted] == [("DELETED", "w1"), ("DELETED", "w2")]
+    conn.close()
+    assert call(emulator, "GET", "/apis/example.com/v1/widgets")[:2] == (404, NOT_FOUND)
+    assert call(emulator, "GET", "/apis/example.com/v1/widgets?watch=1&resourceVersion=1")[:2] == (404, NOT_FOUND)
+    assert "example.com" not in [g["name"] for g in call(emulator, "GET", "/apis")[1]["groups"]]
+    assert call(emulator, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd())[0] == 201
+    assert call(emulator, "GET", "/apis/example.com/v1/widgets")[1]["items"] == []  # served again, at once, empty
+
+
+def test_a_role_changed_mid_run_is_met_at_the_next_request_while_an_open_watch_keeps_streaming(emulator: Emulator) -> None:
+    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]}]
+    emulator.grant_rules(rules, user="system:serviceaccount:sktrace:sktrace")
+    conn, resp = watch(emulator, f"/api/v1/pods?watch=1&resourceVersion={emulator.resource_version}")
+    emulator.grant_rules([], user="system:serviceaccount:sktrace:sktrace")  # revoked
+    emulator.create(make_pod("a"))
+    assert events(resp, 1)[0]["object"]["metadata"]["name"] == "a"  # authorized when it was opened: it goes on
+    conn.close()
+    status, body, _ = call(emulator, "GET", "/api/v1/pods?watch=1&resourceVersion=1")
+    assert (status, body["message"]) == (403, 'pods is forbidden: User "system:serviceaccount:sktrace:sktrace" cannot watch '
+                                              'resource "pods" in API group "" at the cluster scope')
+    emulator.grant_rules(rules)
+    assert call(emulator, "GET", "/api/v1/pods")[0] == 200

@@ -281,8 +281,8 @@ def test_coverage_is_one_block_with_outages_merged_across_kinds_and_the_kinds_a_
             ("v1.Pod", 105, 130, "API unreachable", "connection refused"),
             ("batch/v1.Job", 125, 140, "watch expired", "410"),
             ("apps/v1.Deployment", 300, 302, "watch expired", "410"),
-            ("batch/v1.Job", 200, None, "forbidden", "forbidden: cannot watch jobs.batch in all namespaces; grant ..."),
-            ("example.com/v1.Other", 200, None, "forbidden", "not tracked: left out")]
+            ("batch/v1.Job", 200, None, "watch failed", "unauthorized (401) ..."),
+            ("example.com/v1.Other", 200, None, "watch failed", "not tracked: left out")]
     with b.cache.transaction() as conn:
         conn.executemany("INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) VALUES (?, ?, ?, ?, ?, ?)",
                          [(run, *gap) for gap in gaps])
@@ -291,12 +291,34 @@ def test_coverage_is_one_block_with_outages_merged_across_kinds_and_the_kinds_a_
         "coverage: 89.5% of the window (6m40s) observed live; not observed:\n"
         "  1970-01-01T00:01:40Z–00:02:20Z (40s, API unreachable, watch expired)\n"
         "  and 1 gap shorter than 5s\n"
-        "  batch/v1.Job was not recorded by run 1 (forbidden): its changes during that run are not in the trace",
+        "  batch/v1.Job was not recorded by run 1 (watch failed): its changes during that run are not in the trace",
     )
     full, _ = run_export(b, 150, 290)  # no outage, no gap: only the kind that was not recorded
     assert full.warnings == (
         "coverage: 100% of the window (2m20s) observed live\n"
-        "  batch/v1.Job was not recorded by run 1 (forbidden): its changes during that run are not in the trace",
+        "  batch/v1.Job was not recorded by run 1 (watch failed): its changes during that run are not in the trace",
+    )
+
+
+def test_a_refusal_is_told_as_an_outage_and_a_kind_not_served_as_no_gap(cache_builder):
+    b = cache_builder
+    run = b.run(started=0, stopped=400)
+    b.apply(1, dep("web"))
+    with b.cache.transaction() as conn:
+        conn.executemany("INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) VALUES (?, ?, ?, ?, ?, ?)", [
+            (run, "batch/v1.Job", 100, 160, "forbidden", "forbidden: cannot list jobs.batch in all namespaces; grant ..."),
+            (run, "v1.ConfigMap", 200, 230, "not served", "the server does not serve v1.ConfigMap"),
+            (run, "example.com/v1.Other", 200, 230, "not served", "not tracked: left out")])
+    report, _ = run_export(b, 0, 400)
+    assert report.warnings == (
+        "coverage: 85.0% of the window (6m40s) observed live; not observed:\n"
+        "  1970-01-01T00:01:40Z–00:02:40Z (1m00s, forbidden)\n"
+        "  v1.ConfigMap was not served 1970-01-01T00:03:20Z–00:03:50Z (30s): none of its objects existed then",
+    )
+    calm, _ = run_export(b, 170, 400)
+    assert calm.warnings == (
+        "coverage: 100% of the window (3m50s) observed live\n"
+        "  v1.ConfigMap was not served 1970-01-01T00:03:20Z–00:03:50Z (30s): none of its objects existed then",
     )
 
 

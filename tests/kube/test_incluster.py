@@ -173,7 +173,7 @@ def test_a_pod_granted_one_namespace_is_told_to_record_it_then_records_it(emulat
     assert refused.stderr.splitlines()[-1].startswith(
         "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to namespace "
         "'sktrace': record it with -n sktrace, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
-        "cronjobs.batch, pods: 'kubectl sktrace rbac --service-account sktrace:sktrace [--config FILE]' prints the ClusterRole"), refused.stderr
+        "cronjobs.batch, and list and watch on pods: 'kubectl sktrace rbac --service-account sktrace:sktrace [--config FILE]' prints the ClusterRole"), refused.stderr
 
     recorded = subprocess.run([sys.executable, "-m", "kubectl_sktrace", "start", "--cache", cache, "-n", "sktrace", "--duration", "1s"],
                               env=env, capture_output=True, text=True, timeout=60)

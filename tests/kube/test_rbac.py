@@ -123,6 +123,25 @@ def test_the_default_config_as_a_cluster_role() -> None:
     }
 
 
+@pytest.mark.parametrize("namespace", [None, "team-a"], ids=["cluster-role", "role"])
+def test_what_a_refusal_asks_to_grant_is_what_rbac_grants(namespace: str | None) -> None:
+    # the hint of a 403 on one kind, and of every kind refused, names the verbs of the rule ``rbac`` prints for it
+    from kubectl_sktrace.kube.rbac import rbac_hint
+
+    cfg = default_config()
+    needed = needed_kinds(tracked=cfg.tracked, owner_kinds=watched_owner_kinds(cfg))
+    role, _ = rbac_documents(needed=needed, resources=resources_of(needed), namespace=namespace,
+                             subject=Subject("ServiceAccount", "sktrace", "sktrace"))
+    granted = {(f"{plural}.{rule['apiGroups'][0]}" if rule["apiGroups"][0] else plural): rule["verbs"]
+               for rule in role["rules"] if "resourceNames" not in rule for plural in rule["resources"]}
+    said = {("get", "list", "watch"): "get, list and watch", ("list", "watch"): "list and watch"}
+    for name, verbs in granted.items():
+        assert rbac_hint([name], namespace=namespace).startswith(f"grant {said[tuple(verbs)]} on {name}: "), name
+    every = rbac_hint(sorted(granted), namespace=namespace)
+    assert every.startswith("grant get, list and watch on cronjobs.batch, deployments.apps, jobs.batch, replicasets.apps, "
+                            "statefulsets.apps, and list and watch on pods: "), every
+
+
 def test_a_role_in_a_namespace_has_no_cluster_identity_rule_and_refuses_cluster_scoped_kinds() -> None:
     needed = needed_for({"trackedObjects": {"apps/v1.StatefulSet": {"trackLifecycle": True}}})
     role, binding = rbac_documents(needed=needed, resources=resources_of(needed), namespace="team-a", subject=Subject("User", "jane"))

@@ -146,7 +146,7 @@ def test_0003_drops_the_columns_nothing_read_and_keeps_every_row(tmp_path: Path,
     path = tmp_path / "c.db"
     _schema_2_cache(path, monkeypatch)
     with open_cache(path, create=False) as cache:
-        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
         assert _columns(cache, "objects") == ["gvk", "namespace", "name", "uid", "spec_hash"]
         assert "last_seen" not in _columns(cache, "pods") and "first_seen" in _columns(cache, "pods")
         assert cache.conn.execute("SELECT * FROM objects").fetchall() == [("apps/v1.Deployment", "ns", "web", "d1", 7)]
@@ -224,3 +224,22 @@ def test_0006_keeps_each_objects_last_row_from_the_rows_already_there(tmp_path: 
         assert cache.conn.execute(rows).fetchall() == [("a", 9, 2, 1), ("b", 8, 6, 0), ("c", 3, 5, 0)]
         assert cache.conn.execute("SELECT name FROM event_objects INDEXED BY event_objects_live WHERE last_op = 0 ORDER BY name").fetchall() == [
             ("b",), ("c",)]
+
+
+def test_0007_reads_a_refusal_recorded_before_it_as_blind_time_until_its_runs_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubectl_sktrace.store import history, schema
+
+    path = tmp_path / "c.db"
+    with monkeypatch.context() as patch:
+        patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:6])
+        patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", 6)
+        with open_cache(path, create=True) as cache, cache.transaction() as conn:
+            conn.execute("INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (100, 101, 200, 1, 1, '')")
+            conn.execute("INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) "
+                         "VALUES (1, 'batch/v1.Job', 150, NULL, 'forbidden', 'forbidden: cannot list jobs.batch')")
+    with open_cache(path, create=False) as cache:
+        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert cache.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'coverage_gaps_cause'").fetchone() == (1,)
+        assert history.coverage_gaps(cache) == [history.CoverageGap(1, 150, 200, "forbidden", ("batch/v1.Job",))]
+        assert [(u.gvk, u.since, u.until) for u in history.unrecorded_kinds(cache, refused_at_end=True)] == [("batch/v1.Job", 150, 200)]
+        assert history.unrecorded_kinds(cache) == [] and history.unserved_spans(cache) == []

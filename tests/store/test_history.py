@@ -154,7 +154,7 @@ def test_known_until(runs, end, known):
     assert known_until(runs, end=end) == known
 
 
-def test_a_kind_given_up_is_not_an_outage_but_a_kind_the_run_did_not_record(cache_builder):
+def test_a_refusal_is_blind_time_a_kind_given_up_is_a_kind_the_run_did_not_record_and_not_served_is_neither(cache_builder):
     b = cache_builder
     run = b.run(started=0, stopped=100)
     with b.cache.transaction() as conn:
@@ -162,14 +162,22 @@ def test_a_kind_given_up_is_not_an_outage_but_a_kind_the_run_did_not_record(cach
             (run, "apps/v1.Deployment", 10, 20, "API unreachable", "connection refused"),
             (run, "v1.Pod", 15, 25, "API unreachable", "connection refused"),
             (run, "apps/v1.StatefulSet", 1, None, "forbidden", "forbidden: cannot list statefulsets.apps in all namespaces"),
+            (run, "batch/v1.CronJob", 30, 40, "forbidden", "forbidden: cannot watch cronjobs.batch in all namespaces"),
             (run, "batch/v1.Job", 2, 50, "watch failed", "the server no longer serves batch/v1.Job"),
+            (run, "example.com/v1.Widget", 60, 70, "not served", "the server does not serve example.com/v1.Widget"),
         ])
     assert history.coverage_gaps(b.cache) == [
+        history.CoverageGap(run, 1, 100, "forbidden", ("apps/v1.StatefulSet", "batch/v1.CronJob")),
         history.CoverageGap(run, 10, 25, "API unreachable", ("apps/v1.Deployment", "v1.Pod"))]
     assert history.unrecorded_kinds(b.cache) == [
-        history.UnrecordedKind(run, "apps/v1.StatefulSet", 1, 100, "forbidden", "forbidden: cannot list statefulsets.apps in all namespaces"),
-        history.UnrecordedKind(run, "batch/v1.Job", 2, 50, "watch failed", "the server no longer serves batch/v1.Job"),
-    ]
+        history.UnrecordedKind(run, "batch/v1.Job", 2, 50, "watch failed", "the server no longer serves batch/v1.Job")]
+    # what ``status`` says the latest run did not record at its end: what was given up, what was still refused
+    assert [(u.gvk, u.cause) for u in history.unrecorded_kinds(b.cache, refused_at_end=True)] == [
+        ("apps/v1.StatefulSet", "forbidden"), ("batch/v1.Job", "watch failed")]
+    assert history.unserved_spans(b.cache) == [
+        history.UnrecordedKind(run, "example.com/v1.Widget", 60, 70, "not served", "the server does not serve example.com/v1.Widget")]
+    assert history.not_served(b.cache, kinds={"example.com/v1.Widget"}) == [("example.com/v1.Widget", 60, 70)]
+    assert history.not_served(b.cache, kinds={"apps/v1.Deployment"}) == []
 
 
 def _events_scans(cache, read):

@@ -1,0 +1,92 @@
+"""The emulator's discovery documents: ``/version``, ``/apis``, the group-version resource lists and just enough OpenAPI.
+
+They are made from the store's registered kinds at each request, so a kind registered or removed (a CRD created or
+deleted: ``crds``) appears in or leaves discovery at once, as on a real server.
+"""
+
+from __future__ import annotations
+
+from sktrace_emulator.records import Obj, not_found
+from sktrace_emulator.state import Store
+
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "30",
+    "gitVersion": "v1.30.0-sktrace-emulator",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2024-04-17T00:00:00Z",
+    "goVersion": "go1.22.2",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+_VERBS_NAMESPACED = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+def group_list(store: Store) -> Obj:
+    """``/apis``: every group with a registered kind, its versions in the order they were registered."""
+    groups: dict[str, list[str]] = {}
+    for rtype in store.types.values():
+        if rtype.group:
+            versions = groups.setdefault(rtype.group, [])
+            if rtype.version not in versions:
+                versions.append(rtype.version)
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [
+            {
+                "name": group,
+                "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
+                "preferredVersion": {"groupVersion": f"{group}/{versions[0]}", "version": versions[0]},
+            }
+            for group, versions in groups.items()
+        ],
+    }
+
+
+def openapi_v3(store: Store, gv_parts: list[str]) -> Obj:
+    """Just enough OpenAPI v3 for kubectl to see that the server validates fields itself.
+
+    kubectl create/apply look for a ``fieldValidation`` query parameter on the kind's PATCH operation;
+    finding it, they send ``fieldValidation=Strict`` and skip client-side schema validation (which
+    would need the full schemas). The emulator accepts and ignores that parameter.
+    """
+    types = list(store.types.values())
+    if not gv_parts:
+        gvs = sorted({("api/" if not t.group else "apis/") + t.api_version for t in types})
+        return {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={store.rv}"} for gv in gvs}}
+    gv = "/".join(gv_parts)
+    paths: Obj = {}
+    for t in types:
+        if ("api/" if not t.group else "apis/") + t.api_version != gv:
+            continue
+        scope = "/namespaces/{namespace}" if t.namespaced else ""
+        paths[f"/{gv}{scope}/{t.plural}/{{name}}"] = {
+            "patch": {
+                "operationId": f"patch{t.kind}",
+                "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}}],
+                "responses": {"200": {"description": "OK"}},
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
+            }
+        }
+    if not paths:
+        raise not_found()
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]}, "paths": paths, "components": {"schemas": {}}}
+
+
+def resource_list(store: Store, group: str, version: str) -> Obj:
+    """``/api/v1`` or ``/apis/GROUP/VERSION``: the kinds registered there, with their status subresources."""
+    types = [t for t in store.types.values() if t.group == group and t.version == version]
+    if not types:
+        raise not_found()
+    resources: list[Obj] = []
+    for t in types:
+        entry: Obj = {"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced, "kind": t.kind, "verbs": _VERBS_NAMESPACED}
+        if t.short_names:
+            entry["shortNames"] = list(t.short_names)
+        resources.append(entry)
+        resources.append({"name": f"{t.plural}/status", "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version, "resources": resources}
