@@ -92,7 +92,7 @@ def test_kubectl_applies_every_manifest(emulator: Emulator, emulator_kubeconfig:
     assert done.stdout.splitlines() == [
         "namespace/sktrace created", "serviceaccount/sktrace created",
         "clusterrole.rbac.authorization.k8s.io/sktrace-recorder created",
-        "clusterrolebinding.rbac.authorization.k8s.io/sktrace-recorder created",
+        "clusterrolebinding.rbac.authorization.k8s.io/sktrace-recorder:serviceaccount:sktrace:sktrace created",
         "secret/sktrace-cache created", "deployment.apps/sktrace-recorder created"]
     assert emulator.get("apps/v1", "Deployment", "sktrace", "sktrace-recorder") is not None
 
