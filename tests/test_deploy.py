@@ -64,6 +64,7 @@ def test_the_deployment_runs_one_recorder_that_its_probes_can_reach() -> None:
     args = container["args"]
     assert args[0] == "start" and "--duration" not in args and "--cache" not in args  # runs until stopped; the cache from env
     cli.commands["start"].make_context("start", list(args[1:]))  # the CLI accepts them
+    assert args[args.index("--retain") + 1] == "30d"  # a recorder that runs for weeks prunes as it goes
     port = int(args[args.index("--health-port") + 1])
     (named,) = container["ports"]
     assert named == {"name": "health", "containerPort": port}

@@ -38,6 +38,7 @@ from kubectl_sktrace.record.failures import every_kind_failed
 from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.record.ingest import Ingest, KindStats
 from kubectl_sktrace.record.notices import OutageNotices
+from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
@@ -106,9 +107,10 @@ class Session:
         self, *, kube: ClusterClient, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
         duration: float | None, stop: threading.Event, progress: ProgressView,
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
-        health: HealthBoard | None = None,
+        health: HealthBoard | None = None, retention: RetentionPolicy | None = None,
     ) -> None:
         self.health = health
+        self.retention = retention
         self.kube = kube
         self.rec = recording
         self.config = config
@@ -125,6 +127,7 @@ class Session:
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
         self._notices = OutageNotices(warn=self._warn, note=progress.note)
         self._news = -1  # the writer's news last reported (failures, outages)
+        self.pruner: Retention | None = None
 
     def run(self) -> Summary:
         run = self._plan()
@@ -165,7 +168,8 @@ class Session:
         tracked = [g for g in self.config.tracked if g in resources]
         owner_kinds = watched_owner_kinds(self.config, served=resources)
         before = stored_config(self.rec.previous_config())
-        run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config))
+        run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config),
+                                    retain=None if self.retention is None else self.retention.retain)
         fresh: frozenset[GVK] = frozenset()
         if before is not None:
             change = config_change(before, self.config)
@@ -228,6 +232,8 @@ class Session:
             self.progress.synced(run.synced_at - run.started)
             run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
+            if self.retention is not None:
+                self.pruner = start_retention(self.retention, cache=self.rec.cache, writer=run.writer, stop=self.stop, tell=self.progress.note)
 
     def _show_live(self, run: _Run, now: float) -> None:
         """The live status line; the rates are measured over ``RATE_WINDOW`` seconds."""
@@ -397,6 +403,7 @@ class StartOptions:
     duration: float | None
     quiet: bool
     health_port: int | None = None
+    retention: RetentionPolicy | None = None  # --retain
 
 
 def start(options: StartOptions, *, progress: ProgressView) -> Summary:
@@ -422,7 +429,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
         session = Session(
             kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
             duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-            context_namespace=target.namespace, health=board,
+            context_namespace=target.namespace, health=board, retention=options.retention,
         )
         return session.run()
 

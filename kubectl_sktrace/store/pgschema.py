@@ -226,4 +226,10 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
             FOR EACH STATEMENT EXECUTE FUNCTION events_last_delete();
         """,
     ),
+    (
+        "0007_run_retention",
+        """
+        ALTER TABLE runs ADD COLUMN retain DOUBLE PRECISION;
+        """,
+    ),
 ]
