@@ -37,6 +37,7 @@ from kubectl_sktrace.record import watching
 from kubectl_sktrace.record.failures import every_kind_failed
 from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.record.ingest import Ingest, KindStats
+from kubectl_sktrace.record.metrics import MetricsBoard, WatchCounters, read_sample
 from kubectl_sktrace.record.notices import OutageNotices
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.summary import Summary, SummaryRow
@@ -107,9 +108,9 @@ class Session:
         self, *, kube: ClusterClient, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
         duration: float | None, stop: threading.Event, progress: ProgressView,
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
-        health: HealthBoard | None = None, retention: RetentionPolicy | None = None,
+        health: HealthBoard | None = None, retention: RetentionPolicy | None = None, metrics: MetricsBoard | None = None,
     ) -> None:
-        self.health = health
+        self.health, self.metrics, self._counters = health, metrics, WatchCounters()
         self.retention = retention
         self.kube = kube
         self.rec = recording
@@ -209,15 +210,26 @@ class Session:
                 raise fatal
         self._advance_sync(run, now)
         writer.tick()
-        if self.health is not None:
-            with writer.lock:
-                outages = tuple(str(g) for g in run.ingest.outages)
-            self.health.post(HealthSample(committed=writer.last_commit, synced=run.synced_at is not None, outages=outages,
-                                          failed=tuple(str(g) for g in self._failed)))
+        self._post(run)
         if run.synced_at is not None and now - run.last_view >= VIEW_EVERY:
             run.last_view = now
             self._show_live(run, now)
         return True
+
+    def _post(self, run: _Run) -> None:
+        """The round's samples for ``/healthz``, ``/readyz`` and ``/metrics``, read under the writer's lock."""
+        writer, metrics = run.writer, self.metrics
+        with writer.lock:
+            outages = tuple(str(g) for g in run.ingest.outages)
+            size = self.rec.cache.size_bytes() if metrics is not None and metrics.size_due(time.monotonic()) else None
+            sample = None if metrics is None else read_sample(
+                ingest=run.ingest, committed=writer.last_commit, synced=run.synced_at is not None, kinds=dict.fromkeys([*self.config.tracked, *run.watched]),
+                served=run.resources, failed=self._failed, counters=self._counters, pruner=self.pruner, cache_bytes=size)
+        if self.health is not None:
+            self.health.post(HealthSample(committed=writer.last_commit, synced=run.synced_at is not None, outages=outages,
+                                          failed=tuple(str(g) for g in self._failed)))
+        if metrics is not None and sample is not None:
+            metrics.post(sample)
 
     def _advance_sync(self, run: _Run, now: float) -> None:
         """The initial sync: its progress, then the sync mark once every kind listed."""
@@ -341,7 +353,8 @@ class Session:
         def target() -> None:
             try:
                 self.run_watch(
-                    resource=resource, namespace=self.namespace, list_page=self.kube.list_page, watch=self.kube.watch,
+                    resource=resource, namespace=self.namespace, list_page=self._counters.lists(self.kube.list_page),
+                    watch=self._counters.watches(self.kube.watch),
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
                     retrying=self._notices.count_retry,
                 )
@@ -419,17 +432,18 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     cache_path = kubeconfig.resolve_cache_path(cache=options.cache, kubeconfig=options.kubeconfig, context=options.context)
     namespace = options.namespace or None
     stop = threading.Event()
-    board = None if options.health_port is None else HealthBoard()
-    health = None if board is None or options.health_port is None else HealthServer(options.health_port, board)
+    board, metrics = (None, None) if options.health_port is None else (HealthBoard(), MetricsBoard())
+    health = None if board is None or metrics is None or options.health_port is None else HealthServer(
+        options.health_port, board, pages={"/metrics": metrics.exposition})
     if health is not None:
-        progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind).")
+        progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind), /metrics.")
 
     def record(cache: Cache, kube: Any, server: str, cluster_uid: str) -> Summary:
         identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
         session = Session(
             kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
             duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-            context_namespace=target.namespace, health=board, retention=options.retention,
+            context_namespace=target.namespace, health=board, retention=options.retention, metrics=metrics,
         )
         return session.run()
 
