@@ -70,6 +70,8 @@ def test_the_deployment_runs_one_recorder_that_its_probes_can_reach() -> None:
     assert named == {"name": "health", "containerPort": port}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert spec["template"]["metadata"]["annotations"] == {"prometheus.io/scrape": "true", "prometheus.io/port": str(port),
+                                                           "prometheus.io/path": "/metrics"}
     assert spec["template"]["spec"]["terminationGracePeriodSeconds"] >= 30
 
 
