@@ -110,8 +110,7 @@ class Session:
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
         health: HealthBoard | None = None, retention: RetentionPolicy | None = None, metrics: MetricsBoard | None = None,
     ) -> None:
-        self.health, self.metrics, self._counters = health, metrics, WatchCounters()
-        self.retention = retention
+        self.health, self.metrics, self.retention, self._counters = health, metrics, retention, WatchCounters()
         self.kube = kube
         self.rec = recording
         self.config = config
@@ -218,18 +217,16 @@ class Session:
 
     def _post(self, run: _Run) -> None:
         """The round's samples for ``/healthz``, ``/readyz`` and ``/metrics``, read under the writer's lock."""
-        writer, metrics = run.writer, self.metrics
+        writer, synced, failed = run.writer, run.synced_at is not None, tuple(str(g) for g in self._failed)
         with writer.lock:
             outages = tuple(str(g) for g in run.ingest.outages)
-            size = self.rec.cache.size_bytes() if metrics is not None and metrics.size_due(time.monotonic()) else None
-            sample = None if metrics is None else read_sample(
-                ingest=run.ingest, committed=writer.last_commit, synced=run.synced_at is not None, kinds=dict.fromkeys([*self.config.tracked, *run.watched]),
-                served=run.resources, failed=self._failed, counters=self._counters, pruner=self.pruner, cache_bytes=size)
+            if self.metrics is not None:
+                size = self.rec.cache.size_bytes() if self.metrics.size_due(time.monotonic()) else None
+                self.metrics.post(read_sample(ingest=run.ingest, committed=writer.last_commit, synced=synced, served=run.resources,
+                                              kinds=dict.fromkeys([*self.config.tracked, *run.watched]), failed=self._failed,
+                                              counters=self._counters, pruner=self.pruner, cache_bytes=size))
         if self.health is not None:
-            self.health.post(HealthSample(committed=writer.last_commit, synced=run.synced_at is not None, outages=outages,
-                                          failed=tuple(str(g) for g in self._failed)))
-        if metrics is not None and sample is not None:
-            metrics.post(sample)
+            self.health.post(HealthSample(committed=writer.last_commit, synced=synced, outages=outages, failed=failed))
 
     def _advance_sync(self, run: _Run, now: float) -> None:
         """The initial sync: its progress, then the sync mark once every kind listed."""
@@ -244,8 +241,9 @@ class Session:
             self.progress.synced(run.synced_at - run.started)
             run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
-            if self.retention is not None:
-                self.pruner = start_retention(self.retention, cache=self.rec.cache, writer=run.writer, stop=self.stop, tell=self.progress.note)
+            if self.retention is not None:  # --retain: its passes start once the history is whole
+                self.pruner = start_retention(self.retention, cache=self.rec.cache, writer=run.writer, stop=self.stop,
+                                              tell=self.progress.note)
 
     def _show_live(self, run: _Run, now: float) -> None:
         """The live status line; the rates are measured over ``RATE_WINDOW`` seconds."""
