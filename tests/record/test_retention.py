@@ -203,3 +203,27 @@ def test_the_running_recorder_prunes_what_is_older_than_retain(engine: str, emul
     assert summary.events >= len(web) + 4
     data = status_to_dict(load_status(cache=engine, kubeconfig=emulator_kubeconfig, context=None))
     assert data["retention"] == {"run": summary.run_id, "retain": "2s", "retainSeconds": 2.0}
+
+
+def test_a_failed_pass_is_logged_and_the_next_one_runs(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "cache.db"
+    history(path, seconds=300)
+    waits: list[float] = []
+
+    class Failing(LockedWriter):
+        def exclusive(self, work: Callable[[], T]) -> T | None:
+            if self.calls == 0:
+                self.calls += 1
+                raise OSError("disk I/O error")
+            return super().exclusive(work)
+
+    def wait(seconds: float) -> bool:
+        waits.append(seconds)
+        return len(waits) == 2
+
+    with open_cache(path, create=False) as cache:
+        retention = Retention(policy=RetentionPolicy(retain=10), cache=cache, writer=Failing(), wait=wait, tell=lambda line: None,
+                              retain_text="10s", clock=lambda: 300.0)
+        retention.run()
+    assert caplog.messages == ["retention: pruning failed (disk I/O error); history older than 10s is kept until the next pass"]
+    assert waits == [3600.0, 3600.0] and retention.passes == 1 and len(rows(path)) == 2 + 10 + 3  # the last versions, then 10 s
