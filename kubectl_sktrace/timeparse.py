@@ -103,6 +103,17 @@ def format_duration(seconds: float) -> str:
     return f"{secs}s"
 
 
+def format_duration_flag(seconds: float) -> str:
+    """A duration as the flags take it (``parse_duration``): ``30d``, ``1h30m``, ``90s`` reads ``1m30s``."""
+    rest = int(round(seconds))
+    parts = []
+    for unit in ("d", "h", "m", "s"):
+        count, rest = divmod(rest, _UNIT_SECONDS[unit])
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts) or "0s"
+
+
 def format_span(since: float, until: float) -> str:
     """``2026-11-23T10:46:31Z–10:46:51Z``: the end's date is left out when it is the start's."""
     start, end = format_time(since), format_time(until)

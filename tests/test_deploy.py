@@ -64,11 +64,14 @@ def test_the_deployment_runs_one_recorder_that_its_probes_can_reach() -> None:
     args = container["args"]
     assert args[0] == "start" and "--duration" not in args and "--cache" not in args  # runs until stopped; the cache from env
     cli.commands["start"].make_context("start", list(args[1:]))  # the CLI accepts them
+    assert args[args.index("--retain") + 1] == "30d"  # a recorder that runs for weeks prunes as it goes
     port = int(args[args.index("--health-port") + 1])
     (named,) = container["ports"]
     assert named == {"name": "health", "containerPort": port}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert spec["template"]["metadata"]["annotations"] == {"prometheus.io/scrape": "true", "prometheus.io/port": str(port),
+                                                           "prometheus.io/path": "/metrics"}
     assert spec["template"]["spec"]["terminationGracePeriodSeconds"] >= 30
 
 
@@ -92,7 +95,7 @@ def test_kubectl_applies_every_manifest(emulator: Emulator, emulator_kubeconfig:
     assert done.stdout.splitlines() == [
         "namespace/sktrace created", "serviceaccount/sktrace created",
         "clusterrole.rbac.authorization.k8s.io/sktrace-recorder created",
-        "clusterrolebinding.rbac.authorization.k8s.io/sktrace-recorder created",
+        "clusterrolebinding.rbac.authorization.k8s.io/sktrace-recorder:serviceaccount:sktrace:sktrace created",
         "secret/sktrace-cache created", "deployment.apps/sktrace-recorder created"]
     assert emulator.get("apps/v1", "Deployment", "sktrace", "sktrace-recorder") is not None
 

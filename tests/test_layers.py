@@ -41,6 +41,7 @@ OWNERS = {
     "psycopg": {"kubectl_sktrace.store.pgconn"},  # lazily, so that sqlite users never load it
     "msgpack": {"kubectl_sktrace.trace.format"},
     "tabulate": {"kubectl_sktrace.render"},
+    "prometheus_client": {"kubectl_sktrace.record.metrics"},  # /metrics: the exposition and the process's figures
     "click": {"kubectl_sktrace.cli", "kubectl_sktrace.cli.completion"},  # the command-line layer; the emulator's is argparse
     # object storage (the cloud extra): fsspec, and never its backends or their clients by name
     "fsspec": {"kubectl_sktrace.trace.objectstore"},
@@ -243,11 +244,12 @@ def test_pure_modules_do_no_io(name) -> None:
 
 # The recording side's rooms, lowest first: a room may import those before it, never those after it.
 RECORDER_ROOMS = ["kubectl_sktrace.record.ingest", "kubectl_sktrace.record.writer", "kubectl_sktrace.record.session"]
-# who may import the recorder's rooms: the session wires them, the CLI starts it; progress and the outage notices
-# only read its records
+# who may import the recorder's rooms: the session wires them, the CLI starts it; progress, the outage notices and
+# the metrics only read its records
 ROOM_IMPORTERS = {
     "kubectl_sktrace.record.ingest": {"kubectl_sktrace.record.writer", "kubectl_sktrace.record.session",
-                                      "kubectl_sktrace.record.progress", "kubectl_sktrace.record.notices"},
+                                      "kubectl_sktrace.record.progress", "kubectl_sktrace.record.notices",
+                                      "kubectl_sktrace.record.metrics"},
     "kubectl_sktrace.record.writer": {"kubectl_sktrace.record.session"},
     "kubectl_sktrace.record.session": {"kubectl_sktrace.cli.recording"},
 }

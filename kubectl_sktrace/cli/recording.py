@@ -27,11 +27,13 @@ from kubectl_sktrace.cli.options import (
 @click.option("--health-port", "health_port", type=click.IntRange(0, 65535), metavar="PORT",
               help="Serve /healthz (200 while committing) and /readyz (200 once synced, every kind watched) on this port, "
                    "on every interface: for a Deployment's probes.")
+@click.option("--retain", metavar="DUR", help="Prune history older than this while recording, e.g. 30d, every hour; an export of "
+                                              "the retained time reads all it did before (as 'prune' keeps it).")
 @quiet_option
 @output_option
 @verbosity_option
 def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-          config_path: str | None, duration: str | None, health_port: int | None, output: str) -> None:
+          config_path: str | None, duration: str | None, health_port: int | None, retain: str | None, output: str) -> None:
     """Record the cluster into the local cache until --duration elapses, Ctrl-C or SIGTERM.
 
     On every start the cluster is listed and compared with the cache, so what changed while no recorder
@@ -45,7 +47,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
       kubectl sktrace start --duration 10m
       kubectl sktrace start --config tracer.yaml -n team-a --cache team-a.db
       kubectl sktrace start --duration 1m -o json | jq .reconciliation
-      kubectl sktrace start --cache /data/cache.db --health-port 8080
+      kubectl sktrace start --cache /data/cache.db --health-port 8080 --retain 30d
     """
     from kubectl_sktrace import render
     from kubectl_sktrace.cli.globalflags import namespace_scope
@@ -53,6 +55,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     from kubectl_sktrace.record import progress
     from kubectl_sktrace.record import session as recorder
     from kubectl_sktrace.record import summary as runsummary
+    from kubectl_sktrace.record.retention import retention_policy
     from kubectl_sktrace.timeparse import format_duration, parse_duration
 
     namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
@@ -61,7 +64,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet, columns=progress.stream_columns(sys.stderr))
     options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
                                     config_path=config_path, duration=seconds, quiet=quiet,
-                                    health_port=health_port)
+                                    health_port=health_port, retention=retention_policy(retain))
     with progress.routed_logs(view):
         summary = recorder.start(options, progress=view)
     if output != "table":

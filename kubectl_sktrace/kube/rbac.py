@@ -11,6 +11,10 @@ The rules follow what ``start`` asks of the API server for a tracer config (``re
   cluster identity, which lets a pod continue a cache recorded from a laptop (another server URL, the same
   cluster). A Role cannot grant it: the namespaced recorder then tells the cluster by its URL only.
 
+Each binding is named after its subject (``binding_name``): grants for different subjects (the in-cluster
+recorder's ServiceAccount, a person on a laptop) coexist, and applying the same grant again changes nothing.
+The role keeps one name, ``sktrace-recorder``: every binding refers to it.
+
 Discovery needs no rule (every authenticated user may read it). A Role (``-n NS``) grants the rules in one
 namespace, so it cannot cover a cluster-scoped kind: asking for one is an error. A kind's RBAC name is its
 plural and its group: ``BUILTIN_RESOURCES`` knows the built-in kinds; others come from discovery
@@ -19,6 +23,7 @@ plural and its group: ``BUILTIN_RESOURCES`` knows the built-in kinds; others com
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -120,6 +125,30 @@ def parse_subject(*, service_account: str | None, user: str | None, namespace: s
     return Subject("ServiceAccount", name, sa_namespace or namespace or DEFAULT_SA_NAMESPACE)
 
 
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._@:+=-]")
+NAME_MAX = 253
+"""The longest binding name made: an object name's limit in etcd's keys and in kubectl's messages."""
+
+
+def binding_name(subject: Subject, *, role: str = DEFAULT_NAME) -> str:
+    """The name of the binding that grants ``role`` to ``subject``, made from the subject alone (deterministic):
+    ``sktrace-recorder:serviceaccount:NAMESPACE:NAME`` or ``sktrace-recorder:user:NAME``.
+
+    RBAC names roles and bindings with path segments (any text but ``.``, ``..``, ``/`` and ``%``), and colons
+    are Kubernetes' own separator there (``system:controller:…``); a namespace and a ServiceAccount's name hold
+    no colon, so these names never collide. A user's name is free text (an OIDC issuer URL, spaces): what a
+    path segment or a shell would trip on is replaced by ``-``, and then, so that two users never share a
+    binding, eight hex digits of the name's SHA-256 are appended; so they are too to a name cut at ``NAME_MAX``."""
+    if subject.kind == "ServiceAccount":
+        return f"{role}:serviceaccount:{subject.namespace}:{subject.name}"
+    base = f"{role}:user:"
+    safe = _NAME_UNSAFE.sub("-", subject.name)
+    if safe == subject.name and len(base) + len(safe) <= NAME_MAX:
+        return base + safe
+    digest = hashlib.sha256(subject.name.encode()).hexdigest()[:8]
+    return f"{base}{safe[:NAME_MAX - len(base) - 9]}-{digest}"
+
+
 def subject_flags(user: str) -> str:
     """The ``rbac`` flags that bind the role to ``user`` as a 403 names it (``system:serviceaccount:ns:name``
     is a ServiceAccount)."""
@@ -132,7 +161,8 @@ def subject_flags(user: str) -> str:
 def rbac_documents(*, needed: Mapping[GVK, tuple[str, ...]], resources: Mapping[GVK, KindResource], namespace: str | None,
                    subject: Subject, name: str = DEFAULT_NAME) -> list[dict[str, Any]]:
     """The ClusterRole and ClusterRoleBinding (``namespace`` None) or the Role and RoleBinding in ``namespace`` that
-    let ``subject`` read the ``needed`` kinds with their verbs (``needed_kinds``); ``resources`` names each of them."""
+    let ``subject`` read the ``needed`` kinds with their verbs (``needed_kinds``); ``resources`` names each of them.
+    The binding is named after its subject (``binding_name``)."""
     if namespace is not None:
         cluster_scoped = [str(g) for g in needed if not resources[g].namespaced]
         if cluster_scoped:
@@ -151,7 +181,7 @@ def rbac_documents(*, needed: Mapping[GVK, tuple[str, ...]], resources: Mapping[
     meta: dict[str, Any] = {"name": name, **({} if namespace is None else {"namespace": namespace}),
                             "labels": {"app.kubernetes.io/name": "kubectl-sktrace"}}
     role = {"apiVersion": RBAC_API, "kind": role_kind, "metadata": meta, "rules": rules}
-    binding = {"apiVersion": RBAC_API, "kind": f"{role_kind}Binding", "metadata": dict(meta),
+    binding = {"apiVersion": RBAC_API, "kind": f"{role_kind}Binding", "metadata": {**meta, "name": binding_name(subject, role=name)},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
                "subjects": [subject.to_plain()]}
     return [role, binding]

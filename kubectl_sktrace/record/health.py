@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from kubectl_sktrace.errors import UsageError
 
@@ -81,15 +81,23 @@ class HealthBoard:
 
 
 class HealthServer:
-    """``/healthz`` and ``/readyz`` on ``port`` (every interface), served by daemon threads until ``close``."""
+    """``/healthz`` and ``/readyz`` on ``port`` (every interface), served by daemon threads until ``close``; ``pages``
+    answers other paths with a body and its content type (``/metrics``: ``metrics.MetricsBoard.exposition``)."""
 
-    def __init__(self, port: int, board: HealthBoard) -> None:
+    def __init__(self, port: int, board: HealthBoard, *, pages: Mapping[str, Callable[[], tuple[bytes, str]]] | None = None) -> None:
+        extra = dict(pages or {})
+
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                status, body = board.answer(self.path)
-                data = json.dumps(body).encode() + b"\n"
+                page = extra.get(self.path.split("?", 1)[0])
+                if page is not None:
+                    data, content_type = page()
+                    status = 200
+                else:
+                    answer, body = board.answer(self.path)
+                    data, content_type, status = json.dumps(body).encode() + b"\n", "application/json", answer
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

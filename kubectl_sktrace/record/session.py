@@ -38,7 +38,9 @@ from kubectl_sktrace.record.coverage import RECORDED
 from kubectl_sktrace.record.failures import every_kind_failed
 from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.record.ingest import Ingest, KindStats
+from kubectl_sktrace.record.metrics import MetricsBoard, WatchCounters, read_sample
 from kubectl_sktrace.record.notices import KindNotices, OutageNotices
+from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
@@ -107,9 +109,9 @@ class Session:
         self, *, kube: ClusterClient, recording: Recording, config: TracerConfig, identity: Identity, namespace: str | None,
         duration: float | None, stop: threading.Event, progress: ProgressView,
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
-        health: HealthBoard | None = None,
+        health: HealthBoard | None = None, retention: RetentionPolicy | None = None, metrics: MetricsBoard | None = None,
     ) -> None:
-        self.health = health
+        self.health, self.metrics, self.retention, self._counters = health, metrics, retention, WatchCounters()
         self.kube = kube
         self.rec = recording
         self.config = config
@@ -127,6 +129,7 @@ class Session:
         self._notices = OutageNotices(warn=self._warn, note=progress.note)
         self._kind_notices = KindNotices(warn=self._warn, note=progress.note)
         self._news = -1  # the writer's news last reported (failures, outages)
+        self.pruner: Retention | None = None
 
     def run(self) -> Summary:
         run = self._plan()
@@ -167,7 +170,8 @@ class Session:
         tracked = [g for g in self.config.tracked if g in resources]
         owner_kinds = watched_owner_kinds(self.config, served=resources)
         before = stored_config(self.rec.previous_config())
-        run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config))
+        run_id = self.rec.begin_run(started=started, pid=os.getpid(), config_yaml=config_to_yaml(self.config),
+                                    retain=None if self.retention is None else self.retention.retain)
         fresh: frozenset[GVK] = frozenset()
         if before is not None:
             change = config_change(before, self.config)
@@ -210,15 +214,24 @@ class Session:
                 raise fatal
         self._advance_sync(run, now)
         writer.tick()
-        if self.health is not None:
-            with writer.lock:
-                outages = tuple(str(g) for g in run.ingest.coverage.outages)
-            self.health.post(HealthSample(committed=writer.last_commit, synced=run.synced_at is not None, outages=outages,
-                                          failed=tuple(str(g) for g in self._failed)))
+        self._post(run)
         if run.synced_at is not None and now - run.last_view >= VIEW_EVERY:
             run.last_view = now
             self._show_live(run, now)
         return True
+
+    def _post(self, run: _Run) -> None:
+        """The round's samples for ``/healthz``, ``/readyz`` and ``/metrics``, read under the writer's lock."""
+        writer, synced, failed = run.writer, run.synced_at is not None, tuple(str(g) for g in self._failed)
+        with writer.lock:
+            outages = tuple(str(g) for g in run.ingest.coverage.outages)
+            if self.metrics is not None:
+                size = self.rec.cache.size_bytes() if self.metrics.size_due(time.monotonic()) else None
+                self.metrics.post(read_sample(ingest=run.ingest, committed=writer.last_commit, synced=synced, served=run.resources,
+                                              kinds=dict.fromkeys([*self.config.tracked, *run.watched]), failed=self._failed,
+                                              counters=self._counters, pruner=self.pruner, cache_bytes=size))
+        if self.health is not None:
+            self.health.post(HealthSample(committed=writer.last_commit, synced=synced, outages=outages, failed=failed))
 
     def _advance_sync(self, run: _Run, now: float) -> None:
         """The initial sync: its progress, then the sync mark once every kind listed."""
@@ -233,6 +246,9 @@ class Session:
             self.progress.synced(run.synced_at - run.started)
             run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
+            if self.retention is not None:  # --retain: its passes start once the history is whole
+                self.pruner = start_retention(self.retention, cache=self.rec.cache, writer=run.writer, stop=self.stop,
+                                              tell=self.progress.note)
 
     def _show_live(self, run: _Run, now: float) -> None:
         """The live status line; the rates are measured over ``RATE_WINDOW`` seconds."""
@@ -349,7 +365,8 @@ class Session:
         def target() -> None:
             try:
                 self.run_watch(
-                    resource=resource, gvk=gvk, namespace=self.namespace, list_page=self.kube.list_page, watch=self.kube.watch,
+                    resource=resource, gvk=gvk, namespace=self.namespace, list_page=self._counters.lists(self.kube.list_page),
+                    watch=self._counters.watches(self.kube.watch),
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
                     retrying=self._notices.count_retry, rediscover=self._rediscover,
                 )
@@ -414,6 +431,7 @@ class StartOptions:
     duration: float | None
     quiet: bool
     health_port: int | None = None
+    retention: RetentionPolicy | None = None  # --retain
 
 
 def start(options: StartOptions, *, progress: ProgressView) -> Summary:
@@ -429,17 +447,18 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     cache_path = kubeconfig.resolve_cache_path(cache=options.cache, kubeconfig=options.kubeconfig, context=options.context)
     namespace = options.namespace or None
     stop = threading.Event()
-    board = None if options.health_port is None else HealthBoard()
-    health = None if board is None or options.health_port is None else HealthServer(options.health_port, board)
+    board, metrics = (None, None) if options.health_port is None else (HealthBoard(), MetricsBoard())
+    health = None if board is None or metrics is None or options.health_port is None else HealthServer(
+        options.health_port, board, pages={"/metrics": metrics.exposition})
     if health is not None:
-        progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind).")
+        progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind), /metrics.")
 
     def record(cache: Cache, kube: Any, server: str, cluster_uid: str) -> Summary:
         identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
         session = Session(
             kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
             duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-            context_namespace=target.namespace, health=board,
+            context_namespace=target.namespace, health=board, retention=options.retention, metrics=metrics,
         )
         return session.run()
 

@@ -29,7 +29,12 @@ from kubectl_sktrace.store.status import (
     cache_overview,
     cache_status,
 )
-from kubectl_sktrace.timeparse import format_duration, format_span, format_time
+from kubectl_sktrace.timeparse import (
+    format_duration,
+    format_duration_flag,
+    format_span,
+    format_time,
+)
 
 DEFAULT_RUNS = 10
 
@@ -209,6 +214,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
              "duration": format_duration(u.until - u.since)}
             for u in status.unserved if u.run_id in ids
         ],
+        "retention": retention_to_dict(status),
         "configHistory": config_history(status),
         "kinds": [
             {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred,
@@ -220,6 +226,20 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
         "reconciliation": None if status.reconciliation is None else reconciliation_to_dict(status.reconciliation),
     }
+
+
+def retention_to_dict(status: CacheStatus) -> dict[str, Any] | None:
+    """The last run's ``--retain``: what a running recorder prunes (None: the last run pruned nothing)."""
+    last = status.runs[-1] if status.runs else None
+    if last is None or last.retain is None:
+        return None
+    return {"run": last.id, "retain": format_duration_flag(last.retain), "retainSeconds": last.retain}
+
+
+def _retention_cell(status: CacheStatus, retention: dict[str, Any]) -> str:
+    if status.runs[-1].state == "running":
+        return f"{retention['retain']} (run {retention['run']} prunes what is older while it records)"
+    return f"{retention['retain']} (the last run, {retention['run']}, pruned what was older while it recorded)"
 
 
 def outage_span(cause: str, since: float, until: float) -> str:
@@ -268,6 +288,8 @@ def _head(status: CacheStatus, data: dict[str, Any], *, namespace: str | None) -
     if namespace is not None:
         head["counts of"] = f"namespace {namespace} (kinds, events and pods below; runs are the whole recording's)"
     head["events"] = f"{status.events} ({data['events']['first']} .. {data['events']['last']})" if status.events else "0"
+    if data["retention"] is not None:
+        head["retention"] = _retention_cell(status, data["retention"])
     head["pods"] = (f"{status.pods.seen} seen, {status.pods.live} live, {status.pods.running} running, {status.pods.finished} finished, "
                     f"{status.pods.with_owner} with a lifecycle owner")
     return head

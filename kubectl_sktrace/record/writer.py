@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK
@@ -23,6 +23,8 @@ COMMIT_INTERVAL = 0.25
 
 IDLE_COMMIT = 0.05
 """Commit early when nothing was written for this long: low traffic is durable at once."""
+
+T = TypeVar("T")
 
 HEARTBEAT = 1.0
 """Seconds between commits that only move the run's ``stopped`` forward when nothing else is written."""
@@ -180,6 +182,16 @@ class Writer:
                 self.rec.begin()
             self.rec.mark_synced(run_id, ts)
             self._commit(time.monotonic())
+
+    def exclusive(self, work: Callable[[], T]) -> T | None:
+        """Run ``work`` (a transaction of its own: a link of the retention's prune) under the lock, after committing
+        the open batch; None once closed. The watch threads wait meanwhile: ``work`` must be short."""
+        with self.lock:
+            if self._closed:
+                return None
+            if self._opened is not None:
+                self._commit(time.monotonic())
+            return work()
 
     def take_failures(self) -> list[tuple[GVK, BaseException]]:
         with self.lock:

@@ -23,7 +23,7 @@ from kubectl_sktrace.store.opening import (
 
 # table -> its columns, in the order a copy inserts them (runs before what refers to them)
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("runs", ("id", "started", "synced", "stopped", "clean", "pid", "config")),
+    ("runs", ("id", "started", "synced", "stopped", "clean", "pid", "config", "retain")),
     ("events", ("id", "ts", "recv", "run_id", "gvk", "namespace", "name", "uid", "op", "inferred", "spec_hash", "owner_chain",
                 "body", "status", "refs", "daemonset")),
     ("objects", ("gvk", "namespace", "name", "uid", "spec_hash")),
@@ -36,7 +36,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL
 # there in the copy (what export reads from the bodies instead, as from the source)
-ADDED_COLUMNS = {("events", "refs"), ("events", "daemonset")}
+ADDED_COLUMNS = {("events", "refs"), ("events", "daemonset"), ("runs", "retain")}
 IDENTITY_TABLES = ("runs", "events", "pods", "coverage_gaps")
 _BATCH = 2000
 

@@ -232,4 +232,10 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX coverage_gaps_cause ON coverage_gaps (cause, run_id);
         """,
     ),
+    (
+        "0008_run_retention",
+        """
+        ALTER TABLE runs ADD COLUMN retain DOUBLE PRECISION;
+        """,
+    ),
 ]

@@ -19,6 +19,15 @@ a deletion (dropping it would resurrect the object in the state). Everything els
 Pods whose lifecycle was known to have ended before ``K`` can never overlap such a window and are removed,
 except those a surviving bare-pod event still refers to (they tell export the pod is finished). Runs are
 kept: they are tiny, and hold the config in force and the coverage that export reports.
+
+A prune that follows another (``since``: where the last one left the history, a ``PrunedTo``) looks only at the
+objects that may have rows to remove now: those with a row stamped since ``min(F, K - 2)`` (``F`` and ``K`` the
+earlier prune's cutoff and known time) or received late since ``K``. Any other object's rows before the new cutoff
+are its rows stamped before ``F`` and received before ``K``, which the earlier prune already left as what it keeps,
+and its keep rule picks the same rows from them again (later prunes at any cutoff keep that true). So a chain of
+prunes removes what one prune at the last cutoff would, each link costing what changed since the one before, not
+what the history holds: the running recorder prunes in such links (``record/retention.py``), none of which holds
+the writer's lock for long.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from typing import Iterator
 
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import (
+    _LATE,
+    _LAST_ROW_SEEK,
     APPLIED,
     known_until,
     last_row_per_object,
@@ -42,10 +53,17 @@ VACUUM_FREE_FRACTION = 0.25
 # What a prune removes, over the rows that survive (``_marked_rows``): one predicate each for the DELETE and for
 # the dry run's count. A pod row stays while an applied event of its uid survives.
 _EVENTS_GONE = "ts < :before AND recv < :known AND {kept_test}"
+# (``end_ts <= :known - 1``, not ``end_ts + 1 <= :known``: the same, and the ``pods_end`` index answers it)
 _PODS_GONE = """
-    end_ts IS NOT NULL AND end_ts + 1 <= :known
-    AND uid NOT IN (SELECT uid FROM events WHERE gvk = 'v1.Pod' AND op = :applied AND NOT ({events_gone}))
+    end_ts IS NOT NULL AND end_ts <= :known - 1
+    AND NOT EXISTS (SELECT 1 FROM events WHERE events.uid = pods.uid AND gvk = 'v1.Pod' AND op = :applied AND NOT ({events_gone}))
 """
+# The objects a prune that follows another looks at (the module's docstring says why these are enough).
+_CHANGED_SINCE = f"""(
+    SELECT gvk, namespace, name FROM events INDEXED BY events_ts WHERE ts >= :since AND ts < :before
+    UNION SELECT gvk, namespace, name FROM events INDEXED BY events_late
+          WHERE recv >= :known_since AND recv < :known AND recv >= ts + {_LATE}
+)"""
 
 
 @dataclass(frozen=True)
@@ -56,6 +74,15 @@ class PrunePlan:
     pods_removed: int
     events_kept_before: int
     bytes_before: int
+
+
+@dataclass(frozen=True)
+class PrunedTo:
+    """Where a prune left the history: per object, its rows stamped before ``before`` and received before ``known``
+    are only those the prune keeps. Given to the next prune (``since``), which then looks only at what changed."""
+
+    before: int
+    known: float
 
 
 @dataclass(frozen=True)
@@ -72,6 +99,7 @@ class PruneResult:
     freed_bytes: int
     reusable_bytes: int
     vacuumed: bool
+    pruned: PrunedTo | None = None  # for the next prune's ``since``
 
 
 @dataclass(frozen=True)
@@ -84,14 +112,18 @@ class _Marked:
 
 
 @contextlib.contextmanager
-def _marked_rows(cache: Cache, *, before: int) -> Iterator[_Marked]:
+def _marked_rows(cache: Cache, *, before: int, since: PrunedTo | None = None) -> Iterator[_Marked]:
     """Inside a transaction: the rows before ``before`` that survive, as sqlite's temporary table ``keep_ids``
     (no write to the cache, so a read-only connection may hold it too), or, in PostgreSQL (whose read-only
-    transactions create no table), as a subquery each predicate joins against."""
+    transactions create no table), as a subquery each predicate joins against. After a prune (``since``), the
+    rows that go, among those of the objects changed since (``_changed_since``)."""
     conn = cache.conn
     known = known_until(runs(cache), end=before)
     # no run had synced by ``before``: every later export reads from ``before`` on, or reads nothing
     params = {"before": before, "known": known if known > -math.inf else before, "applied": APPLIED}
+    if since is not None:
+        yield _changed_since(params, since)
+        return
     applied = last_row_per_object(cache, applied_only=True, before=before)
     last = last_row_per_object(cache, applied_only=False, before=before)
     if cache.engine != "sqlite":
@@ -105,6 +137,20 @@ def _marked_rows(cache: Cache, *, before: int) -> Iterator[_Marked]:
         yield _marked(params, "id NOT IN (SELECT id FROM keep_ids)")
     finally:
         conn.execute("DROP TABLE temp.keep_ids")
+
+
+def _changed_since(params: dict[str, float], since: PrunedTo) -> _Marked:
+    """The rows that go, looked for among the objects changed since the prune ``since`` only; one subquery, for
+    both engines (it reads what changed, so it costs what changed)."""
+    params = {**params, "since": min(since.before, math.floor(since.known) - _LATE), "known_since": since.known}
+    applied = _LAST_ROW_SEEK.format(extra=f"AND i.op = {APPLIED}", objects=_CHANGED_SINCE)
+    last = _LAST_ROW_SEEK.format(extra="", objects=_CHANGED_SINCE)
+    kept = f"SELECT id FROM ({applied}) AS a UNION SELECT id FROM ({last}) AS l WHERE op != {APPLIED}"
+    gone = (f"SELECT e.id FROM {_CHANGED_SINCE} AS c JOIN events AS e INDEXED BY events_object "
+            "ON e.gvk = c.gvk AND e.namespace = c.namespace AND e.name = c.name "
+            f"WHERE e.ts < :before AND e.recv < :known AND e.id NOT IN ({kept})")
+    events_gone = f"id IN ({gone})"
+    return _Marked(params, events_gone, _PODS_GONE.format(events_gone=events_gone))
 
 
 def _marked(params: dict[str, float], kept_test: str) -> _Marked:
@@ -124,16 +170,29 @@ def plan_prune(cache: Cache, *, before: int) -> PrunePlan:
                      bytes_before=size)
 
 
-def prune_before(cache: Cache, *, before: int) -> PruneResult:
-    """Remove what no export starting at or after ``before`` reads; the caller holds the writer lock."""
+def prune_before(cache: Cache, *, before: int, since: PrunedTo | None = None, compact: bool = True) -> PruneResult:
+    """Remove what no export starting at or after ``before`` reads; the caller holds the writer lock. ``since``: where
+    the last prune left this cache (its result's ``pruned``), for this one to look only at what changed after it.
+    ``compact``: give the room back to the disk when much is free (a full rewrite: not while recording)."""
     bytes_before = cache.size_bytes()
-    with cache.transaction() as conn, _marked_rows(cache, before=before) as marked:
+    with cache.transaction() as conn, _marked_rows(cache, before=before, since=since) as marked:
         events_removed = conn.execute(f"DELETE FROM events WHERE {marked.events_gone}", marked.params).rowcount
         kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", marked.params).fetchone()[0]
         pods_removed = conn.execute(f"DELETE FROM pods WHERE {marked.pods_gone}", marked.params).rowcount
-    vacuumed = cache.compact(free_fraction=VACUUM_FREE_FRACTION)
+    vacuumed = compact and cache.compact(free_fraction=VACUUM_FREE_FRACTION)
     bytes_after = cache.size_bytes()
     return PruneResult(
         events_removed=events_removed, pods_removed=pods_removed, events_kept_before=int(kept), bytes_before=bytes_before,
         bytes_after=bytes_after, freed_bytes=bytes_before - bytes_after, reusable_bytes=cache.reusable_bytes(), vacuumed=vacuumed,
+        pruned=PrunedTo(before=before, known=float(marked.params["known"])),
     )
+
+
+def step_before(cache: Cache, *, after: int | None, until: int, rows: int) -> int:
+    """A cutoff for the next link of a chain of prunes (``since``) that ends at ``until``: about ``rows`` rows after
+    ``after`` (the last link's cutoff; None: the history's start), always past ``after``, never past ``until``."""
+    found = cache.conn.execute("SELECT ts FROM events INDEXED BY events_ts WHERE ts >= ? ORDER BY ts LIMIT 1 OFFSET ?",
+                               (-(2**62) if after is None else after, max(0, rows))).fetchone()
+    if found is None:
+        return until
+    return min(until, max(int(found[0]), -(2**62) if after is None else after + 1))

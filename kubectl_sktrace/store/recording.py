@@ -176,11 +176,12 @@ class Recording:
         row = self._conn.execute("SELECT id, started, stopped, clean FROM runs ORDER BY id DESC LIMIT 1").fetchone()
         return None if row is None else PreviousRun(row[0], row[1], row[2], bool(row[3]))
 
-    def begin_run(self, *, started: float, pid: int, config_yaml: str) -> int:
+    def begin_run(self, *, started: float, pid: int, config_yaml: str, retain: float | None = None) -> int:
+        """A new run; ``retain``: its ``--retain`` in seconds (schema 0008), for ``status``."""
         with self.batch():
             row = self._conn.execute(
-                "INSERT INTO runs (started, synced, stopped, clean, pid, config) VALUES (?, NULL, ?, 0, ?, ?) RETURNING id",
-                (started, started, pid, config_yaml),
+                "INSERT INTO runs (started, synced, stopped, clean, pid, config, retain) VALUES (?, NULL, ?, 0, ?, ?, ?) RETURNING id",
+                (started, started, pid, config_yaml, retain),
             ).fetchone()
         return int(row[0])
 

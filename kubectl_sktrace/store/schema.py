@@ -10,7 +10,8 @@ meta            key/value: ``application`` ('kubectl-sktrace'), ``cluster.server
 runs            one row per ``start``: ``started``; ``synced`` when every watched kind finished its initial
                 list; ``stopped`` is a heartbeat, moved forward at every commit, so a crashed run still has
                 an end within half a second of its last write; ``clean`` is 1 only after a clean stop;
-                ``config`` is the normalized tracer config in force (YAML text).
+                ``config`` is the normalized tracer config in force (YAML text); ``retain`` (0008) the run's
+                ``start --retain`` in seconds, NULL when it prunes nothing (``record/retention.py``).
 events          the history, append-only, in the order it was recorded (``id``). ``ts`` is the integer
                 event second of SimKube; ``recv`` the precise receive time. ``op`` is 0 applied / 1 deleted.
                 ``inferred`` is 1 for what a relist reconstructed (deleted or created while offline: the
@@ -301,6 +302,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         "0007_kinds_come_and_go",
         """
         CREATE INDEX coverage_gaps_cause ON coverage_gaps (cause, run_id);
+        """,
+    ),
+    (
+        "0008_run_retention",
+        """
+        ALTER TABLE runs ADD COLUMN retain REAL;
         """,
     ),
 ]

@@ -38,6 +38,7 @@ class RunInfo:
     state: str  # clean | interrupted | running | crashed
     pid: int
     config: str  # the tracer config in force (YAML)
+    retain: float | None = None  # its ``start --retain``, seconds (None: it pruned nothing)
 
 
 @dataclass(frozen=True)
@@ -83,17 +84,22 @@ class CacheStatus:
     unserved: tuple[UnrecordedKind, ...] = ()  # when kinds were not served during runs
 
 
-_RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config"
+_RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config, {retain}"
+
+
+def _run_columns(cache: Cache) -> str:
+    """The columns ``_runs`` reads; ``retain`` is NULL in a cache read as it is at a schema before 0008."""
+    return _RUN_COLUMNS.format(retain="retain" if cache.has_column("runs", "retain") else "NULL")
 
 
 def _runs(cache: Cache, rows: list[tuple[Any, ...]], *, interrupted: set[int], last_id: int | None) -> list[RunInfo]:
     """Runs from their rows; only the cache's last run can be ``running`` (the writer lock is held now)."""
     running = cache.writer_active() if rows else False
     runs = []
-    for run_id, started, synced, stopped, clean, pid, config in rows:
+    for run_id, started, synced, stopped, clean, pid, config, retain in rows:
         last = run_id == last_id
         state = ("interrupted" if run_id in interrupted else "clean") if clean else "running" if last and running else "crashed"
-        runs.append(RunInfo(run_id, started, synced, stopped, state, pid, config))
+        runs.append(RunInfo(run_id, started, synced, stopped, state, pid, config, retain))
     return runs
 
 
@@ -111,7 +117,7 @@ class CacheOverview:
 
 def cache_overview(cache: Cache) -> CacheOverview:
     """The identity, size and last run of a cache, without counting its history (fast on a large cache)."""
-    rows = cache.conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id DESC LIMIT 1").fetchall()
+    rows = cache.conn.execute(f"SELECT {_run_columns(cache)} FROM runs ORDER BY id DESC LIMIT 1").fetchall()
     interrupted: set[int] = set()
     if rows and rows[0][4]:
         interrupted = {gap.run_id for gap in coverage_gaps(cache) if gap.run_id == rows[0][0]}
@@ -127,7 +133,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     where, params = ("AND namespace = ?", (namespace,)) if namespace is not None else ("", ())
     # rows per kind from the counts the triggers of 0005 keep; a cache read at an older schema counts its history
     count_from = "CAST(coalesce(sum(n), 0) AS BIGINT) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
-    rows = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY id").fetchall()
+    rows = conn.execute(f"SELECT {_run_columns(cache)} FROM runs ORDER BY id").fetchall()
     outages = tuple(coverage_gaps(cache))
     runs = _runs(cache, rows, interrupted={gap.run_id for gap in outages}, last_id=rows[-1][0] if rows else None)
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)

@@ -17,7 +17,9 @@ import yaml
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.kube.rbac import (
     KindResource,
+    NAME_MAX,
     Subject,
+    binding_name,
     builtin_resource,
     needed_kinds,
     parse_subject,
@@ -94,6 +96,30 @@ def test_subject_flags(user: str, flags: str) -> None:
     assert subject_flags(user) == flags
 
 
+@pytest.mark.parametrize(("subject", "name"), [
+    pytest.param(Subject("ServiceAccount", "sktrace", "sktrace"), "sktrace-recorder:serviceaccount:sktrace:sktrace", id="default-sa"),
+    pytest.param(Subject("ServiceAccount", "recorder", "ops"), "sktrace-recorder:serviceaccount:ops:recorder", id="sa"),
+    pytest.param(Subject("User", "alice@example.com"), "sktrace-recorder:user:alice@example.com", id="user-as-named"),
+    pytest.param(Subject("User", "oidc:Alice"), "sktrace-recorder:user:oidc:Alice", id="colons-and-case-are-kept"),
+    pytest.param(Subject("User", "https://issuer.example.com#alice"),
+                 "sktrace-recorder:user:https:--issuer.example.com-alice-f17606a1", id="slashes-replaced-and-hashed"),
+    pytest.param(Subject("User", "odd name"), "sktrace-recorder:user:odd-name-ef5bac77", id="space"),
+    pytest.param(Subject("User", "odd-name"), "sktrace-recorder:user:odd-name", id="not-the-spaced-one"),
+    pytest.param(Subject("User", "100%"), "sktrace-recorder:user:100--32e48995", id="percent"),
+])
+def test_binding_name(subject: Subject, name: str) -> None:
+    assert binding_name(subject) == name
+
+
+def test_binding_names_are_valid_path_segments_and_never_shared() -> None:
+    """RBAC validates role and binding names as path segments: not '.' or '..', no '/' or '%'."""
+    users = ["a/b", "a-b", "a%b", "a b", "A b", "..", "x" * 400, "x" * 401, "ü@example.com", "name\n"]
+    names = [binding_name(Subject("User", u)) for u in users] + [binding_name(Subject("ServiceAccount", "a", "b"))]
+    assert len(set(names)) == len(names)
+    assert all(n not in (".", "..") and "/" not in n and "%" not in n and len(n) <= NAME_MAX for n in names)
+    assert names[-2] == "sktrace-recorder:user:name--" + names[-2][-8:]
+
+
 def resources_of(needed: dict[GVK, tuple[str, ...]]) -> dict[GVK, KindResource]:
     found = {g: builtin_resource(g) for g in needed}
     assert all(found.values())
@@ -117,7 +143,7 @@ def test_the_default_config_as_a_cluster_role() -> None:
     }
     assert binding == {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "sktrace-recorder", "labels": {"app.kubernetes.io/name": "kubectl-sktrace"}},
+        "metadata": {"name": "sktrace-recorder:serviceaccount:sktrace:sktrace", "labels": {"app.kubernetes.io/name": "kubectl-sktrace"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sktrace-recorder"},
         "subjects": [{"kind": "ServiceAccount", "name": "sktrace", "namespace": "sktrace"}],
     }
@@ -192,7 +218,33 @@ def test_kubectl_applies_what_rbac_prints(emulator: Emulator, emulator_kubeconfi
             stored = emulator.get(doc["apiVersion"], doc["kind"], namespace, doc["metadata"]["name"])
             assert stored is not None
             assert {k: stored[k] for k in doc if k != "metadata"} == {k: v for k, v in doc.items() if k != "metadata"}
-    assert [r["metadata"]["name"] for r in emulator.list("rbac.authorization.k8s.io/v1", "RoleBinding", "team-a")] == ["sktrace-recorder"]
+    assert [r["metadata"]["name"] for r in emulator.list("rbac.authorization.k8s.io/v1", "RoleBinding", "team-a")] == [
+        "sktrace-recorder:serviceaccount:ops:recorder"]
+
+
+def test_grants_for_two_subjects_coexist_and_applying_one_again_changes_nothing(emulator: Emulator, emulator_kubeconfig: str,
+                                                                                 tmp_path: Path) -> None:
+    """The in-cluster recorder's grant, then a person's: the recorder keeps its binding (0.1.0's one name replaced
+    its subjects); the same grant applied again is unchanged."""
+    recorder, person = sktrace("rbac", home=tmp_path).stdout, sktrace("rbac", "--user", "alice@example.com", home=tmp_path).stdout
+    outputs = []
+    for printed in (recorder, person, recorder):
+        applied = kubectl(emulator_kubeconfig, "apply", "-f", "-", stdin=printed)
+        assert applied.returncode == 0, applied.stderr
+        outputs.append(applied.stdout.splitlines())
+    assert outputs == [
+        ["clusterrole.rbac.authorization.k8s.io/sktrace-recorder created",
+         "clusterrolebinding.rbac.authorization.k8s.io/sktrace-recorder:serviceaccount:sktrace:sktrace created"],
+        ["clusterrole.rbac.authorization.k8s.io/sktrace-recorder unchanged",
+         "clusterrolebinding.rbac.authorization.k8s.io/sktrace-recorder:user:alice@example.com created"],
+        ["clusterrole.rbac.authorization.k8s.io/sktrace-recorder unchanged",
+         "clusterrolebinding.rbac.authorization.k8s.io/sktrace-recorder:serviceaccount:sktrace:sktrace unchanged"],
+    ]
+    bindings = {b["metadata"]["name"]: b["subjects"] for b in emulator.list("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "")}
+    assert bindings == {
+        "sktrace-recorder:serviceaccount:sktrace:sktrace": [{"kind": "ServiceAccount", "name": "sktrace", "namespace": "sktrace"}],
+        "sktrace-recorder:user:alice@example.com": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice@example.com"}],
+    }
 
 
 def start(kubeconfig: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -179,3 +179,17 @@ def test_each_kind_carries_its_watch_position(rec: Recording) -> None:
 def test_a_kind_never_watched_has_no_position(rec: Recording) -> None:
     record_two_runs(rec)
     assert [(k.watch_resource_version, k.watch_updated) for k in cache_status(rec.cache).kinds] == [(None, None)]
+
+
+def test_the_retention_of_the_last_run_running_or_not(rec: Recording) -> None:
+    """``start --retain``: shown while its run records, and once it stopped; a run without it shows none."""
+    run = rec.begin_run(started=T0, pid=11, config_yaml="", retain=30 * 86400)
+    with WriterLock(rec.cache.path):
+        status = cache_status(rec.cache)
+        assert "\nretention        30d (run 1 prunes what is older while it records)\n" in render_status(status, "table")
+    rec.stop_run(run, T0 + 60, clean=True)
+    status = cache_status(rec.cache)
+    assert status_to_dict(status)["retention"] == {"run": 1, "retain": "30d", "retainSeconds": 2592000.0}
+    assert "\nretention        30d (the last run, 1, pruned what was older while it recorded)\n" in render_status(status, "table")
+    rec.begin_run(started=T0 + 120, pid=12, config_yaml="")
+    assert status_to_dict(cache_status(rec.cache))["retention"] is None and "\nretention " not in render_status(cache_status(rec.cache), "table")

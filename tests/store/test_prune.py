@@ -1,15 +1,17 @@
 import io
 import random
 import shutil
+from pathlib import Path
 
 import pytest
-from conftest import CacheBuilder, key_of, obj
+from conftest import CacheBuilder, key_of, location, obj
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.export.options import ExportFilters
 from kubectl_sktrace.export.window import export_trace
 from kubectl_sktrace.store import WriterLock, open_cache
 from kubectl_sktrace.store.prune import prune_cache
+from kubectl_sktrace.store.pruning import PrunedTo, prune_before, step_before
 
 
 def export_bytes(path, start_ts, end_ts, **filters):
@@ -178,3 +180,61 @@ def test_prune_in_a_gap_keeps_what_a_window_ending_in_the_gap_reads(tmp_path):
         assert export_bytes(tmp_path / "cache.db", start, end) == export_bytes(pristine, start, end), (start, end)
     again = prune_cache(str(tmp_path / "cache.db"), before=150).result
     assert (again.events_removed, again.pods_removed) == (2, 1)
+
+
+# --- a chain of prunes (the running recorder's retention) -----------------------------------------------
+
+
+def _late_rows(builder: CacheBuilder, seed: int, *, recv: float) -> None:
+    """Objects found by a relist long after their second (a restart stamps offline creations back), and a few
+    changes that follow, as a recorder goes on recording after a prune."""
+    rng = random.Random(seed)
+    for n in range(6):
+        ts = rng.randint(40, 140)
+        builder.apply(ts, obj("ConfigMap", f"configmap-{rng.randint(0, 12)}", "app", spec={"late": n}), inferred=True, recv=recv + n)
+    for ts in range(200, 230, 3):
+        builder.apply(ts, obj("Deployment", f"deployment-{rng.randint(0, 12)}", "team", spec={"replicas": ts}))
+
+
+def _rows(location_: object) -> tuple[list[tuple[object, ...]], list[str]]:
+    with open_cache(location_, create=False) as cache:  # type: ignore[arg-type]
+        events = cache.conn.execute("SELECT ts, recv, gvk, namespace, name, uid, op FROM events ORDER BY ts, recv, gvk, namespace, name, op").fetchall()
+        pods = [row[0] for row in cache.conn.execute("SELECT uid FROM pods ORDER BY uid")]
+    return [tuple(r) for r in events], pods
+
+
+def _chain(location_: object, *, until: int, rows: int, since: PrunedTo | None) -> tuple[PrunedTo | None, int]:
+    """Prune up to ``until`` in links of about ``rows`` rows, as the recorder's retention does; the last link and how many."""
+    links = 0
+    with open_cache(location_, create=False) as cache:  # type: ignore[arg-type]
+        while since is None or since.before < until:
+            cutoff = step_before(cache, after=None if since is None else since.before, until=until, rows=rows)
+            since = prune_before(cache, before=cutoff, since=since, compact=False).pruned
+            links += 1
+    return since, links
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_chain_of_prunes_removes_what_one_prune_removes(engine, seed):
+    """One prune at the end, against links of a few rows each that look only at what changed since the link
+    before, with rows recorded between two chains (late ones too, stamped back before the last link): the same
+    rows survive."""
+    one, chained = ((location(engine, "one"), location(engine, "chained")) if engine.startswith("postgresql://")
+                    else (Path(engine).with_name("one.db"), Path(engine).with_name("chained.db")))
+    builders = [CacheBuilder(one), CacheBuilder(chained)]
+    for b in builders:
+        random_history(b, seed)
+    builders[1].close()
+    last, links = _chain(chained, until=100, rows=5, since=None)
+    assert links > 10 and last is not None and last.before == 100
+    builders[1] = CacheBuilder(chained)
+    builders[1].run_id = builders[0].run_id
+    for b in builders:
+        _late_rows(b, seed, recv=111)
+        b.close()
+    _chain(chained, until=150, rows=7, since=last)
+    recorded = len(_rows(one)[0])
+    with open_cache(one, create=False) as cache:
+        removed = prune_before(cache, before=150).events_removed
+    assert removed > recorded / 6
+    assert _rows(chained) == _rows(one)
