@@ -1,6 +1,6 @@
 """Recording: ``kubectl sktrace start``, from the cluster's list and watch streams into the store.
 
-- ``session``: plans the kinds, runs one step per tick, finishes a run; signals;
+- ``session``: plans the kinds, runs one step per tick, finishes a run; ``signals``: SIGINT and SIGTERM as a clean stop;
 - ``watching``: the list-then-watch loop of one kind (resourceVersions, 410, back-off, outages, quiet streams);
   ``listing``: one complete list; ``availability``: kinds refused or not served, asked again at a slow cadence;
 - ``coverage``: a run's open gaps per kind, and the news of kinds that come and go;

@@ -22,11 +22,9 @@ import gc
 import logging
 import os
 import random
-import signal
 import threading
 import time
 from dataclasses import dataclass
-from types import FrameType
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
 
 from kubectl_sktrace.errors import ForbiddenError, KubeError
@@ -41,6 +39,7 @@ from kubectl_sktrace.record.ingest import Ingest, KindStats
 from kubectl_sktrace.record.metrics import MetricsBoard, WatchCounters, read_sample
 from kubectl_sktrace.record.notices import KindNotices, OutageNotices
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
+from kubectl_sktrace.record.signals import StopOnSignals
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
@@ -462,7 +461,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
         )
         return session.run()
 
-    with _stop_on_signals(stop), _closing(health):
+    with StopOnSignals(stop), _closing(health):
         # leaving the cache's context turns sqlite errors met while recording (damage deep in the file, a full
         # disk) into one-line CacheErrors
         if isinstance(cache_path, CacheUrl):
@@ -490,26 +489,3 @@ def _closing(server: HealthServer | None) -> Iterator[None]:
     finally:
         if server is not None:
             server.close()
-
-
-class _stop_on_signals:
-    """SIGINT and SIGTERM set ``stop`` (a prompt, clean stop) instead of raising in the middle of a write."""
-
-    def __init__(self, stop: threading.Event) -> None:
-        self.stop = stop
-        self.saved: dict[int, Any] = {}
-
-    def __enter__(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self.saved[sig] = signal.signal(sig, self._handle)
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.stop.is_set():
-            raise KeyboardInterrupt  # a second Ctrl-C: the user insists
-        self.stop.set()
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.saved.items():
-            signal.signal(sig, handler)

@@ -1,0 +1,31 @@
+"""SIGINT and SIGTERM during ``start``: a prompt, clean stop instead of an exception in the middle of a write."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+
+class StopOnSignals:
+    """SIGINT and SIGTERM set ``stop`` (a prompt, clean stop) instead of raising in the middle of a write."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.saved: dict[int, Any] = {}
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.saved[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop.is_set():
+            raise KeyboardInterrupt  # a second Ctrl-C: the user insists
+        self.stop.set()
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
