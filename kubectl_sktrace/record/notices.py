@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED, longest_wait
-from kubectl_sktrace.record.coverage import KindNews, Outage
+from kubectl_sktrace.record.coverage import RECORDED, KindNews, Outage
 from kubectl_sktrace.timeparse import format_duration, format_time
 
 
@@ -70,7 +70,14 @@ class KindNotices:
         self._warn = warn
         self._note = note
 
-    def report(self, news: KindNews) -> None:
+    def report(self, news: list[KindNews], *, failed: dict[GVK, BaseException]) -> None:
+        """Tell each piece of news; a kind recorded again leaves ``failed`` (the kinds refused, for /readyz)."""
+        for item in news:
+            if item.state == RECORDED:
+                failed.pop(item.gvk, None)
+            self._tell(item)
+
+    def _tell(self, news: KindNews) -> None:
         gvk, at = news.gvk, _clock(news.ts)
         if news.state == FORBIDDEN:
             self._warn(f"{news.detail}; {gvk} is not recorded until it may be read (asked again at least every "

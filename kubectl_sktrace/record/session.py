@@ -32,7 +32,6 @@ from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, CacheUrl, ClusterId, Ob
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.record import watching
-from kubectl_sktrace.record.coverage import RECORDED
 from kubectl_sktrace.record.failures import every_kind_failed
 from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.record.ingest import Ingest, KindStats
@@ -335,10 +334,7 @@ class Session:
         """One line per kind that stopped or started being readable; a kind refused stays in ``_failed`` until recorded."""
         with run.writer.lock:
             news = run.ingest.coverage.take_news()
-        for item in news:
-            if item.state == RECORDED:
-                self._failed.pop(item.gvk, None)
-            self._kind_notices.report(item)
+        self._kind_notices.report(news, failed=self._failed)
 
     def _report_outage(self, run: _Run) -> None:
         ingest = run.ingest
@@ -358,7 +354,8 @@ class Session:
         threading.Thread(target=target, name="vigil", daemon=True).start()
 
     def _start_watch(self, gvk: GVK, resource: Any, writer: Writer) -> None:
-        """The watch of ``gvk`` on a thread of its own; ``resource`` None: discovery does not list it (yet)."""
+        """The watch of ``gvk`` on a thread of its own; ``resource`` None: discovery does not list it (yet). A kind not
+        served is looked up again in a fresh discovery document, never the cache's."""
         stop = self.stop
 
         def target() -> None:
@@ -367,7 +364,7 @@ class Session:
                     resource=resource, gvk=gvk, namespace=self.namespace, list_page=self._counters.lists(self.kube.list_page),
                     watch=self._counters.watches(self.kube.watch),
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
-                    retrying=self._notices.count_retry, rediscover=self._rediscover,
+                    retrying=self._notices.count_retry, rediscover=lambda kind: self.kube.discover([kind], cached={})[0].get(kind),
                 )
             except BaseException as exc:  # noqa: BLE001 - reported on the main thread
                 writer.failed(gvk, exc)
@@ -380,10 +377,6 @@ class Session:
         if not isinstance(error, ForbiddenError):
             self._warn(f"watching {gvk} failed: {error}; it is not recorded")
 
-    def _rediscover(self, gvk: GVK) -> Any:
-        """The kind as discovery describes it now (a fresh document, not the cache's), or None: not served."""
-        found, _ = self.kube.discover([gvk], cached={})
-        return found.get(gvk)
 
     def _show_sync(self, run: _Run) -> None:
         """The initial sync's progress per kind."""
