@@ -125,7 +125,9 @@ def read_sample(*, ingest: Ingest, committed: float, synced: bool, kinds: Iterab
     gaps: dict[str, int] = {}
     for outage in [*ingest.coverage.outages.values(), *ingest.coverage.refused.values()]:
         gaps[outage.cause] = gaps.get(outage.cause, 0) + 1
-    for error in failed.values():
+    for gvk, error in failed.items():
+        if gvk in ingest.coverage.refused:
+            continue  # its gap is counted above
         cause = "forbidden" if isinstance(error, ForbiddenError) else "watch failed"
         gaps[cause] = gaps.get(cause, 0) + 1
     restarts, relists = counters.again()

@@ -219,7 +219,7 @@ def test_a_forbidden_kind_and_a_log_warning_each_get_a_line_of_their_own(termina
     assert forbidden == [
         "Warning: forbidden: cannot list statefulsets.apps in all namespaces; grant get, list and watch on statefulsets.apps: "
         "'kubectl sktrace rbac --service-account default:sktrace [--config FILE]' prints the ClusterRole and binding to apply; "
-        "apps/v1.StatefulSet is not recorded"
+        "apps/v1.StatefulSet is not recorded until it may be read (asked again at least every 48s)"
     ], screen
     assert [line for line in warnings if "apps/v1.Deployment: " in line and "retrying in " in line], screen
     assert len(status_lines(screen)) == 1, screen
