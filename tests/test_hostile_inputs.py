@@ -15,6 +15,8 @@ import resource
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -867,6 +869,21 @@ def _file_limit(size: int) -> Callable[[], None]:
     return apply
 
 
+def _start_once_committed(traffic: Any, cache: Path) -> None:
+    """Start ``traffic`` once the cache holds a committed event (read-only, beside the recorder); give up after 60 s."""
+    from reliability_support import committed_events
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if cache.exists() and committed_events(cache):
+                traffic.start()
+                return
+        except sqlite3.Error:
+            pass  # the recorder is creating the file
+        time.sleep(0.1)
+
+
 @pytest.mark.timeout(120)
 def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
     """The cache's files may not grow past 300 KB (``ulimit -f``): the recorder stops with one line, and what
@@ -874,15 +891,24 @@ def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
     from reliability_support import Traffic, committed_events, integrity_check
 
     from sktrace_emulator import Emulator
+    from sktrace_emulator.builders import deployment_object
 
     with Emulator(seed=31) as emu:
         kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
         emu.write_kubeconfig(kubeconfig)
-        traffic = Traffic(emu, seed=31, rate=150, namespace="full").start()
+        emu.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "full"}})
+        emu.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                    **deployment_object("full", "first", replicas=1, rng=random.Random(31))})
+        traffic = Traffic(emu, seed=31, rate=150, namespace="full")
+        # the traffic that fills the disk starts once the first Deployment is committed: however slowly the recorder
+        # starts on a busy machine, its initial list stays small enough to commit
+        starter = threading.Thread(target=_start_once_committed, args=(traffic, cache), daemon=True)
+        starter.start()
         try:
             run = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "60s"],
                           home=tmp_path, preexec_fn=_file_limit(300 * 1024), timeout=100)
         finally:
+            starter.join(5)
             traffic.stop()
     assert_one_error(run, str(cache), "disk")
     assert integrity_check(cache) == "ok"
