@@ -30,6 +30,10 @@ class CacheError(SktraceError):
     """A cache file that cannot be used: not ours, newer schema, locked, another cluster, unwritable."""
 
 
+class EmptyCacheError(CacheError):
+    """A cache file that holds no recording yet: an empty file, or one a recorder is creating right now."""
+
+
 class EmptyTraceError(SktraceError):
     """An export whose trace would hold no object at all: the message says why and what to pass instead."""
 

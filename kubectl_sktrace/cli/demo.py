@@ -118,12 +118,16 @@ def check_options(options: DemoOptions) -> None:
 
 def _recording_synced(cache: str) -> bool:
     """Whether the recorder writing ``cache`` has listed every kind: its run is marked synced in the cache."""
-    from kubectl_sktrace.store import history, open_cache
+    from kubectl_sktrace.errors import EmptyCacheError
+    from kubectl_sktrace.store import history, open_cache_readonly
 
-    if not Path(cache).is_file() or Path(cache).stat().st_size == 0:
+    if not Path(cache).is_file():
         return False
-    with open_cache(cache, create=False) as opened:
-        runs = history.runs(opened)
+    try:
+        with open_cache_readonly(cache) as opened:
+            runs = history.runs(opened)
+    except EmptyCacheError:  # the recorder is creating it
+        return False
     return bool(runs) and runs[-1].synced is not None
 
 

@@ -43,7 +43,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.errors import CacheError, EmptyCacheError
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.schema import (
     APPLICATION,
@@ -247,7 +247,7 @@ def _check_path(path: Path, *, must_exist: bool) -> bool:
     if not path.is_file():
         raise CacheError(f"cache {path} is not a regular file; pass a file path with --cache")
     if must_exist and path.stat().st_size == 0:
-        raise CacheError(f"cache {path} is an empty file, not a recording; record into it with 'kubectl sktrace start --cache {path}' "
+        raise EmptyCacheError(f"cache {path} is an empty file, not a recording; record into it with 'kubectl sktrace start --cache {path}' "
                          "or pass another --cache FILE")
     return True
 
@@ -276,18 +276,21 @@ def _check_header(path: Path) -> None:
 def _check_ours(path: Path, conn: sqlite3.Connection, *, fresh_ok: bool) -> int:
     """The schema version of our cache; a CacheError for another program's file (an sqlite file with no
     tables and no application id is a fresh one when ``fresh_ok``, version 0)."""
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    app_id, version, tables = conn.execute(  # one statement, one snapshot: a recorder may be creating the file
+        "SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version), "
+        "(SELECT count(*) FROM sqlite_master)").fetchone()
     if app_id == APPLICATION_ID:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
             raise CacheError(
                 f"cache {path} has schema version {version}, newer than this kubectl-sktrace knows ({SCHEMA_VERSION}); "
                 "upgrade kubectl-sktrace (the file was left untouched)"
             )
-        return version
-    tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-    if app_id != 0 or tables or not fresh_ok:
+        return int(version)
+    if app_id != 0 or tables:
         raise CacheError(f"{path} is an sqlite file but not a kubectl-sktrace cache; it was left untouched, pass another --cache FILE")
+    if not fresh_ok:  # sqlite's header and nothing else: a recorder that is creating the cache right now, or was stopped doing so
+        raise EmptyCacheError(f"cache {path} holds no recording yet (a recorder may be creating it now); "
+                              f"record into it with 'kubectl sktrace start --cache {path}' or pass another --cache FILE")
     return 0
 
 

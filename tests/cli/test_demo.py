@@ -186,3 +186,27 @@ def test_closing_words_name_the_trace_and_the_kept_cache() -> None:
 @pytest.mark.parametrize("total, expected", [(20, (14, 6)), (8, (6, 2)), (4, (2, 2)), (60, (42, 18))])
 def test_recording_seconds_split_about_70_30(total: int, expected: tuple[int, int]) -> None:
     assert split_seconds(total) == expected
+
+
+def test_the_demo_waits_while_the_recorder_is_still_creating_its_cache(tmp_path: Path) -> None:
+    """The demo polls the cache the child recorder creates: sqlite's header without the first migration is
+    "not synced yet", never an error that stops the demo (seen when the poll hit that instant)."""
+    import sqlite3
+
+    from kubectl_sktrace.cli.demo import _recording_synced
+    from kubectl_sktrace.store import open_cache
+
+    path = tmp_path / "cache.db"
+    assert not _recording_synced(str(path))
+    creating = sqlite3.connect(path, isolation_level=None)
+    creating.execute("PRAGMA journal_mode = WAL")
+    creating.execute("BEGIN IMMEDIATE")
+    creating.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    try:
+        assert not _recording_synced(str(path))
+    finally:
+        creating.execute("ROLLBACK")
+        creating.close()
+    with open_cache(path, create=True):
+        pass
+    assert not _recording_synced(str(path))  # a cache with no run yet

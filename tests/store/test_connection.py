@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.errors import CacheError, EmptyCacheError
 from kubectl_sktrace.store import (
     SCHEMA_VERSION,
     WriterLock,
     open_cache,
     open_cache_readonly,
 )
-from kubectl_sktrace.store.connection import writer_active
+from kubectl_sktrace.store.connection import _check_ours, writer_active
+from kubectl_sktrace.store.schema import APPLICATION_ID
 
 
 def _recorded(path: Path, *, runs: int = 1, config: str = "") -> None:
@@ -92,6 +94,77 @@ def test_an_empty_file_is_no_cache_to_read_or_prune(tmp_path: Path, opener: obje
     assert str(info.value) == (f"cache {path} is an empty file, not a recording; record into it with 'kubectl sktrace start --cache {path}' "
                                "or pass another --cache FILE")
     assert _listing(tmp_path) == {"c.db": b""}
+
+
+def test_a_cache_a_recorder_is_creating_is_empty_to_a_reader_not_foreign(tmp_path: Path) -> None:
+    """Between sqlite's header and the first migration's commit, a reader sees an sqlite file with no tables:
+    it is told the cache holds no recording yet (EmptyCacheError), not that the file belongs to another program."""
+    path = tmp_path / "c.db"
+    creating = sqlite3.connect(path, isolation_level=None)
+    creating.execute("PRAGMA journal_mode = WAL")
+    creating.execute("BEGIN IMMEDIATE")
+    creating.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")  # the first migration, not committed yet
+    try:
+        with pytest.raises(EmptyCacheError) as info:
+            open_cache_readonly(path)
+        assert str(info.value) == (f"cache {path} holds no recording yet (a recorder may be creating it now); "
+                                   f"record into it with 'kubectl sktrace start --cache {path}' or pass another --cache FILE")
+    finally:
+        creating.execute("ROLLBACK")
+        creating.close()
+    with open_cache(path, create=True):
+        pass
+    with open_cache_readonly(path) as reader:
+        assert reader.has_table("runs")
+
+
+class _CreatorCommitsAfterOneRead:
+    """A reader's connection while a recorder creates the cache: the recorder's first migration commits right
+    after the reader's first statement."""
+
+    def __init__(self, reader: sqlite3.Connection, creating: sqlite3.Connection) -> None:
+        self.reader, self.creating = reader, creating
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        cursor = self.reader.execute(sql, *args)
+        rows = cursor.fetchall()
+        if self.creating.in_transaction:
+            self.creating.execute("COMMIT")
+        return _Rows(rows)  # type: ignore[return-value]
+
+
+class _Rows:
+    def __init__(self, rows: list[tuple[object, ...]]) -> None:
+        self.rows = rows
+
+    def fetchone(self) -> tuple[object, ...] | None:
+        return self.rows[0] if self.rows else None
+
+
+@pytest.mark.parametrize("fresh_ok", [True, False], ids=["write", "read"])
+def test_a_first_migration_committing_mid_check_never_looks_foreign(tmp_path: Path, fresh_ok: bool) -> None:
+    """The application id, schema version and tables are read in one snapshot: a commit between two reads
+    once showed a cache being created as "an sqlite file but not a kubectl-sktrace cache"."""
+    path = tmp_path / "c.db"
+    creating = sqlite3.connect(path, isolation_level=None)
+    creating.execute("PRAGMA journal_mode = WAL")
+    creating.execute("BEGIN IMMEDIATE")
+    creating.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    creating.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    creating.execute("PRAGMA user_version = 1")
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        checking = _CreatorCommitsAfterOneRead(reader, creating)
+        if fresh_ok:
+            assert _check_ours(path, checking, fresh_ok=True) == 0  # type: ignore[arg-type]
+        else:
+            with pytest.raises(EmptyCacheError):
+                _check_ours(path, checking, fresh_ok=False)  # type: ignore[arg-type]
+        assert not creating.in_transaction  # the commit did happen mid-check
+        assert _check_ours(path, reader, fresh_ok=False) == 1  # and the next look sees the cache
+    finally:
+        reader.close()
+        creating.close()
 
 
 def test_start_records_into_an_empty_file(tmp_path: Path) -> None:
