@@ -1,6 +1,6 @@
 """Raw-JSON access to the API server through the ``kubernetes`` package's configuration and transport.
 
-The only module that imports ``kubernetes`` (lazily, in ``_rebuild``). The client does what it is good at:
+The only module that imports ``kubernetes`` (lazily, in ``_rebuild``, and without its typed API: ``lazy``). The client does what it is good at:
 turning a kubeconfig into credentials (tokens, client certificates, CA data, exec plugins, expiring tokens
 refreshed by its hook) and a configured urllib3 pool (TLS, proxy). Requests are built here and sent through
 that pool; bodies are parsed by ``stream`` — never the model classes, which are 5-15x slower and drop what
@@ -53,6 +53,7 @@ from kubectl_sktrace.kube.errors import (
     transport_error,
 )
 from kubectl_sktrace.kube.kubeconfig import KubeTarget
+from kubectl_sktrace.kube.lazy import lighten
 from kubectl_sktrace.kube.serviceaccount import TokenFile, check_ca_file
 from kubectl_sktrace.model import GVK
 
@@ -158,6 +159,7 @@ class Kube:
 
     def _rebuild(self) -> None:
         """(Re)load credentials and the pool from the kubeconfig dict. Caller holds the lock."""
+        lighten()  # the package without its typed API: 30 MB and 0.2 s less (lazy.py)
         from kubernetes.client import ApiClient, Configuration
 
         configuration = Configuration()

@@ -35,6 +35,7 @@ from kubectl_sktrace.record import watching
 from kubectl_sktrace.record.failures import every_kind_failed
 from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
 from kubectl_sktrace.record.ingest import Ingest, KindStats
+from kubectl_sktrace.record.listing import PAGES_HELD, PageBudget
 from kubectl_sktrace.record.metrics import MetricsBoard, WatchCounters, read_sample
 from kubectl_sktrace.record.notices import KindNotices, OutageNotices
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
@@ -124,6 +125,7 @@ class Session:
         self.warnings: list[str] = []
         self._failed: dict[GVK, BaseException] = {}
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
+        self._pages = PageBudget(PAGES_HELD)  # every kind lists at once; the pages they hold together stay few
         self._notices = OutageNotices(warn=self._warn, note=progress.note)
         self._kind_notices = KindNotices(warn=self._warn, note=progress.note)
         self._news = -1  # the writer's news last reported (failures, outages)
@@ -365,6 +367,7 @@ class Session:
                     watch=self._counters.watches(self.kube.watch),
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
                     retrying=self._notices.count_retry, rediscover=lambda kind: self.kube.discover([kind], cached={})[0].get(kind),
+                    pages=self._pages,
                 )
             except BaseException as exc:  # noqa: BLE001 - reported on the main thread
                 writer.failed(gvk, exc)

@@ -77,7 +77,7 @@ from kubectl_sktrace.errors import (
 )
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED, Access, Backoff, longest_wait
-from kubectl_sktrace.record.listing import Stopped, horizon, relist
+from kubectl_sktrace.record.listing import PageBudget, Stopped, horizon, relist
 from kubectl_sktrace.timeparse import format_time
 
 if TYPE_CHECKING:
@@ -137,6 +137,7 @@ def run_watch(
     later: Later | None = None,
     gvk: GVK | None = None,
     rediscover: Callable[[GVK], Resource | None] | None = None,
+    pages: PageBudget | None = None,
 ) -> None:
     """Keep ``sink`` in step with one kind until ``stop`` is set or a permanent error.
 
@@ -147,7 +148,7 @@ def run_watch(
     ``retrying(gvk)`` is told of each retry after a failure during an outage (what a person is told it cost).
     ``later`` times a resumed watch's settling (default: a timer thread; tests inject one they fire).
     ``resource`` None: the kind ``gvk`` is not in the server's discovery (just asked): not served, until
-    ``rediscover(gvk)`` finds it.
+    ``rediscover(gvk)`` finds it. ``pages``: the list pages the run's lists share (``listing.PageBudget``).
     """
     kind = resource.gvk if resource is not None else gvk
     assert kind is not None, "a kind not in discovery is named by gvk"
@@ -155,7 +156,8 @@ def run_watch(
                  clock=clock, sleep=sleep, stop=stop, retrying=retrying, rediscover=rediscover,
                  timeout_seconds=WATCH_TIMEOUT if timeout_seconds is None else timeout_seconds,
                  backoff=Backoff(rng), access=Access(rng), asked=resource is None,
-                 vigil=vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf")), later=later or _timer)
+                 vigil=vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf")), later=later or _timer,
+                 pages=pages)
     cycles = 0
     while not stop.is_set() and (max_cycles is None or cycles < max_cycles):
         cycles += 1
@@ -186,6 +188,7 @@ class _Loop:
     later: Later
     position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
     coverage: _Coverage = field(default_factory=lambda: _Coverage())
+    pages: PageBudget | None = None
 
     def cycle(self) -> bool:
         """One list-or-watch attempt; False when this kind is done (stopped, or a permanent error)."""
@@ -222,7 +225,7 @@ class _Loop:
     def _list(self) -> None:
         resource = self._resource()
         version, listed_at = relist(resource=resource, namespace=self.namespace, list_page=self.list_page,
-                                    sink=self.sink, clock=self.clock, stop=self.stop)
+                                    sink=self.sink, clock=self.clock, stop=self.stop, pages=self.pages)
         self.position = _Position(version, alive=listed_at, epoch=self.vigil.check())
         self.coverage.watching(self.sink, self.gvk, listed_at, horizon=None)
         self.backoff.reset()
