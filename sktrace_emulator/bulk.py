@@ -1,19 +1,22 @@
-"""Fast paths for benchmarks: a large cluster written straight into the store, and a restart storm that
-modifies every running pod once, without the controllers' pace.
+"""Fast paths for benchmarks: a large cluster written straight into the store, a restart storm that
+modifies every running pod once, and a churn of pods that come and go, without the controllers' pace.
 """
 
 from __future__ import annotations
 
 import gc
 import random
+from collections import deque
 
 from sktrace_emulator.builders import (
     deployment_object,
+    finished_status,
     node_object,
     owner_reference,
     pod_from_template,
     pod_ip,
     running_status,
+    sample_pod_template,
     template_hash,
 )
 from sktrace_emulator.records import Obj, Stored, random_suffix, rfc3339, serialize
@@ -157,3 +160,114 @@ class RestartStorm:
             if was_enabled:
                 gc.enable()
         return made
+
+
+_STAMP = rfc3339(0.0)  # the template's times: every pod's own are spliced in
+
+
+def create_jobs(emu: Emulator, *, jobs: int, namespaces: int = 50, seed: int = 11) -> list[Obj]:
+    """``jobs`` Jobs (no pods yet) written straight into the store, as ``PodChurn`` owners; returns them."""
+    store, rng = emu.store, random.Random(seed)
+    t_job, stamp = store.type_of("batch/v1", "Job"), rfc3339(store.clock())
+    made: list[Obj] = []
+    for j in range(jobs):
+        name = f"batch-{j:05d}"
+        made.append({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": f"tenant-{j % namespaces:03d}", "uid": store.new_uid(), "creationTimestamp": stamp,
+                         "generation": 1, "labels": {"app": name}},
+            "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6,
+                     "template": sample_pod_template(rng, app=name, run_seconds=1.0)},
+            "status": {},
+        })
+    for ns in sorted({job["metadata"]["namespace"] for job in made}):
+        if store.get(store.type_of("v1", "Namespace"), "", ns) is None:
+            store.create(store.type_of("v1", "Namespace"), {"metadata": {"name": ns}})
+    store.bulk_insert(t_job, made)
+    return made
+
+
+class PodChurn:
+    """Pods with names never used before come and go under the owners given (ReplicaSets and Jobs): each
+    ``step`` creates pods Running (ADDED), round robin over the owners, and retires the oldest once ``live``
+    pods exist: a ReplicaSet's pod is deleted (DELETED), a Job's pod first succeeds (MODIFIED) and is deleted
+    in a later step (as a Job's TTL would). The fast path for the churn benchmark: each pod's bytes are its
+    owner's template with its name, uid, resourceVersion, IP, container ids and times spliced in."""
+
+    def __init__(self, emu: Emulator, *, owners: list[Obj], live: int, seed: int = 13) -> None:
+        self.store, self.live, self.rng = emu.store, live, random.Random(seed)
+        self.t_pod = self.store.type_of("v1", "Pod")
+        self.templates = [self._template(owner) for owner in owners]
+        self.alive: deque[tuple[Stored, bytes | None]] = deque()  # oldest first: the pod, and its Succeeded bytes (a Job's)
+        self.finished: list[Stored] = []  # Jobs' pods that succeeded, deleted at the next step
+        self.created = self.deleted = 0
+        self._next = 0
+
+    def _template(self, owner: Obj) -> tuple[Obj, bytes, bytes | None]:
+        job = owner["kind"] == "Job"
+        pod = pod_from_template(owner, self.rng, job_name=owner["metadata"]["name"] if job else None)
+        pod["metadata"].update({"name": "@@NAME@@", "uid": "@@UID@@", "creationTimestamp": _STAMP, "resourceVersion": "@@RV@@"})
+        pod["metadata"].pop("generateName", None)
+        default_pod(pod, suffix="@@SFX@@", created=_STAMP)
+        pod["spec"]["nodeName"] = "node-1"
+        pod["status"] = running_status(pod, started=0.0, rng=self.rng)
+        pod["status"]["podIP"] = pod["status"]["podIPs"][0]["ip"] = "@@IP@@"
+        for cs in pod["status"]["containerStatuses"]:
+            cs["containerID"] = "containerd://@@CID@@"
+        running = serialize(self.t_pod, pod)[1]
+        done = None
+        if job:
+            pod["status"] = finished_status(pod, finished=0.0)
+            done = serialize(self.t_pod, pod)[1].replace(b'"finishedAt":"%s"' % _STAMP.encode(), b'"finishedAt":"@@END@@"')
+        return owner, running, done
+
+    def step(self, count: int) -> int:
+        """Create ``count`` pods and retire as many of the oldest as exceed ``live``; returns the events made."""
+        store, events = self.store, 0
+        now = rfc3339(store.clock()).encode()
+        with store.lock:
+            for old in self.finished:
+                store.remove_stored(self._version(old, old.raw, phase="Succeeded"))
+                self.deleted += 1
+                events += 1
+            self.finished = []
+            for _ in range(count):
+                events += self._create(now)
+            while len(self.alive) > self.live:
+                old, done = self.alive.popleft()
+                if done is None:
+                    store.remove_stored(self._version(old, old.raw, phase="Running"))
+                    self.deleted += 1
+                else:
+                    finished = self._version(old, done.replace(b"@@END@@", now).replace(b"@@RV@@", str(old.rv).encode()), phase="Succeeded")
+                    store.insert_stored(finished, event_type="MODIFIED")
+                    self.finished.append(finished)
+                events += 1
+            store.changed.notify_all()
+        return events
+
+    def _create(self, now: bytes) -> int:
+        owner, running, done = self.templates[self._next % len(self.templates)]
+        self._next += 1
+        name = f"{owner['metadata']['name']}-{self._next:x}"
+        uid, rv, cid = self.store.new_uid(), self.store.next_rv(), b"%064x" % self.rng.getrandbits(256)
+        spliced = (running.replace(b"@@NAME@@", name.encode()).replace(b"@@UID@@", uid.encode()).replace(b"@@SFX@@", random_suffix(self.rng).encode())
+                   .replace(b"@@IP@@", pod_ip(name).encode()).replace(b"@@CID@@", cid).replace(_STAMP.encode(), now))
+        stored = Stored.from_parts(self.t_pod, namespace=owner["metadata"]["namespace"], name=name, uid=uid, rv=rv,
+                                   raw=spliced.replace(b"@@RV@@", str(rv).encode()), labels=dict(owner["spec"]["template"]["metadata"]["labels"]),
+                                   owner_uids=(owner["metadata"]["uid"],), node_name="node-1", phase="Running")
+        self.store.insert_stored(stored)
+        self.created += 1
+        if done is not None:
+            done = (done.replace(b"@@NAME@@", name.encode()).replace(b"@@UID@@", uid.encode()).replace(b"@@SFX@@", random_suffix(self.rng).encode())
+                    .replace(b"@@IP@@", pod_ip(name).encode()).replace(b"@@CID@@", cid).replace(_STAMP.encode(), now))
+        self.alive.append((stored, done))
+        return 1
+
+    def _version(self, old: Stored, raw: bytes, *, phase: str) -> Stored:
+        """``old``'s bytes ``raw`` at the next resourceVersion."""
+        rv = self.store.next_rv()
+        return Stored.from_parts(self.t_pod, namespace=old.namespace, name=old.name, uid=old.uid, rv=rv,
+                                 raw=raw.replace(b'"resourceVersion":"%d"' % old.rv, b'"resourceVersion":"%d"' % rv, 1),
+                                 labels=old.labels, owner_uids=old.owner_uids, node_name="node-1", phase=phase)
+

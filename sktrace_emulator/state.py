@@ -406,6 +406,15 @@ class Store:
             self.dependents.setdefault(owner, set()).add((stored.rtype, stored.namespace, stored.name))
         self.histories[stored.rtype].append(Event(stored.rv, event_type, stored))
 
+    def remove_stored(self, stored: Stored) -> None:
+        """Record ``stored`` (the object's last version, with its own new resourceVersion from ``next_rv``) as
+        DELETED and drop the object; hold ``lock``, notify ``changed`` after a batch (the fast path of
+        ``insert_stored``, for deletions)."""
+        self.objects[stored.rtype].pop((stored.namespace, stored.name), None)
+        for owner in stored.owner_uids:
+            self.dependents.get(owner, set()).discard((stored.rtype, stored.namespace, stored.name))
+        self.histories[stored.rtype].append(Event(stored.rv, "DELETED", stored))
+
     def dependents_of(self, owner_uid: str, rtype: ResourceType) -> list[Stored]:
         """Current objects of ``rtype`` that list ``owner_uid`` among their owners, by name."""
         with self.lock:
