@@ -4,10 +4,10 @@ Hundreds of tests run the console script once each and read what a user reads: t
 stderr. A cold start costs about 0.3 s of CPU, nearly all of it the interpreter and the product's imports,
 which the tests do not test (the console scripts' own start is tested where it matters, in
 ``test_layers.py``, ``test_krew.py`` and the terminal tests). So a warm interpreter, started once per test
-process, imports what the console script imports and forks one child per run; the child is a real process
-with its own pid, environment, working directory, standard streams and exit code, and runs exactly what the
-console script runs: ``sys.exit(kubectl_sktrace.cli.main())``. An exception that escapes is printed the way
-the interpreter prints it, so a traceback is seen as a traceback.
+process, imports what the console script imports (and what the client imports to read a cluster) and forks
+one child per run; the child is a real process with its own pid, environment, working directory, standard
+streams and exit code, and runs exactly what the console script runs: ``sys.exit(kubectl_sktrace.cli.main())``.
+An exception that escapes is printed the way the interpreter prints it, so a traceback is seen as a traceback.
 
 The warm interpreter is a process of its own and single-threaded, so forking it is safe (forking pytest,
 whose plugins run threads, would not be). A request carries the arguments, environment and working directory,
@@ -131,6 +131,11 @@ def _exit_code(code: object) -> int:
 def serve(fd: int) -> None:
     """The warm interpreter: import what the console script imports, then fork a waiter per request."""
     import kubectl_sktrace.cli  # noqa: F401 - warm: the imports every run of the console script makes
+    from kubectl_sktrace.kube.lazy import lighten
+
+    lighten()  # and those of every run that reads a cluster, as the client makes them (kube/client.py)
+    import kubernetes.client.api_client  # noqa: F401
+    import kubernetes.config.kube_config  # noqa: F401
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the waiters are reaped by the kernel
     sock = socket.socket(fileno=fd)

@@ -32,7 +32,7 @@ CHEAP_NAMES = {"kubernetes.client": {"ApiClient": "api_client", "Configuration":
 INIT_DUNDERS = frozenset({"__version__", "__project__", "__all__"})
 """The only dunder names the packages' ``__init__`` define."""
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # completing one package may complete another (the root imports every part)
 
 
 class _LazyPackage(types.ModuleType):

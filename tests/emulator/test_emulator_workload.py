@@ -9,7 +9,7 @@ import pytest
 
 from sktrace_emulator import Emulator
 from sktrace_emulator.builders import RUN_SECONDS, deployment_object
-from sktrace_emulator.bulk import build_large_state
+from sktrace_emulator.bulk import PodChurn, build_large_state, create_jobs
 from sktrace_emulator.workload import Workload, cron_period
 
 pytestmark = pytest.mark.timeout(60)
@@ -136,3 +136,29 @@ def test_build_large_state_is_consistent(emu: Emulator) -> None:
     assert 4000 <= len(json.dumps(pod, separators=(",", ":"))) <= 8000
     emu.delete("apps/v1", "Deployment", pod["metadata"]["namespace"], pod["metadata"]["name"].rsplit("-", 2)[0])
     assert len(emu.list("v1", "Pod")) == 95  # the bulk-built owner chain is garbage-collected like any other
+
+
+def test_pod_churn_makes_pods_with_new_names_that_start_and_end_under_their_owners(emu: Emulator) -> None:
+    """The churn benchmark's fast path: every pod a new name and uid, Running when added; a ReplicaSet's pod
+    deleted once ``live`` newer ones exist, a Job's pod succeeding first and deleted at the next step."""
+    build_large_state(emu, deployments=2, pods_per_deployment=1, namespaces=1)
+    jobs = create_jobs(emu, jobs=1, namespaces=1)
+    churn = PodChurn(emu, owners=emu.list("apps/v1", "ReplicaSet") + jobs, live=3)
+    history = emu.store.histories[emu.store.type_of("v1", "Pod")]
+    start = len(history.events)
+    for _ in range(4):
+        churn.step(3)
+    events = history.events[start:]
+    assert [e.rv for e in events] == sorted({e.rv for e in events})
+    added = [e.stored for e in events if e.type == "ADDED"]
+    assert len(added) == churn.created == 12
+    assert len({p.name for p in added}) == len({p.uid for p in added}) == 12
+    assert all(p.obj()["status"]["phase"] == "Running" for p in added)
+    succeeded = [e.stored for e in events if e.type == "MODIFIED"]
+    deleted = [e.stored.name for e in events if e.type == "DELETED"]
+    assert succeeded and all(p.obj()["metadata"]["ownerReferences"][0]["kind"] == "Job" for p in succeeded)
+    assert all(p.obj()["status"]["phase"] == "Succeeded" for p in succeeded)
+    last_step = {e.stored.name for e in events[-6:]}
+    assert [p.name for p in succeeded if p.name not in last_step] == [name for name in deleted if name.startswith("batch-")]
+    assert all(p.obj()["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet" for p in added if p.name in deleted and not p.name.startswith("batch-"))
+    assert churn.deleted == len(deleted) and len(churn.alive) == 3

@@ -47,14 +47,15 @@ from kubernetes.config.kube_config import KubeConfigLoader
 light = len(sys.modules)
 assert "kubernetes.client.models.v1_pod" not in sys.modules
 import kubernetes
-from kubernetes import client, watch
+version = kubernetes.__version__  # the root package first: its __init__ imports every part, the client's included
+from kubernetes import client, dynamic, utils, watch
 configuration = Configuration()
 configuration.host = sys.argv[1]
 configuration.verify_ssl = False
 configuration.api_key = {"authorization": "Bearer " + sys.argv[2]}
 pods = client.CoreV1Api(ApiClient(configuration)).list_namespaced_pod("default")
 assert isinstance(pods, client.models.V1PodList), type(pods)
-print(kubernetes.__version__, light, len(sys.modules), type(client).__name__, type(kubernetes).__name__)
+print(version, light, len(sys.modules), type(client).__name__, type(kubernetes).__name__)
 """
 
 
