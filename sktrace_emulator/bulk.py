@@ -251,17 +251,19 @@ class PodChurn:
         self._next += 1
         name = f"{owner['metadata']['name']}-{self._next:x}"
         uid, rv, cid = self.store.new_uid(), self.store.next_rv(), b"%064x" % self.rng.getrandbits(256)
-        spliced = (running.replace(b"@@NAME@@", name.encode()).replace(b"@@UID@@", uid.encode()).replace(b"@@SFX@@", random_suffix(self.rng).encode())
-                   .replace(b"@@IP@@", pod_ip(name).encode()).replace(b"@@CID@@", cid).replace(_STAMP.encode(), now))
+        suffix = random_suffix(self.rng).encode()
+
+        def spliced(raw: bytes) -> bytes:
+            return (raw.replace(b"@@NAME@@", name.encode()).replace(b"@@UID@@", uid.encode()).replace(b"@@SFX@@", suffix)
+                    .replace(b"@@IP@@", pod_ip(name).encode()).replace(b"@@CID@@", cid).replace(_STAMP.encode(), now))
+
         stored = Stored.from_parts(self.t_pod, namespace=owner["metadata"]["namespace"], name=name, uid=uid, rv=rv,
-                                   raw=spliced.replace(b"@@RV@@", str(rv).encode()), labels=dict(owner["spec"]["template"]["metadata"]["labels"]),
+                                   raw=spliced(running).replace(b"@@RV@@", str(rv).encode()),
+                                   labels=dict(owner["spec"]["template"]["metadata"]["labels"]),
                                    owner_uids=(owner["metadata"]["uid"],), node_name="node-1", phase="Running")
         self.store.insert_stored(stored)
         self.created += 1
-        if done is not None:
-            done = (done.replace(b"@@NAME@@", name.encode()).replace(b"@@UID@@", uid.encode()).replace(b"@@SFX@@", random_suffix(self.rng).encode())
-                    .replace(b"@@IP@@", pod_ip(name).encode()).replace(b"@@CID@@", cid).replace(_STAMP.encode(), now))
-        self.alive.append((stored, done))
+        self.alive.append((stored, None if done is None else spliced(done)))
         return 1
 
     def _version(self, old: Stored, raw: bytes, *, phase: str) -> Stored:
