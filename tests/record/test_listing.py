@@ -72,13 +72,19 @@ class _Sink:
         self.ended.append(gvk)
 
 
-def _list_all(cluster: _Cluster, sink: _Sink, budget: PageBudget) -> None:
+def _list_every_kind(*, pages: int, budget: int) -> tuple[_Cluster, _Sink, PageBudget]:
+    """Every kind of ``KINDS`` listed at once, ``pages`` pages each, within one ``PageBudget(budget)``; the first
+    ingest waits until the lists hold the whole budget."""
+    cluster = _Cluster(pages=pages)
+    cluster.fill = budget
+    sink = _Sink(cluster)
+    shared = PageBudget(budget)
     errors: list[BaseException] = []
 
     def one(gvk: GVK) -> None:
         try:
             relist(resource=_resource(gvk), namespace=None, list_page=cluster.list_page, sink=sink,
-                   clock=lambda: 1000.0, stop=threading.Event(), pages=budget)
+                   clock=lambda: 1000.0, stop=threading.Event(), pages=shared)
         except BaseException as exc:  # noqa: BLE001 - raised below
             errors.append(exc)
 
@@ -88,6 +94,7 @@ def _list_all(cluster: _Cluster, sink: _Sink, budget: PageBudget) -> None:
     for thread in threads:
         thread.join(30)
     assert not errors and not any(thread.is_alive() for thread in threads), errors
+    return cluster, sink, shared
 
 
 def _free_places(budget: PageBudget) -> int:
@@ -102,11 +109,7 @@ def _free_places(budget: PageBudget) -> int:
 def test_the_lists_of_a_run_hold_at_most_the_budget_of_pages_together() -> None:
     """Four kinds list at once, ten pages each: the pages they hold (received, not yet ingested) never pass the
     budget of three, and reach it (the lists do overlap); every page is ingested once, in order."""
-    cluster = _Cluster(pages=10)
-    cluster.fill = 3
-    sink = _Sink(cluster)
-    budget = PageBudget(3)
-    _list_all(cluster, sink, budget)
+    cluster, sink, budget = _list_every_kind(pages=10, budget=3)
     assert cluster.most == 3
     assert sink.ingested == {gvk: [f"{gvk.kind}-{n}" for n in range(10)] for gvk in KINDS}
     assert sorted(sink.ended, key=str) == sorted(KINDS, key=str)
@@ -116,11 +119,7 @@ def test_the_lists_of_a_run_hold_at_most_the_budget_of_pages_together() -> None:
 def test_a_budget_of_one_page_still_lists_every_kind() -> None:
     """No room to read ahead: each list fetches its next page once it gave back the last one, never waiting
     for a place while it holds one, so no list blocks another for good."""
-    cluster = _Cluster(pages=4)
-    cluster.fill = 1
-    sink = _Sink(cluster)
-    budget = PageBudget(1)
-    _list_all(cluster, sink, budget)
+    cluster, sink, budget = _list_every_kind(pages=4, budget=1)
     assert cluster.most == 1
     assert all(len(names) == 4 for names in sink.ingested.values())
     assert _free_places(budget) == 1
