@@ -372,6 +372,39 @@ def query(cache: Cache, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def wait_rows(cache: Cache, sql: str, *params: Any, timeout: float = 30) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` once there are some (a cache not yet created or migrated reads as none)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            rows = query(cache, sql, *params)
+        except sqlite3.OperationalError:
+            rows = []
+        if rows:
+            return rows
+        time.sleep(0.05)
+    raise AssertionError(f"nothing for {sql} within {timeout}s")
+
+
+class Notes:
+    """The recorder's progress, kept: warnings and notes as a person reads them, the rest ignored."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def kind_progress(self, gvk: Any, stats: Any) -> None: ...
+    def synced(self, seconds: float) -> None: ...
+    def live(self, **kw: Any) -> None: ...
+    def reconciled(self, report: Any) -> None: ...
+    def close(self) -> None: ...
+
+    def warn(self, message: str) -> None:
+        self.lines.append(f"Warning: {message}")
+
+    def note(self, message: str) -> None:
+        self.lines.append(message)
+
+
 def integrity_check(cache: Cache) -> str:
     """sqlite's own check of every page; in PostgreSQL (whose server keeps its pages whole across a client's
     crash) that every table of the history reads to its end."""

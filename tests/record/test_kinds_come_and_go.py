@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from reliability_support import private_env, query, run_cli
+from reliability_support import private_env, query, run_cli, wait_rows
 
 from sktrace_emulator import Emulator, crd_object
 
@@ -72,19 +72,6 @@ class Tuned:
         self.proc.send_signal(signal.SIGINT)
         assert self.proc.wait(timeout=30) == 0, self.stderr()
         return self.out.read_text(), self.stderr()
-
-
-def wait_rows(cache: Path, sql: str, *params: Any, timeout: float) -> list[tuple[Any, ...]]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            rows = query(cache, sql, *params)
-        except sqlite3.OperationalError:
-            rows = []
-        if rows:
-            return rows
-        time.sleep(0.05)
-    raise AssertionError(f"nothing for {sql} within {timeout}s")
 
 
 def synced(cache: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
+from reliability_support import Notes
 
 from kubectl_sktrace.errors import ForbiddenError, KubeError
 from kubectl_sktrace.model import JOB, POD
@@ -137,22 +138,15 @@ def test_the_health_server_serves_metrics_beside_the_probes() -> None:
 # -- a real run -----------------------------------------------------------------------------------------
 
 
-class Notes:
+class PortNotes(Notes):
+    """The progress, kept; ``port`` is set once the health server says where it listens."""
+
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        super().__init__()
         self.port = threading.Event()
 
-    def kind_progress(self, gvk: Any, stats: Any) -> None: ...
-    def synced(self, seconds: float) -> None: ...
-    def live(self, **kw: Any) -> None: ...
-    def reconciled(self, report: Any) -> None: ...
-    def close(self) -> None: ...
-
-    def warn(self, message: str) -> None:
-        self.lines.append(f"Warning: {message}")
-
     def note(self, message: str) -> None:
-        self.lines.append(message)
+        super().note(message)
         if message.startswith("Health: "):
             self.port.set()
 
@@ -174,7 +168,7 @@ def test_a_scrape_during_a_real_run(emulator: Any, emulator_kubeconfig: str, tmp
     emulator.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
                      "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
                               "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
-    notes = Notes()
+    notes = PortNotes()
     options = StartOptions(kubeconfig=emulator_kubeconfig, context=None, namespace=None, cache=str(tmp_path / "cache.db"), config_path=None,
                            duration=4.0, quiet=False, health_port=0)
     recorder = threading.Thread(target=start, args=(options,), kwargs={"progress": notes}, daemon=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from reliability_support import EXE, private_env, query, run_cli
+from reliability_support import EXE, private_env, query, run_cli, wait_rows
 
 from kubectl_sktrace.record.watching import STALL_SECONDS
 from kubectl_sktrace.timeparse import format_time
@@ -43,19 +43,6 @@ def emu() -> Iterator[Emulator]:
         emulator.stop()
 
 
-def wait_for(cache: Path, sql: str, *params: Any, timeout: float = 30) -> list[tuple[Any, ...]]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            rows = query(cache, sql, *params)
-        except sqlite3.OperationalError:
-            rows = []
-        if rows:
-            return rows
-        time.sleep(0.05)
-    raise AssertionError(f"nothing for {sql}")
-
-
 def record(tmp_path: Path, emu: Emulator) -> tuple[subprocess.Popen[bytes], Path, Path]:
     kubeconfig, cache = tmp_path / "kubeconfig", tmp_path / "cache.db"
     emu.write_kubeconfig(kubeconfig)
@@ -64,7 +51,7 @@ def record(tmp_path: Path, emu: Emulator) -> tuple[subprocess.Popen[bytes], Path
         emu.create({"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object(NS, name, replicas=1, rng=rng)})
     proc = subprocess.Popen([EXE, "start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--duration", "60"],
                             env=private_env(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wait_for(cache, "SELECT 1 FROM runs WHERE synced IS NOT NULL")
+    wait_rows(cache, "SELECT 1 FROM runs WHERE synced IS NOT NULL")
     time.sleep(0.5)  # a few bookmarks: the watches are alive
     return proc, kubeconfig, cache
 
@@ -85,11 +72,11 @@ def test_an_api_outage_is_a_gap_and_what_changed_during_it_is_caught_up_not_live
     time.sleep(2.0)
     up = time.time()
     emu.start()  # the same port, the same state: the watches resume from their versions
-    wait_for(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
+    wait_rows(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
     # every kind watches again (the report of that is the run's to make, at the latest when it stops)
-    wait_for(cache, "SELECT 1 FROM coverage_gaps GROUP BY run_id HAVING count(DISTINCT gvk) = 6 AND sum(until IS NULL) = 0")
+    wait_rows(cache, "SELECT 1 FROM coverage_gaps GROUP BY run_id HAVING count(DISTINCT gvk) = 6 AND sum(until IS NULL) = 0")
     emu.patch("apps/v1", "Deployment", NS, "keep", {"spec": {"replicas": 3}})  # live again
-    wait_for(cache, "SELECT 1 FROM events WHERE name = 'keep' AND op = 0 GROUP BY name HAVING count(*) = 2")
+    wait_rows(cache, "SELECT 1 FROM events WHERE name = 'keep' AND op = 0 GROUP BY name HAVING count(*) = 2")
     out, err = finish(proc)
 
     # what the person saw while it happened: one warning when it began, one line when it was over
@@ -145,7 +132,7 @@ def test_kinds_with_nothing_to_send_watch_again_once_their_watches_connect(tmp_p
     time.sleep(2.0)
     up = time.time()
     quiet_emu.start()
-    wait_for(cache, "SELECT 1 FROM coverage_gaps GROUP BY run_id HAVING count(DISTINCT gvk) = 6 AND sum(until IS NULL) = 0",
+    wait_rows(cache, "SELECT 1 FROM coverage_gaps GROUP BY run_id HAVING count(DISTINCT gvk) = 6 AND sum(until IS NULL) = 0",
              timeout=20)
     closed = time.time()
     time.sleep(1.0)  # the run goes on: a gap closed at the run's end would end after this
@@ -177,7 +164,7 @@ def test_a_suspended_recorder_whose_watches_expired_records_the_sleep_as_a_gap(t
     finally:
         proc.send_signal(signal.SIGCONT)
     awake = time.time()
-    wait_for(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
+    wait_rows(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
     out, err = finish(proc)
     told = [line for line in err.splitlines() if line.startswith("Warning: recorder suspended ")]
     assert len(told) == 1, err  # whether the run saw it begin, or only over (every thread stood still with it)

@@ -10,6 +10,7 @@ from typing import Any, Callable, TypeVar
 
 import pytest
 from conftest import CacheBuilder, location, obj
+from reliability_support import Notes
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.record.retention import (
@@ -147,23 +148,6 @@ def test_a_pass_stops_with_the_run(tmp_path: Path) -> None:
 
 
 # -- a real run -----------------------------------------------------------------------------------------
-
-
-class Notes:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def kind_progress(self, gvk: Any, stats: Any) -> None: ...
-    def synced(self, seconds: float) -> None: ...
-    def live(self, **kw: Any) -> None: ...
-    def reconciled(self, report: Any) -> None: ...
-    def close(self) -> None: ...
-
-    def warn(self, message: str) -> None:
-        self.lines.append(f"Warning: {message}")
-
-    def note(self, message: str) -> None:
-        self.lines.append(message)
 
 
 def scale_every(emulator: Any, seconds: float, stop: threading.Event) -> None:
