@@ -94,6 +94,29 @@ def complete_files(ctx: click.Context, param: click.Parameter, incomplete: str) 
     return [CompletionItem(incomplete, type="file")]
 
 
+def complete_trace_formats(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
+    """``-o/--format`` of ``export`` and ``transform``: the trace's formats."""
+    helps = {"sktrace": "SimKube's msgpack trace", "json": "the trace as JSON, for people", "yaml": "the trace as YAML, for people"}
+    return [CompletionItem(value, help=text) for value, text in helps.items() if value.startswith(incomplete)]
+
+
+def complete_summary_formats(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
+    """``--summary``: the summary's formats."""
+    return _matching(["table", "json", "yaml"], incomplete)
+
+
+def complete_transforms(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
+    """``--transform``: the built-in programs, and the files and directories that start with what is typed."""
+    import glob
+
+    from kubectl_sktrace.trace.skel import BUILTINS
+
+    items = [CompletionItem(name, help="the built-in program") for name in BUILTINS if name.startswith(incomplete)]
+    for path in sorted(glob.glob(glob.escape(incomplete) + "*")):
+        items.append(CompletionItem(path + "/" if os.path.isdir(path) else path))
+    return items
+
+
 def format_kubectl(items: Sequence[CompletionItem[str]]) -> str:
     """The lines kubectl reads from a plugin's completion executable: candidates, then ``:<directive>``.
 

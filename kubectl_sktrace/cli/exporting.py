@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from kubectl_sktrace.cli.completion import complete_contexts, complete_files
+from kubectl_sktrace.cli.completion import complete_contexts, complete_files, complete_trace_formats
+from kubectl_sktrace.cli.filtering import decisions_text, rule_options, user_rules
 from kubectl_sktrace.cli.options import (
     SktraceCommand,
     cache_option,
@@ -18,7 +19,8 @@ from kubectl_sktrace.cli.options import (
     verbosity_option,
     warn,
 )
-from kubectl_sktrace.cli.transforming import anonymization_key, anonymize_options, say_fresh_key, transform_option
+from kubectl_sktrace.cli.transforming import anonymization_key, anonymize_options, say_fresh_key, summary_option, transform_option
+from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
 
 
@@ -42,17 +44,22 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Comma-separated namespaces to leave out (SimKube's list by default).")
 @click.option("--include-namespaces", "include_namespaces", metavar="LIST",
               help="Keep only these namespaces; when given, --excluded-namespaces is ignored (so 'default' can be included).")
-@click.option("--exclude-labels", "exclude_labels", multiple=True, metavar="SELECTOR",
+@click.option("--exclude-labels", "--excluded-labels", "exclude_labels", multiple=True, metavar="SELECTOR",
               help="Leave out objects matching this kubectl label selector ('a=b,c!=d,e in (x,y),!f'); repeatable, any match excludes.")
+@rule_options
 @click.option("--include-cluster-scoped", "include_cluster_scoped", is_flag=True,
               help="Keep cluster-scoped objects (SimKube's driver needs namespaced ones, so they are left out by default).")
-@click.option("-O", "--output-file", "output_file", default="output.sktrace", show_default=True, metavar="PATH", shell_complete=complete_files,
-              help="Where to write the trace; '-' is stdout. A file (or a symlink's target) is replaced whole or not at all, "
-                   "keeping its mode; a device, FIFO or /dev/fd/N is written into. An s3://, gs:// or az:// URL (the cloud extra) "
-                   "is an object, written whole or not at all; file:///PATH is PATH.")
+@click.option("-O", "--output-file", "output_file", default=None, metavar="PATH", shell_complete=complete_files,
+              help="Where to write the trace (default: output.sktrace; stdout for -o json|yaml); '-' is stdout. A file (or a "
+                   "symlink's target) is replaced whole or not at all, keeping its mode; a device, FIFO or /dev/fd/N is written "
+                   "into. An s3://, gs:// or az:// URL (the cloud extra) is an object, written whole or not at all; file:///PATH is PATH.")
 @click.option("-o", "--format", "fmt", default="sktrace", show_default=True, metavar="[sktrace|json|yaml]", callback=_trace_format,
-              help="The output format, as kubectl's -o: sktrace is SimKube's msgpack format; json and yaml are for people "
-                   "and do not load in SimKube.")
+              shell_complete=complete_trace_formats,
+              help="The trace's format, as kubectl's -o: sktrace is SimKube's msgpack format; json and yaml are for people, "
+                   "do not load in SimKube, and go to stdout unless -O says where.")
+@summary_option
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="Write nothing: show the rules in force and how many objects each decided (the table on stdout, or --summary json|yaml).")
 @click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
 @click.option("--allow-empty", "allow_empty", is_flag=True,
               help="Write the trace even when it holds no object (else that is an error, and nothing is written).")
@@ -61,55 +68,83 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
 def export_command(
     kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
     start_time: str, end_time: str, excluded_namespaces: str | None, include_namespaces: str | None, exclude_labels: tuple[str, ...],
-    include_cluster_scoped: bool, output_file: str, fmt: str, keep_status: bool, allow_empty: bool, transform: str | None,
-    anonymize: bool, anonymize_key: str | None,
+    filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...], default: str | None,
+    include_cluster_scoped: bool, output_file: str | None, fmt: str, summary: str, dry_run: bool, keep_status: bool, allow_empty: bool,
+    transform: str | None, anonymize: bool, anonymize_key: str | None,
 ) -> None:
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
 
     The window is [--start-time, --end-time). The trace starts with the state at the start time, then every
-    recorded change in the window. Namespaces: -n NS keeps one namespace; -A keeps every namespace (none
-    excluded); --include-namespaces keeps only those listed and overrides --excluded-namespaces; otherwise
-    the excluded namespaces are left out. Objects
-    owned by a DaemonSet or by another exported object are left out too (SimKube recreates them).
+    recorded change in the window. Which objects it holds is decided per object, on its last version in the
+    window (an object whose labels changed mid-window is in or out as a whole), after --transform, by rules
+    asked in order, the first that matches deciding: --filters FILE's, then -l, then --allow and --deny as typed,
+    then the namespace and label flags: -n NS keeps one namespace; -A keeps every namespace (none excluded);
+    --include-namespaces keeps only those listed and overrides --excluded-namespaces; otherwise the excluded
+    namespaces are left out; --exclude-labels leaves out what it matches. What no rule matches gets --default.
+    Objects owned by a DaemonSet or by another exported object are left out too (SimKube recreates them).
+    --dry-run shows what each rule decided.
 
     \b
     Example:
       kubectl sktrace export -s -1h -O incident.sktrace
       kubectl sktrace export -s 2026-11-22T10:00:00Z -t 2026-11-22T11:00:00Z --exclude-labels 'app in (canary)'
-      kubectl sktrace export -n shop --format yaml -O - | less
+      kubectl sktrace export -n shop -o yaml | less
+      kubectl sktrace export --deny 'namespace:shop labels:tier=canary' --allow 'namespace:shop' \\
+          --allow 'namespace:kube-system labels:app.kubernetes.io/name=ingress-nginx' --default deny --dry-run
       kubectl sktrace export -s -1h -O s3://my-bucket/incident.sktrace
       kubectl sktrace export -s -1h --transform sanitize --anonymize -O shareable.sktrace
     """
     import time
 
+    from kubectl_sktrace import render
     from kubectl_sktrace.cli.globalflags import namespace_scope
     from kubectl_sktrace.export.options import filters_from_flags, resolve_window
-    from kubectl_sktrace.export.window import export_sentence, export_to
+    from kubectl_sktrace.export.window import decide_cache, export_sentence, export_to
     from kubectl_sktrace.trace.transform import load_program, transform_note
 
+    output_file = _trace_destination(output_file, fmt=fmt, summary=summary, dry_run=dry_run)
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
     if click.get_current_context().get_parameter_source("excluded_namespaces") == click.core.ParameterSource.DEFAULT:
         excluded_namespaces = None  # not chosen: SimKube's list, which -A may replace
+    rules, rules_default = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     filters = filters_from_flags(
         namespace=namespace_scope(namespace=namespace, all_namespaces=all_namespaces), all_namespaces=all_namespaces,
         include_namespaces=include_namespaces, excluded_namespaces=excluded_namespaces, exclude_labels=exclude_labels,
-        include_cluster_scoped=include_cluster_scoped,
+        include_cluster_scoped=include_cluster_scoped, rules=rules, default=rules_default,
     )
     program = load_program(transform) if transform is not None else None  # a syntax error before the cache is opened
+    location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
+    if dry_run:
+        decisions = decide_cache(location, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status)
+        click.echo(decisions_text(decisions.as_mapping()) if summary == "table" else render.dump(decisions.as_mapping(), summary))
+        return
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
-    report = export_to(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), output_file, start_ts=start_ts,
-                       end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, allow_empty=allow_empty,
-                       stdout=sys.stdout.buffer, program=program, anonymize_key=key)
-    for text in report.notes:
-        note(f"Note: {text}")
-    for warning in report.warnings:
-        warn(warning)
-    if program is not None:
-        note(transform_note(program.source, events_matched=report.events_matched, resources_modified=report.resources_modified))
-    note(export_sentence(report, where="stdout" if output_file == "-" else output_file))
+    report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
+                       allow_empty=allow_empty, stdout=sys.stdout.buffer, program=program, anonymize_key=key)
+    where = "stdout" if output_file == "-" else output_file
+    if summary != "table":
+        click.echo(render.dump(report.as_mapping(output=where), summary))
+    else:
+        for text in report.notes:
+            note(f"Note: {text}")
+        for warning in report.warnings:
+            warn(warning)
+        if program is not None:
+            note(transform_note(program.source, events_matched=report.events_matched, resources_modified=report.resources_modified))
+        note(export_sentence(report, where=where))
     if fresh:
         assert key is not None
         say_fresh_key(key)
+
+
+def _trace_destination(output_file: str | None, *, fmt: str, summary: str, dry_run: bool) -> str:
+    """Where the trace goes: -O, else stdout for json and yaml (as kubectl's -o prints), else output.sktrace. The
+    summary's json or yaml is on stdout too, so the trace must then go to a file."""
+    destination = output_file if output_file is not None else "-" if fmt != "sktrace" else "output.sktrace"
+    if summary != "table" and destination == "-" and not dry_run:
+        why = "-O -" if output_file == "-" else f"-o {fmt} without -O"
+        raise UsageError(f"--summary {summary} prints the summary on stdout, where {why} writes the trace; pass -O FILE, or leave --summary out")
+    return destination
 
 
 @click.command("prune", cls=SktraceCommand)

@@ -23,6 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 TRACEBACK_VERBOSITY = 6
 _state = {"verbosity": 0, "quiet": 0}
+_ORDER = "kubectl_sktrace.option_order"
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -130,7 +131,20 @@ def output_option(f: F) -> F:
 
 
 class SktraceCommand(click.Command):
-    """A command that refuses a kubectl global flag it has no use for with one line saying so."""
+    """A command that refuses a kubectl global flag it has no use for with one line saying so, and keeps the order
+    its options were typed in (``typed_in_order``: --allow and --deny interleave)."""
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        parser = super().make_parser(ctx)
+        parse = parser.parse_args
+
+        def parse_in_order(args: list[str]) -> Any:
+            opts, largs, order = parse(args=args)
+            ctx.meta[_ORDER] = [param.name for param in order]
+            return opts, largs, order
+
+        setattr(parser, "parse_args", parse_in_order)
+        return parser
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         from kubectl_sktrace.cli import globalflags
@@ -143,6 +157,14 @@ class SktraceCommand(click.Command):
             raise UsageError(globalflags.refusal(ctx.info_name or self.name or "", exc.option_name)) from None
 
 
+def typed_in_order(ctx: click.Context, values: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
+    """The values of several repeatable options as (option, value) in the order they were typed."""
+    left = {name: list(found) for name, found in values.items()}
+    ordered = []
+    for name in ctx.meta.get(_ORDER, []):
+        if left.get(name):
+            ordered.append((name, left[name].pop(0)))
+    return ordered
 
 
 def cache_path(*, cache: str | None, kubeconfig: str | None, context: str | None) -> str | CacheUrl:

@@ -7,7 +7,7 @@ from typing import Any, Callable, TypeVar
 
 import click
 
-from kubectl_sktrace.cli.completion import complete_files
+from kubectl_sktrace.cli.completion import complete_files, complete_summary_formats, complete_trace_formats, complete_transforms
 from kubectl_sktrace.cli.options import SktraceCommand, note, quiet_option, verbosity_option
 from kubectl_sktrace.errors import UsageError
 
@@ -30,7 +30,7 @@ def anonymize_options(f: F) -> F:
 
 
 def transform_option(f: F) -> F:
-    return click.option("--transform", "transform", metavar="SKEL_FILE|sanitize", shell_complete=complete_files,
+    return click.option("--transform", "transform", metavar="SKEL_FILE|sanitize", shell_complete=complete_transforms,
                         help="Rewrite the objects with a SKEL program (SimKube's transformations: a file, or 'sanitize' for the "
                              "built-in) before the namespace and label filters, as skctl export --transform does; '@t' counts "
                              "from the window's start, and the start state is kept even when emptied.")(f)
@@ -63,9 +63,21 @@ def say_fresh_key(key: bytes) -> None:
 def _summary_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if value in _SUMMARY_FORMATS:
         return value
-    if "/" in value or "." in value or value == "-":
-        raise UsageError(f"did you mean -O {value}? (-o is the summary's format: {', '.join(_SUMMARY_FORMATS)}; -O is the trace's path)")
-    raise UsageError(f"-o/--output {value}: not a summary format; pass one of {', '.join(_SUMMARY_FORMATS)}")
+    raise UsageError(f"--summary {value}: not a summary format; pass one of {', '.join(_SUMMARY_FORMATS)}")
+
+
+def summary_option(f: F) -> F:
+    """``--summary``: what ``export`` and ``transform`` say of what they wrote, as a table on stderr or json/yaml on stdout."""
+    return click.option("--summary", "summary", default="table", show_default=True, metavar="[table|json|yaml]", callback=_summary_format,
+                        shell_complete=complete_summary_formats,
+                        help="The summary's format: table on stderr, for people; json or yaml on stdout, for programs.")(f)
+
+
+def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The trace format of ``-o``; ``-o table``, the summary's format before ``--summary``, still means ``--summary table``."""
+    from kubectl_sktrace.export.options import check_format
+
+    return value if value == "table" else check_format(value)
 
 
 @click.command("transform", cls=SktraceCommand, short_help="Rewrite a trace with a SKEL program, or anonymize it.")
@@ -78,10 +90,13 @@ def _summary_format(ctx: click.Context, param: click.Parameter, value: str) -> s
                    "mode; a device, FIFO or /dev/fd/N is written into; an s3://, gs:// or az:// URL is an object. Nothing is "
                    "written unless every event transformed.")
 @anonymize_options
-@click.option("-o", "--output", "output", default="table", show_default=True, metavar="[table|json|yaml]", callback=_summary_format,
-              help="The summary's format: table on stderr, as skctl prints it; json or yaml on stdout, for programs.")
+@click.option("-o", "--format", "fmt", default="sktrace", show_default=True, metavar="[sktrace|json|yaml]", callback=_trace_format,
+              shell_complete=complete_trace_formats,
+              help="The trace's format, as export's: sktrace is SimKube's msgpack format; json and yaml are for people and do not "
+                   "load in SimKube.")
+@summary_option
 def transform_command(trace: str, skel_file: str | None, output_file: str, anonymize: bool, anonymize_key: str | None,
-                      output: str) -> None:
+                      fmt: str, summary: str) -> None:
     """Rewrite the objects of a trace with a SKEL program (SimKube's skctl transform), or anonymize it, or both.
 
     SKEL_FILE is a SKEL file, or 'sanitize' for the built-in program with the effect of SimKube's example (status,
@@ -96,20 +111,22 @@ def transform_command(trace: str, skel_file: str | None, output_file: str, anony
     Example:
       kubectl sktrace transform incident.sktrace sanitize -O incident-sanitized.sktrace
       kubectl sktrace transform incident.sktrace strip.skel -O - | kubectl sktrace inspect -
-      kubectl sktrace transform incident.sktrace --anonymize -O shareable.sktrace -o json
+      kubectl sktrace transform incident.sktrace --anonymize -O shareable.sktrace --summary json
     """
     from kubectl_sktrace import render
     from kubectl_sktrace.trace.transform import load_program, transform_sentence, transform_summary, transform_to
 
     if skel_file is None and not anonymize:
         raise click.UsageError("give a SKEL_FILE (a path, or 'sanitize'), --anonymize, or both")
-    if output != "table" and output_file == "-":
-        raise UsageError(f"-o {output} prints the summary on stdout, where -O - writes the trace; pass -O FILE, or leave -o out")
+    if fmt == "table":
+        fmt = "sktrace"  # -o table: the summary's format before --summary, which it is still read as
+    if summary != "table" and output_file == "-":
+        raise UsageError(f"--summary {summary} prints the summary on stdout, where -O - writes the trace; pass -O FILE, or leave --summary out")
     program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
-    report = transform_to(trace, output_file, program=program, key=key, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer)
-    if output != "table":
-        click.echo(render.render_mapping(report.as_mapping(), output))
+    report = transform_to(trace, output_file, program=program, key=key, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer, fmt=fmt)
+    if summary != "table":
+        click.echo(render.render_mapping(report.as_mapping(), summary))
     elif program is not None:
         note(transform_summary(report))
     note(transform_sentence(report))

@@ -30,6 +30,8 @@ class LeftOut:
     namespaces: Counter[str] = field(default_factory=Counter)  # objects per namespace the namespace filters left out
     labels: int = 0
     daemonset: int = 0
+    rules: int = 0  # denied by the user's rules (--filters, -l, --allow, --deny, --default)
+    owned: int = 0  # allowed, but owned by an exported object (which recreates them)
     kept_namespaces: set[str] = field(default_factory=set)  # namespaces of the exported objects
 
 
@@ -84,6 +86,8 @@ def _everything_left_out(left: LeftOut, *, include_namespaces: frozenset[str] | 
         parts.append((left.cluster_scoped, "cluster-scoped", "pass --include-cluster-scoped"))
     if left.labels:
         parts.append((left.labels, "matched by --exclude-labels", "pass fewer --exclude-labels"))
+    if left.rules:
+        parts.append((left.rules, "denied by the rules (--filters, -l, --allow, --deny, --default)", "see which rule decided what with --dry-run"))
     if left.daemonset:
         parts.append((left.daemonset, "owned by DaemonSets (SimKube leaves them out)", "export a window with other objects"))
     total = sum(n for n, _, _ in parts)

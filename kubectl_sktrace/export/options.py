@@ -5,6 +5,11 @@ The namespaces follow one precedence, said once here: ``-n NS`` keeps that names
 namespace (none excluded); ``--include-namespaces`` keeps only those listed and replaces
 ``--excluded-namespaces``; otherwise the excluded namespaces (SimKube's list by default) are left out.
 Contradicting choices are usage errors, never a silent winner.
+
+Those flags are rules (``trace/rules``): ``--excluded-namespaces`` denies its namespaces, ``--exclude-labels`` denies
+what each selector matches, ``-n``/``--include-namespaces`` allow theirs and make the default deny. The rules a user
+writes (``--filters FILE``, then ``-l``, then ``--allow``/``--deny`` in the order typed) come before them, so that
+``--allow 'namespace:kube-system labels:app=ingress'`` keeps what SimKube's excluded namespaces would leave out.
 """
 
 from __future__ import annotations
@@ -13,13 +18,19 @@ import math
 from dataclasses import dataclass
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.export.selectors import Selector, parse_selector
+from kubectl_sktrace.trace.rules import ALLOW, DENY, Rule, RuleSet
+from kubectl_sktrace.trace.selectors import Selector, parse_selector
 from kubectl_sktrace.timeparse import format_time, parse_time
 
 DEFAULT_EXCLUDED_NAMESPACES = (
     "cert-manager", "default", "kube-public", "kube-node-lease", "kube-system", "local-path-storage", "monitoring", "simkube",
 )
 """SimKube's own default for ``--excluded-namespaces``."""
+
+DEFAULT_EXCLUDED = frozenset(DEFAULT_EXCLUDED_NAMESPACES)
+DEFAULT_EXCLUDED_ORIGIN = "--excluded-namespaces (default)"
+NAMESPACE_ORIGINS = frozenset({DEFAULT_EXCLUDED_ORIGIN, "--excluded-namespaces", "--include-namespaces"})
+LABELS_ORIGIN = "--exclude-labels"
 
 FORMATS = ("sktrace", "json", "yaml")
 
@@ -28,10 +39,25 @@ FORMATS = ("sktrace", "json", "yaml")
 class ExportFilters:
     """Which objects a trace leaves out (``export``'s module docstring gives the order they apply in)."""
 
-    excluded_namespaces: frozenset[str] = frozenset(DEFAULT_EXCLUDED_NAMESPACES)
+    excluded_namespaces: frozenset[str] = DEFAULT_EXCLUDED
     include_namespaces: frozenset[str] | None = None
     exclude_labels: tuple[Selector, ...] = ()
     include_cluster_scoped: bool = False
+    rules: tuple[Rule, ...] = ()  # the user's (--filters, -l, --allow, --deny), asked before the flags' own
+    default: str | None = None  # --default; None: deny with included namespaces, else allow
+
+    def rule_set(self) -> RuleSet:
+        """Every rule in force, in the order asked: the user's, then the legacy flags' as rules, then the default."""
+        legacy: list[Rule] = []
+        if self.include_namespaces is None and self.excluded_namespaces:
+            origin = DEFAULT_EXCLUDED_ORIGIN if self.excluded_namespaces == DEFAULT_EXCLUDED else "--excluded-namespaces"
+            legacy.append(Rule(action=DENY, namespaces=tuple(sorted(self.excluded_namespaces)), origin=origin))
+        legacy += (Rule(action=DENY, selector=selector, origin=LABELS_ORIGIN) for selector in self.exclude_labels)
+        if self.include_namespaces is not None:
+            legacy.append(Rule(action=ALLOW, namespaces=tuple(sorted(self.include_namespaces)), origin="--include-namespaces"))
+            return RuleSet(rules=self.rules + tuple(legacy), default=self.default or DENY,
+                           default_origin="--default" if self.default else "--include-namespaces")
+        return RuleSet(rules=self.rules + tuple(legacy), default=self.default or ALLOW, default_origin="--default" if self.default else "default")
 
 
 def resolve_window(start: str, end: str, *, now: float) -> tuple[int, int]:
@@ -70,10 +96,10 @@ def namespace_list(text: str | None) -> frozenset[str] | None:
 
 def filters_from_flags(
     *, namespace: str | None, all_namespaces: bool, include_namespaces: str | None, excluded_namespaces: str | None,
-    exclude_labels: tuple[str, ...] = (), include_cluster_scoped: bool = False,
+    exclude_labels: tuple[str, ...] = (), include_cluster_scoped: bool = False, rules: tuple[Rule, ...] = (), default: str | None = None,
 ) -> ExportFilters:
     """The filters of export's flags. ``excluded_namespaces`` is None when the user did not pass it (SimKube's list
-    applies); ``-n`` and ``-A`` are already checked not to be both given."""
+    applies); ``-n`` and ``-A`` are already checked not to be both given; ``rules`` are the user's, in order."""
     included = namespace_list(include_namespaces)
     if namespace is not None:
         if included is not None:
@@ -85,7 +111,12 @@ def filters_from_flags(
             other = "--include-namespaces" if included is not None else "--excluded-namespaces"
             raise UsageError(f"-A/--all-namespaces and {other} contradict each other; pass one of them")
         excluded = frozenset()
+    if default == ALLOW and included is not None:
+        flag = "-n/--namespace" if namespace is not None else "--include-namespaces"
+        raise UsageError(f"--default allow and {flag} contradict each other ({flag} keeps only its namespaces); "
+                         f"pass --allow 'namespace:…' rules instead of {flag}, or leave --default out")
     return ExportFilters(
         excluded_namespaces=excluded, include_namespaces=included,
         exclude_labels=tuple(parse_selector(text) for text in exclude_labels), include_cluster_scoped=include_cluster_scoped,
+        rules=rules, default=default,
     )

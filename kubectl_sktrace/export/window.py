@@ -66,7 +66,6 @@ import yaml
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
 from kubectl_sktrace.export.advice import (
     NO_RECORDER,
-    LeftOut,
     clamp_note,
     coverage_block,
     default_namespace_note,
@@ -84,16 +83,15 @@ from kubectl_sktrace.export.options import (
     FORMATS,
     ExportFilters,
 )
-from kubectl_sktrace.export.selectors import matches_any
-from kubectl_sktrace.export.transforms import ProgramView, RewritingWriter, namespace_of
-from kubectl_sktrace.model import POD, CacheUrl, ObjKey
+from kubectl_sktrace.export.plan import Decisions, Plan, plan_objects
+from kubectl_sktrace.export.transforms import RewritingWriter
+from kubectl_sktrace.model import POD, CacheUrl
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
 from kubectl_sktrace.trace import validation
 from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer, relaxed_gc
-from kubectl_sktrace.trace.sanitize import is_daemonset_owned
 from kubectl_sktrace.trace.skel import Program
 from kubectl_sktrace.trace.transform import Rewriter
 from kubectl_sktrace.tracerconfig import (
@@ -120,84 +118,19 @@ class ExportReport:
     warnings: tuple[str, ...] = ()
     events_matched: int = 0  # --transform's counters, as SimKube counts them (``trace/skel``)
     resources_modified: int = 0
+    decisions: Decisions | None = None
+
+    def as_mapping(self, *, output: str) -> dict[str, Any]:
+        """The summary for programs (``--summary json|yaml``): what was written, and what the rules decided."""
+        written = {
+            "output": output, "events": self.events, "applied": self.applied, "deleted": self.deleted, "indexObjects": self.index_objects,
+            "podLifecycles": self.lifecycles, "lastEvent": format_time(self.last_event_ts),
+        }
+        decided = self.decisions.as_mapping() if self.decisions is not None else {}
+        return {**written, **decided, "notes": list(self.notes), "warnings": list(self.warnings)}
 
 
-@dataclass
-class _Plan:
-    exported: dict[ObjKey, int] = field(default_factory=dict)
-    left_out: LeftOut = field(default_factory=LeftOut)
-    keys: dict[Any, Any] = field(default_factory=dict)  # shared by every query: each object's one ObjKey (``history._event``)
-    deleted_by_program: int = 0  # objects whose last version --transform deletes (``export/transforms``)
-
-
-def _left_out_by(event: history.StoredEvent, filters: ExportFilters, *, namespace: str, body: dict[str, Any] | None) -> str | None:
-    """Which filter leaves an object out ("namespace", "labels", "daemonset"), or None; ``body`` (with its
-    ``namespace``) is the object as --transform leaves it, None to read the stored one."""
-    if namespace:
-        if filters.include_namespaces is not None:
-            if namespace not in filters.include_namespaces:
-                return "namespace"
-        elif namespace in filters.excluded_namespaces:
-            return "namespace"
-    if body is None:
-        if not filters.exclude_labels:  # the body needs no decoding (the index holds every object ever)
-            if event.daemonset is not None:
-                return "daemonset" if event.daemonset else None  # as the recorder found it (schema 0006)
-            if event.body_blob is not None and b"DaemonSet" not in event.packed():
-                return None  # no owner reference can name that kind
-        body = event.without_status() or {}
-    metadata = body.get("metadata") or {}
-    if filters.exclude_labels and matches_any(filters.exclude_labels, metadata.get("labels")):
-        return "labels"
-    return "daemonset" if is_daemonset_owned(body) else None
-
-
-def _plan(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: ExportFilters, program: Program | None,
-          keep_status: bool) -> _Plan:
-    """Decide which objects are exported, and the index hash of each, from what was recorded before ``known``;
-    the filters judge each object as ``program`` (--transform) leaves it."""
-    plan = _Plan()
-    view = None if program is None else ProgramView(program, start_ts=start_ts, keep_status=keep_status)
-    candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
-    untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts, known=known)
-    for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys,
-                                             bodies=bool(filters.exclude_labels) or view is not None):
-        if event.key in untracked:
-            continue
-        left = plan.left_out
-        left.recorded += 1
-        body = None if view is None else view.body(event)
-        if view is not None and body is None:
-            plan.deleted_by_program += 1
-            continue
-        namespace = event.key.namespace if body is None else namespace_of(body)
-        if not namespace and not filters.include_cluster_scoped:
-            left.cluster_scoped += 1
-            continue
-        reason = _left_out_by(event, filters, namespace=namespace, body=body)
-        if reason == "namespace":
-            left.namespaces[namespace] += 1
-        elif reason == "labels":
-            left.labels += 1
-        elif reason == "daemonset":
-            left.daemonset += 1
-        else:
-            candidates[event.key] = (event.spec_hash or 0, event.owner_chain)
-    for key in sorted(candidates, key=_key_order):
-        spec_hash, chain = candidates[key]
-        if not any(owner in candidates for owner in chain):
-            plan.exported[key] = spec_hash
-            plan.left_out.kept_namespaces.add(key.namespace)
-    return plan
-
-
-def _key_order(key: ObjKey) -> tuple[str, str, str, str, str]:
-    """ObjKey's own order as plain strings: sorting every object of a long history by the dataclasses' ``<`` costs ~5x."""
-    gvk = key.gvk
-    return gvk.group, gvk.version, gvk.kind, key.namespace, key.name
-
-
-def _index(plan: _Plan) -> dict[str, dict[str, int]]:
+def _index(plan: Plan) -> dict[str, dict[str, int]]:
     index: dict[str, dict[str, int]] = {}
     for key, spec_hash in plan.exported.items():  # sorted by kind, namespace, name
         index.setdefault(str(key.gvk), {})[key.ns_name] = spec_hash
@@ -205,7 +138,7 @@ def _index(plan: _Plan) -> dict[str, dict[str, int]]:
 
 
 def _pod_lifecycles(
-    cache: Cache, *, start_ts: int, end_ts: int, known: float, plan: _Plan,
+    cache: Cache, *, start_ts: int, end_ts: int, known: float, plan: Plan,
 ) -> tuple[dict[tuple[str, str], dict[int, list[dict[str, Any]]]], int]:
     """The ``pod_lifecycles`` table: each lifecycle as it stood at ``known`` (never after the window end)."""
     table: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
@@ -236,6 +169,34 @@ def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) ->
     return parse_config(data, source=source)
 
 
+def _runs(cache: Cache) -> list[history.Run]:
+    found = history.runs(cache)
+    if not found:
+        raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
+    return found
+
+
+def _clamped_start(all_runs: list[history.Run], *, start_ts: int, end_ts: int) -> tuple[int, list[str]]:
+    """The window's start, moved to the cache's first second when it starts earlier (and the note saying so)."""
+    history_start = math.floor(all_runs[0].started)  # the second the first run began in: no event of it is earlier
+    if start_ts < history_start < end_ts:
+        return history_start, [clamp_note(history_start=history_start, asked=start_ts)]
+    return start_ts, []
+
+
+def decide_window(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, program: Program | None = None,
+                  keep_status: bool = False) -> Decisions:
+    """What ``export_trace`` would decide of each object of the window, without writing it (``export --dry-run``)."""
+    if end_ts <= start_ts:
+        raise UsageError(f"the window [{start_ts}, {end_ts}) is empty; pass an end time after the start time")
+    with history.read_snapshot(cache), relaxed_gc():
+        all_runs = _runs(cache)
+        start_ts, _ = _clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
+        known = history.known_until(all_runs, end=end_ts)
+        plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)
+    return plan.decisions_report(start_ts=start_ts, end_ts=end_ts)
+
+
 def export_trace(
     cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
     allow_empty: bool = False, program: Program | None = None, anonymize_key: bytes | None = None,
@@ -252,18 +213,12 @@ def export_trace(
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     with history.read_snapshot(cache), relaxed_gc():
-        all_runs = history.runs(cache)
-        if not all_runs:
-            raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
-        notes: list[str] = []
-        history_start = math.floor(all_runs[0].started)  # the second the first run began in: no event of it is earlier
-        if start_ts < history_start < end_ts:
-            notes.append(clamp_note(history_start=history_start, asked=start_ts))
-            start_ts = history_start
+        all_runs = _runs(cache)
+        start_ts, notes = _clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
         known = history.known_until(all_runs, end=end_ts)
         config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else
         rewriter = Rewriter(program, key=anonymize_key, start_ts=start_ts)
-        plan = _plan(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)
+        plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)
         if not plan.exported and not allow_empty:
             synced = [r.synced for r in all_runs if r.synced is not None]
             raise EmptyTraceError(empty_trace_reason(
@@ -294,10 +249,11 @@ def export_trace(
         start_ts=start_ts, end_ts=end_ts, events=1 + written.groups, applied=written.applied, deleted=written.deleted,
         index_objects=len(plan.exported), lifecycles=written.lifecycles, last_event_ts=written.last_ts, notes=tuple(notes),
         warnings=warnings, events_matched=rewriter.events_matched, resources_modified=rewriter.resources_modified,
+        decisions=plan.decisions_report(start_ts=start_ts, end_ts=end_ts),
     )
 
 
-def _filter_notes(plan: _Plan, *, filters: ExportFilters, dropped_kinds: list[tuple[str, int, int]]) -> list[str]:
+def _filter_notes(plan: Plan, *, filters: ExportFilters, dropped_kinds: list[tuple[str, int, int]]) -> list[str]:
     """What the default namespace exclusions left out, and the kinds that stopped being tracked in the window."""
     notes = []
     left_out_default = default_namespace_note(
@@ -342,7 +298,7 @@ class _Written:
 
 
 def _write_trace(
-    cache: Cache, window: _Window, *, plan: _Plan, config: TracerConfig, fmt: str, stream: IO[bytes], keep_status: bool,
+    cache: Cache, window: _Window, *, plan: Plan, config: TracerConfig, fmt: str, stream: IO[bytes], keep_status: bool,
 ) -> _Written:
     """The trace itself: the state at the window's start, one event per second with changes, the index and the
     pod lifecycles. The event count goes first in the file, so the groups are counted in a first pass."""
@@ -385,7 +341,7 @@ def _reference_rules(trace_config: dict[str, Any]) -> validation.ReferenceRules 
 
 
 def _messages(
-    *, plan: _Plan, groups: int, state: int, inferred: int, inferred_deleted: int, gaps: list[tuple[float, float]],
+    *, plan: Plan, groups: int, state: int, inferred: int, inferred_deleted: int, gaps: list[tuple[float, float]],
     outages: list[history.CoverageGap], unrecorded: list[tuple[str, int, str]], start_ts: int, end_ts: int,
     unserved: list[tuple[str, float, float]],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -461,3 +417,12 @@ def export_sentence(report: ExportReport, *, where: str) -> str:
         f"({format_duration(report.last_event_ts - report.start_ts)}, first to last event as inspect shows it; "
         f"exported up to {format_time(report.end_ts)})."
     )
+
+
+def decide_cache(cache_path: str | CacheUrl, *, start_ts: int, end_ts: int, filters: ExportFilters, program: Program | None = None,
+                 keep_status: bool = False) -> Decisions:
+    """``export --dry-run``: ``decide_window`` on the cache at ``cache_path``, opened read-only."""
+    from kubectl_sktrace.store import open_cache_readonly
+
+    with open_cache_readonly(cache_path) as opened:
+        return decide_window(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status)

@@ -195,10 +195,16 @@ class EventSpool:
         self.count += 1
 
     def write_trace(self, stream: IO[bytes], *, version: int, config: dict[str, Any], index: dict[str, dict[str, int]],
-                    pod_lifecycles: Lifecycles) -> None:
-        """The whole trace, the spooled events in the order they were added."""
+                    pod_lifecycles: Lifecycles, fmt: str = "sktrace") -> None:
+        """The whole trace, the spooled events in the order they were added; ``fmt`` json or yaml: as text, for people."""
         self._file.flush()
         self._file.seek(0)
+        if fmt != "sktrace":
+            text = TextTraceWriter(stream, fmt=fmt, config=config)
+            for event in msgpack.Unpacker(self._file, raw=False, strict_map_key=False, max_buffer_size=(1 << 31) - 1):
+                text.write_event(ts=event["ts"], applied=event["applied_objs"], deleted=event["deleted_objs"])
+            text.finish(index=index, pod_lifecycles=pod_lifecycles)
+            return
         writer = TraceWriter(stream, config=config, event_count=self.count, version=version)
         writer.copy_events(self._file, count=self.count)
         writer.finish(index=index, pod_lifecycles=pod_lifecycles)

@@ -158,7 +158,7 @@ def transform_stream(source: IO[bytes], spool: EventSpool, *, name: str, rewrite
 
 
 def transform_to(trace: str, output_file: str, *, program: Program | None, key: bytes | None, stdin: IO[bytes],
-                 stdout: IO[bytes]) -> TransformReport:
+                 stdout: IO[bytes], fmt: str = "sktrace") -> TransformReport:
     """``transform``: the trace at ``trace`` (``-``: ``stdin``; a URL: an object) rewritten into ``output_file``
     (``output.write_output``: ``-`` is ``stdout``). Nothing is written there unless every event transformed."""
     started = perf_counter()
@@ -171,9 +171,10 @@ def transform_to(trace: str, output_file: str, *, program: Program | None, key: 
                 read, rest = transform_stream(source, spool, name=trace, rewriter=rewriter)
 
         def write(stream: IO[bytes]) -> None:
-            spool.write_trace(stream, version=rest.version, config=rest.config, index=rest.index, pod_lifecycles=rest.pod_lifecycles)
+            spool.write_trace(stream, version=rest.version, config=rest.config, index=rest.index, pod_lifecycles=rest.pod_lifecycles,
+                              fmt=fmt)
 
-        write_output(output_file, write, binary=True, stdout=stdout)
+        write_output(output_file, write, binary=fmt == "sktrace", stdout=stdout)
         written = spool.count
     return TransformReport(
         trace=source_name(trace), output=output_file, program=program.source if program else None, anonymized=key is not None,

@@ -121,7 +121,7 @@ def test_help_lists_simkubes_excluded_namespaces_and_formats():
     flat = " ".join(result.stdout.split())
     assert f"[default: {','.join(DEFAULT_EXCLUDED_NAMESPACES)}]" in flat.replace("- ", "-")
     assert "when given, --excluded-namespaces is ignored" in flat
-    assert "json and yaml are for people and do not load in SimKube" in flat
+    assert "json and yaml are for people, do not load in SimKube, and go to stdout unless -O says where" in flat
     assert "Example:" in flat
 
 

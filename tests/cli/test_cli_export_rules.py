@@ -93,3 +93,173 @@ GOLDEN = {  # sha256 of the traces the code before the rules wrote
     "cluster": "f68d0b410753b4c99852b9387bd376d94d086263315272ef1a6deb9d6c36d6a5",
     "json": "7071a5d845da4b83fc3abbfd9f8ec71a7efc0ba3e94229727faee81f1aaa757e",
 }
+
+
+
+SHOP_ONLY = ["-n", "shop"]
+
+
+@pytest.mark.parametrize("args, expected", [
+    pytest.param(["--allow", "namespace:shop labels:tier=canary", "--deny", "namespace:shop"],
+                 ["Deployment:team-a/api", "Deployment:team-b/api", "Deployment:shop/web-canary", "Job:team-a/backup"],
+                 id="allow-the-selector-then-deny-the-namespace"),
+    pytest.param(["--deny", "namespace:shop", "--allow", "namespace:shop labels:tier=canary"],
+                 ["Deployment:team-a/api", "Deployment:team-b/api", "Job:team-a/backup"],
+                 id="deny-the-namespace-first-decides"),
+])
+def test_deny_a_namespace_but_allow_a_selector_in_it_the_first_rule_that_matches_decides(cluster, args, expected):
+    """acrlabs/simkube#63: as in iptables, the order says which wins."""
+    assert index_of(export(cluster, *args)) == sorted(expected)
+
+
+def test_the_shop_without_its_canary_plus_the_ingress_controller_in_kube_system(cluster):
+    result = export(cluster, "--deny", "namespace:shop labels:tier=canary", "--allow", "namespace:shop",
+                    "--allow", "namespace:kube-system labels:app.kubernetes.io/name=ingress-nginx", "--default", "deny")
+    assert index_of(result) == ["Deployment:kube-system/ingress-nginx", "Deployment:shop/web", "ReplicaSet:shop/cart-1"]
+
+
+@pytest.mark.parametrize("args, expected", [
+    pytest.param(["--allow", "namespace:team-*", "--default", "deny"],
+                 ["Deployment:team-a/api", "Deployment:team-b/api", "Job:team-a/backup"], id="namespace-glob"),
+    pytest.param(["--deny", "name:web*,cart-?", "-A"],
+                 ["Deployment:default/site", "Deployment:kube-system/coredns", "Deployment:kube-system/ingress-nginx",
+                  "Deployment:team-a/api", "Deployment:team-b/api", "Job:team-a/backup"], id="name-globs"),
+    pytest.param(["--allow", "kind:Deployment", "--default", "deny"],  # before SimKube's excluded namespaces: kube-system's too
+                 ["Deployment:default/site", "Deployment:kube-system/coredns", "Deployment:kube-system/ingress-nginx", "Deployment:shop/web",
+                  "Deployment:shop/web-canary", "Deployment:team-a/api", "Deployment:team-b/api"], id="kind"),
+    pytest.param(["--allow", "kind:batch/v1.Job,apps/v1.ReplicaSet", "--default", "deny"],
+                 ["Job:team-a/backup", "ReplicaSet:shop/cart-1", "ReplicaSet:team-a/api-1"], id="kinds-with-group"),
+    pytest.param(["--deny", "kind:deployment labels:env in (dev,test)"],
+                 ["Deployment:shop/web", "Deployment:shop/web-canary", "Deployment:team-a/api", "Job:team-a/backup",
+                  "ReplicaSet:shop/cart-1"], id="kind-and-set-selector"),
+    pytest.param(["-l", "app=api"], ["Deployment:team-a/api", "Deployment:team-b/api"], id="selector"),
+    pytest.param(["-l", "app in (web,api),tier!=canary", "-n", "shop"], ["Deployment:shop/web"], id="selector-and-namespace"),
+    pytest.param(["--allow", "namespace:default", "-n", "shop"], ["Deployment:default/site", "Deployment:shop/web",
+                                                                  "Deployment:shop/web-canary", "ReplicaSet:shop/cart-1"],
+                 id="rules-before-the-namespace-flags"),
+    pytest.param(["--excluded-labels", "app=web"], ["Deployment:team-a/api", "Deployment:team-b/api", "Job:team-a/backup",
+                                                    "ReplicaSet:shop/cart-1"], id="excluded-labels-alias"),
+])
+def test_rules_match_namespace_globs_names_kinds_and_selectors(cluster, args, expected):
+    assert index_of(export(cluster, *args)) == sorted(expected)
+
+
+def test_a_rule_file_is_asked_first_and_may_set_the_default(cluster, tmp_path):
+    rules = tmp_path / "export-policy.yaml"
+    rules.write_text(
+        "# the shop without its canary, and the ingress controller\n"
+        "default: deny\n"
+        "rules:\n"
+        "  - deny: {namespace: shop, kind: Deployment, labels: tier=canary}\n"
+        "  - allow: {namespace: [shop]}\n"
+        "  - allow: namespace:kube-system labels:app.kubernetes.io/name=ingress-nginx\n"
+    )
+    assert index_of(export(cluster, "--filters", str(rules))) == [
+        "Deployment:kube-system/ingress-nginx", "Deployment:shop/web", "ReplicaSet:shop/cart-1"]
+    # --default allow: what the file does not decide falls to the default exclusions of namespaces, then is kept
+    assert index_of(export(cluster, "--filters", str(rules), "--default", "allow")) == [
+        "Deployment:kube-system/ingress-nginx", "Deployment:shop/web", "Deployment:team-a/api", "Deployment:team-b/api",
+        "Job:team-a/backup", "ReplicaSet:shop/cart-1"]
+
+
+def test_dry_run_shows_the_rules_in_force_and_what_each_decided_and_writes_nothing(cluster, tmp_path):
+    out = tmp_path / "t.sktrace"
+    result = export(cluster, "--deny", "namespace:shop labels:tier=canary", "--allow", "namespace:kube-system labels:app.kubernetes.io/name=ingress-nginx",
+                    "--exclude-labels", "env=dev", "--dry-run", out=str(out))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert not out.exists()
+    assert result.stdout == (
+        "Window 2027-01-15T07:30:00Z .. 2027-01-15T08:00:00Z: 12 objects recorded, 5 would be exported. "
+        "The first rule that matches an object decides:\n"
+        "RULE                                                                                                          ACTION    FROM                             OBJECTS\n"
+        "------------------------------------------------------------------------------------------------------------  --------  -------------------------------  ---------\n"
+        "namespace:shop labels:tier=canary                                                                             deny      --deny                           1\n"
+        "namespace:kube-system labels:app.kubernetes.io/name=ingress-nginx                                             allow     --allow                          1\n"
+        "namespace:cert-manager,default,kube-node-lease,kube-public,kube-system,local-path-storage,monitoring,simkube  deny      --excluded-namespaces (default)  2\n"
+        "labels:env=dev                                                                                                deny      --exclude-labels                 1\n"
+        "everything else                                                                                               allow     default                          6\n"
+        "Also left out: 1 cluster-scoped object (--include-cluster-scoped keeps them), 1 owned by a DaemonSet, "
+        "1 owned by an exported object (which recreates them).\n"
+    )
+
+
+def test_the_summarys_json_counts_what_each_rule_decided(cluster, tmp_path):
+    out = tmp_path / "t.sktrace"
+    result = export(cluster, "-l", "app=web", "--summary", "json", out=str(out))
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["rules"] == [
+        {"rule": "not (labels:app=web)", "action": "deny", "from": "-l", "objects": 9},
+        {"rule": "namespace:cert-manager,default,kube-node-lease,kube-public,kube-system,local-path-storage,monitoring,simkube",
+         "action": "deny", "from": "--excluded-namespaces (default)", "objects": 0},
+        {"rule": "everything else", "action": "allow", "from": "default", "objects": 2},
+    ]
+    assert {k: summary[k] for k in ("output", "objectsRecorded", "objectsExported", "indexObjects")} == {
+        "output": str(out), "objectsRecorded": 12, "objectsExported": 2, "indexObjects": 2}
+    assert summary["leftOut"] == {"clusterScoped": 1, "deniedByRules": 9, "ownedByDaemonSet": 0, "ownedByExported": 0,
+                                  "deletedByTransform": 0}
+    assert json.loads(export(cluster, "-l", "app=web", "--summary", "json", "--dry-run").stdout)["rules"] == summary["rules"]
+
+
+def test_a_trace_the_rules_empty_says_which_flag_to_look_at(cluster):
+    result = export(cluster, "-l", "app=nothing")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        "Error: the trace would hold no objects: all 12 objects were left out: 1 cluster-scoped, 11 denied by the rules "
+        "(--filters, -l, --allow, --deny, --default); see which rule decided what with --dry-run, or pass --allow-empty to write it anyway\n"
+    )
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--allow", "namespace:shop lables:app=web"], "--allow 'namespace:shop lables:app=web': 'shop lables:app=web' is not a namespace or "
+     "a glob of one (lower-case letters, digits, '-', '.', '*', '?', '[...]')"),
+    (["--deny", "team-a"], "--deny 'team-a': cannot read 'team-a'; a rule is FIELD:VALUE terms separated by spaces, FIELD one of "
+     "namespace, name, kind, labels (e.g. 'namespace:shop kind:Deployment labels:tier=canary')"),
+    (["--deny", "labels:app in (web"], "--deny 'labels:app in (web': invalid label selector 'app in (web': '(' without ')'; "
+     "use kubectl syntax like 'a=b,c!=d,e in (x,y),f notin (z),g,!h'"),
+    (["--allow", "kind:apps/v1/Deployment"], "--allow 'kind:apps/v1/Deployment': 'apps/v1/Deployment' is not a kind; "
+     "give 'Deployment' or 'apps/v1.Deployment'"),
+    (["--allow", "kind:apps/v1.Deploy ment"], "--allow 'kind:apps/v1.Deploy ment': invalid GVK 'apps/v1.Deploy ment': expected "
+     "'<group>/<version>.<Kind>' (e.g. 'apps/v1.Deployment') or '<version>.<Kind>' for core kinds (e.g. 'v1.Pod')"),
+    (["--allow", "namespace:a namespace:b"], "--allow 'namespace:a namespace:b': namespace is given twice; give it once "
+     "(globs and kinds take a comma-separated list)"),
+    (["-n", "shop", "--default", "allow"], "--default allow and -n/--namespace contradict each other (-n/--namespace keeps only its "
+     "namespaces); pass --allow 'namespace:…' rules instead of -n/--namespace, or leave --default out"),
+    (["--filters", "/nonexistent/rules.yaml"], "--filters /nonexistent/rules.yaml: no such file; pass the path of a YAML rule file"),
+    (["-o", "yaml", "--summary", "json"], "--summary json prints the summary on stdout, where -o yaml without -O writes the trace; "
+     "pass -O FILE, or leave --summary out"),
+])
+def test_a_bad_rule_is_one_line_and_nothing_is_written(cluster, args, message):
+    result = CliRunner().invoke(cli, ["export", "--cache", str(cluster.path), *args], catch_exceptions=False)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == f"Error: {message}\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("rules: [{allow: {namespace: shop}, deny: {}}]", "rule 1: each rule is one 'allow:' or 'deny:' with its fields"),
+    ("rules:\n  - keep: {namespace: shop}\n", "rule 1: each rule is one 'allow:' or 'deny:' with its fields"),
+    ("rules:\n  - allow: {namespaces: shop}\n", "rule 1: unknown field 'namespaces'; a rule's fields are namespace, name, kind, labels"),
+    ("default: maybe\n", "default must be allow or deny, not 'maybe'"),
+    ("- allow: {}\n", "a rule file is a mapping with 'rules' (a list of allow: or deny: items) and an optional 'default'"),
+    ("rules: [\n", "not valid YAML at line 2; a rule file is 'rules:' with a list of allow: or deny: items"),
+])
+def test_a_bad_rule_file_names_the_file_and_the_rule(cluster, tmp_path, text, message):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(text)
+    result = CliRunner().invoke(cli, ["export", "--cache", str(cluster.path), "--filters", str(rules)], catch_exceptions=False)
+    assert (result.exit_code, result.stderr) == (1, f"Error: {rules}: {message}\n" if "YAML" not in message else
+                                                 f"Error: --filters {rules}: {message}\n")
+
+
+def test_o_yaml_without_O_prints_the_trace_on_stdout_as_kubectl_does(cluster, tmp_path, monkeypatch):
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    result = CliRunner().invoke(cli, ["export", "--cache", str(cluster.path), "-s", f"@{NOW - 1800}", "-t", f"@{NOW}", "-n", "shop",
+                                      "-o", "yaml"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    import yaml
+
+    trace = yaml.safe_load(result.stdout)
+    assert sorted(trace["index"]["apps/v1.Deployment"]) == ["shop/web", "shop/web-canary"]
+    assert "Wrote stdout:" in result.stderr
+    assert list((tmp_path / "work").iterdir()) == []

@@ -96,15 +96,28 @@ Wrote {out}: 2 events.
     assert "status" not in cart and "serviceAccountName" not in cart["spec"]["template"]["spec"]
 
 
-def test_transform_o_json_is_a_document_for_programs_on_stdout(shop_trace: Path, tmp_path: Path) -> None:
+def test_transform_summary_json_is_a_document_for_programs_on_stdout(shop_trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.sktrace"
-    code, stdout, stderr = run("transform", str(shop_trace), "sanitize", "-O", str(out), "-o", "json")
+    code, stdout, stderr = run("transform", str(shop_trace), "sanitize", "-O", str(out), "--summary", "json")
     assert (code, stderr) == (0, f"Wrote {out}: 2 events.\n")
     assert json.loads(stdout) == {
         "trace": str(shop_trace), "output": str(out), "transform": "sanitize", "anonymized": False, "eventsRead": 2, "eventsWritten": 2,
         "traceEventsMatched": 16, "traceResourcesModified": 16, "totalEvaluationSeconds": 1.234,
     }
-    assert run("transform", str(shop_trace), "sanitize", "-O", str(out), "-o", "yaml", "--quiet")[1].startswith(f"trace: {shop_trace}\n")
+    assert run("transform", str(shop_trace), "sanitize", "-O", str(out), "--summary", "yaml", "--quiet")[1].startswith(f"trace: {shop_trace}\n")
+
+
+def test_transform_o_is_the_traces_format_as_exports_and_o_table_the_old_summary(shop_trace: Path, tmp_path: Path) -> None:
+    code, stdout, stderr = run("transform", str(shop_trace), "sanitize", "-O", "-", "-o", "json")
+    assert code == 0, stderr
+    trace = json.loads(stdout)
+    assert [e["ts"] for e in trace["events"]] == [e["ts"] for e in traceformat.read_trace(shop_trace).events]
+    assert "status" not in trace["events"][0]["applied_objs"][0]
+    out = tmp_path / "out.sktrace"
+    code, stdout, stderr = run("transform", str(shop_trace), "sanitize", "-O", str(out), "-o", "table")
+    assert (code, stdout) == (0, "")
+    assert stderr.startswith("Summary of changes:\n")
+    assert traceformat.read_trace(out).events
 
 
 def test_a_program_file_and_the_events_it_empties(shop_trace: Path, tmp_path: Path) -> None:
@@ -237,9 +250,10 @@ def test_a_command_that_cannot_apply_names_itself_and_the_object_and_writes_noth
         pytest.param(["sanitize", "--anonymize-key", KEY], "--anonymize-key is given without --anonymize; add --anonymize, or leave the key out",
                      id="key-without-anonymize"),
         pytest.param(["sanitize", "-o", "out.sktrace"],
-                     "did you mean -O out.sktrace? (-o is the summary's format: table, json, yaml; -O is the trace's path)", id="skctl-o"),
-        pytest.param(["sanitize", "-o", "json", "-O", "-"],
-                     "-o json prints the summary on stdout, where -O - writes the trace; pass -O FILE, or leave -o out", id="json-to-stdout"),
+                     "did you mean -O out.sktrace? (-o is the output format, as in kubectl: sktrace, json, yaml)", id="skctl-o"),
+        pytest.param(["sanitize", "--summary", "json", "-O", "-"],
+                     "--summary json prints the summary on stdout, where -O - writes the trace; pass -O FILE, or leave --summary out",
+                     id="json-to-stdout"),
         pytest.param(["sanitize", "-n", "shop"], "transform does not take -n (--namespace): it reads only the trace file; leave the flag out",
                      id="namespace"),
     ],

@@ -67,6 +67,7 @@ def test_flags_of_a_subcommand(home: Path) -> None:
     assert complete("export", "--ex") == [
         "--excluded-namespaces\tComma-separated namespaces to leave out (SimKube's list by default).",
         "--exclude-labels\tLeave out objects matching this kubectl label selector ('a=b,c!=d,e in (x,y),!f'); repeatable, any match excludes.",
+        "--excluded-labels\tLeave out objects matching this kubectl label selector ('a=b,c!=d,e in (x,y),!f'); repeatable, any match excludes.",
         ":4",
     ]
     assert complete("inspect", "--ti") == ["--timeline\tDraw running pods and spec changes per owner over time (a terminal chart).", ":4"]

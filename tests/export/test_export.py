@@ -10,7 +10,7 @@ from conftest import DEFAULT_CONFIG_YAML, assert_valid_trace, key_of, obj
 
 from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.export.options import ExportFilters, resolve_window
-from kubectl_sktrace.export.selectors import parse_selector
+from kubectl_sktrace.trace.selectors import parse_selector
 from kubectl_sktrace.export.window import export_trace
 from kubectl_sktrace.trace.hashing import spec_hash
 

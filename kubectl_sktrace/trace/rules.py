@@ -1,0 +1,222 @@
+"""Which objects a trace keeps: ordered allow and deny rules, the first that matches decides. Pure functions.
+
+A rule matches an object when every field it gives matches (a rule with no field matches everything):
+
+    namespace:GLOB[,GLOB...]    the object's namespace matches one of the globs (``*``, ``?``, ``[a-z]``)
+    name:GLOB[,GLOB...]         its name matches one of the globs
+    kind:KIND[,KIND...]         its kind: ``Deployment`` (any group and version, case-insensitive) or ``apps/v1.Deployment``
+    labels:SELECTOR             its labels match a kubectl label selector (``trace/selectors``), e.g. ``app=web,tier!=canary``
+
+On the command line a rule is its fields separated by spaces (``namespace:shop kind:Deployment labels:tier=canary``);
+a selector may hold spaces (``labels:env in (prod,staging)``) since only a space before another ``FIELD:`` ends it.
+In a rule file (``--filters``, YAML) each rule is ``allow:`` or ``deny:`` with the same fields as a mapping (a
+field's globs or kinds may be a list) or as the command line's string.
+
+The rules are asked in order; an object no rule matches gets the default. ``RuleSet.decide`` says which rule
+(or the default) decided, so a summary can count what each rule did. What the rules see of an object is its
+last version (export: before the window's end; transform: in the trace), so an object whose labels changed
+is in or out as a whole. Cluster-scoped objects have the namespace ``""``, which no namespace glob but ``*``
+matches.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.model import GVK
+from kubectl_sktrace.trace.selectors import Selector, parse_selector
+
+ALLOW, DENY = "allow", "deny"
+ACTIONS = (ALLOW, DENY)
+FIELDS = ("namespace", "name", "kind", "labels")
+SYNTAX = ("a rule is FIELD:VALUE terms separated by spaces, FIELD one of namespace, name, kind, labels "
+          "(e.g. 'namespace:shop kind:Deployment labels:tier=canary')")
+
+_TERM_START = re.compile(rf"(?:^|\s+)(?=(?:{'|'.join(FIELDS)}):)")
+_NAME_GLOB = re.compile(r"[-a-z0-9.*?\[\]!]+")
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: its action, what it matches (empty: anything), and where it came from (``origin``: the flag or the file)."""
+
+    action: str
+    namespaces: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()  # 'Deployment' (lower-cased for matching) or 'apps/v1.Deployment'
+    selector: Selector | None = None
+    negated: bool = False  # matches what the rest does not (``-l``: deny what the selector does not select)
+    origin: str = "--allow"
+
+    @property
+    def text(self) -> str:
+        """The rule as the command line spells it (``-l``'s is shown as what it denies)."""
+        terms = []
+        if self.namespaces:
+            terms.append("namespace:" + ",".join(self.namespaces))
+        if self.kinds:
+            terms.append("kind:" + ",".join(self.kinds))
+        if self.names:
+            terms.append("name:" + ",".join(self.names))
+        if self.selector is not None:
+            terms.append("labels:" + self.selector.text)
+        body = " ".join(terms) or "everything"
+        return f"not ({body})" if self.negated else body
+
+    def matches(self, *, gvk: GVK, namespace: str, name: str, labels: Mapping[str, str] | None) -> bool:
+        found = (
+            (not self.namespaces or any(fnmatch.fnmatchcase(namespace, glob) for glob in self.namespaces))
+            and (not self.names or any(fnmatch.fnmatchcase(name, glob) for glob in self.names))
+            and (not self.kinds or any(_kind_matches(kind, gvk) for kind in self.kinds))
+            and (self.selector is None or self.selector.matches(labels))
+        )
+        return found != self.negated
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules in order and the default; ``decide`` gives the index of the deciding rule, ``len(rules)`` for the default."""
+
+    rules: tuple[Rule, ...] = ()
+    default: str = ALLOW
+    default_origin: str = "default"
+
+    @property
+    def needs_labels(self) -> bool:
+        """Whether deciding reads labels (else the object's body need not be decoded)."""
+        return any(rule.selector is not None for rule in self.rules)
+
+    def decide(self, *, gvk: GVK, namespace: str, name: str, labels: Mapping[str, str] | None) -> int:
+        for position, rule in enumerate(self.rules):
+            if rule.matches(gvk=gvk, namespace=namespace, name=name, labels=labels):
+                return position
+        return len(self.rules)
+
+    def action(self, decided: int) -> str:
+        return self.rules[decided].action if decided < len(self.rules) else self.default
+
+    def summary(self, counts: Sequence[int]) -> list[dict[str, Any]]:
+        """Each rule, then the default, with the objects it decided (``counts[i]`` for ``decide``'s ``i``), for people
+        and programs: ``--dry-run`` and the summary's JSON."""
+        rows = [{"rule": rule.text, "action": rule.action, "from": rule.origin, "objects": counts[i]} for i, rule in enumerate(self.rules)]
+        rows.append({"rule": "everything else", "action": self.default, "from": self.default_origin, "objects": counts[len(self.rules)]})
+        return rows
+
+
+def _kind_matches(kind: str, gvk: GVK) -> bool:
+    if "." in kind:
+        return kind == str(gvk)
+    return kind.lower() == gvk.kind.lower()
+
+
+def parse_rule(text: str, *, action: str, origin: str) -> Rule:
+    """A rule as typed after ``--allow``/``--deny``; a UsageError naming it when it cannot be read."""
+    terms = [t for t in _TERM_START.split(text.strip()) if t]
+    if not terms:
+        raise UsageError(f"{origin} {text!r}: the rule is empty; {SYNTAX}")
+    fields: dict[str, str] = {}
+    for term in terms:
+        field, sep, value = term.partition(":")
+        if not sep or field not in FIELDS:
+            raise UsageError(f"{origin} {text!r}: cannot read {term.strip()!r}; {SYNTAX}")
+        if field in fields:
+            raise UsageError(f"{origin} {text!r}: {field} is given twice; give it once (globs and kinds take a comma-separated list)")
+        fields[field] = value.strip()
+    return rule_from_fields(fields, action=action, origin=origin, where=f"{origin} {text!r}")
+
+
+def rule_from_fields(fields: Mapping[str, Any], *, action: str, origin: str, where: str) -> Rule:
+    """A rule from its fields (each a string, or for globs and kinds a list of strings)."""
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise UsageError(f"{where}: unknown field {unknown[0]!r}; a rule's fields are {', '.join(FIELDS)}")
+    labels = fields.get("labels")
+    if labels is not None and not isinstance(labels, str):
+        raise UsageError(f"{where}: labels must be one kubectl label selector, as a string (e.g. 'app=web,tier!=canary')")
+    try:
+        selector = parse_selector(labels) if labels is not None else None
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    return Rule(
+        action=action, namespaces=_globs(fields.get("namespace"), field="namespace", where=where),
+        names=_globs(fields.get("name"), field="name", where=where), kinds=_kinds(fields.get("kind"), where=where),
+        selector=selector, origin=origin,
+    )
+
+
+def _items(value: Any, *, field: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        raise UsageError(f"{where}: {field} must be a string or a list of strings")
+    found = tuple(i.strip() for i in items if i.strip())
+    if not found:
+        raise UsageError(f"{where}: {field} is empty; give at least one {'kind' if field == 'kind' else 'glob'}")
+    return found
+
+
+def _globs(value: Any, *, field: str, where: str) -> tuple[str, ...]:
+    globs = _items(value, field=field, where=where)
+    for glob in globs:
+        if not _NAME_GLOB.fullmatch(glob):
+            raise UsageError(f"{where}: {glob!r} is not a {field} or a glob of one (lower-case letters, digits, '-', '.', '*', '?', '[...]')")
+    return globs
+
+
+def _kinds(value: Any, *, where: str) -> tuple[str, ...]:
+    kinds = _items(value, field="kind", where=where)
+    for kind in kinds:
+        if "." in kind:
+            try:
+                GVK.parse(kind)
+            except UsageError as exc:
+                raise UsageError(f"{where}: {exc}") from None
+        elif not _KIND.fullmatch(kind):
+            raise UsageError(f"{where}: {kind!r} is not a kind; give 'Deployment' or 'apps/v1.Deployment'")
+    return kinds
+
+
+def parse_rules_file(data: Any, *, source: str) -> tuple[tuple[Rule, ...], str | None]:
+    """The rules and the default (None when not given) of a ``--filters`` file, already loaded from YAML::
+
+        default: deny
+        rules:
+          - allow: {namespace: kube-system, labels: app.kubernetes.io/name=ingress-nginx}
+          - deny: {namespace: shop, kind: Deployment, labels: tier=canary}
+          - allow: namespace:shop
+    """
+    if not isinstance(data, dict) or not set(data) <= {"default", "rules"}:
+        raise UsageError(f"{source}: a rule file is a mapping with 'rules' (a list of allow: or deny: items) and an optional 'default'")
+    default = data.get("default")
+    if default is not None and default not in ACTIONS:
+        raise UsageError(f"{source}: default must be allow or deny, not {default!r}")
+    items = data.get("rules") or []
+    if not isinstance(items, list):
+        raise UsageError(f"{source}: rules must be a list of allow: or deny: items")
+    origin = f"--filters {source}"
+    rules = []
+    for number, item in enumerate(items, start=1):
+        where = f"{source}: rule {number}"
+        if not isinstance(item, dict) or len(item) != 1 or next(iter(item)) not in ACTIONS:
+            raise UsageError(f"{where}: each rule is one 'allow:' or 'deny:' with its fields")
+        (action, fields), = item.items()
+        if isinstance(fields, str):
+            rules.append(parse_rule(fields, action=action, origin=origin))
+        elif isinstance(fields, dict):
+            rules.append(rule_from_fields(fields, action=action, origin=origin, where=where))
+        elif fields is None:
+            rules.append(Rule(action=action, origin=origin))
+        else:
+            raise UsageError(f"{where}: give the rule's fields as a mapping or as a string")
+    return tuple(rules), default
+
+
+def selector_rule(text: str) -> Rule:
+    """``-l SELECTOR`` as a rule: deny what the selector does not select (kubectl's -l keeps what it selects)."""
+    return Rule(action=DENY, selector=parse_selector(text), negated=True, origin="-l")
