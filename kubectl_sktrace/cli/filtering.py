@@ -54,6 +54,18 @@ def user_rules(*, filters_file: str | None, selector: str | None, allow: tuple[s
     return tuple(rules), default or file_default
 
 
+def transform_rules(*, filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...],
+                    default: str | None) -> Any:
+    """``transform``'s rules as a ``RuleFilter``, or None when none is given (the trace keeps every object)."""
+    from kubectl_sktrace.trace.filtering import RuleFilter
+    from kubectl_sktrace.trace.rules import ALLOW, RuleSet
+
+    rules, rules_default = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
+    if not rules and rules_default is None:
+        return None
+    return RuleFilter(RuleSet(rules=rules, default=rules_default or ALLOW, default_origin="--default" if rules_default else "default"))
+
+
 def _load_yaml(path: str) -> Any:
     import yaml
 

@@ -8,6 +8,7 @@ from typing import Any, Callable, TypeVar
 import click
 
 from kubectl_sktrace.cli.completion import complete_files, complete_summary_formats, complete_trace_formats, complete_transforms
+from kubectl_sktrace.cli.filtering import rule_options, transform_rules
 from kubectl_sktrace.cli.options import SktraceCommand, note, quiet_option, verbosity_option
 from kubectl_sktrace.errors import UsageError
 
@@ -80,55 +81,88 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
     return value if value == "table" else check_format(value)
 
 
+def _print_skel_reference(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from kubectl_sktrace.trace.skel.reference import REFERENCE
+
+        click.echo(REFERENCE, nl=False)
+        ctx.exit()
+
+
 @click.command("transform", cls=SktraceCommand, short_help="Rewrite a trace with a SKEL program, or anonymize it.")
 @verbosity_option
 @quiet_option
 @click.argument("trace", metavar="TRACE", type=click.Path())
-@click.argument("skel_file", metavar="[SKEL_FILE]", required=False, shell_complete=complete_files)
-@click.option("-O", "--output-file", "output_file", required=True, metavar="PATH", shell_complete=complete_files,
-              help="Where to write the trace; '-' is stdout. As export's -O: a file is replaced whole or not at all, keeping its "
-                   "mode; a device, FIFO or /dev/fd/N is written into; an s3://, gs:// or az:// URL is an object. Nothing is "
-                   "written unless every event transformed.")
+@click.argument("skel_file", metavar="[SKEL_FILE]", required=False, shell_complete=complete_transforms)
+@click.option("-O", "--output-file", "output_file", metavar="PATH", shell_complete=complete_files,
+              help="Where to write the trace (needed for sktrace; stdout for -o json|yaml); '-' is stdout. As export's -O: a file "
+                   "is replaced whole or not at all, keeping its mode; a device, FIFO or /dev/fd/N is written into; an s3://, gs:// "
+                   "or az:// URL is an object. Nothing is written unless every event transformed.")
 @anonymize_options
 @click.option("-o", "--format", "fmt", default="sktrace", show_default=True, metavar="[sktrace|json|yaml]", callback=_trace_format,
               shell_complete=complete_trace_formats,
               help="The trace's format, as export's: sktrace is SimKube's msgpack format; json and yaml are for people and do not "
                    "load in SimKube.")
 @summary_option
-def transform_command(trace: str, skel_file: str | None, output_file: str, anonymize: bool, anonymize_key: str | None,
-                      fmt: str, summary: str) -> None:
-    """Rewrite the objects of a trace with a SKEL program (SimKube's skctl transform), or anonymize it, or both.
+@rule_options
+@click.option("--help-skel", is_flag=True, is_eager=True, expose_value=False, callback=_print_skel_reference,
+              help="Print the SKEL language's reference and exit.")
+def transform_command(trace: str, skel_file: str | None, output_file: str | None, anonymize: bool, anonymize_key: str | None,
+                      fmt: str, summary: str, filters_file: str | None, selector: str | None, allow: tuple[str, ...],
+                      deny: tuple[str, ...], default: str | None) -> None:
+    """Rewrite the objects of a trace with a SKEL program (SimKube's skctl transform), keep or leave out objects by
+    rules, anonymize it, or all three.
 
     SKEL_FILE is a SKEL file, or 'sanitize' for the built-in program with the effect of SimKube's example (status,
     service accounts, ConfigMap and Secret references, their volumes and mounts); a file named sanitize is
     ./sanitize. Each command applies in order to every object of every event, '@t' counting from the trace's
     first event; objects deleted and events left without objects are dropped; the index, pod lifecycles and
-    config are kept. --anonymize (after the program) replaces what names the cluster with keyed pseudonyms.
+    config are kept. The rules (--filters, -l, --allow, --deny, --default, as export's) then decide each object on
+    its last version in the trace, and --anonymize replaces what names the cluster with keyed pseudonyms.
     TRACE '-' reads standard input; an s3://, gs:// or az:// URL reads an object (the cloud extra). The trace is
     read event by event, the output spooled to a temporary file ($TMPDIR), so memory stays bounded.
+
+    \b
+    SKEL: commands, each ending with ';' ('#' starts a comment to the end of the line):
+      delete(SELECTOR);                   drop the objects SELECTOR matches
+      remove(SELECTOR, PATH);             remove a field (PATH: spec.template.spec.volumes[*])
+      modify(SELECTOR, PATH = VALUE);     set a field; remove(PATH) and modify(PATH = V) match everything
+      SELECTOR: tests joined by &&, e.g. metadata.namespace == "shop" && @t > 60s
+    The whole language: kubectl sktrace transform --help-skel
 
     \b
     Example:
       kubectl sktrace transform incident.sktrace sanitize -O incident-sanitized.sktrace
       kubectl sktrace transform incident.sktrace strip.skel -O - | kubectl sktrace inspect -
+      kubectl sktrace transform incident.sktrace --deny 'namespace:shop labels:tier=canary' -O smaller.sktrace
       kubectl sktrace transform incident.sktrace --anonymize -O shareable.sktrace --summary json
     """
     from kubectl_sktrace import render
     from kubectl_sktrace.trace.transform import load_program, transform_sentence, transform_summary, transform_to
 
-    if skel_file is None and not anonymize:
-        raise click.UsageError("give a SKEL_FILE (a path, or 'sanitize'), --anonymize, or both")
+    if skel_file is None and not anonymize and not (filters_file or selector or allow or deny or default):
+        raise click.UsageError("give a SKEL_FILE (a path, or 'sanitize'), rules (--allow, --deny, -l, --filters), --anonymize, or some of them")
     if fmt == "table":
         fmt = "sktrace"  # -o table: the summary's format before --summary, which it is still read as
+    if output_file is None:
+        if fmt == "sktrace":
+            raise UsageError("where should the trace go? pass -O PATH (or -O - for stdout, or -o json|yaml to print it)")
+        output_file = "-"
     if summary != "table" and output_file == "-":
-        raise UsageError(f"--summary {summary} prints the summary on stdout, where -O - writes the trace; pass -O FILE, or leave --summary out")
+        raise UsageError(f"--summary {summary} prints the summary on stdout, where the trace goes too; pass -O FILE, or leave --summary out")
     program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
+    rule_filter = transform_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
-    report = transform_to(trace, output_file, program=program, key=key, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer, fmt=fmt)
+    report = transform_to(trace, output_file, program=program, key=key, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer, fmt=fmt,
+                          rule_filter=rule_filter)
     if summary != "table":
-        click.echo(render.render_mapping(report.as_mapping(), summary))
-    elif program is not None:
-        note(transform_summary(report))
+        rules = {} if rule_filter is None else {"rules": rule_filter.summary()}
+        click.echo(render.render_mapping({**report.as_mapping(), **rules}, summary))
+    else:
+        if program is not None:
+            note(transform_summary(report))
+        if rule_filter is not None:
+            note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
     note(transform_sentence(report))
     if fresh:
         assert key is not None

@@ -27,6 +27,7 @@ import contextlib
 import gc
 import io
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -194,6 +195,14 @@ class EventSpool:
         self._file.write(self._pack(event))
         self.count += 1
 
+    def events(self) -> Iterator[dict[str, Any]]:
+        """The spooled events in the order they were added, one at a time (more may be added after)."""
+        self._file.flush()
+        self._file.seek(0)
+        for event in msgpack.Unpacker(self._file, raw=False, strict_map_key=False, max_buffer_size=(1 << 31) - 1):
+            yield event
+        self._file.seek(0, os.SEEK_END)
+
     def write_trace(self, stream: IO[bytes], *, version: int, config: dict[str, Any], index: dict[str, dict[str, int]],
                     pod_lifecycles: Lifecycles, fmt: str = "sktrace") -> None:
         """The whole trace, the spooled events in the order they were added; ``fmt`` json or yaml: as text, for people."""
@@ -201,7 +210,7 @@ class EventSpool:
         self._file.seek(0)
         if fmt != "sktrace":
             text = TextTraceWriter(stream, fmt=fmt, config=config)
-            for event in msgpack.Unpacker(self._file, raw=False, strict_map_key=False, max_buffer_size=(1 << 31) - 1):
+            for event in self.events():
                 text.write_event(ts=event["ts"], applied=event["applied_objs"], deleted=event["deleted_objs"])
             text.finish(index=index, pod_lifecycles=pod_lifecycles)
             return

@@ -28,6 +28,7 @@ from typing import IO, Any
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.trace.anonymize import Anonymizer
+from kubectl_sktrace.trace.filtering import RuleFilter, filter_spool
 from kubectl_sktrace.trace.format import STDIN, EventSpool, Trace, TraceReader, open_source, relaxed_gc, source_name
 from kubectl_sktrace.trace.output import write_output
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
@@ -158,17 +159,21 @@ def transform_stream(source: IO[bytes], spool: EventSpool, *, name: str, rewrite
 
 
 def transform_to(trace: str, output_file: str, *, program: Program | None, key: bytes | None, stdin: IO[bytes],
-                 stdout: IO[bytes], fmt: str = "sktrace") -> TransformReport:
+                 stdout: IO[bytes], fmt: str = "sktrace", rule_filter: RuleFilter | None = None) -> TransformReport:
     """``transform``: the trace at ``trace`` (``-``: ``stdin``; a URL: an object) rewritten into ``output_file``
     (``output.write_output``: ``-`` is ``stdout``). Nothing is written there unless every event transformed."""
     started = perf_counter()
-    rewriter = Rewriter(program, key=key)
-    with EventSpool() as spool, relaxed_gc():
+    rewriter = Rewriter(program, key=key if rule_filter is None else None)  # with rules, anonymized after them
+    with EventSpool() as spool, EventSpool() as kept, relaxed_gc():
         if trace == STDIN:
             read, rest = transform_stream(stdin, spool, name=source_name(trace), rewriter=rewriter)
         else:
             with open_source(trace) as source:
                 read, rest = transform_stream(source, spool, name=trace, rewriter=rewriter)
+        if rule_filter is not None:  # --allow, --deny...: each object decided on its last version (``trace/filtering``)
+            anonymizer = Rewriter(None, key=key)
+            filter_spool(spool, kept, rule_filter, then=anonymizer.anonymize)
+            spool, rest = kept, anonymizer.rest(rule_filter.rest(rest))
 
         def write(stream: IO[bytes]) -> None:
             spool.write_trace(stream, version=rest.version, config=rest.config, index=rest.index, pod_lifecycles=rest.pod_lifecycles,

@@ -252,7 +252,7 @@ def test_a_command_that_cannot_apply_names_itself_and_the_object_and_writes_noth
         pytest.param(["sanitize", "-o", "out.sktrace"],
                      "did you mean -O out.sktrace? (-o is the output format, as in kubectl: sktrace, json, yaml)", id="skctl-o"),
         pytest.param(["sanitize", "--summary", "json", "-O", "-"],
-                     "--summary json prints the summary on stdout, where -O - writes the trace; pass -O FILE, or leave --summary out",
+                     "--summary json prints the summary on stdout, where the trace goes too; pass -O FILE, or leave --summary out",
                      id="json-to-stdout"),
         pytest.param(["sanitize", "-n", "shop"], "transform does not take -n (--namespace): it reads only the trace file; leave the flag out",
                      id="namespace"),
@@ -278,7 +278,7 @@ def test_a_missing_trace_and_a_directory_as_program(shop_trace: Path, tmp_path: 
 
 def test_neither_a_program_nor_anonymize_is_a_usage_error(shop_trace: Path, tmp_path: Path) -> None:
     code, _, stderr = run("transform", str(shop_trace), "-O", str(tmp_path / "out.sktrace"))
-    assert code == 2 and stderr.endswith("Error: give a SKEL_FILE (a path, or 'sanitize'), --anonymize, or both\n")
+    assert code == 2 and stderr.endswith("Error: give a SKEL_FILE (a path, or 'sanitize'), rules (--allow, --deny, -l, --filters), --anonymize, or some of them\n")
 
 
 def test_help_has_a_summary_and_examples() -> None:
@@ -347,3 +347,52 @@ def test_a_key_in_the_environment_waits_for_anonymize(shop_trace: Path, tmp_path
     out = tmp_path / "out.sktrace"
     assert run("transform", str(shop_trace), "sanitize", "-O", str(out), "--quiet", env={"SKTRACE_ANONYMIZE_KEY": KEY}) == (0, "", "")
     assert b"cart" in out.read_bytes()
+
+
+# --- transform: the rules, as export's ------------------------------------------------------------------------
+
+
+def test_transform_rules_keep_or_leave_out_whole_objects_index_and_lifecycles_included(shop_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.sktrace"
+    code, stdout, stderr = run("transform", str(shop_trace), "--deny", "name:pay", "-O", str(out), "--summary", "json")
+    assert code == 0, stderr
+    trace = traceformat.read_trace(out)
+    assert [(e["ts"], [o["metadata"]["name"] for o in e["applied_objs"]], e["deleted_objs"]) for e in trace.events] == [(100, ["cart"], [])]
+    assert trace.index == {"apps/v1.Deployment": {"shop/cart": 1}}
+    assert trace.pod_lifecycles == {("apps/v1.Deployment", "shop/cart"): {7: [{"Running": 110}]}}
+    assert json.loads(stdout)["rules"] == [
+        {"rule": "name:pay", "action": "deny", "from": "--deny", "objects": 1},
+        {"rule": "everything else", "action": "allow", "from": "default", "objects": 1},
+    ]
+    assert json.loads(stdout)["eventsWritten"] == 1
+
+
+@pytest.mark.parametrize("args, kept", [
+    pytest.param(["--allow", "name:cart", "--deny", "namespace:shop"], ["cart"], id="name-first"),
+    pytest.param(["--deny", "namespace:shop", "--allow", "name:cart"], [], id="namespace-first"),
+    pytest.param(["-l", "app in (pay)"], [], id="selector-the-deployments-have-no-labels"),
+    pytest.param(["-l", "!app"], ["cart", "pay"], id="selector-no-label"),
+    pytest.param(["--allow", "kind:apps/v1.Deployment", "--default", "deny"], ["cart", "pay"], id="kind"),
+])
+def test_transform_rules_in_order(shop_trace: Path, tmp_path: Path, args: list[str], kept: list[str]) -> None:
+    out = tmp_path / "out.sktrace"
+    code, _, stderr = run("transform", str(shop_trace), *args, "-O", str(out))
+    assert code == 0, stderr
+    assert sorted({o["metadata"]["name"] for e in traceformat.read_trace(out).events for o in e["applied_objs"]}) == kept
+
+
+def test_transform_rules_see_the_names_before_anonymize(shop_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.sktrace"
+    code, _, stderr = run("transform", str(shop_trace), "--deny", "name:pay", "--anonymize", "--anonymize-key", "0" * 32, "-O", str(out))
+    assert code == 0, stderr
+    trace = traceformat.read_trace(out)
+    assert len(trace.index["apps/v1.Deployment"]) == 1 and "shop/cart" not in trace.index["apps/v1.Deployment"]
+
+
+def test_transform_help_skel_prints_the_language_every_install_has() -> None:
+    code, stdout, _ = run("transform", "--help-skel")
+    assert code == 0
+    assert stdout.startswith("SKEL: SimKube's trace transformation language")
+    assert "remove($v := spec.template.spec.volumes[*] | exists($v.configMap), $v);" in stdout
+    code, stdout, _ = run("transform", "--help")
+    assert "delete(SELECTOR);" in stdout and "kubectl sktrace transform --help-skel" in stdout
