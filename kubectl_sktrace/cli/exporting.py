@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -99,8 +100,8 @@ def export_command(
     from kubectl_sktrace import render
     from kubectl_sktrace.cli.globalflags import namespace_scope
     from kubectl_sktrace.export.options import filters_from_flags, resolve_window
-    from kubectl_sktrace.export.window import decide_cache, export_sentence, export_to
-    from kubectl_sktrace.trace.transform import load_program, transform_note
+    from kubectl_sktrace.export.window import decide_cache, export_to
+    from kubectl_sktrace.trace.transform import load_program
 
     output_file = _trace_destination(output_file, fmt=fmt, summary=summary, dry_run=dry_run)
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
@@ -121,20 +122,28 @@ def export_command(
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
     report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
                        allow_empty=allow_empty, stdout=sys.stdout.buffer, program=program, anonymize_key=key)
-    where = "stdout" if output_file == "-" else output_file
-    if summary != "table":
-        click.echo(render.dump(report.as_mapping(output=where), summary))
-    else:
-        for text in report.notes:
-            note(f"Note: {text}")
-        for warning in report.warnings:
-            warn(warning)
-        if program is not None:
-            note(transform_note(program.source, events_matched=report.events_matched, resources_modified=report.resources_modified))
-        note(export_sentence(report, where=where))
+    _say(report, where="stdout" if output_file == "-" else output_file, summary=summary, program=program)
     if fresh:
         assert key is not None
         say_fresh_key(key)
+
+
+def _say(report: Any, *, where: str, summary: str, program: Any) -> None:
+    """What an export says: the notes, warnings and its last line on stderr, or the summary for programs on stdout."""
+    from kubectl_sktrace import render
+    from kubectl_sktrace.export.window import export_sentence
+    from kubectl_sktrace.trace.transform import transform_note
+
+    if summary != "table":
+        click.echo(render.dump(report.as_mapping(output=where), summary))
+        return
+    for text in report.notes:
+        note(f"Note: {text}")
+    for warning in report.warnings:
+        warn(warning)
+    if program is not None:
+        note(transform_note(program.source, events_matched=report.events_matched, resources_modified=report.resources_modified))
+    note(export_sentence(report, where=where))
 
 
 def _trace_destination(output_file: str | None, *, fmt: str, summary: str, dry_run: bool) -> str:
