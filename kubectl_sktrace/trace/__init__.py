@@ -6,6 +6,8 @@
 - ``sanitize``: what SimKube's tracer keeps of an object, and the metadata reads every wing shares (§4);
 - ``lifecycle``: pods' lifecycles and their partial order (§4);
 - ``references``: what a pod template refers to (SimKube's E0001-E0005);
+- ``rules``, ``selectors``: ordered allow/deny rules and kubectl label selectors (export's and transform's filters);
+  ``filtering``: the rules over a trace's events;
 - ``skel``: SKEL, SimKube's transformation language; ``anonymize`` and ``pseudonyms``: keyed anonymization;
 - ``transform``: both applied to a trace read event by event (``transform``, and ``export``'s flags);
 - ``inspection``, ``validation``, ``timeline``: reports on a trace file, for people and programs (§9);
