@@ -107,13 +107,14 @@ def validation_warning(errors: Counter[str], *, rule_names: dict[str, str], trac
     per_rule = ", ".join(f"{errors[code]} {code} {rule_names[code]}" for code in sorted(errors))
     kinds = sorted({REFERENCED_KIND[code] for code in errors}, key=str)
     untracked = [str(gvk) for gvk in kinds if gvk not in tracked]
+    now = "export again with --transform sanitize, which removes those references (as SimKube's sanitize example does)"
     if untracked:
-        fix = (f"add {' and '.join(untracked)} to trackedObjects in the tracer config ('kubectl sktrace start --config FILE') "
-               "and record again")
+        later = (f"to have the objects in the traces of later windows, add {' and '.join(untracked)} to trackedObjects in the "
+                 "tracer config ('kubectl sktrace start --config FILE')")
     else:
-        fix = ("the objects they use were not recorded before them, or the filters left them out; "
-               "'kubectl sktrace validate' on the trace lists them")
-    return f"the trace would fail 'kubectl sktrace validate' with {counted(total, 'error')} ({per_rule}): {fix}"
+        later = ("'kubectl sktrace validate' on the trace lists the objects they name (not recorded before them, or left out by "
+                 "the filters)")
+    return f"the trace would fail 'kubectl sktrace validate' with {counted(total, 'error')} ({per_rule}): to make it valid, {now}; {later}"
 
 
 NO_RECORDER = "no recorder ran"
