@@ -171,8 +171,8 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
 
     Any export whose window starts at or after TIME gives the same trace before and after the prune. It
     cannot run while a recorder writes to the same cache; --dry-run can, and changes nothing. Sizes are
-    those of the files on disk: bytesFreed is what the disk got back. When less than a quarter of the cache
-    is freed it is not vacuumed, so the file keeps its size and bytesReusable is reused by later recordings.
+    those of the files on disk: 'bytes freed' is what the disk got back. When less than a quarter of the cache
+    is freed it is not vacuumed, so the file keeps its size and 'bytes reusable' is reused by later recordings.
     In a PostgreSQL cache the sizes are those of the history's tables, and PostgreSQL's autovacuum makes the
     room of the removed rows reusable.
 
@@ -184,9 +184,10 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
     import time
 
     from kubectl_sktrace import render
-    from kubectl_sktrace.store.prune import prune_cache
+    from kubectl_sktrace.store.prune import for_people, prune_cache
     from kubectl_sktrace.timeparse import parse_time
 
     cutoff = parse_time(before, now=time.time())
     report = prune_cache(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), before=cutoff, dry_run=dry_run)
-    click.echo(render.render_mapping(report.as_mapping(), output))
+    mapping = report.as_mapping()
+    click.echo(render.render_mapping(for_people(mapping) if output == "table" else mapping, output))

@@ -25,8 +25,8 @@ from kubectl_sktrace.cli.options import (
 @click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files, help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
 @click.option("--health-port", "health_port", type=click.IntRange(0, 65535), metavar="PORT",
-              help="Serve /healthz (200 while committing) and /readyz (200 once synced, every kind watched) on this port, "
-                   "on every interface: for a Deployment's probes.")
+              help="Serve /healthz (200 while committing), /readyz (200 once synced, every kind watched) and /metrics "
+                   "(Prometheus) on this port, on every interface: for a Deployment's probes and a scraper.")
 @click.option("--retain", metavar="DUR", help="Prune history older than this while recording, e.g. 30d, every hour; an export of "
                                               "the retained time reads all it did before (as 'prune' keeps it).")
 @quiet_option

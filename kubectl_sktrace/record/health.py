@@ -53,7 +53,7 @@ def verdict(path: str, sample: HealthSample, *, now: float) -> tuple[int, dict[s
                else f"not recorded: {', '.join(sample.failed)}" if sample.failed else "recording")
         live = live and why == "recording"
     else:
-        return 404, {"error": "not found; ask /healthz or /readyz"}
+        return 404, {"error": "not found; ask /healthz, /readyz or /metrics"}
     return (200 if live else 503), {"status": why, **body}
 
 

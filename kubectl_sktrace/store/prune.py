@@ -40,6 +40,17 @@ class PruneReport:
                 "vacuumed": r.vacuumed}
 
 
+_WORDS = {
+    "dryRun": "dry run", "eventsRemoved": "events removed", "eventsKeptBefore": "events kept before", "podsRemoved": "pods removed",
+    "bytesBefore": "bytes before", "bytesAfter": "bytes after", "bytesFreed": "bytes freed", "bytesReusable": "bytes reusable",
+}
+
+
+def for_people(mapping: dict[str, object]) -> dict[str, object]:
+    """``prune``'s table: the mapping's keys in words and yes/no for its flags (json and yaml keep the mapping)."""
+    return {_WORDS.get(key, key): ("yes" if value else "no") if isinstance(value, bool) else value for key, value in mapping.items()}
+
+
 def prune_cache(path: str | CacheUrl, *, before: float, dry_run: bool = False) -> PruneReport:
     """Prune the cache at ``path`` of history before ``before`` (Unix seconds, rounded down); with
     ``dry_run``, only count what would go."""

@@ -27,6 +27,7 @@ from kubectl_sktrace import render
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
+from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace.format import Trace, read_trace, source_name
 from kubectl_sktrace.trace.references import REFERENCED_KIND, Reference, references
 from kubectl_sktrace.trace.sanitize import object_key
@@ -235,5 +236,6 @@ def render_validation(report: ValidationReport, fmt: str) -> str:
     )
     if not data["findings"]:
         return verdict
-    table = render.render_table(data["findings"], "table", columns=["code", "ts", "object", "message"])
+    rows = [{**f, "time": None if f["ts"] is None else format_time(f["ts"])} for f in data["findings"]]  # people read times, not seconds
+    table = render.render_table(rows, "table", columns=["code", "time", "object", "message"])
     return f"{table}\n\n{verdict}"

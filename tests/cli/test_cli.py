@@ -136,10 +136,10 @@ def test_validate_errors_exit_1(tmp_path) -> None:
     code, out, _ = run("validate", str(path))
     assert code == 1
     assert out == f"""\
-CODE    TS    OBJECT                     MESSAGE
-------  ----  -------------------------  {'-' * 66}
-W0000   7     apps/v1.Deployment ns/web  status is present (SimKube drops it; export without --keep-status)
-E0001   7     apps/v1.Deployment ns/web  ServiceAccount ns/sa is not in the trace before this event
+CODE    TIME                  OBJECT                     MESSAGE
+------  --------------------  -------------------------  {'-' * 66}
+W0000   1970-01-01T00:00:07Z  apps/v1.Deployment ns/web  status is present (SimKube drops it; export without --keep-status)
+E0001   1970-01-01T00:00:07Z  apps/v1.Deployment ns/web  ServiceAccount ns/sa is not in the trace before this event
 
 {path}: invalid, 1 error, 1 warning
 """

@@ -132,6 +132,19 @@ def test_prune_command(recorded):
     assert (report["eventsRemoved"], report["eventsKeptBefore"], report["before"]) == (1, 2, "2027-01-15T07:56:40Z")
 
 
+def test_prunes_table_speaks_words_not_python_or_camel_case(recorded):
+    dry = invoke(["prune", "--cache", str(recorded.path), "--before", f"@{NOW - 200}", "--dry-run"])
+    assert dry.exit_code == 0, dry.stderr
+    keys = [line.split("  ")[0] for line in dry.stdout.splitlines()]
+    assert keys == ["cache", "before", "dry run", "events removed", "events kept before", "pods removed", "bytes before"]
+    assert "dry run             yes" in dry.stdout
+    done = invoke(["prune", "--cache", str(recorded.path), "--before", f"@{NOW - 200}"])
+    assert done.exit_code == 0, done.stderr
+    assert "vacuumed            no" in done.stdout or "vacuumed            yes" in done.stdout
+    for word in ("True", "False", "bytesFreed", "eventsRemoved", "dryRun"):
+        assert word not in dry.stdout + done.stdout
+
+
 def test_prune_needs_before(recorded):
     result = invoke(["prune", "--cache", str(recorded.path)])
     assert result.exit_code == 2

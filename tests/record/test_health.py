@@ -43,8 +43,8 @@ def test_verdict(path: str, sample: HealthSample, status: int, why: str) -> None
     assert body["heartbeatAgeSeconds"] == round(NOW - sample.committed, 1)
 
 
-def test_an_unknown_path_is_404() -> None:
-    assert verdict("/metrics", LIVE, now=NOW)[0] == 404
+def test_an_unknown_path_is_404_naming_every_page() -> None:
+    assert verdict("/health", LIVE, now=NOW) == (404, {"error": "not found; ask /healthz, /readyz or /metrics"})
 
 
 def get(port: int, path: str) -> tuple[int, dict[str, Any]]:
