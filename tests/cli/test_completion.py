@@ -78,6 +78,19 @@ def test_choices(home: Path) -> None:
     assert complete("status", "--output=j") == ["json", ":4"]
 
 
+def test_trace_formats_summary_formats_and_the_builtin_transform(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    formats = ["sktrace\tSimKube's msgpack trace", "json\tthe trace as JSON, for people", "yaml\tthe trace as YAML, for people", ":4"]
+    assert complete("export", "-o", "") == formats
+    assert complete("transform", "t.sktrace", "-o", "") == formats
+    assert complete("export", "--summary", "j") == ["json", ":4"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "strip.skel").write_text("remove(status);\n")
+    (tmp_path / "skel").mkdir()
+    assert complete("export", "--transform", "") == ["sanitize\tthe built-in program", "home/", "skel/", "strip.skel", ":4"]
+    assert complete("export", "--transform", "s") == ["sanitize\tthe built-in program", "skel/", "strip.skel", ":4"]
+    assert complete("transform", "t.sktrace", "sa") == ["sanitize\tthe built-in program", ":4"]
+
+
 def test_contexts_from_the_kubeconfig(home: Path, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert complete("export", "--kubeconfig", str(kubeconfig), "--context", "") == ["dev", "prod", "staging", ":4"]
     assert complete("export", "--kubeconfig", str(kubeconfig), "--context=", ) == ["dev", "prod", "staging", ":4"]
