@@ -353,3 +353,25 @@ def config_change(before: TracerConfig, after: TracerConfig) -> ConfigChange:
         dropped=ordered(g for g in before.tracked if g not in after.tracked),
         changed=ordered(g for g, options in before.tracked.items() if g in after.tracked and after.tracked[g] != options),
     )
+
+
+def choose_config(*, given: TracerConfig | None, given_path: str | None, stored: str | None, run_id: int | None,
+                  drop_kinds: bool) -> tuple[TracerConfig, str | None]:
+    """The config a run records with, and the note that says which: ``--config`` when given, else the config of the
+    cache's last run (``stored``, run ``run_id``), else the default. A given config that stops tracking a kind the
+    last run tracked is refused unless ``drop_kinds``: a recorder restarted by hand must not lose a kind unasked. Pure."""
+    before = stored_config(stored)
+    if given is None:
+        if before is None:
+            return default_config(), None
+        kinds = ", ".join(str(g) for g in before.tracked)
+        return before, f"no --config: recording with the tracer config of the cache's last run (run {run_id}): {kinds}"
+    dropped = [] if before is None else list(config_change(before, given).dropped)
+    if dropped and not drop_kinds:
+        names = " and ".join(str(g) for g in dropped)
+        raise UsageError(
+            f"--config {given_path} does not track {names}, which the cache's last run (run {run_id}) tracked: "
+            f"add {'it' if len(dropped) == 1 else 'them'} to {given_path}, or pass --drop-kinds to stop recording "
+            f"{'it' if len(dropped) == 1 else 'them'} (the history recorded so far is kept)"
+        )
+    return given, None

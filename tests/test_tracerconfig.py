@@ -194,3 +194,20 @@ def test_config_change_names_added_dropped_and_changed_kinds() -> None:
     change = config_change(before, after)
     assert change.describe() == "added v1.ConfigMap; dropped apps/v1.StatefulSet; changed apps/v1.Deployment"
     assert not config_change(after, after) and config_change(after, after).describe() == "-"
+
+
+def test_choose_config_keeps_the_last_runs_and_refuses_to_drop_a_kind_unasked() -> None:
+    import pytest
+
+    from kubectl_sktrace.errors import UsageError
+    from kubectl_sktrace.tracerconfig import choose_config, config_to_yaml, default_config, parse_config
+
+    wide = parse_config({"trackedObjects": {"apps/v1.Deployment": {}, "v1.ConfigMap": {}}}, source="wide.yaml")
+    narrow = parse_config({"trackedObjects": {"apps/v1.Deployment": {}}}, source="narrow.yaml")
+    assert choose_config(given=None, given_path=None, stored=None, run_id=None, drop_kinds=False) == (default_config(), None)
+    assert choose_config(given=None, given_path=None, stored=config_to_yaml(wide), run_id=4, drop_kinds=False) == (
+        wide, "no --config: recording with the tracer config of the cache's last run (run 4): apps/v1.Deployment, v1.ConfigMap")
+    assert choose_config(given=wide, given_path="wide.yaml", stored=config_to_yaml(narrow), run_id=4, drop_kinds=False) == (wide, None)
+    with pytest.raises(UsageError, match=r"^--config narrow.yaml does not track v1.ConfigMap, which the cache's last run \(run 4\) "):
+        choose_config(given=narrow, given_path="narrow.yaml", stored=config_to_yaml(wide), run_id=4, drop_kinds=False)
+    assert choose_config(given=narrow, given_path="narrow.yaml", stored=config_to_yaml(wide), run_id=4, drop_kinds=True) == (narrow, None)

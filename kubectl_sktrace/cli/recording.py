@@ -22,7 +22,12 @@ from kubectl_sktrace.cli.options import (
 @click.command(cls=SktraceCommand)
 @kube_options
 @cache_option
-@click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files, help="SimKube TracerConfig YAML (default: Deployments, StatefulSets, Jobs, CronJobs).")
+@click.option("--config", "config_path", metavar="FILE", shell_complete=complete_files,
+              help="SimKube TracerConfig YAML (default: the config of the cache's last run, else Deployments, StatefulSets, Jobs, "
+                   "CronJobs).")
+@click.option("--drop-kinds", "drop_kinds", is_flag=True,
+              help="Let --config stop tracking kinds the cache's last run tracked (their history so far is kept); without it, "
+                   "such a config is refused.")
 @click.option("--duration", metavar="DUR", help="Stop after this long, e.g. 90s, 10m, 2h (default: until Ctrl-C or SIGTERM).")
 @click.option("--health-port", "health_port", type=click.IntRange(0, 65535), metavar="PORT",
               help="Serve /healthz (200 while committing), /readyz (200 once synced, every kind watched) and /metrics "
@@ -33,7 +38,8 @@ from kubectl_sktrace.cli.options import (
 @output_option
 @verbosity_option
 def start(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-          config_path: str | None, duration: str | None, health_port: int | None, retain: str | None, output: str) -> None:
+          config_path: str | None, drop_kinds: bool, duration: str | None, health_port: int | None, retain: str | None,
+          output: str) -> None:
     """Record the cluster into the local cache until --duration elapses, Ctrl-C or SIGTERM.
 
     On every start the cluster is listed and compared with the cache, so what changed while no recorder
@@ -64,12 +70,12 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     view = progress.Progress(stream=sys.stderr, tty=sys.stderr.isatty(), quiet=quiet, columns=progress.stream_columns(sys.stderr))
     options = recorder.StartOptions(kubeconfig=kubeconfig, context=context, namespace=namespace, cache=cache,
                                     config_path=config_path, duration=seconds, quiet=quiet,
-                                    health_port=health_port, retention=retention_policy(retain))
+                                    health_port=health_port, retention=retention_policy(retain), drop_kinds=drop_kinds)
     with progress.routed_logs(view):
         summary = recorder.start(options, progress=view)
     if output != "table":
         click.echo(render.render_mapping(runsummary.summary_to_dict(summary), output))
-    elif not quiet:
+    else:  # the summary is what start is asked for: --quiet silences stderr only
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
         click.echo(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
                    f"into {summary.cache} (run {summary.run_id}){synced}.")

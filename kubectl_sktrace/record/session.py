@@ -427,6 +427,7 @@ class StartOptions:
     quiet: bool
     health_port: int | None = None
     retention: RetentionPolicy | None = None  # --retain
+    drop_kinds: bool = False  # --drop-kinds: a --config may stop tracking kinds the last run tracked
 
 
 def start(options: StartOptions, *, progress: ProgressView) -> Summary:
@@ -435,9 +436,9 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     from kubectl_sktrace.kube.client import Kube
     from kubectl_sktrace.record import watching
     from kubectl_sktrace.store import open_cache
-    from kubectl_sktrace.tracerconfig import default_config, load_config
+    from kubectl_sktrace.tracerconfig import choose_config, load_config
 
-    config = load_config(options.config_path) if options.config_path else default_config()
+    given = load_config(options.config_path) if options.config_path else None
     target = kubeconfig.resolve_target(kubeconfig=options.kubeconfig, context=options.context)
     cache_path = kubeconfig.resolve_cache_path(cache=options.cache, kubeconfig=options.kubeconfig, context=options.context)
     namespace = options.namespace or None
@@ -450,8 +451,14 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
 
     def record(cache: Cache, kube: Any, server: str, cluster_uid: str) -> Summary:
         identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
+        recording = Recording(cache)
+        last = recording.previous_run()
+        config, said = choose_config(given=given, given_path=options.config_path, stored=recording.previous_config(),
+                                     run_id=None if last is None else last.id, drop_kinds=options.drop_kinds)
+        if said is not None:
+            progress.note(said)
         session = Session(
-            kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
+            kube=kube, recording=recording, config=config, identity=identity, namespace=namespace,
             duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
             context_namespace=target.namespace, health=board, retention=options.retention, metrics=metrics,
         )

@@ -570,3 +570,25 @@ def test_start_at_v2_logs_no_api_request(kubeconfig: str, cache: str) -> None:
     result = start(kubeconfig, cache, "-v", "2")
     assert result.returncode == 0, result.stderr
     assert "kubectl_sktrace.kube.requests" not in result.stderr
+
+
+def test_quiet_keeps_the_end_of_run_summary_on_stdout(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    run = start(kubeconfig, cache, "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""
+    assert run.stdout.startswith("Recorded ") and "KIND " in run.stdout and "apps/v1.Deployment" in run.stdout
+
+
+def test_start_without_config_keeps_the_last_runs_config_and_says_so(emu: Emulator, kubeconfig: str, cache: str, tmp_path: Path) -> None:
+    config = tmp_path / "tracer.yaml"
+    config.write_text("trackedObjects:\n  apps/v1.Deployment: {}\n  v1.ConfigMap: {}\n")
+    first = start(kubeconfig, cache, "--config", str(config))
+    assert first.returncode == 0, first.stderr
+    again = start(kubeconfig, cache)
+    assert again.returncode == 0, again.stderr
+    assert ("no --config: recording with the tracer config of the cache's last run (run 1): apps/v1.Deployment, v1.ConfigMap"
+            in again.stderr)
+    assert "no longer tracked" not in again.stderr
+    with sqlite3.connect(cache) as conn:
+        configs = [row[0] for row in conn.execute("SELECT config FROM runs ORDER BY id")]
+    assert len(configs) == 2 and configs[0] == configs[1]

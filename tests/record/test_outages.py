@@ -192,7 +192,12 @@ def test_a_kind_dropped_from_the_config_leaves_the_history_at_that_run_without_b
     first = run_cli(["start", *common, "--config", str(both)], home=tmp_path)
     assert first.code == 0, first.describe()
     time.sleep(2.0)
-    second = run_cli(["start", *common, "--config", str(deployments)], home=tmp_path)
+    refused = run_cli(["start", *common, "--config", str(deployments)], home=tmp_path)  # dropping a kind is a choice made
+    assert refused.code == 1 and refused.stderr.endswith(
+        f"Error: --config {deployments} does not track apps/v1.StatefulSet, which the cache's last run (run 1) tracked: add it to "
+        f"{deployments}, or pass --drop-kinds to stop recording it (the history recorded so far is kept)\n"), refused.describe()
+    assert query(cache, "SELECT count(*) FROM runs") == [(1,)]
+    second = run_cli(["start", *common, "--config", str(deployments), "--drop-kinds"], home=tmp_path)
     assert second.code == 0, second.describe()
     # the kind leaves the history at the second run's start: read it, however long the process took to start
     ((dropped_at,),) = query(cache, "SELECT started FROM runs WHERE id = 2")
