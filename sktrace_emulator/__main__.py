@@ -37,7 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--kubeconfig-out", required=True, metavar="FILE", help="write a kubeconfig for this server here")
     serve.add_argument("--service-account-out", metavar="DIR",
                        help="also lay out DIR as a pod's service-account mount (token, ca.crt, namespace) for in-cluster runs")
-    serve.add_argument("--workload", choices=["none", "demo", "load", "large", "storm"], default="demo")
+    serve.add_argument("--workload", choices=["none", "demo", "load", "large", "storm"], default="demo",
+                       help="what runs in the cluster. none: an empty cluster whose controllers and kubelet act on what you "
+                            "create (kubectl create deployment gets a ReplicaSet and Pods; kubectl scale, delete, get all "
+                            "work); demo (default): that, plus three Deployments that mount ConfigMaps and a CronJob in "
+                            "namespace demo; load: that, plus --rate changes per second in namespace load; large: --pods "
+                            "running pods built at once (controllers run with --rate); storm: a restart storm on SIGUSR1, "
+                            "no controllers")
     serve.add_argument("--rate", type=float, default=0.0, help="events per second for the load generator")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     serve.add_argument("--token", default="emulator-token")
@@ -78,9 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     storm_count = 0
     workload: Workload | None = None
     try:
-        if args.workload in ("demo", "load") or (args.workload == "large" and args.rate > 0):
+        if args.workload in ("none", "demo", "load") or (args.workload == "large" and args.rate > 0):
             workload = Workload(emu, seed=1)
-            if args.workload != "large":
+            if args.workload in ("demo", "load"):
                 rng = random.Random(1)
                 for name in ("web", "api", "worker"):
                     # the pod template mounts this ConfigMap: create it first, as a real application would

@@ -6,6 +6,7 @@ deleted: ``crds``) appears in or leaves discovery at once, as on a real server.
 
 from __future__ import annotations
 
+from sktrace_emulator import scale
 from sktrace_emulator.records import Obj, not_found
 from sktrace_emulator.state import Store
 
@@ -20,6 +21,11 @@ SERVER_VERSION = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
+
+CATEGORY_ALL = frozenset({("", "pods"), ("", "services"), ("", "replicationcontrollers"), ("apps", "deployments"), ("apps", "replicasets"),
+                          ("apps", "statefulsets"), ("apps", "daemonsets"), ("batch", "jobs"), ("batch", "cronjobs"),
+                          ("autoscaling", "horizontalpodautoscalers")})
+"""The kinds of the category ``all`` on a real server (``kubectl get all``)."""
 
 _VERBS_NAMESPACED = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -87,6 +93,10 @@ def resource_list(store: Store, group: str, version: str) -> Obj:
         entry: Obj = {"name": t.plural, "singularName": t.singular, "namespaced": t.namespaced, "kind": t.kind, "verbs": _VERBS_NAMESPACED}
         if t.short_names:
             entry["shortNames"] = list(t.short_names)
+        if (t.group, t.plural) in CATEGORY_ALL:
+            entry["categories"] = ["all"]
         resources.append(entry)
         resources.append({"name": f"{t.plural}/status", "singularName": "", "namespaced": t.namespaced, "kind": t.kind, "verbs": ["get", "patch", "update"]})
+        if scale.scalable(t):
+            resources.append(scale.discovery_entry(t))
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version, "resources": resources}

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from sktrace_emulator import discovery
+from sktrace_emulator import discovery, scale
 from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
 from sktrace_emulator.selectors import (
     Filter,
@@ -198,7 +198,7 @@ class Handler(BaseHTTPRequestHandler):
             raise not_found()
         name = rest[1] if len(rest) > 1 else ""
         subresource = rest[2] if len(rest) > 2 else ""
-        if subresource not in ("", "status"):
+        if subresource not in ("", "status") and not (subresource == "scale" and scale.scalable(rtype)):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({subresource})")
         verb = _request_verb(self.command, name=name, watch=query.get("watch") in ("1", "true", "True"))
         # the API server's request info puts a namespace's own path inside that namespace
@@ -218,6 +218,10 @@ class Handler(BaseHTTPRequestHandler):
         store = self.emulator.store
         method = self.command
         ns = namespace if rtype.namespaced else ""
+        if subresource == "scale":
+            patch_type = "json" if "json-patch" in self.headers.get("Content-Type", "") else "merge"
+            body = self._body() if method in ("PUT", "PATCH") else None
+            return self._send_json(200, scale.serve(store, rtype, ns or "", name, method=method, body=body, patch_type=patch_type))
         if method == "GET" and not name:
             flt = Filter(
                 namespace=namespace if rtype.namespaced else None,

@@ -171,3 +171,33 @@ def _lines(chunks: Any) -> Any:
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             yield line
+
+
+@needs_kubectl
+def test_kubectl_scale_writes_the_scale_subresource_and_the_controllers_follow(emulator: Emulator, emulator_kubeconfig: str) -> None:
+    with Workload(emulator, seed=3):
+        kubectl(emulator_kubeconfig, "create", "deployment", "web", "--image=nginx:1.25", "--replicas=1", "-n", "shop")
+        result = kubectl(emulator_kubeconfig, "scale", "deployment", "web", "--replicas=3", "-n", "shop")
+        assert result.stdout == "deployment.apps/web scaled\n"
+        pods = lambda: kubectl(emulator_kubeconfig, "get", "pods", "-n", "shop", "-o", "name").stdout.split()  # noqa: E731
+        wait_for(lambda: len(pods()) == 3)
+        scale = json.loads(kubectl(emulator_kubeconfig, "get", "--raw", "/apis/apps/v1/namespaces/shop/deployments/web/scale").stdout)
+        assert (scale["kind"], scale["apiVersion"], scale["spec"], scale["status"]["selector"]) == (
+            "Scale", "autoscaling/v1", {"replicas": 3}, "app=web")
+        kubectl(emulator_kubeconfig, "scale", "deployment", "web", "--replicas=1", "--current-replicas=3", "-n", "shop")
+        wait_for(lambda: len(pods()) == 1)
+        refused = kubectl(emulator_kubeconfig, "scale", "deployment", "web", "--replicas=5", "--current-replicas=3", "-n", "shop", check=False)
+        assert refused.returncode == 1 and "Expected replicas to be 3, was 1" in refused.stderr
+
+
+@needs_kubectl
+def test_kubectl_get_all_lists_the_category_all(emulator: Emulator, emulator_kubeconfig: str) -> None:
+    with Workload(emulator, seed=3):
+        kubectl(emulator_kubeconfig, "create", "deployment", "web", "--image=nginx:1.25", "--replicas=2", "-n", "shop")
+        kubectl(emulator_kubeconfig, "create", "job", "backup", "--image=busybox:1.36", "-n", "shop")
+        kubectl(emulator_kubeconfig, "create", "configmap", "settings", "-n", "shop")
+        names = lambda: kubectl(emulator_kubeconfig, "get", "all", "-A", "-o", "name").stdout.split()  # noqa: E731
+        wait_for(lambda: sum(n.startswith("pod/") for n in names()) >= 3)
+        found = names()
+    assert {n.split("/")[0] for n in found} == {"pod", "deployment.apps", "replicaset.apps", "job.batch"}
+    assert "deployment.apps/web" in found and "job.batch/backup" in found and not any("configmap" in n for n in found)

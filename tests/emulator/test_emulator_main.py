@@ -76,3 +76,41 @@ def test_sigusr2_takes_the_server_down_and_brings_it_back_with_the_same_state(tm
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_workload_none_runs_the_controllers_for_what_kubectl_creates(tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not on PATH")
+    kubeconfig = tmp_path / "kc"
+    proc = subprocess.Popen([sys.executable, "-m", "sktrace_emulator", "serve", "--kubeconfig-out", str(kubeconfig), "--workload", "none"],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None and proc.stderr.readline().startswith("serving https://127.0.0.1:")
+
+        def kubectl(*args: str) -> str:
+            result = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "kube-cache"), *args],
+                                    capture_output=True, text=True, timeout=30)
+            assert result.returncode == 0, result.stderr
+            return result.stdout
+
+        assert kubectl("get", "deployments", "-A") == ""  # nothing but what the user creates
+        kubectl("create", "deployment", "web", "--image=nginx:1.25", "--replicas=2")
+        deadline = time.monotonic() + 10
+        while len(pods := kubectl("get", "pods", "-o", "name").split()) < 2:
+            assert time.monotonic() < deadline, kubectl("get", "all")
+            time.sleep(0.1)
+        assert all(p.startswith("pod/web-") for p in pods)
+        assert kubectl("get", "replicasets", "-o", "name").startswith("replicaset.apps/web-")
+        assert "Running" in kubectl("get", "pods")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_serve_help_describes_each_workload() -> None:
+    result = subprocess.run([sys.executable, "-m", "sktrace_emulator", "serve", "--help"], capture_output=True, text=True, check=True)
+    flat = " ".join(result.stdout.split())
+    assert "none: an empty cluster whose controllers and kubelet act on what you create" in flat
+    assert "demo (default):" in flat and "storm:" in flat
