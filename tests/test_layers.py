@@ -280,7 +280,7 @@ def _importers(prefix: str, *, among: str) -> list[str]:
 
 
 def test_only_the_demo_imports_the_emulator() -> None:
-    assert _importers("sktrace_emulator", among="kubectl_sktrace") == ["kubectl_sktrace.cli.demo"]
+    assert _importers("sktrace_emulator", among="kubectl_sktrace") == ["kubectl_sktrace.cli.demo", "kubectl_sktrace.cli.serving"]
 
 
 def test_the_emulator_imports_nothing_of_the_product() -> None:

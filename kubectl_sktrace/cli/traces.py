@@ -142,17 +142,27 @@ def _demo_cache(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("-O", "--output-file", "output_file", default="demo.sktrace", show_default=True, metavar="PATH", help="Where to write the trace.")
 @click.option("--record-seconds", "record_seconds", type=int, default=20, show_default=True, metavar="N",
               help="Seconds of recording in all (at least 4: two recordings of 2 seconds), split about 70/30 between the two recordings.")
-def demo_command(cache: str | None, output_file: str, record_seconds: int) -> None:
+@click.option("--serve", "serve", is_flag=True,
+              help="Instead, keep the built-in API server running as a cluster to try kubectl and the plugin on, until Ctrl-C; "
+                   "prints its kubeconfig's path.")
+@click.option("--workload", "workload", type=click.Choice(["none", "demo", "load"]), default="demo", show_default=True,
+              help="With --serve: an empty cluster (none), the demo's Deployments and CronJob (demo), or those and a change "
+                   "every second (load). Its controllers and kubelet run in each.")
+@click.option("--kubeconfig-out", "kubeconfig_out", metavar="FILE", shell_complete=complete_files,
+              help="With --serve: where to write its kubeconfig (default: emulator.kubeconfig beside the caches).")
+def demo_command(cache: str | None, output_file: str, record_seconds: int, serve: bool, workload: str, kubeconfig_out: str | None) -> None:
     """Run the whole flow on a built-in local API server, narrated: no cluster needed, under a minute.
 
     Starts the server with a scripted workload, records it, changes it while nothing records, records again
     (the restart reconciles what happened offline), exports the window, inspects and validates the trace.
-    Leaves only the trace (and the cache, if --cache is given).
+    Leaves only the trace (and the cache, if --cache is given). With --serve, only starts the server and
+    keeps it running, for you to use as a cluster.
 
     \b
     Example:
       kubectl sktrace demo
       kubectl sktrace demo --cache demo.db -O /tmp/demo.sktrace
+      kubectl sktrace demo --serve --workload none       # then: export KUBECONFIG=<the path it prints>
     """
     from kubectl_sktrace.cli import demo
 
@@ -160,6 +170,10 @@ def demo_command(cache: str | None, output_file: str, record_seconds: int) -> No
         click.echo(text)
         sys.stdout.flush()
 
+    if serve:
+        from kubectl_sktrace.cli import serving
+
+        sys.exit(serving.serve(kubeconfig_out=kubeconfig_out, workload=workload, say=say))
     options = demo.DemoOptions(output_file=output_file, cache=cache, record_seconds=record_seconds, verbosity=_state["verbosity"])
     result = demo.run_demo(options, say=say)
     say(demo.closing_words(result, output_file=output_file))

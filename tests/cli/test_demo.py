@@ -210,3 +210,37 @@ def test_the_demo_waits_while_the_recorder_is_still_creating_its_cache(tmp_path:
     with open_cache(path, create=True):
         pass
     assert not _recording_synced(str(path))  # a cache with no run yet
+
+
+def test_demo_serve_keeps_a_cluster_running_that_kubectl_and_the_plugin_use(tmp_path: Path) -> None:
+    import shutil
+    import signal
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not on PATH")
+    kubeconfig = tmp_path / "emulator.kubeconfig"
+    proc = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace", "demo", "--serve", "--workload", "none", "--kubeconfig-out", str(kubeconfig)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        said = [proc.stdout.readline() for _ in range(4)]
+        assert said[1] == f"Its kubeconfig: {kubeconfig}\n" and said[3] == f"  export KUBECONFIG={kubeconfig}\n"
+        assert proc.stderr.readline().endswith(f"; kubeconfig written to {kubeconfig}\n")
+
+        def kubectl(*args: str) -> str:
+            result = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(tmp_path / "kube-cache"), *args],
+                                    capture_output=True, text=True, timeout=30)
+            assert result.returncode == 0, result.stderr
+            return result.stdout
+
+        kubectl("create", "deployment", "web", "--image=nginx:1.25", "--replicas=1")
+        assert kubectl("scale", "deployment", "web", "--replicas=2") == "deployment.apps/web scaled\n"
+        deadline = time.monotonic() + 15
+        while sum(line.startswith("pod/web-") for line in kubectl("get", "all", "-A", "-o", "name").split()) < 2:
+            assert time.monotonic() < deadline, kubectl("get", "all", "-A")
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        proc.kill()
+        proc.wait()
