@@ -396,3 +396,13 @@ def test_transform_help_skel_prints_the_language_every_install_has() -> None:
     assert "remove($v := spec.template.spec.volumes[*] | exists($v.configMap), $v);" in stdout
     code, stdout, _ = run("transform", "--help")
     assert "delete(SELECTOR);" in stdout and "kubectl sktrace transform --help-skel" in stdout
+
+
+def test_transform_o_yaml_without_O_prints_the_trace_and_sktrace_asks_where(shop_trace: Path) -> None:
+    import yaml
+
+    code, stdout, stderr = run("transform", str(shop_trace), "--deny", "name:pay", "-o", "yaml")
+    assert code == 0, stderr
+    assert list(yaml.safe_load(stdout)["index"]["apps/v1.Deployment"]) == ["shop/cart"]
+    assert run("transform", str(shop_trace), "sanitize") == (
+        1, "", "Error: where should the trace go? pass -O PATH (or -O - for stdout, or -o json|yaml to print it)\n")
