@@ -452,6 +452,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     def record(cache: Cache, kube: Any, server: str, cluster_uid: str) -> Summary:
         identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
         recording = Recording(cache)
+        recording.check_identity(identity)  # another cluster's cache is refused before its config is read (and again in the run)
         last = recording.previous_run()
         config, said = choose_config(given=given, given_path=options.config_path, stored=recording.previous_config(),
                                      run_id=None if last is None else last.id, drop_kinds=options.drop_kinds)

@@ -489,7 +489,7 @@ def test_a_kind_the_server_does_not_serve_is_a_warning_while_others_record(emu: 
     assert "Not served during runs (none of their objects could exist then: nothing is missing):" in shown
     assert "interrupted" not in shown  # a kind merely not served is no outage
     config.write_text("trackedObjects:\n  example.com/v1.Widget: {}\n")
-    refused = start(kubeconfig, cache, "--config", str(config))
+    refused = start(kubeconfig, cache, "--config", str(config), "--drop-kinds")
     assert refused.returncode == 1
     assert refused.stderr.splitlines()[-1] == (
         "Error: none of the configured kinds is served by this cluster (example.com/v1.Widget); fix the GVKs in --config"
