@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from kubectl_sktrace.errors import UsageError
@@ -41,6 +41,19 @@ _NAME_GLOB = re.compile(r"[-a-z0-9.*?\[\]!]+")
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
+class _Globs:
+    """Globs compiled once: literal names in a set, the rest as one regular expression (an export asks every
+    object of the history, so a rule costs about a set lookup per object)."""
+
+    def __init__(self, globs: tuple[str, ...]) -> None:
+        wild = [g for g in globs if any(c in g for c in "*?[")]
+        self.literals = frozenset(g for g in globs if g not in wild)
+        self.pattern = re.compile("|".join(fnmatch.translate(g) for g in wild)) if wild else None
+
+    def match(self, text: str) -> bool:
+        return text in self.literals or (self.pattern is not None and self.pattern.match(text) is not None)
+
+
 @dataclass(frozen=True)
 class Rule:
     """One rule: its action, what it matches (empty: anything), and where it came from (``origin``: the flag or the file)."""
@@ -52,6 +65,15 @@ class Rule:
     selector: Selector | None = None
     negated: bool = False  # matches what the rest does not (``-l``: deny what the selector does not select)
     origin: str = "--allow"
+    _namespace_globs: _Globs | None = field(init=False, repr=False, compare=False, default=None)
+    _name_globs: _Globs | None = field(init=False, repr=False, compare=False, default=None)
+    _kinds: tuple[frozenset[str], frozenset[str]] = field(init=False, repr=False, compare=False, default=(frozenset(), frozenset()))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_namespace_globs", _Globs(self.namespaces) if self.namespaces else None)
+        object.__setattr__(self, "_name_globs", _Globs(self.names) if self.names else None)
+        bare = frozenset(k.lower() for k in self.kinds if "." not in k)
+        object.__setattr__(self, "_kinds", (bare, frozenset(k for k in self.kinds if "." in k)))
 
     @property
     def text(self) -> str:
@@ -69,10 +91,11 @@ class Rule:
         return f"not ({body})" if self.negated else body
 
     def matches(self, *, gvk: GVK, namespace: str, name: str, labels: Mapping[str, str] | None) -> bool:
+        namespaces, names = self._namespace_globs, self._name_globs
         found = (
-            (not self.namespaces or any(fnmatch.fnmatchcase(namespace, glob) for glob in self.namespaces))
-            and (not self.names or any(fnmatch.fnmatchcase(name, glob) for glob in self.names))
-            and (not self.kinds or any(_kind_matches(kind, gvk) for kind in self.kinds))
+            (namespaces is None or namespaces.match(namespace))
+            and (names is None or names.match(name))
+            and (not self.kinds or gvk.kind.lower() in self._kinds[0] or str(gvk) in self._kinds[1])
             and (self.selector is None or self.selector.matches(labels))
         )
         return found != self.negated
@@ -106,12 +129,6 @@ class RuleSet:
         rows = [{"rule": rule.text, "action": rule.action, "from": rule.origin, "objects": counts[i]} for i, rule in enumerate(self.rules)]
         rows.append({"rule": "everything else", "action": self.default, "from": self.default_origin, "objects": counts[len(self.rules)]})
         return rows
-
-
-def _kind_matches(kind: str, gvk: GVK) -> bool:
-    if "." in kind:
-        return kind == str(gvk)
-    return kind.lower() == gvk.kind.lower()
 
 
 def parse_rule(text: str, *, action: str, origin: str) -> Rule:
