@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +23,10 @@ from kubectl_sktrace.cli.options import (
 from kubectl_sktrace.cli.transforming import anonymization_key, anonymize_options, say_fresh_key, summary_option, transform_option
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.export.window import ExportReport
+    from kubectl_sktrace.trace.skel import Program
 
 
 def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -128,7 +132,7 @@ def export_command(
         say_fresh_key(key)
 
 
-def _say(report: Any, *, where: str, summary: str, program: Any) -> None:
+def _say(report: ExportReport, *, where: str, summary: str, program: Program | None) -> None:
     """What an export says: the notes, warnings and its last line on stderr, or the summary for programs on stdout."""
     from kubectl_sktrace import render
     from kubectl_sktrace.export.window import export_sentence

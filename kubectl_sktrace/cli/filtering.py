@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
 
 from kubectl_sktrace.cli.completion import complete_files
 from kubectl_sktrace.cli.options import typed_in_order
 from kubectl_sktrace.errors import UsageError
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.trace.filtering import RuleFilter
+    from kubectl_sktrace.trace.rules import Rule
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,11 +40,11 @@ def rule_options(f: F) -> F:
 
 
 def user_rules(*, filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...],
-               default: str | None) -> tuple[tuple[Any, ...], str | None]:
+               default: str | None) -> tuple[tuple[Rule, ...], str | None]:
     """The user's rules in the order they are asked, and the default (``--default``, else the file's, else None)."""
     from kubectl_sktrace.trace.rules import ALLOW, DENY, parse_rule, parse_rules_file, selector_rule
 
-    rules: list[Any] = []
+    rules: list[Rule] = []
     file_default = None
     if filters_file is not None:
         file_rules, file_default = parse_rules_file(_load_yaml(filters_file), source=filters_file)
@@ -55,7 +59,7 @@ def user_rules(*, filters_file: str | None, selector: str | None, allow: tuple[s
 
 
 def transform_rules(*, filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...],
-                    default: str | None) -> Any:
+                    default: str | None) -> RuleFilter | None:
     """``transform``'s rules as a ``RuleFilter``, or None when none is given (the trace keeps every object)."""
     from kubectl_sktrace.trace.filtering import RuleFilter
     from kubectl_sktrace.trace.rules import ALLOW, RuleSet

@@ -108,6 +108,12 @@ class RuleSet:
     rules: tuple[Rule, ...] = ()
     default: str = ALLOW
     default_origin: str = "default"
+    # rules that read only kinds and namespaces decide each (kind, namespace) once: an export asks every object
+    _scopes: dict[tuple[GVK, str], int] | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        if not any(rule.names or rule.selector is not None for rule in self.rules):
+            object.__setattr__(self, "_scopes", {})
 
     @property
     def needs_labels(self) -> bool:
@@ -115,10 +121,19 @@ class RuleSet:
         return any(rule.selector is not None for rule in self.rules)
 
     def decide(self, *, gvk: GVK, namespace: str, name: str, labels: Mapping[str, str] | None) -> int:
+        scopes = self._scopes
+        if scopes is not None:
+            found = scopes.get((gvk, namespace))
+            if found is not None:
+                return found
+        decided = len(self.rules)
         for position, rule in enumerate(self.rules):
             if rule.matches(gvk=gvk, namespace=namespace, name=name, labels=labels):
-                return position
-        return len(self.rules)
+                decided = position
+                break
+        if scopes is not None:
+            scopes[(gvk, namespace)] = decided
+        return decided
 
     def action(self, decided: int) -> str:
         return self.rules[decided].action if decided < len(self.rules) else self.default
