@@ -29,7 +29,7 @@ DEFAULT_EXCLUDED_NAMESPACES = (
 
 DEFAULT_EXCLUDED = frozenset(DEFAULT_EXCLUDED_NAMESPACES)
 DEFAULT_EXCLUDED_ORIGIN = "--excluded-namespaces (default)"
-NAMESPACE_ORIGINS = frozenset({DEFAULT_EXCLUDED_ORIGIN, "--excluded-namespaces", "--include-namespaces"})
+NAMESPACE_ORIGINS = frozenset({DEFAULT_EXCLUDED_ORIGIN, "--excluded-namespaces", "--include-namespaces", "-n"})
 LABELS_ORIGIN = "--exclude-labels"
 
 FORMATS = ("sktrace", "json", "yaml")
@@ -45,6 +45,7 @@ class ExportFilters:
     include_cluster_scoped: bool = False
     rules: tuple[Rule, ...] = ()  # the user's (--filters, -l, --allow, --deny), asked before the flags' own
     default: str | None = None  # --default; None: deny with included namespaces, else allow
+    included_by: str = "--include-namespaces"  # or -n: the flag the summary names
 
     def rule_set(self) -> RuleSet:
         """Every rule in force, in the order asked: the user's, then the legacy flags' as rules, then the default."""
@@ -54,9 +55,9 @@ class ExportFilters:
             legacy.append(Rule(action=DENY, namespaces=tuple(sorted(self.excluded_namespaces)), origin=origin))
         legacy += (Rule(action=DENY, selector=selector, origin=LABELS_ORIGIN) for selector in self.exclude_labels)
         if self.include_namespaces is not None:
-            legacy.append(Rule(action=ALLOW, namespaces=tuple(sorted(self.include_namespaces)), origin="--include-namespaces"))
+            legacy.append(Rule(action=ALLOW, namespaces=tuple(sorted(self.include_namespaces)), origin=self.included_by))
             return RuleSet(rules=self.rules + tuple(legacy), default=self.default or DENY,
-                           default_origin="--default" if self.default else "--include-namespaces")
+                           default_origin="--default" if self.default else self.included_by)
         return RuleSet(rules=self.rules + tuple(legacy), default=self.default or ALLOW, default_origin="--default" if self.default else "default")
 
 
@@ -118,5 +119,5 @@ def filters_from_flags(
     return ExportFilters(
         excluded_namespaces=excluded, include_namespaces=included,
         exclude_labels=tuple(parse_selector(text) for text in exclude_labels), include_cluster_scoped=include_cluster_scoped,
-        rules=rules, default=default,
+        rules=rules, default=default, included_by="-n" if namespace is not None else "--include-namespaces",
     )

@@ -263,3 +263,12 @@ def test_o_yaml_without_O_prints_the_trace_on_stdout_as_kubectl_does(cluster, tm
     assert sorted(trace["index"]["apps/v1.Deployment"]) == ["shop/web", "shop/web-canary"]
     assert "Wrote stdout:" in result.stderr
     assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_dry_run_names_the_flag_each_legacy_rule_came_from(cluster):
+    rows = json.loads(export(cluster, "-n", "shop", "--exclude-labels", "tier=canary", "--dry-run", "--summary", "json").stdout)["rules"]
+    assert [(r["rule"], r["action"], r["from"], r["objects"]) for r in rows] == [
+        ("labels:tier=canary", "deny", "--exclude-labels", 1),
+        ("namespace:shop", "allow", "-n", 2),
+        ("everything else", "deny", "-n", 8),
+    ]
