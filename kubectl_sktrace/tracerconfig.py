@@ -368,7 +368,8 @@ def choose_config(*, given: TracerConfig | None, given_path: str | None, stored:
         return before, f"no --config: recording with the tracer config of the cache's last run (run {run_id}): {kinds}"
     dropped = [] if before is None else list(config_change(before, given).dropped)
     if dropped and not drop_kinds:
-        names = " and ".join(str(g) for g in dropped)
+        kinds = [str(g) for g in dropped]
+        names = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
         raise UsageError(
             f"--config {given_path} does not track {names}, which the cache's last run (run {run_id}) tracked: "
             f"add {'it' if len(dropped) == 1 else 'them'} to {given_path}, or pass --drop-kinds to stop recording "

@@ -211,3 +211,6 @@ def test_choose_config_keeps_the_last_runs_and_refuses_to_drop_a_kind_unasked() 
     with pytest.raises(UsageError, match=r"^--config narrow.yaml does not track v1.ConfigMap, which the cache's last run \(run 4\) "):
         choose_config(given=narrow, given_path="narrow.yaml", stored=config_to_yaml(wide), run_id=4, drop_kinds=False)
     assert choose_config(given=narrow, given_path="narrow.yaml", stored=config_to_yaml(wide), run_id=4, drop_kinds=True) == (narrow, None)
+    with pytest.raises(UsageError, match=r"does not track apps/v1.StatefulSet, batch/v1.CronJob and batch/v1.Job, which .* add them to "
+                                         r"default.yaml, or pass --drop-kinds to stop recording them"):
+        choose_config(given=narrow, given_path="default.yaml", stored=config_to_yaml(default_config()), run_id=1, drop_kinds=False)
