@@ -209,6 +209,9 @@ def test_real_kubectl_runs_the_completion_executable(home: Path, kubeconfig: Pat
     out = subprocess.run([kubectl, "__complete", "sktrace", "export", "--context", ""], capture_output=True, text=True, env=env,
                          timeout=60).stdout
     assert out.splitlines() == ["dev", "prod", "staging", ":4"]
+    for command in (["export"], ["transform", "t.sktrace"]):
+        out = subprocess.run([kubectl, "__complete", "sktrace", *command, "-o", ""], capture_output=True, text=True, env=env, timeout=60).stdout
+        assert [line.split("\t")[0] for line in out.splitlines()] == ["sktrace", "json", "yaml", ":4"]
 
 
 @pytest.mark.slow
