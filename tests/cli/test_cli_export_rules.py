@@ -70,12 +70,21 @@ LEGACY = {
     "cluster": ["--include-cluster-scoped", "-A"],
     "json": ["-n", "team-a", "-o", "json"],
 }
+ALIASES = {"labels": ["--excluded-labels", "tier=canary", "--excluded-labels", "env in (dev)"]}  # the same trace by another spelling
 
 
 @pytest.mark.parametrize("name", LEGACY)
 def test_legacy_flags_write_the_bytes_they_always_wrote(cluster, name, tmp_path):
     out = tmp_path / "t"
     result = export(cluster, *LEGACY[name], out=str(out))
+    assert result.exit_code == 0, result.stderr
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == GOLDEN[name]
+
+
+@pytest.mark.parametrize("name", ALIASES)
+def test_an_alias_writes_the_same_bytes(cluster, name, tmp_path):
+    out = tmp_path / "t"
+    result = export(cluster, *ALIASES[name], out=str(out))
     assert result.exit_code == 0, result.stderr
     assert hashlib.sha256(out.read_bytes()).hexdigest() == GOLDEN[name]
 
