@@ -364,8 +364,8 @@ def choose_config(*, given: TracerConfig | None, given_path: str | None, stored:
     if given is None:
         if before is None:
             return default_config(), None
-        kinds = ", ".join(str(g) for g in before.tracked)
-        return before, f"no --config: recording with the tracer config of the cache's last run (run {run_id}): {kinds}"
+        tracked = ", ".join(str(g) for g in before.tracked)
+        return before, f"no --config: recording with the tracer config of the cache's last run (run {run_id}): {tracked}"
     dropped = [] if before is None else list(config_change(before, given).dropped)
     if dropped and not drop_kinds:
         kinds = [str(g) for g in dropped]
