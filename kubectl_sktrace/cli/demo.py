@@ -456,12 +456,13 @@ def _recorded_window(cache: str) -> tuple[int, int]:
 
 def closing_words(result: DemoResult, *, output_file: str) -> str:
     """The last lines: where the trace is and what to run next."""
-    keep = (f"kubectl sktrace export --cache {result.cache} -s -5m --format yaml -O -", "the same history, readable") if result.cache \
+    keep = (f"kubectl sktrace export --cache {result.cache} -s -5m -o yaml", "the same history, readable") if result.cache \
         else ("kubectl sktrace demo --cache demo.db", "keep the cache, to export it again")
     commands = [
         (f"kubectl sktrace inspect {output_file} --events", "every event: + applied, - deleted"),
         keep,
         ("kubectl sktrace start --duration 10m", "record your own cluster (the current context)"),
+        ("kubectl sktrace demo --serve", "or keep this API server running, as a cluster to try"),
         (f"skctl xray {output_file}", "browse it in SimKube's viewer"),
     ]
     width = max(len(command) for command, _ in commands)

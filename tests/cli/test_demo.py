@@ -62,11 +62,12 @@ def test_demo_exits_0_narrating_each_step_and_naming_the_trace(demo_run: dict[st
     assert f"$ kubectl sktrace validate {trace}" in lines
     assert f"{trace}: valid, 0 errors, 0 warnings" in lines
     assert any(line.startswith("Done in ") and line.endswith(f"s. Your trace: {trace}") for line in lines)
-    assert lines[-5:] == [
+    assert lines[-6:] == [
         "Next, try:",
         "  kubectl sktrace inspect demo.sktrace --events   # every event: + applied, - deleted",
         "  kubectl sktrace demo --cache demo.db            # keep the cache, to export it again",
         "  kubectl sktrace start --duration 10m            # record your own cluster (the current context)",
+        "  kubectl sktrace demo --serve                    # or keep this API server running, as a cluster to try",
         "  skctl xray demo.sktrace                         # browse it in SimKube's viewer",
     ]
     # the restart's reconciliation, as the second start's summary reports it
@@ -176,10 +177,11 @@ def test_closing_words_name_the_trace_and_the_kept_cache() -> None:
     assert text.splitlines() == [
         "Done in 24s. Your trace: /w/t.sktrace",
         "Next, try:",
-        "  kubectl sktrace inspect t.sktrace --events                      # every event: + applied, - deleted",
-        "  kubectl sktrace export --cache d.db -s -5m --format yaml -O -   # the same history, readable",
-        "  kubectl sktrace start --duration 10m                            # record your own cluster (the current context)",
-        "  skctl xray t.sktrace                                            # browse it in SimKube's viewer",
+        "  kubectl sktrace inspect t.sktrace --events           # every event: + applied, - deleted",
+        "  kubectl sktrace export --cache d.db -s -5m -o yaml   # the same history, readable",
+        "  kubectl sktrace start --duration 10m                 # record your own cluster (the current context)",
+        "  kubectl sktrace demo --serve                         # or keep this API server running, as a cluster to try",
+        "  skctl xray t.sktrace                                 # browse it in SimKube's viewer",
     ]
 
 
