@@ -592,3 +592,28 @@ def test_start_without_config_keeps_the_last_runs_config_and_says_so(emu: Emulat
     with sqlite3.connect(cache) as conn:
         configs = [row[0] for row in conn.execute("SELECT config FROM runs ORDER BY id")]
     assert len(configs) == 2 and configs[0] == configs[1]
+
+
+def test_the_readme_examples_first_export_is_made_valid_by_the_advice_it_prints(emu: Emulator, kubeconfig: str, cache: str,
+                                                                                 tmp_path: Path) -> None:
+    """The README's example: Deployments that mount ConfigMaps, recorded with the default config."""
+    import random
+
+    from sktrace_emulator import Workload, deployment_object
+
+    rng = random.Random(1)
+    with Workload(emu, seed=1):
+        for name in ("web", "api"):
+            emu.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-config", "namespace": "demo"},
+                        "data": {"app.conf": f"name={name}\n"}})
+            emu.create({"apiVersion": "apps/v1", "kind": "Deployment", **deployment_object("demo", name, replicas=1, rng=rng)})
+        recorded = start(kubeconfig, cache)
+    assert recorded.returncode == 0, recorded.stderr
+    out = tmp_path / "incident.sktrace"
+    first = sktrace("export", "--cache", cache, "-s", "-5m", "-O", str(out))
+    (warning,) = [line for line in first.stderr.splitlines() if "validate" in line]
+    assert warning.startswith("Warning: the trace would fail 'kubectl sktrace validate' with 2 errors (2 E0005 volume configmap missing): "
+                              "to make it valid, export again with --transform sanitize")
+    assert sktrace("validate", str(out), check=False).returncode == 1
+    sktrace("export", "--cache", cache, "-s", "-5m", "-O", str(out), "--transform", "sanitize")
+    assert sktrace("validate", str(out)).stdout == f"{out}: valid, 0 errors, 0 warnings\n"
