@@ -22,6 +22,9 @@ from kubectl_sktrace.trace.skel import Program
 
 @dataclass
 class Plan:
+    """What planning a window decided: the objects exported (their index hash), what was left out and why, and the
+    objects each rule decided."""
+
     exported: dict[ObjKey, int] = field(default_factory=dict)
     left_out: LeftOut = field(default_factory=LeftOut)
     keys: dict[Any, Any] = field(default_factory=dict)  # shared by every query: each object's one ObjKey (``history._event``)
