@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from sktrace_emulator import discovery
+from sktrace_emulator import apf, discovery
 from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
 from sktrace_emulator.selectors import (
     Filter,
@@ -65,6 +65,7 @@ class Serving(Protocol):
     drop_generation: int
     unauthorized: int
     delay: float
+    apf: apf.PriorityLevel | None
 
     def denies(self, verb: str, rtype: ResourceType, namespace: str | None, name: str = "") -> bool: ...
 
@@ -79,6 +80,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     emulator: Serving
     server_version = "sktrace-emulator"
+    _seat = apf.Seat(None, 0)  # the APF seats of the request being served
 
     def setup(self) -> None:
         super().setup()
@@ -107,6 +109,16 @@ class Handler(BaseHTTPRequestHandler):
     def _send_error(self, err: ApiError) -> None:
         headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
         self._send_json(err.code, err.status(), headers=headers)
+
+    def _send_rejection(self, rejected: apf.Rejected) -> None:
+        """APF's 429 as kube-apiserver writes it (``http.Error``): plain text, not a Status."""
+        body = f"{rejected}\n".encode()
+        self.send_response(429)
+        for key, value in (("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff"),
+                           ("Retry-After", str(rejected.retry_after)), ("Content-Length", str(len(body)))):
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
 
     def _body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
@@ -154,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
             self._route(parts, query)
         except ApiError as err:
             self._send_error(err)
+        except apf.Rejected as rejected:
+            self._send_rejection(rejected)
         except _Dropped:
             self.close_connection = True
             try:
@@ -212,7 +226,9 @@ class Handler(BaseHTTPRequestHandler):
             reason = _REASONS.get(failure.status, "InternalError")
             message = "Unauthorized" if failure.status == 401 else f"emulated failure {failure.status}"
             raise ApiError(failure.status, reason, message, retry_after=failure.retry_after)
-        self._resource(rtype, namespace, name, subresource, query)
+        with apf.admit(self.emulator.apf, verb=verb, stored=len(store.objects.get(rtype, ())), query=query,
+                       user_agent=self.headers.get("User-Agent", "")) as self._seat:
+            self._resource(rtype, namespace, name, subresource, query)
 
     def _resource(self, rtype: ResourceType, namespace: str | None, name: str, subresource: str, query: dict[str, str]) -> None:
         store = self.emulator.store
@@ -328,6 +344,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        self._seat.release()  # APF: a watch holds its seat only while it starts
         if error is not None:
             return self._end_with_error(error)
         self._stream(rtype, flt, initial, position, as_table=as_table, timeout=timeout, bookmarks=bookmarks, generation=generation,

@@ -140,6 +140,8 @@ class Ingest:
 
     def relist_begin(self, gvk: GVK, ts: float) -> None:
         stats = self.stats_for(gvk)
+        if not stats.initial_done:
+            stats.listed = 0  # a first list begun again (an expired continue token) counts each object once
         self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=self.coverage.reconstructs(gvk))
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:

@@ -37,10 +37,11 @@ from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServe
 from kubectl_sktrace.record.ingest import Ingest, KindStats
 from kubectl_sktrace.record.listing import PAGES_HELD, PageBudget
 from kubectl_sktrace.record.metrics import MetricsBoard, WatchCounters, read_sample
-from kubectl_sktrace.record.notices import KindNotices, OutageNotices
+from kubectl_sktrace.record.notices import KindNotices, OutageNotices, ThrottleNotices
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.signals import StopOnSignals
 from kubectl_sktrace.record.summary import Summary, SummaryRow
+from kubectl_sktrace.record.throttle import Throttle
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import coverage_gaps, unserved_spans
@@ -128,6 +129,8 @@ class Session:
         self._pages = PageBudget(PAGES_HELD)  # every kind lists at once; the pages they hold together stay few
         self._notices = OutageNotices(warn=self._warn, note=progress.note)
         self._kind_notices = KindNotices(warn=self._warn, note=progress.note)
+        self._throttle = Throttle(clock=clock, stop=stop)  # 429s retried where they failed, told once per kind
+        self._throttle_notices = ThrottleNotices(warn=self._warn, note=progress.note)
         self._news = -1  # the writer's news last reported (failures, outages)
         self.pruner: Retention | None = None
 
@@ -212,6 +215,7 @@ class Session:
                                       context_namespace=self.context_namespace, synced=run.synced_at is not None)
             if fatal is not None:
                 raise fatal
+        self._throttle_notices.report(self._throttle.take_news())
         self._advance_sync(run, now)
         writer.tick()
         self._post(run)
@@ -229,7 +233,8 @@ class Session:
                 size = self.rec.cache.size_bytes() if self.metrics.size_due(time.monotonic()) else None
                 self.metrics.post(read_sample(ingest=run.ingest, committed=writer.last_commit, synced=synced, served=run.resources,
                                               kinds=dict.fromkeys([*self.config.tracked, *run.watched]), failed=self._failed,
-                                              counters=self._counters, pruner=self.pruner, cache_bytes=size))
+                                              counters=self._counters, pruner=self.pruner, cache_bytes=size,
+                                              throttled=self._throttle.counts()))
         if self.health is not None:
             self.health.post(HealthSample(committed=writer.last_commit, synced=synced, outages=outages, failed=failed))
 
@@ -363,8 +368,9 @@ class Session:
         def target() -> None:
             try:
                 self.run_watch(
-                    resource=resource, gvk=gvk, namespace=self.namespace, list_page=self._counters.lists(self.kube.list_page),
-                    watch=self._counters.watches(self.kube.watch),
+                    resource=resource, gvk=gvk, namespace=self.namespace,
+                    list_page=self._counters.lists(self._throttle.lists(self.kube.list_page)),
+                    watch=self._counters.watches(self._throttle.watches(self.kube.watch)),
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
                     retrying=self._notices.count_retry, rediscover=lambda kind: self.kube.discover([kind], cached={})[0].get(kind),
                     pages=self._pages,
