@@ -41,7 +41,7 @@ from kubectl_sktrace.record.notices import KindNotices, OutageNotices, ThrottleN
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.signals import StopOnSignals
 from kubectl_sktrace.record.summary import Summary, SummaryRow
-from kubectl_sktrace.record.throttle import Throttle
+from kubectl_sktrace.record.throttle import Throttle, ThrottledCluster
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import coverage_gaps, unserved_spans
@@ -110,6 +110,7 @@ class Session:
         duration: float | None, stop: threading.Event, progress: ProgressView,
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
         health: HealthBoard | None = None, retention: RetentionPolicy | None = None, metrics: MetricsBoard | None = None,
+        throttle: Throttle | None = None,
     ) -> None:
         self.health, self.metrics, self.retention, self._counters = health, metrics, retention, WatchCounters()
         self.kube = kube
@@ -129,7 +130,7 @@ class Session:
         self._pages = PageBudget(PAGES_HELD)  # every kind lists at once; the pages they hold together stay few
         self._notices = OutageNotices(warn=self._warn, note=progress.note)
         self._kind_notices = KindNotices(warn=self._warn, note=progress.note)
-        self._throttle = Throttle(clock=clock, stop=stop)  # 429s retried where they failed, told once per kind
+        self._throttle = throttle or Throttle(clock=clock, stop=stop)  # ``start`` sends every request through it
         self._throttle_notices = ThrottleNotices(warn=self._warn, note=progress.note)
         self._news = -1  # the writer's news last reported (failures, outages)
         self.pruner: Retention | None = None
@@ -369,8 +370,7 @@ class Session:
             try:
                 self.run_watch(
                     resource=resource, gvk=gvk, namespace=self.namespace,
-                    list_page=self._counters.lists(self._throttle.lists(self.kube.list_page)),
-                    watch=self._counters.watches(self._throttle.watches(self.kube.watch)),
+                    list_page=self._counters.lists(self.kube.list_page), watch=self._counters.watches(self.kube.watch),
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
                     retrying=self._notices.count_retry, rediscover=lambda kind: self.kube.discover([kind], cached={})[0].get(kind),
                     pages=self._pages,
@@ -448,6 +448,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     cache_path = kubeconfig.resolve_cache_path(cache=options.cache, kubeconfig=options.kubeconfig, context=options.context)
     namespace = options.namespace or None
     stop = threading.Event()
+    throttle = Throttle(clock=time.time, stop=stop)  # a 429 is retried where it failed (client-go's way), told once per kind
     board, metrics = (None, None) if options.health_port is None else (HealthBoard(), MetricsBoard())
     health = None if board is None or metrics is None or options.health_port is None else HealthServer(
         options.health_port, board, pages={"/metrics": metrics.exposition})
@@ -459,7 +460,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
         session = Session(
             kube=kube, recording=Recording(cache), config=config, identity=identity, namespace=namespace,
             duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-            context_namespace=target.namespace, health=board, retention=options.retention, metrics=metrics,
+            context_namespace=target.namespace, health=board, retention=options.retention, metrics=metrics, throttle=throttle,
         )
         return session.run()
 
@@ -468,7 +469,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
         # disk) into one-line CacheErrors
         if isinstance(cache_path, CacheUrl):
             # a database finds its history by the cluster's identity: read from the cluster before the history
-            kube = Kube.connect(target)
+            kube = ThrottledCluster(Kube.connect(target), throttle)
             try:
                 server, cluster_uid = kube.cluster_identity()
                 with open_cache(cache_path, create=True, cluster=ClusterId(cluster_uid, server, namespace or "")) as cache, cache.writer_lock():
@@ -476,7 +477,7 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
             finally:
                 kube.close()
         with open_cache(cache_path, create=True) as cache, cache.writer_lock():
-            kube = Kube.connect(target)
+            kube = ThrottledCluster(Kube.connect(target), throttle)
             try:
                 server, cluster_uid = kube.cluster_identity()
                 return record(cache, kube, server, cluster_uid)

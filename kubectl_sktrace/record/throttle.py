@@ -27,11 +27,15 @@ import logging
 import random
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 from kubectl_sktrace.errors import ThrottledError, TransientError
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.record.listing import Stopped
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.kube.cluster import ClusterClient
+    from kubectl_sktrace.kube.discovery import Documents, Resource
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +97,9 @@ class Throttle:
             return self.call(resource.gvk, lambda: watch(resource, **kw))
         return retried
 
-    def call(self, gvk: GVK, request: Callable[[], T]) -> T:
-        """``request()``, sent again after each throttled answer (at most ``MAX_RETRIES`` times)."""
+    def call(self, gvk: GVK | None, request: Callable[[], T]) -> T:
+        """``request()``, sent again after each throttled answer (at most ``MAX_RETRIES`` times). ``gvk`` None: a request
+        of no kind (discovery, the cluster's identity), logged but not told per kind."""
         retries = 0
         while True:
             try:
@@ -103,9 +108,15 @@ class Throttle:
                 if not retries_in_place(exc) or retries >= MAX_RETRIES:
                     raise
                 retries += 1
-                self._wait(gvk, exc, retries)
+                try:
+                    self._wait(gvk, exc, retries)
+                except Stopped:
+                    if gvk is None:
+                        raise exc from None  # stopped while starting: the error says why nothing was recorded
+                    raise
                 continue
-            self._passed(gvk)
+            if gvk is not None:
+                self._passed(gvk)
             return result
 
     def take_news(self) -> list[ThrottleNews]:
@@ -123,9 +134,18 @@ class Throttle:
         with self._lock:
             return dict(self.throttled)
 
-    def _wait(self, gvk: GVK, exc: TransientError, retry: int) -> None:
+    def _wait(self, gvk: GVK | None, exc: TransientError, retry: int) -> None:
         asked = exc.retry_after if exc.retry_after is not None else DEFAULT_WAIT
         delay = asked * (1 + self._rng.uniform(0, JITTER))
+        if gvk is None:
+            log.info("%s; retrying the same request in %.1fs (retry %d of %d)", exc, delay, retry, MAX_RETRIES)
+        else:
+            self._throttled(gvk, exc)
+            log.debug("%s: %s; retrying the same request in %.1fs (retry %d of %d)", gvk, exc, delay, retry, MAX_RETRIES)
+        if self._sleep(delay) is True or self._stop.is_set():
+            raise Stopped
+
+    def _throttled(self, gvk: GVK, exc: TransientError) -> None:
         now = self._clock()
         with self._lock:
             self.throttled[str(gvk)] = self.throttled.get(str(gvk), 0) + 1
@@ -135,9 +155,6 @@ class Throttle:
                 self._news.append(ThrottleNews(gvk, THROTTLED, now, detail=str(exc)))
             self._passed_at.pop(gvk, None)  # still throttled: the same stretch goes on
             self._retries[gvk] += 1
-        log.debug("%s: %s; retrying the same request in %.1fs (retry %d of %d)", gvk, exc, delay, retry, MAX_RETRIES)
-        if self._sleep(delay) is True or self._stop.is_set():
-            raise Stopped
 
     def _passed(self, gvk: GVK) -> None:
         if gvk not in self._since:  # unlocked read: a kind is marked only by its own threads, under the lock
@@ -146,3 +163,37 @@ class Throttle:
         with self._lock:
             if gvk in self._since:
                 self._passed_at.setdefault(gvk, now)
+
+
+class ThrottledCluster:
+    """A ``ClusterClient`` whose every request goes through a ``Throttle``: what ``start`` records with."""
+
+    def __init__(self, kube: ClusterClient, throttle: Throttle) -> None:
+        self._kube, self._throttle = kube, throttle
+
+    def discover(self, gvks: Iterable[GVK], *,
+                 cached: Mapping[str, dict[str, Any]] | None = None) -> tuple[dict[GVK, Resource], Documents]:
+        wanted = list(gvks)
+        if cached is None:
+            return self._throttle.call(None, lambda: self._kube.discover(wanted))
+        known = cached
+        return self._throttle.call(None, lambda: self._kube.discover(wanted, cached=known))
+
+    def cluster_identity(self) -> tuple[str, str]:
+        return self._throttle.call(None, self._kube.cluster_identity)
+
+    def list_page(self, resource: Resource, *, namespace: str | None, limit: int = 500,
+                  continue_token: str | None = None) -> dict[str, Any]:
+        return self._throttle.call(resource.gvk, lambda: self._kube.list_page(
+            resource, namespace=namespace, limit=limit, continue_token=continue_token))
+
+    def watch(self, resource: Resource, *, namespace: str | None, resource_version: str, timeout_seconds: int,
+              stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
+        return self._throttle.call(resource.gvk, lambda: self._kube.watch(
+            resource, namespace=namespace, resource_version=resource_version, timeout_seconds=timeout_seconds, stop=stop))
+
+    def get(self, resource: Resource, *, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self._throttle.call(resource.gvk, lambda: self._kube.get(resource, namespace=namespace, name=name))
+
+    def close(self) -> None:
+        self._kube.close()
