@@ -30,7 +30,7 @@ SAMPLE = MetricsSample(
     caught_up={"apps/v1.Deployment": 1}, kinds={"apps/v1.Deployment": "watched", "batch/v1.Job": "forbidden", "example.com/v1.Widget": "not_served",
                                                  "v1.Pod": "outage"},
     gaps_open={"API unreachable": 1, "forbidden": 1}, outages=3, restarts={"v1.Pod": 2}, relists={"v1.Pod": 1}, pods=40, cache_bytes=123456,
-    pruned_events=9, prune_passes=2,
+    throttled={"v1.ConfigMap": 5}, pruned_events=9, prune_passes=2,
 )
 
 
@@ -69,6 +69,7 @@ def test_the_families_of_a_sample_as_prometheus_reads_them() -> None:
         'sktrace_coverage_gaps_open{cause="API unreachable"}': 1.0, 'sktrace_coverage_gaps_open{cause="forbidden"}': 1.0,
         "sktrace_outages_total": 3.0,
         'sktrace_watch_restarts_total{kind="v1.Pod"}': 2.0, 'sktrace_relists_total{kind="v1.Pod"}': 1.0,
+        'sktrace_throttled_requests_total{kind="v1.ConfigMap"}': 5.0,
         "sktrace_last_commit_age_seconds": 2.5, "sktrace_synced": 1.0, "sktrace_pods_tracked": 40.0, "sktrace_cache_size_bytes": 123456.0,
         "sktrace_retention_pruned_events_total": 9.0, "sktrace_retention_passes_total": 2.0,
     }
