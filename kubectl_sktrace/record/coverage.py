@@ -8,6 +8,8 @@ cannot be read at all (``availability``: a 403, *forbidden*, or a 404 or an abse
   until it watches again;
 - ``forbidden``: blind time like an outage, from the refusal until a list succeeds again (what the list finds then
   is reconstructed, not live); a run that ends first ends it;
+- ``not yet observed``: from the run's start until the kind's first list took its snapshot (``listing``, or
+  ``throttled`` when the API server throttled its requests meanwhile): blind time, no outage;
 - ``not served``: no object of the kind can exist while the server does not serve it, so it is no blind time; from
   the 404 (or the start, for a kind discovery did not list) until the kind is listed again (what that list finds is
   live: it was created after the kind came back).
@@ -23,7 +25,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from kubectl_sktrace.model import GVK
+from kubectl_sktrace.model import CAUSE_UNOBSERVED, GVK, UNOBSERVED_MIN
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
 from kubectl_sktrace.store.recording import Recording
 
@@ -132,6 +134,15 @@ class KindCoverage:
         self.rec.close_gap(held.gap_id, until=ts)
         self._news.append(KindNews(gvk, ts, RECORDED, was=held.cause, since=held.since))
         return held.cause
+
+    def first_listed(self, gvk: GVK, *, since: float, until: float, throttled: bool) -> None:
+        """A kind's first list of the run, begun at the run's start (``since``), took its snapshot at ``until``: not yet
+        observed until then (``listing``, or ``throttled``), a row when that lasted ``UNOBSERVED_MIN`` or more. A kind
+        refused meanwhile has its refusal's row instead."""
+        if until - since >= UNOBSERVED_MIN and gvk not in self.refused:
+            row = self.rec.open_gap(self.run_id, gvk, since=since, cause=CAUSE_UNOBSERVED,
+                                    detail="throttled" if throttled else "listing")
+            self.rec.close_gap(row, until=until)
 
     def not_served(self, gvk: GVK) -> bool:
         held = self.refused.get(gvk)

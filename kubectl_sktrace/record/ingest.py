@@ -109,6 +109,7 @@ class Ingest:
         self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
         fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None, restart: float | None = None,
         fresh: frozenset[GVK] = frozenset(), initial_kinds: frozenset[GVK] = frozenset(),
+        throttled: Callable[[GVK], bool] = lambda gvk: False,
     ) -> None:
         self.rec = recording
         self.run_id = run_id
@@ -135,6 +136,9 @@ class Ingest:
         self.coverage = KindCoverage(recording, run_id)  # outages, kinds refused or not served: their gaps while open
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
         self.sync = InitialSync.of(initial_kinds)
+        # kinds not yet observed this run (their first list has not completed), and whether the server throttled them
+        self._unobserved: set[GVK] = set(initial_kinds) if restart is not None else set()
+        self._throttled = throttled
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
@@ -153,7 +157,8 @@ class Ingest:
         for obj in items:
             try:
                 head = sanitize.read_head(obj, gvk)
-                if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery):
+                first = gvk in self._unobserved
+                if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=first):
                     relist.seen[head.key] = head.uid
                 if gvk == POD:
                     self._pod(head, obj, relist.ts, deleted=False)
@@ -166,6 +171,7 @@ class Ingest:
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
         relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
+        self._observed(gvk, relist.ts)
         self._complete(gvk, relist)
         self.stats_for(gvk).initial_done = True
         self._pending_rv[gvk] = resource_version
@@ -187,6 +193,12 @@ class Ingest:
             else:
                 self.sync.defer(found)
         self._gap_start[gvk] = relist.ts
+
+    def _observed(self, gvk: GVK, ts: float) -> None:
+        """A kind's first list this run completed, its snapshot taken at ``ts``: not yet observed until then."""
+        if gvk in self._unobserved and self.restart is not None:
+            self._unobserved.discard(gvk)
+            self.coverage.first_listed(gvk, since=self.restart, until=ts, throttled=self._throttled(gvk))
 
     def _settled(self, gvk: GVK) -> None:
         """``gvk`` listed or failed for good: what waited for it (pods' owners, the sync's deletions) goes on."""
@@ -258,6 +270,7 @@ class Ingest:
         initial, recovery = not self.stats_for(gvk).initial_done, self.coverage.reconstructs(gvk)
         if not self.coverage.refuse(gvk, ts, NOT_SERVED, detail):
             return
+        self._unobserved.discard(gvk)  # none of its objects can exist: what it finds once served is recorded live
         self._relists.pop(gvk, None)  # a list under way when the kind went away
         self._complete(gvk, _Relist(ts=ts, initial=initial, recovery=recovery))
         self._gap_start[gvk] = None
@@ -301,7 +314,8 @@ class Ingest:
     def _gap(self, gvk: GVK) -> float | None:
         return self._gap_start.get(gvk, self._default_gap)
 
-    def _apply(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False) -> bool:
+    def _apply(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False,
+               first: bool = False) -> bool:
         """An added, modified or listed object; False when its kind skips it (owned objects of ``skipOwned``)."""
         gvk = head.key.gvk
         options = self.tracked[gvk]
@@ -313,8 +327,9 @@ class Ingest:
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
         ts = changes.event_second(recv)
-        if (known is None or decision.delete_first) and gap is not None and head.created is not None and gap < head.created < recv:
-            ts = min(ts, int(head.created))  # created while offline: stamped with its creation time (inferred)
+        if (known is None or decision.delete_first) and relist and head.created is not None:
+            ts, inferred = changes.creation_second(head.created, ts=ts, recv=recv, gap=gap, start=self.restart if first else None,
+                                                   inferred=inferred)
         if decision.delete_first and known is not None:
             # the old object was gone before its successor was created: its deletion takes the successor's
             # time, recorded first (export keeps the two in order, in two events of that second)

@@ -44,8 +44,9 @@ from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.throttle import Throttle, ThrottledCluster
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.history import coverage_gaps, unserved_spans
+from kubectl_sktrace.store.history import unserved_spans
 from kubectl_sktrace.store.recording import Identity, Recording
+from kubectl_sktrace.store.status import outages_of
 from kubectl_sktrace.tracerconfig import TracerConfig
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class Session:
         ingest = Ingest(
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
-            restart=started, fresh=fresh, initial_kinds=frozenset(watched),
+            restart=started, fresh=fresh, initial_kinds=frozenset(watched), throttled=self._throttle.was_throttled,
         )
         return _Run(run_id=run_id, started=started, resources=resources, tracked=tracked, ingest=ingest,
                     writer=Writer(ingest, self.rec, clock=self.clock), watched=watched,
@@ -294,7 +295,7 @@ class Session:
         )
         return Summary(cache=str(self.rec.cache.path), run_id=run.run_id, started=run.started, stopped=stopped,
                        synced=run.synced_at, events=run.ingest.events_recorded, rows=rows, warnings=tuple(self.warnings),
-                       outages=tuple(g for g in coverage_gaps(self.rec.cache) if g.run_id == run.run_id),
+                       outages=tuple(g for g in outages_of(self.rec.cache) if g.run_id == run.run_id),
                        reconciliation=run.reconciliation,
                        unserved=tuple(u for u in unserved_spans(self.rec.cache) if u.run_id == run.run_id))
 

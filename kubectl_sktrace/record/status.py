@@ -214,6 +214,11 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
              "duration": format_duration(u.until - u.since)}
             for u in status.unserved if u.run_id in ids
         ],
+        "notYetObserved": [
+            {"run": u.run_id, "kind": u.gvk, "cause": u.detail, "from": _time(u.since), "to": _time(u.until),
+             "duration": format_duration(u.until - u.since)}
+            for u in status.unobserved if u.run_id in ids
+        ],
         "retention": retention_to_dict(status),
         "configHistory": config_history(status),
         "kinds": [
@@ -322,6 +327,10 @@ def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
         parts += ["", "Not served during runs (none of their objects could exist then: nothing is missing):",
                   render.render_table([{"run": u.run_id, "kind": u.gvk, "not served": format_span(u.since, u.until),
                                         "duration": format_duration(u.until - u.since)} for u in unserved], "table")]
+    unobserved = [u for u in data["notYetObserved"] if u["run"] in shown]
+    if unobserved:
+        parts += ["", "Not yet observed at a run's start (until the kind's first list: blind time, no outage):",
+                  render.render_table(unobserved, "table", columns=["run", "kind", "cause", "from", "to", "duration"])]
     if status.unrecorded:
         parts += ["", f"Not recorded at the end of the latest run ({status.unrecorded[0].run_id}):",
                   *(f"  {u.gvk} since {format_time(u.since)}: {u.detail if u.detail.startswith(u.cause) else f'{u.cause}: {u.detail}'}"

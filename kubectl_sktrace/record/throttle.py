@@ -130,6 +130,11 @@ class Throttle:
             news, self._news = self._news, []
             return news
 
+    def was_throttled(self, gvk: GVK) -> bool:
+        """Whether any request of ``gvk`` was throttled this run."""
+        with self._lock:
+            return str(gvk) in self.throttled
+
     def counts(self) -> dict[str, int]:
         with self._lock:
             return dict(self.throttled)
