@@ -170,6 +170,51 @@ def test_a_first_list_in_a_saturated_level_completes_without_starting_over(tmp_p
         assert len(told(err, kind)) in (0, 2), err  # one line when throttled, one when it passes: never one per retry
     assert throttled_kinds(err), err
     assert "unreachable" not in err and "Outage" not in out, err
-    assert query(cache, "SELECT count(*) FROM coverage_gaps") == [(0,)]
+    assert query(cache, "SELECT count(*) FROM coverage_gaps WHERE cause != 'not yet observed'") == [(0,)]
     assert sum(c.lists for c in clients) > 0 and sum(c.rejected for c in clients) > 0
+    # before its first list a kind was not yet observed (throttled, when the server throttled it meanwhile); what
+    # existed at the start is in the state at the start, not created mid-trace
+    for kind, since, until, detail in query(cache, "SELECT gvk, since, until, detail FROM coverage_gaps"):
+        assert since == started and until <= sync and detail == ("throttled" if kind in throttled_kinds(err) else "listing")
+    assert query(cache, "SELECT DISTINCT ts FROM events WHERE gvk = 'v1.ConfigMap'") == [(int(started),)]
+    assert run_cli(["status", "--cache", str(cache)], home=tmp_path).stdout.count("interrupted") == 0
     print(f"idle {idle:.2f}s; saturated {sync - started:.2f}s, {len(asked)} rejections of the recorder asking {sum(asked)}s")
+
+
+def test_a_slow_first_list_leaves_its_kind_not_yet_observed_and_what_existed_in_the_start_state(tmp_path: Path) -> None:
+    paced = 7.0  # seconds per MB a list page costs the server before its first byte: a page of 500 ConfigMaps, ~7 s
+    with Emulator(token="paced", seed=3, tls=True, list_seconds_per_mb=paced) as emu:
+        emu.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        for i in range(500):
+            emu.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i:04}", "namespace": NS},
+                        "data": {"config": "x" * 2000}})
+        cache = tmp_path / "cache.db"
+        rec = recorder(tmp_path, emu, "v1.ConfigMap", cache=cache)
+        rec.wait_for("initial sync done", timeout=60)
+        time.sleep(2.0)  # recorded live for a while
+        out, err = rec.stop()
+
+    ((started, stopped_at),) = query(cache, "SELECT started, stopped FROM runs")
+    ((since, until, detail),) = query(cache, "SELECT since, until, detail FROM coverage_gaps WHERE gvk = 'v1.ConfigMap' "
+                                              "AND cause = 'not yet observed'")
+    assert since == started and until - started >= 5.0 and detail == "listing"  # its first page answered ~7 s in
+    assert query(cache, "SELECT count(*) FROM coverage_gaps WHERE cause != 'not yet observed'") == [(0,)]
+    assert query(cache, "SELECT DISTINCT ts, inferred FROM events WHERE gvk = 'v1.ConfigMap'") == [(int(started), 0)]
+    assert "Outage" not in out and "unreachable" not in err, err
+
+    status = run_cli(["status", "--cache", str(cache)], home=tmp_path)
+    assert "clean" in status.stdout and "interrupted" not in status.stdout, status.stdout
+    assert "Not yet observed at a run's start (until the kind's first list: blind time, no outage):" in status.stdout
+    data = json.loads(run_cli(["status", "--cache", str(cache), "-o", "json"], home=tmp_path).stdout)
+    assert [(u["kind"], u["cause"]) for u in data["notYetObserved"]] == [("v1.ConfigMap", "listing")]
+    assert data["outages"] == [] and data["runs"][0]["state"] == "clean"
+
+    window_start = int(started) + 1  # the ConfigMaps existed all along: in the state at the window's start
+    export = run_cli(["export", "--cache", str(cache), "-s", f"@{window_start}", "-t", f"@{int(stopped_at)}", "-n", NS,
+                      "--format", "json", "-O", str(tmp_path / "t.json")], home=tmp_path)
+    assert export.code == 0, export.describe()
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert len(trace["events"][0]["applied_objs"]) == 500
+    assert [o for e in trace["events"][1:] for o in e["applied_objs"]] == []  # none created mid-trace
+    assert "coverage: " in export.stderr and ", not yet observed)" in export.stderr, export.stderr
+    assert "100% of the window" not in export.stderr
