@@ -28,6 +28,7 @@ from kubectl_sktrace.store.history import (
     unobserved_spans,
     unserved_spans,
 )
+from kubectl_sktrace.store.pruning import Pruned, prunes
 from kubectl_sktrace.store.reconciliation import reconciliation
 
 
@@ -85,6 +86,7 @@ class CacheStatus:
     history_names: tuple[str, ...] = ()  # a database's history: every name it is known by (a file: none)
     unserved: tuple[UnrecordedKind, ...] = ()  # when kinds were not served during runs
     unobserved: tuple[UnrecordedKind, ...] = ()  # kinds not yet observed at runs' starts (until their first list)
+    pruned: tuple[Pruned, ...] = ()  # what ``prune`` and ``--retain`` removed, the highest cutoff first
 
 
 _RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config, {retain}"
@@ -170,6 +172,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=pods, events=events,
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
         history_names=cache.history_names(), unserved=tuple(unserved_spans(cache)), unobserved=tuple(unobserved_spans(cache)),
+        pruned=tuple(prunes(cache)),
     )
 
 
