@@ -1,10 +1,11 @@
-"""A recorder on a cluster whose API server throttles it (API Priority and Fairness), end to end: the real CLI in a
-process of its own against the emulator in this process (``sktrace_emulator/apf.py`` rejects as kube-apiserver does).
+"""The edges of what the cache knows, end to end: a cluster whose API server throttles the recorder (API Priority and
+Fairness), a kind's slow first list, the tail a running recorder has not committed yet. The real CLI runs in a process of
+its own against the emulator in this process (``sktrace_emulator/apf.py`` rejects as kube-apiserver does).
 
 A 429 is the server answering: the request is sent again after ``Retry-After`` (``record/throttle.py``), never an
 outage; a list is never restarted for it. The bounds asserted are the product's: each wait is the server's Retry-After
 plus at most ``throttle.JITTER`` of it, a stretch of throttling is told once it has passed ``PASS_QUIET`` seconds, a
-batch commits within half a second; ``SLACK`` is a loaded machine's scheduling.
+batch commits within half a second, a heartbeat every second; ``SLACK`` is a loaded machine's scheduling.
 """
 
 from __future__ import annotations
@@ -218,3 +219,20 @@ def test_a_slow_first_list_leaves_its_kind_not_yet_observed_and_what_existed_in_
     assert [o for e in trace["events"][1:] for o in e["applied_objs"]] == []  # none created mid-trace
     assert "coverage: " in export.stderr and ", not yet observed)" in export.stderr, export.stderr
     assert "100% of the window" not in export.stderr
+
+
+def test_an_export_while_a_recorder_runs_names_the_tail_not_yet_committed(tmp_path: Path, emu: Emulator) -> None:
+    emu.create(deployment("web"))
+    cache = tmp_path / "cache.db"
+    rec = recorder(tmp_path, emu, "apps/v1.Deployment", cache=cache)
+    try:
+        rec.wait_for("initial sync done", timeout=30)
+        time.sleep(2.0)
+        ((started,),) = query(cache, "SELECT started FROM runs")
+        export = run_cli(["export", "--cache", str(cache), "-s", f"@{int(started) + 1}", "-t", "now", "-n", NS,
+                          "-O", str(tmp_path / "t.sktrace")], home=tmp_path)
+    finally:
+        rec.stop()
+    assert export.code == 0, export.describe()
+    assert "not yet committed: its recorder is running)" in export.stderr, export.stderr
+    assert "no recorder ran" not in export.stderr, export.stderr
