@@ -284,6 +284,7 @@ class Session:
         if clean:
             self.rec.cache.checkpoint()
         # the watch threads write nothing after ``close``: no need to wait for them (daemons, they end with the process)
+        self._throttle_notices.report(self._throttle.take_news(final=True))  # requests that passed, however lately
         self.progress.close()
         return stopped
 

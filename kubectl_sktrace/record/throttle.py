@@ -119,12 +119,13 @@ class Throttle:
                 self._passed(gvk)
             return result
 
-    def take_news(self) -> list[ThrottleNews]:
-        """What to tell: kinds throttled, and kinds whose requests passed ``PASS_QUIET`` seconds without a 429."""
+    def take_news(self, *, final: bool = False) -> list[ThrottleNews]:
+        """What to tell: kinds throttled, and kinds whose requests passed ``PASS_QUIET`` seconds without a 429 (however
+        lately, when ``final``: the run ends)."""
         now = self._clock()
         with self._lock:
             for gvk, at in list(self._passed_at.items()):
-                if now - at >= PASS_QUIET:
+                if final or now - at >= PASS_QUIET:
                     del self._passed_at[gvk]
                     self._news.append(ThrottleNews(gvk, PASSED, at, since=self._since.pop(gvk), retries=self._retries.pop(gvk)))
             news, self._news = self._news, []
