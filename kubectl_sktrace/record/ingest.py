@@ -109,7 +109,6 @@ class Ingest:
         self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
         fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None, restart: float | None = None,
         fresh: frozenset[GVK] = frozenset(), initial_kinds: frozenset[GVK] = frozenset(),
-        throttled: Callable[[GVK], bool] = lambda gvk: False,
     ) -> None:
         self.rec = recording
         self.run_id = run_id
@@ -136,9 +135,7 @@ class Ingest:
         self.coverage = KindCoverage(recording, run_id)  # outages, kinds refused or not served: their gaps while open
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
         self.sync = InitialSync.of(initial_kinds)
-        # kinds not yet observed this run (their first list has not completed), and whether the server throttled them
-        self._unobserved: set[GVK] = set(initial_kinds) if restart is not None else set()
-        self._throttled = throttled
+        self._unobserved: set[GVK] = set(initial_kinds) if restart is not None else set()  # whose first list is to come
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
@@ -194,11 +191,15 @@ class Ingest:
                 self.sync.defer(found)
         self._gap_start[gvk] = relist.ts
 
+    def not_yet_observed(self) -> None:
+        """The run begins: no kind is observed until its first list (``coverage.unobserved``)."""
+        if self.restart is not None:
+            self.coverage.unobserved(sorted(self._unobserved, key=str), self.restart)
+
     def _observed(self, gvk: GVK, ts: float) -> None:
         """A kind's first list this run completed, its snapshot taken at ``ts``: not yet observed until then."""
-        if gvk in self._unobserved and self.restart is not None:
-            self._unobserved.discard(gvk)
-            self.coverage.first_listed(gvk, since=self.restart, until=ts, throttled=self._throttled(gvk))
+        self._unobserved.discard(gvk)
+        self.coverage.observed(gvk, ts)
 
     def _settled(self, gvk: GVK) -> None:
         """``gvk`` listed or failed for good: what waited for it (pods' owners, the sync's deletions) goes on."""
@@ -260,6 +261,7 @@ class Ingest:
         if isinstance(error, ForbiddenError):
             self.coverage.refuse(gvk, ts, FORBIDDEN, str(error))
         else:
+            self.coverage.observed(gvk, ts)
             self.rec.open_gap(self.run_id, gvk, since=ts, cause=CAUSE_FAILED, detail=str(error))
         self._settled(gvk)
 

@@ -187,14 +187,16 @@ class Session:
         ingest = Ingest(
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
-            restart=started, fresh=fresh, initial_kinds=frozenset(watched), throttled=self._throttle.was_throttled,
+            restart=started, fresh=fresh, initial_kinds=frozenset(watched),
         )
         return _Run(run_id=run_id, started=started, resources=resources, tracked=tracked, ingest=ingest,
                     writer=Writer(ingest, self.rec, clock=self.clock), watched=watched,
                     deadline=None if self.duration is None else time.monotonic() + self.duration)
 
     def _launch(self, run: _Run) -> None:
-        """The vigil and every kind's watch, at once."""
+        """The vigil and every kind's watch, at once, each not yet observed until its first list."""
+        run.writer.not_yet_observed()
+        self._throttle.listen(run.writer.throttled)
         self._watch_vigil()
         for gvk in run.watched:
             self._start_watch(gvk, run.resources.get(gvk), run.writer)

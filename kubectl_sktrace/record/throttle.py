@@ -86,6 +86,7 @@ class Throttle:
         self._passed_at: dict[GVK, float] = {}  # throttled kinds whose requests pass again: since when
         self._news: list[ThrottleNews] = []
         self.throttled: dict[str, int] = {}  # throttled requests per kind, for /metrics
+        self._listener: Callable[[GVK], None] | None = None
 
     def lists(self, list_page: Callable[..., T]) -> Callable[..., T]:
         def retried(resource: Any, **kw: Any) -> T:
@@ -131,10 +132,9 @@ class Throttle:
             news, self._news = self._news, []
             return news
 
-    def was_throttled(self, gvk: GVK) -> bool:
-        """Whether any request of ``gvk`` was throttled this run."""
-        with self._lock:
-            return str(gvk) in self.throttled
+    def listen(self, throttled: Callable[[GVK], None]) -> None:
+        """``throttled(gvk)`` is told, on the request's thread, when a kind's stretch of throttling begins."""
+        self._listener = throttled
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -155,12 +155,15 @@ class Throttle:
         now = self._clock()
         with self._lock:
             self.throttled[str(gvk)] = self.throttled.get(str(gvk), 0) + 1
-            if gvk not in self._since:
+            begins = gvk not in self._since
+            if begins:
                 self._since[gvk] = now
                 self._retries[gvk] = 0
                 self._news.append(ThrottleNews(gvk, THROTTLED, now, detail=str(exc)))
             self._passed_at.pop(gvk, None)  # still throttled: the same stretch goes on
             self._retries[gvk] += 1
+        if begins and self._listener is not None:
+            self._listener(gvk)
 
     def _passed(self, gvk: GVK) -> None:
         if gvk not in self._since:  # unlocked read: a kind is marked only by its own threads, under the lock
