@@ -340,11 +340,11 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(400, "BadRequest", f"invalid resourceVersion {rv_param!r}") from None
             except ApiError as exc:
                 error = exc
+        self._seat.release()  # APF: a watch holds its seat only while it starts (released before its headers go out)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self._seat.release()  # APF: a watch holds its seat only while it starts
         if error is not None:
             return self._end_with_error(error)
         self._stream(rtype, flt, initial, position, as_table=as_table, timeout=timeout, bookmarks=bookmarks, generation=generation,
