@@ -87,6 +87,7 @@ class Throttle:
         self._news: list[ThrottleNews] = []
         self.throttled: dict[str, int] = {}  # throttled requests per kind, for /metrics
         self._listener: Callable[[GVK], None] | None = None
+        self._told_start = False  # a request of no kind was throttled, and the person told
 
     def lists(self, list_page: Callable[..., T]) -> Callable[..., T]:
         def retried(resource: Any, **kw: Any) -> T:
@@ -143,8 +144,10 @@ class Throttle:
     def _wait(self, gvk: GVK | None, exc: TransientError, retry: int) -> None:
         asked = exc.retry_after if exc.retry_after is not None else DEFAULT_WAIT
         delay = asked * (1 + self._rng.uniform(0, JITTER))
-        if gvk is None:
-            log.info("%s; retrying the same request in %.1fs (retry %d of %d)", exc, delay, retry, MAX_RETRIES)
+        if gvk is None:  # discovery, the cluster's identity: said once (a warning), then logged
+            level, self._told_start = (logging.INFO, True) if self._told_start else (logging.WARNING, True)
+            log.log(level, "%s; retrying the same request in %.1fs, as the server asks (retry %d of %d)", exc, delay, retry,
+                    MAX_RETRIES)
         else:
             self._throttled(gvk, exc)
             log.debug("%s: %s; retrying the same request in %.1fs (retry %d of %d)", gvk, exc, delay, retry, MAX_RETRIES)
