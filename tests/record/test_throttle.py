@@ -156,3 +156,22 @@ def test_jitter_stays_within_its_share_of_retry_after() -> None:
         answers: list[Any] = [throttled(8.0), "ok"]
         gate.call(DEPLOY, lambda: answers.pop(0) if answers[0] == "ok" else (_ for _ in ()).throw(answers.pop(0)))
         assert 8.0 <= waits.slept[0] <= 8.0 * (1 + throttle_module.JITTER)
+
+
+def test_a_throttled_start_is_said_once_then_logged(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="kubectl_sktrace.record.throttle")
+    clock = Clock()
+    gate, waits, _ = make(clock)
+    answers: list[Any] = [throttled(1.0), throttled(2.0), {"kind": "APIGroupList"}, throttled(1.0), "uid"]
+
+    def request() -> Any:
+        item = answers.pop(0)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    assert gate.call(None, request) == {"kind": "APIGroupList"} and gate.call(None, request) == "uid"
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO", "INFO"]
+    assert gate.take_news() == [] and gate.counts() == {}  # no kind to tell of
