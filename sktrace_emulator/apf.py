@@ -28,7 +28,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import BinaryIO, Callable, Protocol
 
 OBJECTS_PER_SEAT = 100
 MIN_SEATS = 1
@@ -157,3 +157,26 @@ def admit(level: PriorityLevel | None, *, verb: str, stored: int, query: dict[st
     selector = bool(query.get("labelSelector") or query.get("fieldSelector"))
     width = list_width(stored=stored, limit=int(query.get("limit") or 0), selector=selector) if verb == "list" else MIN_SEATS
     return level.admit(width, verb=verb, user_agent=user_agent)
+
+
+class _Answering(Protocol):
+    """The parts of ``http.server.BaseHTTPRequestHandler`` a rejection is written with."""
+
+    wfile: BinaryIO
+
+    def send_response(self, code: int, message: str | None = None) -> None: ...
+
+    def send_header(self, keyword: str, value: str) -> None: ...
+
+    def end_headers(self) -> None: ...
+
+
+def send_rejection(handler: _Answering, rejected: Rejected) -> None:
+    """APF's 429 as kube-apiserver writes it (``http.Error``): plain text, not a Status, with its Retry-After."""
+    body = f"{rejected}\n".encode()
+    handler.send_response(429)
+    for key, value in (("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff"),
+                       ("Retry-After", str(rejected.retry_after)), ("Content-Length", str(len(body)))):
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(body)

@@ -110,16 +110,6 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
         self._send_json(err.code, err.status(), headers=headers)
 
-    def _send_rejection(self, rejected: apf.Rejected) -> None:
-        """APF's 429 as kube-apiserver writes it (``http.Error``): plain text, not a Status."""
-        body = f"{rejected}\n".encode()
-        self.send_response(429)
-        for key, value in (("Content-Type", "text/plain; charset=utf-8"), ("X-Content-Type-Options", "nosniff"),
-                           ("Retry-After", str(rejected.retry_after)), ("Content-Length", str(len(body)))):
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(body)
-
     def _body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -167,7 +157,7 @@ class Handler(BaseHTTPRequestHandler):
         except ApiError as err:
             self._send_error(err)
         except apf.Rejected as rejected:
-            self._send_rejection(rejected)
+            apf.send_rejection(self, rejected)
         except _Dropped:
             self.close_connection = True
             try:
