@@ -28,7 +28,8 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Protocol
+from http.server import BaseHTTPRequestHandler
+from typing import Callable
 
 OBJECTS_PER_SEAT = 100
 MIN_SEATS = 1
@@ -159,19 +160,7 @@ def admit(level: PriorityLevel | None, *, verb: str, stored: int, query: dict[st
     return level.admit(width, verb=verb, user_agent=user_agent)
 
 
-class _Answering(Protocol):
-    """The parts of ``http.server.BaseHTTPRequestHandler`` a rejection is written with."""
-
-    wfile: BinaryIO
-
-    def send_response(self, code: int, message: str | None = None) -> None: ...
-
-    def send_header(self, keyword: str, value: str) -> None: ...
-
-    def end_headers(self) -> None: ...
-
-
-def send_rejection(handler: _Answering, rejected: Rejected) -> None:
+def send_rejection(handler: BaseHTTPRequestHandler, rejected: Rejected) -> None:
     """APF's 429 as kube-apiserver writes it (``http.Error``): plain text, not a Status, with its Retry-After."""
     body = f"{rejected}\n".encode()
     handler.send_response(429)
