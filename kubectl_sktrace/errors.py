@@ -68,6 +68,12 @@ class TransientError(KubeError):
         self.retry_after = retry_after
 
 
+class ThrottledError(TransientError):
+    """HTTP 429: the API server answered, and asks us to come back after ``retry_after`` seconds (API Priority and
+    Fairness rejecting a request of a busy priority level). Retried as the same request (``record/throttle.py``),
+    never an outage: the server is there."""
+
+
 class SilentConnectionError(TransientError):
     """A watch connection that sent nothing for longer than the server's own ``timeoutSeconds`` explains: presumed
     dead since its last byte (a connection the server closed or reset was alive until then)."""

@@ -99,6 +99,11 @@ CAUSE_FORBIDDEN = "forbidden"
 """The API server refused the kind's list or watch (403): blind time, until a list succeeds again."""
 CAUSE_NOT_SERVED = "not served"
 """The API server did not serve the kind (404, or absent from discovery): no object of it could exist, no blind time."""
+CAUSE_UNOBSERVED = "not yet observed"
+"""From a run's start until the kind's first list (its detail: ``listing``, or ``throttled`` when the API server throttled
+it meanwhile): blind time, but no outage (the run stays ``clean``). Kept when it lasts ``UNOBSERVED_MIN`` or more."""
+UNOBSERVED_MIN = 1.0
+"""A first list quicker than a second is within the resolution of a trace's times: no row."""
 
 
 @dataclass(frozen=True, order=True)

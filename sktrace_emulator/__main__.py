@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="watch streams: one chunk per event, as a real API server (default), or a burst per chunk (a reader's ceiling)")
     serve.add_argument("--list-seconds-per-mb", type=float, default=LIST_SECONDS_PER_MB, metavar="SECONDS",
                        help="a list page waits this long per MB before its first byte, as a real server encodes it (0: free)")
+    serve.add_argument("--apf-seats", type=int, default=None, metavar="N",
+                       help="API Priority and Fairness: the token's priority level has N seats and no queues (429 beyond)")
     args = parser.parse_args(argv)
 
     emu = Emulator(token=args.token, port=args.port, bookmark_interval=args.bookmark_interval, history_limit=args.history_limit, tls=not args.no_tls and None,
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         count = build_large_state(emu, deployments=max(1, args.pods // 10), pods_per_deployment=10)
         print(f"built {count} pods in {time.perf_counter() - started:.2f} s", file=sys.stderr, flush=True)
+    emu.throttle(args.apf_seats)
     emu.start()
     emu.write_kubeconfig(args.kubeconfig_out)
     print(f"serving {emu.url}; kubeconfig written to {args.kubeconfig_out}", file=sys.stderr, flush=True)

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from sktrace_emulator import discovery, scale
+from sktrace_emulator import apf, discovery, scale
 from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
 from sktrace_emulator.selectors import (
     Filter,
@@ -65,6 +65,7 @@ class Serving(Protocol):
     drop_generation: int
     unauthorized: int
     delay: float
+    apf: apf.PriorityLevel | None
 
     def denies(self, verb: str, rtype: ResourceType, namespace: str | None, name: str = "") -> bool: ...
 
@@ -79,6 +80,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     emulator: Serving
     server_version = "sktrace-emulator"
+    _seat = apf.Seat(None, 0)  # the APF seats of the request being served
 
     def setup(self) -> None:
         super().setup()
@@ -154,6 +156,8 @@ class Handler(BaseHTTPRequestHandler):
             self._route(parts, query)
         except ApiError as err:
             self._send_error(err)
+        except apf.Rejected as rejected:
+            apf.send_rejection(self, rejected)
         except _Dropped:
             self.close_connection = True
             try:
@@ -212,7 +216,9 @@ class Handler(BaseHTTPRequestHandler):
             reason = _REASONS.get(failure.status, "InternalError")
             message = "Unauthorized" if failure.status == 401 else f"emulated failure {failure.status}"
             raise ApiError(failure.status, reason, message, retry_after=failure.retry_after)
-        self._resource(rtype, namespace, name, subresource, query)
+        with apf.admit(self.emulator.apf, verb=verb, stored=len(store.objects.get(rtype, ())), query=query,
+                       user_agent=self.headers.get("User-Agent", "")) as self._seat:
+            self._resource(rtype, namespace, name, subresource, query)
 
     def _resource(self, rtype: ResourceType, namespace: str | None, name: str, subresource: str, query: dict[str, str]) -> None:
         store = self.emulator.store
@@ -328,6 +334,7 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(400, "BadRequest", f"invalid resourceVersion {rv_param!r}") from None
             except ApiError as exc:
                 error = exc
+        self._seat.release()  # APF: a watch holds its seat only while it starts (released before its headers go out)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")

@@ -20,6 +20,7 @@ import threading
 from http.server import ThreadingHTTPServer
 from typing import Iterable
 
+from sktrace_emulator import apf
 from sktrace_emulator.handler import LIST_SECONDS_PER_MB, Handler
 from sktrace_emulator.records import Failure, Obj, ResourceType
 from sktrace_emulator.selectors import Filter
@@ -65,6 +66,7 @@ class Emulator:
         self._failures: list[Failure] = []
         self._forced_410: dict[str | None, int] = {}
         self.delay = 0.0
+        self.apf: apf.PriorityLevel | None = None  # API Priority and Fairness: off until ``throttle``
         self.drop_generation = 0
         self.user = "system:serviceaccount:default:sktrace"
         self._view_namespaces: frozenset[str] | None = None  # None: every request is allowed
@@ -211,6 +213,12 @@ class Emulator:
     def serves(self, server: object) -> bool:
         """Whether ``server`` is the one now serving: a handler of a stopped or restarted server ends its stream."""
         return self._httpd is server
+
+    def throttle(self, seats: int | None) -> apf.PriorityLevel | None:
+        """API Priority and Fairness on this server's identity (``apf.py``): one priority level of ``seats`` seats
+        without queues, rejecting with 429 and a rising Retry-After what does not fit; None turns it off."""
+        self.apf = None if seats is None else apf.PriorityLevel(seats=seats)
+        return self.apf
 
     def set_delay(self, seconds: float) -> None:
         self.delay = seconds

@@ -243,7 +243,8 @@ def test_pure_modules_do_no_io(name) -> None:
 
 
 # The recording side's rooms, lowest first: a room may import those before it, never those after it.
-RECORDER_ROOMS = ["kubectl_sktrace.record.ingest", "kubectl_sktrace.record.writer", "kubectl_sktrace.record.session"]
+RECORDER_ROOMS = ["kubectl_sktrace.record.ingest", "kubectl_sktrace.record.writer", "kubectl_sktrace.record.session",
+                  "kubectl_sktrace.record.starting"]
 # who may import the recorder's rooms: the session wires them, the CLI starts it; progress, the outage notices and
 # the metrics only read its records
 ROOM_IMPORTERS = {
@@ -251,7 +252,8 @@ ROOM_IMPORTERS = {
                                       "kubectl_sktrace.record.progress", "kubectl_sktrace.record.notices",
                                       "kubectl_sktrace.record.metrics"},
     "kubectl_sktrace.record.writer": {"kubectl_sktrace.record.session"},
-    "kubectl_sktrace.record.session": {"kubectl_sktrace.cli.recording"},
+    "kubectl_sktrace.record.session": {"kubectl_sktrace.record.starting"},
+    "kubectl_sktrace.record.starting": {"kubectl_sktrace.cli.recording"},
 }
 
 

@@ -59,7 +59,7 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     from kubectl_sktrace.cli.globalflags import namespace_scope
     from kubectl_sktrace.plural import counted
     from kubectl_sktrace.record import progress
-    from kubectl_sktrace.record import session as recorder
+    from kubectl_sktrace.record import starting as recorder
     from kubectl_sktrace.record import summary as runsummary
     from kubectl_sktrace.record.retention import retention_policy
     from kubectl_sktrace.timeparse import format_duration, parse_duration

@@ -118,6 +118,10 @@ def validation_warning(errors: Counter[str], *, rule_names: dict[str, str], trac
 
 
 NO_RECORDER = "no recorder ran"
+NOT_COMMITTED = "not yet committed: its recorder is running"
+"""After a running recorder's last commit (its heartbeat, every second): what it received since is on its way."""
+PRUNED = "pruned"
+ALWAYS_LISTED = (NO_RECORDER, NOT_COMMITTED, PRUNED)
 LISTED_GAP_SECONDS = 5.0
 """Outages shorter than this (a watch re-established at once) count in the share, but are not listed one by one;
 the time between two runs always is (a stop is the person's own doing, and there are few)."""
@@ -155,6 +159,21 @@ def _share(observed: float) -> str:
     return f"{math.floor(max(observed, 0.0) * 1000) / 10:.1f}%"
 
 
+def _gap_lines(gaps: list[Blind]) -> list[str]:
+    """The stretches not observed: those a person must see (no recorder, not committed, pruned, 5 s or longer), the
+    first ``MAX_LISTED_GAPS``; the rest counted."""
+    listed = [g for g in gaps if any(c in g.causes for c in ALWAYS_LISTED) or g.until - g.since >= LISTED_GAP_SECONDS]
+    lines = [f"  {format_span(gap.since, gap.until)} ({format_duration(gap.until - gap.since)}, {', '.join(gap.causes)})"
+             for gap in listed[:MAX_LISTED_GAPS]]
+    more = len(listed) - MAX_LISTED_GAPS
+    shorter = len(gaps) - len(listed)
+    rest = [text for n, text in ((more, counted(more, "more gap")),
+                                 (shorter, f"{counted(shorter, 'gap')} shorter than {LISTED_GAP_SECONDS:.0f}s")) if n > 0]
+    if rest:
+        lines.append(f"  {'and ' if listed else ''}{' and '.join(rest)}")
+    return lines
+
+
 def _kind_lines(refused: list[tuple[str, int, str]], absent: list[tuple[str, float, float]]) -> list[str]:
     """The kinds a run did not record, and when kinds were not served."""
     lines = [f"  {gvk} was not recorded by run {run} ({cause}): its changes during that run are not in the trace"
@@ -166,13 +185,13 @@ def _kind_lines(refused: list[tuple[str, int, str]], absent: list[tuple[str, flo
 def coverage_block(
     *, start_ts: float, end_ts: float, blind: Iterable[tuple[float, float, str]],
     unrecorded: Iterable[tuple[str, int, str]] = (), inferred: int = 0, inferred_deleted: int = 0,
-    unserved: Iterable[tuple[str, float, float]] = (),
+    unserved: Iterable[tuple[str, float, float]] = (), pruned: int | None = None,
 ) -> str | None:
     """What the trace of ``[start_ts, end_ts)`` is worth, in one block: the share of the window observed live,
     the stretches that were not (no recorder ran, an outage or a refusal: ``blind``; outages from ``LISTED_GAP_SECONDS``
     on), the kinds a run did not record (``(gvk, run, cause)``), when kinds were not served (``(gvk, since, until)``:
-    no blind time, said so that nobody takes "none" for "not looked"), and how many events were reconstructed. None
-    when there is nothing to say."""
+    no blind time, said so that nobody takes "none" for "not looked"), and how many events were reconstructed; ``pruned``:
+    the history before that second was pruned (its stretch is among ``blind``). None when there is nothing to say."""
     gaps = merge_blind(blind, start=start_ts, end=end_ts)
     refused = sorted(set(unrecorded))
     absent = sorted((gvk, max(a, start_ts), min(b, end_ts)) for gvk, a, b in unserved if min(b, end_ts) > max(a, start_ts))
@@ -182,15 +201,9 @@ def coverage_block(
     unobserved = sum(g.until - g.since for g in gaps)
     head = f"coverage: {_share(1 - unobserved / window)} of the window ({format_duration(window)}) observed live"
     lines = [head + ("; not observed:" if gaps else "")]
-    listed = [g for g in gaps if NO_RECORDER in g.causes or g.until - g.since >= LISTED_GAP_SECONDS]
-    for gap in listed[:MAX_LISTED_GAPS]:
-        lines.append(f"  {format_span(gap.since, gap.until)} ({format_duration(gap.until - gap.since)}, {', '.join(gap.causes)})")
-    more = len(listed) - MAX_LISTED_GAPS
-    shorter = len(gaps) - len(listed)
-    rest = [text for n, text in ((more, counted(more, "more gap")),
-                                 (shorter, f"{counted(shorter, 'gap')} shorter than {LISTED_GAP_SECONDS:.0f}s")) if n > 0]
-    if rest:
-        lines.append(f"  {'and ' if listed else ''}{' and '.join(rest)}")
+    lines += _gap_lines(gaps)
+    if pruned is not None:
+        lines.append(f"  history before {format_time(pruned)} was pruned: objects and lifecycles before it are gone")
     lines += _kind_lines(refused, absent)
     if inferred:
         changed = inferred - inferred_deleted
@@ -198,3 +211,10 @@ def coverage_block(
                      f"{changed} {'creation or change' if changed == 1 else 'creations or changes'}): "
                      "their times are when the recorder caught up, not when they happened")
     return "\n".join(lines)
+
+
+def pruned_window(*, start_ts: int, end_ts: int, cutoff: int) -> str:
+    """Why a window wholly before a prune's cutoff is not exported (one line, for ``Error:``)."""
+    return (f"the window {format_time(start_ts)} to {format_time(end_ts)} lies wholly before {format_time(cutoff)}, where the "
+            "cache's history was pruned: objects and lifecycles before it are gone; export a window that ends after "
+            f"{format_time(cutoff)}, or pass --allow-empty to write it anyway")

@@ -66,10 +66,13 @@ import yaml
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
 from kubectl_sktrace.export.advice import (
     NO_RECORDER,
+    NOT_COMMITTED,
+    PRUNED,
     clamp_note,
     coverage_block,
     default_namespace_note,
     empty_trace_reason,
+    pruned_window,
     validation_warning,
 )
 from kubectl_sktrace.export.events import (
@@ -87,7 +90,7 @@ from kubectl_sktrace.export.plan import Decisions, Plan, plan_objects
 from kubectl_sktrace.export.transforms import RewritingWriter
 from kubectl_sktrace.model import POD, CacheUrl
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.store import Cache, history
+from kubectl_sktrace.store import Cache, history, pruning
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
 from kubectl_sktrace.trace import validation
@@ -215,6 +218,7 @@ def export_trace(
     with history.read_snapshot(cache), relaxed_gc():
         all_runs = _runs(cache)
         start_ts, notes = _clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
+        pruned = _pruned_into(cache, start_ts=start_ts, end_ts=end_ts, allow_empty=allow_empty)
         known = history.known_until(all_runs, end=end_ts)
         config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else
         rewriter = Rewriter(program, key=anonymize_key, start_ts=start_ts)
@@ -226,19 +230,12 @@ def export_trace(
                 history_start=math.ceil(min(synced)) if synced else None,
             ))
         dropped_kinds = history.untracked_in(cache, start_ts=start_ts, end_ts=end_ts, known=known)
-        outages = [g for g in history.coverage_gaps(cache) if g.since < end_ts and g.until > start_ts]
-        watched = {str(g) for g in config.tracked} | {str(POD)}
-        unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
-                      if u.since < end_ts and u.until > start_ts and u.gvk in watched]
-        unserved = history.not_served(cache, kinds=watched)
+        coverage = _coverage(cache, all_runs, config=config, start_ts=start_ts, end_ts=end_ts, pruned=pruned)
         window = _Window(start_ts=start_ts, end_ts=end_ts, known=known, runs=all_runs, rewriter=rewriter)
         written = _write_trace(cache, window, plan=plan, config=config, fmt=fmt, stream=stream, keep_status=keep_status)
     more_notes, warnings = _messages(
         plan=plan, groups=written.groups, state=written.state, inferred=written.inferred,
-        inferred_deleted=written.inferred_deleted,
-        # before the first run there is no history to miss (the clamp note says where it starts), not a gap
-        gaps=history.uncovered(all_runs, start=max(start_ts, all_runs[0].started), end=end_ts),
-        outages=outages, unrecorded=unrecorded, start_ts=start_ts, end_ts=end_ts, unserved=unserved,
+        inferred_deleted=written.inferred_deleted, coverage=coverage, start_ts=start_ts, end_ts=end_ts,
     )
     notes += more_notes
     notes += _filter_notes(plan, filters=filters, dropped_kinds=dropped_kinds)
@@ -340,10 +337,46 @@ def _reference_rules(trace_config: dict[str, Any]) -> validation.ReferenceRules 
         return None  # validate reports the config itself (L0001)
 
 
+@dataclass(frozen=True)
+class _Coverage:
+    """What the cache knows of how a window was observed: ``blind`` stretches ``(since, until, cause)`` (no recorder ran,
+    not yet committed, outages, refusals, first lists, pruned history), kinds not recorded or not served, the cut."""
+
+    blind: list[tuple[float, float, str]]
+    unrecorded: list[tuple[str, int, str]]
+    unserved: list[tuple[str, float, float]]
+    pruned: int | None  # the window reaches before this prune's cutoff
+
+
+def _pruned_into(cache: Cache, *, start_ts: int, end_ts: int, allow_empty: bool) -> int | None:
+    """The cutoff of the cache's prunes when the window reaches before it; a window wholly before it is refused."""
+    cutoff = pruning.pruned_before(cache)
+    if cutoff is None or start_ts >= cutoff:
+        return None
+    if end_ts <= cutoff and not allow_empty:
+        raise EmptyTraceError(pruned_window(start_ts=start_ts, end_ts=end_ts, cutoff=cutoff))
+    return cutoff
+
+
+def _coverage(cache: Cache, all_runs: list[history.Run], *, config: TracerConfig, start_ts: int, end_ts: int,
+              pruned: int | None) -> _Coverage:
+    # before the first run there is no history to miss (the clamp note says where it starts), not a gap; after a running
+    # recorder's last commit, what it received is not committed yet
+    uncommitted = all_runs[-1].stopped if cache.writer_active() else None
+    gaps = history.uncovered(all_runs, start=max(start_ts, all_runs[0].started), end=end_ts)
+    blind = [(a, b, NOT_COMMITTED if a == uncommitted else NO_RECORDER) for a, b in gaps]
+    blind += [(g.since, g.until, g.cause) for g in history.coverage_gaps(cache) if g.since < end_ts and g.until > start_ts]
+    if pruned is not None:
+        blind.append((start_ts, pruned, PRUNED))
+    watched = {str(g) for g in config.tracked} | {str(POD)}
+    unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
+                  if u.since < end_ts and u.until > start_ts and u.gvk in watched]
+    return _Coverage(blind=blind, unrecorded=unrecorded, unserved=history.not_served(cache, kinds=watched), pruned=pruned)
+
+
 def _messages(
-    *, plan: Plan, groups: int, state: int, inferred: int, inferred_deleted: int, gaps: list[tuple[float, float]],
-    outages: list[history.CoverageGap], unrecorded: list[tuple[str, int, str]], start_ts: int, end_ts: int,
-    unserved: list[tuple[str, float, float]],
+    *, plan: Plan, groups: int, state: int, inferred: int, inferred_deleted: int, coverage: _Coverage, start_ts: int,
+    end_ts: int,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     notes: list[str] = []
     warnings: list[str] = []
@@ -357,12 +390,12 @@ def _messages(
             f"no events in the window {format_time(start_ts)} to {format_time(end_ts)}: the trace holds only the state at its start "
             f"({counted(state, 'object')})"
         )
-    coverage = coverage_block(
-        start_ts=start_ts, end_ts=end_ts, blind=[(a, b, NO_RECORDER) for a, b in gaps] + [(o.since, o.until, o.cause) for o in outages],
-        unrecorded=unrecorded, inferred=inferred, inferred_deleted=inferred_deleted, unserved=unserved,
+    block = coverage_block(
+        start_ts=start_ts, end_ts=end_ts, blind=coverage.blind, unrecorded=coverage.unrecorded, inferred=inferred,
+        inferred_deleted=inferred_deleted, unserved=coverage.unserved, pruned=coverage.pruned,
     )
-    if coverage:
-        warnings.append(coverage)
+    if block:
+        warnings.append(block)
     return tuple(notes), tuple(warnings)
 
 

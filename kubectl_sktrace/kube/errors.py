@@ -3,7 +3,7 @@
 Pure: ``status_error`` maps an HTTP status (with its body and headers) to an error of ``errors.py``;
 ``transport_error`` does the same for a urllib3 or socket failure. ``ForbiddenError`` names the verb, the
 resource and the RBAC rule (``kube/rbac.py``: ``rbac_hint``, the one wording of that fix); ``TransientError`` is what is worth
-retrying (unreachable, reset, dead connection, 429 with its Retry-After, 5xx); ``ExpiredError`` is 410;
+retrying (unreachable, reset, dead connection, 5xx; ``ThrottledError`` a 429 with its Retry-After); ``ExpiredError`` is 410;
 ``NotServedError`` a 404 on a kind's list or watch (a kind not served now, retried slowly); ``KubeError`` the rest
 (TLS, 401 after the credential reload, ...).
 """
@@ -24,6 +24,7 @@ from kubectl_sktrace.errors import (
     KubeError,
     NotServedError,
     SilentConnectionError,
+    ThrottledError,
     TransientError,
 )
 from kubectl_sktrace.kube.kubeconfig import IN_CLUSTER
@@ -96,7 +97,7 @@ def status_error(status: int, body: bytes, headers: Mapping[str, str], *, host: 
     if status == 410:
         return ExpiredError(f"resource version expired (410): {message}")
     if status == 429:
-        return TransientError(f"the API server at {host} is throttling us (429): {message}",
+        return ThrottledError(f"the API server at {host} is throttling us (429): {message}",
                               retry_after=retry_after(headers))
     if status >= 500:
         return TransientError(f"the API server at {host} failed ({status}) on {path}: {message}",

@@ -65,3 +65,21 @@ def vanished(known: Mapping[ObjKey, LiveObject], seen: Mapping[ObjKey, str]) -> 
 def event_second(recv: float) -> int:
     """The event timestamp of a change received at ``recv``: its integer Unix second (floor)."""
     return math.floor(recv)
+
+
+def creation_second(created: float, *, ts: int, recv: float, gap: float | None, start: float | None,
+                    inferred: bool) -> tuple[int, bool]:
+    """When a list (received at ``recv``, the second ``ts``) finds an object the cache does not know, created at
+    ``created``: the second it is recorded at, and whether that is inferred.
+
+    After an offline gap that began at ``gap``: created while offline, at its creation time (inferred). At a kind's
+    first list of a run with no history before it (``start``: the run's start; a new cache, a kind newly tracked):
+    created before the start, it existed then, recorded at the start (the spec at that time is the one first seen);
+    created since, at its creation time (a reconstructed creation, inferred). Else at the list."""
+    if gap is not None:
+        return (min(ts, int(created)) if gap < created < recv else ts), inferred
+    if start is not None and created < recv:
+        if created <= start:
+            return event_second(start), inferred
+        return min(ts, int(created)), True
+    return ts, inferred

@@ -8,6 +8,8 @@ cannot be read at all (``availability``: a 403, *forbidden*, or a 404 or an abse
   until it watches again;
 - ``forbidden``: blind time like an outage, from the refusal until a list succeeds again (what the list finds then
   is reconstructed, not live); a run that ends first ends it;
+- ``not yet observed``: from the run's start until the kind's first list took its snapshot (``listing``, or
+  ``throttled`` when the API server throttled its requests meanwhile): blind time, no outage;
 - ``not served``: no object of the kind can exist while the server does not serve it, so it is no blind time; from
   the 404 (or the start, for a kind discovery did not list) until the kind is listed again (what that list finds is
   live: it was created after the kind came back).
@@ -23,11 +25,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from kubectl_sktrace.model import GVK
+from kubectl_sktrace.model import CAUSE_UNOBSERVED, GVK, UNOBSERVED_MIN
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
 from kubectl_sktrace.store.recording import Recording
 
 log = logging.getLogger(__name__)
+
+LISTING, THROTTLED = "listing", "throttled"  # why a kind is not yet observed
 
 RECORDED = "recorded"
 """The state a kind reaches when it is listed again after being refused or not served (``KindNews.state``)."""
@@ -68,6 +72,7 @@ class KindCoverage:
         self.last_outage: Outage | None = None
         self.outages_opened = 0
         self._news: list[KindNews] = []
+        self.first: dict[GVK, Outage] = {}  # kinds not yet observed this run (their first list): their open row
         self._catch_up: dict[GVK, int] = {}  # kind -> horizon: events up to this resourceVersion were missed live
 
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> bool:
@@ -112,6 +117,7 @@ class KindCoverage:
     def refuse(self, gvk: GVK, ts: float, state: str, detail: str) -> bool:
         """The kind cannot be read from ``ts`` on (``state``: ``forbidden`` or ``not served``): its outage ends, its
         row opens unless one of that state is open. Returns whether that is news."""
+        self.observed(gvk, ts)
         self.resumed(gvk, ts)
         self._catch_up.pop(gvk, None)
         held = self.refused.get(gvk)
@@ -132,6 +138,30 @@ class KindCoverage:
         self.rec.close_gap(held.gap_id, until=ts)
         self._news.append(KindNews(gvk, ts, RECORDED, was=held.cause, since=held.since))
         return held.cause
+
+    def unobserved(self, kinds: list[GVK], since: float) -> None:
+        """The run begins at ``since``: each kind is not yet observed until its first list (``observed``)."""
+        for gvk in kinds:
+            gap_id = self.rec.open_gap(self.run_id, gvk, since=since, cause=CAUSE_UNOBSERVED, detail=LISTING)
+            self.first[gvk] = Outage(gap_id, since, CAUSE_UNOBSERVED, LISTING)
+
+    def throttled(self, gvk: GVK) -> None:
+        """The API server throttles the kind's requests: if it is not yet observed, that is why."""
+        held = self.first.get(gvk)
+        if held is not None and held.detail != THROTTLED:
+            self.rec.set_gap_detail(held.gap_id, THROTTLED)
+            self.first[gvk] = Outage(held.gap_id, held.since, held.cause, THROTTLED)
+
+    def observed(self, gvk: GVK, ts: float) -> None:
+        """The kind's first list took its snapshot at ``ts`` (or it was refused, or given up, then): not yet observed
+        until then, a row kept when that lasted ``UNOBSERVED_MIN`` or more (shorter is within a trace's resolution)."""
+        held = self.first.pop(gvk, None)
+        if held is None:
+            return
+        if ts - held.since >= UNOBSERVED_MIN:
+            self.rec.close_gap(held.gap_id, until=ts)
+        else:
+            self.rec.drop_gap(held.gap_id)
 
     def not_served(self, gvk: GVK) -> bool:
         held = self.refused.get(gvk)

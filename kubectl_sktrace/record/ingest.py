@@ -135,11 +135,14 @@ class Ingest:
         self.coverage = KindCoverage(recording, run_id)  # outages, kinds refused or not served: their gaps while open
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
         self.sync = InitialSync.of(initial_kinds)
+        self._unobserved: set[GVK] = set(initial_kinds) if restart is not None else set()  # whose first list is to come
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
     def relist_begin(self, gvk: GVK, ts: float) -> None:
         stats = self.stats_for(gvk)
+        if not stats.initial_done:
+            stats.listed = 0  # a first list begun again (an expired continue token) counts each object once
         self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=self.coverage.reconstructs(gvk))
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
@@ -151,7 +154,8 @@ class Ingest:
         for obj in items:
             try:
                 head = sanitize.read_head(obj, gvk)
-                if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery):
+                first = gvk in self._unobserved
+                if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=first):
                     relist.seen[head.key] = head.uid
                 if gvk == POD:
                     self._pod(head, obj, relist.ts, deleted=False)
@@ -164,6 +168,7 @@ class Ingest:
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
         relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
+        self._observed(gvk, relist.ts)
         self._complete(gvk, relist)
         self.stats_for(gvk).initial_done = True
         self._pending_rv[gvk] = resource_version
@@ -185,6 +190,16 @@ class Ingest:
             else:
                 self.sync.defer(found)
         self._gap_start[gvk] = relist.ts
+
+    def not_yet_observed(self) -> None:
+        """The run begins: no kind is observed until its first list (``coverage.unobserved``)."""
+        if self.restart is not None:
+            self.coverage.unobserved(sorted(self._unobserved, key=str), self.restart)
+
+    def _observed(self, gvk: GVK, ts: float) -> None:
+        """A kind's first list this run completed, its snapshot taken at ``ts``: not yet observed until then."""
+        self._unobserved.discard(gvk)
+        self.coverage.observed(gvk, ts)
 
     def _settled(self, gvk: GVK) -> None:
         """``gvk`` listed or failed for good: what waited for it (pods' owners, the sync's deletions) goes on."""
@@ -246,6 +261,7 @@ class Ingest:
         if isinstance(error, ForbiddenError):
             self.coverage.refuse(gvk, ts, FORBIDDEN, str(error))
         else:
+            self.coverage.observed(gvk, ts)
             self.rec.open_gap(self.run_id, gvk, since=ts, cause=CAUSE_FAILED, detail=str(error))
         self._settled(gvk)
 
@@ -256,6 +272,7 @@ class Ingest:
         initial, recovery = not self.stats_for(gvk).initial_done, self.coverage.reconstructs(gvk)
         if not self.coverage.refuse(gvk, ts, NOT_SERVED, detail):
             return
+        self._unobserved.discard(gvk)  # none of its objects can exist: what it finds once served is recorded live
         self._relists.pop(gvk, None)  # a list under way when the kind went away
         self._complete(gvk, _Relist(ts=ts, initial=initial, recovery=recovery))
         self._gap_start[gvk] = None
@@ -299,7 +316,8 @@ class Ingest:
     def _gap(self, gvk: GVK) -> float | None:
         return self._gap_start.get(gvk, self._default_gap)
 
-    def _apply(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False) -> bool:
+    def _apply(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False,
+               first: bool = False) -> bool:
         """An added, modified or listed object; False when its kind skips it (owned objects of ``skipOwned``)."""
         gvk = head.key.gvk
         options = self.tracked[gvk]
@@ -311,8 +329,9 @@ class Ingest:
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
         ts = changes.event_second(recv)
-        if (known is None or decision.delete_first) and gap is not None and head.created is not None and gap < head.created < recv:
-            ts = min(ts, int(head.created))  # created while offline: stamped with its creation time (inferred)
+        if (known is None or decision.delete_first) and relist and head.created is not None:
+            ts, inferred = changes.creation_second(head.created, ts=ts, recv=recv, gap=gap, start=self.restart if first else None,
+                                                   inferred=inferred)
         if decision.delete_first and known is not None:
             # the old object was gone before its successor was created: its deletion takes the successor's
             # time, recorded first (export keeps the two in order, in two events of that second)

@@ -1,7 +1,8 @@
 """A complete list of one kind, page by page, for the watch loop (``watching``): what a (re)list reads and passes on.
 
 - A list reads every page (``limit``, ``continue``) with the resource version unset, so the server serves a
-  consistent, current snapshot; all pages share one relist timestamp. A 410 on a continue token (the token
+  consistent, current snapshot; all pages share one relist timestamp, when the first page answered (the snapshot's
+  time, after any wait the server asked for). A 410 on a continue token (the token
   expired, ~5 minutes) restarts the list from the first page; a 410 on a first page is the server's trouble, retried
   like a broken connection. The next page is requested while the sink ingests the current one (one page ahead, on
   a thread of its own), never further: a list's memory stays two pages, whatever its length.
@@ -68,11 +69,11 @@ def relist(*, resource: Resource, namespace: str | None, list_page: ListPage, si
     ahead = _Prefetch(resource=resource, namespace=namespace, list_page=list_page, budget=budget)
     try:
         while True:
-            ts = clock()
-            sink.relist_begin(gvk, ts)
             token: str | None = None
             try:
                 page = ahead.fetch(None, stop)
+                ts = clock()  # the snapshot's time: its first page answered (a throttled page waited before it)
+                sink.relist_begin(gvk, ts)
                 while True:
                     try:
                         meta = page.get("metadata") or {}

@@ -19,7 +19,9 @@ which ``rate()`` takes in its stride). Kinds are labelled as the config names th
 - ``sktrace_coverage_gaps_open{cause}``: open coverage gaps (kinds not watched now, by cause: an outage's, or
   ``forbidden``); ``sktrace_outages_total``: outages opened.
 - ``sktrace_watch_restarts_total{kind}``: watches opened again after the first (the server ended one, an error,
-  an outage); ``sktrace_relists_total{kind}``: lists after the first (a 410, an outage's end).
+  an outage); ``sktrace_relists_total{kind}``: lists after the first (a 410, an outage's end);
+  ``sktrace_throttled_requests_total{kind}``: requests the API server throttled (a 429, or a 5xx with Retry-After),
+  each retried as the same request (``throttle``).
 - ``sktrace_last_commit_age_seconds``: since the last commit (the heartbeat commits every second): a stuck
   recorder's figure grows; ``sktrace_synced``: 1 once the initial sync is done; ``sktrace_pods_tracked``.
 - ``sktrace_cache_size_bytes``: the cache on disk, or the database's tables, read every ``SIZE_EVERY`` seconds
@@ -62,6 +64,7 @@ class MetricsSample:
     outages: int = 0
     restarts: Mapping[str, int] = field(default_factory=dict)
     relists: Mapping[str, int] = field(default_factory=dict)
+    throttled: Mapping[str, int] = field(default_factory=dict)  # kind -> requests answered 429 (or 5xx with Retry-After)
     pods: int = 0
     cache_bytes: int | None = None
     pruned_events: int = 0
@@ -115,7 +118,7 @@ def kind_state(gvk: GVK, *, served: Container[GVK], failed: Mapping[GVK, BaseExc
 
 def read_sample(*, ingest: Ingest, committed: float, synced: bool, kinds: Iterable[GVK], served: Container[GVK],
                 failed: Mapping[GVK, BaseException], counters: WatchCounters, pruner: Retention | None,
-                cache_bytes: int | None) -> MetricsSample:
+                cache_bytes: int | None, throttled: Mapping[str, int] | None = None) -> MetricsSample:
     """The sample of one round, from the recorder's state; the caller holds the writer's lock."""
     events: dict[tuple[str, str], int] = {}
     for gvk, stats in ingest.stats.items():
@@ -136,7 +139,8 @@ def read_sample(*, ingest: Ingest, committed: float, synced: bool, kinds: Iterab
         caught_up={str(g): s.caught_up for g, s in ingest.stats.items() if g in ingest.tracked},
         kinds={str(g): kind_state(g, served=served, failed=failed, outages=ingest.coverage.outages,
                                   refused={k: o.cause for k, o in ingest.coverage.refused.items()}) for g in kinds},
-        gaps_open=gaps, outages=ingest.coverage.outages_opened, restarts=restarts, relists=relists, pods=len(ingest.pods), cache_bytes=cache_bytes,
+        gaps_open=gaps, outages=ingest.coverage.outages_opened, restarts=restarts, relists=relists, throttled=dict(throttled or {}),
+        pods=len(ingest.pods), cache_bytes=cache_bytes,
         pruned_events=0 if pruner is None else pruner.events_removed, prune_passes=0 if pruner is None else pruner.passes,
     )
 
@@ -161,6 +165,8 @@ def families(sample: MetricsSample, *, now: float) -> list[Metric]:
         CounterMetricFamily("sktrace_outages", "Outages opened (a kind's watch lost, then caught up).", value=sample.outages),
         _labelled(CounterMetricFamily, "sktrace_watch_restarts", "Watches opened again after a kind's first.", "kind", sample.restarts),
         _labelled(CounterMetricFamily, "sktrace_relists", "Lists after a kind's first (a 410, an outage's end).", "kind", sample.relists),
+        _labelled(CounterMetricFamily, "sktrace_throttled_requests", "Requests the API server throttled (429), each retried.", "kind",
+                  sample.throttled),
         GaugeMetricFamily("sktrace_last_commit_age_seconds", "Seconds since the last commit (the heartbeat commits every second).",
                           value=round(max(0.0, now - sample.committed), 3)),
         GaugeMetricFamily("sktrace_synced", "1 once the initial sync is done.", value=int(sample.synced)),

@@ -1,6 +1,7 @@
 """What a person is told about an outage while ``start`` runs: one warning when kinds stop being watched, one
 line when every kind watches again with the retries it took, never one line per retry; and about a kind refused or
-not served: one line when it stops being readable, one when it is recorded again (``KindNotices``).
+not served: one line when it stops being readable, one when it is recorded again (``KindNotices``); and about a kind
+whose requests the API server throttles: one line when it starts, one when they pass again (``ThrottleNotices``).
 
 The recorder hands in what the ingest knows after each round (the open outages, when a kind last resumed, how
 many outages were ever opened); this module decides what to say. Retries are counted by the watch threads,
@@ -16,6 +17,7 @@ from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED, longest_wait
 from kubectl_sktrace.record.coverage import RECORDED, KindNews, Outage
+from kubectl_sktrace.record.throttle import THROTTLED, ThrottleNews
 from kubectl_sktrace.timeparse import format_duration, format_time
 
 
@@ -91,3 +93,21 @@ class KindNotices:
         else:
             self._note(f"{gvk} is served since {at} (not served for {format_duration(news.ts - news.since)}): recorded "
                        "from then on")
+
+
+class ThrottleNotices:
+    """The lines of kinds whose requests the API server throttles (``throttle.ThrottleNews``): one warning when it
+    starts, one line when they pass again with how long and how many retries; each retry only in the log (-v 4)."""
+
+    def __init__(self, *, warn: Callable[[str], None], note: Callable[[str], None]) -> None:
+        self._warn = warn
+        self._note = note
+
+    def report(self, news: list[ThrottleNews]) -> None:
+        for item in news:
+            if item.state == THROTTLED:
+                self._warn(f"{item.gvk}: throttled by the API server since {_clock(item.ts)} ({item.detail}); each "
+                           "request is retried as the server asks (Retry-After), nothing is lost")
+            else:
+                self._note(f"{item.gvk}: requests pass again since {_clock(item.ts)} (throttled for "
+                           f"{format_duration(item.ts - item.since)}, {counted(item.retries, 'retry', 'retries')})")

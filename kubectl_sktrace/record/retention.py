@@ -32,6 +32,7 @@ from typing import Callable, Protocol, TypeVar
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.pruning import (
+    RETAIN,
     PrunedTo,
     PruneResult,
     prune_before,
@@ -167,7 +168,7 @@ class Retention:
         """One link, under the writer's lock: the next cutoff about ``rows`` rows on, and the prune up to it."""
         started = self.monotonic()
         before = step_before(self.cache, after=None if self.since is None else self.since.before, until=cutoff, rows=self.rows)
-        result = prune_before(self.cache, before=before, since=self.since, compact=False)
+        result = prune_before(self.cache, before=before, since=self.since, compact=False, source=RETAIN)
         self.since = result.pruned
         self.bytes_after = result.bytes_after
         return result, self.monotonic() - started

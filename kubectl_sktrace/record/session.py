@@ -6,7 +6,7 @@ sees to the ``Writer`` (``writer.py``: the batches and the one lock), which appl
 writer. This module is the main thread: it plans which kinds to watch (the tracked ones, the owner kinds of
 their pods, the kinds no longer tracked as before), starts the watches, and then, when the writer wakes it or
 something is due, commits quiet batches, reports failures, outages and progress, starts the pod watch, marks
-the sync; at the end it stops everything and records how the run ended. ``start`` wires cluster, cache, signals.
+the sync; at the end it stops everything and records how the run ended. ``starting.start`` wires cluster, cache, signals.
 
 Every kind lists at once, pods beside the others, so the server's encoding of one list overlaps the parsing
 of another. What the initial sync must not do before every kind listed (delete, resolve pods' owners from
@@ -16,7 +16,6 @@ still find their owners in memory instead of costing thousands of GETs.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gc
 import logging
@@ -25,26 +24,27 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from kubectl_sktrace.errors import ForbiddenError, KubeError
-from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, CacheUrl, ClusterId, ObjKey
+from kubectl_sktrace.model import GVK, OWNER_KINDS, POD, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.record import watching
 from kubectl_sktrace.record.failures import every_kind_failed
-from kubectl_sktrace.record.health import HealthBoard, HealthSample, HealthServer
+from kubectl_sktrace.record.health import HealthBoard, HealthSample
 from kubectl_sktrace.record.ingest import Ingest, KindStats
 from kubectl_sktrace.record.listing import PAGES_HELD, PageBudget
 from kubectl_sktrace.record.metrics import MetricsBoard, WatchCounters, read_sample
-from kubectl_sktrace.record.notices import KindNotices, OutageNotices
+from kubectl_sktrace.record.notices import KindNotices, OutageNotices, ThrottleNotices
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
-from kubectl_sktrace.record.signals import StopOnSignals
 from kubectl_sktrace.record.summary import Summary, SummaryRow
+from kubectl_sktrace.record.throttle import Throttle
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.history import coverage_gaps, unserved_spans
+from kubectl_sktrace.store.history import unserved_spans
 from kubectl_sktrace.store.recording import Identity, Recording
+from kubectl_sktrace.store.status import outages_of
 from kubectl_sktrace.tracerconfig import TracerConfig
 
 if TYPE_CHECKING:
@@ -109,6 +109,7 @@ class Session:
         duration: float | None, stop: threading.Event, progress: ProgressView,
         run_watch: Callable[..., None], clock: Callable[[], float] = time.time, context_namespace: str | None = None,
         health: HealthBoard | None = None, retention: RetentionPolicy | None = None, metrics: MetricsBoard | None = None,
+        throttle: Throttle | None = None,
     ) -> None:
         self.health, self.metrics, self.retention, self._counters = health, metrics, retention, WatchCounters()
         self.kube = kube
@@ -128,6 +129,8 @@ class Session:
         self._pages = PageBudget(PAGES_HELD)  # every kind lists at once; the pages they hold together stay few
         self._notices = OutageNotices(warn=self._warn, note=progress.note)
         self._kind_notices = KindNotices(warn=self._warn, note=progress.note)
+        self._throttle = throttle or Throttle(clock=clock, stop=stop)  # ``start`` sends every request through it
+        self._throttle_notices = ThrottleNotices(warn=self._warn, note=progress.note)
         self._news = -1  # the writer's news last reported (failures, outages)
         self.pruner: Retention | None = None
 
@@ -189,7 +192,9 @@ class Session:
                     deadline=None if self.duration is None else time.monotonic() + self.duration)
 
     def _launch(self, run: _Run) -> None:
-        """The vigil and every kind's watch, at once."""
+        """The vigil and every kind's watch, at once, each not yet observed until its first list."""
+        run.writer.not_yet_observed()
+        self._throttle.listen(run.writer.throttled)
         self._watch_vigil()
         for gvk in run.watched:
             self._start_watch(gvk, run.resources.get(gvk), run.writer)
@@ -212,6 +217,7 @@ class Session:
                                       context_namespace=self.context_namespace, synced=run.synced_at is not None)
             if fatal is not None:
                 raise fatal
+        self._throttle_notices.report(self._throttle.take_news())
         self._advance_sync(run, now)
         writer.tick()
         self._post(run)
@@ -229,7 +235,8 @@ class Session:
                 size = self.rec.cache.size_bytes() if self.metrics.size_due(time.monotonic()) else None
                 self.metrics.post(read_sample(ingest=run.ingest, committed=writer.last_commit, synced=synced, served=run.resources,
                                               kinds=dict.fromkeys([*self.config.tracked, *run.watched]), failed=self._failed,
-                                              counters=self._counters, pruner=self.pruner, cache_bytes=size))
+                                              counters=self._counters, pruner=self.pruner, cache_bytes=size,
+                                              throttled=self._throttle.counts()))
         if self.health is not None:
             self.health.post(HealthSample(committed=writer.last_commit, synced=synced, outages=outages, failed=failed))
 
@@ -277,6 +284,7 @@ class Session:
         if clean:
             self.rec.cache.checkpoint()
         # the watch threads write nothing after ``close``: no need to wait for them (daemons, they end with the process)
+        self._throttle_notices.report(self._throttle.take_news(final=True))  # requests that passed, however lately
         self.progress.close()
         return stopped
 
@@ -288,7 +296,7 @@ class Session:
         )
         return Summary(cache=str(self.rec.cache.path), run_id=run.run_id, started=run.started, stopped=stopped,
                        synced=run.synced_at, events=run.ingest.events_recorded, rows=rows, warnings=tuple(self.warnings),
-                       outages=tuple(g for g in coverage_gaps(self.rec.cache) if g.run_id == run.run_id),
+                       outages=tuple(g for g in outages_of(self.rec.cache) if g.run_id == run.run_id),
                        reconciliation=run.reconciliation,
                        unserved=tuple(u for u in unserved_spans(self.rec.cache) if u.run_id == run.run_id))
 
@@ -363,8 +371,8 @@ class Session:
         def target() -> None:
             try:
                 self.run_watch(
-                    resource=resource, gvk=gvk, namespace=self.namespace, list_page=self._counters.lists(self.kube.list_page),
-                    watch=self._counters.watches(self.kube.watch),
+                    resource=resource, gvk=gvk, namespace=self.namespace,
+                    list_page=self._counters.lists(self.kube.list_page), watch=self._counters.watches(self.kube.watch),
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
                     retrying=self._notices.count_retry, rediscover=lambda kind: self.kube.discover([kind], cached={})[0].get(kind),
                     pages=self._pages,
@@ -414,82 +422,3 @@ class Session:
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
         self.progress.warn(message)
-
-
-@dataclass(frozen=True)
-class StartOptions:
-    kubeconfig: str | None
-    context: str | None
-    namespace: str | None
-    cache: str | None
-    config_path: str | None
-    duration: float | None
-    quiet: bool
-    health_port: int | None = None
-    retention: RetentionPolicy | None = None  # --retain
-    drop_kinds: bool = False  # --drop-kinds: a --config may stop tracking kinds the last run tracked
-
-
-def start(options: StartOptions, *, progress: ProgressView) -> Summary:
-    """``kubectl sktrace start``: resolve the cluster, open and lock the cache, record until stopped."""
-    from kubectl_sktrace.kube import kubeconfig
-    from kubectl_sktrace.kube.client import Kube
-    from kubectl_sktrace.record import watching
-    from kubectl_sktrace.store import open_cache
-    from kubectl_sktrace.tracerconfig import choose_config, load_config
-
-    given = load_config(options.config_path) if options.config_path else None
-    target = kubeconfig.resolve_target(kubeconfig=options.kubeconfig, context=options.context)
-    cache_path = kubeconfig.resolve_cache_path(cache=options.cache, kubeconfig=options.kubeconfig, context=options.context)
-    namespace = options.namespace or None
-    stop = threading.Event()
-    board, metrics = (None, None) if options.health_port is None else (HealthBoard(), MetricsBoard())
-    health = None if board is None or metrics is None or options.health_port is None else HealthServer(
-        options.health_port, board, pages={"/metrics": metrics.exposition})
-    if health is not None:
-        progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind), /metrics.")
-
-    def record(cache: Cache, kube: Any, server: str, cluster_uid: str) -> Summary:
-        identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")
-        recording = Recording(cache)
-        recording.check_identity(identity)  # another cluster's cache is refused before its config is read (and again in the run)
-        last = recording.previous_run()
-        config, said = choose_config(given=given, given_path=options.config_path, stored=recording.previous_config(),
-                                     run_id=None if last is None else last.id, drop_kinds=options.drop_kinds)
-        if said is not None:
-            progress.note(said)
-        session = Session(
-            kube=kube, recording=recording, config=config, identity=identity, namespace=namespace,
-            duration=options.duration, stop=stop, progress=progress, run_watch=watching.run_watch,
-            context_namespace=target.namespace, health=board, retention=options.retention, metrics=metrics,
-        )
-        return session.run()
-
-    with StopOnSignals(stop), _closing(health):
-        # leaving the cache's context turns sqlite errors met while recording (damage deep in the file, a full
-        # disk) into one-line CacheErrors
-        if isinstance(cache_path, CacheUrl):
-            # a database finds its history by the cluster's identity: read from the cluster before the history
-            kube = Kube.connect(target)
-            try:
-                server, cluster_uid = kube.cluster_identity()
-                with open_cache(cache_path, create=True, cluster=ClusterId(cluster_uid, server, namespace or "")) as cache, cache.writer_lock():
-                    return record(cache, kube, server, cluster_uid)
-            finally:
-                kube.close()
-        with open_cache(cache_path, create=True) as cache, cache.writer_lock():
-            kube = Kube.connect(target)
-            try:
-                server, cluster_uid = kube.cluster_identity()
-                return record(cache, kube, server, cluster_uid)
-            finally:
-                kube.close()
-
-
-@contextlib.contextmanager
-def _closing(server: HealthServer | None) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        if server is not None:
-            server.close()

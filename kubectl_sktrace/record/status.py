@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from kubectl_sktrace import render
 from kubectl_sktrace.errors import CacheError, UsageError
+from kubectl_sktrace.plural import counted
 from kubectl_sktrace.reconciliation import reconciliation_brief, reconciliation_to_dict
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.connection import disk_size
@@ -214,7 +215,13 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
              "duration": format_duration(u.until - u.since)}
             for u in status.unserved if u.run_id in ids
         ],
+        "notYetObserved": [
+            {"run": u.run_id, "kind": u.gvk, "cause": u.detail, "from": _time(u.since), "to": _time(u.until),
+             "duration": format_duration(u.until - u.since)}
+            for u in status.unobserved if u.run_id in ids
+        ],
         "retention": retention_to_dict(status),
+        "pruned": pruned_to_dict(status),
         "configHistory": config_history(status),
         "kinds": [
             {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred,
@@ -234,6 +241,22 @@ def retention_to_dict(status: CacheStatus) -> dict[str, Any] | None:
     if last is None or last.retain is None:
         return None
     return {"run": last.id, "retain": format_duration_flag(last.retain), "retainSeconds": last.retain}
+
+
+def pruned_to_dict(status: CacheStatus) -> dict[str, Any] | None:
+    """Where the history was cut (None: never pruned): before ``before`` it is incomplete, by whom and how much."""
+    if not status.pruned:
+        return None
+    return {"before": _time(status.pruned[0].cutoff),
+            "by": [{"source": p.source, "before": _time(p.cutoff), "at": _time(p.at), "eventsRemoved": p.events_removed,
+                    "podsRemoved": p.pods_removed} for p in status.pruned]}
+
+
+def _pruned_cell(pruned: dict[str, Any]) -> str:
+    """``history before T is gone (prune at …: N events, M pods; --retain at …: …)``."""
+    by = "; ".join(f"{'--retain' if p['source'] == 'retain' else 'prune'} at {p['at']} removed {counted(p['eventsRemoved'], 'event')} "
+                   f"and {counted(p['podsRemoved'], 'pod')}" for p in pruned["by"])
+    return f"history before {pruned['before']} is gone ({by})"
 
 
 def _retention_cell(status: CacheStatus, retention: dict[str, Any]) -> str:
@@ -290,6 +313,8 @@ def _head(status: CacheStatus, data: dict[str, Any], *, namespace: str | None) -
     head["events"] = f"{status.events} ({data['events']['first']} .. {data['events']['last']})" if status.events else "0"
     if data["retention"] is not None:
         head["retention"] = _retention_cell(status, data["retention"])
+    if data["pruned"] is not None:
+        head["pruned"] = _pruned_cell(data["pruned"])
     head["pods"] = (f"{status.pods.seen} seen, {status.pods.live} live, {status.pods.running} running, {status.pods.finished} finished, "
                     f"{status.pods.with_owner} with a lifecycle owner")
     return head
@@ -322,6 +347,10 @@ def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
         parts += ["", "Not served during runs (none of their objects could exist then: nothing is missing):",
                   render.render_table([{"run": u.run_id, "kind": u.gvk, "not served": format_span(u.since, u.until),
                                         "duration": format_duration(u.until - u.since)} for u in unserved], "table")]
+    unobserved = [u for u in data["notYetObserved"] if u["run"] in shown]
+    if unobserved:
+        parts += ["", "Not yet observed at a run's start (until the kind's first list: blind time, no outage):",
+                  render.render_table(unobserved, "table", columns=["run", "kind", "cause", "from", "to", "duration"])]
     if status.unrecorded:
         parts += ["", f"Not recorded at the end of the latest run ({status.unrecorded[0].run_id}):",
                   *(f"  {u.gvk} since {format_time(u.since)}: {u.detail if u.detail.startswith(u.cause) else f'{u.cause}: {u.detail}'}"

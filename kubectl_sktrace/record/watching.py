@@ -21,7 +21,9 @@ What it guarantees (docs/spec.md §5 step 5; docs/coverage.md; docs/architecture
   the whole way, through proxies, and is the protocol's (client-go renews its watches the same way).
   A connection that the server closes or resets was alive until then: its break is its last proof of liveness.
 - 410, as an HTTP status or as an ERROR event, means history before our version is gone: relist.
-- ``TransientError`` (connection refused or reset, dead connection, 429, 5xx) backs off 0.8 s doubling to
+- A 429 (``ThrottledError``) is the server answering: the run's ``throttle`` retried it in place already; one that
+  still reaches the loop backs off as below but opens no outage (docs/coverage.md, *Throttling*).
+- ``TransientError`` (connection refused or reset, dead connection, 5xx) backs off 0.8 s doubling to
   30 s with ±20 % jitter, or the server's Retry-After when it is longer (at most 300 s), then re-watches
   from the last version (a relist only when no list has completed yet). The delay resets after a list completes or an
   event or bookmark arrives. A stream that ends at once with nothing in it also backs off, so a server that closes
@@ -73,6 +75,7 @@ from kubectl_sktrace.errors import (
     KubeError,
     NotServedError,
     SilentConnectionError,
+    ThrottledError,
     TransientError,
 )
 from kubectl_sktrace.model import GVK
@@ -265,14 +268,15 @@ class _Loop:
         self.coverage.lost(self.sink, self.gvk, since=since, cause=cause, detail=detail)
 
     def _retry_later(self, exc: TransientError) -> None:
-        if self.position is not None:
+        throttled = isinstance(exc, ThrottledError)  # the server answered: no outage (its retries were told: ``throttle``)
+        if self.position is not None and not throttled:
             self._lost(since=self.position.alive, cause=CAUSE_UNREACHABLE, detail=str(exc))
-            if self.position.received:
-                self.backoff.reset()
+        if self.position is not None and self.position.received:
+            self.backoff.reset()
         delay = self.backoff.next_delay(exc.retry_after)
         # one failure after a success is routine (a server restart, a connection cut); an outage is reported once
         # by the sink's owner; say it loudly only when failures repeat before any list
-        quiet = self.backoff.attempt == 1 or self.coverage.down or self.access.state is not None
+        quiet = self.backoff.attempt == 1 or self.coverage.down or self.access.state is not None or throttled
         log.log(logging.INFO if quiet else logging.WARNING, "%s: %s; retrying in %.1fs", self.gvk, exc, delay)
         if self.coverage.down and self.retrying is not None:
             self.retrying(self.gvk)

@@ -82,6 +82,14 @@ class Writer:
     def unserved(self, gvk: GVK, ts: float, detail: str) -> None:
         self._write(self.ingest.unserved, gvk, ts, detail, news=True)
 
+    def not_yet_observed(self) -> None:
+        """The run begins: its kinds are not yet observed (``Ingest.not_yet_observed``)."""
+        self._write(self.ingest.not_yet_observed)
+
+    def throttled(self, gvk: GVK) -> None:
+        """The API server throttles the kind's requests (``throttle.Throttle.listen``)."""
+        self._write(self.ingest.coverage.throttled, gvk)
+
     def failed(self, gvk: GVK, error: BaseException) -> None:
         if isinstance(error, CacheError):
             with self.lock:

@@ -33,6 +33,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("watch_state", ("gvk", "resource_version", "updated")),
     ("coverage_gaps", ("id", "run_id", "gvk", "since", "until", "cause", "detail")),
     ("discovery", ("group_version", "body", "fetched")),
+    ("prunes", ("source", "cutoff", "pruned_at", "events_removed", "pods_removed")),
 )
 # columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL
 # there in the copy (what export reads from the bodies instead, as from the source)

@@ -24,6 +24,7 @@ from typing import Any, Iterator, NamedTuple
 
 from kubectl_sktrace.model import CAUSE_FORBIDDEN as CAUSE_FORBIDDEN  # the causes of rows besides outages, with CAUSE_FAILED
 from kubectl_sktrace.model import CAUSE_NOT_SERVED as CAUSE_NOT_SERVED
+from kubectl_sktrace.model import CAUSE_UNOBSERVED as CAUSE_UNOBSERVED
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body, packed_body
 from kubectl_sktrace.store.connection import from_db_hash
@@ -405,11 +406,21 @@ def unrecorded_kinds(cache: Cache, *, refused_at_end: bool = False) -> list[Unre
 
 def unserved_spans(cache: Cache) -> list[UnrecordedKind]:
     """When each kind was not served during a run (no object of it could exist then), by run, kind and time."""
+    return _spans(cache, CAUSE_NOT_SERVED)
+
+
+def unobserved_spans(cache: Cache) -> list[UnrecordedKind]:
+    """When each kind was not yet observed at a run's start (until its first list; ``detail``: ``listing`` or
+    ``throttled``), by run, kind and time. Blind time (``coverage_gaps`` counts it), but no outage."""
+    return _spans(cache, CAUSE_UNOBSERVED)
+
+
+def _spans(cache: Cache, cause: str) -> list[UnrecordedKind]:
     if not cache.has_table("coverage_gaps"):
         return []
     rows = cache.conn.execute(
         f"SELECT g.run_id, g.gvk, g.since, {_UNTIL}, g.cause, g.detail FROM coverage_gaps g JOIN runs r ON r.id = g.run_id "
-        "WHERE g.cause = ? ORDER BY g.run_id, g.gvk, g.since", (CAUSE_NOT_SERVED,),
+        "WHERE g.cause = ? ORDER BY g.run_id, g.gvk, g.since", (cause,),
     ).fetchall()
     return [UnrecordedKind(*row) for row in rows]
 

@@ -238,4 +238,16 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE runs ADD COLUMN retain DOUBLE PRECISION;
         """,
     ),
+    (
+        "0009_pruned_history",
+        """
+        CREATE TABLE prunes (
+            source TEXT COLLATE "C" PRIMARY KEY,
+            cutoff BIGINT NOT NULL,
+            pruned_at DOUBLE PRECISION NOT NULL,
+            events_removed BIGINT NOT NULL,
+            pods_removed BIGINT NOT NULL
+        );
+        """,
+    ),
 ]

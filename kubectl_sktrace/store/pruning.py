@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -49,6 +50,7 @@ from kubectl_sktrace.store.history import (
 )
 
 VACUUM_FREE_FRACTION = 0.25
+PRUNE, RETAIN = "prune", "retain"  # who pruned: the command, or a recorder's --retain
 
 # What a prune removes, over the rows that survive (``_marked_rows``): one predicate each for the DELETE and for
 # the dry run's count. A pod row stays while an applied event of its uid survives.
@@ -170,15 +172,21 @@ def plan_prune(cache: Cache, *, before: int) -> PrunePlan:
                      bytes_before=size)
 
 
-def prune_before(cache: Cache, *, before: int, since: PrunedTo | None = None, compact: bool = True) -> PruneResult:
+def prune_before(cache: Cache, *, before: int, since: PrunedTo | None = None, compact: bool = True, source: str = PRUNE,
+                 now: float | None = None) -> PruneResult:
     """Remove what no export starting at or after ``before`` reads; the caller holds the writer lock. ``since``: where
     the last prune left this cache (its result's ``pruned``), for this one to look only at what changed after it.
-    ``compact``: give the room back to the disk when much is free (a full rewrite: not while recording)."""
+    ``compact``: give the room back to the disk when much is free (a full rewrite: not while recording). What it
+    removed is recorded under ``source`` (``PRUNE`` or ``RETAIN``) at ``now`` (default: the clock), in the same
+    transaction: an export reaching before ``before`` says the history there is gone."""
     bytes_before = cache.size_bytes()
     with cache.transaction() as conn, _marked_rows(cache, before=before, since=since) as marked:
         events_removed = conn.execute(f"DELETE FROM events WHERE {marked.events_gone}", marked.params).rowcount
         kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", marked.params).fetchone()[0]
         pods_removed = conn.execute(f"DELETE FROM pods WHERE {marked.pods_gone}", marked.params).rowcount
+        if events_removed or pods_removed:
+            record_prune(cache, source=source, cutoff=before, at=time.time() if now is None else now, events=events_removed,
+                         pods=pods_removed)
     vacuumed = compact and cache.compact(free_fraction=VACUUM_FREE_FRACTION)
     bytes_after = cache.size_bytes()
     return PruneResult(
@@ -196,3 +204,42 @@ def step_before(cache: Cache, *, after: int | None, until: int, rows: int) -> in
     if found is None:
         return until
     return min(until, max(int(found[0]), -(2**62) if after is None else after + 1))
+
+
+def record_prune(cache: Cache, *, source: str, cutoff: int, at: float, events: int, pods: int) -> None:
+    """Within the prune's transaction: the history before ``cutoff`` is incomplete now (``prunes``, 0009)."""
+    if not cache.has_table("prunes"):
+        return  # a cache read at an older schema (never written: a writer migrates first)
+    cache.conn.execute(
+        "INSERT INTO prunes (source, cutoff, pruned_at, events_removed, pods_removed) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (source) DO UPDATE SET cutoff = CASE WHEN excluded.cutoff > prunes.cutoff THEN excluded.cutoff "
+        "ELSE prunes.cutoff END, pruned_at = excluded.pruned_at, events_removed = prunes.events_removed + excluded.events_removed, "
+        "pods_removed = prunes.pods_removed + excluded.pods_removed",
+        (source, cutoff, at, events, pods),
+    )
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """History removed before ``cutoff`` by ``source`` (``prune``, or a recorder's ``retain``), last at ``at``."""
+
+    source: str
+    cutoff: int
+    at: float
+    events_removed: int
+    pods_removed: int
+
+
+def prunes(cache: Cache) -> list[Pruned]:
+    """What was pruned, by whom (``prunes``, 0009), the highest cutoff first; none in a cache read at an older schema."""
+    if not cache.has_table("prunes"):
+        return []
+    rows = cache.conn.execute(
+        "SELECT source, cutoff, pruned_at, events_removed, pods_removed FROM prunes ORDER BY cutoff DESC, source").fetchall()
+    return [Pruned(str(source), int(cutoff), float(at), int(e), int(p)) for source, cutoff, at, e, p in rows]
+
+
+def pruned_before(cache: Cache) -> int | None:
+    """The time before which the history is incomplete (the highest cutoff a prune removed rows before), or None."""
+    found = prunes(cache)
+    return found[0].cutoff if found else None

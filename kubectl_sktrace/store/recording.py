@@ -212,6 +212,14 @@ class Recording:
         """Within a batch: the kind is watched again."""
         self._write("UPDATE coverage_gaps SET until = ? WHERE id = ?", (until, gap_id))
 
+    def set_gap_detail(self, gap_id: int, detail: str) -> None:
+        """Within a batch: why an open gap lasts, now (a kind not yet observed because it is throttled)."""
+        self._write("UPDATE coverage_gaps SET detail = ? WHERE id = ?", (detail, gap_id))
+
+    def drop_gap(self, gap_id: int) -> None:
+        """Within a batch: a gap too short to keep (a kind's first list within a second)."""
+        self._write("DELETE FROM coverage_gaps WHERE id = ?", (gap_id,))
+
     # -- loads at start -----------------------------------------------------------------------------
 
     def load_live_objects(self) -> dict[ObjKey, LiveObject]:

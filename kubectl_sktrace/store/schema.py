@@ -90,6 +90,13 @@ events_late     the rows received 2 s or more after their second (a relist stamp
                 With these, the state at a time ``S`` as known at ``K`` is found among the objects alive at the end,
                 those with a row since ``min(S, K - 2)`` and those with a late row received since ``K``; every other
                 object's last row is before ``S``, known, and not applied (``history.last_row_per_object``).
+
+What was pruned (0009, docs/coverage.md):
+
+prunes          one row per way history was pruned (``source``: 'prune', the command, or 'retain', a recorder's
+                ``--retain``): the latest ``cutoff`` (integer seconds: rows before it may be gone), when
+                (``pruned_at``), and the events and pods removed in all (only prunes that removed something).
+                The history before the highest cutoff is incomplete: export says so, ``status`` shows it.
 """
 
 from __future__ import annotations
@@ -308,6 +315,18 @@ MIGRATIONS: list[tuple[str, str]] = [
         "0008_run_retention",
         """
         ALTER TABLE runs ADD COLUMN retain REAL;
+        """,
+    ),
+    (
+        "0009_pruned_history",
+        """
+        CREATE TABLE prunes (
+            source TEXT PRIMARY KEY,
+            cutoff INTEGER NOT NULL,
+            pruned_at REAL NOT NULL,
+            events_removed INTEGER NOT NULL,
+            pods_removed INTEGER NOT NULL
+        );
         """,
     ),
 ]

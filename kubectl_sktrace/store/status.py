@@ -20,12 +20,15 @@ from typing import Any
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import (
+    CAUSE_UNOBSERVED,
     CoverageGap,
     UnrecordedKind,
     coverage_gaps,
     unrecorded_kinds,
+    unobserved_spans,
     unserved_spans,
 )
+from kubectl_sktrace.store.pruning import Pruned, prunes
 from kubectl_sktrace.store.reconciliation import reconciliation
 
 
@@ -82,6 +85,8 @@ class CacheStatus:
     reconciliation: Reconciliation | None = None  # the latest run's (None: no run yet)
     history_names: tuple[str, ...] = ()  # a database's history: every name it is known by (a file: none)
     unserved: tuple[UnrecordedKind, ...] = ()  # when kinds were not served during runs
+    unobserved: tuple[UnrecordedKind, ...] = ()  # kinds not yet observed at runs' starts (until their first list)
+    pruned: tuple[Pruned, ...] = ()  # what ``prune`` and ``--retain`` removed, the highest cutoff first
 
 
 _RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config, {retain}"
@@ -120,7 +125,7 @@ def cache_overview(cache: Cache) -> CacheOverview:
     rows = cache.conn.execute(f"SELECT {_run_columns(cache)} FROM runs ORDER BY id DESC LIMIT 1").fetchall()
     interrupted: set[int] = set()
     if rows and rows[0][4]:
-        interrupted = {gap.run_id for gap in coverage_gaps(cache) if gap.run_id == rows[0][0]}
+        interrupted = {gap.run_id for gap in outages_of(cache) if gap.run_id == rows[0][0]}
     runs = _runs(cache, rows, interrupted=interrupted, last_id=rows[0][0] if rows else None)
     return CacheOverview(path=str(cache.path), server=cache.get_meta("cluster.server"), context=cache.get_meta("cluster.context"),
                          namespace=cache.get_meta("scope.namespace"), last_run=runs[0] if runs else None, size_bytes=cache.size_bytes())
@@ -134,7 +139,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     # rows per kind from the counts the triggers of 0005 keep; a cache read at an older schema counts its history
     count_from = "CAST(coalesce(sum(n), 0) AS BIGINT) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
     rows = conn.execute(f"SELECT {_run_columns(cache)} FROM runs ORDER BY id").fetchall()
-    outages = tuple(coverage_gaps(cache))
+    outages = tuple(outages_of(cache))
     runs = _runs(cache, rows, interrupted={gap.run_id for gap in outages}, last_id=rows[-1][0] if rows else None)
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
     unrecorded = tuple(u for u in unrecorded_kinds(cache, refused_at_end=True) if runs and u.run_id == runs[-1].id)
@@ -166,8 +171,15 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         schema_version=cache.schema_version(),
         runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=pods, events=events,
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
-        history_names=cache.history_names(), unserved=tuple(unserved_spans(cache)),
+        history_names=cache.history_names(), unserved=tuple(unserved_spans(cache)), unobserved=tuple(unobserved_spans(cache)),
+        pruned=tuple(prunes(cache)),
     )
+
+
+def outages_of(cache: Cache) -> list[CoverageGap]:
+    """The coverage gaps that make a run ``interrupted``: outages and refusals, not a kind's first list (blind time,
+    but the recorder did nothing wrong: docs/coverage.md)."""
+    return [gap for gap in coverage_gaps(cache) if gap.cause != CAUSE_UNOBSERVED]
 
 
 def _pod_counts(conn: Any, where: str, params: tuple[str, ...]) -> PodCounts:

@@ -113,8 +113,8 @@ def test_a_crd_deleted_mid_run_sends_its_deletions_then_the_kind_is_not_served_u
                                 [[ev("DELETED", "a", "150")], GONE, [ev("ADDED", "d", "301")]], cycles=6,
                                 rediscover=lambda gvk: rediscovered.pop(0))
     assert [c[:2] for c in sink.calls] == [
-        ("begin", 1000.0), ("page", ["a"]), ("end", "100"), ("DELETED", "a"), ("unserved", 1004.0),
-        ("begin", pytest.approx(1004.0 + slept[0] + slept[1])), ("page", ["c"]), ("end", "300"), ("ADDED", "d")]
+        ("begin", 1002.0), ("page", ["a"]), ("end", "100"), ("DELETED", "a"), ("unserved", 1004.0),
+        ("begin", pytest.approx(1006.0 + slept[0] + slept[1])), ("page", ["c"]), ("end", "300"), ("ADDED", "d")]
     assert told(sink, "interrupted", "resumed", "failed") == []  # no outage, no failure: the kind was merely not served
     assert script.watch_calls == ["100", "150", "300"]  # re-watched from the last deletion: 404
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from kubectl_sktrace.model import GVK, POD, LiveObject, ObjKey
+from kubectl_sktrace.record import changes
 from kubectl_sktrace.record.changes import (
     Decision,
     decide_applied,
@@ -123,3 +124,18 @@ def test_status_and_label_changes_record_nothing_with_real_hash() -> None:
     assert decide_applied(known=known, uid="u1", spec_hash=spec_hash(scaled.get("spec"))).apply is True
     specless: dict[str, Any] = {"metadata": {"uid": "u2"}}
     assert decide_applied(known=LiveObject("u2", spec_hash(None)), uid="u2", spec_hash=spec_hash(specless.get("spec"))).apply is False
+
+
+@pytest.mark.parametrize(("created", "gap", "start", "inferred", "expected"), [
+    (50.0, 100.0, None, True, (130, True)),  # after an offline gap, created before it: at the list
+    (110.5, 100.0, None, True, (110, True)),  # created while offline: at its creation time
+    (50.0, None, 100.2, False, (100, False)),  # a first list with no history: existed at the run's start
+    (100.2, None, 100.2, False, (100, False)),  # created at the start itself
+    (120.7, None, 100.2, False, (120, True)),  # created after the start, before the list: reconstructed
+    (131.0, None, 100.2, False, (130, False)),  # created after the list began (a clock ahead): at the list
+    (50.0, None, None, False, (130, False)),  # not a first list: at the list
+], ids=["offline-before-gap", "offline-in-gap", "first-list-existed", "first-list-at-start", "first-list-since",
+        "first-list-clock-ahead", "later-list"])
+def test_creation_second(created: float, gap: float | None, start: float | None, inferred: bool,
+                         expected: tuple[int, bool]) -> None:
+    assert changes.creation_second(created, ts=130, recv=130.4, gap=gap, start=start, inferred=inferred) == expected

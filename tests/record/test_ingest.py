@@ -493,3 +493,16 @@ def test_an_applied_object_is_stored_with_whether_a_daemonset_owns_it(h: Harness
     listing(ing, DEPLOY, [owned, deployment("web", "d2")], T0)
     h.finish(ing, T0 + 1)
     assert h.cache.conn.execute("SELECT name, daemonset FROM events ORDER BY id").fetchall() == [("node-agent", 1), ("web", 0)]
+
+
+def test_a_first_list_with_no_history_records_what_existed_at_the_start_and_the_kind_not_yet_observed(h: Harness) -> None:
+    ing = h.ingest(restart=T0 + 0.3, initial_kinds=frozenset({DEPLOY, POD}))
+    ing.not_yet_observed()
+    ing.coverage.throttled(DEPLOY)  # the server throttled its list meanwhile
+    listing(ing, POD, [], T0 + 0.9)  # within a second: no row
+    listing(ing, DEPLOY, [deployment("old", "d1", created=T0 - 500), deployment("new", "d2", created=T0 + 40.2)], T0 + 93.5)
+    h.finish(ing, T0 + 100)
+    assert h.events() == [(int(T0), "apps/v1.Deployment", "old", 0, 0),  # existed at the run's start: there, as first seen
+                          (int(T0) + 40, "apps/v1.Deployment", "new", 0, 1)]  # created since: at its creation, reconstructed
+    assert h.cache.conn.execute("SELECT gvk, since, until, cause, detail FROM coverage_gaps").fetchall() == [
+        ("apps/v1.Deployment", T0 + 0.3, T0 + 93.5, "not yet observed", "throttled")]

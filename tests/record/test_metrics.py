@@ -30,7 +30,7 @@ SAMPLE = MetricsSample(
     caught_up={"apps/v1.Deployment": 1}, kinds={"apps/v1.Deployment": "watched", "batch/v1.Job": "forbidden", "example.com/v1.Widget": "not_served",
                                                  "v1.Pod": "outage"},
     gaps_open={"API unreachable": 1, "forbidden": 1}, outages=3, restarts={"v1.Pod": 2}, relists={"v1.Pod": 1}, pods=40, cache_bytes=123456,
-    pruned_events=9, prune_passes=2,
+    throttled={"v1.ConfigMap": 5}, pruned_events=9, prune_passes=2,
 )
 
 
@@ -69,6 +69,7 @@ def test_the_families_of_a_sample_as_prometheus_reads_them() -> None:
         'sktrace_coverage_gaps_open{cause="API unreachable"}': 1.0, 'sktrace_coverage_gaps_open{cause="forbidden"}': 1.0,
         "sktrace_outages_total": 3.0,
         'sktrace_watch_restarts_total{kind="v1.Pod"}': 2.0, 'sktrace_relists_total{kind="v1.Pod"}': 1.0,
+        'sktrace_throttled_requests_total{kind="v1.ConfigMap"}': 5.0,
         "sktrace_last_commit_age_seconds": 2.5, "sktrace_synced": 1.0, "sktrace_pods_tracked": 40.0, "sktrace_cache_size_bytes": 123456.0,
         "sktrace_retention_pruned_events_total": 9.0, "sktrace_retention_passes_total": 2.0,
     }
@@ -157,7 +158,7 @@ def test_a_scrape_during_a_real_run(emulator: Any, emulator_kubeconfig: str, tmp
     """A recorder allowed everything but StatefulSets, scraped while it records a Deployment: its events, the
     forbidden kind (by name, and as an open gap), a fresh commit, the cache's size, the process's figures."""
     from kubectl_sktrace.kube.rbac import BUILTIN_RESOURCES, Subject, needed_kinds, rbac_documents
-    from kubectl_sktrace.record.session import StartOptions, start
+    from kubectl_sktrace.record.starting import StartOptions, start
     from kubectl_sktrace.tracerconfig import default_config, watched_owner_kinds
 
     cfg = default_config()

@@ -4,6 +4,8 @@ and a real run against the emulator on both engines."""
 from __future__ import annotations
 
 import shutil
+import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -27,6 +29,7 @@ from kubectl_sktrace.record.retention import (
 )
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.pruning import prune_before
+from kubectl_sktrace.timeparse import format_time
 
 T = TypeVar("T")
 
@@ -162,7 +165,7 @@ def scale_every(emulator: Any, seconds: float, stop: threading.Event) -> None:
 def test_the_running_recorder_prunes_what_is_older_than_retain(engine: str, emulator: Any, emulator_kubeconfig: str) -> None:
     """``start --retain 2s``, passes every half second, while a Deployment is scaled four times a second: the
     versions older than the retained time go, its last version before it stays, and the run's retention is stored."""
-    from kubectl_sktrace.record.session import StartOptions, start
+    from kubectl_sktrace.record.starting import StartOptions, start
     from kubectl_sktrace.record.status import load_status, status_to_dict
 
     emulator.create({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
@@ -187,6 +190,26 @@ def test_the_running_recorder_prunes_what_is_older_than_retain(engine: str, emul
     assert summary.events >= len(web) + 4
     data = status_to_dict(load_status(cache=engine, kubeconfig=emulator_kubeconfig, context=None))
     assert data["retention"] == {"run": summary.run_id, "retain": "2s", "retainSeconds": 2.0}
+    # what --retain cut is recorded: status shows it, an export reaching before it says so, one wholly before it is refused
+    ((by,),) = [tuple(p for p in data["pruned"]["by"])]
+    assert by["source"] == "retain" and by["eventsRemoved"] > 0 and data["pruned"]["before"] == by["before"]
+    from kubectl_sktrace.errors import EmptyTraceError
+    from kubectl_sktrace.export.options import ExportFilters
+    from kubectl_sktrace.export.window import export_to
+    from kubectl_sktrace.store import open_cache_readonly
+    from kubectl_sktrace.store.pruning import pruned_before
+
+    with open_cache_readonly(location(engine, "emulator")) as cache:
+        cut = pruned_before(cache)
+    assert cut is not None and cutoff <= cut <= summary.stopped
+    out = Path(tempfile.mkdtemp()) / "t.json"
+    report = export_to(location(engine, "emulator"), str(out), start_ts=int(summary.started), end_ts=int(summary.stopped),
+                       filters=ExportFilters(include_namespaces=frozenset({"default"})), keep_status=False, fmt="json",
+                       allow_empty=False, stdout=sys.stdout.buffer)
+    assert any(f"history before {format_time(cut)} was pruned" in w for w in report.warnings), report.warnings
+    with pytest.raises(EmptyTraceError, match="where the cache's history was pruned"):
+        export_to(location(engine, "emulator"), str(out), start_ts=int(summary.started), end_ts=cut, filters=ExportFilters(),
+                  keep_status=False, fmt="json", allow_empty=False, stdout=sys.stdout.buffer)
 
 
 def test_a_failed_pass_is_logged_and_the_next_one_runs(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -191,8 +191,8 @@ def test_paginated_list_then_watch_from_the_list_version():
                               [[ev("ADDED", "d", "121"), ev("MODIFIED", "a", "122")]], cycles=2)
     assert script.list_calls == [(None, 500, None), (None, 500, "c1")]
     assert script.watch_calls == ["120"]
-    # all pages at one relist time (the time the list began), events at their receive time
-    assert sink.calls == [("begin", 1000.0), ("page", ["a", "b"], 1000.0), ("page", ["c"], 1000.0), ("end", "120", 1000.0),
+    # all pages at one relist time (the time its first page answered: the snapshot's), events at their receive time
+    assert sink.calls == [("begin", 1002.0), ("page", ["a", "b"], 1002.0), ("page", ["c"], 1002.0), ("end", "120", 1002.0),
                           ("ADDED", "d", 1006.0), ("MODIFIED", "a", 1008.0)]
     assert slept == []
 
@@ -201,8 +201,8 @@ def test_410_on_a_continue_token_restarts_the_list():
     sink, script, _ = run([page(["a"], cont="c1"), ExpiredError("continue too old"), page(["a"], cont="c2"), page(["b"], rv="7")],
                           [], cycles=1)
     assert script.list_calls == [(None, 500, None), (None, 500, "c1"), (None, 500, None), (None, 500, "c2")]
-    assert sink.calls == [("begin", 1000.0), ("page", ["a"], 1000.0), ("begin", 1004.0), ("page", ["a"], 1004.0),
-                          ("page", ["b"], 1004.0), ("end", "7", 1004.0)]
+    assert sink.calls == [("begin", 1002.0), ("page", ["a"], 1002.0), ("begin", 1006.0), ("page", ["a"], 1006.0),
+                          ("page", ["b"], 1006.0), ("end", "7", 1006.0)]
 
 
 @pytest.mark.parametrize("expired", [
@@ -282,14 +282,14 @@ def test_an_outage_ended_by_a_relist_resumes_at_the_relist_without_a_horizon():
     sink, script, slept = run([page(["a"], rv="100"), page(["a"], rv="300")],
                               [[ev("MODIFIED", "a", "101"), TransientError("reset")], ExpiredError("too old")], cycles=4)
     assert [c for c in sink.calls if c[0] in ("interrupted", "resumed", "begin")] == [
-        ("begin", 1000.0), ("interrupted", 1006.0, "API unreachable"), ("begin", pytest.approx(1008.0 + slept[0])),
-        ("resumed", pytest.approx(1008.0 + slept[0]), None)]
+        ("begin", 1002.0), ("interrupted", 1006.0, "API unreachable"), ("begin", pytest.approx(1010.0 + slept[0])),
+        ("resumed", pytest.approx(1010.0 + slept[0]), None)]
 
 
 def test_a_410_on_a_healthy_watch_is_a_gap_from_the_last_event_until_the_relist():
     sink, script, slept = run([page([], rv="100"), page([], rv="300")], [[ev("ADDED", "a", "101"), expired_event()]], cycles=3)
     assert [c for c in sink.calls if c[0] in ("interrupted", "resumed")] == [
-        ("interrupted", 1004.0, "watch expired"), ("resumed", 1006.0, None)]
+        ("interrupted", 1004.0, "watch expired"), ("resumed", 1008.0, None)]
 
 
 def test_a_failure_before_the_first_list_completes_is_no_gap():
@@ -466,7 +466,7 @@ def test_a_resumed_watch_answered_at_once_with_410_is_no_recovery_the_outage_goe
     sink, script, slept = run([page(["a"], rv="100"), page(["a"], rv="300")],
                               [[ev("MODIFIED", "a", "101"), TransientError("reset")], [expired_event()]], cycles=4)
     assert [c for c in sink.calls if c[0] in ("interrupted", "resumed")] == [
-        ("interrupted", 1006.0, "API unreachable"), ("resumed", pytest.approx(1010.0 + slept[0]), None)]
+        ("interrupted", 1006.0, "API unreachable"), ("resumed", pytest.approx(1012.0 + slept[0]), None)]
 
 
 def test_a_quiet_resumed_watch_that_ends_cleanly_ends_the_outage_at_its_connection():
@@ -497,7 +497,7 @@ def test_a_410_after_a_resumed_watch_settled_is_a_gap_of_its_own_from_the_connec
                               cycles=4, later=timers)
     connected = pytest.approx(1008.0 + slept[0])
     assert outage_calls(sink) == [("interrupted", 1006.0, "API unreachable"), ("resumed", connected, "999"),
-                                  ("interrupted", connected, "watch expired"), ("resumed", pytest.approx(1010.0 + slept[0]), None)]  # at the relist
+                                  ("interrupted", connected, "watch expired"), ("resumed", pytest.approx(1012.0 + slept[0]), None)]  # at the relist
 
 
 def test_a_settle_timer_that_fires_after_the_stream_failed_at_once_says_nothing():

@@ -612,3 +612,42 @@ def test_a_database_names_its_histories_by_context(tmp_path: Path, pg_url: str, 
                      "no history of context 'third' in", "(it holds: emulator, second)")
     shown = run_cli(["status", "--cache", pg_url, "--context", "second", "-o", "json"], home=tmp_path)
     assert shown.code == 0 and __import__("json").loads(shown.stdout)["cluster"]["context"] == "second", shown.describe()
+
+
+def test_pruned_history_is_recorded_shown_and_said_by_export_on_either_engine(tmp_path: Path, pg_url: str) -> None:
+    from kubectl_sktrace.errors import EmptyTraceError
+    from kubectl_sktrace.export.options import ExportFilters
+    from kubectl_sktrace.export.window import export_to
+    from kubectl_sktrace.record.status import render_status, status_to_dict
+    from kubectl_sktrace.store.prune import prune_cache
+    from kubectl_sktrace.store.status import cache_status
+
+    sqlite_path, pg = tmp_path / "c.db", CacheUrl(pg_url, "test")
+    for n, where in enumerate((sqlite_path, pg)):
+        builder = CacheBuilder(where)
+        _tricky_history(builder)
+        builder.close()
+        with open_cache_readonly(where) as cache:
+            assert status_to_dict(cache_status(cache))["pruned"] is None
+        prune_cache(where, before=1011.7)
+        with open_cache_readonly(where) as cache:
+            status = cache_status(cache)
+        pruned = status_to_dict(status)["pruned"]
+        assert pruned["before"] == "1970-01-01T00:16:51Z" and [p["source"] for p in pruned["by"]] == ["prune"]
+        assert pruned["by"][0]["eventsRemoved"] > 0
+        table = render_status(status, "table")
+        assert "history before 1970-01-01T00:16:51Z is gone (prune at " in table, table
+        into = export_to(where, str(tmp_path / "into.json"), start_ts=1000, end_ts=1300, filters=ExportFilters(), keep_status=False,
+                         fmt="json", allow_empty=False, stdout=sys.stdout.buffer)
+        block = next(w for w in into.warnings if w.startswith("coverage: "))
+        assert "  history before 1970-01-01T00:16:51Z was pruned: objects and lifecycles before it are gone" in block
+        assert "(11s, pruned)" in block  # the window's start (the history's, 999) to the cut, not observed
+        after = export_to(where, str(tmp_path / "after.json"), start_ts=1011, end_ts=1300, filters=ExportFilters(), keep_status=False,
+                          fmt="json", allow_empty=False, stdout=sys.stdout.buffer)
+        assert not any("pruned" in w for w in after.warnings)
+        with pytest.raises(EmptyTraceError, match="lies wholly before 1970-01-01T00:16:51Z, where the cache's history was pruned"):
+            export_to(where, str(tmp_path / f"inside-{n}.json"), start_ts=1000, end_ts=1010, filters=ExportFilters(), keep_status=False,
+                      fmt="json", allow_empty=False, stdout=sys.stdout.buffer)
+        assert not (tmp_path / f"inside-{n}.json").exists()
+        export_to(where, str(tmp_path / f"inside-{n}.json"), start_ts=1000, end_ts=1010, filters=ExportFilters(), keep_status=False,
+                  fmt="json", allow_empty=True, stdout=sys.stdout.buffer)
