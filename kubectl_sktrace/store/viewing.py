@@ -1,0 +1,223 @@
+"""Read-only queries behind ``kubectl sktrace view``: the history as a picture, aggregated and paged here.
+
+Every query answers in time proportional to what the page shows, not to the history: the rate of changes is
+counted per time bucket and kind by the database (``events_ts`` bounds the rows to the range asked for), the
+objects of a kind and namespace are read a page at a time from ``event_objects`` (one row per object ever
+recorded, deleted ones too, with its last row: schema 0006), each object's changes from its own range of
+``events_object``, its pods from ``pods_owner``. Written once in SQL both engines accept (integer division of
+integers, ``LIKE … ESCAPE``, index hints that ``pgconn.translate`` drops). Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.store.bodies import chain_from_json, decode_body
+from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.store.history import UNTRACKED
+
+MAX_TICKS = 400
+"""Changes of one object returned per answer (the newest in the range are dropped beyond: the page says so)."""
+MAX_PODS = 60
+"""Pods returned under one workload per answer (with their total)."""
+
+
+@dataclass(frozen=True)
+class KindCount:
+    """Events of one kind in a time bucket, or in a window: applied, deleted, and how many of them were reconstructed."""
+
+    gvk: str
+    applied: int
+    deleted: int
+    inferred: int
+
+
+def require_viewable(cache: Cache) -> None:
+    """A cache recorded before schema 0006 lacks ``event_objects``' last rows that the objects' list pages through."""
+    if not cache.has_column("event_objects", "last_op"):
+        raise CacheError(f"cache {cache.path} is at schema {cache.schema_version()}, older than view reads; "
+                         "run 'kubectl sktrace start' once with this version to migrate it")
+
+
+def first_and_last(cache: Cache) -> tuple[int | None, int | None]:
+    """The seconds of the first and the last recorded event (each one end of ``events_ts``)."""
+    conn = cache.conn
+    first = conn.execute(f"SELECT ts FROM events WHERE op != {UNTRACKED} ORDER BY ts LIMIT 1").fetchone()
+    last = conn.execute(f"SELECT ts FROM events WHERE op != {UNTRACKED} ORDER BY ts DESC LIMIT 1").fetchone()
+    return (None if first is None else int(first[0])), (None if last is None else int(last[0]))
+
+
+def bucket_counts(cache: Cache, *, start: int, end: int, width: int) -> dict[int, list[KindCount]]:
+    """Per bucket ``(ts - start) // width`` of ``[start, end)``, the events of each kind: the database counts them."""
+    if width < 1 or end <= start:
+        return {}
+    rows = cache.conn.execute(
+        "SELECT (ts - ?) / ? AS bucket, gvk, op, inferred, count(*) FROM events "
+        f"WHERE ts >= ? AND ts < ? AND op != {UNTRACKED} GROUP BY bucket, gvk, op, inferred",
+        (start, width, start, end),
+    ).fetchall()
+    return _per_bucket(rows)
+
+
+def _per_bucket(rows: list[tuple[Any, ...]]) -> dict[int, list[KindCount]]:
+    merged: dict[int, dict[str, list[int]]] = {}
+    for bucket, gvk, op, inferred, n in rows:
+        entry = merged.setdefault(int(bucket), {}).setdefault(str(gvk), [0, 0, 0])
+        entry[int(op)] += int(n)
+        if inferred:
+            entry[2] += int(n)
+    return {b: [KindCount(g, *counts) for g, counts in sorted(kinds.items())] for b, kinds in merged.items()}
+
+
+def window_counts(cache: Cache, *, start: int, end: int) -> list[KindCount]:
+    """The events of each kind in ``[start, end)``."""
+    return bucket_counts(cache, start=start, end=end, width=max(1, end - start)).get(0, [])
+
+
+def kinds_and_namespaces(cache: Cache) -> list[tuple[str, str, int]]:
+    """``(gvk, namespace, events)`` of every kind and namespace the history holds (the counts 0005's triggers keep)."""
+    rows = cache.conn.execute(
+        "SELECT gvk, namespace, CAST(sum(n) AS BIGINT) FROM event_counts WHERE op < 2 GROUP BY gvk, namespace ORDER BY gvk, namespace"
+    ).fetchall()
+    return [(str(g), str(ns), int(n)) for g, ns, n in rows if n]
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One recorded row of an object: applied (``op`` 0) or deleted (1); ``inferred``: reconstructed after a gap."""
+
+    id: int
+    ts: int
+    op: int
+    inferred: bool
+
+
+@dataclass(frozen=True)
+class PodLife:
+    name: str
+    uid: str
+    start: int | None
+    end: int | None
+    live: bool
+
+
+@dataclass(frozen=True)
+class ObjectRow:
+    """An object of the history: when it was first and last recorded, whether it is gone, its owner (the first of its
+    owner chain), its changes in the range asked for, and the pods whose lifecycle it owns."""
+
+    key: ObjKey
+    first_ts: int
+    last_ts: int
+    deleted: bool
+    owner: ObjKey | None
+    ticks: tuple[Tick, ...]
+    ticks_total: int
+    pods: tuple[PodLife, ...]
+    pods_total: int
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
+                offset: int, limit: int) -> tuple[list[ObjectRow], int]:
+    """A page of the objects of ``gvk`` (every kind: None) in ``namespace`` (every one: None) whose name contains
+    ``search`` (any case), by kind and name, with their changes and pods in ``[start, end)``; and how many match."""
+    where, params = ["TRUE"], []
+    if gvk is not None:
+        where.append("gvk = ?")
+        params.append(gvk)
+    if namespace is not None:
+        where.append("namespace = ?")
+        params.append(namespace)
+    if search:
+        where.append("lower(name) LIKE ? ESCAPE '\\'")
+        params.append(f"%{_escape_like(search.lower())}%")
+    condition = " AND ".join(where)
+    total = int(cache.conn.execute(f"SELECT count(*) FROM event_objects WHERE {condition}", params).fetchone()[0])
+    rows = cache.conn.execute(
+        f"SELECT gvk, namespace, name, last_ts, last_op FROM event_objects WHERE {condition} ORDER BY gvk, namespace, name LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    ).fetchall()
+    return [_object_row(cache, row, start=start, end=end) for row in rows], total
+
+
+def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int) -> ObjectRow:
+    gvk, namespace, name, last_ts, last_op = row
+    key = ObjKey(GVK.parse(str(gvk)), str(namespace), str(name))
+    conn = cache.conn
+    same = "gvk = ? AND namespace = ? AND name = ?"
+    ident = (gvk, namespace, name)
+    first = conn.execute(f"SELECT ts FROM events INDEXED BY events_object WHERE {same} ORDER BY ts, id LIMIT 1", ident).fetchone()
+    chain = conn.execute(
+        f"SELECT owner_chain FROM events INDEXED BY events_object WHERE {same} AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1", ident
+    ).fetchone()
+    owners = chain_from_json(chain[0]) if chain is not None and chain[0] else ()
+    in_range = f"{same} AND ts >= ? AND ts < ? AND op != {UNTRACKED}"
+    ticks = conn.execute(
+        f"SELECT id, ts, op, inferred FROM events INDEXED BY events_object WHERE {in_range} ORDER BY ts, id LIMIT ?",
+        (*ident, start, end, MAX_TICKS),
+    ).fetchall()
+    ticks_total = len(ticks) if len(ticks) < MAX_TICKS else int(
+        conn.execute(f"SELECT count(*) FROM events INDEXED BY events_object WHERE {in_range}", (*ident, start, end)).fetchone()[0])
+    pods, pods_total = _pods_of(cache, key, start=start, end=end)
+    return ObjectRow(key=key, first_ts=int(first[0]) if first is not None else int(last_ts), last_ts=int(last_ts), deleted=last_op == 1,
+                     owner=owners[0] if owners else None, ticks=tuple(Tick(int(i), int(t), int(o), bool(f)) for i, t, o, f in ticks),
+                     ticks_total=ticks_total, pods=pods, pods_total=pods_total)
+
+
+def _pods_of(cache: Cache, key: ObjKey, *, start: int, end: int) -> tuple[tuple[PodLife, ...], int]:
+    """The pods whose lifecycle ``key`` owns and that lived in ``[start, end)`` (a pod never started has no lifecycle)."""
+    condition = ("owner_gvk = ? AND owner_namespace = ? AND owner_name = ? AND start_ts IS NOT NULL AND start_ts < ? "
+                 "AND (end_ts IS NULL OR end_ts >= ?)")
+    params = (str(key.gvk), key.namespace, key.name, end, start)
+    rows = cache.conn.execute(
+        f"SELECT name, uid, start_ts, end_ts, live FROM pods WHERE {condition} ORDER BY start_ts, id LIMIT ?", (*params, MAX_PODS)
+    ).fetchall()
+    total = len(rows) if len(rows) < MAX_PODS else int(cache.conn.execute(f"SELECT count(*) FROM pods WHERE {condition}", params).fetchone()[0])
+    return tuple(PodLife(str(n), str(u), s, e, bool(live)) for n, u, s, e, live in rows), total
+
+
+@dataclass(frozen=True)
+class Version:
+    """One recorded row of an object with its body (None for a deletion), and the applied version before it."""
+
+    id: int
+    ts: int
+    recv: float
+    key: ObjKey
+    uid: str
+    op: int
+    inferred: bool
+    body: dict[str, Any] | None
+    previous_id: int | None
+    previous_ts: int | None
+    previous_body: dict[str, Any] | None
+
+
+_ROW = "id, ts, recv, gvk, namespace, name, uid, op, inferred, body, status"
+
+
+def version(cache: Cache, event_id: int) -> Version | None:
+    """The row ``event_id`` (None when there is none) and the object's last applied row before it."""
+    row = cache.conn.execute(f"SELECT {_ROW} FROM events WHERE id = ?", (event_id,)).fetchone()
+    if row is None:
+        return None
+    id_, ts, recv, gvk, namespace, name, uid, op, inferred, body, status = row
+    previous = cache.conn.execute(
+        f"SELECT id, ts, body, status FROM events INDEXED BY events_object WHERE gvk = ? AND namespace = ? AND name = ? "
+        "AND (ts < ? OR (ts = ? AND id < ?)) AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1",
+        (gvk, namespace, name, ts, ts, id_),
+    ).fetchone()
+    return Version(
+        id=int(id_), ts=int(ts), recv=float(recv), key=ObjKey(GVK.parse(str(gvk)), str(namespace), str(name)), uid=str(uid), op=int(op),
+        inferred=bool(inferred), body=decode_body(bytes(body), None if status is None else bytes(status)) if body is not None else None,
+        previous_id=None if previous is None else int(previous[0]), previous_ts=None if previous is None else int(previous[1]),
+        previous_body=None if previous is None or previous[2] is None else decode_body(
+            bytes(previous[2]), None if previous[3] is None else bytes(previous[3])),
+    )
