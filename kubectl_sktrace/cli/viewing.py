@@ -59,7 +59,9 @@ def view_command(kubeconfig: str | None, context: str | None, cache: str | None,
     """
     import signal
 
-    from kubectl_sktrace.view.app import cache_api, check_cache, serve
+    import threading
+
+    from kubectl_sktrace.view.app import cache_api, check_cache, rate_index, serve
     from kubectl_sktrace.view.server import ViewServer
 
     location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
@@ -67,8 +69,12 @@ def view_command(kubeconfig: str | None, context: str | None, cache: str | None,
     if address != LOOPBACK:
         warn(f"listening on {address}, not {LOOPBACK}: whoever reaches it and learns the address's token reads the whole history; "
              "prefer the default with 'ssh -L' or 'kubectl port-forward'")
-    api = cache_api(location, title=str(location), command_base=command_base(cache=cache, kubeconfig=kubeconfig, context=context))
+    index = rate_index(location)
+    api = cache_api(location, title=str(location), command_base=command_base(cache=cache, kubeconfig=kubeconfig, context=context),
+                    index=index)
     server = ViewServer(api=api, address=address, port=port)
+    if index is not None:
+        threading.Thread(target=index.fill, name="rates", daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: server.stop())
     try:
         serve(server, what=f"the cache {location}", open_browser=not no_browser)

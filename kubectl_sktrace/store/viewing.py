@@ -50,31 +50,32 @@ def first_and_last(cache: Cache) -> tuple[int | None, int | None]:
     return (None if first is None else int(first[0])), (None if last is None else int(last[0]))
 
 
-def bucket_counts(cache: Cache, *, start: int, end: int, width: int) -> dict[int, list[KindCount]]:
-    """Per bucket ``(ts - start) // width`` of ``[start, end)``, the events of each kind: the database counts them."""
+Row = tuple[int, str, int, int, int]
+
+
+def minute_counts(cache: Cache, *, start: int, end: int, width: int, origin: int | None = None) -> list[Row]:
+    """``(bucket, gvk, op, inferred, n)``: the events of ``[start, end)`` per bucket ``(ts - origin) // width`` (``origin``:
+    ``start`` unless given, not after it), kind, operation and whether reconstructed; the database counts them over the
+    range of ``events_ts``."""
     if width < 1 or end <= start:
-        return {}
+        return []
     rows = cache.conn.execute(
         "SELECT (ts - ?) / ? AS bucket, gvk, op, inferred, count(*) FROM events "
         f"WHERE ts >= ? AND ts < ? AND op != {UNTRACKED} GROUP BY bucket, gvk, op, inferred",
-        (start, width, start, end),
+        (start if origin is None else origin, width, start, end),
     ).fetchall()
-    return _per_bucket(rows)
+    return [(int(b), str(g), int(o), int(f), int(n)) for b, g, o, f, n in rows]
 
 
-def _per_bucket(rows: list[tuple[Any, ...]]) -> dict[int, list[KindCount]]:
+def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:
+    """The rows of ``minute_counts`` merged per bucket and kind."""
     merged: dict[int, dict[str, list[int]]] = {}
     for bucket, gvk, op, inferred, n in rows:
-        entry = merged.setdefault(int(bucket), {}).setdefault(str(gvk), [0, 0, 0])
-        entry[int(op)] += int(n)
+        entry = merged.setdefault(bucket, {}).setdefault(gvk, [0, 0, 0])
+        entry[op] += n
         if inferred:
-            entry[2] += int(n)
+            entry[2] += n
     return {b: [KindCount(g, *counts) for g, counts in sorted(kinds.items())] for b, kinds in merged.items()}
-
-
-def window_counts(cache: Cache, *, start: int, end: int) -> list[KindCount]:
-    """The events of each kind in ``[start, end)``."""
-    return bucket_counts(cache, start=start, end=end, width=max(1, end - start)).get(0, [])
 
 
 def kinds_and_namespaces(cache: Cache) -> list[tuple[str, str, int]]:

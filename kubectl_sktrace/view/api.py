@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.store import Cache, history, viewing
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.view import exports
+from kubectl_sktrace.view import exports, rates
 from kubectl_sktrace.view.diff import as_yaml, unified
 from kubectl_sktrace.view.spans import CATEGORIES, LANES, Span, aligned, bucket_width, overlapping, timeline_spans
 
@@ -67,24 +67,30 @@ def overview(cache: Cache, *, title: str, command_base: tuple[str, ...]) -> dict
     }
 
 
-def histogram(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+def histogram(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | None = None) -> dict[str, Any]:
     start, end = _int(params, "start"), _int(params, "end")
     if end <= start:
         raise UsageError("the range is empty")
     width = bucket_width(start=start, end=end, buckets=min(MAX_BUCKETS, max(1, _int(params, "buckets", 200))))
     first, last = aligned(start=start, end=end, width=width)
     with history.read_snapshot(cache):
-        counts = viewing.bucket_counts(cache, start=first, end=last, width=width)
+        rows, complete = rates.bucket_rows(index, cache, start=first, end=last, width=width)
+    counts = viewing.per_bucket(rows)
     buckets = [{"t": first + b * width, "kinds": {c.gvk: c.applied + c.deleted for c in kinds},
                 "inferred": sum(c.inferred for c in kinds)} for b, kinds in sorted(counts.items())]
-    return {"start": first, "end": last, "width": width, "buckets": buckets,
+    return {"start": first, "end": last, "width": width, "buckets": buckets, "complete": complete,
+            "counted": 1.0 if complete or index is None else round(index.progress, 3),
             "max": max((sum(b["kinds"].values()) for b in buckets), default=0)}
 
 
-def window(cache: Cache, params: Mapping[str, str], *, command_base: tuple[str, ...]) -> dict[str, Any]:
+def _window_counts(cache: Cache, request: exports.WindowRequest, index: rates.RateIndex | None) -> list[viewing.KindCount]:
+    return viewing.per_bucket(rates.window_rows(index, cache, start=request.start, end=request.end)).get(0, [])
+
+
+def window(cache: Cache, params: Mapping[str, str], *, command_base: tuple[str, ...], index: rates.RateIndex | None = None) -> dict[str, Any]:
     request = exports.window_request(params)
     with history.read_snapshot(cache):
-        counts = viewing.window_counts(cache, start=request.start, end=request.end)
+        counts = _window_counts(cache, request, index)
         spans = overlapping(_spans(cache), start=request.start, end=request.end)
     total = sum(c.applied + c.deleted for c in counts)
     return {
@@ -96,11 +102,11 @@ def window(cache: Cache, params: Mapping[str, str], *, command_base: tuple[str, 
     }
 
 
-def report(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+def report(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | None = None) -> dict[str, Any]:
     """What the export of the window holds: export's own report of the trace it writes (as sktrace, to count it)."""
     request = exports.window_request(params)
     with history.read_snapshot(cache):
-        total = sum(c.applied + c.deleted for c in viewing.window_counts(cache, start=request.start, end=request.end))
+        total = sum(c.applied + c.deleted for c in _window_counts(cache, request, index))
     if total > REPORT_LIMIT:
         return {"tooLarge": True, "events": total, "limit": REPORT_LIMIT}
     buffer = io.BytesIO()

@@ -7,7 +7,6 @@ then, a recorder may go on writing beside the view, and no connection is shared 
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 import tempfile
@@ -17,6 +16,7 @@ from typing import IO, Any, Callable, Mapping
 from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.store import Cache, open_cache_readonly, viewing
 from kubectl_sktrace.view import api, exports
+from kubectl_sktrace.view.rates import RateIndex
 from kubectl_sktrace.view.server import Answer, Download, ViewServer
 
 CONTENT_TYPES = {"sktrace": "application/octet-stream", "json": "application/json", "yaml": "application/yaml"}
@@ -34,8 +34,18 @@ def _download(cache: Cache, params: Mapping[str, str]) -> Download:
     return Download(name=request.file_name, content_type=CONTENT_TYPES[request.fmt], data=data)
 
 
-def cache_api(location: str | CacheUrl, *, title: str, command_base: tuple[str, ...]) -> dict[str, Answer]:
-    """The endpoints over the cache at ``location``, each opening it read-only for its request."""
+def rate_index(location: str | CacheUrl) -> RateIndex | None:
+    """The rate index of the history at ``location`` as it ends now (None when it holds no event), to ``fill``."""
+    with open_cache_readonly(location) as cache:
+        first, last = viewing.first_and_last(cache)
+    if first is None or last is None:
+        return None
+    return RateIndex(open_cache=lambda: open_cache_readonly(location), begin=first, end=last + 1)
+
+
+def cache_api(location: str | CacheUrl, *, title: str, command_base: tuple[str, ...], index: RateIndex | None = None) -> dict[str, Answer]:
+    """The endpoints over the cache at ``location``, each opening it read-only for its request; ``index``: the
+    rates counted so far (else every range is counted by the database)."""
     def reading(read: Callable[[Cache, Mapping[str, str]], Any]) -> Answer:
         def answer(params: Mapping[str, str]) -> Any:
             with open_cache_readonly(location) as cache:
@@ -44,9 +54,9 @@ def cache_api(location: str | CacheUrl, *, title: str, command_base: tuple[str, 
 
     return {
         "/api/overview": reading(lambda cache, _: api.overview(cache, title=title, command_base=command_base)),
-        "/api/histogram": reading(api.histogram),
-        "/api/window": reading(lambda cache, params: api.window(cache, params, command_base=command_base)),
-        "/api/report": reading(api.report),
+        "/api/histogram": reading(lambda cache, params: api.histogram(cache, params, index=index)),
+        "/api/window": reading(lambda cache, params: api.window(cache, params, command_base=command_base, index=index)),
+        "/api/report": reading(lambda cache, params: api.report(cache, params, index=index)),
         "/api/objects": reading(api.objects),
         "/api/version": reading(api.version),
         "/api/export": reading(_download),
@@ -86,4 +96,3 @@ def serve(server: ViewServer, *, what: str, open_browser: bool, out: IO[str] | N
         server.close()
 
 
-__all__ = ["cache_api", "check_cache", "serve", "io"]

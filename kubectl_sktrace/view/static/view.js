@@ -106,6 +106,7 @@ function drawHistogram(svg, width, top) {
   el("text", {x: 4, y: top + 12, class: "lane-label"}, svg, "changes");
   el("text", {x: 4, y: top + 26, class: "lane-label"}, svg, `per ${duration(h.width)}`);
   el("text", {x: 4, y: top + 40, class: "lane-label"}, svg, `max ${h.max}`);
+  if (!h.complete) el("text", {x: 4, y: top + 54, class: "lane-label", id: "counting"}, svg, `counting ${Math.round(h.counted * 100)}%`);
   const scale = h.max ? HIST_H / h.max : 0;
   for (const bucket of h.buckets) {
     const x1 = Math.max(LEFT, xOf(bucket.t, width)), x2 = Math.min(LEFT + width, xOf(bucket.t + h.width, width));
@@ -153,6 +154,7 @@ const fetchHistogram = debounce(async () => {
     if (seq !== state.seq.histogram) return;
     state.histogram = answer;
     drawTimeline();
+    if (!answer.complete) { setTimeout(fetchHistogram, 1000); return; }
     document.body.dataset.histogram = `${answer.start}:${answer.end}:${answer.width}`;
   } catch (e) { showError(e.message); }
 }, 60);
