@@ -76,8 +76,8 @@ def histogram(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex
     with history.read_snapshot(cache):
         rows, complete = rates.bucket_rows(index, cache, start=first, end=last, width=width)
     counts = viewing.per_bucket(rows)
-    buckets = [{"t": first + b * width, "kinds": {c.gvk: c.applied + c.deleted for c in kinds},
-                "inferred": sum(c.inferred for c in kinds)} for b, kinds in sorted(counts.items())]
+    buckets: list[dict[str, Any]] = [{"t": first + b * width, "kinds": {c.gvk: c.applied + c.deleted for c in kinds},
+                                      "inferred": sum(c.inferred for c in kinds)} for b, kinds in sorted(counts.items())]
     return {"start": first, "end": last, "width": width, "buckets": buckets, "complete": complete,
             "counted": 1.0 if complete or index is None else round(index.progress, 3),
             "max": max((sum(b["kinds"].values()) for b in buckets), default=0)}

@@ -3,7 +3,8 @@
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-const KIND_COLOURS = ["#1e88e5", "#fb8c00", "#43a047", "#8e24aa", "#00acc1", "#f4511e", "#3949ab", "#c0ca33", "#6d4c41", "#d81b60"];
+// distinct from the colours of the stretches (view.css): a kind is never mistaken for an outage or a refusal
+const KIND_COLOURS = ["#1e88e5", "#ffb300", "#00897b", "#d81b60", "#3949ab", "#c0ca33", "#6d4c41", "#00acc1", "#f06292", "#827717"];
 const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800,
   1209600, 2419200, 7257600, 31536000];
 const MIN_RANGE = 10;
@@ -268,7 +269,7 @@ function windowParams() {
 
 function renderWindow(answer) {
   $("window").hidden = false;
-  $("window-range").textContent = `${answer.from} – ${answer.to} (${duration(answer.end - answer.start)}, ${answer.events} events)`;
+  $("window-range").textContent = `${answer.from} – ${answer.to} (${duration(answer.end - answer.start)}, ${answer.events} recorded changes)`;
   const body = $("window-kinds").querySelector("tbody");
   body.replaceChildren();
   for (const k of answer.kinds) {
