@@ -169,3 +169,35 @@ def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any
     assert page.eval_on_selector_all("#diff .add", "ss => ss.map(s => s.textContent)") == ["+  replicas: 4\n"]
     assert page.eval_on_selector_all("#diff .del", "ss => ss.map(s => s.textContent)") == ["-  replicas: 2\n"]
     page.fill("#search", "")
+
+
+def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any, tmp_path: Path) -> None:
+    import threading
+
+    from viewsupport import trace_with_findings
+
+    from kubectl_sktrace.trace.format import read_trace
+    from kubectl_sktrace.view.tracefile import TraceIndex, trace_api
+
+    path = tmp_path / "findings.sktrace"
+    trace_with_findings(path)
+    server = ViewServer(api=trace_api(TraceIndex.of(read_trace(path), name=str(path))))
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
+        findings = page.eval_on_selector_all("#findings li", "ls => ls.map(l => l.textContent)")
+        assert findings[0] == "validate: 2 errors, 1 warnings"
+        assert any(f.startswith("E0005 volume configmap missing: ") and "apps/v1.Deployment/shop/web" in f for f in findings)
+        mark = page.locator(".finding-mark")
+        assert mark.count() == 1 and mark.get_attribute("data-object") == "apps/v1.Deployment/shop/web"
+        assert mark.locator("title").text_content().startswith("W0000 status is present")
+        assert page.locator("#export-part").is_hidden() and page.locator("rect.span").count() == 0
+    finally:
+        context.close()
+        server.stop()
+        thread.join(timeout=10)
+        server.close()

@@ -92,3 +92,26 @@ def served(history_path: Path) -> Iterator[ViewServer]:
     server.stop()
     thread.join(timeout=10)
     server.close()
+
+
+def trace_with_findings(path: Path) -> None:
+    """A trace whose Deployment mounts a ConfigMap the trace never applies (E0005) and keeps its status (W0000)."""
+    import yaml
+
+    from kubectl_sktrace.trace.format import Trace, encode_trace
+    from kubectl_sktrace.tracerconfig import config_to_trace, parse_config
+
+    config = config_to_trace(parse_config(yaml.safe_load("trackedObjects:\n  apps/v1.Deployment:\n    podSpecTemplatePaths: [/spec/template]\n"
+                                                          "    trackLifecycle: true\n"), source="test"))
+    template = {"spec": {"containers": [{"name": "web", "image": "shop/web:1"}],
+                         "volumes": [{"name": "cfg", "configMap": {"name": "absent-config"}}]}}
+    web = obj("Deployment", "web", "shop", spec={"replicas": 1, "template": template}, status={"replicas": 1})
+    web2 = obj("Deployment", "web", "shop", spec={"replicas": 3, "template": template})
+    api = obj("Deployment", "api", "shop", spec={"replicas": 1, "template": {"spec": {"containers": [{"name": "a", "image": "shop/api:1"}]}}})
+    trace = Trace(version=2, config=config, events=[
+        {"ts": T0, "applied_objs": [web, api], "deleted_objs": []},
+        {"ts": T0 + 60, "applied_objs": [web2], "deleted_objs": []},
+        {"ts": T0 + 120, "applied_objs": [], "deleted_objs": [api]},
+    ], index={"apps/v1.Deployment": {"shop/web": 1, "shop/api": 2}},
+        pod_lifecycles={("apps/v1.Deployment", "shop/web"): {7: [{"Running": T0 + 5}, {"Finished": [T0 + 5, T0 + 50]}]}})
+    path.write_bytes(encode_trace(trace))

@@ -284,6 +284,7 @@ function renderWindow(answer) {
     li.textContent = gap.name;
     gaps.appendChild(li);
   }
+  if (answer.command === null) return;  // a trace file: its windows are not exported again
   $("command").textContent = answer.command;
   $("download").setAttribute("href", "/api/export?" + new URLSearchParams(windowParams()).toString());
   $("download").setAttribute("download", answer.fileName);
@@ -322,6 +323,7 @@ const loadWindow = debounce(async () => {
     if (seq !== state.seq.window) return;
     renderWindow(answer);
     document.body.dataset.window = `${answer.start}:${answer.end}`;
+    if (answer.command === null) return;
     $("report").textContent = "Counting what the export holds…";
     const report = await api("/api/report", params);
     if (seq !== state.seq.window) return;
@@ -348,8 +350,12 @@ function objectTree(rows) {
 function drawObjectRow(svg, width, y, node, depth) {
   const v = state.view, label = `${node.kind}/${node.name}` + (node.owner && depth === 0 && node.ownerName ? `  ← ${node.ownerName}` : "");
   const text = el("text", {x: 4 + depth * 12, y: y + 13, class: "row-label" + (node.deleted ? " deleted" : "")}, svg,
-    label.length > 60 ? label.slice(0, 59) + "…" : label);
+    label.length > 44 ? label.slice(0, 43) + "…" : label);
   titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
+  if (node.findings && node.findings.length) {
+    const mark = el("text", {x: LABELS - 22, y: y + 13, class: "finding-mark", "data-object": node.id}, svg, `⚠${node.findings.length}`);
+    titled(mark, node.findings.map((f) => `${f.code} ${f.message}` + (f.ts === null ? "" : ` (at ${iso(f.ts)})`)).join("\n"));
+  }
   const lifeEnd = node.deleted ? node.last : Math.max(v.end, node.last);
   const x1 = Math.max(LABELS, xOf(node.first, width, LABELS)), x2 = Math.min(LABELS + width, xOf(lifeEnd, width, LABELS));
   if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
@@ -441,6 +447,24 @@ function fillSelect(select, values) {
   }
 }
 
+function showTrace(o) {
+  $("export-part").hidden = true;
+  $("report").hidden = true;
+  $("filters").hidden = true;
+  const list = $("findings");
+  list.hidden = false;
+  const head = document.createElement("li");
+  head.textContent = `validate: ${o.findings.filter((f) => !f.code.startsWith("W")).length} errors, ` +
+    `${o.findings.filter((f) => f.code.startsWith("W")).length} warnings`;
+  list.appendChild(head);
+  for (const f of o.findings) {
+    const li = document.createElement("li");
+    li.className = "finding";
+    li.textContent = `${f.code} ${f.rule}: ${f.message}` + (f.object ? ` — ${f.object}` : "") + (f.ts === null ? "" : ` at ${iso(f.ts)}`);
+    list.appendChild(li);
+  }
+}
+
 async function start() {
   try {
     const o = await api("/api/overview");
@@ -450,6 +474,7 @@ async function start() {
     fillSelect($("kind"), o.kinds.map((k) => k.gvk));
     fillSelect($("namespace"), o.namespaces);
     drawLegend();
+    if (o.source === "trace") showTrace(o);
     if (o.begin === null) { showError("The cache holds no recording yet: record with 'kubectl sktrace start'."); return; }
     installTimelineGestures();
     $("zoom-all").addEventListener("click", wholeHistory);
