@@ -107,7 +107,7 @@ class TraceIndex:
             row = self.ordered[i]
             kinds = buckets.setdefault(first + (row.ts - first) // width * width, {})
             kinds[str(row.key.gvk)] = kinds.get(str(row.key.gvk), 0) + 1
-        listed = [{"t": t, "kinds": k, "inferred": 0} for t, k in sorted(buckets.items())]
+        listed: list[dict[str, Any]] = [{"t": t, "kinds": k, "inferred": 0} for t, k in sorted(buckets.items())]
         return {"start": first, "end": last, "width": width, "buckets": listed, "complete": True, "counted": 1.0,
                 "max": max((sum(b["kinds"].values()) for b in listed), default=0)}
 
