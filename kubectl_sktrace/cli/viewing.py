@@ -82,7 +82,8 @@ def view_command(kubeconfig: str | None, context: str | None, cache: str | None,
     server = ViewServer(api=api, address=address, port=port)
     if fill is not None:
         threading.Thread(target=fill, name="rates", daemon=True).start()
-    signal.signal(signal.SIGTERM, lambda *_: server.stop())
+    for stop in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager: a clean stop, even where SIGINT was ignored
+        signal.signal(stop, lambda *_: server.stop())
     try:
         serve(server, what=what, open_browser=not no_browser)
     except KeyboardInterrupt:
