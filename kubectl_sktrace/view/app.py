@@ -24,14 +24,19 @@ SPOOL_BYTES = 16 << 20
 
 
 def _download(cache: Cache, params: Mapping[str, str]) -> Download:
-    """The trace of the window as ``export`` writes it, spooled to a temporary file beyond 16 MB."""
+    """The trace of the window as ``export`` writes it, spooled to a temporary file beyond 16 MB and sent from there
+    (the server closes it)."""
     request = exports.window_request(params)
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+    try:
         exports.write_window(cache, request, spool)
         cache.ensure_unchanged()  # a writer may have changed what was read
+        size = spool.tell()
         spool.seek(0)
-        data = spool.read()
-    return Download(name=request.file_name, content_type=CONTENT_TYPES[request.fmt], data=data)
+    except BaseException:
+        spool.close()
+        raise
+    return Download(name=request.file_name, content_type=CONTENT_TYPES[request.fmt], stream=spool, size=size)
 
 
 def rate_index(location: str | CacheUrl) -> RateIndex | None:

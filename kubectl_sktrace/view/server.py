@@ -25,13 +25,15 @@ import http.cookies
 import ipaddress
 import json
 import secrets
+import shutil
+import socket
 import threading
 import urllib.parse
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Callable, Mapping
+from typing import IO, Any, Callable, Mapping
 
 from kubectl_sktrace.errors import SktraceError
 
@@ -53,11 +55,13 @@ Answer = Callable[[Mapping[str, str]], Any]
 
 @dataclass(frozen=True)
 class Download:
-    """An answer that is a file: its name, type and bytes."""
+    """An answer that is a file: its name, type, and its bytes (``data``) or a stream of ``size`` bytes to copy."""
 
     name: str
     content_type: str
-    data: bytes
+    data: bytes = b""
+    stream: IO[bytes] | None = None
+    size: int = 0
 
 
 def static_files() -> dict[str, bytes]:
@@ -82,6 +86,10 @@ def host_allowed(host: str | None) -> bool:
     return True
 
 
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class ViewServer:
     """The server over an ``api`` of endpoints (path -> answer); ``address`` and ``port`` as bound (port 0: any free one)."""
 
@@ -90,8 +98,9 @@ class ViewServer:
         self.api = dict(api)
         self.static = static_files()
         handler = _handler(self)
+        server_class = _IPv6Server if ":" in address else ThreadingHTTPServer
         try:
-            self.httpd = ThreadingHTTPServer((address, port), handler)
+            self.httpd = server_class((address, port), handler)
         except OSError as exc:
             raise SktraceError(f"cannot listen on {address}:{port} ({exc.strerror or exc}); pass another --port, or 0 for any free one") from None
         self.httpd.daemon_threads = True
@@ -204,8 +213,24 @@ def _route(server: ViewServer, handler: BaseHTTPRequestHandler, path: str, param
         _reply(handler, HTTPStatus.INTERNAL_SERVER_ERROR, json.dumps({"error": message}).encode(), "application/json", head=head)
         return
     if isinstance(result, Download):
-        quoted = urllib.parse.quote(result.name)
-        _reply(handler, HTTPStatus.OK, result.data, result.content_type, head=head,
-               extra={"Content-Disposition": f"attachment; filename=\"{result.name}\"; filename*=UTF-8''{quoted}"})
+        _send_download(handler, result, head=head)
         return
     _reply(handler, HTTPStatus.OK, json.dumps(result, separators=(",", ":")).encode(), "application/json", head=head)
+
+
+def _send_download(handler: BaseHTTPRequestHandler, download: Download, *, head: bool) -> None:
+    quoted = urllib.parse.quote(download.name)
+    disposition = {"Content-Disposition": f"attachment; filename=\"{download.name}\"; filename*=UTF-8''{quoted}"}
+    if download.stream is None:
+        _reply(handler, HTTPStatus.OK, download.data, download.content_type, head=head, extra=disposition)
+        return
+    try:
+        handler.send_response(HTTPStatus.OK)
+        for name, value in {**SECURITY_HEADERS, "Content-Type": download.content_type, "Content-Length": str(download.size),
+                            **disposition}.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        if not head:
+            shutil.copyfileobj(download.stream, handler.wfile, 1 << 20)
+    finally:
+        download.stream.close()

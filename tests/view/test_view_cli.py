@@ -56,10 +56,12 @@ def test_another_address_is_served_with_a_warning(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         assert " at http://127.0.0.1:" in proc.stdout.readline()
+        assert proc.stdout.readline().startswith("(listening on 0.0.0.0:")
+        assert proc.stdout.readline() == "Press Ctrl-C to stop.\n"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert err.startswith("Warning: listening on 0.0.0.0, not 127.0.0.1: whoever reaches it and learns the address's token reads ")
-    assert "(listening on 0.0.0.0:" in out and out.endswith("Stopped.\n")
+    assert out == "Stopped.\n"

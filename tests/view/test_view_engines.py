@@ -13,6 +13,13 @@ from kubectl_sktrace.view import api
 from kubectl_sktrace.view.app import _download, rate_index
 
 
+def _read(download: Any) -> bytes:
+    with download.stream as stream:
+        data = stream.read()
+    assert len(data) == download.size
+    return bytes(data)
+
+
 def answers(cache_location: Any) -> dict[str, Any]:
     index = rate_index(cache_location)
     assert index is not None
@@ -29,7 +36,7 @@ def answers(cache_location: Any) -> dict[str, Any]:
             "report": api.report(cache, window),
             "objects": api.objects(cache, {"start": str(T0), "end": str(T0 + 9000), "q": "a"}),
             "version": api.version(cache, {"id": "6"}),
-            "download": _download(cache, window).data,
+            "download": _read(_download(cache, window)),
         }
 
 
