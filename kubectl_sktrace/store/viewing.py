@@ -19,8 +19,8 @@ from kubectl_sktrace.store.bodies import chain_from_json, decode_body
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import UNTRACKED
 
-MAX_TICKS = 150
-"""Changes of one object returned per answer (the newest in the range are dropped beyond: the page says so)."""
+MAX_TICKS = 300
+"""Changes of one object returned per answer: beyond, one per slice of the range (about two pixels of the page)."""
 MAX_PODS = 60
 """Pods returned under one workload per answer (with their total)."""
 
@@ -161,17 +161,32 @@ def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int) -> 
         f"SELECT owner_chain FROM events INDEXED BY events_object WHERE {same} AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1", ident
     ).fetchone()
     owners = chain_from_json(chain[0]) if chain is not None and chain[0] else ()
-    in_range = f"{same} AND ts >= ? AND ts < ? AND op != {UNTRACKED}"
-    ticks = conn.execute(
-        f"SELECT id, ts, op, inferred FROM events INDEXED BY events_object WHERE {in_range} ORDER BY ts, id LIMIT ?",
-        (*ident, start, end, MAX_TICKS),
-    ).fetchall()
-    ticks_total = len(ticks) if len(ticks) < MAX_TICKS else int(
-        conn.execute(f"SELECT count(*) FROM events INDEXED BY events_object WHERE {in_range}", (*ident, start, end)).fetchone()[0])
+    ticks, ticks_total = _ticks(cache, ident, start=start, end=end)
     pods, pods_total = _pods_of(cache, key, start=start, end=end)
     return ObjectRow(key=key, first_ts=int(first[0]) if first is not None else int(last_ts), last_ts=int(last_ts), deleted=last_op == 1,
-                     owner=owners[0] if owners else None, ticks=tuple(Tick(int(i), int(t), int(o), bool(f)) for i, t, o, f in ticks),
+                     owner=owners[0] if owners else None, ticks=ticks,
                      ticks_total=ticks_total, pods=pods, pods_total=pods_total)
+
+
+def _ticks(cache: Cache, ident: tuple[Any, ...], *, start: int, end: int) -> tuple[tuple[Tick, ...], int]:
+    """The object's rows in ``[start, end)``, thinned to ``MAX_TICKS`` spread evenly over the range (the first of each
+    slice), and how many there are: the rows' times from ``events_object`` alone, whether reconstructed only for those kept."""
+    rows = cache.conn.execute(
+        f"SELECT id, ts, op FROM events INDEXED BY events_object WHERE gvk = ? AND namespace = ? AND name = ? AND ts >= ? AND ts < ? "
+        f"AND op != {UNTRACKED} ORDER BY ts, id", (*ident, start, end),
+    ).fetchall()
+    kept, slot = [], -1
+    for row in rows:
+        at = (int(row[1]) - start) * MAX_TICKS // max(1, end - start) if len(rows) > MAX_TICKS else len(kept)
+        if at > slot or row[2] == 1:  # a deletion is always drawn
+            kept.append(row)
+            slot = max(slot, at)
+    inferred: set[int] = set()
+    for chunk in range(0, len(kept), 500):
+        ids = [int(r[0]) for r in kept[chunk:chunk + 500]]
+        inferred |= {int(i) for (i,) in cache.conn.execute(
+            f"SELECT id FROM events WHERE id IN ({', '.join('?' * len(ids))}) AND inferred = 1", ids)}
+    return tuple(Tick(int(i), int(t), int(o), int(i) in inferred) for i, t, o in kept), len(rows)
 
 
 def _pods_of(cache: Cache, key: ObjKey, *, start: int, end: int) -> tuple[tuple[PodLife, ...], int]:

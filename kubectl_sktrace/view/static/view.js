@@ -8,6 +8,7 @@ const KIND_COLOURS = ["#1e88e5", "#ffb300", "#00897b", "#d81b60", "#3949ab", "#c
 const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800,
   1209600, 2419200, 7257600, 31536000];
 const MIN_RANGE = 10;
+const MAX_POD_LANES = 6;
 const LEFT = 90, LABELS = 290, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10;
 
 const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0,
@@ -372,18 +373,24 @@ function drawObjectRow(svg, width, y, node, depth) {
     for (const node2 of [hit, mark]) node2.addEventListener("click", () => loadVersion(tick.id));
   }
   let rowY = y + ROW_H;
+  const lanes = [];  // pods that do not overlap share a lane: a workload's pods take a few rows, not one each
+  let hidden = node.podsTotal - node.pods.length;
   for (const pod of node.pods) {
+    const until = pod.end === null ? Infinity : pod.end;
+    let lane = lanes.findIndex((end) => end < pod.start);
+    if (lane < 0 && lanes.length < MAX_POD_LANES) lane = lanes.push(-Infinity) - 1;
+    if (lane < 0) { hidden += 1; continue; }
+    lanes[lane] = until;
     const p1 = Math.max(LABELS, xOf(pod.start, width, LABELS)), p2 = Math.min(LABELS + width, xOf(pod.end === null ? v.end : pod.end, width, LABELS));
     if (p2 > p1) {
-      const bar = el("rect", {x: p1, y: rowY + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,
+      const bar = el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,
         class: `pod ${pod.end === null ? "running" : "finished"}`}, svg);
       titled(bar, `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`);
     }
-    rowY += POD_H;
   }
-  if (node.podsTotal > node.pods.length) el("text", {x: LABELS, y: rowY + 9, class: "row-label"}, svg,
-    `+${node.podsTotal - node.pods.length} more pods in this range`);
-  return rowY - y + (node.podsTotal > node.pods.length ? 12 : 0);
+  rowY += lanes.length * POD_H;
+  if (hidden > 0) el("text", {x: LABELS, y: rowY + 9, class: "row-label"}, svg, `+${hidden} more pods in this range`);
+  return rowY - y + (hidden > 0 ? 12 : 0);
 }
 
 function drawObjects() {
