@@ -97,11 +97,11 @@ def main() -> None:
         start = max(begin, middle - span // 2) if span < end - begin else begin
         t_h, h = median(server, f"/api/histogram?start={start}&end={start + span}&buckets=300", args.repeat)
         t_w, w = median(server, f"/api/window?start={start}&end={start + span}", args.repeat)
-        t_o, _ = median(server, f"/api/objects?gvk=apps/v1.Deployment&namespace=ns-7&start={start}&end={start + span}&limit=30", args.repeat)
+        t_o, _ = median(server, f"/api/objects?gvk=apps/v1.Deployment&namespace=ns-7&start={start}&end={start + span}&limit=20", args.repeat)
         reference = "-" if args.no_reference and span > 86400 else f"{direct(cache, start, start + span, h['width']) * 1000:.0f}"
         print(f"{label:>10} {t_h * 1000:>10.1f} {t_w * 1000:>10.1f} {t_o * 1000:>10.1f} {reference:>15}   "
               f"({w['events']} events, {len(h['buckets'])} buckets of {h['width']} s)")
-    t_s, found = median(server, f"/api/objects?q=app-42&start={begin}&end={end}&limit=30", args.repeat)
+    t_s, found = median(server, f"/api/objects?q=app-42&start={begin}&end={end}&limit=20", args.repeat)
     tick = found["objects"][0]["ticks"][-1]["id"]
     t_v, _ = median(server, f"/api/version?id={tick}", args.repeat)
     print(f"search 'app-42' over the whole span: {t_s * 1000:.1f} ms ({found['total']} objects); a version and its diff: {t_v * 1000:.1f} ms")

@@ -19,7 +19,7 @@ from kubectl_sktrace.store.bodies import chain_from_json, decode_body
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import UNTRACKED
 
-MAX_TICKS = 300
+MAX_TICKS = 200
 """Changes of one object returned per answer: beyond, one per slice of the range (about two pixels of the page)."""
 MAX_PODS = 60
 """Pods returned under one workload per answer (with their total)."""
@@ -169,24 +169,23 @@ def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int) -> 
 
 
 def _ticks(cache: Cache, ident: tuple[Any, ...], *, start: int, end: int) -> tuple[tuple[Tick, ...], int]:
-    """The object's rows in ``[start, end)``, thinned to ``MAX_TICKS`` spread evenly over the range (the first of each
-    slice), and how many there are: the rows' times from ``events_object`` alone, whether reconstructed only for those kept."""
-    rows = cache.conn.execute(
-        f"SELECT id, ts, op FROM events INDEXED BY events_object WHERE gvk = ? AND namespace = ? AND name = ? AND ts >= ? AND ts < ? "
-        f"AND op != {UNTRACKED} ORDER BY ts, id", (*ident, start, end),
-    ).fetchall()
-    kept, slot = [], -1
-    for row in rows:
-        at = (int(row[1]) - start) * MAX_TICKS // max(1, end - start) if len(rows) > MAX_TICKS else len(kept)
-        if at > slot or row[2] == 1:  # a deletion is always drawn
-            kept.append(row)
-            slot = max(slot, at)
-    inferred: set[int] = set()
-    for chunk in range(0, len(kept), 500):
-        ids = [int(r[0]) for r in kept[chunk:chunk + 500]]
-        inferred |= {int(i) for (i,) in cache.conn.execute(
-            f"SELECT id FROM events WHERE id IN ({', '.join('?' * len(ids))}) AND inferred = 1", ids)}
-    return tuple(Tick(int(i), int(t), int(o), int(i) in inferred) for i, t, o in kept), len(rows)
+    """The object's rows in ``[start, end)`` and how many there are; beyond ``MAX_TICKS``, one per slice of ``MAX_TICKS``
+    even slices of the range (its deletion when it has one, else its first row by id). Times and operations come from
+    ``events_object`` alone; the kept rows' own time and whether reconstructed, by id."""
+    where = f"WHERE gvk = ? AND namespace = ? AND name = ? AND ts >= ? AND ts < ? AND op != {UNTRACKED}"
+    total = int(cache.conn.execute(f"SELECT count(*) FROM events INDEXED BY events_object {where}", (*ident, start, end)).fetchone()[0])
+    if total <= MAX_TICKS:
+        ids = [int(i) for (i,) in cache.conn.execute(
+            f"SELECT id FROM events INDEXED BY events_object {where} ORDER BY ts, id", (*ident, start, end))]
+    else:
+        ids = [int(i) for (i,) in cache.conn.execute(
+            f"SELECT coalesce(max(CASE WHEN op = 1 THEN id END), min(id)) FROM events INDEXED BY events_object {where} "
+            "GROUP BY (ts - ?) * ? / ?", (*ident, start, end, start, MAX_TICKS, max(1, end - start)))]
+    if not ids:
+        return (), total
+    rows = cache.conn.execute(f"SELECT id, ts, op, inferred FROM events WHERE id IN ({', '.join('?' * len(ids))})", ids).fetchall()
+    ticks = sorted((Tick(int(i), int(t), int(o), bool(f)) for i, t, o, f in rows), key=lambda tick: (tick.ts, tick.id))
+    return tuple(ticks), total
 
 
 def _pods_of(cache: Cache, key: ObjKey, *, start: int, end: int) -> tuple[tuple[PodLife, ...], int]:
@@ -194,11 +193,12 @@ def _pods_of(cache: Cache, key: ObjKey, *, start: int, end: int) -> tuple[tuple[
     condition = ("owner_gvk = ? AND owner_namespace = ? AND owner_name = ? AND start_ts IS NOT NULL AND start_ts < ? "
                  "AND (end_ts IS NULL OR end_ts >= ?)")
     params = (str(key.gvk), key.namespace, key.name, end, start)
-    rows = cache.conn.execute(
-        f"SELECT name, uid, start_ts, end_ts, live FROM pods WHERE {condition} ORDER BY start_ts, id LIMIT ?", (*params, MAX_PODS)
+    rows = cache.conn.execute(  # the total beside each row: one pass over the owner's pods
+        f"SELECT name, uid, start_ts, end_ts, live, count(*) OVER () FROM pods WHERE {condition} ORDER BY start_ts, id LIMIT ?",
+        (*params, MAX_PODS),
     ).fetchall()
-    total = len(rows) if len(rows) < MAX_PODS else int(cache.conn.execute(f"SELECT count(*) FROM pods WHERE {condition}", params).fetchone()[0])
-    return tuple(PodLife(str(n), str(u), s, e, bool(live)) for n, u, s, e, live in rows), total
+    total = int(rows[0][5]) if rows else 0
+    return tuple(PodLife(str(n), str(u), s, e, bool(live)) for n, u, s, e, live, _ in rows), total
 
 
 @dataclass(frozen=True)

@@ -409,7 +409,7 @@ function drawObjects() {
 async function loadObjects(append) {
   const seq = ++state.seq.objects;
   const params = {gvk: $("kind").value, namespace: $("namespace").value, q: $("search").value.trim(),
-    start: Math.floor(state.view.start), end: Math.ceil(state.view.end), offset: append ? state.objects.length : 0, limit: 30};
+    start: Math.floor(state.view.start), end: Math.ceil(state.view.end), offset: append ? state.objects.length : 0, limit: 20};
   try {
     const answer = await api("/api/objects", params);
     if (seq !== state.seq.objects) return;
