@@ -114,7 +114,6 @@ function drawHistogram(svg, width, top) {
     const x1 = Math.max(LEFT, xOf(bucket.t, width)), x2 = Math.min(LEFT + width, xOf(bucket.t + h.width, width));
     if (x2 <= x1) continue;
     let y = top + HIST_H;
-    const lines = [`${iso(bucket.t)} + ${duration(h.width)}`];
     for (const kind of Object.keys(state.kindColour)) {
       const n = bucket.kinds[kind] || 0;
       if (!n) continue;
@@ -123,7 +122,6 @@ function drawHistogram(svg, width, top) {
       const bar = el("rect", {x: x1, y: y, width: Math.max(1, x2 - x1 - 0.5), height: Math.max(0.5, height),
         fill: state.kindColour[kind], class: "bar", "data-kind": kind, "data-count": n}, group);
       titled(bar, `${kind}: ${n}\n${iso(bucket.t)} + ${duration(h.width)}`);
-      lines.push(`${kind}: ${n}`);
     }
   }
 }
