@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body
 from kubectl_sktrace.store.engine import Cache
@@ -35,11 +34,20 @@ class KindCount:
     inferred: int
 
 
-def require_viewable(cache: Cache) -> None:
-    """A cache recorded before schema 0006 lacks ``event_objects``' last rows that the objects' list pages through."""
-    if not cache.has_column("event_objects", "last_op"):
-        raise CacheError(f"cache {cache.path} is at schema {cache.schema_version()}, older than view reads; "
-                         "run 'kubectl sktrace start' once with this version to migrate it")
+_LAST_ROWS = """(SELECT e.gvk, e.namespace, e.name, e.ts AS last_ts, e.op AS last_op FROM events e WHERE e.id = (
+    SELECT l.id FROM events l WHERE l.gvk = e.gvk AND l.namespace = e.namespace AND l.name = e.name ORDER BY l.ts DESC, l.id DESC LIMIT 1
+)) AS o"""
+
+
+def _objects(cache: Cache) -> str:
+    """Where each object's last row is: ``event_objects`` (schema 0006), else found in ``events`` (an older cache, read
+    as it is: slower, but such a cache predates the histories this matters for)."""
+    return "event_objects" if cache.has_column("event_objects", "last_op") else _LAST_ROWS
+
+
+def _by_object(cache: Cache) -> str:
+    """sqlite's hint to read an object's rows through ``events_object`` (schema 0005), which its planner may not choose."""
+    return " INDEXED BY events_object" if cache.has_table("event_objects") else ""
 
 
 def first_and_last(cache: Cache) -> tuple[int | None, int | None]:
@@ -80,9 +88,8 @@ def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:
 
 def kinds_and_namespaces(cache: Cache) -> list[tuple[str, str, int]]:
     """``(gvk, namespace, events)`` of every kind and namespace the history holds (the counts 0005's triggers keep)."""
-    rows = cache.conn.execute(
-        "SELECT gvk, namespace, CAST(sum(n) AS BIGINT) FROM event_counts WHERE op < 2 GROUP BY gvk, namespace ORDER BY gvk, namespace"
-    ).fetchall()
+    counted = "CAST(sum(n) AS BIGINT) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
+    rows = cache.conn.execute(f"SELECT gvk, namespace, {counted} WHERE op < 2 GROUP BY gvk, namespace ORDER BY gvk, namespace").fetchall()
     return [(str(g), str(ns), int(n)) for g, ns, n in rows if n]
 
 
@@ -141,12 +148,12 @@ def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search:
         params.append(f"%{_escape_like(search.lower())}%")
     condition = " AND ".join(where)
     rows = cache.conn.execute(  # the total beside each row: one pass over the matches, not two
-        f"SELECT gvk, namespace, name, last_ts, last_op, count(*) OVER () FROM event_objects WHERE {condition} "
+        f"SELECT gvk, namespace, name, last_ts, last_op, count(*) OVER () FROM {_objects(cache)} WHERE {condition} "
         "ORDER BY gvk, namespace, name LIMIT ? OFFSET ?",
         [*params, limit, offset],
     ).fetchall()
     total = int(rows[0][5]) if rows else 0 if offset == 0 else int(
-        cache.conn.execute(f"SELECT count(*) FROM event_objects WHERE {condition}", params).fetchone()[0])
+        cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition}", params).fetchone()[0])
     return [_object_row(cache, row[:5], start=start, end=end) for row in rows], total
 
 
@@ -156,9 +163,10 @@ def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int) -> 
     conn = cache.conn
     same = "gvk = ? AND namespace = ? AND name = ?"
     ident = (gvk, namespace, name)
-    first = conn.execute(f"SELECT ts FROM events INDEXED BY events_object WHERE {same} ORDER BY ts, id LIMIT 1", ident).fetchone()
+    hint = _by_object(cache)
+    first = conn.execute(f"SELECT ts FROM events{hint} WHERE {same} ORDER BY ts, id LIMIT 1", ident).fetchone()
     chain = conn.execute(
-        f"SELECT owner_chain FROM events INDEXED BY events_object WHERE {same} AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1", ident
+        f"SELECT owner_chain FROM events{hint} WHERE {same} AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1", ident
     ).fetchone()
     owners = chain_from_json(chain[0]) if chain is not None and chain[0] else ()
     ticks, ticks_total = _ticks(cache, ident, start=start, end=end)
@@ -173,13 +181,14 @@ def _ticks(cache: Cache, ident: tuple[Any, ...], *, start: int, end: int) -> tup
     even slices of the range (its deletion when it has one, else its first row by id). Times and operations come from
     ``events_object`` alone; the kept rows' own time and whether reconstructed, by id."""
     where = f"WHERE gvk = ? AND namespace = ? AND name = ? AND ts >= ? AND ts < ? AND op != {UNTRACKED}"
-    total = int(cache.conn.execute(f"SELECT count(*) FROM events INDEXED BY events_object {where}", (*ident, start, end)).fetchone()[0])
+    hint = _by_object(cache)
+    total = int(cache.conn.execute(f"SELECT count(*) FROM events{hint} {where}", (*ident, start, end)).fetchone()[0])
     if total <= MAX_TICKS:
         ids = [int(i) for (i,) in cache.conn.execute(
-            f"SELECT id FROM events INDEXED BY events_object {where} ORDER BY ts, id", (*ident, start, end))]
+            f"SELECT id FROM events{hint} {where} ORDER BY ts, id", (*ident, start, end))]
     else:
         ids = [int(i) for (i,) in cache.conn.execute(
-            f"SELECT coalesce(max(CASE WHEN op = 1 THEN id END), min(id)) FROM events INDEXED BY events_object {where} "
+            f"SELECT coalesce(max(CASE WHEN op = 1 THEN id END), min(id)) FROM events{hint} {where} "
             "GROUP BY (ts - ?) * ? / ?", (*ident, start, end, start, MAX_TICKS, max(1, end - start)))]
     if not ids:
         return (), total
@@ -227,8 +236,9 @@ def version(cache: Cache, event_id: int) -> Version | None:
     if row is None:
         return None
     id_, ts, recv, gvk, namespace, name, uid, op, inferred, body, status = row
+    hint = _by_object(cache)
     previous = cache.conn.execute(
-        f"SELECT id, ts, body, status FROM events INDEXED BY events_object WHERE gvk = ? AND namespace = ? AND name = ? "
+        f"SELECT id, ts, body, status FROM events{hint} WHERE gvk = ? AND namespace = ? AND name = ? "
         "AND (ts < ? OR (ts = ? AND id < ?)) AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1",
         (gvk, namespace, name, ts, ts, id_),
     ).fetchone()

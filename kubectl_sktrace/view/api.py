@@ -48,7 +48,6 @@ def _spans(cache: Cache) -> list[Span]:
 
 def overview(cache: Cache, *, title: str, command_base: tuple[str, ...]) -> dict[str, Any]:
     with history.read_snapshot(cache):
-        viewing.require_viewable(cache)
         spans = _spans(cache)
         first, last = viewing.first_and_last(cache)
         kinds = viewing.kinds_and_namespaces(cache)
@@ -118,7 +117,6 @@ def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     start, end = _int(params, "start"), _int(params, "end")
     limit = min(PAGE_LIMIT, max(1, _int(params, "limit", 50)))
     with history.read_snapshot(cache):
-        viewing.require_viewable(cache)
         rows, total = viewing.object_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
                                           search=params.get("q", ""), start=start, end=end, offset=max(0, _int(params, "offset", 0)),
                                           limit=limit)

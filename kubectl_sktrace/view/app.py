@@ -69,9 +69,9 @@ def cache_api(location: str | CacheUrl, *, title: str, command_base: tuple[str, 
 
 
 def check_cache(location: str | CacheUrl) -> None:
-    """The errors a person should see before an address: the cache is absent, not ours, or too old to view."""
-    with open_cache_readonly(location) as cache:
-        viewing.require_viewable(cache)
+    """The errors a person should see before an address: the cache is absent, or not one of ours."""
+    with open_cache_readonly(location):
+        pass
 
 
 def can_open_browser() -> bool:

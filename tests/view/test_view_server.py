@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 from click.testing import CliRunner
-from viewsupport import T0, history_path, served  # noqa: F401  (fixtures)
+from viewsupport import T0, build_history, history_path, served  # noqa: F401  (fixtures)
 
 from kubectl_sktrace.cli import cli
 from kubectl_sktrace.store import open_cache_readonly
@@ -221,7 +221,47 @@ def test_an_empty_cache_has_an_overview_without_a_span(empty_cache: Path) -> Non
     assert (overview["begin"], overview["end"], overview["spans"], overview["kinds"]) == (None, None, [], [])
 
 
-def test_view_refuses_a_missing_cache_in_one_line(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["view", "--cache", str(tmp_path / "none.db"), "--no-browser"])
-    assert result.exit_code == 1
-    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1 and "Traceback" not in result.output
+@pytest.mark.parametrize("make, as_trace, problem", [
+    (lambda p: None, False, "no cache at"),
+    (lambda p: p.touch(), False, "is an empty file, not a recording"),
+    (lambda p: p.mkdir(), False, "is a directory; pass a file path with --cache"),
+    (lambda p: p.write_text("hello"), False, "is not a kubectl-sktrace cache (not an sqlite file)"),
+    (lambda p: None, True, "no such file"),
+    (lambda p: p.write_text("hello"), True, "not a SimKube trace"),
+], ids=["absent", "empty", "directory", "text", "trace-absent", "trace-text"])
+def test_view_refuses_a_bad_path_in_one_line_before_serving(tmp_path: Path, make: Any, as_trace: bool, problem: str) -> None:
+    path = tmp_path / "work" / "thing"
+    path.parent.mkdir()
+    make(path)
+    before = sorted(p.name for p in path.parent.iterdir())
+    args = ["view", "--no-browser", str(path)] if as_trace else ["view", "--no-browser", "--cache", str(path)]
+    result = CliRunner().invoke(cli, args)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1 and problem in result.stderr, result.stderr
+    assert sorted(p.name for p in path.parent.iterdir()) == before
+
+
+@pytest.mark.parametrize("version", [4, 5], ids=["schema-4", "schema-5"])
+def test_an_older_cache_is_viewed_as_it_is(tmp_path: Path, history_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """A cache recorded before ``event_objects`` kept each object's last row (0006), or before it existed (0005), is read
+    as it is, never migrated, with the same answers."""
+    from kubectl_sktrace.store import schema
+
+    path = tmp_path / "old.db"
+    with monkeypatch.context() as patch:
+        patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:version])
+        patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", version)
+        build_history(path)
+    before = path.read_bytes()
+
+    def answers(location: Path) -> list[Any]:
+        with open_cache_readonly(location) as cache:
+            overview = api.overview(cache, title="t", command_base=())
+            return [{k: v for k, v in overview.items() if k != "cache"},
+                    api.histogram(cache, {"start": str(T0), "end": str(T0 + 9000), "buckets": "30"}),
+                    api.objects(cache, {"start": str(T0), "end": str(T0 + 9000)}),
+                    api.objects(cache, {"start": str(T0), "end": str(T0 + 9000), "q": "front"}),
+                    api.version(cache, {"id": "6"})]
+
+    assert answers(path) == answers(history_path)
+    assert path.read_bytes() == before
