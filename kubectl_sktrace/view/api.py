@@ -63,6 +63,7 @@ def overview(cache: Cache, *, title: str, command_base: tuple[str, ...]) -> dict
         "categories": list(CATEGORIES), "lanes": sorted(set(LANES.values()), key=list(LANES.values()).index),
         "kinds": [{"gvk": g, "events": n} for g, n in sorted(per_kind.items())],
         "namespaces": sorted({ns for _, ns, _ in kinds}), "commandBase": list(command_base),
+        "recording": any(s.state == "running" for s in spans),
     }
 
 

@@ -33,10 +33,11 @@ class Span:
     name: str
     kinds: tuple[str, ...] = ()
     run_id: int | None = None
+    state: str | None = None  # a run's: clean, interrupted, crashed or running
 
     def to_dict(self) -> dict[str, Any]:
         return {"category": self.category, "lane": LANES[self.category], "since": self.since, "until": self.until, "name": self.name,
-                "kinds": list(self.kinds), "run": self.run_id}
+                "kinds": list(self.kinds), "run": self.run_id, "state": self.state}
 
 
 def category_of(cause: str) -> str:
@@ -57,7 +58,8 @@ def timeline_spans(*, runs: list[Run], gaps: list[CoverageGap], unrecorded: list
     for n, run in enumerate(runs):
         last = n == len(runs) - 1
         state = ("interrupted" if run.id in interrupted else "clean") if run.clean else "running" if last and running else "crashed"
-        spans.append(Span("run", run.started, run.stopped, _named(f"run {run.id}, {state}:", run.started, run.stopped), run_id=run.id))
+        spans.append(Span("run", run.started, run.stopped, _named(f"run {run.id}, {state}:", run.started, run.stopped), run_id=run.id,
+                          state=state))
     if runs:
         for since, until in uncovered(runs, start=runs[0].started, end=runs[-1].stopped):
             spans.append(Span("offline", since, until, _named(f"{NO_RECORDER}:", since, until)))

@@ -265,3 +265,21 @@ def test_an_older_cache_is_viewed_as_it_is(tmp_path: Path, history_path: Path, m
 
     assert answers(path) == answers(history_path)
     assert path.read_bytes() == before
+
+
+def test_a_run_recording_now_is_said_so_and_the_page_reads_it_again(tmp_path: Path) -> None:
+    from kubectl_sktrace.store import open_cache
+
+    path = tmp_path / "live.db"
+    build_history(path)
+    with open_cache(path, create=False) as writer, writer.writer_lock():
+        with writer.transaction() as conn:
+            conn.execute("UPDATE runs SET clean = 0 WHERE id = 2")  # as a recorder's run is until it stops
+        with open_cache_readonly(path) as cache:
+            overview = api.overview(cache, title="t", command_base=())
+    assert overview["recording"] is True
+    assert [s["state"] for s in overview["spans"] if s["category"] == "run"] == ["interrupted", "running"]
+    with open_cache_readonly(path) as cache:
+        overview = api.overview(cache, title="t", command_base=())
+    assert overview["recording"] is False
+    assert [s["state"] for s in overview["spans"] if s["category"] == "run"] == ["interrupted", "crashed"]

@@ -9,6 +9,7 @@ const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10
   1209600, 2419200, 7257600, 31536000];
 const MIN_RANGE = 10;
 const MAX_POD_LANES = 6;
+const LIVE_SECONDS = 10;
 const LEFT = 90, LABELS = 290, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10;
 
 const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0,
@@ -442,6 +443,16 @@ async function loadVersion(id) {
   } catch (e) { showError(e.message); }
 }
 
+// A recorder writes while the page is open: its run, blind time and changes are read again now and then.
+async function refreshLive() {
+  try {
+    const o = await api("/api/overview");
+    state.overview = {...state.overview, spans: o.spans, begin: o.begin, end: o.end, recording: o.recording};
+    drawTimeline();
+    fetchHistogram();
+  } catch (e) { showError(e.message); }
+}
+
 // --- start --------------------------------------------------------------------------------------------------------
 
 function fillSelect(select, values) {
@@ -493,6 +504,7 @@ async function start() {
     $("search").addEventListener("input", debounce(() => loadObjects(false), 200));
     $("more-objects").addEventListener("click", () => loadObjects(true));
     wholeHistory();
+    if (o.recording) setInterval(refreshLive, LIVE_SECONDS * 1000);
     document.body.dataset.ready = "1";
   } catch (e) { showError(e.message); }
 }
