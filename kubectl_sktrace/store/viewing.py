@@ -75,6 +75,34 @@ def minute_counts(cache: Cache, *, start: int, end: int, width: int, origin: int
     return [(int(b), str(g), int(o), int(f), int(n)) for b, g, o, f, n in rows]
 
 
+MINUTE = 60
+
+
+def has_rates(cache: Cache) -> bool:
+    """Whether the cache keeps its counts per minute (``event_rates``, schema 0010)."""
+    return cache.has_table("event_rates")
+
+
+def rate_counts(cache: Cache, *, start: int, end: int, width: int, origin: int | None = None) -> list[Row]:
+    """The rows of ``minute_counts`` for the same arguments, read from ``event_rates`` (``has_rates``): its whole minutes
+    of ``[start, end)`` summed per bucket, the partial minutes at the edges counted from ``events``. A minute must fall in
+    one bucket: ``origin`` and ``width`` whole minutes, or a single bucket (``width >= end - origin``)."""
+    origin = start if origin is None else origin
+    if width < 1 or end <= start:
+        return []
+    first, last = -(-start // MINUTE), end // MINUTE
+    if last <= first:
+        return minute_counts(cache, start=start, end=end, width=width, origin=origin)
+    rows = cache.conn.execute(
+        "SELECT (minute * 60 - ?) / ? AS bucket, gvk, op, inferred, CAST(sum(n) AS BIGINT) FROM event_rates "
+        f"WHERE minute >= ? AND minute < ? AND op != {UNTRACKED} GROUP BY bucket, gvk, op, inferred",
+        (origin, width, first, last),
+    ).fetchall()
+    counted = [(int(b), str(g), int(o), int(f), int(n)) for b, g, o, f, n in rows if n]
+    edges = ((start, first * MINUTE), (last * MINUTE, end))
+    return counted + [row for a, b in edges if b > a for row in minute_counts(cache, start=a, end=b, width=width, origin=origin)]
+
+
 def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:
     """The rows of ``minute_counts`` merged per bucket and kind."""
     merged: dict[int, dict[str, list[int]]] = {}

@@ -40,8 +40,11 @@ def _download(cache: Cache, params: Mapping[str, str]) -> Download:
 
 
 def rate_index(location: str | CacheUrl) -> RateIndex | None:
-    """The rate index of the history at ``location`` as it ends now (None when it holds no event), to ``fill``."""
+    """The rate index of the history at ``location`` as it ends now, to ``fill``: None when it holds no event, or keeps
+    its counts per minute itself (schema 0010: every range is read from them)."""
     with open_cache_readonly(location) as cache:
+        if viewing.has_rates(cache):
+            return None
         first, last = viewing.first_and_last(cache)
     if first is None or last is None:
         return None

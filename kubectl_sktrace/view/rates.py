@@ -90,6 +90,8 @@ def bucket_rows(index: RateIndex | None, cache: Cache, *, start: int, end: int, 
     """The rows of ``viewing.minute_counts`` for ``[start, end)`` in buckets of ``width`` from ``start`` (a bucket may
     come in two rows), and whether they are complete: the minutes counted from the index, the rest by the database
     when it is little (recorded since the view started, or a short range), else left out (the page asks again)."""
+    if viewing.has_rates(cache) and width % MINUTE == 0 and start % MINUTE == 0:
+        return viewing.rate_counts(cache, start=start, end=end, width=width), True
     if index is None or width % MINUTE:
         return viewing.minute_counts(cache, start=start, end=end, width=width), True
     counted = min(end, index.filled_until)
@@ -106,6 +108,8 @@ def bucket_rows(index: RateIndex | None, cache: Cache, *, start: int, end: int, 
 def window_rows(index: RateIndex | None, cache: Cache, *, start: int, end: int) -> list[tuple[int, str, int, int, int]]:
     """Every row of ``[start, end)`` counted exactly: the whole minutes from the index, the partial ones at the edges and
     the minutes not counted yet by the database."""
+    if viewing.has_rates(cache):
+        return viewing.rate_counts(cache, start=start, end=end, width=max(1, end - start))
     inner_start, inner_end = -(-start // MINUTE) * MINUTE, (end // MINUTE) * MINUTE
     if index is None or inner_end <= inner_start:
         return viewing.minute_counts(cache, start=start, end=end, width=max(1, end - start))
