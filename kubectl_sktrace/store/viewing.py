@@ -171,9 +171,9 @@ def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search:
     if namespace is not None:
         where.append("namespace = ?")
         params.append(namespace)
-    if search:
-        where.append("lower(name) LIKE ? ESCAPE '\\'")
-        params.append(f"%{_escape_like(search.lower())}%")
+    if search:  # sqlite's LIKE ignores the case of ASCII letters (as far as its lower() folds); PostgreSQL's ILIKE does
+        where.append(f"name {'ILIKE' if cache.engine == 'postgresql' else 'LIKE'} ? ESCAPE '\\'")
+        params.append(f"%{_escape_like(search)}%")
     condition = " AND ".join(where)
     rows = cache.conn.execute(  # the total beside each row: one pass over the matches, not two
         f"SELECT gvk, namespace, name, last_ts, last_op, count(*) OVER () FROM {_objects(cache)} WHERE {condition} "

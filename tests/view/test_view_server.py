@@ -16,7 +16,8 @@ from viewsupport import T0, build_history, history_path, served  # noqa: F401  (
 from kubectl_sktrace.cli import cli
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.view import api
-from kubectl_sktrace.view.rates import RateIndex, bucket_rows
+from kubectl_sktrace.view.app import rate_index
+from kubectl_sktrace.view.rates import bucket_rows
 from kubectl_sktrace.view.server import ViewServer, host_allowed
 
 
@@ -125,13 +126,26 @@ def test_the_histogram_counts_every_event_once(served: ViewServer, history_path:
     assert sum(b["inferred"] for b in histogram["buckets"]) == 2
 
 
-def test_counted_minutes_answer_as_the_database_does(history_path: Path) -> None:
-    index = RateIndex(open_cache=lambda: open_cache_readonly(history_path), begin=T0 + 5, end=T0 + 7741)
-    index.fill()
-    assert index.error is None and index.progress == 1
-    with open_cache_readonly(history_path) as cache:
+@pytest.mark.parametrize("version", [8, None], ids=["schema-8-counted-in-memory", "kept-by-the-cache"])
+def test_counted_minutes_answer_as_the_database_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int | None) -> None:
+    """The rates of a cache older than 0010 (counted once per server, in memory) and of a cache that keeps them
+    (``event_rates``) give every bucket and window as the database counts it from ``events``."""
+    from kubectl_sktrace.store import schema
+
+    path = tmp_path / "rates.db"
+    with monkeypatch.context() as patch:
+        if version is not None:
+            patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:version])
+            patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", version)
+        build_history(path)
+    index = rate_index(str(path))
+    assert (index is None) == (version is None)
+    if index is not None:
+        index.fill()
+        assert index.error is None and index.progress == 1
+    with open_cache_readonly(path) as cache:
         for start, end, width in [(T0 - 600, T0 + 9000, 600), (T0, T0 + 3600, 60), (T0 + 1200, T0 + 1260, 60), (T0 - 86400, T0 + 86400, 3600)]:
-            direct = api.viewing.per_bucket(bucket_rows(None, cache, start=start, end=end, width=width)[0])
+            direct = api.viewing.per_bucket(api.viewing.minute_counts(cache, start=start, end=end, width=width))
             counted = api.viewing.per_bucket(bucket_rows(index, cache, start=start, end=end, width=width)[0])
             assert counted == direct, (start, end, width)
         window = api.window(cache, {"start": str(T0 + 7), "end": str(T0 + 1231)}, command_base=(), index=index)
@@ -241,7 +255,7 @@ def test_view_refuses_a_bad_path_in_one_line_before_serving(tmp_path: Path, make
     assert sorted(p.name for p in path.parent.iterdir()) == before
 
 
-@pytest.mark.parametrize("version", [4, 5], ids=["schema-4", "schema-5"])
+@pytest.mark.parametrize("version", [4, 5, 8], ids=["schema-4", "schema-5", "schema-8"])
 def test_an_older_cache_is_viewed_as_it_is(tmp_path: Path, history_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
     """A cache recorded before ``event_objects`` kept each object's last row (0006), or before it existed (0005), is read
     as it is, never migrated, with the same answers."""
