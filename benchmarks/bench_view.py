@@ -4,8 +4,8 @@
     python benchmarks/bench_view.py --dir DIR --events 1000000
 
 The cache is bench_cache.py's fixture (built there, reused here; 8 weeks, ~10M events). The view is served in this
-process on 127.0.0.1 as ``view`` serves it (a read-only connection per request, the rates counted in a background thread)
-and asked over HTTP with the cookie, as the page asks: each figure is the wall time of one answer, JSON included, the
+process on 127.0.0.1 as ``view`` serves it (a read-only connection per request; the rates read from the counts the cache
+keeps, schema 0010, or for a cache built before it, counted in a background thread) and asked over HTTP with the cookie, as the page asks: each figure is the wall time of one answer, JSON included, the
 median of ``--repeat``. Targets (issue 28): the first picture in 1 s, every zoom or window answer in 300 ms.
 
 Beside each range, the reference measured in the same run: the database counting that range itself (one GROUP BY over
@@ -87,7 +87,7 @@ def main() -> None:
     filling.join()
     counted = time.perf_counter() - t0
     if index is None:
-        print("rates read from the cache's own per-minute counts (event_rates, schema 0010): no background count")
+        print("rates read from the counts the cache keeps per hour and minute (schema 0010): no background count")
     else:
         print(f"rates counted in the background: {counted:.1f} s after the start ({index.size} minutes; error {index.error})")
     t_whole, answer = median(server, whole, args.repeat)

@@ -75,32 +75,40 @@ def minute_counts(cache: Cache, *, start: int, end: int, width: int, origin: int
     return [(int(b), str(g), int(o), int(f), int(n)) for b, g, o, f, n in rows]
 
 
-MINUTE = 60
+LEVELS = (("event_rates_hourly", "hour", 3600), ("event_rates", "minute", 60))
+"""The counts the cache keeps (schema 0010), coarsest first: a table, its time column (``ts`` divided by), the seconds."""
 
 
 def has_rates(cache: Cache) -> bool:
-    """Whether the cache keeps its counts per minute (``event_rates``, schema 0010)."""
-    return cache.has_table("event_rates")
+    """Whether the cache keeps its counts per hour and per minute (``event_rates``, schema 0010)."""
+    return cache.has_table("event_rates_hourly")
 
 
-def rate_counts(cache: Cache, *, start: int, end: int, width: int, origin: int | None = None) -> list[Row]:
-    """The rows of ``minute_counts`` for the same arguments, read from ``event_rates`` (``has_rates``): its whole minutes
-    of ``[start, end)`` summed per bucket, the partial minutes at the edges counted from ``events``. A minute must fall in
-    one bucket: ``origin`` and ``width`` whole minutes, or a single bucket (``width >= end - origin``)."""
+def rate_counts(cache: Cache, *, start: int, end: int, width: int, origin: int | None = None, level: int = 0) -> list[Row]:
+    """The rows of ``minute_counts`` for the same arguments, from the counts the cache keeps (``has_rates``): the whole
+    hours of ``[start, end)`` from ``event_rates_hourly``, the whole minutes at their edges from ``event_rates``, the
+    partial minutes from ``events``. A level serves only when each of its units falls in one bucket (``origin`` and
+    ``width`` whole units, or a single bucket); else the finer one does."""
     origin = start if origin is None else origin
     if width < 1 or end <= start:
         return []
-    first, last = -(-start // MINUTE), end // MINUTE
-    if last <= first:
+    if level == len(LEVELS):
         return minute_counts(cache, start=start, end=end, width=width, origin=origin)
+    table, column, size = LEVELS[level]
+    first, last = -(-start // size), end // size
+    fits = (origin % size == 0 and width % size == 0) or width >= end - origin
+    if last <= first or not fits:
+        return rate_counts(cache, start=start, end=end, width=width, origin=origin, level=level + 1)
     rows = cache.conn.execute(
-        "SELECT (minute * 60 - ?) / ? AS bucket, gvk, op, inferred, CAST(sum(n) AS BIGINT) FROM event_rates "
-        f"WHERE minute >= ? AND minute < ? AND op != {UNTRACKED} GROUP BY bucket, gvk, op, inferred",
+        f"SELECT ({column} * {size} - ?) / ? AS bucket, gvk, op, inferred, CAST(sum(n) AS BIGINT) FROM {table} "
+        f"WHERE {column} >= ? AND {column} < ? AND op != {UNTRACKED} GROUP BY bucket, gvk, op, inferred",
         (origin, width, first, last),
     ).fetchall()
     counted = [(int(b), str(g), int(o), int(f), int(n)) for b, g, o, f, n in rows if n]
-    edges = ((start, first * MINUTE), (last * MINUTE, end))
-    return counted + [row for a, b in edges if b > a for row in minute_counts(cache, start=a, end=b, width=width, origin=origin)]
+    for a, b in ((start, first * size), (last * size, end)):
+        if b > a:
+            counted += rate_counts(cache, start=a, end=b, width=width, origin=origin, level=level + 1)
+    return counted
 
 
 def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:

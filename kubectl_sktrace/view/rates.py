@@ -1,4 +1,5 @@
-"""The rate of changes per kind, per minute, counted once per server and kept in memory.
+"""The rate of changes per kind: read from the counts a cache keeps (schema 0010, ``viewing.rate_counts``), or for an
+older cache (the view never migrates) counted per minute once per server and kept in memory.
 
 No index of the cache counts rows by time cheaply: the database walks every row of a range (``events_ts``), about 2 µs a
 row, so a week of a busy cluster (a million rows) costs seconds however it is asked. The server therefore counts the
@@ -90,7 +91,7 @@ def bucket_rows(index: RateIndex | None, cache: Cache, *, start: int, end: int, 
     """The rows of ``viewing.minute_counts`` for ``[start, end)`` in buckets of ``width`` from ``start`` (a bucket may
     come in two rows), and whether they are complete: the minutes counted from the index, the rest by the database
     when it is little (recorded since the view started, or a short range), else left out (the page asks again)."""
-    if viewing.has_rates(cache) and width % MINUTE == 0 and start % MINUTE == 0:
+    if viewing.has_rates(cache):
         return viewing.rate_counts(cache, start=start, end=end, width=width), True
     if index is None or width % MINUTE:
         return viewing.minute_counts(cache, start=start, end=end, width=width), True

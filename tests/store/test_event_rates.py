@@ -20,8 +20,7 @@ from kubectl_sktrace.store.recording import EventRow, Recording
 pytestmark = pytest.mark.timeout(300)
 
 KINDS = ("Deployment", "ConfigMap", "Job")
-COUNTED = "SELECT ts / 60, gvk, op, inferred, count(*) FROM events GROUP BY ts / 60, gvk, op, inferred ORDER BY 1, 2, 3, 4"
-KEPT = "SELECT minute, gvk, op, inferred, n FROM event_rates ORDER BY 1, 2, 3, 4"
+LEVELS = (("event_rates", "minute", 60), ("event_rates_hourly", "hour", 3600))
 
 
 def _rows(where: Any, sql: str) -> list[tuple[Any, ...]]:
@@ -31,9 +30,13 @@ def _rows(where: Any, sql: str) -> list[tuple[Any, ...]]:
 
 
 def _assert_kept(where: Any) -> None:
-    kept, counted = _rows(where, KEPT), _rows(where, COUNTED)
-    assert kept == counted
-    assert all(row[4] > 0 for row in kept)  # a minute whose count fell to 0 has no row
+    """Each table of counts holds what a GROUP BY over ``events`` counts, and no row of a count fallen to 0."""
+    for table, column, size in LEVELS:
+        kept = _rows(where, f"SELECT {column}, gvk, op, inferred, n FROM {table} ORDER BY 1, 2, 3, 4")
+        counted = _rows(where, f"SELECT ts / {size}, gvk, op, inferred, count(*) FROM events GROUP BY ts / {size}, gvk, op, inferred "
+                               "ORDER BY 1, 2, 3, 4")
+        assert kept == counted, table
+        assert kept and all(row[4] > 0 for row in kept)
 
 
 def _random_rows(builder: CacheBuilder, seed: int, *, since: int, count: int) -> None:
@@ -83,12 +86,13 @@ def test_the_counts_per_minute_stay_exact_through_writes_deletions_prune_and_ret
         conn.execute("DELETE FROM events WHERE gvk = 'v1.ConfigMap' AND op = 1")
         conn.execute("DELETE FROM events WHERE id IN (SELECT id FROM events WHERE inferred = 1 ORDER BY id LIMIT 9)")
     _assert_kept(where)
-    before = _rows(where, "SELECT count(*) FROM event_rates")[0][0]
+    before = _rows(where, "SELECT count(*) FROM event_rates")[0][0], _rows(where, "SELECT count(*) FROM event_rates_hourly")[0][0]
     assert prune_cache(where, before=1_007_000).result.events_removed > 0
     _assert_kept(where)
     _chain(where, until=1_024_000, rows=15)
     _assert_kept(where)
-    assert 0 < _rows(where, "SELECT count(*) FROM event_rates")[0][0] < before  # pruned minutes leave the table
+    after = _rows(where, "SELECT count(*) FROM event_rates")[0][0], _rows(where, "SELECT count(*) FROM event_rates_hourly")[0][0]
+    assert 0 < after[0] < before[0] and 0 < after[1] < before[1]  # pruned minutes and hours leave the tables
 
 
 def test_the_migration_counts_the_history_already_recorded(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,7 +112,8 @@ def test_the_migration_counts_the_history_already_recorded(engine: str, monkeypa
     assert _rows(where, "SELECT sum(n) FROM event_rates") == _rows(where, "SELECT count(*) FROM events")
 
 
-@pytest.mark.parametrize("span", [(1_000_000, 1_014_400), (1_000_017, 1_003_623), (1_001_234, 1_001_250), (999_000, 1_020_000)])
+@pytest.mark.parametrize("span", [(1_000_000, 1_014_400), (1_000_017, 1_003_623), (1_001_234, 1_001_250), (999_000, 1_020_000),
+                                  (997_200, 1_015_200)])
 def test_what_the_view_reads_from_the_counts_equals_the_events_counted(engine: str, span: tuple[int, int]) -> None:
     """Buckets of whole minutes and one window with ragged edges: the kept minutes plus the edges counted from the
     events give the database's own GROUP BY over ``events``."""
@@ -119,7 +124,8 @@ def test_what_the_view_reads_from_the_counts_equals_the_events_counted(engine: s
     builder.close()
     start, end = span
     with open_cache_readonly(where) as cache:
-        for width, origin in ((600, start - start % 600), (60, start - start % 60), (end - start, start)):
+        for width, origin in ((7200, start - start % 7200), (3600, start - start % 3600), (600, start - start % 600),
+                              (60, start - start % 60), (45, start - start % 45), (end - start, start)):
             kept = viewing.per_bucket(viewing.rate_counts(cache, start=start, end=end, width=width, origin=origin))
             counted = viewing.per_bucket(viewing.minute_counts(cache, start=start, end=end, width=width, origin=origin))
             assert kept == counted and (counted or span == (1_001_234, 1_001_250))
