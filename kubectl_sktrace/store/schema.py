@@ -91,7 +91,7 @@ events_late     the rows received 2 s or more after their second (a relist stamp
                 those with a row since ``min(S, K - 2)`` and those with a late row received since ``K``; every other
                 object's last row is before ``S``, known, and not applied (``history.last_row_per_object``).
 
-What draws the rate of changes of a long history at once (0010; the number 0009 belongs to a migration made beside it):
+What draws the rate of changes of a long history at once (0010):
 
 event_rates     rows of ``events`` per ``(minute, gvk, op, inferred)``, ``minute`` being ``ts / 60``, kept exact by
                 triggers on insert and delete as ``event_counts`` is (a minute whose count falls to 0 loses its row, so

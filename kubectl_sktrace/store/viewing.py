@@ -1,11 +1,13 @@
 """Read-only queries behind ``kubectl sktrace view``: the history as a picture, aggregated and paged here.
 
 Every query answers in time proportional to what the page shows, not to the history: the rate of changes is
+summed from the counts the cache keeps per hour and minute (schema 0010, ``rate_counts``), or for an older cache
 counted per time bucket and kind by the database (``events_ts`` bounds the rows to the range asked for), the
 objects of a kind and namespace are read a page at a time from ``event_objects`` (one row per object ever
 recorded, deleted ones too, with its last row: schema 0006), each object's changes from its own range of
 ``events_object``, its pods from ``pods_owner``. Written once in SQL both engines accept (integer division of
-integers, ``LIKE … ESCAPE``, index hints that ``pgconn.translate`` drops). Nothing here writes.
+integers, ``LIKE … ESCAPE``, index hints that ``pgconn.translate`` drops; a name search is sqlite's LIKE or
+PostgreSQL's ILIKE, both blind to the case of ASCII letters). Nothing here writes.
 """
 
 from __future__ import annotations
