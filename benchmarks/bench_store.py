@@ -10,6 +10,9 @@ process of its own, engine after engine, on the same input, so they compare with
   cadence) fed one stream of pod watch events as fast as they go: ``--pods`` pods added (pending), then each
   one started, then each one finished: 3 events per pod, each one an insert or an update of its lifecycle row.
   Reported: events per second (wall clock, commits included), the client's CPU per event, and the child's peak RSS.
+- **write**: the recorder's event rows (``Recording.append_event`` in batches of 500, three kinds, one row in seven a
+  deletion) into a cache made without migration 0010 and one made with it, in turn: what keeping the per-minute
+  counts (``event_rates``, one upsert per row on sqlite, one per statement on PostgreSQL) costs each write.
 - **export**: a history of ``--events`` Deployment changes (5,000 objects, ~1 KB bodies) recorded into sqlite,
   copied into PostgreSQL with ``cache copy``'s ``copy_history``, then the whole window exported from each:
   wall time, the client's CPU and peak RSS (a PostgreSQL reader streams its rows from a server-side cursor).
@@ -101,6 +104,36 @@ def child_build(where: str, events: int) -> dict[str, float]:
     return {}
 
 
+def child_write(where: str, events: int, migrations: int) -> dict[str, float]:
+    """The recorder's event rows (``Recording.append_event``, batches of ``WRITE_BATCH`` as the writer commits them) into
+    a cache made by the first ``migrations`` migrations: with and without 0010's per-minute counts, the same rows."""
+    from kubectl_sktrace.model import GVK, ObjKey
+    from kubectl_sktrace.store import connection, pgschema, postgres, schema
+    from kubectl_sktrace.store.recording import EventRow, Recording
+
+    connection.MIGRATIONS, connection.SCHEMA_VERSION = schema.MIGRATIONS[:migrations], migrations  # type: ignore[misc]
+    postgres.PG_MIGRATIONS = pgschema.PG_MIGRATIONS[:migrations]  # type: ignore[misc]
+    cache = _open(where)
+    rec = Recording(cache)  # type: ignore[arg-type]
+    run = rec.begin_run(started=T0, pid=1, config_yaml="")
+    kinds = [GVK("apps", "v1", "Deployment"), GVK("batch", "v1", "Job"), GVK("", "v1", "ConfigMap")]
+    rows = [EventRow(ts=int(T0) + i // 50, recv=T0 + i / 50, key=ObjKey(kinds[i % 3], "ns", f"o-{i % 3000}"), uid=f"u-{i % 3000}",
+                     op=int(i % 7 == 6), spec_hash=i, body=None if i % 7 == 6 else {"metadata": {"name": f"o-{i % 3000}"}, "spec": {"n": i}})
+            for i in range(events)]
+    cpu, wall = time.process_time(), time.perf_counter()
+    for first in range(0, events, WRITE_BATCH):
+        with rec.batch():
+            for row in rows[first:first + WRITE_BATCH]:
+                rec.append_event(run, row)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert cache.conn.execute("SELECT count(*) FROM events").fetchone()[0] == events  # type: ignore[attr-defined]
+    cache.close()  # type: ignore[attr-defined]
+    return {"rate": events / wall, "cpu_us": cpu / events * 1e6}
+
+
+WRITE_BATCH = 500
+
+
 def child_copy(source: str, destination: str) -> dict[str, float]:
     from kubectl_sktrace.store.copying import copy_cache
 
@@ -138,16 +171,33 @@ def _child(*args: str) -> dict[str, float]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def _writes(server: object, tmp: Path, events: int, repeat: int) -> None:
+    """The recorder's event rows written without 0010 (the schema before it) and with it, in turn, on each engine."""
+    from kubectl_sktrace.store import schema
+
+    before = [i for i, (name, _) in enumerate(schema.MIGRATIONS) if name == "0010_event_rates"][0]
+    for attempt in range(repeat):
+        for engine in ("sqlite", "postgresql"):
+            for label, migrations in (("without 0010", before), ("with 0010", len(schema.MIGRATIONS))):
+                where = str(tmp / f"write-{attempt}-{migrations}.db") if engine == "sqlite" else server.new_database()  # type: ignore[attr-defined]
+                r = _child("write", where, str(events), str(migrations))
+                print(f"write   {engine:10}  {label:13} {r['rate']:9,.0f} events/s  {r['cpu_us']:6.1f} us CPU/event (client)  "
+                      f"{events} rows in batches of {WRITE_BATCH}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--events", type=int, default=200000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--writes", type=int, default=100000, help="event rows written with and without the per-minute counts (0010)")
+    parser.add_argument("--writes-only", action="store_true", help="only the event rows' write cost")
     parser.add_argument("--child", nargs="+")
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
         result = {"ingest": lambda: child_ingest(rest[0], int(rest[1])), "build": lambda: child_build(rest[0], int(rest[1])),
+                  "write": lambda: child_write(rest[0], int(rest[1]), int(rest[2])),
                   "copy": lambda: child_copy(rest[0], rest[1]), "export": lambda: child_export(rest[0], int(rest[1]), rest[2])}[kind]()
         print(json.dumps(result))
         return
@@ -160,6 +210,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-store-"))
     try:
         print(f"load average {open('/proc/loadavg').read().split()[:3]}; {args.pods} pods x 3 events; export of {args.events} events")
+        _writes(server, tmp, args.writes, args.repeat)
+        if args.writes_only:
+            return
         for attempt in range(args.repeat):
             for engine in ("sqlite", "postgresql"):
                 where = str(tmp / f"ingest-{attempt}.db") if engine == "sqlite" else server.new_database()

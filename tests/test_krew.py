@@ -444,3 +444,6 @@ def test_the_payload_stages_the_product_and_the_emulator_its_demo_runs(tmp_path:
     staged = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("__init__.py"))
     assert "kubectl_sktrace/__init__.py" in staged and "sktrace_emulator/__init__.py" in staged
     assert not list(tmp_path.rglob("__pycache__"))
+    page = sorted(p.name for p in (tmp_path / "kubectl_sktrace" / "view" / "static").iterdir())
+    assert page == sorted(p.name for p in (REPO / "kubectl_sktrace" / "view" / "static").iterdir())  # the view's page, as package data
+    assert {"index.html", "view.css", "view.js"} <= set(page)

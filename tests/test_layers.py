@@ -28,7 +28,8 @@ WINGS = {
     "store": {"trace"},
     "record": {"trace", "kube", "store"},
     "export": {"trace", "store"},
-    "cli": {"trace", "kube", "store", "record", "export"},
+    "view": {"trace", "store", "export"},
+    "cli": {"trace", "kube", "store", "record", "export", "view"},
 }
 # The root keeps what every wing shares; it imports nothing but itself.
 SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation"}

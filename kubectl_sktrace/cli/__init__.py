@@ -18,6 +18,7 @@ import click
 
 from kubectl_sktrace import __version__
 from kubectl_sktrace.cli import caches, exporting, recording, traces, transforming
+from kubectl_sktrace.cli import viewing
 from kubectl_sktrace.cli.options import (
     CONTEXT_SETTINGS,
     TRACEBACK_VERBOSITY,
@@ -112,6 +113,7 @@ for _command in (recording.start, recording.status, exporting.export_command, ex
                  traces.rbac_command, traces.inspect_command, traces.validate_command, transforming.transform_command, traces.demo_command,
                  caches.cache_group):
     cli.add_command(_command)
+cli.add_command(viewing.view_command)
 
 
 COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"

@@ -250,4 +250,57 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0010_event_rates",
+        f"""
+        CREATE TABLE event_rates (
+            minute BIGINT NOT NULL,
+            gvk {T} NOT NULL,
+            op BIGINT NOT NULL,
+            inferred BIGINT NOT NULL,
+            n BIGINT NOT NULL,
+            PRIMARY KEY (minute, gvk, op, inferred)
+        );
+        CREATE TABLE event_rates_hourly (
+            hour BIGINT NOT NULL,
+            gvk {T} NOT NULL,
+            op BIGINT NOT NULL,
+            inferred BIGINT NOT NULL,
+            n BIGINT NOT NULL,
+            PRIMARY KEY (hour, gvk, op, inferred)
+        );
+        INSERT INTO event_rates (minute, gvk, op, inferred, n)
+            SELECT ts / 60, gvk, op, inferred, count(*) FROM events GROUP BY ts / 60, gvk, op, inferred;
+        INSERT INTO event_rates_hourly (hour, gvk, op, inferred, n)
+            SELECT minute / 60, gvk, op, inferred, sum(n) FROM event_rates GROUP BY minute / 60, gvk, op, inferred;
+        CREATE FUNCTION events_rated_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO {{SCHEMA}}.event_rates (minute, gvk, op, inferred, n)
+                SELECT ts / 60, gvk, op, inferred, count(*) FROM new_rows GROUP BY ts / 60, gvk, op, inferred
+                ON CONFLICT (minute, gvk, op, inferred) DO UPDATE SET n = event_rates.n + excluded.n;
+            INSERT INTO {{SCHEMA}}.event_rates_hourly (hour, gvk, op, inferred, n)
+                SELECT ts / 3600, gvk, op, inferred, count(*) FROM new_rows GROUP BY ts / 3600, gvk, op, inferred
+                ON CONFLICT (hour, gvk, op, inferred) DO UPDATE SET n = event_rates_hourly.n + excluded.n;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER events_rated_insert AFTER INSERT ON events REFERENCING NEW TABLE AS new_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION events_rated_insert();
+        CREATE FUNCTION events_rated_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE {{SCHEMA}}.event_rates r SET n = r.n - gone.n
+                FROM (SELECT ts / 60 AS minute, gvk, op, inferred, count(*) AS n FROM old_rows GROUP BY ts / 60, gvk, op, inferred) gone
+                WHERE r.minute = gone.minute AND r.gvk = gone.gvk AND r.op = gone.op AND r.inferred = gone.inferred;
+            DELETE FROM {{SCHEMA}}.event_rates r
+                WHERE r.n = 0 AND (r.minute, r.gvk, r.op, r.inferred) IN (SELECT ts / 60, gvk, op, inferred FROM old_rows);
+            UPDATE {{SCHEMA}}.event_rates_hourly r SET n = r.n - gone.n
+                FROM (SELECT ts / 3600 AS hour, gvk, op, inferred, count(*) AS n FROM old_rows GROUP BY ts / 3600, gvk, op, inferred) gone
+                WHERE r.hour = gone.hour AND r.gvk = gone.gvk AND r.op = gone.op AND r.inferred = gone.inferred;
+            DELETE FROM {{SCHEMA}}.event_rates_hourly r
+                WHERE r.n = 0 AND (r.hour, r.gvk, r.op, r.inferred) IN (SELECT ts / 3600, gvk, op, inferred FROM old_rows);
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER events_rated_delete AFTER DELETE ON events REFERENCING OLD TABLE AS old_rows
+            FOR EACH STATEMENT EXECUTE FUNCTION events_rated_delete();
+        """,
+    ),
 ]

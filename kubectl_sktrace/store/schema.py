@@ -97,6 +97,16 @@ prunes          one row per way history was pruned (``source``: 'prune', the com
                 ``--retain``): the latest ``cutoff`` (integer seconds: rows before it may be gone), when
                 (``pruned_at``), and the events and pods removed in all (only prunes that removed something).
                 The history before the highest cutoff is incomplete: export says so, ``status`` shows it.
+
+What draws the rate of changes of a long history at once (0010):
+
+event_rates     rows of ``events`` per ``(minute, gvk, op, inferred)``, ``minute`` being ``ts / 60``, kept exact by
+                triggers on insert and delete as ``event_counts`` is (a minute whose count falls to 0 loses its row, so
+                a prune or a retention shrinks it too).
+event_rates_hourly  the same per ``hour`` (``ts / 3600``): what a long range sums (8 weeks are 1,344 hours).
+                ``view`` reads a range's whole hours from ``event_rates_hourly``, the whole minutes at its edges from
+                ``event_rates`` and the partial minutes from ``events`` (a few rows an hour where ``events_ts`` would
+                walk every event).
 """
 
 from __future__ import annotations
@@ -327,6 +337,47 @@ MIGRATIONS: list[tuple[str, str]] = [
             events_removed INTEGER NOT NULL,
             pods_removed INTEGER NOT NULL
         );
+        """,
+    ),
+    (
+        "0010_event_rates",
+        """
+        CREATE TABLE event_rates (
+            minute INTEGER NOT NULL,
+            gvk TEXT NOT NULL,
+            op INTEGER NOT NULL,
+            inferred INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (minute, gvk, op, inferred)
+        ) WITHOUT ROWID;
+        CREATE TABLE event_rates_hourly (
+            hour INTEGER NOT NULL,
+            gvk TEXT NOT NULL,
+            op INTEGER NOT NULL,
+            inferred INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (hour, gvk, op, inferred)
+        ) WITHOUT ROWID;
+        INSERT INTO event_rates (minute, gvk, op, inferred, n)
+            SELECT ts / 60, gvk, op, inferred, count(*) FROM events GROUP BY ts / 60, gvk, op, inferred;
+        INSERT INTO event_rates_hourly (hour, gvk, op, inferred, n)
+            SELECT minute / 60, gvk, op, inferred, sum(n) FROM event_rates GROUP BY minute / 60, gvk, op, inferred;
+        CREATE TRIGGER events_rated_insert AFTER INSERT ON events BEGIN
+            INSERT INTO event_rates (minute, gvk, op, inferred, n) VALUES (new.ts / 60, new.gvk, new.op, new.inferred, 1)
+                ON CONFLICT (minute, gvk, op, inferred) DO UPDATE SET n = n + 1;
+            INSERT INTO event_rates_hourly (hour, gvk, op, inferred, n) VALUES (new.ts / 3600, new.gvk, new.op, new.inferred, 1)
+                ON CONFLICT (hour, gvk, op, inferred) DO UPDATE SET n = n + 1;
+        END;
+        CREATE TRIGGER events_rated_delete AFTER DELETE ON events BEGIN
+            UPDATE event_rates SET n = n - 1
+                WHERE minute = old.ts / 60 AND gvk = old.gvk AND op = old.op AND inferred = old.inferred;
+            DELETE FROM event_rates
+                WHERE minute = old.ts / 60 AND gvk = old.gvk AND op = old.op AND inferred = old.inferred AND n = 0;
+            UPDATE event_rates_hourly SET n = n - 1
+                WHERE hour = old.ts / 3600 AND gvk = old.gvk AND op = old.op AND inferred = old.inferred;
+            DELETE FROM event_rates_hourly
+                WHERE hour = old.ts / 3600 AND gvk = old.gvk AND op = old.op AND inferred = old.inferred AND n = 0;
+        END;
         """,
     ),
 ]

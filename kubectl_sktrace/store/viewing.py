@@ -1,0 +1,289 @@
+"""Read-only queries behind ``kubectl sktrace view``: the history as a picture, aggregated and paged here.
+
+Every query answers in time proportional to what the page shows, not to the history: the rate of changes is
+summed from the counts the cache keeps per hour and minute (schema 0010, ``rate_counts``), or for an older cache
+counted per time bucket and kind by the database (``events_ts`` bounds the rows to the range asked for), the
+objects of a kind and namespace are read a page at a time from ``event_objects`` (one row per object ever
+recorded, deleted ones too, with its last row: schema 0006), each object's changes from its own range of
+``events_object``, its pods from ``pods_owner``. Written once in SQL both engines accept (integer division of
+integers, ``LIKE … ESCAPE``, index hints that ``pgconn.translate`` drops; a name search is sqlite's LIKE or
+PostgreSQL's ILIKE, both blind to the case of ASCII letters). Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.store.bodies import chain_from_json, decode_body
+from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.store.history import UNTRACKED
+
+MAX_TICKS = 200
+"""Changes of one object returned per answer: beyond, one per slice of the range (about two pixels of the page)."""
+MAX_PODS = 60
+"""Pods returned under one workload per answer (with their total)."""
+
+
+@dataclass(frozen=True)
+class KindCount:
+    """Events of one kind in a time bucket, or in a window: applied, deleted, and how many of them were reconstructed."""
+
+    gvk: str
+    applied: int
+    deleted: int
+    inferred: int
+
+
+_LAST_ROWS = """(SELECT e.gvk, e.namespace, e.name, e.ts AS last_ts, e.op AS last_op FROM events e WHERE e.id = (
+    SELECT l.id FROM events l WHERE l.gvk = e.gvk AND l.namespace = e.namespace AND l.name = e.name ORDER BY l.ts DESC, l.id DESC LIMIT 1
+)) AS o"""
+
+
+def _objects(cache: Cache) -> str:
+    """Where each object's last row is: ``event_objects`` (schema 0006), else found in ``events`` (an older cache, read
+    as it is: slower, but such a cache predates the histories this matters for)."""
+    return "event_objects" if cache.has_column("event_objects", "last_op") else _LAST_ROWS
+
+
+def _by_object(cache: Cache) -> str:
+    """sqlite's hint to read an object's rows through ``events_object`` (schema 0005), which its planner may not choose."""
+    return " INDEXED BY events_object" if cache.has_table("event_objects") else ""
+
+
+def first_and_last(cache: Cache) -> tuple[int | None, int | None]:
+    """The seconds of the first and the last recorded event (each one end of ``events_ts``)."""
+    conn = cache.conn
+    first = conn.execute(f"SELECT ts FROM events WHERE op != {UNTRACKED} ORDER BY ts LIMIT 1").fetchone()
+    last = conn.execute(f"SELECT ts FROM events WHERE op != {UNTRACKED} ORDER BY ts DESC LIMIT 1").fetchone()
+    return (None if first is None else int(first[0])), (None if last is None else int(last[0]))
+
+
+Row = tuple[int, str, int, int, int]
+
+
+def minute_counts(cache: Cache, *, start: int, end: int, width: int, origin: int | None = None) -> list[Row]:
+    """``(bucket, gvk, op, inferred, n)``: the events of ``[start, end)`` per bucket ``(ts - origin) // width`` (``origin``:
+    ``start`` unless given, not after it), kind, operation and whether reconstructed; the database counts them over the
+    range of ``events_ts``."""
+    if width < 1 or end <= start:
+        return []
+    rows = cache.conn.execute(
+        "SELECT (ts - ?) / ? AS bucket, gvk, op, inferred, count(*) FROM events "
+        f"WHERE ts >= ? AND ts < ? AND op != {UNTRACKED} GROUP BY bucket, gvk, op, inferred",
+        (start if origin is None else origin, width, start, end),
+    ).fetchall()
+    return [(int(b), str(g), int(o), int(f), int(n)) for b, g, o, f, n in rows]
+
+
+LEVELS = (("event_rates_hourly", "hour", 3600), ("event_rates", "minute", 60))
+"""The counts the cache keeps (schema 0010), coarsest first: a table, its time column (``ts`` divided by), the seconds."""
+
+
+def has_rates(cache: Cache) -> bool:
+    """Whether the cache keeps its counts per hour and per minute (``event_rates``, schema 0010)."""
+    return cache.has_table("event_rates_hourly")
+
+
+def rate_counts(cache: Cache, *, start: int, end: int, width: int, origin: int | None = None, level: int = 0) -> list[Row]:
+    """The rows of ``minute_counts`` for the same arguments, from the counts the cache keeps (``has_rates``): the whole
+    hours of ``[start, end)`` from ``event_rates_hourly``, the whole minutes at their edges from ``event_rates``, the
+    partial minutes from ``events``. A level serves only when each of its units falls in one bucket (``origin`` and
+    ``width`` whole units, or a single bucket); else the finer one does."""
+    origin = start if origin is None else origin
+    if width < 1 or end <= start:
+        return []
+    if level == len(LEVELS):
+        return minute_counts(cache, start=start, end=end, width=width, origin=origin)
+    table, column, size = LEVELS[level]
+    first, last = -(-start // size), end // size
+    fits = (origin % size == 0 and width % size == 0) or width >= end - origin
+    if last <= first or not fits:
+        return rate_counts(cache, start=start, end=end, width=width, origin=origin, level=level + 1)
+    rows = cache.conn.execute(
+        f"SELECT ({column} * {size} - ?) / ? AS bucket, gvk, op, inferred, CAST(sum(n) AS BIGINT) FROM {table} "
+        f"WHERE {column} >= ? AND {column} < ? AND op != {UNTRACKED} GROUP BY bucket, gvk, op, inferred",
+        (origin, width, first, last),
+    ).fetchall()
+    counted = [(int(b), str(g), int(o), int(f), int(n)) for b, g, o, f, n in rows if n]
+    for a, b in ((start, first * size), (last * size, end)):
+        if b > a:
+            counted += rate_counts(cache, start=a, end=b, width=width, origin=origin, level=level + 1)
+    return counted
+
+
+def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:
+    """The rows of ``minute_counts`` merged per bucket and kind."""
+    merged: dict[int, dict[str, list[int]]] = {}
+    for bucket, gvk, op, inferred, n in rows:
+        entry = merged.setdefault(bucket, {}).setdefault(gvk, [0, 0, 0])
+        entry[op] += n
+        if inferred:
+            entry[2] += n
+    return {b: [KindCount(g, *counts) for g, counts in sorted(kinds.items())] for b, kinds in merged.items()}
+
+
+def kinds_and_namespaces(cache: Cache) -> list[tuple[str, str, int]]:
+    """``(gvk, namespace, events)`` of every kind and namespace the history holds (the counts 0005's triggers keep)."""
+    counted = "CAST(sum(n) AS BIGINT) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
+    rows = cache.conn.execute(f"SELECT gvk, namespace, {counted} WHERE op < 2 GROUP BY gvk, namespace ORDER BY gvk, namespace").fetchall()
+    return [(str(g), str(ns), int(n)) for g, ns, n in rows if n]
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One recorded row of an object: applied (``op`` 0) or deleted (1); ``inferred``: reconstructed after a gap."""
+
+    id: int
+    ts: int
+    op: int
+    inferred: bool
+
+
+@dataclass(frozen=True)
+class PodLife:
+    name: str
+    uid: str
+    start: int | None
+    end: int | None
+    live: bool
+
+
+@dataclass(frozen=True)
+class ObjectRow:
+    """An object of the history: when it was first and last recorded, whether it is gone, its owner (the first of its
+    owner chain), its changes in the range asked for, and the pods whose lifecycle it owns."""
+
+    key: ObjKey
+    first_ts: int
+    last_ts: int
+    deleted: bool
+    owner: ObjKey | None
+    ticks: tuple[Tick, ...]
+    ticks_total: int
+    pods: tuple[PodLife, ...]
+    pods_total: int
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
+                offset: int, limit: int) -> tuple[list[ObjectRow], int]:
+    """A page of the objects of ``gvk`` (every kind: None) in ``namespace`` (every one: None) whose name contains
+    ``search`` (any case), by kind and name, with their changes and pods in ``[start, end)``; and how many match."""
+    where, params = ["TRUE"], []
+    if gvk is not None:
+        where.append("gvk = ?")
+        params.append(gvk)
+    if namespace is not None:
+        where.append("namespace = ?")
+        params.append(namespace)
+    if search:  # sqlite's LIKE ignores the case of ASCII letters (as far as its lower() folds); PostgreSQL's ILIKE does
+        where.append(f"name {'ILIKE' if cache.engine == 'postgresql' else 'LIKE'} ? ESCAPE '\\'")
+        params.append(f"%{_escape_like(search)}%")
+    condition = " AND ".join(where)
+    rows = cache.conn.execute(  # the total beside each row: one pass over the matches, not two
+        f"SELECT gvk, namespace, name, last_ts, last_op, count(*) OVER () FROM {_objects(cache)} WHERE {condition} "
+        "ORDER BY gvk, namespace, name LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    ).fetchall()
+    total = int(rows[0][5]) if rows else 0 if offset == 0 else int(
+        cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition}", params).fetchone()[0])
+    return [_object_row(cache, row[:5], start=start, end=end) for row in rows], total
+
+
+def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int) -> ObjectRow:
+    gvk, namespace, name, last_ts, last_op = row
+    key = ObjKey(GVK.parse(str(gvk)), str(namespace), str(name))
+    conn = cache.conn
+    same = "gvk = ? AND namespace = ? AND name = ?"
+    ident = (gvk, namespace, name)
+    hint = _by_object(cache)
+    first = conn.execute(f"SELECT ts FROM events{hint} WHERE {same} ORDER BY ts, id LIMIT 1", ident).fetchone()
+    chain = conn.execute(
+        f"SELECT owner_chain FROM events{hint} WHERE {same} AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1", ident
+    ).fetchone()
+    owners = chain_from_json(chain[0]) if chain is not None and chain[0] else ()
+    ticks, ticks_total = _ticks(cache, ident, start=start, end=end)
+    pods, pods_total = _pods_of(cache, key, start=start, end=end)
+    return ObjectRow(key=key, first_ts=int(first[0]) if first is not None else int(last_ts), last_ts=int(last_ts), deleted=last_op == 1,
+                     owner=owners[0] if owners else None, ticks=ticks,
+                     ticks_total=ticks_total, pods=pods, pods_total=pods_total)
+
+
+def _ticks(cache: Cache, ident: tuple[Any, ...], *, start: int, end: int) -> tuple[tuple[Tick, ...], int]:
+    """The object's rows in ``[start, end)`` and how many there are; beyond ``MAX_TICKS``, one per slice of ``MAX_TICKS``
+    even slices of the range (its deletion when it has one, else its first row by id). Times and operations come from
+    ``events_object`` alone; the kept rows' own time and whether reconstructed, by id."""
+    where = f"WHERE gvk = ? AND namespace = ? AND name = ? AND ts >= ? AND ts < ? AND op != {UNTRACKED}"
+    hint = _by_object(cache)
+    total = int(cache.conn.execute(f"SELECT count(*) FROM events{hint} {where}", (*ident, start, end)).fetchone()[0])
+    if total <= MAX_TICKS:
+        ids = [int(i) for (i,) in cache.conn.execute(
+            f"SELECT id FROM events{hint} {where} ORDER BY ts, id", (*ident, start, end))]
+    else:
+        ids = [int(i) for (i,) in cache.conn.execute(
+            f"SELECT coalesce(max(CASE WHEN op = 1 THEN id END), min(id)) FROM events{hint} {where} "
+            "GROUP BY (ts - ?) * ? / ?", (*ident, start, end, start, MAX_TICKS, max(1, end - start)))]
+    if not ids:
+        return (), total
+    rows = cache.conn.execute(f"SELECT id, ts, op, inferred FROM events WHERE id IN ({', '.join('?' * len(ids))})", ids).fetchall()
+    ticks = sorted((Tick(int(i), int(t), int(o), bool(f)) for i, t, o, f in rows), key=lambda tick: (tick.ts, tick.id))
+    return tuple(ticks), total
+
+
+def _pods_of(cache: Cache, key: ObjKey, *, start: int, end: int) -> tuple[tuple[PodLife, ...], int]:
+    """The pods whose lifecycle ``key`` owns and that lived in ``[start, end)`` (a pod never started has no lifecycle)."""
+    condition = ("owner_gvk = ? AND owner_namespace = ? AND owner_name = ? AND start_ts IS NOT NULL AND start_ts < ? "
+                 "AND (end_ts IS NULL OR end_ts >= ?)")
+    params = (str(key.gvk), key.namespace, key.name, end, start)
+    rows = cache.conn.execute(  # the total beside each row: one pass over the owner's pods
+        f"SELECT name, uid, start_ts, end_ts, live, count(*) OVER () FROM pods WHERE {condition} ORDER BY start_ts, id LIMIT ?",
+        (*params, MAX_PODS),
+    ).fetchall()
+    total = int(rows[0][5]) if rows else 0
+    return tuple(PodLife(str(n), str(u), s, e, bool(live)) for n, u, s, e, live, _ in rows), total
+
+
+@dataclass(frozen=True)
+class Version:
+    """One recorded row of an object with its body (None for a deletion), and the applied version before it."""
+
+    id: int
+    ts: int
+    recv: float
+    key: ObjKey
+    uid: str
+    op: int
+    inferred: bool
+    body: dict[str, Any] | None
+    previous_id: int | None
+    previous_ts: int | None
+    previous_body: dict[str, Any] | None
+
+
+_ROW = "id, ts, recv, gvk, namespace, name, uid, op, inferred, body, status"
+
+
+def version(cache: Cache, event_id: int) -> Version | None:
+    """The row ``event_id`` (None when there is none) and the object's last applied row before it."""
+    row = cache.conn.execute(f"SELECT {_ROW} FROM events WHERE id = ?", (event_id,)).fetchone()
+    if row is None:
+        return None
+    id_, ts, recv, gvk, namespace, name, uid, op, inferred, body, status = row
+    hint = _by_object(cache)
+    previous = cache.conn.execute(
+        f"SELECT id, ts, body, status FROM events{hint} WHERE gvk = ? AND namespace = ? AND name = ? "
+        "AND (ts < ? OR (ts = ? AND id < ?)) AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1",
+        (gvk, namespace, name, ts, ts, id_),
+    ).fetchone()
+    return Version(
+        id=int(id_), ts=int(ts), recv=float(recv), key=ObjKey(GVK.parse(str(gvk)), str(namespace), str(name)), uid=str(uid), op=int(op),
+        inferred=bool(inferred), body=decode_body(bytes(body), None if status is None else bytes(status)) if body is not None else None,
+        previous_id=None if previous is None else int(previous[0]), previous_ts=None if previous is None else int(previous[1]),
+        previous_body=None if previous is None or previous[2] is None else decode_body(
+            bytes(previous[2]), None if previous[3] is None else bytes(previous[3])),
+    )

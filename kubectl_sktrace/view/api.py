@@ -1,0 +1,152 @@
+"""The page's questions about a cache, answered as JSON-ready data: each one aggregated or paged here, never the history.
+
+- ``overview``: the cache, its span, every run, offline stretch and blind stretch (``spans``), its kinds and namespaces;
+- ``histogram``: the rate of changes per kind in buckets of a nice width over the range shown;
+- ``window``: what a window holds per kind (counted by the database), its blind stretches, and the export command;
+- ``report``: what the export of the window holds, written by export's own code (below ``REPORT_LIMIT`` events);
+- ``objects``: a page of objects of a kind and namespace, with their changes and pods in the range shown;
+- ``version``: one recorded version of an object and its diff from the previous one.
+
+Each reads inside one snapshot of the cache (``history.read_snapshot``), so its figures agree with one another.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Mapping
+
+from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.store import Cache, history, viewing
+from kubectl_sktrace.timeparse import format_time
+from kubectl_sktrace.view import exports, rates
+from kubectl_sktrace.view.diff import as_yaml, unified
+from kubectl_sktrace.view.spans import CATEGORIES, LANES, Span, aligned, bucket_width, overlapping, timeline_spans
+
+MAX_BUCKETS = 2000
+REPORT_LIMIT = 300_000
+"""Events in a window above which the exact report waits for the download (export writes them all to count them)."""
+PAGE_LIMIT = 200
+
+
+def _int(params: Mapping[str, str], name: str, default: int | None = None) -> int:
+    text = params.get(name)
+    if text is None:
+        if default is None:
+            raise UsageError(f"the request lacks {name}")
+        return default
+    try:
+        return int(float(text))
+    except ValueError:
+        raise UsageError(f"{name}={text!r} is not a number") from None
+
+
+def _spans(cache: Cache) -> list[Span]:
+    unrecorded = history.unrecorded_kinds(cache) + history.unserved_spans(cache)
+    return timeline_spans(runs=history.runs(cache), gaps=history.coverage_gaps(cache), unrecorded=unrecorded,
+                          running=cache.writer_active())
+
+
+def overview(cache: Cache, *, title: str, command_base: tuple[str, ...]) -> dict[str, Any]:
+    with history.read_snapshot(cache):
+        spans = _spans(cache)
+        first, last = viewing.first_and_last(cache)
+        kinds = viewing.kinds_and_namespaces(cache)
+    runs = [s for s in spans if s.category == "run"]
+    begin = min([s.since for s in runs] + ([first] if first is not None else []), default=None)
+    end = max([s.until for s in runs] + ([last + 1] if last is not None else []), default=None)
+    per_kind: dict[str, int] = {}
+    for gvk, _, n in kinds:
+        per_kind[gvk] = per_kind.get(gvk, 0) + n
+    return {
+        "title": title, "cache": str(cache.path), "server": cache.get_meta("cluster.server"), "context": cache.get_meta("cluster.context"),
+        "begin": begin, "end": end, "firstEvent": first, "lastEvent": last, "spans": [s.to_dict() for s in spans],
+        "categories": list(CATEGORIES), "lanes": sorted(set(LANES.values()), key=list(LANES.values()).index),
+        "kinds": [{"gvk": g, "events": n} for g, n in sorted(per_kind.items())],
+        "namespaces": sorted({ns for _, ns, _ in kinds}), "commandBase": list(command_base),
+        "recording": any(s.state == "running" for s in spans),
+    }
+
+
+def histogram(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | None = None) -> dict[str, Any]:
+    start, end = _int(params, "start"), _int(params, "end")
+    if end <= start:
+        raise UsageError("the range is empty")
+    width = bucket_width(start=start, end=end, buckets=min(MAX_BUCKETS, max(1, _int(params, "buckets", 200))))
+    first, last = aligned(start=start, end=end, width=width)
+    with history.read_snapshot(cache):
+        rows, complete = rates.bucket_rows(index, cache, start=first, end=last, width=width)
+    counts = viewing.per_bucket(rows)
+    buckets: list[dict[str, Any]] = [{"t": first + b * width, "kinds": {c.gvk: c.applied + c.deleted for c in kinds},
+                                      "inferred": sum(c.inferred for c in kinds)} for b, kinds in sorted(counts.items())]
+    return {"start": first, "end": last, "width": width, "buckets": buckets, "complete": complete,
+            "counted": 1.0 if complete or index is None else round(index.progress, 3),
+            "max": max((sum(b["kinds"].values()) for b in buckets), default=0)}
+
+
+def _window_counts(cache: Cache, request: exports.WindowRequest, index: rates.RateIndex | None) -> list[viewing.KindCount]:
+    return viewing.per_bucket(rates.window_rows(index, cache, start=request.start, end=request.end)).get(0, [])
+
+
+def window(cache: Cache, params: Mapping[str, str], *, command_base: tuple[str, ...], index: rates.RateIndex | None = None) -> dict[str, Any]:
+    request = exports.window_request(params)
+    with history.read_snapshot(cache):
+        counts = _window_counts(cache, request, index)
+        spans = overlapping(_spans(cache), start=request.start, end=request.end)
+    total = sum(c.applied + c.deleted for c in counts)
+    return {
+        "start": request.start, "end": request.end, "from": format_time(request.start), "to": format_time(request.end),
+        "events": total, "kinds": [{"gvk": c.gvk, "applied": c.applied, "deleted": c.deleted, "inferred": c.inferred} for c in counts],
+        "gaps": [s.to_dict() for s in spans if s.category != "run"],
+        "command": exports.export_command(request, base=command_base), "fileName": request.file_name,
+        "exact": total <= REPORT_LIMIT,
+    }
+
+
+def report(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | None = None) -> dict[str, Any]:
+    """What the export of the window holds: export's own report of the trace it writes (as sktrace, to count it)."""
+    request = exports.window_request(params)
+    with history.read_snapshot(cache):
+        total = sum(c.applied + c.deleted for c in _window_counts(cache, request, index))
+    if total > REPORT_LIMIT:
+        return {"tooLarge": True, "events": total, "limit": REPORT_LIMIT}
+    buffer = io.BytesIO()
+    counted = exports.write_window(cache, exports.WindowRequest(**{**request.__dict__, "fmt": "sktrace"}), buffer)
+    return exports.report_of(counted, buffer.getvalue())
+
+
+def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+    start, end = _int(params, "start"), _int(params, "end")
+    limit = min(PAGE_LIMIT, max(1, _int(params, "limit", 50)))
+    with history.read_snapshot(cache):
+        rows, total = viewing.object_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
+                                          search=params.get("q", ""), start=start, end=end, offset=max(0, _int(params, "offset", 0)),
+                                          limit=limit)
+    return {"total": total, "objects": [_object(r) for r in rows], "maxTicks": viewing.MAX_TICKS}
+
+
+def _object(row: viewing.ObjectRow) -> dict[str, Any]:
+    owner = row.owner
+    return {
+        "gvk": str(row.key.gvk), "kind": row.key.gvk.kind, "namespace": row.key.namespace, "name": row.key.name,
+        "id": f"{row.key.gvk}/{row.key.namespace}/{row.key.name}", "first": row.first_ts, "last": row.last_ts, "deleted": row.deleted,
+        "owner": None if owner is None else f"{owner.gvk}/{owner.namespace}/{owner.name}",
+        "ownerName": None if owner is None else f"{owner.gvk.kind}/{owner.name}",
+        "ticks": [{"id": t.id, "ts": t.ts, "op": t.op, "inferred": t.inferred} for t in row.ticks], "ticksTotal": row.ticks_total,
+        "pods": [{"name": p.name, "start": p.start, "end": p.end, "live": p.live} for p in row.pods], "podsTotal": row.pods_total,
+    }
+
+
+def version(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+    with history.read_snapshot(cache):
+        found = viewing.version(cache, _int(params, "id"))
+    if found is None:
+        raise UsageError(f"no recorded change has the id {params.get('id')}")
+    title = f"{found.key.gvk.kind}/{found.key.name}"
+    before = f"{title} at {format_time(found.previous_ts)}" if found.previous_ts is not None else "(nothing before)"
+    after = f"{title} at {format_time(found.ts)}" if found.op == 0 else "(deleted)"
+    return {
+        "id": found.id, "ts": found.ts, "at": format_time(found.ts), "recv": found.recv, "gvk": str(found.key.gvk),
+        "namespace": found.key.namespace, "name": found.key.name, "uid": found.uid, "op": "applied" if found.op == 0 else "deleted",
+        "inferred": found.inferred, "yaml": as_yaml(found.body), "previousId": found.previous_id,
+        "diff": unified(found.previous_body, found.body, before_name=before, after_name=after),
+    }

@@ -1,0 +1,512 @@
+// kubectl sktrace view: the page. Plain JavaScript drawing SVG; every figure comes from the server's JSON answers,
+// aggregated and paged there. Times are unix seconds and shown in UTC, as every report of kubectl sktrace prints them.
+"use strict";
+
+const SVG = "http://www.w3.org/2000/svg";
+// distinct from the colours of the stretches (view.css): a kind is never mistaken for an outage or a refusal
+const KIND_COLOURS = ["#1e88e5", "#ffb300", "#00897b", "#d81b60", "#3949ab", "#c0ca33", "#6d4c41", "#00acc1", "#f06292", "#827717"];
+const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800,
+  1209600, 2419200, 7257600, 31536000];
+const MIN_RANGE = 10;
+const MAX_POD_LANES = 6;
+const LIVE_SECONDS = 10;
+const LEFT = 90, LABELS = 290, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10;
+
+const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0,
+  chosenTick: null, seq: {histogram: 0, objects: 0, window: 0, report: 0}};
+
+const $ = (id) => document.getElementById(id);
+
+function el(name, attrs, parent, text) {
+  const node = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function titled(node, text) { el("title", {}, node, text); return node; }
+
+function showError(message) { $("error").textContent = message || ""; }
+
+async function api(path, params) {
+  const query = new URLSearchParams(params || {}).toString();
+  const response = await fetch(path + (query ? "?" + query : ""), {credentials: "same-origin", headers: {Accept: "application/json"}});
+  const body = await response.json().catch(() => ({error: `${response.status} ${response.statusText}`}));
+  if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
+  return body;
+}
+
+function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), ms); };
+}
+
+// --- time ---------------------------------------------------------------------------------------------------------
+
+function iso(t) { return new Date(t * 1000).toISOString().replace(".000Z", "Z"); }
+
+function duration(seconds) {
+  seconds = Math.round(seconds);
+  const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60), s = seconds % 60;
+  if (d) return `${d}d${h ? h + "h" : ""}`;
+  if (h) return `${h}h${String(m).padStart(2, "0")}m`;
+  if (m) return `${m}m${String(s).padStart(2, "0")}s`;
+  return `${s}s`;
+}
+
+function tickLabel(t, step) {
+  const text = iso(t);
+  if (step >= 86400) return text.slice(0, 10);
+  if (step >= 60) return text.slice(11, 16) === "00:00" ? text.slice(5, 10) : text.slice(11, 16);
+  return text.slice(11, 19);
+}
+
+function tickStep(range, width) {
+  const wanted = range / Math.max(1, width / 90);
+  return STEPS.find((s) => s >= wanted) || STEPS[STEPS.length - 1];
+}
+
+// --- the whole-span view ------------------------------------------------------------------------------------------
+
+function plotWidth(svg) { return Math.max(200, svg.clientWidth - LEFT - RIGHT); }
+
+function xOf(t, width, left = LEFT) { const v = state.view; return left + (t - v.start) / (v.end - v.start) * width; }
+
+function tOf(x, width) { const v = state.view; return v.start + (x - LEFT) / width * (v.end - v.start); }
+
+function drawAxis(svg, width, top) {
+  const v = state.view, step = tickStep(v.end - v.start, width);
+  const axis = el("g", {class: "axis"}, svg);
+  for (let t = Math.ceil(v.start / step) * step; t <= v.end; t += step) {
+    const x = xOf(t, width);
+    el("line", {x1: x, x2: x, y1: 0, y2: top + 6, class: t % 86400 === 0 ? "major" : ""}, axis);
+    el("text", {x: x + 2, y: top + 18}, axis, tickLabel(t, step));
+  }
+  el("text", {x: 4, y: top + 18, class: "context"}, axis, iso(v.start).slice(0, step >= 86400 ? 7 : 10));
+  $("range").textContent = `${iso(v.start)} – ${iso(v.end)} (${duration(v.end - v.start)}; ticks every ${duration(step)})`;
+}
+
+function drawLanes(svg, width) {
+  const lanes = state.overview.lanes;
+  lanes.forEach((lane, i) => el("text", {x: 4, y: i * (LANE_H + 4) + 12, class: "lane-label"}, svg, lane));
+  const group = el("g", {class: "spans"}, svg);
+  for (const span of state.overview.spans) {
+    if (span.until < state.view.start || span.since > state.view.end) continue;
+    const x1 = Math.max(LEFT, xOf(span.since, width)), x2 = Math.min(LEFT + width, xOf(span.until, width));
+    const y = lanes.indexOf(span.lane) * (LANE_H + 4);
+    const rect = el("rect", {x: x1, y: y, width: Math.max(1, x2 - x1), height: LANE_H, class: `span span-${span.category}`,
+      "data-category": span.category, "data-since": span.since, "data-until": span.until}, group);
+    titled(rect, span.name);
+  }
+  return lanes.length * (LANE_H + 4);
+}
+
+function drawHistogram(svg, width, top) {
+  const h = state.histogram;
+  if (!h) return;
+  const group = el("g", {class: "histogram"}, svg);
+  el("text", {x: 4, y: top + 12, class: "lane-label"}, svg, "changes");
+  el("text", {x: 4, y: top + 26, class: "lane-label"}, svg, `per ${duration(h.width)}`);
+  el("text", {x: 4, y: top + 40, class: "lane-label"}, svg, `max ${h.max}`);
+  if (!h.complete) el("text", {x: 4, y: top + 54, class: "lane-label", id: "counting"}, svg, `counting ${Math.round(h.counted * 100)}%`);
+  const scale = h.max ? HIST_H / h.max : 0;
+  for (const bucket of h.buckets) {
+    const x1 = Math.max(LEFT, xOf(bucket.t, width)), x2 = Math.min(LEFT + width, xOf(bucket.t + h.width, width));
+    if (x2 <= x1) continue;
+    let y = top + HIST_H;
+    for (const kind of Object.keys(state.kindColour)) {
+      const n = bucket.kinds[kind] || 0;
+      if (!n) continue;
+      const height = n * scale;
+      y -= height;
+      const bar = el("rect", {x: x1, y: y, width: Math.max(1, x2 - x1 - 0.5), height: Math.max(0.5, height),
+        fill: state.kindColour[kind], class: "bar", "data-kind": kind, "data-count": n}, group);
+      titled(bar, `${kind}: ${n}\n${iso(bucket.t)} + ${duration(h.width)}`);
+    }
+  }
+}
+
+function drawSelection(svg, width, height) {
+  const s = state.selection;
+  if (!s) return;
+  const x1 = Math.max(LEFT, xOf(s.start, width)), x2 = Math.min(LEFT + width, xOf(s.end, width));
+  if (x2 > x1) el("rect", {x: x1, y: 0, width: x2 - x1, height: height, class: "selection", id: "selection"}, svg);
+}
+
+function drawTimeline() {
+  const svg = $("timeline");
+  svg.replaceChildren();
+  if (!state.view) return;
+  const width = plotWidth(svg);
+  const lanes = drawLanes(svg, width);
+  drawHistogram(svg, width, lanes + 4);
+  const axisTop = lanes + 8 + HIST_H;
+  drawAxis(svg, width, axisTop);
+  svg.style.height = `${axisTop + AXIS_H}px`;
+  drawSelection(svg, width, axisTop + 6);
+}
+
+const fetchHistogram = debounce(async () => {
+  const seq = ++state.seq.histogram, svg = $("timeline");
+  const buckets = Math.max(20, Math.floor(plotWidth(svg) / 4));
+  try {
+    const answer = await api("/api/histogram", {start: Math.floor(state.view.start), end: Math.ceil(state.view.end), buckets});
+    if (seq !== state.seq.histogram) return;
+    state.histogram = answer;
+    drawTimeline();
+    if (!answer.complete) { setTimeout(fetchHistogram, 1000); return; }
+    document.body.dataset.histogram = `${answer.start}:${answer.end}:${answer.width}`;
+  } catch (e) { showError(e.message); }
+}, 60);
+
+function setView(start, end) {
+  const o = state.overview, span = Math.max(MIN_RANGE, (o.end - o.begin) * 1.5);
+  let range = Math.min(Math.max(end - start, MIN_RANGE), span);
+  const middle = (start + end) / 2;
+  state.view = {start: middle - range / 2, end: middle + range / 2};
+  drawTimeline();
+  fetchHistogram();
+  refreshObjects();
+}
+
+function zoom(factor, around) {
+  const v = state.view, at = around === undefined ? (v.start + v.end) / 2 : around;
+  const start = at - (at - v.start) * factor, end = at + (v.end - at) * factor;
+  const range = Math.max(MIN_RANGE, end - start), share = (at - v.start) / (v.end - v.start);
+  setView(at - range * share, at - range * share + range);
+}
+
+function wholeHistory() {
+  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02);
+  setView(o.begin - pad, o.end + pad);
+}
+
+function installTimelineGestures() {
+  const svg = $("timeline");
+  svg.addEventListener("wheel", (event) => {
+    event.preventDefault();
+    const width = plotWidth(svg), x = event.offsetX;
+    zoom(event.deltaY > 0 ? 1.25 : 0.8, x >= LEFT ? tOf(x, width) : undefined);
+  }, {passive: false});
+  let drag = null;
+  svg.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    const selecting = event.shiftKey || $("select-mode").checked;
+    drag = {x: event.offsetX, view: {...state.view}, selecting, moved: false};
+    svg.setPointerCapture(event.pointerId);
+    svg.classList.add(selecting ? "selecting" : "panning");
+  });
+  svg.addEventListener("pointermove", (event) => {
+    if (!drag) return;
+    const width = plotWidth(svg), dx = event.offsetX - drag.x;
+    if (Math.abs(dx) > 2) drag.moved = true;
+    if (drag.selecting) {
+      const a = tOf(drag.x, width), b = tOf(event.offsetX, width);
+      state.selection = {start: Math.floor(Math.min(a, b)), end: Math.ceil(Math.max(a, b))};
+      drawTimeline();
+    } else if (drag.moved) {
+      const shift = dx / width * (drag.view.end - drag.view.start);
+      state.view = {start: drag.view.start - shift, end: drag.view.end - shift};
+      drawTimeline();
+    }
+  });
+  const end = () => {
+    if (!drag) return;
+    svg.classList.remove("selecting", "panning");
+    if (drag.selecting && drag.moved && state.selection && state.selection.end > state.selection.start) {
+      loadWindow();
+    } else if (!drag.selecting && drag.moved) {
+      fetchHistogram();
+      refreshObjects();
+    }
+    drag = null;
+  };
+  svg.addEventListener("pointerup", end);
+  svg.addEventListener("pointercancel", end);
+  new ResizeObserver(() => { if (state.view) { drawTimeline(); fetchHistogram(); } }).observe(svg);
+}
+
+function drawLegend() {
+  const legend = $("legend");
+  legend.replaceChildren();
+  const item = (colourClass, colour, text) => {
+    const span = document.createElement("span");
+    const swatch = document.createElement("span");
+    swatch.className = "swatch " + (colourClass || "");
+    if (colour) swatch.style.background = colour;
+    span.append(swatch, text);
+    legend.appendChild(span);
+  };
+  const names = {run: "run", offline: "no recorder ran", outage: "outage", forbidden: "forbidden", "not-served": "not served",
+    "watch-failed": "watch failed (kind given up)"};
+  for (const c of state.overview.categories) item(`legend-${c}`, getComputedStyle(document.documentElement).getPropertyValue(`--${c}`), names[c]);
+  for (const [kind, colour] of Object.entries(state.kindColour)) item("", colour, kind);
+}
+
+// --- a window --------------------------------------------------------------------------------------------------------
+
+function randomKey() {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function windowParams() {
+  const s = state.selection, mode = document.querySelector("input[name=ns-mode]:checked").value;
+  const params = {start: s.start, end: s.end, format: $("format").value, transform: $("transform").value,
+    exclude_labels: $("exclude-labels").value.split("\n").map((x) => x.trim()).filter(Boolean).join("\n")};
+  if (mode === "all") params.all_namespaces = "1";
+  if (mode === "include") params.include_namespaces = $("include-namespaces").value.trim();
+  if ($("cluster-scoped").checked) params.include_cluster_scoped = "1";
+  if ($("anonymize").checked) {
+    if (!$("anonymize-key").value.trim()) $("anonymize-key").value = randomKey();
+    params.anonymize = "1";
+    params.anonymize_key = $("anonymize-key").value.trim();
+  }
+  return params;
+}
+
+function renderWindow(answer) {
+  $("window").hidden = false;
+  $("window-range").textContent = `${answer.from} – ${answer.to} (${duration(answer.end - answer.start)}, ${answer.events} recorded changes)`;
+  const body = $("window-kinds").querySelector("tbody");
+  body.replaceChildren();
+  for (const k of answer.kinds) {
+    const row = body.insertRow();
+    for (const value of [k.gvk, k.applied, k.deleted, k.inferred]) row.insertCell().textContent = value;
+  }
+  const gaps = $("window-gaps");
+  gaps.replaceChildren();
+  for (const gap of answer.gaps) {
+    const li = document.createElement("li");
+    li.className = `gap gap-${gap.category}`;
+    li.textContent = gap.name;
+    gaps.appendChild(li);
+  }
+  if (answer.command === null) return;  // a trace file: its windows are not exported again
+  $("command").textContent = answer.command;
+  $("download").setAttribute("href", "/api/export?" + new URLSearchParams(windowParams()).toString());
+  $("download").setAttribute("download", answer.fileName);
+}
+
+function renderReport(report) {
+  const box = $("report");
+  box.replaceChildren();
+  const p = document.createElement("p");
+  if (report.tooLarge) {
+    p.textContent = `${report.events} events: more than ${report.limit} to count here; the download writes them all.`;
+    box.appendChild(p);
+    return;
+  }
+  const kinds = Object.entries(report.objectsPerKind).map(([k, n]) => `${k}: ${n}`).join(", ");
+  p.id = "report-summary";
+  p.textContent = `The export holds ${report.events} events (${report.applied} applied, ${report.deleted} deleted after the start state), ` +
+    `${report.indexObjects} objects in the index (${kinds || "none"}), ${report.lifecycles} pod lifecycles.`;
+  box.appendChild(p);
+  for (const text of [...report.notes, ...report.warnings]) {
+    const line = document.createElement("p");
+    line.className = report.warnings.includes(text) ? "warning" : "note";
+    line.textContent = text;
+    box.appendChild(line);
+  }
+}
+
+const loadWindow = debounce(async () => {
+  if (!state.selection) return;
+  const seq = ++state.seq.window;
+  showError("");
+  let params;
+  try {
+    params = windowParams();
+    const answer = await api("/api/window", params);
+    if (seq !== state.seq.window) return;
+    renderWindow(answer);
+    document.body.dataset.window = `${answer.start}:${answer.end}`;
+    if (answer.command === null) return;
+    $("report").textContent = "Counting what the export holds…";
+    const report = await api("/api/report", params);
+    if (seq !== state.seq.window) return;
+    renderReport(report);
+    document.body.dataset.report = `${answer.start}:${answer.end}`;
+  } catch (e) { showError(e.message); }
+}, 80);
+
+// --- objects over time ---------------------------------------------------------------------------------------------
+
+function objectTree(rows) {
+  const byId = new Map(rows.map((r) => [r.id, {...r, children: []}]));
+  const roots = [];
+  for (const node of byId.values()) {
+    const parent = node.owner && byId.get(node.owner);
+    if (parent && parent !== node) parent.children.push(node); else roots.push(node);
+  }
+  const flat = [];
+  const walk = (node, depth) => { flat.push({node, depth}); node.children.forEach((c) => walk(c, depth + 1)); };
+  roots.forEach((r) => walk(r, 0));
+  return flat;
+}
+
+function drawObjectRow(svg, width, y, node, depth) {
+  const v = state.view, label = `${node.kind}/${node.name}` + (node.owner && depth === 0 && node.ownerName ? `  ← ${node.ownerName}` : "");
+  const text = el("text", {x: 4 + depth * 12, y: y + 13, class: "row-label" + (node.deleted ? " deleted" : "")}, svg,
+    label.length > 44 ? label.slice(0, 43) + "…" : label);
+  titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
+  if (node.findings && node.findings.length) {
+    const mark = el("text", {x: LABELS - 22, y: y + 13, class: "finding-mark", "data-object": node.id}, svg, `⚠${node.findings.length}`);
+    titled(mark, node.findings.map((f) => `${f.code} ${f.message}` + (f.ts === null ? "" : ` (at ${iso(f.ts)})`)).join("\n"));
+  }
+  const lifeEnd = node.deleted ? node.last : Math.max(v.end, node.last);
+  const x1 = Math.max(LABELS, xOf(node.first, width, LABELS)), x2 = Math.min(LABELS + width, xOf(lifeEnd, width, LABELS));
+  if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
+    `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
+  for (const tick of node.ticks) {
+    const x = xOf(tick.ts, width, LABELS);
+    if (x < LABELS || x > LABELS + width) continue;
+    const what = (tick.op === 0 ? "applied" : "deleted") + ` ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "");
+    const mark = el("rect", {x: x - 1, y: y + 2, width: 2, height: ROW_H - 4, "data-id": tick.id, "data-object": node.id,
+      class: `tick ${tick.op === 0 ? "applied" : "deleted"}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
+    titled(mark, what);
+    const hit = el("rect", {x: x - 4, y: y, width: 8, height: ROW_H, class: "tick-hit", "data-id": tick.id}, svg);
+    titled(hit, what);
+    for (const node2 of [hit, mark]) node2.addEventListener("click", () => loadVersion(tick.id));
+  }
+  let rowY = y + ROW_H;
+  const lanes = [];  // pods that do not overlap share a lane: a workload's pods take a few rows, not one each
+  let hidden = node.podsTotal - node.pods.length;
+  for (const pod of node.pods) {
+    const until = pod.end === null ? Infinity : pod.end;
+    let lane = lanes.findIndex((end) => end < pod.start);
+    if (lane < 0 && lanes.length < MAX_POD_LANES) lane = lanes.push(-Infinity) - 1;
+    if (lane < 0) { hidden += 1; continue; }
+    lanes[lane] = until;
+    const p1 = Math.max(LABELS, xOf(pod.start, width, LABELS)), p2 = Math.min(LABELS + width, xOf(pod.end === null ? v.end : pod.end, width, LABELS));
+    if (p2 > p1) {
+      const bar = el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,
+        class: `pod ${pod.end === null ? "running" : "finished"}`}, svg);
+      titled(bar, `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`);
+    }
+  }
+  rowY += lanes.length * POD_H;
+  if (hidden > 0) el("text", {x: LABELS, y: rowY + 9, class: "row-label"}, svg, `+${hidden} more pods in this range`);
+  return rowY - y + (hidden > 0 ? 12 : 0);
+}
+
+function drawObjects() {
+  const svg = $("objects");
+  svg.replaceChildren();
+  if (!state.view) return;
+  const width = Math.max(100, svg.clientWidth - LABELS - RIGHT);
+  let y = 4;
+  for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, width, y, node, depth);
+  if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
+  svg.style.height = `${Math.max(30, y + 8)}px`;
+  $("objects-count").textContent = `${state.objects.length} of ${state.objectsTotal} objects`;
+  $("more-objects").hidden = state.objects.length >= state.objectsTotal;
+}
+
+async function loadObjects(append) {
+  const seq = ++state.seq.objects;
+  const params = {gvk: $("kind").value, namespace: $("namespace").value, q: $("search").value.trim(),
+    start: Math.floor(state.view.start), end: Math.ceil(state.view.end), offset: append ? state.objects.length : 0, limit: 20};
+  try {
+    const answer = await api("/api/objects", params);
+    if (seq !== state.seq.objects) return;
+    state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
+    state.objectsTotal = answer.total;
+    drawObjects();
+    document.body.dataset.objects = `${params.q}:${answer.total}`;
+  } catch (e) { showError(e.message); }
+}
+
+const refreshObjects = debounce(() => loadObjects(false), 150);
+
+async function loadVersion(id) {
+  try {
+    const v = await api("/api/version", {id});
+    state.chosenTick = id;
+    drawObjects();
+    $("version").hidden = false;
+    $("version-title").textContent = `${v.gvk} ${v.namespace}/${v.name}: ${v.op} ${v.at}` + (v.inferred ? " (reconstructed after a gap)" : "");
+    $("yaml").textContent = v.yaml || "(deleted: no body)";
+    const diff = $("diff");
+    diff.replaceChildren();
+    for (const line of (v.diff || "(no earlier version recorded)\n").split("\n")) {
+      const span = document.createElement("span");
+      span.className = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" :
+        line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+      span.textContent = line + "\n";
+      diff.appendChild(span);
+    }
+    document.body.dataset.version = String(id);
+    $("version").scrollIntoView({block: "nearest"});
+  } catch (e) { showError(e.message); }
+}
+
+// A recorder writes while the page is open: its run, blind time and changes are read again now and then.
+async function refreshLive() {
+  try {
+    const o = await api("/api/overview");
+    state.overview = {...state.overview, spans: o.spans, begin: o.begin, end: o.end, recording: o.recording};
+    drawTimeline();
+    fetchHistogram();
+  } catch (e) { showError(e.message); }
+}
+
+// --- start --------------------------------------------------------------------------------------------------------
+
+function fillSelect(select, values) {
+  for (const value of values) {
+    const option = document.createElement("option");
+    option.value = option.textContent = value;
+    select.appendChild(option);
+  }
+}
+
+function showTrace(o) {
+  $("export-part").hidden = true;
+  $("report").hidden = true;
+  $("filters").hidden = true;
+  const list = $("findings");
+  list.hidden = false;
+  const head = document.createElement("li");
+  head.textContent = `validate: ${o.findings.filter((f) => !f.code.startsWith("W")).length} errors, ` +
+    `${o.findings.filter((f) => f.code.startsWith("W")).length} warnings`;
+  list.appendChild(head);
+  for (const f of o.findings) {
+    const li = document.createElement("li");
+    li.className = "finding";
+    li.textContent = `${f.code} ${f.rule}: ${f.message}` + (f.object ? ` — ${f.object}` : "") + (f.ts === null ? "" : ` at ${iso(f.ts)}`);
+    list.appendChild(li);
+  }
+}
+
+async function start() {
+  try {
+    const o = await api("/api/overview");
+    state.overview = o;
+    $("source").textContent = `${o.title}` + (o.context ? ` — context ${o.context}` : "") + (o.server ? ` (${o.server})` : "");
+    o.kinds.forEach((k, i) => { state.kindColour[k.gvk] = KIND_COLOURS[i % KIND_COLOURS.length]; });
+    fillSelect($("kind"), o.kinds.map((k) => k.gvk));
+    fillSelect($("namespace"), o.namespaces);
+    drawLegend();
+    if (o.source === "trace") showTrace(o);
+    if (o.begin === null) { showError("The cache holds no recording yet: record with 'kubectl sktrace start'."); return; }
+    installTimelineGestures();
+    $("zoom-all").addEventListener("click", wholeHistory);
+    $("zoom-in").addEventListener("click", () => zoom(0.5));
+    $("zoom-out").addEventListener("click", () => zoom(2));
+    $("select-mode").addEventListener("change", (e) => $("timeline").classList.toggle("select-mode", e.target.checked));
+    $("filters").addEventListener("input", () => loadWindow());
+    $("filters").addEventListener("change", () => loadWindow());
+    $("copy-command").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("command").textContent));
+    for (const id of ["kind", "namespace"]) $(id).addEventListener("change", () => loadObjects(false));
+    $("search").addEventListener("input", debounce(() => loadObjects(false), 200));
+    $("more-objects").addEventListener("click", () => loadObjects(true));
+    wholeHistory();
+    if (o.recording) setInterval(refreshLive, LIVE_SECONDS * 1000);
+    document.body.dataset.ready = "1";
+  } catch (e) { showError(e.message); }
+}
+
+document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,203 @@
+"""The page in a real browser (Debian's chromium through Playwright), as a person uses it: the whole span with its
+stretches named on hover, wheel zoom and drag pan, a window dragged out and downloaded, an object found and its
+change opened. One browser and one page for the module; the view is served in this process."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from click.testing import CliRunner
+from conftest import assert_valid_trace
+from viewsupport import T0, history_path, served  # noqa: F401  (fixtures)
+
+from kubectl_sktrace.cli import cli
+from kubectl_sktrace.view.server import ViewServer
+
+pytestmark = pytest.mark.slow
+CHROMIUM = "/usr/bin/chromium"
+
+
+def launch(playwright: Any) -> Any:
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    if shutil.which(CHROMIUM) is None:
+        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
+    with sync_api.sync_playwright() as playwright:
+        opened = launch(playwright)
+        yield opened
+        opened.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Any, served: ViewServer) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda e: errors.append(str(e)))
+    opened.goto(served.url)
+    opened.wait_for_selector("body[data-ready][data-histogram][data-objects]")
+    yield opened
+    context.close()
+    assert errors == []
+
+
+def whole_history(page: Any) -> None:
+    page.click("#zoom-all")
+    page.wait_for_function("() => document.querySelector('#range').textContent.includes('2026-11-25T09:57:00Z')")
+
+
+def status_json(path: Path) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, ["status", "--cache", str(path), "-o", "json"], catch_exceptions=False)
+    return dict(json.loads(result.stdout))
+
+
+def test_the_address_lost_its_token_and_a_browser_without_the_cookie_is_refused(browser: Any, page: Any, served: ViewServer) -> None:
+    assert page.url == f"http://127.0.0.1:{served.port}/"
+    stranger = browser.new_context()
+    response = stranger.new_page().goto(f"http://127.0.0.1:{served.port}/")
+    assert response.status == 403
+    assert response.text() == "refused: open the address kubectl sktrace view printed (it carries the token)\n"
+    stranger.close()
+
+
+def test_each_stretch_has_its_colour_and_is_named_on_hover_as_status_lists_it(page: Any, history_path: Path) -> None:
+    whole_history(page)
+    spans = page.eval_on_selector_all(
+        "rect.span", "rs => rs.map(r => [r.dataset.category, r.querySelector('title').textContent, getComputedStyle(r).fill])")
+    status = status_json(history_path)
+    expected = [("outage" if o["cause"] != "forbidden" else "forbidden", f"{o['cause']} {o['from']}–{o['to'][11:]}") for o in status["outages"]]
+    expected += [("offline", f"no recorder ran: {g['from']}–{g['to'][11:]}") for g in status["gaps"]]
+    expected += [("not-served", f"not served {n['from']}–{n['to'][11:]}") for n in status["notServed"]]
+    expected += [("run", f"run {r['run']}, {r['state']}: {r['started']}–") for r in status["runs"]]
+    for category, name in expected:
+        assert any(c == category and title.startswith(name) for c, title, _ in spans), (category, name, spans)
+    fills = {c: fill for c, _, fill in spans}
+    assert set(fills) == {"run", "offline", "outage", "forbidden", "not-served"}
+    assert len(set(fills.values())) == len(fills)  # each its own colour
+    page.hover("rect.span-outage")  # its name is the hover text (the SVG title)
+    assert page.text_content("rect.span-outage title").startswith("API unreachable 2026-11-25T10:20:00Z–10:21:00Z (1m00s)")
+
+
+def test_the_wheel_zooms_to_seconds_and_a_drag_pans(page: Any) -> None:
+    whole_history(page)
+    box = page.locator("#timeline").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 60)
+    for _ in range(30):
+        page.mouse.wheel(0, -100)
+    page.wait_for_function("() => /ticks every (\\d+s)\\)/.test(document.querySelector('#range').textContent)")
+    labels = page.eval_on_selector_all(".axis text:not(.context)", "ts => ts.map(t => t.textContent)")
+    assert labels and all(len(label) == 8 and label.count(":") == 2 for label in labels)  # HH:MM:SS
+    before = page.text_content("#range")
+    page.mouse.move(box["x"] + 600, box["y"] + 60)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 300, box["y"] + 60, steps=5)
+    page.mouse.up()
+    assert page.text_content("#range") != before
+    whole_history(page)
+    labels = page.eval_on_selector_all(".axis text:not(.context)", "ts => ts.map(t => t.textContent)")
+    assert "11:00" in labels and "12:00" in labels
+
+
+def drag_window(page: Any, start_fraction: float, end_fraction: float) -> None:
+    box = page.locator("#timeline").bounding_box()
+    left, width = box["x"] + 90, box["width"] - 102
+    page.keyboard.down("Shift")
+    page.mouse.move(left + width * start_fraction, box["y"] + 100)
+    page.mouse.down()
+    page.mouse.move(left + width * end_fraction, box["y"] + 100, steps=6)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+
+
+def download(page: Any) -> bytes:
+    with page.expect_download() as event:
+        page.click("#download")
+    return Path(event.value.path()).read_bytes()
+
+
+def export_bytes(command: str, tmp_path: Path) -> bytes:
+    args = shlex.split(command)
+    assert args[:3] == ["kubectl", "sktrace", "export"] and args[-2] == "-O"
+    out = tmp_path / "cli-export"
+    result = CliRunner().invoke(cli, [*args[2:-2], "-O", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out.read_bytes()
+
+
+def test_a_window_dragged_shows_its_export_command_and_downloads_those_bytes(page: Any, tmp_path: Path) -> None:
+    whole_history(page)
+    drag_window(page, 0.1, 0.8)
+    page.wait_for_selector("#report-summary")
+    command = page.text_content("#command")
+    assert command.startswith("kubectl sktrace export --cache ") and " -s 2026-11-25T10:" in command and " -t 2026-11-25T12:" in command
+    data = download(page)
+    assert data == export_bytes(command, tmp_path)
+    assert_valid_trace(data, tmp_path)
+    assert page.text_content("#report-summary").startswith("The export holds ")
+    assert "forbidden" in page.text_content("#window-gaps")
+    page.check("input[name=ns-mode][value=include]")
+    page.fill("#include-namespaces", "shop")
+    page.select_option("#transform", "sanitize")
+    page.check("#anonymize")
+    page.wait_for_function("() => document.querySelector('#command').textContent.includes('--anonymize-key')")
+    command = page.text_content("#command")
+    assert "--include-namespaces shop --transform sanitize --anonymize --anonymize-key " in command
+    assert download(page) == export_bytes(command, tmp_path)
+
+
+def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any) -> None:
+    whole_history(page)
+    page.fill("#search", "front")
+    page.wait_for_function("() => document.body.dataset.objects === 'front:2'")
+    labels = page.eval_on_selector_all(".row-label", "ts => ts.map(t => t.firstChild.textContent)")
+    assert labels[:2] == ["Deployment/frontend", "ReplicaSet/frontend-abc"]
+    assert page.locator(".pod").count() == 2
+    inferred = page.locator("rect.tick.inferred")
+    assert inferred.count() == 1 and "reconstructed after a gap" in inferred.locator("title").text_content()
+    page.locator(f".tick-hit[data-id='{inferred.get_attribute('data-id')}']").click()
+    page.wait_for_selector("#version:not([hidden])")
+    assert page.text_content("#version-title") == "apps/v1.Deployment shop/frontend: applied 2026-11-25T10:20:30Z (reconstructed after a gap)"
+    assert page.eval_on_selector_all("#diff .add", "ss => ss.map(s => s.textContent)") == ["+  replicas: 4\n"]
+    assert page.eval_on_selector_all("#diff .del", "ss => ss.map(s => s.textContent)") == ["-  replicas: 2\n"]
+    page.fill("#search", "")
+
+
+def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any, tmp_path: Path) -> None:
+    import threading
+
+    from viewsupport import trace_with_findings
+
+    from kubectl_sktrace.trace.format import read_trace
+    from kubectl_sktrace.view.tracefile import TraceIndex, trace_api
+
+    path = tmp_path / "findings.sktrace"
+    trace_with_findings(path)
+    server = ViewServer(api=trace_api(TraceIndex.of(read_trace(path), name=str(path))))
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(server.url)
+        page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
+        findings = page.eval_on_selector_all("#findings li", "ls => ls.map(l => l.textContent)")
+        assert findings[0] == "validate: 2 errors, 1 warnings"
+        assert any(f.startswith("E0005 volume configmap missing: ") and "apps/v1.Deployment/shop/web" in f for f in findings)
+        mark = page.locator(".finding-mark")
+        assert mark.count() == 1 and mark.get_attribute("data-object") == "apps/v1.Deployment/shop/web"
+        assert mark.locator("title").text_content().startswith("W0000 status is present")
+        assert page.locator("#export-part").is_hidden() and page.locator("rect.span").count() == 0
+    finally:
+        context.close()
+        server.stop()
+        thread.join(timeout=10)
+        server.close()

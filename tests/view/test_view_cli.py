@@ -1,0 +1,67 @@
+"""``kubectl sktrace view`` as a person runs it: the address printed, the page behind the token, a clean stop on Ctrl-C
+or SIGTERM, and the cache left exactly as it was."""
+
+from __future__ import annotations
+
+import http.client
+import signal
+import subprocess
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from reliability_support import EXE, private_env
+from viewsupport import build_history
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_view_prints_its_address_serves_the_page_and_stops_cleanly(tmp_path: Path, stop: signal.Signals) -> None:
+    cache = tmp_path / "cache.db"
+    build_history(cache)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    proc = subprocess.Popen([EXE, "view", "--cache", str(cache), "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=private_env(tmp_path), text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith(f"Viewing the cache {cache} at http://127.0.0.1:") and "/?token=" in first
+        assert proc.stdout.readline() == "Press Ctrl-C to stop.\n"
+        url = urllib.parse.urlsplit(first.split(" at ", 1)[1].strip())
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        conn.request("GET", f"/?{url.query}")
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 303
+        cookie = response.getheader("Set-Cookie").split(";")[0]
+        conn.request("GET", "/api/overview", headers={"Cookie": cookie})
+        overview = conn.getresponse()
+        assert overview.status == 200 and b'"context":"view-test"' in overview.read()
+        conn.close()
+        proc.send_signal(stop)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert (proc.returncode, out, err) == (0, "Stopped.\n", "")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_another_address_is_served_with_a_warning(tmp_path: Path) -> None:
+    cache = tmp_path / "cache.db"
+    build_history(cache)
+    proc = subprocess.Popen([EXE, "view", "--cache", str(cache), "--no-browser", "--address", "0.0.0.0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=private_env(tmp_path), text=True)
+    try:
+        assert proc.stdout is not None
+        assert " at http://127.0.0.1:" in proc.stdout.readline()
+        assert proc.stdout.readline().startswith("(listening on 0.0.0.0:")
+        assert proc.stdout.readline() == "Press Ctrl-C to stop.\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert err.startswith("Warning: listening on 0.0.0.0, not 127.0.0.1: whoever reaches it and learns the address's token reads ")
+    assert out == "Stopped.\n"

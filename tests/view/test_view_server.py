@@ -1,0 +1,299 @@
+"""The view's server as a browser and a hostile page meet it: the token, the cookie, the Host header, GET only, the
+cache never written; and its answers against what ``status`` and ``export`` say of the same history."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shlex
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from click.testing import CliRunner
+from viewsupport import T0, build_history, history_path, served  # noqa: F401  (fixtures)
+
+from kubectl_sktrace.cli import cli
+from kubectl_sktrace.store import open_cache_readonly
+from kubectl_sktrace.view import api
+from kubectl_sktrace.view.app import rate_index
+from kubectl_sktrace.view.rates import bucket_rows
+from kubectl_sktrace.view.server import ViewServer, host_allowed
+
+
+def request(server: ViewServer, path: str, *, method: str = "GET", host: str | None = None, cookie: bool = True,
+            ) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    headers = {"Host": host or f"127.0.0.1:{server.port}"}
+    if cookie:
+        headers["Cookie"] = f"{server.cookie}={server.token}"
+    conn.request(method, path, headers=headers)
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+
+
+def answer(server: ViewServer, path: str) -> Any:
+    status, _, body = request(server, path)
+    assert status == 200, body
+    return json.loads(body)
+
+
+def test_the_printed_address_carries_the_token_and_sets_a_cookie_then_forgets_it(served: ViewServer) -> None:
+    assert served.url == f"http://127.0.0.1:{served.port}/?token={served.token}"
+    assert len(served.token) >= 43  # 256 bits
+    status, headers, _ = request(served, f"/?token={served.token}", cookie=False)
+    assert status == 303 and headers["location"] == "/"
+    assert headers["set-cookie"] == f"{served.cookie}={served.token}; Path=/; HttpOnly; SameSite=Strict"
+    status, headers, body = request(served, "/")
+    assert status == 200 and b"<svg id=\"timeline\"" in body
+    assert "script-src 'self'" in headers["content-security-policy"] and "access-control-allow-origin" not in headers
+
+
+@pytest.mark.parametrize("path", ["/", "/api/overview", "/static/view.js", "/api/export?start=1&end=2", "/nothing"])
+def test_a_request_without_the_token_is_refused(served: ViewServer, path: str) -> None:
+    status, _, body = request(served, path, cookie=False)
+    assert (status, body) == (403, b"refused: open the address kubectl sktrace view printed (it carries the token)\n")
+
+
+def test_a_wrong_token_is_refused_in_the_address_and_in_the_cookie(served: ViewServer) -> None:
+    status, headers, _ = request(served, "/?token=guess", cookie=False)
+    assert status == 403 and "set-cookie" not in headers
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+    conn.request("GET", "/api/overview", headers={"Host": "localhost", "Cookie": f"{served.cookie}={served.token[:-1]}x"})
+    assert conn.getresponse().status == 403
+    conn.close()
+
+
+@pytest.mark.parametrize("host, allowed", [
+    ("127.0.0.1:8750", True), ("localhost:9000", True), ("LOCALHOST", True), ("[::1]:8750", True), ("10.1.2.3", True),
+    ("attacker.example:8750", False), ("127.0.0.1.nip.io", False), ("localhost.attacker.example", False), ("", False), (None, False),
+], ids=str)
+def test_the_host_header_must_name_an_address_or_localhost(host: str | None, allowed: bool) -> None:
+    assert host_allowed(host) is allowed
+
+
+def test_a_rebound_name_is_refused_even_with_the_cookie(served: ViewServer) -> None:
+    status, _, body = request(served, "/api/overview", host=f"rebind.attacker.example:{served.port}")
+    assert (status, body) == (421, b"refused: the Host header must be localhost or an IP address\n")
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+def test_nothing_but_get_is_served(served: ViewServer, method: str) -> None:
+    status, headers, _ = request(served, "/api/overview", method=method)
+    assert status == 405 and headers["allow"] == "GET, HEAD"
+
+
+def test_serving_never_writes_the_cache(history_path: Path, served: ViewServer) -> None:
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in history_path.parent.iterdir()}
+    answer(served, "/api/overview")
+    answer(served, f"/api/histogram?start={T0}&end={T0 + 9000}&buckets=100")
+    answer(served, f"/api/objects?start={T0}&end={T0 + 9000}")
+    request(served, f"/api/export?start={T0}&end={T0 + 9000}")
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in history_path.parent.iterdir()}
+    assert after == before
+
+
+def _status(path: Path) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, ["status", "--cache", str(path), "-o", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return dict(json.loads(result.stdout))
+
+
+def test_the_spans_name_what_status_lists(served: ViewServer, history_path: Path) -> None:
+    spans = answer(served, "/api/overview")["spans"]
+    status = _status(history_path)
+    named = [(s["category"], s["name"]) for s in spans if s["category"] != "run"]
+    expected = [("forbidden", "forbidden 2026-11-25T10:10:00Z–10:15:00Z (5m00s): batch/v1.Job"),
+                ("outage", "API unreachable 2026-11-25T10:20:00Z–10:21:00Z (1m00s): apps/v1.Deployment, v1.ConfigMap"),
+                ("offline", "no recorder ran: 2026-11-25T11:00:00Z–12:00:00Z (1h00m00s)"),
+                ("not-served", "not served 2026-11-25T12:01:40Z–12:03:20Z (1m40s): batch/v1.Job")]
+    assert named == expected
+    assert [(o["cause"], o["from"], o["to"]) for o in status["outages"]] == [
+        ("forbidden", "2026-11-25T10:10:00Z", "2026-11-25T10:15:00Z"), ("API unreachable", "2026-11-25T10:20:00Z", "2026-11-25T10:21:00Z")]
+    assert [(g["from"], g["to"]) for g in status["gaps"]] == [("2026-11-25T11:00:00Z", "2026-11-25T12:00:00Z")]
+    assert [(n["kind"], n["from"], n["to"]) for n in status["notServed"]] == [("batch/v1.Job", "2026-11-25T12:01:40Z", "2026-11-25T12:03:20Z")]
+    runs = [s["name"] for s in spans if s["category"] == "run"]
+    assert runs == ["run 1, interrupted: 2026-11-25T10:00:00Z–11:00:00Z (1h00m00s)", "run 2, clean: 2026-11-25T12:00:00Z–12:30:00Z (30m00s)"]
+    assert [r["state"] for r in status["runs"]] == ["interrupted", "clean"]
+
+
+def test_the_histogram_counts_every_event_once(served: ViewServer, history_path: Path) -> None:
+    histogram = answer(served, f"/api/histogram?start={T0 - 100}&end={T0 + 9100}&buckets=37")
+    assert histogram["width"] == 300 and histogram["complete"] is True
+    assert sum(sum(b["kinds"].values()) for b in histogram["buckets"]) == _status(history_path)["events"]["count"] == 14
+    assert sum(b["inferred"] for b in histogram["buckets"]) == 2
+
+
+@pytest.mark.parametrize("version", [8, None], ids=["schema-8-counted-in-memory", "kept-by-the-cache"])
+def test_counted_minutes_answer_as_the_database_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int | None) -> None:
+    """The rates of a cache older than 0010 (counted once per server, in memory) and of a cache that keeps them
+    (``event_rates``) give every bucket and window as the database counts it from ``events``."""
+    from kubectl_sktrace.store import schema
+
+    path = tmp_path / "rates.db"
+    with monkeypatch.context() as patch:
+        if version is not None:
+            patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:version])
+            patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", version)
+        build_history(path)
+    index = rate_index(str(path))
+    assert (index is None) == (version is None)
+    if index is not None:
+        index.fill()
+        assert index.error is None and index.progress == 1
+    with open_cache_readonly(path) as cache:
+        for start, end, width in [(T0 - 600, T0 + 9000, 600), (T0, T0 + 3600, 60), (T0 + 1200, T0 + 1260, 60), (T0 - 86400, T0 + 86400, 3600)]:
+            direct = api.viewing.per_bucket(api.viewing.minute_counts(cache, start=start, end=end, width=width))
+            counted = api.viewing.per_bucket(bucket_rows(index, cache, start=start, end=end, width=width)[0])
+            assert counted == direct, (start, end, width)
+        window = api.window(cache, {"start": str(T0 + 7), "end": str(T0 + 1231)}, command_base=(), index=index)
+    assert window["kinds"] == [{"gvk": "apps/v1.Deployment", "applied": 4, "deleted": 0, "inferred": 1},
+                               {"gvk": "apps/v1.ReplicaSet", "applied": 1, "deleted": 0, "inferred": 0}]
+
+
+def _export(path: Path, tmp_path: Path, *args: str) -> bytes:
+    out = tmp_path / "cli.sktrace"
+    result = CliRunner().invoke(cli, ["export", *args, "-O", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("query", [
+    "", "&all_namespaces=1", "&include_namespaces=shop&transform=sanitize",
+    "&exclude_labels=app%3Dweb&anonymize=1&anonymize_key=00112233445566778899aabbccddeeff", "&format=yaml",
+], ids=["default", "all-namespaces", "include-and-transform", "labels-and-anonymize", "yaml"])
+def test_the_download_is_what_the_shown_command_writes(served: ViewServer, history_path: Path, tmp_path: Path, query: str) -> None:
+    window = f"start={T0 + 900}&end={T0 + 7800}{query}"
+    shown = answer(served, f"/api/window?{window}")
+    command = shlex.split(shown["command"])
+    assert command[:5] == ["kubectl", "sktrace", "export", "--cache", str(history_path)]
+    assert command[5:9] == ["-s", "2026-11-25T10:15:00Z", "-t", "2026-11-25T12:10:00Z"]
+    assert command[-2:] == ["-O", shown["fileName"]]
+    status, headers, body = request(served, f"/api/export?{window}")
+    assert status == 200, body
+    assert headers["content-disposition"].startswith(f"attachment; filename=\"{shown['fileName']}\"")
+    assert body == _export(history_path, tmp_path, *command[3:-2])
+
+
+def test_the_report_is_export_s_own(served: ViewServer) -> None:
+    report = answer(served, f"/api/report?start={T0 + 900}&end={T0 + 7800}")
+    assert (report["events"], report["applied"], report["deleted"], report["indexObjects"], report["lifecycles"]) == (11, 9, 1, 9, 3)
+    assert report["objectsPerKind"] == {"apps/v1.Deployment": 2, "batch/v1.Job": 1, "v1.ConfigMap": 6}
+    assert report["warnings"][0].startswith("coverage: ")
+
+
+@pytest.mark.parametrize("query, message", [
+    ("start=5&end=5", "the window is empty; drag across the axis to pick one"),
+    ("start=x&end=5", "start='x' is not a whole number of seconds"),
+    ("start=1&end=5&transform=/etc/passwd", "--transform '/etc/passwd': the page offers the built-in transforms (sanitize)"),
+    ("start=1&end=5&all_namespaces=1&include_namespaces=a", "-A/--all-namespaces and --include-namespaces contradict each other; pass one of them"),
+    ("start=1&end=5&anonymize=1&anonymize_key=12", "the anonymization key (--anonymize-key or $SKTRACE_ANONYMIZE_KEY) must be at least 32 hex "
+                                                    "digits, as a run of --anonymize printed it; got 2 characters that are not"),
+])
+def test_bad_choices_get_export_s_one_line(served: ViewServer, query: str, message: str) -> None:
+    status, _, body = request(served, f"/api/window?{query}")
+    assert (status, json.loads(body)) == (400, {"error": message})
+
+
+def test_objects_are_grouped_under_owners_with_their_ticks_and_pods(served: ViewServer) -> None:
+    page = answer(served, f"/api/objects?namespace=shop&q=FRONT&start={T0}&end={T0 + 9000}")
+    assert page["total"] == 2
+    deployment, replicaset = page["objects"]
+    assert (deployment["id"], deployment["deleted"], deployment["owner"]) == ("apps/v1.Deployment/shop/frontend", False, None)
+    assert [(t["ts"] - T0, t["op"], t["inferred"]) for t in deployment["ticks"]] == [(10, 0, False), (1000, 0, False), (1230, 0, True)]
+    assert [(p["name"], p["end"]) for p in deployment["pods"]] == [("frontend-abc-1", None), ("frontend-abc-2", T0 + 1000)]
+    assert replicaset["owner"] == "apps/v1.Deployment/shop/frontend"
+    cart = answer(served, f"/api/objects?gvk=apps/v1.Deployment&q=cart&start={T0}&end={T0 + 9000}")["objects"][0]
+    assert (cart["deleted"], cart["last"], [t["op"] for t in cart["ticks"]]) == (True, T0 + 7200, [0, 1])
+
+
+def test_a_version_and_its_diff(served: ViewServer) -> None:
+    frontend = answer(served, f"/api/objects?q=frontend&gvk=apps/v1.Deployment&start={T0}&end={T0 + 9000}")["objects"][0]
+    version = answer(served, f"/api/version?id={frontend['ticks'][2]['id']}")
+    assert (version["op"], version["inferred"], version["at"]) == ("applied", True, "2026-11-25T10:20:30Z")
+    assert "-  replicas: 2\n+  replicas: 4\n" in version["diff"]
+    assert version["diff"].startswith("--- Deployment/frontend at 2026-11-25T10:16:40Z\n+++ Deployment/frontend at 2026-11-25T10:20:30Z\n")
+    assert "image: shop/frontend:1.1" in version["yaml"]
+    status, _, body = request(served, "/api/version?id=999999")
+    assert (status, json.loads(body)) == (400, {"error": "no recorded change has the id 999999"})
+
+
+@pytest.fixture
+def empty_cache(tmp_path: Path) -> Iterator[Path]:
+    from kubectl_sktrace.store import open_cache
+
+    path = tmp_path / "empty.db"
+    open_cache(path, create=True).close()
+    yield path
+
+
+def test_an_empty_cache_has_an_overview_without_a_span(empty_cache: Path) -> None:
+    with open_cache_readonly(empty_cache) as cache:
+        overview = api.overview(cache, title="t", command_base=())
+    assert (overview["begin"], overview["end"], overview["spans"], overview["kinds"]) == (None, None, [], [])
+
+
+@pytest.mark.parametrize("make, as_trace, problem", [
+    (lambda p: None, False, "no cache at"),
+    (lambda p: p.touch(), False, "is an empty file, not a recording"),
+    (lambda p: p.mkdir(), False, "is a directory; pass a file path with --cache"),
+    (lambda p: p.write_text("hello"), False, "is not a kubectl-sktrace cache (not an sqlite file)"),
+    (lambda p: None, True, "no such file"),
+    (lambda p: p.write_text("hello"), True, "not a SimKube trace"),
+], ids=["absent", "empty", "directory", "text", "trace-absent", "trace-text"])
+def test_view_refuses_a_bad_path_in_one_line_before_serving(tmp_path: Path, make: Any, as_trace: bool, problem: str) -> None:
+    path = tmp_path / "work" / "thing"
+    path.parent.mkdir()
+    make(path)
+    before = sorted(p.name for p in path.parent.iterdir())
+    args = ["view", "--no-browser", str(path)] if as_trace else ["view", "--no-browser", "--cache", str(path)]
+    result = CliRunner().invoke(cli, args)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1 and problem in result.stderr, result.stderr
+    assert sorted(p.name for p in path.parent.iterdir()) == before
+
+
+@pytest.mark.parametrize("version", [4, 5, 8], ids=["schema-4", "schema-5", "schema-8"])
+def test_an_older_cache_is_viewed_as_it_is(tmp_path: Path, history_path: Path, monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """A cache recorded before ``event_objects`` kept each object's last row (0006), or before it existed (0005), is read
+    as it is, never migrated, with the same answers."""
+    from kubectl_sktrace.store import schema
+
+    path = tmp_path / "old.db"
+    with monkeypatch.context() as patch:
+        patch.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:version])
+        patch.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", version)
+        build_history(path)
+    before = path.read_bytes()
+
+    def answers(location: Path) -> list[Any]:
+        with open_cache_readonly(location) as cache:
+            overview = api.overview(cache, title="t", command_base=())
+            return [{k: v for k, v in overview.items() if k != "cache"},
+                    api.histogram(cache, {"start": str(T0), "end": str(T0 + 9000), "buckets": "30"}),
+                    api.objects(cache, {"start": str(T0), "end": str(T0 + 9000)}),
+                    api.objects(cache, {"start": str(T0), "end": str(T0 + 9000), "q": "front"}),
+                    api.version(cache, {"id": "6"})]
+
+    assert answers(path) == answers(history_path)
+    assert path.read_bytes() == before
+
+
+def test_a_run_recording_now_is_said_so_and_the_page_reads_it_again(tmp_path: Path) -> None:
+    from kubectl_sktrace.store import open_cache
+
+    path = tmp_path / "live.db"
+    build_history(path)
+    with open_cache(path, create=False) as writer, writer.writer_lock():
+        with writer.transaction() as conn:
+            conn.execute("UPDATE runs SET clean = 0 WHERE id = 2")  # as a recorder's run is until it stops
+        with open_cache_readonly(path) as cache:
+            overview = api.overview(cache, title="t", command_base=())
+    assert overview["recording"] is True
+    assert [s["state"] for s in overview["spans"] if s["category"] == "run"] == ["interrupted", "running"]
+    with open_cache_readonly(path) as cache:
+        overview = api.overview(cache, title="t", command_base=())
+    assert overview["recording"] is False
+    assert [s["state"] for s in overview["spans"] if s["category"] == "run"] == ["interrupted", "crashed"]

@@ -1,0 +1,117 @@
+"""A recorded history for the view's tests: two runs, the time between them, an outage, a refusal, a kind not served,
+Deployments with their ReplicaSets and pods, a Job, changes caught up after the outage, a deletion found at a restart.
+
+Written with the store's own schema through ``CacheBuilder`` (``tests/conftest.py``), as the recorder writes rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import CacheBuilder, key_of, obj
+from kubectl_sktrace.view.server import ViewServer
+
+T0 = 1_795_600_800  # 2026-11-25T10:00:00Z
+CAUSES = [  # (run, kind, since, until, cause)
+    (1, "apps/v1.Deployment", T0 + 1200, T0 + 1260, "API unreachable"),
+    (1, "v1.ConfigMap", T0 + 1210, T0 + 1260, "API unreachable"),
+    (1, "batch/v1.Job", T0 + 600, T0 + 900, "forbidden"),
+    (2, "batch/v1.Job", T0 + 7300, T0 + 7400, "not served"),
+]
+
+
+def _template(image: str) -> dict:
+    return {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "web", "image": image}]}}}
+
+
+def build_history(path: Path) -> None:
+    b = CacheBuilder(path)
+    try:
+        b.cache.conn.execute("BEGIN")
+        b.cache.set_meta("cluster.server", "https://view.example:6443")
+        b.cache.set_meta("cluster.context", "view-test")
+        b.cache.conn.execute("COMMIT")
+        b.run(started=T0, stopped=T0 + 3600)
+        frontend = obj("Deployment", "frontend", "shop", spec=_template("shop/frontend:1.0"), labels={"app": "web"})
+        b.apply(T0 + 10, frontend)
+        rs = obj("ReplicaSet", "frontend-abc", "shop", spec=_template("shop/frontend:1.0"), owners=[("Deployment", "frontend")])
+        b.apply(T0 + 11, rs, owner_chain=[key_of(frontend)])
+        cart = obj("Deployment", "cart", "shop", spec=_template("shop/cart:3.1"))
+        b.apply(T0 + 20, cart)
+        settings = obj("ConfigMap", "settings", "shop", spec=None)
+        settings["data"] = {"mode": "fast"}
+        b.apply(T0 + 5, settings)
+        frontend2 = obj("Deployment", "frontend", "shop", spec=_template("shop/frontend:1.1"), labels={"app": "web"})
+        b.apply(T0 + 1000, frontend2)
+        frontend3 = obj("Deployment", "frontend", "shop", spec={**_template("shop/frontend:1.1"), "replicas": 4}, labels={"app": "web"})
+        b.apply(T0 + 1230, frontend3, inferred=True, recv=T0 + 1262)  # caught up after the outage
+        settings2 = obj("ConfigMap", "settings", "shop")
+        settings2["data"] = {"mode": "safe"}
+        b.apply(T0 + 2000, settings2)
+        job = obj("Job", "report-1", "shop", spec={"template": {"spec": {"containers": [{"name": "r", "image": "shop/report:1"}],
+                                                                       "restartPolicy": "Never"}}})
+        b.apply(T0 + 3000, job)
+        b.pod("frontend-abc-1", owner=key_of(frontend), stable_hash=11, start_ts=T0 + 15, namespace="shop", first_seen=T0 + 15)
+        b.pod("frontend-abc-2", owner=key_of(frontend), stable_hash=11, start_ts=T0 + 15, end_ts=T0 + 1000, namespace="shop",
+              first_seen=T0 + 15)
+        b.pod("report-1-x", owner=key_of(job), stable_hash=12, start_ts=T0 + 3005, end_ts=T0 + 3065, namespace="shop", first_seen=T0 + 3005)
+        b.run(started=T0 + 7200, stopped=T0 + 9000)
+        b.delete(T0 + 7200, cart, inferred=True)  # found gone at the restart
+        for i in range(5):
+            b.apply(T0 + 7500 + 60 * i, obj("ConfigMap", f"batch-{i}", "shop"))
+        with b.cache.transaction() as conn:
+            for run_id, gvk, since, until, cause in CAUSES:
+                conn.execute("INSERT INTO coverage_gaps (run_id, gvk, since, until, cause, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                             (run_id, gvk, since, until, cause, f"{cause} (test)"))
+    finally:
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def history_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("view") / "cache.db"
+    build_history(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def served(history_path: Path) -> Iterator[ViewServer]:
+    """The view of ``history_path`` served in this process, on a free port of 127.0.0.1."""
+    import threading
+
+    from kubectl_sktrace.view.app import cache_api
+
+    server = ViewServer(api=cache_api(str(history_path), title=str(history_path), command_base=("--cache", str(history_path))))
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    yield server
+    server.stop()
+    thread.join(timeout=10)
+    server.close()
+
+
+def trace_with_findings(path: Path) -> None:
+    """A trace whose Deployment mounts a ConfigMap the trace never applies (E0005) and keeps its status (W0000)."""
+    import yaml
+
+    from kubectl_sktrace.trace.format import Trace, encode_trace
+    from kubectl_sktrace.tracerconfig import config_to_trace, parse_config
+
+    config = config_to_trace(parse_config(yaml.safe_load("trackedObjects:\n  apps/v1.Deployment:\n    podSpecTemplatePaths: [/spec/template]\n"
+                                                          "    trackLifecycle: true\n"), source="test"))
+    template = {"spec": {"containers": [{"name": "web", "image": "shop/web:1"}],
+                         "volumes": [{"name": "cfg", "configMap": {"name": "absent-config"}}]}}
+    web = obj("Deployment", "web", "shop", spec={"replicas": 1, "template": template}, status={"replicas": 1})
+    web2 = obj("Deployment", "web", "shop", spec={"replicas": 3, "template": template})
+    api = obj("Deployment", "api", "shop", spec={"replicas": 1, "template": {"spec": {"containers": [{"name": "a", "image": "shop/api:1"}]}}})
+    trace = Trace(version=2, config=config, events=[
+        {"ts": T0, "applied_objs": [web, api], "deleted_objs": []},
+        {"ts": T0 + 60, "applied_objs": [web2], "deleted_objs": []},
+        {"ts": T0 + 120, "applied_objs": [], "deleted_objs": [api]},
+    ], index={"apps/v1.Deployment": {"shop/web": 1, "shop/api": 2}},
+        pod_lifecycles={("apps/v1.Deployment", "shop/web"): {7: [{"Running": T0 + 5}, {"Finished": [T0 + 5, T0 + 50]}]}})
+    path.write_bytes(encode_trace(trace))
