@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import CacheBuilder, key_of, location, obj
 
-from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.errors import CacheError, EmptyTraceError
 from kubectl_sktrace.export.options import ExportFilters
 from kubectl_sktrace.export.window import export_trace
 from kubectl_sktrace.store import WriterLock, open_cache
@@ -14,10 +14,11 @@ from kubectl_sktrace.store.prune import prune_cache
 from kubectl_sktrace.store.pruning import PrunedTo, prune_before, step_before
 
 
-def export_bytes(path, start_ts, end_ts, **filters):
+def export_bytes(path, start_ts, end_ts, *, allow_empty=False, **filters):
     out = io.BytesIO()
     with open_cache(path, create=False) as cache:
-        export_trace(cache, start_ts=start_ts, end_ts=end_ts, filters=ExportFilters(**filters), keep_status=False, fmt="sktrace", stream=out)
+        export_trace(cache, start_ts=start_ts, end_ts=end_ts, filters=ExportFilters(**filters), keep_status=False, fmt="sktrace", stream=out,
+                     allow_empty=allow_empty)
     return out.getvalue()
 
 
@@ -75,8 +76,10 @@ def test_prune_then_export_equals_export_without_prune(tmp_path, seed, cutoff):
     for start, end in windows:
         for filters in ({}, {"include_namespaces": frozenset({"team", "kube-system"})}):
             assert export_bytes(tmp_path / "cache.db", start, end, **filters) == export_bytes(pristine, start, end, **filters), (start, end, filters)
-    if report.result.events_removed:  # earlier windows lose history, as they should
-        assert export_bytes(tmp_path / "cache.db", 0, cutoff) != export_bytes(pristine, 0, cutoff)
+    if report.result.events_removed:  # earlier windows lose history, as they should, and export says so
+        with pytest.raises(EmptyTraceError, match="where the cache's history was pruned"):
+            export_bytes(tmp_path / "cache.db", 0, cutoff)
+        assert export_bytes(tmp_path / "cache.db", 0, cutoff, allow_empty=True) != export_bytes(pristine, 0, cutoff)
 
 
 def test_prune_counts_and_keeps_at_most_two_rows_per_object(cache_builder):
