@@ -26,9 +26,11 @@ from time import perf_counter
 from typing import IO, Any
 
 from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.trace.anonymize import Anonymizer
-from kubectl_sktrace.trace.format import STDIN, EventSpool, Trace, TraceReader, open_source, relaxed_gc, source_name
+from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, TraceReader, open_source, relaxed_gc, source_name
+from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.output import write_output
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
 
@@ -80,10 +82,12 @@ class Rewriter:
     """One trace's program and anonymizer, applied to its events in order: ``event`` each, then ``tables``.
     ``@t`` counts from ``start_ts``, or from the first event's time when it is None."""
 
-    def __init__(self, program: Program | None, *, key: bytes | None, start_ts: int | None = None) -> None:
+    def __init__(self, program: Program | None, *, key: bytes | None, start_ts: int | None = None,
+                 keep_label_values: frozenset[str] = frozenset(), record: bool = False) -> None:
         self.program = program
-        self.anonymizer = Anonymizer(key) if key is not None else None
+        self.anonymizer = Anonymizer(key, keep_label_values=keep_label_values, record=record) if key is not None else None
         self.transformer = None if program is None or start_ts is None else Transformer(program, start_ts=start_ts)
+        self.keys = KeyTracker()
 
     @property
     def active(self) -> bool:
@@ -104,7 +108,10 @@ class Rewriter:
             return event
         if self.transformer is None:
             self.transformer = Transformer(self.program, start_ts=event["ts"])
-        return self.transformer.apply(event)
+        before = [(obj, object_key(obj)) for obj in event["applied_objs"]]
+        out = self.transformer.apply(event)
+        self.keys.applied(before, kept={id(obj) for obj in out["applied_objs"]} if out is not None else set())
+        return out
 
     def anonymize(self, event: dict[str, Any]) -> dict[str, Any]:
         return event if self.anonymizer is None else self.anonymizer.event(event)
@@ -116,10 +123,75 @@ class Rewriter:
     def rest(self, trace: Trace) -> Trace:
         """What follows the events (read after them), without them: ``index`` and ``pod_lifecycles`` kept, or renamed
         by the anonymizer with what the events taught it; ``config`` and ``version`` kept."""
+        index, lifecycles = self.keys.index(trace.index), self.keys.pod_lifecycles(trace.pod_lifecycles)
         if self.anonymizer is None:
-            return Trace(version=trace.version, config=trace.config, events=[], index=trace.index, pod_lifecycles=trace.pod_lifecycles)
+            return Trace(version=trace.version, config=trace.config, events=[], index=index, pod_lifecycles=lifecycles)
         return Trace(version=trace.version, config=self.anonymizer.config(trace.config), events=[],
-                     index=self.anonymizer.index(trace.index), pod_lifecycles=self.anonymizer.pod_lifecycles(trace.pod_lifecycles))
+                     index=self.anonymizer.index(index), pod_lifecycles=self.anonymizer.pod_lifecycles(lifecycles))
+
+
+class KeyTracker:
+    """Where a program moved or deleted objects, so that ``index`` and ``pod_lifecycles`` keys follow them: SimKube keeps
+    both as they were, and a simulator then finds no lifecycle for a moved object's pods (docs/spec.md). Remembers
+    only the objects a program renamed or deleted: their key as recorded and their key as written last (None:
+    deleted and never written), and the keys of the objects written as they were (a key per object, as the
+    anonymizer holds)."""
+
+    def __init__(self) -> None:
+        self._moved: dict[tuple[str, str], tuple[str, str] | None] = {}
+        self._unmoved: set[tuple[str, str]] = set()
+
+    def applied(self, before: list[tuple[dict[str, Any], ObjKey | None]], *, kept: set[int]) -> None:
+        """The applied objects of one event as they were (with their keys), and the ids of those the program kept."""
+        for obj, old in before:
+            if old is None:
+                continue
+            old_id = (str(old.gvk), old.ns_name)
+            new = object_key(obj) if id(obj) in kept else None
+            new_id = None if new is None else (str(new.gvk), new.ns_name)
+            if new_id == old_id:
+                self._unmoved.add(old_id)
+                self._moved.pop(old_id, None)  # written under its own key again
+            elif new_id is not None:
+                self._moved[old_id] = new_id
+            elif old_id not in self._unmoved and self._moved.get(old_id) is None:
+                self._moved[old_id] = None  # deleted, and never written
+
+    def _follow(self, gvk: str, ns_name: str) -> tuple[str, str] | None:
+        key = (_canonical(gvk), ns_name)
+        if key not in self._moved:
+            return gvk, ns_name
+        return self._moved[key]
+
+    def index(self, index: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        if not self._moved:
+            return index
+        out: dict[str, dict[str, int]] = {}
+        for gvk, entries in index.items():
+            for ns_name, value in entries.items():
+                new = self._follow(gvk, ns_name)
+                if new is not None:
+                    out.setdefault(new[0], {})[new[1]] = value
+        return out
+
+    def pod_lifecycles(self, lifecycles: Lifecycles) -> Lifecycles:
+        if not self._moved:
+            return lifecycles
+        out: Lifecycles = {}
+        for (gvk, ns_name), by_hash in lifecycles.items():
+            new = self._follow(gvk, ns_name)
+            if new is not None:
+                merged = out.setdefault(new, {})
+                for pod_hash, entries in by_hash.items():
+                    merged.setdefault(pod_hash, []).extend(entries)
+        return out
+
+
+def _canonical(gvk: str) -> str:
+    try:
+        return str(GVK.parse(gvk))
+    except UsageError:
+        return gvk
 
 
 @dataclass(frozen=True)
