@@ -2,6 +2,7 @@
 
     python benchmarks/bench_transform.py                  # 200,000 events
     python benchmarks/bench_transform.py --events 50000   # another size
+    python benchmarks/bench_transform.py --baseline main  # also --anonymize as of that git ref, in the same run
 
 It writes a trace of realistic objects (``--events`` events of one object each: Deployments of about 2.5 KB of JSON,
 as in ``bench_export.py``, re-versioned over time, and the Pods of their ReplicaSets with full specs and status),
@@ -11,6 +12,8 @@ then, each in a fresh process so that peak RSS is its own:
   ``examples/sanitize.skel`` (seven commands; its ``rmove`` typo fixed), then with the built-in ``sanitize`` (48
   commands for three kinds of pod templates, 16 of them with variables on each object), then with the built-in and
   ``--anonymize``. Each object has something to remove (status, service accounts, env and volume references);
+  with ``--baseline REF``, the built-in and ``--anonymize`` again with ``kubectl_sktrace`` as of that git ref
+  (``git archive``, first on ``PYTHONPATH``);
 - reference: the floor any rewrite of the trace pays: every event decoded from the file with ``msgpack.Unpacker``
   and packed again with ``msgpack.Packer`` into a file, event by event (the whole trace at once would cost the same
   CPU and gigabytes of memory), under the collector settings ``transform`` uses (``format.relaxed_gc``).
@@ -143,9 +146,21 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(*args: str) -> dict[str, Any]:
-    result = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
+def _child(*args: str, source: str | None = None) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": source + os.pathsep + os.environ.get("PYTHONPATH", "")} if source else None
+    result = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True, env=env)
     return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def checkout(ref: str, workdir: Path) -> tuple[str, str]:
+    """``kubectl_sktrace`` as of git ``ref``, extracted under ``workdir``: (its directory, the commit)."""
+    root = Path(__file__).resolve().parent.parent
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", ref], check=True, capture_output=True, text=True).stdout.strip()
+    target = workdir / f"src-{commit}"
+    target.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", commit, "kubectl_sktrace"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return str(target), commit
 
 
 def main() -> None:
@@ -159,6 +174,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, nargs="+", default=[200_000])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, taken in turn; the least disturbed (least CPU) of each is shown")
     parser.add_argument("--no-anonymize", dest="anonymize", action="store_false", help="leave out the run with --anonymize (the slowest)")
+    parser.add_argument("--baseline", metavar="REF", help="also run --anonymize with the code of this git ref (e.g. main)")
     args = parser.parse_args()
     print(f"{'events':>8} {'trace MB':>9} {'run':<24} {'CPU µs/event':>13} {'wall s':>7} {'vs decode+encode':>17} {'peak RSS MB':>12}")
     with tempfile.TemporaryDirectory() as scratch:
@@ -171,10 +187,15 @@ def main() -> None:
                         "sanitize + anonymize": ("--child-transform", str(trace), str(out), "anonymize")}
             if not args.anonymize:
                 del children["sanitize + anonymize"]
+            sources: dict[str, str] = {}
+            if args.baseline and args.anonymize:
+                source, commit = checkout(args.baseline, Path(scratch) / str(events))
+                name = f"s. + anonymize {commit}"[:24]
+                children[name], sources[name] = children["sanitize + anonymize"], source
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in children}
             for _ in range(args.repeat):
                 for name, child in children.items():
-                    runs[name].append(_child(*child))
+                    runs[name].append(_child(*child, source=sources.get(name)))
             best = {name: min(results, key=lambda r: r["cpu"]) for name, results in runs.items()}
             floor = best["decode+encode (msgpack)"]["cpu"]
             for name, result in best.items():

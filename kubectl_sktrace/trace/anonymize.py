@@ -29,7 +29,7 @@ Hashes are recomputed over the new specs, so that the simulator finds the lifecy
   the hash of the new spec; any other (an object that is not in the events, a trace transformed after
   export) cannot be recomputed and becomes a keyed u64 (``Pseudonyms.opaque_hash``);
 - a ``pod_lifecycles`` inner key becomes the stable pod spec hash (§8.4) of the new spec when it is the hash
-  of a pod spec in the trace, as stored (a Pod) or, for a template, as the API server admits it. That second
+  of a pod spec in the trace, as stored (a Pod's own spec) or, for a template, as the API server admits it. That second
   form is a guess at the defaults of the admission plugins (``enableServiceLinks: true``,
   ``preemptionPolicy: PreemptLowerPriority``, ``priority: 0``, the not-ready and unreachable tolerations of
   300 s); it reproduces the hashes of SimKube's fixtures. Other inner keys become keyed u64s. ``rehashed``
@@ -151,8 +151,9 @@ class Anonymizer:
         walker = self._walker
         walker.pod_specs.clear()
         new = walker.object(obj)
+        pod_spec = obj.get("spec") if obj.get("kind") == "Pod" else None
         for old_spec, new_spec in walker.pod_specs:
-            self._learn_pod_spec(old_spec, new_spec)
+            self._learn_pod_spec(old_spec, new_spec, stored=old_spec is pod_spec)
         walker.pod_specs.clear()
         return new
 
@@ -167,11 +168,12 @@ class Anonymizer:
         record = self.names.record or {}
         return [{"original": original, "pseudonym": pseudonym} for (original, _), pseudonym in sorted(record.items())]
 
-    def _learn_pod_spec(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        for form in (_as_stored, _as_admitted):
-            old_hash = hashing.pod_spec_hash(form(old))
-            if old_hash not in self._pod_hashes:
-                self._pod_hashes[old_hash] = hashing.pod_spec_hash(form(new))
+    def _learn_pod_spec(self, old: dict[str, Any], new: dict[str, Any], *, stored: bool) -> None:
+        """A pod spec's hash and its new one: a Pod's as stored, a template's as admitted (module docstring)."""
+        form = _as_stored if stored else _as_admitted
+        old_hash = hashing.pod_spec_hash(form(old))
+        if old_hash not in self._pod_hashes:
+            self._pod_hashes[old_hash] = hashing.pod_spec_hash(form(new))
 
     def _index_hash(self, gvk: str, ns_name: str, value: int) -> int:
         hashes = self._last_spec.get((gvk, ns_name))
