@@ -18,7 +18,7 @@ from kubectl_sktrace.cli.options import (
     verbosity_option,
     warn,
 )
-from kubectl_sktrace.cli.transforming import anonymization_key, anonymize_options, say_fresh_key, transform_option
+from kubectl_sktrace.cli.transforming import anonymization_key, anonymize_options, anonymize_settings, say_fresh_key, transform_option
 from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
 
 
@@ -62,7 +62,7 @@ def export_command(
     kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
     start_time: str, end_time: str, excluded_namespaces: str | None, include_namespaces: str | None, exclude_labels: tuple[str, ...],
     include_cluster_scoped: bool, output_file: str, fmt: str, keep_status: bool, allow_empty: bool, transform: str | None,
-    anonymize: bool, anonymize_key: str | None,
+    anonymize: bool, anonymize_key: str | None, anonymize_keep: tuple[str, ...], anonymize_map: str | None,
 ) -> None:
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
 
@@ -97,9 +97,10 @@ def export_command(
     )
     program = load_program(transform) if transform is not None else None  # a syntax error before the cache is opened
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
+    options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)
     report = export_to(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), output_file, start_ts=start_ts,
                        end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt, allow_empty=allow_empty,
-                       stdout=sys.stdout.buffer, program=program, anonymize_key=key)
+                       stdout=sys.stdout.buffer, program=program, anonymize_key=key, anonymize_options=options)
     for text in report.notes:
         note(f"Note: {text}")
     for warning in report.warnings:

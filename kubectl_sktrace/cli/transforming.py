@@ -18,14 +18,22 @@ _SUMMARY_FORMATS = ("table", "json", "yaml")
 
 
 def anonymize_options(f: F) -> F:
-    """``--anonymize`` and ``--anonymize-key``, spelled and meaning the same on ``transform`` and ``export``."""
+    """``--anonymize``, ``--anonymize-key``, ``--anonymize-keep-label-values`` and ``--anonymize-map``, spelled and meaning
+    the same on ``transform`` and ``export``."""
+    f = click.option("--anonymize-map", "anonymize_map", metavar="FILE", shell_complete=complete_files,
+                     help="Also write each original string with its pseudonym to FILE (JSON, mode 0600), for the trace's "
+                          "owner alone: never share it.")(f)
+    f = click.option("--anonymize-keep-label-values", "anonymize_keep", metavar="KEY", multiple=True,
+                     help="Keep the values of this label key (e.g. the node-pool label simulated nodes carry); repeatable. "
+                          "Never by default; the report lists them for review.")(f)
     f = click.option("--anonymize-key", "anonymize_key", metavar="KEY", envvar=KEY_ENV, show_envvar=False,
                      help=f"The pseudonyms' key, in hex (else ${KEY_ENV}; else a fresh random key, printed once on stderr, "
                           "even with --quiet): two traces anonymized with one key line up.")(f)
     f = click.option("--anonymize", "anonymize", is_flag=True,
-                     help="Replace namespaces, names, label and annotation values, images, hostnames and env values with keyed "
-                          "pseudonyms, the same throughout the trace (index and pod lifecycles included), so that it replays the "
-                          "same and can be shared.")(f)
+                     help="Keep only Kubernetes' own vocabulary (field names, enum values, numbers, quantities, well-known "
+                          "label keys) and replace every other string and owner-chosen map key with a keyed pseudonym, the "
+                          "same throughout the trace (index and pod lifecycles included), so that it replays the same and can "
+                          "be shared. The summary says what was replaced and what to review.")(f)
     return f
 
 
@@ -50,6 +58,15 @@ def anonymization_key(*, anonymize: bool, anonymize_key: str | None) -> tuple[by
     if anonymize_key is not None:
         return parse_key(anonymize_key), False
     return new_key(), True
+
+
+def anonymize_settings(*, anonymize: bool, anonymize_keep: tuple[str, ...], anonymize_map: str | None) -> Any:
+    """``AnonymizeOptions`` of the flags; refused without ``--anonymize``."""
+    from kubectl_sktrace.trace.transform import AnonymizeOptions
+
+    if not anonymize and (anonymize_keep or anonymize_map):
+        raise UsageError("--anonymize-keep-label-values and --anonymize-map need --anonymize; add it, or leave them out")
+    return AnonymizeOptions(keep_label_values=frozenset(anonymize_keep), map_file=anonymize_map)
 
 
 def say_fresh_key(key: bytes) -> None:
@@ -81,7 +98,7 @@ def _summary_format(ctx: click.Context, param: click.Parameter, value: str) -> s
 @click.option("-o", "--output", "output", default="table", show_default=True, metavar="[table|json|yaml]", callback=_summary_format,
               help="The summary's format: table on stderr, as skctl prints it; json or yaml on stdout, for programs.")
 def transform_command(trace: str, skel_file: str | None, output_file: str, anonymize: bool, anonymize_key: str | None,
-                      output: str) -> None:
+                      anonymize_keep: tuple[str, ...], anonymize_map: str | None, output: str) -> None:
     """Rewrite the objects of a trace with a SKEL program (SimKube's skctl transform), or anonymize it, or both.
 
     SKEL_FILE is a SKEL file, or 'sanitize' for the built-in program with the effect of SimKube's example (status,
@@ -107,7 +124,9 @@ def transform_command(trace: str, skel_file: str | None, output_file: str, anony
         raise UsageError(f"-o {output} prints the summary on stdout, where -O - writes the trace; pass -O FILE, or leave -o out")
     program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
-    report = transform_to(trace, output_file, program=program, key=key, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer)
+    options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)
+    report = transform_to(trace, output_file, program=program, key=key, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer,
+                          options=options)
     if output != "table":
         click.echo(render.render_mapping(report.as_mapping(), output))
     elif program is not None:

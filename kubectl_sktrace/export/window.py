@@ -95,7 +95,7 @@ from kubectl_sktrace.trace import validation
 from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer, relaxed_gc
 from kubectl_sktrace.trace.sanitize import is_daemonset_owned
 from kubectl_sktrace.trace.skel import Program
-from kubectl_sktrace.trace.transform import Rewriter
+from kubectl_sktrace.trace.transform import AnonymizeOptions, Rewriter, anonymization_report, anonymization_sentence, make_rewriter
 from kubectl_sktrace.tracerconfig import (
     TracerConfig,
     config_from_trace,
@@ -120,6 +120,7 @@ class ExportReport:
     warnings: tuple[str, ...] = ()
     events_matched: int = 0  # --transform's counters, as SimKube counts them (``trace/skel``)
     resources_modified: int = 0
+    anonymization: dict[str, Any] | None = None  # --anonymize's report (``Anonymizer.report``)
 
 
 @dataclass
@@ -239,6 +240,7 @@ def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) ->
 def export_trace(
     cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
     allow_empty: bool = False, program: Program | None = None, anonymize_key: bytes | None = None,
+    anonymize_options: AnonymizeOptions = AnonymizeOptions(),
 ) -> ExportReport:
     """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml), its objects
     rewritten by ``program`` (--transform) and anonymized with ``anonymize_key`` when given (``export/transforms``).
@@ -262,7 +264,7 @@ def export_trace(
             start_ts = history_start
         known = history.known_until(all_runs, end=end_ts)
         config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else
-        rewriter = Rewriter(program, key=anonymize_key, start_ts=start_ts)
+        rewriter = make_rewriter(program, key=anonymize_key, options=anonymize_options, start_ts=start_ts)
         plan = _plan(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)
         if not plan.exported and not allow_empty:
             synced = [r.synced for r in all_runs if r.synced is not None]
@@ -287,6 +289,9 @@ def export_trace(
     )
     notes += more_notes
     notes += _filter_notes(plan, filters=filters, dropped_kinds=dropped_kinds)
+    anonymization = anonymization_report(rewriter, anonymize_options)
+    if anonymization is not None:
+        notes.append(anonymization_sentence(anonymization))
     invalid = validation_warning(written.errors, rule_names=validation.RULES, tracked=frozenset(config.tracked))
     if invalid:
         warnings += (invalid,)
@@ -294,6 +299,7 @@ def export_trace(
         start_ts=start_ts, end_ts=end_ts, events=1 + written.groups, applied=written.applied, deleted=written.deleted,
         index_objects=len(plan.exported), lifecycles=written.lifecycles, last_event_ts=written.last_ts, notes=tuple(notes),
         warnings=warnings, events_matched=rewriter.events_matched, resources_modified=rewriter.resources_modified,
+        anonymization=anonymization,
     )
 
 
@@ -435,6 +441,7 @@ def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFil
 def export_to(
     cache_path: str | CacheUrl, output_file: str, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str,
     allow_empty: bool, stdout: IO[bytes], program: Program | None = None, anonymize_key: bytes | None = None,
+    anonymize_options: AnonymizeOptions = AnonymizeOptions(),
 ) -> ExportReport:
     """``export``: the window of the cache at ``cache_path``, opened read-only, written to ``output_file`` the way
     ``output.write_output`` writes (``-`` is ``stdout``). A cache that a recorder changed while it was read is
@@ -445,7 +452,8 @@ def export_to(
     with open_cache_readonly(cache_path) as opened:
         def write(stream: IO[bytes]) -> ExportReport:
             report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
-                                  stream=stream, allow_empty=allow_empty, program=program, anonymize_key=anonymize_key)
+                                  stream=stream, allow_empty=allow_empty, program=program, anonymize_key=anonymize_key,
+                                  anonymize_options=anonymize_options)
             opened.ensure_unchanged()  # a writer may have changed what was read
             return report
 

@@ -21,6 +21,8 @@ fetched whole first (``objectstore.read_object``); a file and standard input are
 from __future__ import annotations
 
 import binascii
+import json
+import os
 from dataclasses import dataclass
 from time import perf_counter
 from typing import IO, Any
@@ -195,6 +197,51 @@ def _canonical(gvk: str) -> str:
 
 
 @dataclass(frozen=True)
+class AnonymizeOptions:
+    """``--anonymize-keep-label-values`` and ``--anonymize-map``: label keys whose values are kept (never by default),
+    and where to write the original -> pseudonym table (mode 0600)."""
+
+    keep_label_values: frozenset[str] = frozenset()
+    map_file: str | None = None
+
+
+def make_rewriter(program: Program | None, *, key: bytes | None, options: AnonymizeOptions, start_ts: int | None = None) -> Rewriter:
+    return Rewriter(program, key=key, start_ts=start_ts, keep_label_values=options.keep_label_values, record=options.map_file is not None)
+
+
+def anonymization_report(rewriter: Rewriter, options: AnonymizeOptions) -> dict[str, Any] | None:
+    """What the anonymizer did (``Anonymizer.report``), after writing the pseudonym map when asked; None without one."""
+    if rewriter.anonymizer is None:
+        return None
+    if options.map_file is not None:
+        write_pseudonym_map(options.map_file, rewriter.anonymizer.pseudonym_map())
+    return rewriter.anonymizer.report()
+
+
+def write_pseudonym_map(path: str, rows: list[dict[str, str]]) -> None:
+    """The original -> pseudonym table as JSON, readable by its owner alone (mode 0600, also when the file existed)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump({"pseudonyms": rows}, file, indent=1)
+            file.write("\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the pseudonym map {path} ({exc.strerror or exc}); pass a writable --anonymize-map path") from None
+
+
+def anonymization_sentence(report: dict[str, Any]) -> str:
+    """The report in two lines: the strings replaced per place, and what a reviewer should look at."""
+    replaced = report["stringsReplaced"]
+    places = ", ".join(f"{place} {count}" for place, count in sorted(replaced.items(), key=lambda item: -item[1]))
+    text = f"Anonymized: {counted(sum(replaced.values()), 'string')} replaced ({places or 'none'})."
+    review = report["keptForReview"]
+    if review:
+        text += "\nReview before sharing: " + "; ".join(f"{what} ({count})" for what, count in review.items()) + "."
+    return text
+
+
+@dataclass(frozen=True)
 class TransformReport:
     """What ``transform`` did: the counters as SimKube counts them, and the time it took (read, transform, write)."""
 
@@ -207,12 +254,14 @@ class TransformReport:
     events_matched: int
     resources_modified: int
     seconds: float
+    anonymization: dict[str, Any] | None = None  # ``Anonymizer.report``
 
     def as_mapping(self) -> dict[str, Any]:
         return {
             "trace": self.trace, "output": self.output, "transform": self.program, "anonymized": self.anonymized,
             "eventsRead": self.events_read, "eventsWritten": self.events_written, "traceEventsMatched": self.events_matched,
             "traceResourcesModified": self.resources_modified, "totalEvaluationSeconds": round(self.seconds, 6),
+            **({"anonymization": self.anonymization} if self.anonymization is not None else {}),
         }
 
 
@@ -230,11 +279,11 @@ def transform_stream(source: IO[bytes], spool: EventSpool, *, name: str, rewrite
 
 
 def transform_to(trace: str, output_file: str, *, program: Program | None, key: bytes | None, stdin: IO[bytes],
-                 stdout: IO[bytes]) -> TransformReport:
+                 stdout: IO[bytes], options: AnonymizeOptions = AnonymizeOptions()) -> TransformReport:
     """``transform``: the trace at ``trace`` (``-``: ``stdin``; a URL: an object) rewritten into ``output_file``
     (``output.write_output``: ``-`` is ``stdout``). Nothing is written there unless every event transformed."""
     started = perf_counter()
-    rewriter = Rewriter(program, key=key)
+    rewriter = make_rewriter(program, key=key, options=options)
     with EventSpool() as spool, relaxed_gc():
         if trace == STDIN:
             read, rest = transform_stream(stdin, spool, name=source_name(trace), rewriter=rewriter)
@@ -251,6 +300,7 @@ def transform_to(trace: str, output_file: str, *, program: Program | None, key: 
         trace=source_name(trace), output=output_file, program=program.source if program else None, anonymized=key is not None,
         events_read=read, events_written=written, events_matched=rewriter.events_matched,
         resources_modified=rewriter.resources_modified, seconds=perf_counter() - started,
+        anonymization=anonymization_report(rewriter, options),
     )
 
 
@@ -281,7 +331,8 @@ def transform_sentence(report: TransformReport) -> str:
     kept = counted(report.events_written, "event")
     if dropped:
         kept += f" of the {report.events_read} read ({dropped} left without objects, dropped)"
-    return f"Wrote {where}: {kept}{', anonymized' if report.anonymized else ''}."
+    sentence = f"Wrote {where}: {kept}{', anonymized' if report.anonymized else ''}."
+    return sentence if report.anonymization is None else f"{sentence}\n{anonymization_sentence(report.anonymization)}"
 
 
 def transform_note(source: str, *, events_matched: int, resources_modified: int) -> str:
