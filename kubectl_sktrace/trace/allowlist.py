@@ -165,13 +165,22 @@ class Walker:
             new_meta["name"] = self.names.namespace(meta["name"])
         return out
 
+    def field(self, api_version: str, kind: str, field: str, value: Any) -> Any:
+        """One top-level field of an object of that kind (``spec``), as ``object`` would give it."""
+        model = self.schema.model_of(api_version, kind)
+        if model is None:
+            return self._untyped_field(field, value)
+        handler = (self._models.get(model) or self._compile(model))[0].get(field, _unknown)
+        return value if handler is None else self._untyped_field(field, value) if handler is _unknown else handler(value)
+
     def model(self, name: str, value: Any) -> Any:
-        if not isinstance(value, dict):
+        if type(value) is not dict:
             return self.untyped(value)
         handlers, post = self._models.get(name) or self._compile(name)
         out: dict[str, Any] = {}
+        get = handlers.get
         for key, item in value.items():
-            handler = handlers.get(key, _unknown)
+            handler = get(key, _unknown)
             if handler is None:
                 out[key] = item
             elif handler is _unknown:
@@ -245,7 +254,7 @@ class Walker:
             return lambda value: [item(v) for v in value] if isinstance(value, list) else self.untyped(value, field)
         if type_.startswith("dict(str, "):
             return self._map(model, field, type_[10:-1])
-        return lambda value: self.model(type_, value)
+        return functools.partial(self.model, type_)  # no Python frame of its own: objects nest deep
 
     def _string(self, model: str | None, field: str) -> Handler:
         """The handler of a string field: kept when it is an enum's value, else renamed in the field's role."""

@@ -2,8 +2,8 @@
 
 Streaming: an ``Anonymizer`` takes the trace's parts in file order, ``config`` (kept as it is: it names kinds
 and JSON pointers only), each event in turn (``event``, or ``applied``/``deleted`` per object), then ``index``
-and ``pod_lifecycles``, which need what the events taught it. It holds one pair of spec hashes per object
-applied, one entry per distinct pod spec and a bounded memo of pseudonyms, never the events themselves.
+and ``pod_lifecycles``, which need what the events taught it. It holds the last spec of each object applied and
+the distinct pod specs of each owner of lifecycles, packed, and a bounded memo of pseudonyms, never the events.
 
 Guarantees. What is kept is Kubernetes' own vocabulary, by allow-list (``allowlist``, docs/anonymize.md): field
 names, enum values, numbers, quantities, timestamps, apiVersions and kinds, well-known label keys. Every other
@@ -23,13 +23,16 @@ drops it on import), ``metadata.managedFields`` and ``selfLink``, the annotation
 ``deployment.kubernetes.io/revision``). Secret ``data``/``stringData`` and ConfigMap ``binaryData`` values
 become ``""`` (they must stay valid base64; the recorder stores Secrets so anyway).
 
-Hashes are recomputed over the new specs, so that the simulator finds the lifecycles of the pods it creates:
+Hashes are recomputed over the new specs, so that the simulator finds the lifecycles of the pods it creates. They
+are computed after the events, where ``index`` and ``pod_lifecycles`` say which are needed (the last spec of each
+object, the pod specs of each owner of lifecycles), so the anonymizer keeps those specs packed meanwhile: memory
+grows with the objects and their distinct pod specs, never with the events.
 
 - an ``index`` value equal to the spec hash (docs/spec.md §8.3) of its object's last applied spec becomes
   the hash of the new spec; any other (an object that is not in the events, a trace transformed after
   export) cannot be recomputed and becomes a keyed u64 (``Pseudonyms.opaque_hash``);
 - a ``pod_lifecycles`` inner key becomes the stable pod spec hash (§8.4) of the new spec when it is the hash
-  of a pod spec in the trace, as stored (a Pod's own spec) or, for a template, as the API server admits it. That second
+  of a pod spec its owner held in the trace, as stored or as the API server admits it. That second
   form is a guess at the defaults of the admission plugins (``enableServiceLinks: true``,
   ``preemptionPolicy: PreemptLowerPriority``, ``priority: 0``, the not-ready and unreachable tolerations of
   300 s); it reproduces the hashes of SimKube's fixtures. Other inner keys become keyed u64s. ``rehashed``
@@ -45,6 +48,7 @@ from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, NAMESPACE
 from kubectl_sktrace.trace import hashing, sanitize
 from kubectl_sktrace.trace.allowlist import Walker
+from kubectl_sktrace.trace.format import dumps_object, loads
 from kubectl_sktrace.trace.pseudonyms import Pseudonyms, new_key
 
 __all__ = ["Anonymizer", "Rehashed", "new_key"]
@@ -96,12 +100,21 @@ class Anonymizer:
     def __init__(self, key: bytes, *, keep_label_values: frozenset[str] = frozenset(), record: bool = False) -> None:
         self.names = Pseudonyms(key, keep_label_values=keep_label_values, record=record)
         self._walker = Walker(self.names)
+        # walks a spec again for the index, without counting it in the report (same key, same pseudonyms)
+        self._again = Walker(Pseudonyms(key, keep_label_values=keep_label_values))
         self.rehashed = Rehashed()
-        self._last_spec: dict[tuple[str, str], tuple[int, int]] = {}  # (gvk, ns/name) -> its spec hashes, old and new
-        self._pod_hashes: dict[int, int] = {}  # a pod spec's stable hash -> the new spec's
+        self._last_spec: dict[tuple[str, str], tuple[str, str, bytes]] = {}  # (gvk, ns/name) -> apiVersion, kind, last spec packed
+        # (gvk, ns/name) of an object of a kind that owns lifecycles -> each distinct pod spec it held, packed
+        self._pod_specs: dict[tuple[str, str], dict[bytes, None]] = {}
+        self._lifecycle_kinds: frozenset[str] | None = None  # None: the config is not known yet, every kind's pod specs count
 
     def config(self, config: dict[str, Any]) -> dict[str, Any]:
-        """The trace's config, kept: it names kinds and JSON pointers, nothing of the cluster."""
+        """The trace's config, kept: it names kinds and JSON pointers, nothing of the cluster. Given before the events,
+        it says which kinds own pod lifecycles (``trackLifecycle``): only their pod specs are hashed."""
+        tracked = config.get("trackedObjects") if isinstance(config, dict) else None
+        if isinstance(tracked, dict):
+            self._lifecycle_kinds = frozenset(_canonical_gvk(gvk) for gvk, opts in tracked.items()
+                                              if isinstance(opts, dict) and opts.get("trackLifecycle"))
         return config
 
     def event(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -112,11 +125,13 @@ class Anonymizer:
         return out
 
     def applied(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """An applied object anonymized; its spec hashes are remembered for ``index``."""
-        new = self._anonymize(obj)
+        """An applied object anonymized; its spec is remembered, packed, for ``index`` (only the last one matters, so
+        it is hashed there, once per object rather than once per event)."""
         key = sanitize.object_key(obj)
-        if key is not None:
-            self._last_spec[(str(key.gvk), key.ns_name)] = (hashing.spec_hash(obj.get("spec")), hashing.spec_hash(new.get("spec")))
+        ident = (str(key.gvk), key.ns_name) if key is not None else None
+        new = self._anonymize(obj, key=ident)
+        if ident is not None:
+            self._last_spec[ident] = (obj["apiVersion"], obj["kind"], dumps_object(obj.get("spec")))
         return new
 
     def deleted(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -143,17 +158,33 @@ class Anonymizer:
         out: Lifecycles = {}
         for (owner_gvk, ns_name), by_hash in lifecycles.items():
             renamed = out.setdefault((owner_gvk, self.ns_name(owner_gvk, ns_name)), {})
+            new_hashes = self._new_pod_hashes(self._pod_specs.get((_canonical_gvk(owner_gvk), ns_name), {}), wanted=set(by_hash))
             for pod_hash, entries in by_hash.items():
-                renamed.setdefault(self._pod_hash(pod_hash), []).extend(dict(entry) for entry in entries)
+                renamed.setdefault(self._pod_hash(pod_hash, new_hashes), []).extend(dict(entry) for entry in entries)
         return out
 
-    def _anonymize(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def _new_pod_hashes(self, specs: dict[bytes, None], *, wanted: set[int]) -> dict[int, int]:
+        """For each hash in ``wanted`` that is the hash of one of an owner's pod specs, as stored or as admitted (module
+        docstring), the hash of that spec anonymized in the same form."""
+        found: dict[int, int] = {}
+        for packed in specs:
+            old = loads(packed)
+            for form in (_as_stored, _as_admitted):
+                old_hash = hashing.pod_spec_hash(form(old))
+                if old_hash in wanted and old_hash not in found:
+                    found[old_hash] = hashing.pod_spec_hash(form(self._again.model("V1PodSpec", old)))
+        return found
+
+    def _anonymize(self, obj: dict[str, Any], *, key: tuple[str, str] | None = None) -> dict[str, Any]:
+        """The object anonymized; the pod specs of an owner of lifecycles remembered (hashed in ``pod_lifecycles``,
+        where the trace says which are needed: hashing them here, twice per event, cost more than the rest)."""
         walker = self._walker
         walker.pod_specs.clear()
         new = walker.object(obj)
-        pod_spec = obj.get("spec") if obj.get("kind") == "Pod" else None
-        for old_spec, new_spec in walker.pod_specs:
-            self._learn_pod_spec(old_spec, new_spec, stored=old_spec is pod_spec)
+        if key is not None and walker.pod_specs and (self._lifecycle_kinds is None or key[0] in self._lifecycle_kinds):
+            specs = self._pod_specs.setdefault(key, {})
+            for old_spec, _ in walker.pod_specs:
+                specs[dumps_object(old_spec)] = None
         walker.pod_specs.clear()
         return new
 
@@ -168,23 +199,17 @@ class Anonymizer:
         record = self.names.record or {}
         return [{"original": original, "pseudonym": pseudonym} for (original, _), pseudonym in sorted(record.items())]
 
-    def _learn_pod_spec(self, old: dict[str, Any], new: dict[str, Any], *, stored: bool) -> None:
-        """A pod spec's hash and its new one: a Pod's as stored, a template's as admitted (module docstring)."""
-        form = _as_stored if stored else _as_admitted
-        old_hash = hashing.pod_spec_hash(form(old))
-        if old_hash not in self._pod_hashes:
-            self._pod_hashes[old_hash] = hashing.pod_spec_hash(form(new))
-
     def _index_hash(self, gvk: str, ns_name: str, value: int) -> int:
-        hashes = self._last_spec.get((gvk, ns_name))
-        if hashes is not None and hashes[0] == value:
+        last = self._last_spec.get((gvk, ns_name))
+        spec = loads(last[2]) if last is not None else None
+        if last is not None and hashing.spec_hash(spec) == value:
             self.rehashed.index_recomputed += 1
-            return hashes[1]
+            return hashing.spec_hash(self._again.field(last[0], last[1], "spec", spec))
         self.rehashed.index_replaced += 1
         return self.names.opaque_hash(value)
 
-    def _pod_hash(self, value: int) -> int:
-        new = self._pod_hashes.get(value)
+    def _pod_hash(self, value: int, new_hashes: dict[int, int]) -> int:
+        new = new_hashes.get(value)
         if new is not None:
             self.rehashed.pod_specs_recomputed += 1
             return new

@@ -30,7 +30,6 @@ name, at most 15); IP addresses a keyed address of the same family in 10.0.0.0/8
 
 from __future__ import annotations
 
-import base64
 import hmac
 import ipaddress
 import re
@@ -49,7 +48,9 @@ KEPT_TAGS = frozenset({"latest"})
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # the API server sets it to the namespace's own name
 _DIGEST_BYTES = 10  # 80 bits, 16 base32 characters
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
-_MEMO_LIMIT = 1 << 16
+_MEMO_LIMIT = 1 << 17
+_BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
+_BASE32_PAIRS = [_BASE32[i >> 5] + _BASE32[i & 31] for i in range(1024)]
 _KEPT_FORMAT = re.compile(
     r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i|%)?"  # numbers, quantities, percentages
     r"|(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+"  # durations
@@ -78,7 +79,8 @@ class Pseudonyms:
         if not isinstance(key, bytes) or not key:
             raise UsageError("the anonymization key is empty: pass one, or let a fresh random key be made")
         self._key = key
-        self._memo: dict[tuple[str, str], str] = {}
+        self._memo: dict[tuple[str, str], str] = {}  # uids
+        self._digests: dict[str, str] = {}  # an original -> its digest ("" when kept as it is), whatever its role
         self._kept_keys = NODE_LABELS | REVIEWED_NODE_LABELS | keep_label_values
         self._reviewed_keys = REVIEWED_NODE_LABELS | keep_label_values
         self.replaced: Counter[str] = Counter()
@@ -89,19 +91,22 @@ class Pseudonyms:
         return hmac.digest(self._key, data, "sha256")
 
     def _pseudonym(self, prefix: str, value: str) -> str:
-        memo_key = (prefix, value)
-        found = self._memo.get(memo_key)
-        if found is None:
-            if _KEPT_FORMAT.fullmatch(value):
-                found = self._remember(memo_key, value)
-            else:
-                found = self._remember(memo_key, prefix + self._digest(value))
-                if self.record is not None:
-                    self.record[(value, prefix)] = found
-        return found
+        digest = self._digests.get(value)
+        if digest is None:
+            digest = "" if _KEPT_FORMAT.fullmatch(value) else self._digest(value)
+            if len(self._digests) >= _MEMO_LIMIT:
+                self._digests.clear()  # bounded memory on long traces; a digest is recomputed identically
+            self._digests[value] = digest
+        if not digest:
+            return value
+        if self.record is not None:
+            self.record[(value, prefix)] = prefix + digest
+        return prefix + digest
 
     def _digest(self, value: str) -> str:
-        return base64.b32encode(self._mac(value.encode())[:_DIGEST_BYTES]).decode().lower()
+        """The first 80 bits of the HMAC in lowercase base32 (RFC 4648's alphabet), two characters per 10 bits."""
+        n = int.from_bytes(self._mac(value.encode())[:_DIGEST_BYTES], "big")
+        return "".join([_BASE32_PAIRS[(n >> shift) & 1023] for shift in (70, 60, 50, 40, 30, 20, 10, 0)])
 
     def _remember(self, memo_key: tuple[str, str], result: str) -> str:
         if len(self._memo) >= _MEMO_LIMIT:

@@ -115,6 +115,12 @@ class Rewriter:
         self.keys.applied(before, kept={id(obj) for obj in out["applied_objs"]} if out is not None else set())
         return out
 
+    def start(self, config: Any) -> None:
+        """The trace's config, when it is known before the events: the anonymizer hashes only the pod specs of the
+        kinds that own lifecycles."""
+        if self.anonymizer is not None and isinstance(config, dict):
+            self.anonymizer.config(config)
+
     def anonymize(self, event: dict[str, Any]) -> dict[str, Any]:
         return event if self.anonymizer is None else self.anonymizer.event(event)
 
@@ -269,6 +275,7 @@ def transform_stream(source: IO[bytes], spool: EventSpool, *, name: str, rewrite
     """Read the trace from ``source`` and spool its events through ``rewriter``: the number of events read, and the
     rest of the trace (``Rewriter.rest``) to write after them."""
     reader = TraceReader(source, name=name)
+    rewriter.start(reader.config)
     read = 0
     for event in reader.events():
         read += 1
