@@ -240,8 +240,7 @@ def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) ->
 def export_trace(
     cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
     allow_empty: bool = False, program: Program | None = None, anonymize_key: bytes | None = None,
-    anonymize_options: AnonymizeOptions = AnonymizeOptions(),
-) -> ExportReport:
+    anonymize_options: AnonymizeOptions = AnonymizeOptions()) -> ExportReport:
     """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml), its objects
     rewritten by ``program`` (--transform) and anonymized with ``anonymize_key`` when given (``export/transforms``).
 
@@ -287,19 +286,16 @@ def export_trace(
         gaps=history.uncovered(all_runs, start=max(start_ts, all_runs[0].started), end=end_ts),
         outages=outages, unrecorded=unrecorded, start_ts=start_ts, end_ts=end_ts, unserved=unserved,
     )
-    notes += more_notes
-    notes += _filter_notes(plan, filters=filters, dropped_kinds=dropped_kinds)
     anonymization = anonymization_report(rewriter, anonymize_options)
-    if anonymization is not None:
-        notes.append(anonymization_sentence(anonymization))
+    notes += [*more_notes, *_filter_notes(plan, filters=filters, dropped_kinds=dropped_kinds)]
+    notes += [anonymization_sentence(anonymization)] if anonymization is not None else []
     invalid = validation_warning(written.errors, rule_names=validation.RULES, tracked=frozenset(config.tracked))
     if invalid:
         warnings += (invalid,)
     return ExportReport(
         start_ts=start_ts, end_ts=end_ts, events=1 + written.groups, applied=written.applied, deleted=written.deleted,
         index_objects=len(plan.exported), lifecycles=written.lifecycles, last_event_ts=written.last_ts, notes=tuple(notes),
-        warnings=warnings, events_matched=rewriter.events_matched, resources_modified=rewriter.resources_modified,
-        anonymization=anonymization,
+        warnings=warnings, events_matched=rewriter.events_matched, resources_modified=rewriter.resources_modified, anonymization=anonymization,
     )
 
 
