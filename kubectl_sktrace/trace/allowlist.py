@@ -92,7 +92,7 @@ _FIELD_ROLES = {
                     "label_key"),
     **dict.fromkeys(("clusterIP", "clusterIPs", "loadBalancerIP", "externalIPs", "podIP", "hostIP", "ip", "nameservers"), "ip"),
     **dict.fromkeys(("port", "targetPort"), "port_name"),
-    "schedule": "cron", "timeZone": "time_zone", "apiVersion": "keep", "kind": "keep",
+    "schedule": "cron", "timeZone": "time_zone", "apiVersion": "keep", "kind": "keep", "fieldPath": "field_path",
 }
 _MODEL_ROLES = {
     ("V1EnvVar", "name"): "env_name", ("V1EnvVar", "value"): "text", ("V1EnvFromSource", "prefix"): "env_name",
@@ -101,13 +101,18 @@ _MODEL_ROLES = {
     **{(model, "key"): "label_key" for model in ("V1Toleration", "V1LabelSelectorRequirement", "V1NodeSelectorRequirement",
                                                  "V1TopologySelectorLabelRequirement")},
     **{(model, "key"): "data_key" for model in ("V1KeyToPath", "V1ConfigMapKeySelector", "V1SecretKeySelector")},
-    ("V1Toleration", "value"): "label_value",
+    ("V1Toleration", "value"): "label_value", ("V1ResourceFieldSelector", "resource"): "resource_field",
 }
 _LABEL_MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels", "selector"})
 _RESOURCE_MAPS = frozenset({"limits", "requests", "capacity", "allocatable", "hard", "used", "overhead", "default",
                             "defaultRequest", "max", "min", "maxLimitRequestRatio", "allocatedResources"})
 _DATA_MAPS = {("V1ConfigMap", "data"): True, ("V1ConfigMap", "binaryData"): False, ("V1Secret", "data"): False,
               ("V1Secret", "stringData"): False}  # True: text values get pseudonyms; False: base64 values become ""
+# what a downward-API env variable or volume may read (``fieldRef.fieldPath``, ``resourceFieldRef.resource``)
+_FIELD_PATHS = frozenset({"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations",
+                          "spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"})
+_SUBSCRIPTED_FIELD = re.compile(r"(metadata\.(?:labels|annotations))\['(.*)'\]")
+_RESOURCE_FIELD = re.compile(r"(?:limits|requests)\.(?:cpu|memory|ephemeral-storage|hugepages-[0-9A-Za-z]+)")
 _REQUIREMENTS = frozenset({"V1LabelSelectorRequirement", "V1NodeSelectorRequirement", "V1TopologySelectorLabelRequirement"})
 _DROPPED = {"V1ObjectMeta": frozenset({"managedFields", "selfLink"})}
 _KEPT_TYPES = frozenset({"int", "bool", "float", "datetime", "list[int]", "dict(str, datetime)"})
@@ -148,6 +153,8 @@ class Walker:
             "label_value": lambda v: names.name(v, "label and annotation values"),
             "cron": lambda v: v if _CRON.fullmatch(v) else names.name(v),
             "time_zone": lambda v: v if v in _time_zones() else names.name(v),
+            "field_path": self._field_path,
+            "resource_field": lambda v: v if _RESOURCE_FIELD.fullmatch(v) else names.name(v),
         }
 
     def object(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -292,6 +299,15 @@ class Walker:
             return dict(pair(key, item) for key, item in value.items() if key not in dropped)
 
         return handler
+
+    def _field_path(self, path: str) -> str:
+        """A downward-API field path: the pod's own fields kept, a label's or annotation's key renamed as its key is."""
+        if path in _FIELD_PATHS:
+            return path
+        subscripted = _SUBSCRIPTED_FIELD.fullmatch(path)
+        if subscripted is None:
+            return self.names.name(path)
+        return f"{subscripted[1]}['{self.names.label_key(subscripted[2])}']"
 
     def _resource_name(self, key: str) -> str:
         """A resource's name (``cpu``, ``nvidia.com/gpu``): a standard one kept, an extended one renamed as a qualified name."""

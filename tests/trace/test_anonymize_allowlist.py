@@ -49,7 +49,10 @@ def pod_template(m: Any, labels: dict[str, str]) -> dict[str, Any]:
         "command": [f"/usr/bin/{m('binary')}"], "args": [f"--flag={m('arg')}"], "workingDir": f"/srv/{m('dir')}",
         "env": [{"name": m("ENV").upper().replace("-", "_"), "value": m("env-value")},
                 {"name": m("CM_ENV").upper().replace("-", "_"), "valueFrom": {"configMapKeyRef": {"name": m("config"), "key": m("data-key")}}},
-                {"name": m("SECRET_ENV").upper().replace("-", "_"), "valueFrom": {"secretKeyRef": {"name": m("secret"), "key": m("secret-key")}}}],
+                {"name": m("SECRET_ENV").upper().replace("-", "_"), "valueFrom": {"secretKeyRef": {"name": m("secret"), "key": m("secret-key")}}},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1m"}}},
+                {"name": m("TEAM").upper().replace("-", "_"), "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{m('label-key')}']"}}}],
         "envFrom": [{"prefix": m("PREFIX").upper().replace("-", "_"), "configMapRef": {"name": m("config")}}],
         "ports": [{"name": m("port"), "containerPort": 8080, "protocol": "TCP"}],
         "resources": {"requests": {"cpu": "250m", "memory": "64Mi", f"{m('vendor')}.io/{m('device')}": "1"},
@@ -157,6 +160,8 @@ def assert_vocabulary_kept(before: Any, after: Any, where: str = "") -> None:
             assert_vocabulary_kept(value, new_value, f"{where}[{i}]")
     elif isinstance(before, str) and MARKER in before.lower():
         assert isinstance(after, str) and MARKER not in after.lower() and after != before, f"{where}: {before} -> {after}"
+    elif where.endswith("].name") and before in ("POD_IP", "CPU"):  # env names: owner-chosen, replaced though they carry no marker
+        assert after != before, where
     elif isinstance(before, str) and UID.fullmatch(before):  # uids are replaced, keeping their shape
         assert isinstance(after, str) and UID.fullmatch(after) and after != before, where
     elif before != "c2VjcmV0" and before != "s":  # a Secret's values become "" (docs/anonymize.md)
@@ -192,6 +197,11 @@ def check_links(objs: list[dict[str, Any]]) -> None:
     assert selects(anti["labelSelector"], by_kind["Deployment"]["spec"]["template"]["metadata"]["labels"])
 
 
+def pod_labels(objs: list[dict[str, Any]]) -> dict[str, str]:
+    labels: dict[str, str] = next(o for o in objs if o["kind"] == "Deployment")["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
 def check_shapes(objs: list[dict[str, Any]]) -> None:
     """The pseudonyms have the syntax Kubernetes validates in their places."""
     for obj in objs:
@@ -202,6 +212,8 @@ def check_shapes(objs: list[dict[str, Any]]) -> None:
         assert all(CONFIG_KEY.fullmatch(k) for field in ("data", "stringData") for k in obj.get(field, {}))
     pod = next(o for o in objs if o["kind"] == "Deployment")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
+    team = container["env"][5]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert team == f"metadata.labels['{next(iter(pod_labels(objs)))}']"
     assert all(C_IDENTIFIER.fullmatch(e["name"]) for e in container["env"]) and C_IDENTIFIER.fullmatch(container["envFrom"][0]["prefix"])
     assert all(IANA_SVC_NAME.fullmatch(p["name"]) for p in container["ports"])
     assert all(QUALIFIED.fullmatch(k) for k in [*pod["nodeSelector"], *container["resources"]["requests"], pod["tolerations"][0]["key"]])
