@@ -92,7 +92,8 @@ _FIELD_ROLES = {
                     "label_key"),
     **dict.fromkeys(("clusterIP", "clusterIPs", "loadBalancerIP", "externalIPs", "podIP", "hostIP", "ip", "nameservers"), "ip"),
     **dict.fromkeys(("port", "targetPort"), "port_name"),
-    "schedule": "cron", "timeZone": "time_zone", "apiVersion": "keep", "kind": "keep", "fieldPath": "field_path",
+    "schedule": "cron", "timeZone": "time_zone", "fieldPath": "field_path",
+    **dict.fromkeys(("apiVersion", "kind", "apiGroup", "apiGroups", "resources", "verbs"), "keep"),  # API groups, kinds, verbs
 }
 _MODEL_ROLES = {
     ("V1EnvVar", "name"): "env_name", ("V1EnvVar", "value"): "text", ("V1EnvFromSource", "prefix"): "env_name",
@@ -102,6 +103,7 @@ _MODEL_ROLES = {
                                                  "V1TopologySelectorLabelRequirement")},
     **{(model, "key"): "data_key" for model in ("V1KeyToPath", "V1ConfigMapKeySelector", "V1SecretKeySelector")},
     ("V1Toleration", "value"): "label_value", ("V1ResourceFieldSelector", "resource"): "resource_field",
+    ("V2ResourceMetricSource", "name"): "resource_name", ("V2ContainerResourceMetricSource", "name"): "resource_name",
 }
 _LABEL_MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels", "selector"})
 _RESOURCE_MAPS = frozenset({"limits", "requests", "capacity", "allocatable", "hard", "used", "overhead", "default",
@@ -153,7 +155,7 @@ class Walker:
             "label_value": lambda v: names.name(v, "label and annotation values"),
             "cron": lambda v: v if _CRON.fullmatch(v) else names.name(v),
             "time_zone": lambda v: v if v in _time_zones() else names.name(v),
-            "field_path": self._field_path,
+            "field_path": self._field_path, "resource_name": self._resource_name,
             "resource_field": lambda v: v if _RESOURCE_FIELD.fullmatch(v) else names.name(v),
         }
 
