@@ -3,7 +3,8 @@
 Streaming: an ``Anonymizer`` takes the trace's parts in file order, ``config`` (kept as it is: it names kinds
 and JSON pointers only), each event in turn (``event``, or ``applied``/``deleted`` per object), then ``index``
 and ``pod_lifecycles``, which need what the events taught it. It holds the last spec of each object applied and
-the distinct pod specs of each owner of lifecycles, packed, and a bounded memo of pseudonyms, never the events.
+the distinct pod specs of each owner of lifecycles, packed (up to 32 MB; beyond, their hashes), and a bounded memo
+of pseudonyms, never the events.
 
 Guarantees. What is kept is Kubernetes' own vocabulary, by allow-list (``allowlist``, docs/anonymize.md): field
 names, enum values, numbers, quantities, timestamps, apiVersions and kinds, well-known label keys. Every other
@@ -57,6 +58,7 @@ Index = dict[str, dict[str, int]]
 Lifecycles = dict[tuple[str, str], dict[int, list[dict[str, Any]]]]
 PodSpecs = list[tuple[dict[str, Any], dict[str, Any]]]
 
+_POD_SPEC_BYTES = 32 << 20  # the pod specs kept for pod_lifecycles' hashes, packed; beyond, hashed as they come
 _ADMISSION_DEFAULTS = {"enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority", "priority": 0}
 _ADMISSION_TOLERATIONS = tuple(
     {"effect": "NoExecute", "key": f"node.kubernetes.io/{taint}", "operator": "Exists", "tolerationSeconds": 300}
@@ -104,8 +106,11 @@ class Anonymizer:
         self._again = Walker(Pseudonyms(key, keep_label_values=keep_label_values))
         self.rehashed = Rehashed()
         self._last_spec: dict[tuple[str, str], tuple[str, str, bytes]] = {}  # (gvk, ns/name) -> apiVersion, kind, last spec packed
-        # (gvk, ns/name) of an object of a kind that owns lifecycles -> each distinct pod spec it held, packed
+        # (gvk, ns/name) of an object of a kind that owns lifecycles -> each distinct pod spec it held, packed; past
+        # _POD_SPEC_BYTES of them, the pod specs are hashed as they come instead (old hash -> new, both forms)
         self._pod_specs: dict[tuple[str, str], dict[bytes, None]] = {}
+        self._pod_spec_bytes = 0
+        self._pod_hashes: dict[tuple[str, str], dict[int, int]] = {}
         self._lifecycle_kinds: frozenset[str] | None = None  # None: the config is not known yet, every kind's pod specs count
 
     def config(self, config: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +163,8 @@ class Anonymizer:
         out: Lifecycles = {}
         for (owner_gvk, ns_name), by_hash in lifecycles.items():
             renamed = out.setdefault((owner_gvk, self.ns_name(owner_gvk, ns_name)), {})
-            new_hashes = self._new_pod_hashes(self._pod_specs.get((_canonical_gvk(owner_gvk), ns_name), {}), wanted=set(by_hash))
+            owner = (_canonical_gvk(owner_gvk), ns_name)
+            new_hashes = {**self._pod_hashes.get(owner, {}), **self._new_pod_hashes(self._pod_specs.get(owner, {}), wanted=set(by_hash))}
             for pod_hash, entries in by_hash.items():
                 renamed.setdefault(self._pod_hash(pod_hash, new_hashes), []).extend(dict(entry) for entry in entries)
         return out
@@ -182,11 +188,22 @@ class Anonymizer:
         walker.pod_specs.clear()
         new = walker.object(obj)
         if key is not None and walker.pod_specs and (self._lifecycle_kinds is None or key[0] in self._lifecycle_kinds):
-            specs = self._pod_specs.setdefault(key, {})
-            for old_spec, _ in walker.pod_specs:
-                specs[dumps_object(old_spec)] = None
+            for old_spec, new_spec in walker.pod_specs:
+                self._keep_pod_spec(key, old_spec, new_spec)
         walker.pod_specs.clear()
         return new
+
+    def _keep_pod_spec(self, key: tuple[str, str], old: dict[str, Any], new: dict[str, Any]) -> None:
+        if self._pod_spec_bytes < _POD_SPEC_BYTES:
+            packed = dumps_object(old)
+            specs = self._pod_specs.setdefault(key, {})
+            if packed not in specs:
+                specs[packed] = None
+                self._pod_spec_bytes += len(packed)
+            return
+        hashes = self._pod_hashes.setdefault(key, {})
+        for form in (_as_stored, _as_admitted):
+            hashes.setdefault(hashing.pod_spec_hash(form(old)), hashing.pod_spec_hash(form(new)))
 
     def report(self) -> dict[str, Any]:
         """What the anonymizer did, for the summary: strings replaced per kind of place, kept values to review."""
