@@ -114,19 +114,22 @@ class Pseudonyms:
         self._memo[memo_key] = result
         return result
 
+    def _counted(self, place: str, value: str, result: str) -> str:
+        if result != value:  # not a number, a quantity or a timestamp, kept
+            self.replaced[place] += 1
+        return result
+
     def namespace(self, value: str) -> str:
         """A namespace; ``""`` (a cluster-scoped object's) stays ``""``."""
         if not value or value in KEPT_NAMESPACES:
             return value
-        self.replaced["namespaces"] += 1
-        return self._pseudonym("ns-", value)
+        return self._counted("namespaces", value, self._pseudonym("ns-", value))
 
     def name(self, value: str, place: str = "names") -> str:
         """An object's, container's, volume's or host's name; any string of no other role."""
         if not value or value in KEPT_NAMES or value.startswith(KEPT_NAME_PREFIX):
             return value
-        self.replaced[place] += 1
-        return self._pseudonym("obj-", value)
+        return self._counted(place, value, self._pseudonym("obj-", value))
 
     def label_key(self, value: str, place: str = "label and annotation keys") -> str:
         """A label's or annotation's key (also a selector's, a toleration's, a ``topologyKey``): a well-known one kept,
@@ -136,22 +139,20 @@ class Pseudonyms:
             return value
         if not value:
             return value
-        self.replaced[place] += 1
-        return f"{self._pseudonym('obj-', prefix)}/{self._pseudonym('obj-', rest)}" if slash else self._pseudonym("obj-", value)
+        renamed = f"{self._pseudonym('obj-', prefix)}/{self._pseudonym('obj-', rest)}" if slash else self._pseudonym("obj-", value)
+        return self._counted(place, value, renamed)
 
     def env_name(self, value: str) -> str:
         """An env variable's name (or an ``envFrom`` prefix): a C identifier."""
         if not value:
             return value
-        self.replaced["env variable names"] += 1
-        return self._pseudonym("E_", value).upper()
+        return self._counted("env variable names", value, self._pseudonym("E_", value).upper())
 
     def port_name(self, value: str) -> str:
         """A port's name, or a port named by a Service or a probe: an IANA service name (15 characters at most)."""
         if not value or _KEPT_FORMAT.fullmatch(value):
             return value
-        self.replaced["port names"] += 1
-        return self._pseudonym("p-", value)[:15]
+        return self._counted("port names", value, self._pseudonym("p-", value)[:15])
 
     def ip(self, value: str) -> str:
         """An IP address: a keyed one of the same family (``None`` and ``""``, a headless Service's, kept)."""
@@ -190,8 +191,7 @@ class Pseudonyms:
         """Free text: an env value, a command's argument, a ConfigMap's data."""
         if value in KEPT_VALUES:
             return value
-        self.replaced["free text"] += 1
-        return self._pseudonym("val-", value)
+        return self._counted("free text", value, self._pseudonym("val-", value))
 
     def path(self, value: str) -> str:
         """A file or URL path, as one ``val-`` pseudonym of everything after its leading ``/`` (kept, so that an
