@@ -104,8 +104,9 @@ def transform_command(trace: str, skel_file: str | None, output_file: str, anony
     SKEL_FILE is a SKEL file, or 'sanitize' for the built-in program with the effect of SimKube's example (status,
     service accounts, ConfigMap and Secret references, their volumes and mounts); a file named sanitize is
     ./sanitize. Each command applies in order to every object of every event, '@t' counting from the trace's
-    first event; objects deleted and events left without objects are dropped; the index, pod lifecycles and
-    config are kept. --anonymize (after the program) replaces what names the cluster with keyed pseudonyms.
+    first event; objects deleted and events left without objects are dropped; the index and pod lifecycles
+    follow the objects the program moves or deletes. --anonymize (after the program) keeps Kubernetes'
+    vocabulary and replaces every other string with keyed pseudonyms.
     TRACE '-' reads standard input; an s3://, gs:// or az:// URL reads an object (the cloud extra). The trace is
     read event by event, the output spooled to a temporary file ($TMPDIR), so memory stays bounded.
 
