@@ -221,8 +221,10 @@ class Walker:
             return self._string(None, key)(value)
         return self.untyped(value, key)
 
-    def _field_name(self, key: str) -> str:
-        return key if key in self.schema.vocabulary else self.names.name(key, "field names of custom resources")
+    def _field_name(self, key: Any) -> Any:
+        if type(key) is not str or key in self.schema.vocabulary:  # a number names nothing (msgpack allows them as keys)
+            return key
+        return self.names.name(key, "field names of custom resources")
 
     def _namespace_reference(self, value: dict[str, Any], out: dict[str, Any]) -> None:
         """``{kind: Namespace, name}``: the name is a namespace's."""
@@ -298,7 +300,8 @@ class Walker:
         def handler(value: Any) -> Any:
             if not isinstance(value, dict):
                 return self.untyped(value)
-            return dict(pair(key, item) for key, item in value.items() if key not in dropped)
+            return dict(pair(key, item) if type(key) is str else (key, self.untyped(item))
+                        for key, item in value.items() if key not in dropped)
 
         return handler
 

@@ -240,3 +240,19 @@ def test_no_owner_string_survives_and_the_vocabulary_does(objs: list[dict[str, A
 def test_the_shipped_field_names_are_those_of_the_installed_kubernetes_package() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_apifields.py"), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+_KEYS = st.sampled_from(["spec", "template", "containers", "metadata", "labels", "annotations", "name", "env", "value", "ports", "selector",
+                         "matchLabels", "matchExpressions", "key", "values", "data", "kind", "tolerations", "resources", "limits",
+                         "nodeSelector", "other"]) | st.integers()
+_ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.binary(max_size=3),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([("apps/v1", "Deployment"), ("v1", "Pod"), ("v1", "Namespace"), ("widgets.example.com/v1", "Widget"),
+                        ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service")]), _ANY, _ANY)
+def test_an_object_of_any_shape_is_anonymized_without_an_error(kind: tuple[str, str], spec: Any, metadata: Any) -> None:
+    """A trace may hold what a built-in type does not declare (a newer API, a damaged object): never an exception."""
+    out = Anonymizer(KEY).applied({"apiVersion": kind[0], "kind": kind[1], "metadata": metadata, "spec": spec, "data": spec})
+    assert out["kind"] == kind[1]
