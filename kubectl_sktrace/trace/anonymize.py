@@ -3,8 +3,8 @@
 Streaming: an ``Anonymizer`` takes the trace's parts in file order, ``config`` (kept as it is: it names kinds
 and JSON pointers only), each event in turn (``event``, or ``applied``/``deleted`` per object), then ``index``
 and ``pod_lifecycles``, which need what the events taught it. It holds the last spec of each object applied and
-the distinct pod specs of each owner of lifecycles, packed (up to 32 MB; beyond, their hashes), and a bounded memo
-of pseudonyms, never the events.
+the distinct pod specs of each owner of lifecycles, packed (up to 24 MB each; beyond, their hashes), and a bounded
+memo of pseudonyms, never the events.
 
 Guarantees. What is kept is Kubernetes' own vocabulary, by allow-list (``allowlist``, docs/anonymize.md): field
 names, enum values, numbers, quantities, timestamps, apiVersions and kinds, well-known label keys. Every other
@@ -58,7 +58,9 @@ Index = dict[str, dict[str, int]]
 Lifecycles = dict[tuple[str, str], dict[int, list[dict[str, Any]]]]
 PodSpecs = list[tuple[dict[str, Any], dict[str, Any]]]
 
-_POD_SPEC_BYTES = 32 << 20  # the pod specs kept for pod_lifecycles' hashes, packed; beyond, hashed as they come
+# the specs kept, packed, for the hashes of index and pod_lifecycles (each budget); beyond, hashed as they come
+_SPEC_BYTES = 24 << 20
+_POD_SPEC_BYTES = 24 << 20
 _ADMISSION_DEFAULTS = {"enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority", "priority": 0}
 _ADMISSION_TOLERATIONS = tuple(
     {"effect": "NoExecute", "key": f"node.kubernetes.io/{taint}", "operator": "Exists", "tolerationSeconds": 300}
@@ -105,7 +107,9 @@ class Anonymizer:
         # walks a spec again for the index, without counting it in the report (same key, same pseudonyms)
         self._again = Walker(Pseudonyms(key, keep_label_values=keep_label_values))
         self.rehashed = Rehashed()
-        self._last_spec: dict[tuple[str, str], tuple[str, str, bytes]] = {}  # (gvk, ns/name) -> apiVersion, kind, last spec packed
+        # (gvk, ns/name) -> its last spec: (apiVersion, kind, the spec packed), or past _SPEC_BYTES (its hash, the new spec's)
+        self._last_spec: dict[tuple[str, str], tuple[str, str, bytes] | tuple[int, int]] = {}
+        self._spec_bytes = 0
         # (gvk, ns/name) of an object of a kind that owns lifecycles -> each distinct pod spec it held, packed; past
         # _POD_SPEC_BYTES of them, the pod specs are hashed as they come instead (old hash -> new, both forms)
         self._pod_specs: dict[tuple[str, str], dict[bytes, None]] = {}
@@ -136,8 +140,19 @@ class Anonymizer:
         ident = (str(key.gvk), key.ns_name) if key is not None else None
         new = self._anonymize(obj, key=ident)
         if ident is not None:
-            self._last_spec[ident] = (obj["apiVersion"], obj["kind"], dumps_object(obj.get("spec")))
+            self._keep_spec(ident, obj, new)
         return new
+
+    def _keep_spec(self, ident: tuple[str, str], obj: dict[str, Any], new: dict[str, Any]) -> None:
+        previous = self._last_spec.get(ident)
+        if previous is not None and len(previous) == 3:
+            self._spec_bytes -= len(previous[2])
+        if self._spec_bytes < _SPEC_BYTES:
+            packed = dumps_object(obj.get("spec"))
+            self._spec_bytes += len(packed)
+            self._last_spec[ident] = (obj["apiVersion"], obj["kind"], packed)
+        else:
+            self._last_spec[ident] = (hashing.spec_hash(obj.get("spec")), hashing.spec_hash(new.get("spec")))
 
     def deleted(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A deleted object (a stub, or a whole object in older traces) anonymized."""
@@ -218,10 +233,17 @@ class Anonymizer:
 
     def _index_hash(self, gvk: str, ns_name: str, value: int) -> int:
         last = self._last_spec.get((gvk, ns_name))
-        spec = loads(last[2]) if last is not None else None
-        if last is not None and hashing.spec_hash(spec) == value:
-            self.rehashed.index_recomputed += 1
-            return hashing.spec_hash(self._again.field(last[0], last[1], "spec", spec))
+        if last is not None and len(last) == 2:
+            old_hash, new_hash = last
+            if old_hash == value:
+                self.rehashed.index_recomputed += 1
+                return new_hash
+        elif last is not None:
+            api_version, kind, packed = last
+            spec = loads(packed)
+            if hashing.spec_hash(spec) == value:
+                self.rehashed.index_recomputed += 1
+                return hashing.spec_hash(self._again.field(api_version, kind, "spec", spec))
         self.rehashed.index_replaced += 1
         return self.names.opaque_hash(value)
 

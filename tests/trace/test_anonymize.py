@@ -509,9 +509,10 @@ def test_affinities_rename_hostnames_pod_labels_and_namespaces_and_keep_node_lab
 
 
 @pytest.mark.parametrize("name", FIXTURES)
-def test_past_the_memory_budget_pod_specs_are_hashed_as_they_come_with_the_same_result(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_memory_budgets_specs_are_hashed_as_they_come_with_the_same_result(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from kubectl_sktrace.trace import anonymize as anonymize_module
 
     deferred = traceformat.encode_trace(anonymize(fixture(name))[0])
     monkeypatch.setattr(anonymize_module, "_POD_SPEC_BYTES", 0)
+    monkeypatch.setattr(anonymize_module, "_SPEC_BYTES", 0)
     assert traceformat.encode_trace(anonymize(fixture(name))[0]) == deferred
