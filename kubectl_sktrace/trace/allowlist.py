@@ -147,6 +147,7 @@ class Walker:
         self.pod_specs: PodSpecs = []
         self._models: dict[str, tuple[dict[str, Handler | None], Callable[[dict[str, Any], dict[str, Any]], None] | None]] = {}
         self._strings: dict[tuple[str | None, str], Handler] = {}
+        self._untyped_maps: dict[str, Handler] = {}
         self._roles: dict[str, Callable[[str], str]] = {
             "name": names.name, "namespace": names.namespace, "uid": names.uid, "image": names.image, "path": names.path,
             "text": names.text, "generate_name": names.generate_name, "label_key": names.label_key, "env_name": names.env_name,
@@ -205,6 +206,13 @@ class Walker:
         if isinstance(value, dict):
             if isinstance(value.get("containers"), list):
                 return self.model("V1PodSpec", value)
+            if "key" in value and "operator" in value:  # a selector's requirement, a toleration: keys as labels' keys
+                return self.model("V1LabelSelectorRequirement", value)
+            if "matchLabels" in value or "matchExpressions" in value:
+                return self.model("V1LabelSelector", value)
+            if field in _LABEL_MAPS:  # labels, a selector: as a built-in type's, so that selectors still select
+                found = self._untyped_maps.get(field) or self._untyped_maps.setdefault(field, self._map("", field, "str"))
+                return found(value)
             out = {self._field_name(key): self._untyped_field(key, item) for key, item in value.items()}
             self._namespace_reference(value, out)
             return out
@@ -224,6 +232,8 @@ class Walker:
     def _field_name(self, key: Any) -> Any:
         if type(key) is not str or key in self.schema.vocabulary:  # a number names nothing (msgpack allows them as keys)
             return key
+        if "/" in key:  # a label's key in a map of labels under another name: renamed as labels' keys are
+            return self.names.label_key(key, "field names of custom resources")
         return self.names.name(key, "field names of custom resources")
 
     def _namespace_reference(self, value: dict[str, Any], out: dict[str, Any]) -> None:

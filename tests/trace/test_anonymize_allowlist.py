@@ -124,7 +124,7 @@ def objects(draw: st.DrawFn) -> list[dict[str, Any]]:
         # a custom resource's apiVersion and kind are kept (the config names them) and reported for review
         {"apiVersion": "widgets.example.com/v1", "kind": "Widget", "metadata": meta("widget"),
          "spec": {"replicas": 2, "suspend": False, "image": m("widget-image"), "data": {m("setting"): m("setting-value")},
-                  m("customField"): [m("tag")]}},
+                  m("customField"): [m("tag")], "selector": selector, "labels": dict(labels)}},
     ]
 
 
@@ -193,6 +193,9 @@ def check_links(objs: list[dict[str, Any]]) -> None:
     assert pod["serviceAccountName"] == by_kind["ServiceAccount"]["metadata"]["name"]
     assert by_kind["StatefulSet"]["spec"]["serviceName"] == service["metadata"]["name"]
     assert by_kind["Job"]["metadata"]["ownerReferences"][0]["name"] == by_kind["CronJob"]["metadata"]["name"]
+    widget = by_kind["Widget"]["spec"]
+    assert selects(widget["selector"], by_kind["Deployment"]["spec"]["template"]["metadata"]["labels"])
+    assert widget["labels"] == by_kind["Deployment"]["spec"]["template"]["metadata"]["labels"]
     anti = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
     assert selects(anti["labelSelector"], by_kind["Deployment"]["spec"]["template"]["metadata"]["labels"])
 
