@@ -3,7 +3,7 @@
 Streaming: an ``Anonymizer`` takes the trace's parts in file order, ``config`` (kept as it is: it names kinds
 and JSON pointers only), each event in turn (``event``, or ``applied``/``deleted`` per object), then ``index``
 and ``pod_lifecycles``, which need what the events taught it. It holds the last spec of each object applied and
-the distinct pod specs of each owner of lifecycles, packed (up to 24 MB each; beyond, their hashes), and a bounded
+the distinct pod specs of each owner of lifecycles, packed (up to 16 MB each; beyond, their hashes), and a bounded
 memo of pseudonyms, never the events.
 
 Guarantees. What is kept is Kubernetes' own vocabulary, by allow-list (``allowlist``, docs/anonymize.md): field
@@ -33,7 +33,7 @@ grows with the objects and their distinct pod specs, never with the events.
   the hash of the new spec; any other (an object that is not in the events, a trace transformed after
   export) cannot be recomputed and becomes a keyed u64 (``Pseudonyms.opaque_hash``);
 - a ``pod_lifecycles`` inner key becomes the stable pod spec hash (§8.4) of the new spec when it is the hash
-  of a pod spec its owner held in the trace, as stored or as the API server admits it. That second
+  of a pod spec its owner held in the trace: a Pod's own spec as stored, a template as the API server admits it. That second
   form is a guess at the defaults of the admission plugins (``enableServiceLinks: true``,
   ``preemptionPolicy: PreemptLowerPriority``, ``priority: 0``, the not-ready and unreachable tolerations of
   300 s); it reproduces the hashes of SimKube's fixtures. Other inner keys become keyed u64s. ``rehashed``
@@ -59,8 +59,8 @@ Lifecycles = dict[tuple[str, str], dict[int, list[dict[str, Any]]]]
 PodSpecs = list[tuple[dict[str, Any], dict[str, Any]]]
 
 # the specs kept, packed, for the hashes of index and pod_lifecycles (each budget); beyond, hashed as they come
-_SPEC_BYTES = 24 << 20
-_POD_SPEC_BYTES = 24 << 20
+_SPEC_BYTES = 16 << 20
+_POD_SPEC_BYTES = 16 << 20
 _ADMISSION_DEFAULTS = {"enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority", "priority": 0}
 _ADMISSION_TOLERATIONS = tuple(
     {"effect": "NoExecute", "key": f"node.kubernetes.io/{taint}", "operator": "Exists", "tolerationSeconds": 300}
@@ -112,7 +112,7 @@ class Anonymizer:
         self._spec_bytes = 0
         # (gvk, ns/name) of an object of a kind that owns lifecycles -> each distinct pod spec it held, packed; past
         # _POD_SPEC_BYTES of them, the pod specs are hashed as they come instead (old hash -> new, both forms)
-        self._pod_specs: dict[tuple[str, str], dict[bytes, None]] = {}
+        self._pod_specs: dict[tuple[str, str], dict[bytes, bool]] = {}  # packed -> whether hashed as stored (a Pod's own)
         self._pod_spec_bytes = 0
         self._pod_hashes: dict[tuple[str, str], dict[int, int]] = {}
         self._lifecycle_kinds: frozenset[str] | None = None  # None: the config is not known yet, every kind's pod specs count
@@ -184,16 +184,16 @@ class Anonymizer:
                 renamed.setdefault(self._pod_hash(pod_hash, new_hashes), []).extend(dict(entry) for entry in entries)
         return out
 
-    def _new_pod_hashes(self, specs: dict[bytes, None], *, wanted: set[int]) -> dict[int, int]:
-        """For each hash in ``wanted`` that is the hash of one of an owner's pod specs, as stored or as admitted (module
-        docstring), the hash of that spec anonymized in the same form."""
+    def _new_pod_hashes(self, specs: dict[bytes, bool], *, wanted: set[int]) -> dict[int, int]:
+        """For each hash in ``wanted`` that is the hash of one of an owner's pod specs (a Pod's own as stored, a template
+        as admitted: module docstring), the hash of that spec anonymized, in the same form."""
         found: dict[int, int] = {}
-        for packed in specs:
+        for packed, stored in specs.items():
             old = loads(packed)
-            for form in (_as_stored, _as_admitted):
-                old_hash = hashing.pod_spec_hash(form(old))
-                if old_hash in wanted and old_hash not in found:
-                    found[old_hash] = hashing.pod_spec_hash(form(self._again.model("V1PodSpec", old)))
+            form = _as_stored if stored else _as_admitted
+            old_hash = hashing.pod_spec_hash(form(old))
+            if old_hash in wanted and old_hash not in found:
+                found[old_hash] = hashing.pod_spec_hash(form(self._again.model("V1PodSpec", old)))
         return found
 
     def _anonymize(self, obj: dict[str, Any], *, key: tuple[str, str] | None = None) -> dict[str, Any]:
@@ -203,22 +203,22 @@ class Anonymizer:
         walker.pod_specs.clear()
         new = walker.object(obj)
         if key is not None and walker.pod_specs and (self._lifecycle_kinds is None or key[0] in self._lifecycle_kinds):
+            own = obj.get("spec") if obj.get("kind") == "Pod" else None
             for old_spec, new_spec in walker.pod_specs:
-                self._keep_pod_spec(key, old_spec, new_spec)
+                self._keep_pod_spec(key, old_spec, new_spec, stored=old_spec is own)
         walker.pod_specs.clear()
         return new
 
-    def _keep_pod_spec(self, key: tuple[str, str], old: dict[str, Any], new: dict[str, Any]) -> None:
+    def _keep_pod_spec(self, key: tuple[str, str], old: dict[str, Any], new: dict[str, Any], *, stored: bool) -> None:
         if self._pod_spec_bytes < _POD_SPEC_BYTES:
             packed = dumps_object(old)
             specs = self._pod_specs.setdefault(key, {})
             if packed not in specs:
-                specs[packed] = None
+                specs[packed] = stored
                 self._pod_spec_bytes += len(packed)
             return
-        hashes = self._pod_hashes.setdefault(key, {})
-        for form in (_as_stored, _as_admitted):
-            hashes.setdefault(hashing.pod_spec_hash(form(old)), hashing.pod_spec_hash(form(new)))
+        form = _as_stored if stored else _as_admitted
+        self._pod_hashes.setdefault(key, {}).setdefault(hashing.pod_spec_hash(form(old)), hashing.pod_spec_hash(form(new)))
 
     def report(self) -> dict[str, Any]:
         """What the anonymizer did, for the summary: strings replaced per kind of place, kept values to review."""

@@ -437,7 +437,9 @@ def workloads(draw: st.DrawFn) -> traceformat.Trace:
         for _ in range(draw(st.integers(0, 3))):
             objects.append(_pod(namespace, f"{rs[0]}-{draw(NAME)}", image, rs))
             key = ("apps/v1.Deployment", f"{namespace}/{name}") if owner_in_trace else ("v1.Pod", f"{namespace}/{objects[-1]['metadata']['name']}")
-            lifecycles.setdefault(key, {}).setdefault(hashing.pod_spec_hash(_pod_spec(image)), []).append(
+            # the recorder hashes a pod as the API server admitted it: a template's spec with admission's defaults
+            admitted = {**ADMITTED, **_pod_spec(image)} if owner_in_trace else _pod_spec(image)
+            lifecycles.setdefault(key, {}).setdefault(hashing.pod_spec_hash(admitted), []).append(
                 draw(st.sampled_from([{"Running": 10}, {"Finished": [10, 20]}])))
     for _ in range(draw(st.integers(0, 3))):
         objects.append(_pod(draw(st.sampled_from(namespaces)), draw(NAME), draw(NAME), None))
