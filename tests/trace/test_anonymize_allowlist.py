@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -240,6 +241,7 @@ def test_no_owner_string_survives_and_the_vocabulary_does(objs: list[dict[str, A
     assert anonymizer.report()["keptForReview"] == {"apiVersion and kind of the custom resources widgets.example.com/v1.Widget kept": 1}
 
 
+@pytest.mark.slow
 def test_the_shipped_field_names_are_those_of_the_installed_kubernetes_package() -> None:
     result = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_apifields.py"), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
