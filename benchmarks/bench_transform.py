@@ -2,6 +2,7 @@
 
     python benchmarks/bench_transform.py                  # 200,000 events
     python benchmarks/bench_transform.py --events 50000   # another size
+    python benchmarks/bench_transform.py --baseline main  # also --anonymize as of that git ref, in the same run
 
 It writes a trace of realistic objects (``--events`` events of one object each: Deployments of about 2.5 KB of JSON,
 as in ``bench_export.py``, re-versioned over time, and the Pods of their ReplicaSets with full specs and status),
@@ -10,7 +11,9 @@ then, each in a fresh process so that peak RSS is its own:
 - transform: ``kubectl_sktrace.trace.transform.transform_to`` of the file to a file, with SimKube's own example
   ``examples/sanitize.skel`` (seven commands; its ``rmove`` typo fixed), then with the built-in ``sanitize`` (48
   commands for three kinds of pod templates, 16 of them with variables on each object), then with the built-in and
-  ``--anonymize``. Each object has something to remove (status, service accounts, env and volume references);
+  ``--anonymize``, then ``--anonymize`` alone (the target: within 3x the reference). Each object has something to remove (status, service accounts, env and volume references);
+  with ``--baseline REF``, the built-in and ``--anonymize`` again with ``kubectl_sktrace`` as of that git ref
+  (``git archive``, first on ``PYTHONPATH``);
 - reference: the floor any rewrite of the trace pays: every event decoded from the file with ``msgpack.Unpacker``
   and packed again with ``msgpack.Packer`` into a file, event by event (the whole trace at once would cost the same
   CPU and gigabytes of memory), under the collector settings ``transform`` uses (``format.relaxed_gc``).
@@ -107,9 +110,9 @@ def child_transform(path: str, out: str, which: str) -> None:
     from kubectl_sktrace.trace.skel import builtin, parse
     from kubectl_sktrace.trace.transform import transform_to
 
-    program = parse(SIMKUBE_EXAMPLE, source="sanitize.skel") if which == "example" else builtin("sanitize")
+    program = {"example": parse(SIMKUBE_EXAMPLE, source="sanitize.skel"), "anonymize-only": None}.get(which, builtin("sanitize"))
     started, cpu = time.perf_counter(), time.process_time()
-    report = transform_to(path, out, program=program, key=bytes(32) if which == "anonymize" else None, stdin=sys.stdin.buffer,
+    report = transform_to(path, out, program=program, key=bytes(32) if which.startswith("anonymize") else None, stdin=sys.stdin.buffer,
                           stdout=sys.stdout.buffer)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     print(json.dumps({"seconds": elapsed, "cpu": cpu, "rss_mb": _peak_mb(), "events": report.events_written,
@@ -143,9 +146,21 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(*args: str) -> dict[str, Any]:
-    result = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
+def _child(*args: str, source: str | None = None) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": source + os.pathsep + os.environ.get("PYTHONPATH", "")} if source else None
+    result = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True, env=env)
     return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def checkout(ref: str, workdir: Path) -> tuple[str, str]:
+    """``kubectl_sktrace`` as of git ``ref``, extracted under ``workdir``: (its directory, the commit)."""
+    root = Path(__file__).resolve().parent.parent
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", ref], check=True, capture_output=True, text=True).stdout.strip()
+    target = workdir / f"src-{commit}"
+    target.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", commit, "kubectl_sktrace"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return str(target), commit
 
 
 def main() -> None:
@@ -159,8 +174,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, nargs="+", default=[200_000])
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, taken in turn; the least disturbed (least CPU) of each is shown")
     parser.add_argument("--no-anonymize", dest="anonymize", action="store_false", help="leave out the run with --anonymize (the slowest)")
+    parser.add_argument("--baseline", metavar="REF", help="also run --anonymize with the code of this git ref (e.g. main)")
     args = parser.parse_args()
-    print(f"{'events':>8} {'trace MB':>9} {'run':<24} {'CPU µs/event':>13} {'wall s':>7} {'vs decode+encode':>17} {'peak RSS MB':>12}")
+    print(f"{'events':>8} {'trace MB':>9} {'run':<30} {'CPU µs/event':>13} {'wall s':>7} {'vs decode+encode':>17} {'peak RSS MB':>12}")
     with tempfile.TemporaryDirectory() as scratch:
         for events in args.events:
             trace, out = Path(scratch) / f"in-{events}.sktrace", Path(scratch) / f"out-{events}.sktrace"
@@ -168,17 +184,23 @@ def main() -> None:
             children = {"decode+encode (msgpack)": ("--child-reference", str(trace), str(out)),
                         "SimKube's sanitize.skel": ("--child-transform", str(trace), str(out), "example"),
                         "built-in sanitize": ("--child-transform", str(trace), str(out), "builtin"),
-                        "sanitize + anonymize": ("--child-transform", str(trace), str(out), "anonymize")}
+                        "sanitize + anonymize": ("--child-transform", str(trace), str(out), "anonymize"),
+                        "anonymize": ("--child-transform", str(trace), str(out), "anonymize-only")}
             if not args.anonymize:
-                del children["sanitize + anonymize"]
+                del children["sanitize + anonymize"], children["anonymize"]
+            sources: dict[str, str] = {}
+            if args.baseline and args.anonymize:
+                source, commit = checkout(args.baseline, Path(scratch) / str(events))
+                for name in ("sanitize + anonymize", "anonymize"):
+                    children[f"{name} @{commit}"], sources[f"{name} @{commit}"] = children[name], source
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in children}
             for _ in range(args.repeat):
                 for name, child in children.items():
-                    runs[name].append(_child(*child))
+                    runs[name].append(_child(*child, source=sources.get(name)))
             best = {name: min(results, key=lambda r: r["cpu"]) for name, results in runs.items()}
             floor = best["decode+encode (msgpack)"]["cpu"]
             for name, result in best.items():
-                print(f"{events:>8} {trace.stat().st_size / 2**20:>9.1f} {name:<24} {result['cpu'] / events * 1e6:>13.1f} "
+                print(f"{events:>8} {trace.stat().st_size / 2**20:>9.1f} {name:<30} {result['cpu'] / events * 1e6:>13.1f} "
                       f"{result['seconds']:>7.2f} {result['cpu'] / floor:>16.2f}x {result['rss_mb']:>12.0f}")
             os.unlink(out)
 

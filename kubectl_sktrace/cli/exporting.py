@@ -20,7 +20,14 @@ from kubectl_sktrace.cli.options import (
     verbosity_option,
     warn,
 )
-from kubectl_sktrace.cli.transforming import anonymization_key, anonymize_options, say_fresh_key, summary_option, transform_option
+from kubectl_sktrace.cli.transforming import (
+    anonymization_key,
+    anonymize_options,
+    anonymize_settings,
+    say_fresh_key,
+    summary_option,
+    transform_option,
+)
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
 
@@ -75,7 +82,8 @@ def export_command(
     start_time: str, end_time: str, excluded_namespaces: str | None, include_namespaces: str | None, exclude_labels: tuple[str, ...],
     filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...], default: str | None,
     include_cluster_scoped: bool, output_file: str | None, fmt: str, summary: str, dry_run: bool, keep_status: bool, allow_empty: bool,
-    transform: str | None, anonymize: bool, anonymize_key: str | None,
+    transform: str | None, anonymize: bool, anonymize_key: str | None, anonymize_keep: tuple[str, ...],
+    anonymize_map: str | None,
 ) -> None:
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
 
@@ -124,8 +132,9 @@ def export_command(
         click.echo(decisions_text(decisions.as_mapping()) if summary == "table" else render.dump(decisions.as_mapping(), summary))
         return
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
+    options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)
     report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
-                       allow_empty=allow_empty, stdout=sys.stdout.buffer, program=program, anonymize_key=key)
+                       allow_empty=allow_empty, stdout=sys.stdout.buffer, program=program, anonymize_key=key, anonymize_options=options)
     _say(report, where="stdout" if output_file == "-" else output_file, summary=summary, program=program)
     if fresh:
         assert key is not None

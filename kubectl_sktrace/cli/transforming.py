@@ -19,14 +19,22 @@ _SUMMARY_FORMATS = ("table", "json", "yaml")
 
 
 def anonymize_options(f: F) -> F:
-    """``--anonymize`` and ``--anonymize-key``, spelled and meaning the same on ``transform`` and ``export``."""
+    """``--anonymize``, ``--anonymize-key``, ``--anonymize-keep-label-values`` and ``--anonymize-map``, spelled and meaning
+    the same on ``transform`` and ``export``."""
+    f = click.option("--anonymize-map", "anonymize_map", metavar="FILE", shell_complete=complete_files,
+                     help="Also write each original string with its pseudonym to FILE (JSON, mode 0600), for the trace's "
+                          "owner alone: never share it.")(f)
+    f = click.option("--anonymize-keep-label-values", "anonymize_keep", metavar="KEY", multiple=True,
+                     help="Keep the values of this label key (e.g. the node-pool label simulated nodes carry); repeatable. "
+                          "Never by default; the report lists them for review.")(f)
     f = click.option("--anonymize-key", "anonymize_key", metavar="KEY", envvar=KEY_ENV, show_envvar=False,
                      help=f"The pseudonyms' key, in hex (else ${KEY_ENV}; else a fresh random key, printed once on stderr, "
                           "even with --quiet): two traces anonymized with one key line up.")(f)
     f = click.option("--anonymize", "anonymize", is_flag=True,
-                     help="Replace namespaces, names, label and annotation values, images, hostnames and env values with keyed "
-                          "pseudonyms, the same throughout the trace (index and pod lifecycles included), so that it replays the "
-                          "same and can be shared.")(f)
+                     help="Keep only Kubernetes' own vocabulary (field names, enum values, numbers, quantities, well-known "
+                          "label keys) and replace every other string and owner-chosen map key with a keyed pseudonym, the "
+                          "same throughout the trace (index and pod lifecycles included), so that it replays the same and can "
+                          "be shared. The summary says what was replaced and what to review.")(f)
     return f
 
 
@@ -51,6 +59,15 @@ def anonymization_key(*, anonymize: bool, anonymize_key: str | None) -> tuple[by
     if anonymize_key is not None:
         return parse_key(anonymize_key), False
     return new_key(), True
+
+
+def anonymize_settings(*, anonymize: bool, anonymize_keep: tuple[str, ...], anonymize_map: str | None) -> Any:
+    """``AnonymizeOptions`` of the flags; refused without ``--anonymize``."""
+    from kubectl_sktrace.trace.transform import AnonymizeOptions
+
+    if not anonymize and (anonymize_keep or anonymize_map):
+        raise UsageError("--anonymize-keep-label-values and --anonymize-map need --anonymize; add it, or leave them out")
+    return AnonymizeOptions(keep_label_values=frozenset(anonymize_keep), map_file=anonymize_map)
 
 
 def say_fresh_key(key: bytes) -> None:
@@ -108,7 +125,7 @@ def _print_skel_reference(ctx: click.Context, param: click.Parameter, value: boo
 @click.option("--help-skel", is_flag=True, is_eager=True, expose_value=False, callback=_print_skel_reference,
               help="Print the SKEL language's reference and exit.")
 def transform_command(trace: str, skel_file: str | None, output_file: str | None, anonymize: bool, anonymize_key: str | None,
-                      fmt: str, summary: str, filters_file: str | None, selector: str | None, allow: tuple[str, ...],
+                      anonymize_keep: tuple[str, ...], anonymize_map: str | None, fmt: str, summary: str, filters_file: str | None, selector: str | None, allow: tuple[str, ...],
                       deny: tuple[str, ...], default: str | None) -> None:
     """Rewrite the objects of a trace with a SKEL program (SimKube's skctl transform), keep or leave out objects by
     rules, anonymize it, or all three.
@@ -116,9 +133,10 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
     SKEL_FILE is a SKEL file, or 'sanitize' for the built-in program with the effect of SimKube's example (status,
     service accounts, ConfigMap and Secret references, their volumes and mounts); a file named sanitize is
     ./sanitize. Each command applies in order to every object of every event, '@t' counting from the trace's
-    first event; objects deleted and events left without objects are dropped; the index, pod lifecycles and
-    config are kept. The rules (--filters, -l, --allow, --deny, --default, as export's) then decide each object on
-    its last version in the trace, and --anonymize replaces what names the cluster with keyed pseudonyms.
+    first event; objects deleted and events left without objects are dropped; the index and pod lifecycles
+    follow the objects the program moves or deletes. The rules (--filters, -l, --allow, --deny, --default, as
+    export's) then decide each object on its last version in the trace, and --anonymize keeps Kubernetes'
+    vocabulary and replaces every other string with keyed pseudonyms.
     TRACE '-' reads standard input; an s3://, gs:// or az:// URL reads an object (the cloud extra). The trace is
     read event by event, the output spooled to a temporary file ($TMPDIR), so memory stays bounded.
 
@@ -153,8 +171,9 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
     program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     rule_filter = transform_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
+    options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)
     report = transform_to(trace, output_file, program=program, key=key, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer, fmt=fmt,
-                          rule_filter=rule_filter)
+                          rule_filter=rule_filter, options=options)
     if summary != "table":
         rules = {} if rule_filter is None else {"rules": rule_filter.summary()}
         click.echo(render.render_mapping({**report.as_mapping(), **rules}, summary))

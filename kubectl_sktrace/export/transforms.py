@@ -64,6 +64,7 @@ class RewritingWriter:
     def __init__(self, rewriter: Rewriter, *, fmt: str, stream: IO[bytes], config: dict[str, Any], keep_status: bool,
                  rules: validation.ReferenceRules | None, errors: Counter[str]) -> None:
         self.rewriter = rewriter
+        rewriter.start(config)
         self._stream = stream
         self._config = config
         self._spool = EventSpool() if fmt == "sktrace" else None

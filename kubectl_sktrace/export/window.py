@@ -96,7 +96,7 @@ from kubectl_sktrace.trace import lifecycle as lifecycles
 from kubectl_sktrace.trace import validation
 from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer, relaxed_gc
 from kubectl_sktrace.trace.skel import Program
-from kubectl_sktrace.trace.transform import Rewriter
+from kubectl_sktrace.trace.transform import AnonymizeOptions, Rewriter, anonymization_report, anonymization_sentence, make_rewriter
 from kubectl_sktrace.tracerconfig import (
     TracerConfig,
     config_from_trace,
@@ -122,6 +122,7 @@ class ExportReport:
     events_matched: int = 0  # --transform's counters, as SimKube counts them (``trace/skel``)
     resources_modified: int = 0
     decisions: Decisions | None = None
+    anonymization: dict[str, Any] | None = None  # --anonymize's report (``Anonymizer.report``)
 
     def as_mapping(self, *, output: str) -> dict[str, Any]:
         """The summary for programs (``--summary json|yaml``): what was written, and what the rules decided."""
@@ -130,7 +131,8 @@ class ExportReport:
             "podLifecycles": self.lifecycles, "lastEvent": format_time(self.last_event_ts),
         }
         decided = self.decisions.as_mapping() if self.decisions is not None else {}
-        return {**written, **decided, "notes": list(self.notes), "warnings": list(self.warnings)}
+        anonymized = {"anonymization": self.anonymization} if self.anonymization is not None else {}
+        return {**written, **decided, **anonymized, "notes": list(self.notes), "warnings": list(self.warnings)}
 
 
 def _index(plan: Plan) -> dict[str, dict[str, int]]:
@@ -203,7 +205,7 @@ def decide_window(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFi
 def export_trace(
     cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
     allow_empty: bool = False, program: Program | None = None, anonymize_key: bytes | None = None,
-) -> ExportReport:
+    anonymize_options: AnonymizeOptions = AnonymizeOptions()) -> ExportReport:
     """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml), its objects
     rewritten by ``program`` (--transform) and anonymized with ``anonymize_key`` when given (``export/transforms``).
 
@@ -221,7 +223,7 @@ def export_trace(
         pruned = _pruned_into(cache, start_ts=start_ts, end_ts=end_ts, allow_empty=allow_empty)
         known = history.known_until(all_runs, end=end_ts)
         config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else
-        rewriter = Rewriter(program, key=anonymize_key, start_ts=start_ts)
+        rewriter = make_rewriter(program, key=anonymize_key, options=anonymize_options, start_ts=start_ts)
         plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)
         if not plan.exported and not allow_empty:
             synced = [r.synced for r in all_runs if r.synced is not None]
@@ -237,8 +239,9 @@ def export_trace(
         plan=plan, groups=written.groups, state=written.state, inferred=written.inferred,
         inferred_deleted=written.inferred_deleted, coverage=coverage, start_ts=start_ts, end_ts=end_ts,
     )
-    notes += more_notes
-    notes += _filter_notes(plan, filters=filters, dropped_kinds=dropped_kinds)
+    anonymization = anonymization_report(rewriter, anonymize_options)
+    notes += [*more_notes, *_filter_notes(plan, filters=filters, dropped_kinds=dropped_kinds)]
+    notes += [anonymization_sentence(anonymization)] if anonymization is not None else []
     invalid = validation_warning(written.errors, rule_names=validation.RULES, tracked=frozenset(config.tracked))
     if invalid:
         warnings += (invalid,)
@@ -246,7 +249,7 @@ def export_trace(
         start_ts=start_ts, end_ts=end_ts, events=1 + written.groups, applied=written.applied, deleted=written.deleted,
         index_objects=len(plan.exported), lifecycles=written.lifecycles, last_event_ts=written.last_ts, notes=tuple(notes),
         warnings=warnings, events_matched=rewriter.events_matched, resources_modified=rewriter.resources_modified,
-        decisions=plan.decisions_report(start_ts=start_ts, end_ts=end_ts),
+        decisions=plan.decisions_report(start_ts=start_ts, end_ts=end_ts), anonymization=anonymization,
     )
 
 
@@ -424,6 +427,7 @@ def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFil
 def export_to(
     cache_path: str | CacheUrl, output_file: str, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str,
     allow_empty: bool, stdout: IO[bytes], program: Program | None = None, anonymize_key: bytes | None = None,
+    anonymize_options: AnonymizeOptions = AnonymizeOptions(),
 ) -> ExportReport:
     """``export``: the window of the cache at ``cache_path``, opened read-only, written to ``output_file`` the way
     ``output.write_output`` writes (``-`` is ``stdout``). A cache that a recorder changed while it was read is
@@ -434,7 +438,8 @@ def export_to(
     with open_cache_readonly(cache_path) as opened:
         def write(stream: IO[bytes]) -> ExportReport:
             report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
-                                  stream=stream, allow_empty=allow_empty, program=program, anonymize_key=anonymize_key)
+                                  stream=stream, allow_empty=allow_empty, program=program, anonymize_key=anonymize_key,
+                                  anonymize_options=anonymize_options)
             opened.ensure_unchanged()  # a writer may have changed what was read
             return report
 

@@ -411,6 +411,11 @@ class TraceReader:
             raw[key] = _tupled(value)
         return check_lifecycles(raw)
 
+    @property
+    def config(self) -> Any:
+        """The trace's config, once read (it comes before the events in SimKube's traces); None before."""
+        return self._values.get("config")
+
     def events(self) -> Iterator[dict[str, Any]]:
         """Each event in turn (once)."""
         with self._errors():

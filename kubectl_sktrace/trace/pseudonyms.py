@@ -16,16 +16,26 @@ namespaces ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease``
 (every namespace's ServiceAccount) and ``kube-root-ca.crt`` (every namespace's CA ConfigMap) and the
 ``kube-api-access-*`` volumes (which the stable pod spec, docs/spec.md §8.4, recognizes by that prefix);
 the values ``""``, ``true`` and ``false``; the image tag ``latest`` and the absence of a tag (both decide the
-default ``imagePullPolicy``).
+default ``imagePullPolicy``); a string that is a number, a quantity (``250m``, ``1Gi``), a percentage, a duration
+(``1h30m``) or an RFC 3339 timestamp, in every role alike (so that a name ``1`` and a label value ``1`` stay equal).
+
+Shapes, each valid where Kubernetes validates its role: label and annotation keys keep a well-known prefix
+(``kubernetes.io/``, ``k8s.io/`` and their subdomains) whole, else become ``obj-…`` or ``obj-…/obj-…`` (a
+qualified name); env variable names ``E_…`` (a C identifier); port names ``p-`` and 13 characters (an IANA service
+name, at most 15); IP addresses a keyed address of the same family in 10.0.0.0/8 or fd00::/8.
+
+``replaced`` counts the strings replaced per kind of place, ``review`` the kept values a reviewer should look at;
+``record`` (for ``--anonymize-map``) keeps every original with its pseudonym.
 """
 
 from __future__ import annotations
 
-import base64
 import hmac
+import ipaddress
 import re
 import secrets
 import uuid
+from collections import Counter
 
 from kubectl_sktrace.errors import UsageError
 
@@ -39,6 +49,22 @@ NAMESPACE_LABEL = "kubernetes.io/metadata.name"  # the API server sets it to the
 _DIGEST_BYTES = 10  # 80 bits, 16 base32 characters
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _MEMO_LIMIT = 1 << 16
+_BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
+_BASE32_PAIRS = [_BASE32[i >> 5] + _BASE32[i & 31] for i in range(1024)]
+_KEPT_FORMAT = re.compile(
+    r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i|%)?"  # numbers, quantities, percentages
+    r"|(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+"  # durations
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"  # timestamps
+)
+WELL_KNOWN_PREFIXES = ("kubernetes.io", "k8s.io")
+# node labels that the scheduler reads and simulated nodes carry: their values are kept
+NODE_LABELS = frozenset({"kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/arch"})
+# kept too, and reported for review: they describe the source cluster's cloud
+REVIEWED_NODE_LABELS = frozenset({
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region", "node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type",
+})
+FIELD_KEYS = frozenset({"metadata.name", "metadata.namespace", "spec.nodeName"})  # a node selector's matchFields
 
 
 def new_key() -> bytes:
@@ -49,22 +75,38 @@ def new_key() -> bytes:
 class Pseudonyms:
     """The pseudonym of a string in each role, under one key; remembers the most recent results."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, *, keep_label_values: frozenset[str] = frozenset(), record: bool = False) -> None:
         if not isinstance(key, bytes) or not key:
             raise UsageError("the anonymization key is empty: pass one, or let a fresh random key be made")
         self._key = key
-        self._memo: dict[tuple[str, str], str] = {}
+        self._memo: dict[tuple[str, str], str] = {}  # uids
+        self._digests: dict[str, str] = {}  # an original -> its digest ("" when kept as it is), whatever its role
+        self._kept_keys = NODE_LABELS | REVIEWED_NODE_LABELS | keep_label_values
+        self._reviewed_keys = REVIEWED_NODE_LABELS | keep_label_values
+        self.replaced: Counter[str] = Counter()
+        self.review: Counter[str] = Counter()
+        self.record: dict[tuple[str, str], str] | None = {} if record else None
 
     def _mac(self, data: bytes) -> bytes:
         return hmac.digest(self._key, data, "sha256")
 
     def _pseudonym(self, prefix: str, value: str) -> str:
-        memo_key = (prefix, value)
-        found = self._memo.get(memo_key)
-        if found is None:
-            digest = self._mac(value.encode())[:_DIGEST_BYTES]
-            found = self._remember(memo_key, prefix + base64.b32encode(digest).decode().lower())
-        return found
+        digest = self._digests.get(value)
+        if digest is None:
+            digest = "" if _KEPT_FORMAT.fullmatch(value) else self._digest(value)
+            if len(self._digests) >= _MEMO_LIMIT:
+                self._digests.clear()  # bounded memory on long traces; a digest is recomputed identically
+            self._digests[value] = digest
+        if not digest:
+            return value
+        if self.record is not None:
+            self.record[(value, prefix)] = prefix + digest
+        return prefix + digest
+
+    def _digest(self, value: str) -> str:
+        """The first 80 bits of the HMAC in lowercase base32 (RFC 4648's alphabet), two characters per 10 bits."""
+        n = int.from_bytes(self._mac(value.encode())[:_DIGEST_BYTES], "big")
+        return "".join([_BASE32_PAIRS[(n >> shift) & 1023] for shift in (70, 60, 50, 40, 30, 20, 10, 0)])
 
     def _remember(self, memo_key: tuple[str, str], result: str) -> str:
         if len(self._memo) >= _MEMO_LIMIT:
@@ -72,15 +114,57 @@ class Pseudonyms:
         self._memo[memo_key] = result
         return result
 
+    def _counted(self, place: str, value: str, result: str) -> str:
+        if result != value:  # not a number, a quantity or a timestamp, kept
+            self.replaced[place] += 1
+        return result
+
     def namespace(self, value: str) -> str:
         """A namespace; ``""`` (a cluster-scoped object's) stays ``""``."""
-        return value if not value or value in KEPT_NAMESPACES else self._pseudonym("ns-", value)
+        if not value or value in KEPT_NAMESPACES:
+            return value
+        return self._counted("namespaces", value, self._pseudonym("ns-", value))
 
-    def name(self, value: str) -> str:
-        """An object's, container's, volume's or host's name."""
+    def name(self, value: str, place: str = "names") -> str:
+        """An object's, container's, volume's or host's name; any string of no other role."""
         if not value or value in KEPT_NAMES or value.startswith(KEPT_NAME_PREFIX):
             return value
-        return self._pseudonym("obj-", value)
+        return self._counted(place, value, self._pseudonym("obj-", value))
+
+    def label_key(self, value: str, place: str = "label and annotation keys") -> str:
+        """A label's or annotation's key (also a selector's, a toleration's, a ``topologyKey``): a well-known one kept,
+        another ``obj-…`` or, with a prefix, ``obj-…/obj-…``."""
+        prefix, slash, rest = value.rpartition("/")
+        if slash and (prefix in WELL_KNOWN_PREFIXES or prefix.endswith((".kubernetes.io", ".k8s.io"))) or value in FIELD_KEYS:
+            return value
+        if not value:
+            return value
+        renamed = f"{self._pseudonym('obj-', prefix)}/{self._pseudonym('obj-', rest)}" if slash else self._pseudonym("obj-", value)
+        return self._counted(place, value, renamed)
+
+    def env_name(self, value: str) -> str:
+        """An env variable's name (or an ``envFrom`` prefix): a C identifier."""
+        if not value:
+            return value
+        return self._counted("env variable names", value, self._pseudonym("E_", value).upper())
+
+    def port_name(self, value: str) -> str:
+        """A port's name, or a port named by a Service or a probe: an IANA service name (15 characters at most)."""
+        if not value or _KEPT_FORMAT.fullmatch(value):
+            return value
+        return self._counted("port names", value, self._pseudonym("p-", value)[:15])
+
+    def ip(self, value: str) -> str:
+        """An IP address: a keyed one of the same family (``None`` and ``""``, a headless Service's, kept)."""
+        try:
+            address = ipaddress.ip_address(value)
+        except ValueError:
+            return value if value in ("", "None") else self.name(value)
+        self.replaced["IP addresses"] += 1
+        mac = self._mac(b"\x00ip" + value.encode())
+        if address.version == 4:
+            return str(ipaddress.IPv4Address(bytes([10]) + mac[:3]))
+        return str(ipaddress.IPv6Address(bytes([0xFD]) + mac[:15]))
 
     def generate_name(self, value: str) -> str:
         """``metadata.generateName``: the name it is the prefix of (often the owner's, ``web-7d9f-``), trailing
@@ -93,15 +177,21 @@ class Pseudonyms:
         selectors still select. A uid keeps its shape and maps as ``uid`` does (a Job's ``controller-uid``)."""
         if value in KEPT_VALUES:
             return value
+        if key in self._kept_keys:
+            if key in self._reviewed_keys:
+                self.review[f"values of the label {key} kept"] += 1
+            return value
         if key == NAMESPACE_LABEL:
             return self.namespace(value)
         if _UUID.match(value):
             return self.uid(value)
-        return self.name(value)
+        return self.name(value, "label and annotation values")
 
     def text(self, value: str) -> str:
         """Free text: an env value, a command's argument, a ConfigMap's data."""
-        return value if value in KEPT_VALUES else self._pseudonym("val-", value)
+        if value in KEPT_VALUES:
+            return value
+        return self._counted("free text", value, self._pseudonym("val-", value))
 
     def path(self, value: str) -> str:
         """A file or URL path, as one ``val-`` pseudonym of everything after its leading ``/`` (kept, so that an
@@ -113,6 +203,7 @@ class Pseudonyms:
         """A uid, as a version-4-shaped UUID."""
         if not value:
             return value
+        self.replaced["uids"] += 1
         found = self._memo.get(("uid", value))
         if found is None:
             found = self._remember(("uid", value), str(uuid.UUID(bytes=self._mac(value.encode())[:16], version=4)))
@@ -121,6 +212,7 @@ class Pseudonyms:
     def image(self, value: str) -> str:
         """``[registry/]repository[:tag][@algorithm:hex]``: the repository becomes one ``img-`` component, a
         tag other than ``latest`` a ``t-`` pseudonym, a digest a keyed hex string of the same length."""
+        self.replaced["images"] += 1
         rest, at, digest = value.partition("@")
         colon = rest.rfind(":")
         repository, tag = (rest[:colon], rest[colon + 1:]) if colon > rest.rfind("/") else (rest, None)

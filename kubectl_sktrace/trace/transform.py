@@ -21,15 +21,19 @@ fetched whole first (``objectstore.read_object``); a file and standard input are
 from __future__ import annotations
 
 import binascii
+import json
+import os
 from dataclasses import dataclass
 from time import perf_counter
 from typing import IO, Any
 
 from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.trace.anonymize import Anonymizer
 from kubectl_sktrace.trace.filtering import RuleFilter, filter_spool
-from kubectl_sktrace.trace.format import STDIN, EventSpool, Trace, TraceReader, open_source, relaxed_gc, source_name
+from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, TraceReader, open_source, relaxed_gc, source_name
+from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.output import write_output
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
 
@@ -81,10 +85,12 @@ class Rewriter:
     """One trace's program and anonymizer, applied to its events in order: ``event`` each, then ``tables``.
     ``@t`` counts from ``start_ts``, or from the first event's time when it is None."""
 
-    def __init__(self, program: Program | None, *, key: bytes | None, start_ts: int | None = None) -> None:
+    def __init__(self, program: Program | None, *, key: bytes | None, start_ts: int | None = None,
+                 keep_label_values: frozenset[str] = frozenset(), record: bool = False) -> None:
         self.program = program
-        self.anonymizer = Anonymizer(key) if key is not None else None
+        self.anonymizer = Anonymizer(key, keep_label_values=keep_label_values, record=record) if key is not None else None
         self.transformer = None if program is None or start_ts is None else Transformer(program, start_ts=start_ts)
+        self.keys = KeyTracker()
 
     @property
     def active(self) -> bool:
@@ -105,7 +111,16 @@ class Rewriter:
             return event
         if self.transformer is None:
             self.transformer = Transformer(self.program, start_ts=event["ts"])
-        return self.transformer.apply(event)
+        before = [(obj, object_key(obj)) for obj in event["applied_objs"]]
+        out = self.transformer.apply(event)
+        self.keys.applied(before, kept={id(obj) for obj in out["applied_objs"]} if out is not None else set())
+        return out
+
+    def start(self, config: Any) -> None:
+        """The trace's config, when it is known before the events: the anonymizer hashes only the pod specs of the
+        kinds that own lifecycles."""
+        if self.anonymizer is not None and isinstance(config, dict):
+            self.anonymizer.config(config)
 
     def anonymize(self, event: dict[str, Any]) -> dict[str, Any]:
         return event if self.anonymizer is None else self.anonymizer.event(event)
@@ -117,10 +132,120 @@ class Rewriter:
     def rest(self, trace: Trace) -> Trace:
         """What follows the events (read after them), without them: ``index`` and ``pod_lifecycles`` kept, or renamed
         by the anonymizer with what the events taught it; ``config`` and ``version`` kept."""
+        index, lifecycles = self.keys.index(trace.index), self.keys.pod_lifecycles(trace.pod_lifecycles)
         if self.anonymizer is None:
-            return Trace(version=trace.version, config=trace.config, events=[], index=trace.index, pod_lifecycles=trace.pod_lifecycles)
+            return Trace(version=trace.version, config=trace.config, events=[], index=index, pod_lifecycles=lifecycles)
         return Trace(version=trace.version, config=self.anonymizer.config(trace.config), events=[],
-                     index=self.anonymizer.index(trace.index), pod_lifecycles=self.anonymizer.pod_lifecycles(trace.pod_lifecycles))
+                     index=self.anonymizer.index(index), pod_lifecycles=self.anonymizer.pod_lifecycles(lifecycles))
+
+
+class KeyTracker:
+    """Where a program moved or deleted objects, so that ``index`` and ``pod_lifecycles`` keys follow them: SimKube keeps
+    both as they were, and a simulator then finds no lifecycle for a moved object's pods (docs/spec.md). Remembers
+    only the objects a program renamed or deleted: their key as recorded and their key as written last (None:
+    deleted and never written), and the keys of the objects written as they were (a key per object, as the
+    anonymizer holds)."""
+
+    def __init__(self) -> None:
+        self._moved: dict[tuple[str, str], tuple[str, str] | None] = {}
+        self._unmoved: set[tuple[str, str]] = set()
+
+    def applied(self, before: list[tuple[dict[str, Any], ObjKey | None]], *, kept: set[int]) -> None:
+        """The applied objects of one event as they were (with their keys), and the ids of those the program kept."""
+        for obj, old in before:
+            if old is None:
+                continue
+            old_id = (str(old.gvk), old.ns_name)
+            new = object_key(obj) if id(obj) in kept else None
+            new_id = None if new is None else (str(new.gvk), new.ns_name)
+            if new_id == old_id:
+                self._unmoved.add(old_id)
+                self._moved.pop(old_id, None)  # written under its own key again
+            elif new_id is not None:
+                self._moved[old_id] = new_id
+            elif old_id not in self._unmoved and self._moved.get(old_id) is None:
+                self._moved[old_id] = None  # deleted, and never written
+
+    def _follow(self, gvk: str, ns_name: str) -> tuple[str, str] | None:
+        key = (_canonical(gvk), ns_name)
+        if key not in self._moved:
+            return gvk, ns_name
+        return self._moved[key]
+
+    def index(self, index: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        if not self._moved:
+            return index
+        out: dict[str, dict[str, int]] = {}
+        for gvk, entries in index.items():
+            for ns_name, value in entries.items():
+                new = self._follow(gvk, ns_name)
+                if new is not None:
+                    out.setdefault(new[0], {})[new[1]] = value
+        return out
+
+    def pod_lifecycles(self, lifecycles: Lifecycles) -> Lifecycles:
+        if not self._moved:
+            return lifecycles
+        out: Lifecycles = {}
+        for (gvk, ns_name), by_hash in lifecycles.items():
+            new = self._follow(gvk, ns_name)
+            if new is not None:
+                merged = out.setdefault(new, {})
+                for pod_hash, entries in by_hash.items():
+                    merged.setdefault(pod_hash, []).extend(entries)
+        return out
+
+
+def _canonical(gvk: str) -> str:
+    try:
+        return str(GVK.parse(gvk))
+    except UsageError:
+        return gvk
+
+
+@dataclass(frozen=True)
+class AnonymizeOptions:
+    """``--anonymize-keep-label-values`` and ``--anonymize-map``: label keys whose values are kept (never by default),
+    and where to write the original -> pseudonym table (mode 0600)."""
+
+    keep_label_values: frozenset[str] = frozenset()
+    map_file: str | None = None
+
+
+def make_rewriter(program: Program | None, *, key: bytes | None, options: AnonymizeOptions, start_ts: int | None = None) -> Rewriter:
+    return Rewriter(program, key=key, start_ts=start_ts, keep_label_values=options.keep_label_values, record=options.map_file is not None)
+
+
+def anonymization_report(rewriter: Rewriter, options: AnonymizeOptions) -> dict[str, Any] | None:
+    """What the anonymizer did (``Anonymizer.report``), after writing the pseudonym map when asked; None without one."""
+    if rewriter.anonymizer is None:
+        return None
+    if options.map_file is not None:
+        write_pseudonym_map(options.map_file, rewriter.anonymizer.pseudonym_map())
+    return rewriter.anonymizer.report()
+
+
+def write_pseudonym_map(path: str, rows: list[dict[str, str]]) -> None:
+    """The original -> pseudonym table as JSON, readable by its owner alone (mode 0600, also when the file existed)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump({"pseudonyms": rows}, file, indent=1)
+            file.write("\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write the pseudonym map {path} ({exc.strerror or exc}); pass a writable --anonymize-map path") from None
+
+
+def anonymization_sentence(report: dict[str, Any]) -> str:
+    """The report in two lines: the strings replaced per place, and what a reviewer should look at."""
+    replaced = report["stringsReplaced"]
+    places = ", ".join(f"{place} {count}" for place, count in sorted(replaced.items(), key=lambda item: -item[1]))
+    text = f"Anonymized: {counted(sum(replaced.values()), 'string')} replaced ({places or 'none'})."
+    review = report["keptForReview"]
+    if review:
+        text += "\nReview before sharing: " + "; ".join(f"{what} ({count})" for what, count in review.items()) + "."
+    return text
 
 
 @dataclass(frozen=True)
@@ -136,12 +261,14 @@ class TransformReport:
     events_matched: int
     resources_modified: int
     seconds: float
+    anonymization: dict[str, Any] | None = None  # ``Anonymizer.report``
 
     def as_mapping(self) -> dict[str, Any]:
         return {
             "trace": self.trace, "output": self.output, "transform": self.program, "anonymized": self.anonymized,
             "eventsRead": self.events_read, "eventsWritten": self.events_written, "traceEventsMatched": self.events_matched,
             "traceResourcesModified": self.resources_modified, "totalEvaluationSeconds": round(self.seconds, 6),
+            **({"anonymization": self.anonymization} if self.anonymization is not None else {}),
         }
 
 
@@ -149,6 +276,7 @@ def transform_stream(source: IO[bytes], spool: EventSpool, *, name: str, rewrite
     """Read the trace from ``source`` and spool its events through ``rewriter``: the number of events read, and the
     rest of the trace (``Rewriter.rest``) to write after them."""
     reader = TraceReader(source, name=name)
+    rewriter.start(reader.config)
     read = 0
     for event in reader.events():
         read += 1
@@ -159,11 +287,13 @@ def transform_stream(source: IO[bytes], spool: EventSpool, *, name: str, rewrite
 
 
 def transform_to(trace: str, output_file: str, *, program: Program | None, key: bytes | None, stdin: IO[bytes],
-                 stdout: IO[bytes], fmt: str = "sktrace", rule_filter: RuleFilter | None = None) -> TransformReport:
+                 stdout: IO[bytes], fmt: str = "sktrace", rule_filter: RuleFilter | None = None,
+                 options: AnonymizeOptions = AnonymizeOptions()) -> TransformReport:
     """``transform``: the trace at ``trace`` (``-``: ``stdin``; a URL: an object) rewritten into ``output_file``
     (``output.write_output``: ``-`` is ``stdout``). Nothing is written there unless every event transformed."""
     started = perf_counter()
-    rewriter = Rewriter(program, key=key if rule_filter is None else None)  # with rules, anonymized after them
+    rewriter = make_rewriter(program, key=key if rule_filter is None else None, options=options)  # with rules, anonymized after them
+    anonymizer = rewriter
     with EventSpool() as spool, EventSpool() as kept, relaxed_gc():
         if trace == STDIN:
             read, rest = transform_stream(stdin, spool, name=source_name(trace), rewriter=rewriter)
@@ -171,7 +301,8 @@ def transform_to(trace: str, output_file: str, *, program: Program | None, key: 
             with open_source(trace) as source:
                 read, rest = transform_stream(source, spool, name=trace, rewriter=rewriter)
         if rule_filter is not None:  # --allow, --deny...: each object decided on its last version (``trace/filtering``)
-            anonymizer = Rewriter(None, key=key)
+            anonymizer = make_rewriter(None, key=key, options=options)
+            anonymizer.start(rest.config)
             filter_spool(spool, kept, rule_filter, then=anonymizer.anonymize)
             spool, rest = kept, anonymizer.rest(rule_filter.rest(rest))
 
@@ -185,6 +316,7 @@ def transform_to(trace: str, output_file: str, *, program: Program | None, key: 
         trace=source_name(trace), output=output_file, program=program.source if program else None, anonymized=key is not None,
         events_read=read, events_written=written, events_matched=rewriter.events_matched,
         resources_modified=rewriter.resources_modified, seconds=perf_counter() - started,
+        anonymization=anonymization_report(anonymizer, options),
     )
 
 
@@ -215,7 +347,8 @@ def transform_sentence(report: TransformReport) -> str:
     kept = counted(report.events_written, "event")
     if dropped:
         kept += f" of the {report.events_read} read ({dropped} left without objects, dropped)"
-    return f"Wrote {where}: {kept}{', anonymized' if report.anonymized else ''}."
+    sentence = f"Wrote {where}: {kept}{', anonymized' if report.anonymized else ''}."
+    return sentence if report.anonymization is None else f"{sentence}\n{anonymization_sentence(report.anonymization)}"
 
 
 def transform_note(source: str, *, events_matched: int, resources_modified: int) -> str:

@@ -16,15 +16,22 @@ Secret/ConfigMap, ``E0004``/``E0005`` mounts a volume from a Secret/ConfigMap th
 in the trace (in the same namespace, and not deleted since). Pod templates are found through the trace's
 own config (``podSpecTemplatePaths``); kinds it does not list are not checked. References marked
 ``optional: true`` are skipped: the pod starts without them.
+
+Then ours, as warnings (SimKube loads such a trace, but its simulation goes wrong): ``W0101`` an ``index`` key and
+``W0102`` a ``pod_lifecycles`` owner that name no object applied in the trace (a program moved or deleted it and
+the tables did not follow: the simulator finds no lifecycle for its pods). ``W0101`` only where the trace applies no
+object of that kind in that namespace at all (one finding per kind and namespace): SimKube's exports also index the
+objects that existed before their window, beside those in it.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
 from kubectl_sktrace import render
-from kubectl_sktrace.errors import ConfigError
+from kubectl_sktrace.errors import ConfigError, UsageError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_time
@@ -35,6 +42,8 @@ from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace
 
 RULES = {
     "W0000": "status field present",
+    "W0101": "index names objects of a namespace without any",
+    "W0102": "pod lifecycle owner names no object",
     "E0001": "service account missing",
     "E0002": "env secret missing",
     "E0003": "env configmap missing",
@@ -91,10 +100,13 @@ def check_trace(trace: Trace) -> Iterator[Finding]:
         config = None
         yield Finding(code="L0001", message=f"SimKube cannot load this config: {exc}")
     references = ReferenceRules(config) if config is not None else None
+    applied: set[tuple[str, str]] = set()
     for event in trace.events:
         ts = event["ts"]
         for obj in event["applied_objs"]:
             key = object_key(obj)
+            if key is not None:
+                applied.add((str(key.gvk), key.ns_name))
             yield from _load_checks(obj, ts=ts, key=key)
             status = obj.get("status")
             if status not in (None, {}):
@@ -106,6 +118,29 @@ def check_trace(trace: Trace) -> Iterator[Finding]:
             yield from _load_checks(obj, ts=ts, key=key)
             if key is not None and references is not None:
                 references.deleted(key)
+    yield from _dangling_keys(trace, applied)
+
+
+def _dangling_keys(trace: Trace, applied: set[tuple[str, str]]) -> Iterator[Finding]:
+    """``W0101``/``W0102``: ``index`` keys and ``pod_lifecycles`` owners that name no object applied in the trace (module docstring)."""
+    namespaces = {(gvk, ns_name.rpartition("/")[0]) for gvk, ns_name in applied}
+    for gvk, entries in trace.index.items():
+        dangling = Counter(ns_name.rpartition("/")[0] for ns_name in entries if (_canonical(gvk), ns_name) not in applied)
+        for namespace, count in dangling.items():
+            if (_canonical(gvk), namespace) not in namespaces:
+                where = f"namespace {namespace}" if namespace else "the cluster scope"
+                yield Finding(code="W0101", message=f"index names {counted(count, f'{gvk} object')} in {where}, where no event applies any")
+    for gvk, ns_name in trace.pod_lifecycles:
+        if (_canonical(gvk), ns_name) not in applied:
+            yield Finding(code="W0102", message=f"pod_lifecycles names the owner {gvk} {ns_name}, which no event applies; "
+                                                "the simulator finds no lifecycle for its pods")
+
+
+def _canonical(gvk: str) -> str:
+    try:
+        return str(GVK.parse(gvk))
+    except UsageError:
+        return gvk
 
 
 class ReferenceRules:

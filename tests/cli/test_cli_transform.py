@@ -130,7 +130,7 @@ def test_a_program_file_and_the_events_it_empties(shop_trace: Path, tmp_path: Pa
     assert stderr.splitlines()[-1] == f"Wrote {out}: 1 event of the 2 read (1 left without objects, dropped)."
     trace = traceformat.read_trace(out)
     assert [[o["metadata"]["name"] for o in e["applied_objs"]] for e in trace.events] == [["cart"]]
-    assert trace.index == {"apps/v1.Deployment": {"shop/cart": 1, "shop/pay": 2}}  # kept, as skctl keeps it
+    assert trace.index == {"apps/v1.Deployment": {"shop/cart": 1}}  # the deleted object's key goes with it (skctl keeps it)
 
 
 def test_standard_input_to_standard_output(shop_trace: Path) -> None:
@@ -179,7 +179,9 @@ def test_a_fresh_key_is_printed_once_and_lines_up_a_second_run(shop_trace: Path,
                          r"pass it as --anonymize-key \(or set \$SKTRACE_ANONYMIZE_KEY\): ([0-9a-f]{64})", line)
     assert match is not None
     assert run("transform", str(shop_trace), "--anonymize", "--anonymize-key", match.group(1), "-O", str(second))[2] == (
-        f"Wrote {second}: 2 events, anonymized.\n")
+        f"Wrote {second}: 2 events, anonymized.\n"
+        "Anonymized: 54 strings replaced (names 28, namespaces 6, ConfigMap and Secret keys 4, env variable names 4, free text 4, "
+        "images 4, label and annotation keys 2, label and annotation values 2).\n")
     assert first.read_bytes() == second.read_bytes()
     assert b"cart" not in first.read_bytes() and b"shop" not in first.read_bytes()
 
@@ -187,8 +189,35 @@ def test_a_fresh_key_is_printed_once_and_lines_up_a_second_run(shop_trace: Path,
 def test_sanitize_then_anonymize(shop_trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.sktrace"
     code, _, stderr = run("transform", str(shop_trace), "sanitize", "--anonymize", "--anonymize-key", KEY, "-O", str(out))
-    assert code == 0 and stderr.endswith(f"Wrote {out}: 2 events, anonymized.\n")
+    assert code == 0 and stderr.splitlines()[-2:] == [
+        f"Wrote {out}: 2 events, anonymized.",
+        "Anonymized: 24 strings replaced (names 10, namespaces 6, images 4, label and annotation keys 2, label and annotation values 2)."]
     assert codes(out) == [] and b"robot" not in out.read_bytes() and b"cart" not in out.read_bytes()
+
+
+def test_the_report_in_json_the_pseudonym_map_and_kept_label_values(shop_trace: Path, tmp_path: Path) -> None:
+    out, table = tmp_path / "out.sktrace", tmp_path / "map.json"
+    table.write_text("an older map, readable by others")
+    table.chmod(0o644)
+    code, stdout, _ = run("transform", str(shop_trace), "--anonymize", "--anonymize-key", KEY, "-O", str(out), "-o", "json",
+                          "--anonymize-map", str(table), "--anonymize-keep-label-values", "app")
+    assert code == 0
+    report = json.loads(stdout)["anonymization"]
+    assert report["keptForReview"] == {"values of the label app kept": 2}
+    assert report["stringsReplaced"]["namespaces"] == 6 and "label and annotation values" not in report["stringsReplaced"]
+    assert table.stat().st_mode & 0o777 == 0o600
+    rows = json.loads(table.read_text())["pseudonyms"]
+    assert {"original": "shop", "pseudonym": traceformat.read_trace(out).events[0]["applied_objs"][0]["metadata"]["namespace"]} in rows
+    assert traceformat.dumps_object("cart") in out.read_bytes()  # the value of the label app, kept on request; the Deployment's name is not
+    assert traceformat.read_trace(out).events[0]["applied_objs"][0]["metadata"]["name"] != "cart"
+
+
+def test_the_anonymize_options_need_anonymize(shop_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.sktrace"
+    for flag in (("--anonymize-map", str(tmp_path / "m.json")), ("--anonymize-keep-label-values", "app")):
+        assert run("transform", str(shop_trace), "sanitize", "-O", str(out), *flag) == (
+            1, "", "Error: --anonymize-keep-label-values and --anonymize-map need --anonymize; add it, or leave them out\n")
+        assert not out.exists()
 
 
 # --- errors: one line, exit 1, nothing written -------------------------------------------------------------------

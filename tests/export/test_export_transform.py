@@ -151,3 +151,16 @@ def test_anonymizing_keeps_what_inspect_counts(history: Any, tmp_path: Path) -> 
 
     filters = ExportFilters(excluded_namespaces=frozenset())
     assert inspected(export(history, key=KEY, filters=filters)[1]) == inspected(export(history, filters=filters)[1])
+
+
+def test_a_namespace_move_takes_the_index_along(history: Any) -> None:
+    """SimKube's export keeps the index as recorded; here its keys follow the objects the program moved."""
+    _, data = export(history, 'modify(metadata.namespace == "shop", metadata.namespace = "sim");',
+                     filters=ExportFilters(excluded_namespaces=frozenset()))
+    index = traceformat.decode_trace(data).index
+    assert sorted(index["apps/v1.Deployment"]) == ["app/web", "sim/cart", "sim/pay"]
+    _, anonymized = export(history, 'modify(metadata.namespace == "shop", metadata.namespace = "sim");',
+                           filters=ExportFilters(excluded_namespaces=frozenset()), key=KEY)
+    trace = traceformat.decode_trace(anonymized)
+    applied = {f"{o['metadata']['namespace']}/{o['metadata']['name']}" for e in trace.events for o in e["applied_objs"]}
+    assert set(trace.index["apps/v1.Deployment"]) == applied

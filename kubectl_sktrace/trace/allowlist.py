@@ -1,0 +1,332 @@
+"""What ``--anonymize`` keeps of an object, by allow-list: Kubernetes' own vocabulary, and nothing else. Pure, no I/O.
+
+An object is walked with the types of its fields (``apischema``: the field names and types of every built-in API
+type, as the ``kubernetes`` package's models declare them). Kept as they are:
+
+- the field names of the built-in types, ``apiVersion`` and ``kind`` (a custom resource's too: they are reported
+  for review), numbers, booleans and timestamps (typed so), and any string that is a number, a quantity, a
+  percentage, a duration or a timestamp (``pseudonyms``);
+- the values of the fields whose values Kubernetes defines (``ENUMS``: ``restartPolicy``, ``imagePullPolicy``,
+  ``protocol``, ``operator``, ``effect``, strategy and Service types, …), cron schedules, IANA time zones;
+- the well-known label and annotation keys (``kubernetes.io/``, ``k8s.io/`` and their subdomains, values replaced),
+  the values of the node labels the scheduler reads (os, arch; zone, region and instance type, reported), the
+  standard resource names (``cpu``, ``memory``, ``hugepages-2Mi``, …).
+
+Every other string is replaced by its keyed pseudonym, in the shape its place needs (``pseudonyms``): values, and
+the keys of every map an owner fills (labels, annotations, node selectors, ConfigMap and Secret data, resource
+names, any ``dict(str, …)`` field). A field a built-in type does not declare (a newer API, a custom resource)
+keeps its name when some built-in type has a field of that name, else its name is replaced too; its values are
+walked the same way. Where a reference names something (``configMapKeyRef.key``, a selector, a toleration, a
+port named by a probe), the same original gives the same pseudonym, so that it still resolves.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zoneinfo
+from typing import Any, Callable
+
+from kubectl_sktrace.trace import apischema
+from kubectl_sktrace.trace.pseudonyms import Pseudonyms
+from kubectl_sktrace.trace.sanitize import DROPPED_ANNOTATIONS
+
+Handler = Callable[[Any], Any]
+PodSpecs = list[tuple[dict[str, Any], dict[str, Any]]]
+
+_CAPABILITIES = ("ALL", "AUDIT_CONTROL", "AUDIT_READ", "AUDIT_WRITE", "BLOCK_SUSPEND", "BPF", "CHECKPOINT_RESTORE", "CHOWN",
+                 "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "IPC_LOCK", "IPC_OWNER", "KILL", "LEASE", "LINUX_IMMUTABLE",
+                 "MAC_ADMIN", "MAC_OVERRIDE", "MKNOD", "NET_ADMIN", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_RAW", "PERFMON",
+                 "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYSLOG", "SYS_ADMIN", "SYS_BOOT", "SYS_CHROOT", "SYS_MODULE", "SYS_NICE",
+                 "SYS_PACCT", "SYS_PTRACE", "SYS_RAWIO", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "WAKE_ALARM")
+# the values Kubernetes defines, by field name (the models do not say which strings are enums)
+ENUMS: dict[str, frozenset[str]] = {field: frozenset(values) for field, values in {
+    "restartPolicy": ("Always", "OnFailure", "Never", "NotRequired", "RestartContainer"),
+    "imagePullPolicy": ("Always", "Never", "IfNotPresent"),
+    "protocol": ("TCP", "UDP", "SCTP"),
+    "operator": ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Equal"),
+    "effect": ("NoSchedule", "PreferNoSchedule", "NoExecute"),
+    "dnsPolicy": ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"),
+    "concurrencyPolicy": ("Allow", "Forbid", "Replace"),
+    "type": ("RollingUpdate", "Recreate", "OnDelete", "ClusterIP", "NodePort", "LoadBalancer", "ExternalName", "Opaque",
+             "kubernetes.io/service-account-token", "kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson",
+             "kubernetes.io/basic-auth", "kubernetes.io/ssh-auth", "kubernetes.io/tls", "bootstrap.kubernetes.io/token",
+             "RuntimeDefault", "Localhost", "Unconfined", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket",
+             "CharDevice", "BlockDevice", "Resource", "Pods", "Object", "External", "ContainerResource", "Utilization", "Value",
+             "AverageValue", "Percent"),
+    "scheme": ("HTTP", "HTTPS"),
+    "terminationMessagePolicy": ("File", "FallbackToLogsOnError"),
+    "preemptionPolicy": ("PreemptLowerPriority", "Never"),
+    "podManagementPolicy": ("OrderedReady", "Parallel"),
+    "whenUnsatisfiable": ("DoNotSchedule", "ScheduleAnyway"),
+    "nodeAffinityPolicy": ("Honor", "Ignore"), "nodeTaintsPolicy": ("Honor", "Ignore"),
+    "externalTrafficPolicy": ("Cluster", "Local"), "internalTrafficPolicy": ("Cluster", "Local"),
+    "sessionAffinity": ("ClientIP", "None"),
+    "ipFamilyPolicy": ("SingleStack", "PreferDualStack", "RequireDualStack"), "ipFamilies": ("IPv4", "IPv6"),
+    "completionMode": ("NonIndexed", "Indexed"), "podReplacementPolicy": ("TerminatingOrFailed", "Failed"),
+    "fsGroupChangePolicy": ("OnRootMismatch", "Always"), "mountPropagation": ("None", "HostToContainer", "Bidirectional"),
+    "recursiveReadOnly": ("Disabled", "IfPossible", "Enabled"), "pathType": ("Exact", "Prefix", "ImplementationSpecific"),
+    "policyTypes": ("Ingress", "Egress"), "accessModes": ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"),
+    "volumeMode": ("Filesystem", "Block"), "persistentVolumeReclaimPolicy": ("Retain", "Delete", "Recycle"),
+    "whenDeleted": ("Retain", "Delete"), "whenScaled": ("Retain", "Delete"), "selectPolicy": ("Max", "Min", "Disabled"),
+    "unhealthyPodEvictionPolicy": ("IfHealthyBudget", "AlwaysAllow"), "action": ("FailJob", "Ignore", "Count", "FailIndex"),
+    "medium": ("", "Memory", "HugePages"), "procMount": ("Default", "Unmasked"), "resourceName": ("cpu", "memory"),
+    "schedulerName": ("default-scheduler",), "priorityClassName": ("system-cluster-critical", "system-node-critical"),
+    "finalizers": ("foregroundDeletion", "orphan"), "add": _CAPABILITIES, "drop": _CAPABILITIES,
+    "appProtocol": ("http", "https", "h2c", "grpc", "tcp", "udp", "ws", "wss", "kubernetes.io/h2c", "kubernetes.io/ws",
+                    "kubernetes.io/wss"),
+    "supplementalGroupsPolicy": ("Merge", "Strict"), "signal": ("SIGTERM", "SIGKILL", "SIGINT", "SIGQUIT", "SIGHUP"),
+}.items()}
+_CRON_FIELD = r"(?:[0-9*?/,#LW-]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|SUN|MON|TUE|WED|THU|FRI|SAT)+"
+_CRON = re.compile(rf"@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}(?: +{_CRON_FIELD}){{4}}", re.I)
+_STANDARD_RESOURCES = frozenset({"cpu", "memory", "storage", "ephemeral-storage", "pods", "services", "secrets", "configmaps",
+                                 "persistentvolumeclaims", "replicationcontrollers", "resourcequotas", "services.loadbalancers",
+                                 "services.nodeports"})
+
+# the role of a string field, by its name wherever it is, then by (model, field) where the name alone is ambiguous
+_FIELD_ROLES = {
+    "namespace": "namespace", "namespaces": "namespace", "uid": "uid", "image": "image", "generateName": "generate_name",
+    **dict.fromkeys(("path", "mountPath", "subPath", "subPathExpr", "workingDir"), "path"),
+    **dict.fromkeys(("command", "args"), "text"),
+    **dict.fromkeys(("topologyKey", "matchLabelKeys", "mismatchLabelKeys", "finalizers", "loadBalancerClass", "appProtocol"),
+                    "label_key"),
+    **dict.fromkeys(("clusterIP", "clusterIPs", "loadBalancerIP", "externalIPs", "podIP", "hostIP", "ip", "nameservers"), "ip"),
+    **dict.fromkeys(("port", "targetPort"), "port_name"),
+    "schedule": "cron", "timeZone": "time_zone", "fieldPath": "field_path",
+    **dict.fromkeys(("apiVersion", "kind", "apiGroup", "apiGroups", "resources", "verbs"), "keep"),  # API groups, kinds, verbs
+}
+_MODEL_ROLES = {
+    ("V1EnvVar", "name"): "env_name", ("V1EnvVar", "value"): "text", ("V1EnvFromSource", "prefix"): "env_name",
+    **{(model, "name"): "port_name" for model in ("V1ContainerPort", "V1ServicePort", "CoreV1EndpointPort",
+                                                  "DiscoveryV1EndpointPort", "V1ServiceBackendPort")},
+    **{(model, "key"): "label_key" for model in ("V1Toleration", "V1LabelSelectorRequirement", "V1NodeSelectorRequirement",
+                                                 "V1TopologySelectorLabelRequirement")},
+    **{(model, "key"): "data_key" for model in ("V1KeyToPath", "V1ConfigMapKeySelector", "V1SecretKeySelector")},
+    ("V1Toleration", "value"): "label_value", ("V1ResourceFieldSelector", "resource"): "resource_field",
+    ("V2ResourceMetricSource", "name"): "resource_name", ("V2ContainerResourceMetricSource", "name"): "resource_name",
+}
+_LABEL_MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels", "selector"})
+_RESOURCE_MAPS = frozenset({"limits", "requests", "capacity", "allocatable", "hard", "used", "overhead", "default",
+                            "defaultRequest", "max", "min", "maxLimitRequestRatio", "allocatedResources"})
+_DATA_MAPS = {("V1ConfigMap", "data"): True, ("V1ConfigMap", "binaryData"): False, ("V1Secret", "data"): False,
+              ("V1Secret", "stringData"): False}  # True: text values get pseudonyms; False: base64 values become ""
+# what a downward-API env variable or volume may read (``fieldRef.fieldPath``, ``resourceFieldRef.resource``)
+_FIELD_PATHS = frozenset({"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations",
+                          "spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"})
+_SUBSCRIPTED_FIELD = re.compile(r"(metadata\.(?:labels|annotations))\['(.*)'\]")
+_RESOURCE_FIELD = re.compile(r"(?:limits|requests)\.(?:cpu|memory|ephemeral-storage|hugepages-[0-9A-Za-z]+)")
+_REQUIREMENTS = frozenset({"V1LabelSelectorRequirement", "V1NodeSelectorRequirement", "V1TopologySelectorLabelRequirement"})
+_DROPPED = {"V1ObjectMeta": frozenset({"managedFields", "selfLink"})}
+_KEPT_TYPES = frozenset({"int", "bool", "float", "datetime", "list[int]", "dict(str, datetime)"})
+
+
+@functools.lru_cache(maxsize=1)
+def _time_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def _keep(value: Any) -> Any:
+    return value
+
+
+def _unknown(value: Any) -> Any:  # marks a field the model does not declare
+    return value
+
+
+def _dropped(value: Any) -> Any:  # marks a field left out of the output
+    return value
+
+
+class Walker:
+    """Anonymizes objects by the allow-list (module docstring), under one ``Pseudonyms``; ``pod_specs`` collects the
+    pod specs it met, as they were and as they became, for the hashes of ``pod_lifecycles``."""
+
+    def __init__(self, names: Pseudonyms) -> None:
+        self.names = names
+        self.schema = apischema.schema()
+        self.pod_specs: PodSpecs = []
+        self._models: dict[str, tuple[dict[str, Handler | None], Callable[[dict[str, Any], dict[str, Any]], None] | None]] = {}
+        self._strings: dict[tuple[str | None, str], Handler] = {}
+        self._untyped_maps: dict[str, Handler] = {}
+        self._roles: dict[str, Callable[[str], str]] = {
+            "name": names.name, "namespace": names.namespace, "uid": names.uid, "image": names.image, "path": names.path,
+            "text": names.text, "generate_name": names.generate_name, "label_key": names.label_key, "env_name": names.env_name,
+            "port_name": names.port_name, "ip": names.ip, "keep": _keep,
+            "data_key": lambda v: names.name(v, "ConfigMap and Secret keys"),
+            "label_value": lambda v: names.name(v, "label and annotation values"),
+            "cron": lambda v: v if _CRON.fullmatch(v) else names.name(v),
+            "time_zone": lambda v: v if v in _time_zones() else names.name(v),
+            "field_path": self._field_path, "resource_name": self._resource_name,
+            "resource_field": lambda v: v if _RESOURCE_FIELD.fullmatch(v) else names.name(v),
+        }
+
+    def object(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object of a trace anonymized, without its ``status``."""
+        body = {key: value for key, value in obj.items() if key != "status"} if "status" in obj else obj
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        model = self.schema.model_of(api_version, kind)
+        if model is None:
+            self.names.review[f"apiVersion and kind of the custom resources {api_version}.{kind} kept"] += 1
+            out: dict[str, Any] = self.untyped(body)
+        else:
+            out = self.model(model, body)
+        meta, new_meta = obj.get("metadata"), out.get("metadata")
+        if model == "V1Namespace" and isinstance(meta, dict) and isinstance(new_meta, dict) and isinstance(meta.get("name"), str):
+            new_meta["name"] = self.names.namespace(meta["name"])
+        return out
+
+    def field(self, api_version: str, kind: str, field: str, value: Any) -> Any:
+        """One top-level field of an object of that kind (``spec``), as ``object`` would give it."""
+        model = self.schema.model_of(api_version, kind)
+        if model is None:
+            return self._untyped_field(field, value)
+        handler = (self._models.get(model) or self._compile(model))[0].get(field, _unknown)
+        return value if handler is None else self._untyped_field(field, value) if handler is _unknown else handler(value)
+
+    def model(self, name: str, value: Any) -> Any:
+        if type(value) is not dict:
+            return self.untyped(value)
+        handlers, post = self._models.get(name) or self._compile(name)
+        out: dict[str, Any] = {}
+        get = handlers.get
+        for key, item in value.items():
+            handler = get(key, _unknown)
+            if handler is None:
+                out[key] = item
+            elif handler is _unknown:
+                out[self._field_name(key)] = self._untyped_field(key, item)
+            elif handler is not _dropped:
+                out[key] = handler(item)
+        if post is not None:
+            post(value, out)
+        return out
+
+    def untyped(self, value: Any, field: str | None = None) -> Any:
+        """A value whose type is not declared (``object``, a custom resource, a field of a newer API)."""
+        if isinstance(value, dict):
+            if isinstance(value.get("containers"), list):
+                return self.model("V1PodSpec", value)
+            if "key" in value and "operator" in value:  # a selector's requirement, a toleration: keys as labels' keys
+                return self.model("V1LabelSelectorRequirement", value)
+            if "matchLabels" in value or "matchExpressions" in value:
+                return self.model("V1LabelSelector", value)
+            if field in _LABEL_MAPS:  # labels, a selector: as a built-in type's, so that selectors still select
+                found = self._untyped_maps.get(field) or self._untyped_maps.setdefault(field, self._map("", field, "str"))
+                return found(value)
+            out = {self._field_name(key): self._untyped_field(key, item) for key, item in value.items()}
+            self._namespace_reference(value, out)
+            return out
+        if isinstance(value, list):
+            return [self.untyped(item, field) for item in value]
+        if isinstance(value, str):
+            return self._string(None, field)(value) if field is not None else self.names.name(value)
+        return value
+
+    def _untyped_field(self, key: str, value: Any) -> Any:
+        if key == "metadata" and isinstance(value, dict):
+            return self.model("V1ObjectMeta", value)
+        if isinstance(value, str):
+            return self._string(None, key)(value)
+        return self.untyped(value, key)
+
+    def _field_name(self, key: Any) -> Any:
+        if type(key) is not str or key in self.schema.vocabulary:  # a number names nothing (msgpack allows them as keys)
+            return key
+        if "/" in key:  # a label's key in a map of labels under another name: renamed as labels' keys are
+            return self.names.label_key(key, "field names of custom resources")
+        return self.names.name(key, "field names of custom resources")
+
+    def _namespace_reference(self, value: dict[str, Any], out: dict[str, Any]) -> None:
+        """``{kind: Namespace, name}``: the name is a namespace's."""
+        if value.get("kind") == "Namespace" and isinstance(value.get("name"), str):
+            out["name"] = self.names.namespace(value["name"])
+
+    def _compile(self, name: str) -> tuple[dict[str, Handler | None], Callable[[dict[str, Any], dict[str, Any]], None] | None]:
+        fields = self.schema.types.get(name, {})
+        handlers = {field: self._handler(name, field, type_) for field, type_ in fields.items()}
+        handlers.update(dict.fromkeys(_DROPPED.get(name, ()), _dropped))
+        post: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+        if name == "V1PodSpec":
+            post = lambda value, out: self.pod_specs.append((value, out))  # noqa: E731
+        elif name in _REQUIREMENTS:
+            post = self._requirement
+        elif "kind" in fields and "name" in fields:
+            post = self._namespace_reference
+        self._models[name] = (handlers, post)
+        return handlers, post
+
+    def _requirement(self, value: dict[str, Any], out: dict[str, Any]) -> None:
+        """A selector's requirement: its values renamed as the values of its key's labels (so that it still selects)."""
+        key, values = value.get("key"), value.get("values")
+        if isinstance(key, str) and isinstance(values, list):
+            out["values"] = [self.names.label_value(key, v) if isinstance(v, str) else v for v in values]
+
+    def _handler(self, model: str, field: str, type_: str) -> Handler | None:
+        if type_ in _KEPT_TYPES:
+            return None
+        if type_ == "str":
+            return self._string(model, field)
+        if type_ == "object":
+            return lambda value: self._untyped_field(field, value)
+        if type_.startswith("list["):
+            item = self._handler(model, field, type_[5:-1])
+            if item is None:
+                return None
+            return lambda value: [item(v) for v in value] if isinstance(value, list) else self.untyped(value, field)
+        if type_.startswith("dict(str, "):
+            return self._map(model, field, type_[10:-1])
+        return functools.partial(self.model, type_)  # no Python frame of its own: objects nest deep
+
+    def _string(self, model: str | None, field: str) -> Handler:
+        """The handler of a string field: kept when it is an enum's value, else renamed in the field's role."""
+        found = self._strings.get((model, field))
+        if found is None:
+            role = self._roles[_MODEL_ROLES.get((model or "", field)) or _FIELD_ROLES.get(field, "name")]
+            enum = ENUMS.get(field)
+
+            def found(value: Any) -> Any:
+                if not isinstance(value, str):
+                    return self.untyped(value, field)
+                return value if enum is not None and value in enum else role(value)
+
+            self._strings[(model, field)] = found
+        return found
+
+    def _map(self, model: str, field: str, item_type: str) -> Handler:
+        """A map whose keys an owner chooses: labels (keys and values as labels'), data, resources, any other."""
+        names = self.names
+        text = _DATA_MAPS.get((model, field))
+        if text is not None:
+            data_key, value = self._roles["data_key"], names.text if text else (lambda v: "")
+            return self._map_of(lambda key, v: (data_key(key), value(v) if isinstance(v, str) else v))
+        if field in _LABEL_MAPS and item_type == "str":
+            dropped = DROPPED_ANNOTATIONS if field == "annotations" else ()
+            return self._map_of(lambda key, v: (names.label_key(key), names.label_value(key, v) if isinstance(v, str) else v), dropped)
+        item = self._handler(model, field, item_type) or _keep
+        rename_key = self._resource_name if field in _RESOURCE_MAPS else (lambda key: names.name(key, "map keys"))
+        return self._map_of(lambda key, v: (rename_key(key), item(v)))
+
+    def _map_of(self, pair: Callable[[str, Any], tuple[str, Any]], dropped: tuple[str, ...] = ()) -> Handler:
+        def handler(value: Any) -> Any:
+            if not isinstance(value, dict):
+                return self.untyped(value)
+            return dict(pair(key, item) if type(key) is str else (key, self.untyped(item))
+                        for key, item in value.items() if key not in dropped)
+
+        return handler
+
+    def _field_path(self, path: str) -> str:
+        """A downward-API field path: the pod's own fields kept, a label's or annotation's key renamed as its key is."""
+        if path in _FIELD_PATHS:
+            return path
+        subscripted = _SUBSCRIPTED_FIELD.fullmatch(path)
+        if subscripted is None:
+            return self.names.name(path)
+        return f"{subscripted[1]}['{self.names.label_key(subscripted[2])}']"
+
+    def _resource_name(self, key: str) -> str:
+        """A resource's name (``cpu``, ``nvidia.com/gpu``): a standard one kept, an extended one renamed as a qualified name."""
+        bare = key.removeprefix("requests.").removeprefix("limits.")
+        if bare in _STANDARD_RESOURCES or bare.startswith("hugepages-"):
+            return key
+        return self.names.label_key(key, "resource names")
