@@ -82,8 +82,7 @@ def export_command(
     start_time: str, end_time: str, excluded_namespaces: str | None, include_namespaces: str | None, exclude_labels: tuple[str, ...],
     filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...], default: str | None,
     include_cluster_scoped: bool, output_file: str | None, fmt: str, summary: str, dry_run: bool, keep_status: bool, allow_empty: bool,
-    transform: str | None, anonymize: bool, anonymize_key: str | None, anonymize_keep: tuple[str, ...],
-    anonymize_map: str | None,
+    transform: str | None, anonymize: bool, anonymize_key: str | None, anonymize_keep: tuple[str, ...], anonymize_map: str | None,
 ) -> None:
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
 
@@ -136,8 +135,7 @@ def export_command(
     report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
                        allow_empty=allow_empty, stdout=sys.stdout.buffer, program=program, anonymize_key=key, anonymize_options=options)
     _say(report, where="stdout" if output_file == "-" else output_file, summary=summary, program=program)
-    if fresh:
-        assert key is not None
+    if fresh and key is not None:
         say_fresh_key(key)
 
 

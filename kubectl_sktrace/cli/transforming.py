@@ -125,8 +125,8 @@ def _print_skel_reference(ctx: click.Context, param: click.Parameter, value: boo
 @click.option("--help-skel", is_flag=True, is_eager=True, expose_value=False, callback=_print_skel_reference,
               help="Print the SKEL language's reference and exit.")
 def transform_command(trace: str, skel_file: str | None, output_file: str | None, anonymize: bool, anonymize_key: str | None,
-                      anonymize_keep: tuple[str, ...], anonymize_map: str | None, fmt: str, summary: str, filters_file: str | None, selector: str | None, allow: tuple[str, ...],
-                      deny: tuple[str, ...], default: str | None) -> None:
+                      anonymize_keep: tuple[str, ...], anonymize_map: str | None, fmt: str, summary: str, filters_file: str | None,
+                      selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...], default: str | None) -> None:
     """Rewrite the objects of a trace with a SKEL program (SimKube's skctl transform), keep or leave out objects by
     rules, anonymize it, or all three.
 
@@ -160,14 +160,7 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
 
     if skel_file is None and not anonymize and not (filters_file or selector or allow or deny or default):
         raise click.UsageError("give a SKEL_FILE (a path, or 'sanitize'), rules (--allow, --deny, -l, --filters), --anonymize, or some of them")
-    if fmt == "table":
-        fmt = "sktrace"  # -o table: the summary's format before --summary, which it is still read as
-    if output_file is None:
-        if fmt == "sktrace":
-            raise UsageError("where should the trace go? pass -O PATH (or -O - for stdout, or -o json|yaml to print it)")
-        output_file = "-"
-    if summary != "table" and output_file == "-":
-        raise UsageError(f"--summary {summary} prints the summary on stdout, where the trace goes too; pass -O FILE, or leave --summary out")
+    output_file, fmt = _destination(output_file, fmt=fmt, summary=summary)
     program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     rule_filter = transform_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
@@ -183,6 +176,18 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
         if rule_filter is not None:
             note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
     note(transform_sentence(report))
-    if fresh:
-        assert key is not None
+    if fresh and key is not None:
         say_fresh_key(key)
+
+
+def _destination(output_file: str | None, *, fmt: str, summary: str) -> tuple[str, str]:
+    """Where the trace goes (``-`` is stdout: the default of -o json|yaml) and in which format."""
+    if fmt == "table":
+        fmt = "sktrace"  # -o table: the summary's format before --summary, which it is still read as
+    if output_file is None:
+        if fmt == "sktrace":
+            raise UsageError("where should the trace go? pass -O PATH (or -O - for stdout, or -o json|yaml to print it)")
+        output_file = "-"
+    if summary != "table" and output_file == "-":
+        raise UsageError(f"--summary {summary} prints the summary on stdout, where the trace goes too; pass -O FILE, or leave --summary out")
+    return output_file, fmt

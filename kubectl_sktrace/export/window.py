@@ -94,8 +94,9 @@ from kubectl_sktrace.store import Cache, history, pruning
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
 from kubectl_sktrace.trace import validation
-from kubectl_sktrace.trace.format import Trace, decode_trace, make_writer, relaxed_gc
+from kubectl_sktrace.trace.format import Trace, decode_trace, relaxed_gc
 from kubectl_sktrace.trace.skel import Program
+from kubectl_sktrace.trace.textformat import make_writer
 from kubectl_sktrace.trace.transform import AnonymizeOptions, Rewriter, anonymization_report, anonymization_sentence, make_rewriter
 from kubectl_sktrace.tracerconfig import (
     TracerConfig,

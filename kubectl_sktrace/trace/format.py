@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
-import json
 import os
 import shutil
 import tempfile
@@ -35,7 +34,6 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 import msgpack
-import yaml
 
 from kubectl_sktrace.errors import TraceFormatError
 from kubectl_sktrace.trace.shape import FORMAT_VERSION as FORMAT_VERSION
@@ -204,16 +202,10 @@ class EventSpool:
         self._file.seek(0, os.SEEK_END)
 
     def write_trace(self, stream: IO[bytes], *, version: int, config: dict[str, Any], index: dict[str, dict[str, int]],
-                    pod_lifecycles: Lifecycles, fmt: str = "sktrace") -> None:
-        """The whole trace, the spooled events in the order they were added; ``fmt`` json or yaml: as text, for people."""
+                    pod_lifecycles: Lifecycles) -> None:
+        """The whole trace, the spooled events in the order they were added (``textformat.write_spooled``: as text)."""
         self._file.flush()
         self._file.seek(0)
-        if fmt != "sktrace":
-            text = TextTraceWriter(stream, fmt=fmt, config=config)
-            for event in self.events():
-                text.write_event(ts=event["ts"], applied=event["applied_objs"], deleted=event["deleted_objs"])
-            text.finish(index=index, pod_lifecycles=pod_lifecycles)
-            return
         writer = TraceWriter(stream, config=config, event_count=self.count, version=version)
         writer.copy_events(self._file, count=self.count)
         writer.finish(index=index, pod_lifecycles=pod_lifecycles)
@@ -464,42 +456,3 @@ def _tupled(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _tupled(item) for key, item in value.items()}
     return value
-
-
-class TextTraceWriter:
-    """The trace as JSON or YAML, for people (SimKube does not load these). Streams like TraceWriter;
-    ``pod_lifecycles`` keys become ``"gvk ns/name"`` strings, since neither format has array keys."""
-
-    def __init__(self, stream: IO[bytes], *, fmt: str, config: dict[str, Any]) -> None:
-        self._stream = stream
-        self._fmt = fmt
-        self._first = True
-        if fmt == "json":
-            self._put('{"version": ' + json.dumps(FORMAT_VERSION) + ', "config": ' + json.dumps(config) + ', "events": [')
-        else:
-            self._put(yaml.safe_dump({"version": FORMAT_VERSION, "config": config}, sort_keys=False) + "events:\n")
-
-    def _put(self, text: str) -> None:
-        self._stream.write(text.encode())
-
-    def write_event(self, *, ts: int, applied: list[dict[str, Any]], deleted: list[dict[str, Any]]) -> None:
-        event = {"ts": ts, "applied_objs": applied, "deleted_objs": deleted}
-        if self._fmt == "json":
-            self._put(("\n" if self._first else ",\n") + json.dumps(event))
-        else:
-            self._put(yaml.safe_dump([event], sort_keys=False))
-        self._first = False
-
-    def finish(self, *, index: dict[str, dict[str, int]], pod_lifecycles: dict[tuple[str, str], dict[int, list[dict[str, Any]]]]) -> None:
-        readable = {f"{gvk} {ns_name}": hashes for (gvk, ns_name), hashes in pod_lifecycles.items()}
-        if self._fmt == "json":
-            self._put('\n], "index": ' + json.dumps(index) + ', "pod_lifecycles": ' + json.dumps(readable) + "}\n")
-        else:
-            self._put(yaml.safe_dump({"index": index, "pod_lifecycles": readable}, sort_keys=False))
-
-
-def make_writer(fmt: str, stream: IO[bytes], *, config: dict[str, Any], event_count: int) -> TraceWriter | TextTraceWriter:
-    """The streaming writer of a trace format: ``sktrace`` (SimKube's msgpack), ``json`` or ``yaml``."""
-    if fmt == "sktrace":
-        return TraceWriter(stream, config=config, event_count=event_count)
-    return TextTraceWriter(stream, fmt=fmt, config=config)

@@ -36,6 +36,7 @@ from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, T
 from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.output import write_output
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
+from kubectl_sktrace.trace.textformat import write_spooled
 
 KEY_ENV = "SKTRACE_ANONYMIZE_KEY"
 _MIN_KEY_BYTES = 16
@@ -307,8 +308,8 @@ def transform_to(trace: str, output_file: str, *, program: Program | None, key: 
             spool, rest = kept, anonymizer.rest(rule_filter.rest(rest))
 
         def write(stream: IO[bytes]) -> None:
-            spool.write_trace(stream, version=rest.version, config=rest.config, index=rest.index, pod_lifecycles=rest.pod_lifecycles,
-                              fmt=fmt)
+            write_spooled(spool, stream, fmt=fmt, version=rest.version, config=rest.config, index=rest.index,
+                          pod_lifecycles=rest.pod_lifecycles)
 
         write_output(output_file, write, binary=fmt == "sktrace", stdout=stdout)
         written = spool.count
