@@ -7,7 +7,8 @@ from typing import IO, Any
 
 import yaml
 
-from kubectl_sktrace.trace.format import FORMAT_VERSION, EventSpool, Lifecycles, TraceWriter
+from kubectl_sktrace.trace import format as traceformat
+from kubectl_sktrace.trace.format import EventSpool, Lifecycles, TraceWriter
 
 
 class TextTraceWriter:
@@ -19,9 +20,9 @@ class TextTraceWriter:
         self._fmt = fmt
         self._first = True
         if fmt == "json":
-            self._put('{"version": ' + json.dumps(FORMAT_VERSION) + ', "config": ' + json.dumps(config) + ', "events": [')
+            self._put('{"version": ' + json.dumps(traceformat.FORMAT_VERSION) + ', "config": ' + json.dumps(config) + ', "events": [')
         else:
-            self._put(yaml.safe_dump({"version": FORMAT_VERSION, "config": config}, sort_keys=False) + "events:\n")
+            self._put(yaml.safe_dump({"version": traceformat.FORMAT_VERSION, "config": config}, sort_keys=False) + "events:\n")
 
     def _put(self, text: str) -> None:
         self._stream.write(text.encode())

@@ -199,7 +199,7 @@ def test_the_report_in_json_the_pseudonym_map_and_kept_label_values(shop_trace: 
     out, table = tmp_path / "out.sktrace", tmp_path / "map.json"
     table.write_text("an older map, readable by others")
     table.chmod(0o644)
-    code, stdout, _ = run("transform", str(shop_trace), "--anonymize", "--anonymize-key", KEY, "-O", str(out), "-o", "json",
+    code, stdout, _ = run("transform", str(shop_trace), "--anonymize", "--anonymize-key", KEY, "-O", str(out), "--summary", "json",
                           "--anonymize-map", str(table), "--anonymize-keep-label-values", "app")
     assert code == 0
     report = json.loads(stdout)["anonymization"]
