@@ -6,7 +6,8 @@
 - ``sanitize``: what SimKube's tracer keeps of an object, and the metadata reads every wing shares (§4);
 - ``lifecycle``: pods' lifecycles and their partial order (§4);
 - ``references``: what a pod template refers to (SimKube's E0001-E0005);
-- ``skel``: SKEL, SimKube's transformation language; ``anonymize`` and ``pseudonyms``: keyed anonymization;
+- ``skel``: SKEL, SimKube's transformation language; ``anonymize`` and ``pseudonyms``: keyed anonymization, keeping
+  by allow-list (``allowlist``) Kubernetes' vocabulary (``apischema``: the built-in types' fields, ``apifields.json``);
 - ``transform``: both applied to a trace read event by event (``transform``, and ``export``'s flags);
 - ``inspection``, ``validation``, ``timeline``: reports on a trace file, for people and programs (§9);
 - ``output`` and ``objectstore``: where ``-O`` writes, and traces as s3://, gs:// or az:// URLs.
