@@ -8,9 +8,11 @@
 - ``references``: what a pod template refers to (SimKube's E0001-E0005);
 - ``rules``, ``selectors``: ordered allow/deny rules and kubectl label selectors (export's and transform's filters);
   ``filtering``: the rules over a trace's events;
-- ``skel``: SKEL, SimKube's transformation language; ``anonymize`` and ``pseudonyms``: keyed anonymization;
+- ``skel``: SKEL, SimKube's transformation language; ``anonymize`` and ``pseudonyms``: keyed anonymization, keeping
+  by allow-list (``allowlist``) Kubernetes' vocabulary (``apischema``: the built-in types' fields, ``apifields.json``);
 - ``transform``: both applied to a trace read event by event (``transform``, and ``export``'s flags);
 - ``inspection``, ``validation``, ``timeline``: reports on a trace file, for people and programs (§9);
+- ``textformat``: a trace as JSON or YAML, for people;
 - ``output`` and ``objectstore``: where ``-O`` writes, and traces as s3://, gs:// or az:// URLs.
 
 The lowest wing but the shared root modules (``model``, ``errors``, ``timeparse``, ``plural``, ``tracerconfig``,

@@ -90,7 +90,9 @@ class Pseudonyms:
     def _mac(self, data: bytes) -> bytes:
         return hmac.digest(self._key, data, "sha256")
 
-    def _pseudonym(self, prefix: str, value: str) -> str:
+    def _pseudonym(self, prefix: str, value: str, place: str | None = None) -> str:
+        """``prefix`` and the digest of ``value`` (``value`` itself when it is kept: a number, a quantity, …); counted as
+        a string replaced in ``place`` when it is."""
         digest = self._digests.get(value)
         if digest is None:
             digest = "" if _KEPT_FORMAT.fullmatch(value) else self._digest(value)
@@ -99,6 +101,8 @@ class Pseudonyms:
             self._digests[value] = digest
         if not digest:
             return value
+        if place is not None:
+            self.replaced[place] += 1
         if self.record is not None:
             self.record[(value, prefix)] = prefix + digest
         return prefix + digest
@@ -123,13 +127,13 @@ class Pseudonyms:
         """A namespace; ``""`` (a cluster-scoped object's) stays ``""``."""
         if not value or value in KEPT_NAMESPACES:
             return value
-        return self._counted("namespaces", value, self._pseudonym("ns-", value))
+        return self._pseudonym("ns-", value, "namespaces")
 
     def name(self, value: str, place: str = "names") -> str:
         """An object's, container's, volume's or host's name; any string of no other role."""
         if not value or value in KEPT_NAMES or value.startswith(KEPT_NAME_PREFIX):
             return value
-        return self._counted(place, value, self._pseudonym("obj-", value))
+        return self._pseudonym("obj-", value, place)
 
     def label_key(self, value: str, place: str = "label and annotation keys") -> str:
         """A label's or annotation's key (also a selector's, a toleration's, a ``topologyKey``): a well-known one kept,
@@ -191,7 +195,7 @@ class Pseudonyms:
         """Free text: an env value, a command's argument, a ConfigMap's data."""
         if value in KEPT_VALUES:
             return value
-        return self._counted("free text", value, self._pseudonym("val-", value))
+        return self._pseudonym("val-", value, "free text")
 
     def path(self, value: str) -> str:
         """A file or URL path, as one ``val-`` pseudonym of everything after its leading ``/`` (kept, so that an
