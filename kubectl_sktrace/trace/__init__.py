@@ -1,6 +1,6 @@
 """SimKube trace files: the format, its rules, reading, writing and transforming them.
 
-- ``format``: SimKube v2 decode, encode and stream; the JSON and YAML writers (the only importer of ``msgpack``);
+- ``format``: SimKube v2 decode, encode and stream (the only importer of ``msgpack``);
 - ``shape``: the shape SimKube's deserializer requires of a decoded trace, and the messages saying what is wrong;
 - ``hashing``: the spec hash and the stable pod spec, bit for bit SimKube's (§8.3, §8.4);
 - ``sanitize``: what SimKube's tracer keeps of an object, and the metadata reads every wing shares (§4);
