@@ -151,6 +151,7 @@ class Walker:
         self.names = names
         self.schema = apischema.schema()
         self.pod_specs: PodSpecs = []
+        self.packed: dict[int, bytes] = {}  # id of a pod spec in pod_specs -> its packed bytes, where the memo packed it
         self._models: dict[str, tuple[dict[str, Handler | None], Callable[[dict[str, Any], dict[str, Any]], None] | None]] = {}
         self._strings: dict[tuple[str | None, str], Handler] = {}
         self._untyped_maps: dict[str, Handler] = {}
@@ -220,6 +221,8 @@ class Walker:
             key = None
         if key is None:
             return self.model(name, value)
+        if name == "V1PodSpec":
+            self.packed[id(value)] = key[1]
         found = self._subtrees.get(key)
         if found is not None:
             self._subtrees.move_to_end(key)
