@@ -25,9 +25,11 @@ from __future__ import annotations
 import functools
 import re
 import zoneinfo
+from collections import Counter, OrderedDict
 from typing import Any, Callable
 
 from kubectl_sktrace.trace import apischema
+from kubectl_sktrace.trace.format import strict_packer
 from kubectl_sktrace.trace.pseudonyms import Pseudonyms
 from kubectl_sktrace.trace.sanitize import DROPPED_ANNOTATIONS
 
@@ -117,6 +119,10 @@ _SUBSCRIPTED_FIELD = re.compile(r"(metadata\.(?:labels|annotations))\['(.*)'\]")
 _RESOURCE_FIELD = re.compile(r"(?:limits|requests)\.(?:cpu|memory|ephemeral-storage|hugepages-[0-9A-Za-z]+)")
 _REQUIREMENTS = frozenset({"V1LabelSelectorRequirement", "V1NodeSelectorRequirement", "V1TopologySelectorLabelRequirement"})
 _DROPPED = {"V1ObjectMeta": frozenset({"managedFields", "selfLink"})}
+# the types whose values repeat from event to event (a template on each scale, the same containers in each pod of a
+# template): each one's result is remembered by its packed bytes, the last _SUBTREE_BYTES of them (packed)
+_MEMO_MODELS = frozenset({"V1PodSpec", "V1Container"})
+_SUBTREE_BYTES = 1 << 20
 _KEPT_TYPES = frozenset({"int", "bool", "float", "datetime", "list[int]", "dict(str, datetime)"})
 
 
@@ -145,9 +151,14 @@ class Walker:
         self.names = names
         self.schema = apischema.schema()
         self.pod_specs: PodSpecs = []
+        self.packed: dict[int, bytes] = {}  # id of a pod spec in pod_specs -> its packed bytes, where the memo packed it
         self._models: dict[str, tuple[dict[str, Handler | None], Callable[[dict[str, Any], dict[str, Any]], None] | None]] = {}
         self._strings: dict[tuple[str | None, str], Handler] = {}
         self._untyped_maps: dict[str, Handler] = {}
+        self._pack = strict_packer()
+        # (model, packed value) -> (its result, the strings it replaced per place, the kept values it reported)
+        self._subtrees: OrderedDict[tuple[str, bytes], tuple[Any, Counter[str] | None, Counter[str] | None]] = OrderedDict()
+        self._subtree_bytes = 0
         self._roles: dict[str, Callable[[str], str]] = {
             "name": names.name, "namespace": names.namespace, "uid": names.uid, "image": names.image, "path": names.path,
             "text": names.text, "generate_name": names.generate_name, "label_key": names.label_key, "env_name": names.env_name,
@@ -199,6 +210,49 @@ class Walker:
                 out[key] = handler(item)
         if post is not None:
             post(value, out)
+        return out
+
+    def remembered(self, name: str, value: Any) -> Any:
+        """``model``, its result remembered by the value's packed bytes: the same result, counts and pod specs
+        met, without the walk, for a value met again (a bounded LRU, ``_SUBTREE_BYTES``)."""
+        try:
+            key = (name, self._pack(value)) if type(value) is dict else None
+        except (TypeError, ValueError, OverflowError):  # a tuple, a subclass, an int past 64 bits: walked each time
+            key = None
+        if key is None:
+            return self.model(name, value)
+        if name == "V1PodSpec":
+            self.packed[id(value)] = key[1]
+        found = self._subtrees.get(key)
+        if found is not None:
+            self._subtrees.move_to_end(key)
+            out, replaced, review = found
+            if replaced:
+                self.names.replaced.update(replaced)
+            if review:
+                self.names.review.update(review)
+            if name == "V1PodSpec":
+                self.pod_specs.append((value, out))
+            return out
+        return self._walk_and_remember(key, value)
+
+    def _walk_and_remember(self, key: tuple[str, bytes], value: dict[str, Any]) -> Any:
+        names, met = self.names, len(self.pod_specs)
+        outer_replaced, outer_review = names.replaced, names.review
+        names.replaced, names.review = Counter(), Counter()
+        try:
+            out = self.model(key[0], value)
+            replaced, review = names.replaced, names.review
+        finally:
+            names.replaced, names.review = outer_replaced, outer_review
+        outer_replaced.update(replaced)
+        outer_review.update(review)
+        # remembered only when the pod specs it met are the ones a hit appends again (its own, if a pod spec)
+        if len(self.pod_specs) - met == (key[0] == "V1PodSpec"):
+            self._subtrees[key] = (out, replaced or None, review or None)
+            self._subtree_bytes += len(key[1])
+            while self._subtree_bytes > _SUBTREE_BYTES:
+                self._subtree_bytes -= len(self._subtrees.popitem(last=False)[0][1])
         return out
 
     def untyped(self, value: Any, field: str | None = None) -> Any:
@@ -275,6 +329,8 @@ class Walker:
             return lambda value: [item(v) for v in value] if isinstance(value, list) else self.untyped(value, field)
         if type_.startswith("dict(str, "):
             return self._map(model, field, type_[10:-1])
+        if type_ in _MEMO_MODELS:
+            return functools.partial(self.remembered, type_)
         return functools.partial(self.model, type_)  # no Python frame of its own: objects nest deep
 
     def _string(self, model: str | None, field: str) -> Handler:

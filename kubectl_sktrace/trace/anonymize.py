@@ -194,6 +194,7 @@ class Anonymizer:
             old_hash = hashing.pod_spec_hash(form(old))
             if old_hash in wanted and old_hash not in found:
                 found[old_hash] = hashing.pod_spec_hash(form(self._again.model("V1PodSpec", old)))
+                self._again.packed.clear()
         return found
 
     def _anonymize(self, obj: dict[str, Any], *, key: tuple[str, str] | None = None) -> dict[str, Any]:
@@ -201,17 +202,19 @@ class Anonymizer:
         where the trace says which are needed: hashing them here, twice per event, cost more than the rest)."""
         walker = self._walker
         walker.pod_specs.clear()
+        walker.packed.clear()
         new = walker.object(obj)
         if key is not None and walker.pod_specs and (self._lifecycle_kinds is None or key[0] in self._lifecycle_kinds):
             own = obj.get("spec") if obj.get("kind") == "Pod" else None
             for old_spec, new_spec in walker.pod_specs:
                 self._keep_pod_spec(key, old_spec, new_spec, stored=old_spec is own)
         walker.pod_specs.clear()
+        walker.packed.clear()
         return new
 
     def _keep_pod_spec(self, key: tuple[str, str], old: dict[str, Any], new: dict[str, Any], *, stored: bool) -> None:
         if self._pod_spec_bytes < _POD_SPEC_BYTES:
-            packed = dumps_object(old)
+            packed = self._walker.packed.get(id(old)) or dumps_object(old)
             specs = self._pod_specs.setdefault(key, {})
             if packed not in specs:
                 specs[packed] = stored
@@ -243,7 +246,9 @@ class Anonymizer:
             spec = loads(packed)
             if hashing.spec_hash(spec) == value:
                 self.rehashed.index_recomputed += 1
-                return hashing.spec_hash(self._again.field(api_version, kind, "spec", spec))
+                new_spec = self._again.field(api_version, kind, "spec", spec)
+                self._again.packed.clear()
+                return hashing.spec_hash(new_spec)
         self.rehashed.index_replaced += 1
         return self.names.opaque_hash(value)
 

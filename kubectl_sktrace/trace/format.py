@@ -31,7 +31,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 import msgpack
 
@@ -73,6 +73,12 @@ def _packer() -> msgpack.Packer:
 def dumps_object(obj: object) -> bytes:
     """msgpack bytes of one value, packed exactly as inside a trace."""
     return _packer().pack(obj)  # type: ignore[no-any-return]
+
+
+def strict_packer() -> Callable[[object], bytes]:
+    """A packer of values of exactly dict, list, str, bytes, int, float, bool and None (a tuple or a subclass raises
+    TypeError): equal bytes, equal values of equal types, so the bytes can key a memo of what a value gives."""
+    return msgpack.Packer(use_bin_type=True, autoreset=True, strict_types=True).pack  # type: ignore[no-any-return]
 
 
 def loads(data: bytes) -> Any:
