@@ -43,7 +43,7 @@ grows with the objects and their distinct pod specs, never with the events.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, NAMESPACE
@@ -89,6 +89,15 @@ class Rehashed:
     index_replaced: int = 0
     pod_specs_recomputed: int = 0
     pod_specs_replaced: int = 0
+
+
+def _hash_or_none(hash_of: Callable[[Any], int], value: Callable[[], Any]) -> int | None:
+    """``hash_of(value())``, or None where the value has a shape no hash is defined for (bytes, a null container: a
+    damaged or hand-made trace): its hash is then replaced by a keyed u64, as an unknown one is."""
+    try:
+        return hash_of(value())
+    except (TypeError, AttributeError, ValueError):
+        return None
 
 
 def _canonical_gvk(text: str) -> str:
@@ -191,10 +200,12 @@ class Anonymizer:
         for packed, stored in specs.items():
             old = loads(packed)
             form = _as_stored if stored else _as_admitted
-            old_hash = hashing.pod_spec_hash(form(old))
-            if old_hash in wanted and old_hash not in found:
-                found[old_hash] = hashing.pod_spec_hash(form(self._again.model("V1PodSpec", old)))
+            old_hash = _hash_or_none(hashing.pod_spec_hash, lambda: form(old))
+            if old_hash is not None and old_hash in wanted and old_hash not in found:
+                new_hash = _hash_or_none(hashing.pod_spec_hash, lambda: form(self._again.model("V1PodSpec", old)))
                 self._again.packed.clear()
+                if new_hash is not None:
+                    found[old_hash] = new_hash
         return found
 
     def _anonymize(self, obj: dict[str, Any], *, key: tuple[str, str] | None = None) -> dict[str, Any]:
@@ -244,11 +255,13 @@ class Anonymizer:
         elif last is not None:
             api_version, kind, packed = last
             spec = loads(packed)
-            if hashing.spec_hash(spec) == value:
-                self.rehashed.index_recomputed += 1
+            if _hash_or_none(hashing.spec_hash, lambda: spec) == value:
                 new_spec = self._again.field(api_version, kind, "spec", spec)
                 self._again.packed.clear()
-                return hashing.spec_hash(new_spec)
+                recomputed = _hash_or_none(hashing.spec_hash, lambda: new_spec)
+                if recomputed is not None:
+                    self.rehashed.index_recomputed += 1
+                    return recomputed
         self.rehashed.index_replaced += 1
         return self.names.opaque_hash(value)
 

@@ -518,3 +518,19 @@ def test_past_the_memory_budgets_specs_are_hashed_as_they_come_with_the_same_res
     monkeypatch.setattr(anonymize_module, "_POD_SPEC_BYTES", 0)
     monkeypatch.setattr(anonymize_module, "_SPEC_BYTES", 0)
     assert traceformat.encode_trace(anonymize(fixture(name))[0]) == deferred
+
+
+def test_a_spec_no_hash_is_defined_for_gets_a_keyed_hash_instead_of_an_error() -> None:
+    """A hand-made or damaged trace (bytes in a spec, a null container): index and pod_lifecycles still rename, their
+    hashes replaced by keyed u64s, as unknown ones are."""
+    from kubectl_sktrace.trace.anonymize import Anonymizer
+
+    anonymizer = Anonymizer(b"k" * 32)
+    anonymizer.config({"trackedObjects": {"apps/v1.Deployment": {"podSpecTemplatePaths": ["/spec/template"], "trackLifecycle": True}}})
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w", "namespace": "s"},
+                  "spec": {"template": {"spec": {"containers": [None]}}, "blob": b"\x00"}}
+    anonymizer.event({"ts": 1, "applied_objs": [deployment], "deleted_objs": []})
+    (index,) = anonymizer.index({"apps/v1.Deployment": {"s/w": 5}})["apps/v1.Deployment"].values()
+    ((owner, by_hash),) = anonymizer.pod_lifecycles({("apps/v1.Deployment", "s/w"): {7: [{"start_ts": 1, "end_ts": 2}]}}).items()
+    assert index != 5 and list(by_hash) != [7] and "s/w" not in owner[1]
+    assert anonymizer.report()["hashesReplaced"] == 2
