@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 
 from sktrace_emulator import crds
 from sktrace_emulator.admission import default_pod
-from sktrace_emulator.patches import json_patch, merge_patch
+from sktrace_emulator.patches import json_patch, merge_patch, strategic_merge_patch
 from sktrace_emulator.records import (
     BUILTIN_TYPES,
     ApiError,
@@ -318,7 +318,8 @@ class Store:
             if old is None:
                 raise self._not_found(rtype, name)
             current = old.obj()
-            new = json_patch(current, patch) if patch_type == "json" else merge_patch(current, patch)
+            new = (json_patch(current, patch) if patch_type == "json" else strategic_merge_patch(current, patch)
+                   if patch_type == "strategic" else merge_patch(current, patch))
             if subresource == "status":
                 return self._replace(old, {"status": new.get("status", {})}, subresource="status")
             new.setdefault("metadata", {})["resourceVersion"] = str(old.rv)
