@@ -81,7 +81,7 @@ class Handler(BaseHTTPRequestHandler):
     emulator: Serving
     server_version = "sktrace-emulator"
     _seat = apf.Seat(None, 0)  # the APF seats of the request being served
-    _raw = b""  # the body of the request being served, as it came
+    _raw = b""  # the body of the request being served, as it came (``_read_body``)
 
     def setup(self) -> None:
         super().setup()
@@ -111,13 +111,16 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
         self._send_json(err.code, err.status(), headers=headers)
 
-    def _body(self) -> Any:
+    def _read_body(self) -> bytes:
+        """The request's body, read whole before anything is answered (a request refused unread would leave its
+        body on the connection, to be taken for the next request)."""
         if "chunked" in self.headers.get("Transfer-Encoding", ""):
-            raw = self._read_chunked()  # kubectl create --raw -f FILE streams the file
-        else:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-        self._raw = raw
+            return self._read_chunked()  # kubectl create --raw -f FILE streams the file
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _body(self) -> Any:
+        raw = self._raw
         if not raw:
             return None
         try:
@@ -158,6 +161,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self) -> None:
         emu = self.emulator
         try:
+            self._raw = self._read_body()
             if emu.delay:
                 time.sleep(emu.delay)
             scheme, _, token = self.headers.get("Authorization", "").partition(" ")
