@@ -19,8 +19,8 @@ Guarantees, matching what clients of a real server rely on:
   collector's background propagation) unless the caller asks to orphan them.
 
 Where it guesses: namespaces are created on first use (a real server answers 404); a graceful deletion
-completes at once, without waiting for the grace period; strategic merge patches are applied as JSON merge
-patches (enough for labels, annotations, replicas, images).
+completes at once, without waiting for the grace period; a strategic merge patch merges by key only the lists
+``patches.MERGE_KEYS`` names (containers, env, volumes, …) and replaces every other list.
 """
 
 from __future__ import annotations
