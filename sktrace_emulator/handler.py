@@ -114,9 +114,13 @@ class Handler(BaseHTTPRequestHandler):
     def _read_body(self) -> bytes:
         """The request's body, read whole before anything is answered (a request refused unread would leave its
         body on the connection, to be taken for the next request)."""
-        if "chunked" in self.headers.get("Transfer-Encoding", ""):
-            return self._read_chunked()  # kubectl create --raw -f FILE streams the file
-        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            if "chunked" in self.headers.get("Transfer-Encoding", ""):
+                return self._read_chunked()  # kubectl create --raw -f FILE streams the file
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            raise ApiError(400, "BadRequest", "the request body's length or chunks are not valid") from None
         return self.rfile.read(length) if length else b""
 
     def _body(self) -> Any:

@@ -95,18 +95,15 @@ def v2_protobuf() -> bytes:
     return _field(1, b"2.0") + _field(2, info)
 
 
-class _Duplicates(list[str]):
-    """The keys an object of the body repeated (kept beside its members under a key no JSON text can make)."""
-
-
 _DUPS = object()
+"""The key under which an object of the body keeps the keys it repeated (a key no JSON text can make)."""
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[Any, Any]:
     obj: dict[Any, Any] = {}
     for key, value in pairs:
         if key in obj:
-            obj.setdefault(_DUPS, _Duplicates()).append(key)
+            obj.setdefault(_DUPS, []).append(key)
         obj[key] = value
     return obj
 
