@@ -1,4 +1,4 @@
-"""The emulator's discovery documents: ``/version``, ``/apis``, the group-version resource lists and just enough OpenAPI.
+"""The emulator's discovery documents: ``/version``, ``/apis``, the group-version resource lists (OpenAPI: ``openapi``).
 
 They are made from the store's registered kinds at each request, so a kind registered or removed (a CRD created or
 deleted: ``crds``) appears in or leaves discovery at once, as on a real server.
@@ -50,37 +50,6 @@ def group_list(store: Store) -> Obj:
             for group, versions in groups.items()
         ],
     }
-
-
-def openapi_v3(store: Store, gv_parts: list[str]) -> Obj:
-    """Just enough OpenAPI v3 for kubectl to see that the server validates fields itself.
-
-    kubectl create/apply look for a ``fieldValidation`` query parameter on the kind's PATCH operation;
-    finding it, they send ``fieldValidation=Strict`` and skip client-side schema validation (which
-    would need the full schemas). The emulator accepts and ignores that parameter.
-    """
-    types = list(store.types.values())
-    if not gv_parts:
-        gvs = sorted({("api/" if not t.group else "apis/") + t.api_version for t in types})
-        return {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={store.rv}"} for gv in gvs}}
-    gv = "/".join(gv_parts)
-    paths: Obj = {}
-    for t in types:
-        if ("api/" if not t.group else "apis/") + t.api_version != gv:
-            continue
-        scope = "/namespaces/{namespace}" if t.namespaced else ""
-        paths[f"/{gv}{scope}/{t.plural}/{{name}}"] = {
-            "patch": {
-                "operationId": f"patch{t.kind}",
-                "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True}}],
-                "responses": {"200": {"description": "OK"}},
-                "x-kubernetes-action": "patch",
-                "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
-            }
-        }
-    if not paths:
-        raise not_found()
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SERVER_VERSION["gitVersion"]}, "paths": paths, "components": {"schemas": {}}}
 
 
 def resource_list(store: Store, group: str, version: str) -> Obj:

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from sktrace_emulator import apf, discovery, scale
+from sktrace_emulator import apf, discovery, openapi, scale
 from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
 from sktrace_emulator.selectors import (
     Filter,
@@ -81,6 +81,7 @@ class Handler(BaseHTTPRequestHandler):
     emulator: Serving
     server_version = "sktrace-emulator"
     _seat = apf.Seat(None, 0)  # the APF seats of the request being served
+    _raw = b""  # the body of the request being served, as it came (``_read_body``)
 
     def setup(self) -> None:
         super().setup()
@@ -93,9 +94,9 @@ class Handler(BaseHTTPRequestHandler):
 
     # plumbing
 
-    def _send_bytes(self, code: int, body: bytes, *, headers: dict[str, str] | None = None) -> None:
+    def _send_bytes(self, code: int, body: bytes, *, headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -110,9 +111,20 @@ class Handler(BaseHTTPRequestHandler):
         headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
         self._send_json(err.code, err.status(), headers=headers)
 
+    def _read_body(self) -> bytes:
+        """The request's body, read whole before anything is answered (a request refused unread would leave its
+        body on the connection, to be taken for the next request)."""
+        try:
+            if "chunked" in self.headers.get("Transfer-Encoding", ""):
+                return self._read_chunked()  # kubectl create --raw -f FILE streams the file
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.close_connection = True
+            raise ApiError(400, "BadRequest", "the request body's length or chunks are not valid") from None
+        return self.rfile.read(length) if length else b""
+
     def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self._raw
         if not raw:
             return None
         try:
@@ -125,6 +137,15 @@ class Handler(BaseHTTPRequestHandler):
             return yaml.safe_load(raw)
         except Exception:
             raise ApiError(400, "BadRequest", "the request body is not valid JSON") from None
+
+    def _read_chunked(self) -> bytes:
+        chunks = []
+        while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline()
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # the trailer
+            pass
+        return b"".join(chunks)
 
     def do_GET(self) -> None:
         self._dispatch()
@@ -144,6 +165,7 @@ class Handler(BaseHTTPRequestHandler):
     def _dispatch(self) -> None:
         emu = self.emulator
         try:
+            self._raw = self._read_body()
             if emu.delay:
                 time.sleep(emu.delay)
             scheme, _, token = self.headers.get("Authorization", "").partition(" ")
@@ -176,7 +198,9 @@ class Handler(BaseHTTPRequestHandler):
         if parts in (["healthz"], ["readyz"], ["livez"]):
             return self._send_bytes(200, b"ok")
         if parts[:2] == ["openapi", "v3"]:
-            return self._send_json(200, discovery.openapi_v3(self.emulator.store, parts[2:]))
+            return self._send_json(200, openapi.v3(self.emulator.store, parts[2:]))
+        if parts == ["openapi", "v2"]:
+            return self._send_bytes(200, openapi.v2_protobuf(), content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
         if parts == ["api"]:
             return self._send_json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.emulator.port}"}]})
         if parts == ["apis"]:
@@ -246,19 +270,23 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_bytes(200, stored.raw)
         if method == "POST" and not name:
             body = self._object_body(rtype)
-            return self._send_bytes(201, store.create(rtype, body, namespace=namespace).raw)
+            warned = self._field_warnings(rtype, query)
+            return self._send_bytes(201, store.create(rtype, body, namespace=namespace).raw, headers=warned)
         if method == "PUT" and name:
             body = self._object_body(rtype)
+            warned = self._field_warnings(rtype, query)
             body.setdefault("metadata", {}).setdefault("name", name)
             if body["metadata"]["name"] != name:
                 raise ApiError(400, "BadRequest", "the name of the object does not match the name on the URL")
-            return self._send_bytes(200, store.update(rtype, body, namespace=namespace, subresource=subresource).raw)
+            return self._send_bytes(200, store.update(rtype, body, namespace=namespace, subresource=subresource).raw, headers=warned)
         if method == "PATCH" and name:
             content_type = self.headers.get("Content-Type", "")
             if "apply-patch" in content_type:
                 raise ApiError(415, "UnsupportedMediaType", "server-side apply is not supported by the emulator; use client-side kubectl apply")
-            patch_type = "json" if "json-patch" in content_type else "merge"
-            return self._send_bytes(200, store.patch(rtype, ns or "", name, self._body(), patch_type=patch_type, subresource=subresource).raw)
+            patch_type = "json" if "json-patch" in content_type else "strategic" if "strategic-merge-patch" in content_type else "merge"
+            patch = self._body()
+            warned = self._field_warnings(rtype, query, strategic=patch_type == "strategic")
+            return self._send_bytes(200, store.patch(rtype, ns or "", name, patch, patch_type=patch_type, subresource=subresource).raw, headers=warned)
         if method == "DELETE" and name:
             options = self._body() or {}
             grace = query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
@@ -274,6 +302,11 @@ class Handler(BaseHTTPRequestHandler):
         if body.get("kind", rtype.kind) != rtype.kind or body.get("apiVersion", rtype.api_version) != rtype.api_version:
             raise ApiError(400, "BadRequest", f"the body is a {body.get('apiVersion')}/{body.get('kind')}, the URL is for {rtype.api_version}/{rtype.kind}")
         return body
+
+    def _field_warnings(self, rtype: ResourceType, query: dict[str, str], *, strategic: bool = False) -> dict[str, str] | None:
+        """``fieldValidation`` on the body just read (``openapi``): a 400 for ``Strict``, ``Warning`` headers for ``Warn``."""
+        found = openapi.check_fields(self._raw, rtype, query.get("fieldValidation", ""), strategic=strategic)
+        return {"Warning": ", ".join('299 - ' + json.dumps(w) for w in found)} if found else None
 
     # list
 

@@ -19,8 +19,8 @@ Guarantees, matching what clients of a real server rely on:
   collector's background propagation) unless the caller asks to orphan them.
 
 Where it guesses: namespaces are created on first use (a real server answers 404); a graceful deletion
-completes at once, without waiting for the grace period; strategic merge patches are applied as JSON merge
-patches (enough for labels, annotations, replicas, images).
+completes at once, without waiting for the grace period; a strategic merge patch merges by key only the lists
+``patches.MERGE_KEYS`` names (containers, env, volumes, …) and replaces every other list.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 
 from sktrace_emulator import crds
 from sktrace_emulator.admission import default_pod
-from sktrace_emulator.patches import json_patch, merge_patch
+from sktrace_emulator.patches import json_patch, merge_patch, strategic_merge_patch
 from sktrace_emulator.records import (
     BUILTIN_TYPES,
     ApiError,
@@ -318,7 +318,8 @@ class Store:
             if old is None:
                 raise self._not_found(rtype, name)
             current = old.obj()
-            new = json_patch(current, patch) if patch_type == "json" else merge_patch(current, patch)
+            new = (json_patch(current, patch) if patch_type == "json" else strategic_merge_patch(current, patch)
+                   if patch_type == "strategic" else merge_patch(current, patch))
             if subresource == "status":
                 return self._replace(old, {"status": new.get("status", {})}, subresource="status")
             new.setdefault("metadata", {})["resourceVersion"] = str(old.rv)

@@ -424,3 +424,16 @@ def test_a_role_changed_mid_run_is_met_at_the_next_request_while_an_open_watch_k
                                               'resource "pods" in API group "" at the cluster scope')
     emulator.grant_rules(rules)
     assert call(emulator, "GET", "/api/v1/pods")[0] == 200
+
+
+def test_a_refused_post_leaves_nothing_on_a_kept_alive_connection(emulator: Emulator) -> None:
+    emulator.grant_view(["team-a"], user="jane")
+    conn = connect(emulator)
+    headers = {"Authorization": "Bearer test-token", "Content-Type": "application/json"}
+    conn.request("POST", "/api/v1/namespaces/team-a/pods", body=json.dumps(make_pod("b", "team-a")), headers=headers)
+    refused = conn.getresponse()
+    assert (refused.status, json.loads(refused.read())["reason"]) == (403, "Forbidden")
+    conn.request("GET", "/version", headers=headers)  # the same connection: its next request is read as sent
+    answer = conn.getresponse()
+    assert (answer.status, json.loads(answer.read())["gitVersion"]) == (200, "v1.30.0-sktrace-emulator")
+    conn.close()
