@@ -12,6 +12,7 @@ database.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -129,10 +130,13 @@ def test_a_closed_window_exports_the_same_bytes_while_recording_and_after_the_st
 ) -> None:
     rec, cache, t0 = recording
     # a window that holds a finished pod lifecycle as well as running ones: wait until the cache has one that ended
-    # whole seconds ago, instead of hoping the workload's jobs (0.5-2 s) finished in time
+    # whole seconds ago, instead of hoping the workload's jobs (0.5-2 s) finished in time. Ended in the window, that is:
+    # the workload runs before the recorder starts, and the first list finds Jobs' pods that finished before the
+    # cache's first second, where the window starts (on a busy machine, the only ones for a while)
+    (started,), = query(cache, "SELECT min(started) FROM runs")
     deadline = time.monotonic() + 60
-    while not query(cache, "SELECT 1 FROM pods WHERE owner_gvk IS NOT NULL AND namespace = ? AND end_ts + 3 <= ? LIMIT 1",
-                     NAMESPACE, time.time()):
+    while not query(cache, "SELECT 1 FROM pods WHERE owner_gvk IS NOT NULL AND namespace = ? AND end_ts >= ? AND end_ts + 3 <= ? LIMIT 1",
+                    NAMESPACE, math.floor(started), time.time()):
         assert time.monotonic() < deadline, "no pod of the workload finished in a minute"
         time.sleep(0.2)
     end = int(time.time()) - 1  # every event before this second is committed (commits are at most 0.5 s apart)
