@@ -53,6 +53,15 @@ class GVK:
         return cls(group=group, version=parts[0], kind=parts[1])
 
     @classmethod
+    def canonical(cls, text: str) -> str:
+        """A GVK string as ``str(GVK.parse(text))`` writes it (``/v1.Pod`` is ``v1.Pod``); the text itself when it
+        is no GVK (a hand-made or damaged trace's key, compared as written)."""
+        try:
+            return str(cls.parse(text))
+        except UsageError:
+            return text
+
+    @classmethod
     def from_api_version(cls, api_version: str, kind: str) -> GVK:
         """Build from an object's ``apiVersion`` (``apps/v1`` or ``v1``) and ``kind``."""
         return _from_api_version(api_version, kind)

@@ -45,7 +45,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, NAMESPACE
 from kubectl_sktrace.trace import hashing, sanitize
 from kubectl_sktrace.trace.allowlist import Walker
@@ -100,13 +99,6 @@ def _hash_or_none(hash_of: Callable[[Any], int], value: Callable[[], Any]) -> in
         return None
 
 
-def _canonical_gvk(text: str) -> str:
-    try:
-        return str(GVK.parse(text))
-    except UsageError:
-        return text
-
-
 class Anonymizer:
     """The keyed anonymizer of one trace: feed it the trace's parts in order (module docstring)."""
 
@@ -131,7 +123,7 @@ class Anonymizer:
         it says which kinds own pod lifecycles (``trackLifecycle``): only their pod specs are hashed."""
         tracked = config.get("trackedObjects") if isinstance(config, dict) else None
         if isinstance(tracked, dict):
-            self._lifecycle_kinds = frozenset(_canonical_gvk(gvk) for gvk, opts in tracked.items()
+            self._lifecycle_kinds = frozenset(GVK.canonical(gvk) for gvk, opts in tracked.items()
                                               if isinstance(opts, dict) and opts.get("trackLifecycle"))
         return config
 
@@ -171,14 +163,14 @@ class Anonymizer:
         """A key of ``index`` or ``pod_lifecycles``, ``ns/name`` (``name`` when cluster-scoped), renamed."""
         namespace, slash, name = ns_name.partition("/")
         if not slash:
-            return self.names.namespace(ns_name) if _canonical_gvk(gvk) == str(NAMESPACE) else self.names.name(ns_name)
+            return self.names.namespace(ns_name) if GVK.canonical(gvk) == str(NAMESPACE) else self.names.name(ns_name)
         return f"{self.names.namespace(namespace)}/{self.names.name(name)}"
 
     def index(self, index: Index) -> Index:
         """The index renamed, each hash recomputed over its object's new spec where it can be; after the events."""
         out: Index = {}
         for gvk, entries in index.items():
-            canonical = _canonical_gvk(gvk)
+            canonical = GVK.canonical(gvk)
             out[gvk] = {self.ns_name(gvk, ns_name): self._index_hash(canonical, ns_name, value) for ns_name, value in entries.items()}
         return out
 
@@ -187,7 +179,7 @@ class Anonymizer:
         out: Lifecycles = {}
         for (owner_gvk, ns_name), by_hash in lifecycles.items():
             renamed = out.setdefault((owner_gvk, self.ns_name(owner_gvk, ns_name)), {})
-            owner = (_canonical_gvk(owner_gvk), ns_name)
+            owner = (GVK.canonical(owner_gvk), ns_name)
             new_hashes = {**self._pod_hashes.get(owner, {}), **self._new_pod_hashes(self._pod_specs.get(owner, {}), wanted=set(by_hash))}
             for pod_hash, entries in by_hash.items():
                 renamed.setdefault(self._pod_hash(pod_hash, new_hashes), []).extend(dict(entry) for entry in entries)

@@ -168,7 +168,7 @@ class KeyTracker:
                 self._moved[old_id] = None  # deleted, and never written
 
     def _follow(self, gvk: str, ns_name: str) -> tuple[str, str] | None:
-        key = (_canonical(gvk), ns_name)
+        key = (GVK.canonical(gvk), ns_name)
         if key not in self._moved:
             return gvk, ns_name
         return self._moved[key]
@@ -195,13 +195,6 @@ class KeyTracker:
                 for pod_hash, entries in by_hash.items():
                     merged.setdefault(pod_hash, []).extend(entries)
         return out
-
-
-def _canonical(gvk: str) -> str:
-    try:
-        return str(GVK.parse(gvk))
-    except UsageError:
-        return gvk
 
 
 @dataclass(frozen=True)

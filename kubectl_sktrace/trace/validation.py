@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
 from kubectl_sktrace import render
-from kubectl_sktrace.errors import ConfigError, UsageError
+from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_time
@@ -125,22 +125,15 @@ def _dangling_keys(trace: Trace, applied: set[tuple[str, str]]) -> Iterator[Find
     """``W0101``/``W0102``: ``index`` keys and ``pod_lifecycles`` owners that name no object applied in the trace (module docstring)."""
     namespaces = {(gvk, ns_name.rpartition("/")[0]) for gvk, ns_name in applied}
     for gvk, entries in trace.index.items():
-        dangling = Counter(ns_name.rpartition("/")[0] for ns_name in entries if (_canonical(gvk), ns_name) not in applied)
+        dangling = Counter(ns_name.rpartition("/")[0] for ns_name in entries if (GVK.canonical(gvk), ns_name) not in applied)
         for namespace, count in dangling.items():
-            if (_canonical(gvk), namespace) not in namespaces:
+            if (GVK.canonical(gvk), namespace) not in namespaces:
                 where = f"namespace {namespace}" if namespace else "the cluster scope"
                 yield Finding(code="W0101", message=f"index names {counted(count, f'{gvk} object')} in {where}, where no event applies any")
     for gvk, ns_name in trace.pod_lifecycles:
-        if (_canonical(gvk), ns_name) not in applied:
+        if (GVK.canonical(gvk), ns_name) not in applied:
             yield Finding(code="W0102", message=f"pod_lifecycles names the owner {gvk} {ns_name}, which no event applies; "
                                                 "the simulator finds no lifecycle for its pods")
-
-
-def _canonical(gvk: str) -> str:
-    try:
-        return str(GVK.parse(gvk))
-    except UsageError:
-        return gvk
 
 
 class ReferenceRules:

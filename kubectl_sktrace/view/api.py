@@ -28,7 +28,8 @@ REPORT_LIMIT = 300_000
 PAGE_LIMIT = 200
 
 
-def _int(params: Mapping[str, str], name: str, default: int | None = None) -> int:
+def int_param(params: Mapping[str, str], name: str, default: int | None = None) -> int:
+    """A request's integer parameter (a float is truncated); UsageError, one line, when it is missing or no number."""
     text = params.get(name)
     if text is None:
         if default is None:
@@ -68,10 +69,10 @@ def overview(cache: Cache, *, title: str, command_base: tuple[str, ...]) -> dict
 
 
 def histogram(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | None = None) -> dict[str, Any]:
-    start, end = _int(params, "start"), _int(params, "end")
+    start, end = int_param(params, "start"), int_param(params, "end")
     if end <= start:
         raise UsageError("the range is empty")
-    width = bucket_width(start=start, end=end, buckets=min(MAX_BUCKETS, max(1, _int(params, "buckets", 200))))
+    width = bucket_width(start=start, end=end, buckets=min(MAX_BUCKETS, max(1, int_param(params, "buckets", 200))))
     first, last = aligned(start=start, end=end, width=width)
     with history.read_snapshot(cache):
         rows, complete = rates.bucket_rows(index, cache, start=first, end=last, width=width)
@@ -115,11 +116,11 @@ def report(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | 
 
 
 def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
-    start, end = _int(params, "start"), _int(params, "end")
-    limit = min(PAGE_LIMIT, max(1, _int(params, "limit", 50)))
+    start, end = int_param(params, "start"), int_param(params, "end")
+    limit = min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
     with history.read_snapshot(cache):
         rows, total = viewing.object_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
-                                          search=params.get("q", ""), start=start, end=end, offset=max(0, _int(params, "offset", 0)),
+                                          search=params.get("q", ""), start=start, end=end, offset=max(0, int_param(params, "offset", 0)),
                                           limit=limit)
     return {"total": total, "objects": [_object(r) for r in rows], "maxTicks": viewing.MAX_TICKS}
 
@@ -138,7 +139,7 @@ def _object(row: viewing.ObjectRow) -> dict[str, Any]:
 
 def version(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     with history.read_snapshot(cache):
-        found = viewing.version(cache, _int(params, "id"))
+        found = viewing.version(cache, int_param(params, "id"))
     if found is None:
         raise UsageError(f"no recorded change has the id {params.get('id')}")
     title = f"{found.key.gvk.kind}/{found.key.name}"

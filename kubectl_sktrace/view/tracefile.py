@@ -20,6 +20,7 @@ from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace.format import Trace
 from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.validation import RULES, check_trace
+from kubectl_sktrace.view.api import int_param
 from kubectl_sktrace.view.diff import as_yaml, unified
 from kubectl_sktrace.view.spans import aligned, bucket_width
 
@@ -99,8 +100,8 @@ class TraceIndex:
         return range(bisect.bisect_left(self.times, start), bisect.bisect_left(self.times, end))
 
     def histogram(self, params: Mapping[str, str]) -> dict[str, Any]:
-        start, end = _int(params, "start"), _int(params, "end")
-        width = bucket_width(start=start, end=end, buckets=min(2000, max(1, _int(params, "buckets", 200))))
+        start, end = int_param(params, "start"), int_param(params, "end")
+        width = bucket_width(start=start, end=end, buckets=min(2000, max(1, int_param(params, "buckets", 200))))
         first, last = aligned(start=start, end=end, width=width)
         buckets: dict[int, dict[str, int]] = {}
         for i in self._range(first, last):
@@ -112,7 +113,7 @@ class TraceIndex:
                 "max": max((sum(b["kinds"].values()) for b in listed), default=0)}
 
     def window(self, params: Mapping[str, str]) -> dict[str, Any]:
-        start, end = _int(params, "start"), _int(params, "end")
+        start, end = int_param(params, "start"), int_param(params, "end")
         if end <= start:
             raise UsageError("the window is empty; drag across the axis to pick one")
         counts: dict[str, list[int]] = {}
@@ -124,11 +125,11 @@ class TraceIndex:
                 "gaps": [], "command": None, "fileName": None, "exact": False}
 
     def objects_page(self, params: Mapping[str, str]) -> dict[str, Any]:
-        start, end = _int(params, "start"), _int(params, "end")
+        start, end = int_param(params, "start"), int_param(params, "end")
         gvk, namespace, search = params.get("gvk") or None, params.get("namespace") or None, params.get("q", "").lower()
         keys = sorted((k for k in self.objects if (gvk is None or str(k.gvk) == gvk) and (namespace is None or k.namespace == namespace)
                        and search in k.name.lower()), key=lambda k: (str(k.gvk), k.namespace, k.name))
-        offset, limit = max(0, _int(params, "offset", 0)), min(PAGE_LIMIT, max(1, _int(params, "limit", 50)))
+        offset, limit = max(0, int_param(params, "offset", 0)), min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
         return {"total": len(keys), "objects": [self._object(k, start=start, end=end) for k in keys[offset:offset + limit]],
                 "maxTicks": MAX_TICKS}
 
@@ -150,7 +151,7 @@ class TraceIndex:
         }
 
     def version(self, params: Mapping[str, str]) -> dict[str, Any]:
-        row_id = _int(params, "id")
+        row_id = int_param(params, "id")
         if not 0 <= row_id < len(self.rows):
             raise UsageError(f"no recorded change has the id {row_id}")
         row = self.rows[row_id]
@@ -165,18 +166,6 @@ class TraceIndex:
                             before_name=f"{title} at {format_time(previous.ts)}" if previous else "(nothing before)",
                             after_name=f"{title} at {format_time(row.ts)}" if row.op == 0 else "(deleted)"),
         }
-
-
-def _int(params: Mapping[str, str], name: str, default: int | None = None) -> int:
-    text = params.get(name)
-    if text is None:
-        if default is None:
-            raise UsageError(f"the request lacks {name}")
-        return default
-    try:
-        return int(float(text))
-    except ValueError:
-        raise UsageError(f"{name}={text!r} is not a number") from None
 
 
 def trace_api(index: TraceIndex) -> dict[str, Any]:
