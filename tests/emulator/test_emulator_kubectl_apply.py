@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_emulator_clients import kubectl
 
 from kubectl_sktrace.store.bodies import decode_body
 from sktrace_emulator import Emulator
@@ -71,14 +72,6 @@ kind: Widget
 metadata: {name: w, namespace: default}
 spec: {size: SIZE}
 """
-
-
-def kubectl(kubeconfig: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cache = str(Path(kubeconfig).parent / "kube-cache")
-    result = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "--cache-dir", cache, *args], capture_output=True, text=True, timeout=30)
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
 
 
 def write(path: Path, text: str, **values: str) -> str:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 from reliability_support import run_cli
 from test_view_browser import CHROMIUM, launch
+from viewsupport import serving
 
 from kubectl_sktrace.view.app import cache_api, rate_index
 from kubectl_sktrace.view.server import ViewServer
@@ -45,13 +45,8 @@ def demo_view(demo_cache: Path) -> Iterator[ViewServer]:
     index = rate_index(str(demo_cache))  # None: the demo's cache keeps its rates per minute (0010)
     if index is not None:
         index.fill()
-    server = ViewServer(api=cache_api(str(demo_cache), title="~/.local/state/kubectl-sktrace/demo.db", command_base=(), index=index))
-    thread = threading.Thread(target=server.serve, daemon=True)
-    thread.start()
-    yield server
-    server.stop()
-    thread.join(timeout=10)
-    server.close()
+    with serving(ViewServer(api=cache_api(str(demo_cache), title="~/.local/state/kubectl-sktrace/demo.db", command_base=(), index=index))) as server:
+        yield server
 
 
 def test_the_three_views_of_the_demo(demo_view: ViewServer, tmp_path: Path) -> None:

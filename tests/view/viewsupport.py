@@ -5,6 +5,8 @@ Written with the store's own schema through ``CacheBuilder`` (``tests/conftest.p
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -81,17 +83,23 @@ def history_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def served(history_path: Path) -> Iterator[ViewServer]:
     """The view of ``history_path`` served in this process, on a free port of 127.0.0.1."""
-    import threading
-
     from kubectl_sktrace.view.app import cache_api
 
-    server = ViewServer(api=cache_api(str(history_path), title=str(history_path), command_base=("--cache", str(history_path))))
+    with serving(ViewServer(api=cache_api(str(history_path), title=str(history_path), command_base=("--cache", str(history_path))))) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serving(server: ViewServer) -> Iterator[ViewServer]:
+    """``server`` serving on a thread of this process until the block ends; then stopped and closed."""
     thread = threading.Thread(target=server.serve, daemon=True)
     thread.start()
-    yield server
-    server.stop()
-    thread.join(timeout=10)
-    server.close()
+    try:
+        yield server
+    finally:
+        server.stop()
+        thread.join(timeout=10)
+        server.close()
 
 
 def trace_with_findings(path: Path) -> None:
