@@ -175,3 +175,18 @@ def test_a_throttled_start_is_said_once_then_logged(caplog: pytest.LogCaptureFix
     assert gate.call(None, request) == {"kind": "APIGroupList"} and gate.call(None, request) == "uid"
     assert [r.levelname for r in caplog.records] == ["WARNING", "INFO", "INFO"]
     assert gate.take_news() == [] and gate.counts() == {}  # no kind to tell of
+
+
+@pytest.mark.parametrize("body", [
+    b"Too many requests, please try again later.\n",  # kube-apiserver's http.Error, as the emulator writes it
+    b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"Too many requests, please try again later.",'
+    b'"reason":"TooManyRequests","details":{"retryAfterSeconds":3},"code":429}',  # a Status, as a proxy in front may write it
+], ids=["plain-text", "status"])
+def test_a_429_is_throttling_whichever_body_the_server_writes(body: bytes) -> None:
+    from kubectl_sktrace.errors import ThrottledError
+    from kubectl_sktrace.kube.errors import status_error
+
+    error = status_error(429, body, {"Retry-After": "3"}, host="https://api", context="c", path="/api/v1/configmaps", verb="list",
+                         resource=None, namespace=None)
+    assert isinstance(error, ThrottledError) and error.retry_after == 3.0
+    assert str(error) == "the API server at https://api is throttling us (429): Too many requests, please try again later."
