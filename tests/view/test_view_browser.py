@@ -201,3 +201,20 @@ def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any,
         server.stop()
         thread.join(timeout=10)
         server.close()
+
+
+def test_the_objects_rows_follow_the_page_s_width(page: Any) -> None:
+    whole_history(page)
+    page.wait_for_load_state("networkidle")  # the rows of the whole history drawn: no request to come before the resize
+    page.wait_for_selector("#objects rect")
+
+    def rows_right_edge() -> float:
+        return float(page.eval_on_selector_all("#objects rect", "rs => Math.max(...rs.map(r => r.getBoundingClientRect().right))"))
+
+    narrow = rows_right_edge()
+    page.set_viewport_size({"width": 1800, "height": 900})
+    try:
+        page.wait_for_function(f"() => Math.max(...[...document.querySelectorAll('#objects rect')].map(r => r.getBoundingClientRect().right)) > {narrow + 300}")
+        assert rows_right_edge() > narrow + 300
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 900})

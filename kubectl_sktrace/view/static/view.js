@@ -225,6 +225,7 @@ function installTimelineGestures() {
   svg.addEventListener("pointerup", end);
   svg.addEventListener("pointercancel", end);
   new ResizeObserver(() => { if (state.view) { drawTimeline(); fetchHistogram(); } }).observe(svg);
+  new ResizeObserver(() => { if (state.view) drawObjects(); }).observe($("objects"));  // the rows follow the page's width too
 }
 
 function drawLegend() {
