@@ -149,14 +149,24 @@ def test_a_first_list_in_a_saturated_level_completes_without_starting_over(tmp_p
     for client in clients:
         client.start()
     time.sleep(1.0)  # the level is busy
+    # and too full for a list when the recorder starts (a GET of one seat still fits), until it has been refused one:
+    # however the clients' pace and the recorder's fall on a busy machine, the level rejects its list at least once
+    # (then the clients alone contend with it)
+    blocker = level.admit(level.seats - 1, verb="list", user_agent="test")
     cache = tmp_path / "busy.db"
     rec = recorder(tmp_path, emu, "v1.ConfigMap", cache=cache)
     try:
+        deadline = time.monotonic() + 60
+        while not any(r.user_agent.startswith("kubectl-sktrace/") and r.verb == "list" for r in level.rejections):
+            assert time.monotonic() < deadline, rec.stderr()
+            time.sleep(0.05)
+        blocker.release()
         # every wait is a Retry-After of 32 s at most, ten retries a request at most
         rec.wait_for("initial sync done", timeout=120)
         for kind in throttled_kinds(rec.stderr()):  # a request still waiting may wait one more Retry-After
             rec.wait_for(f"{kind}: requests pass again", timeout=PASS_QUIET + 32 * (1 + JITTER) + SLACK)
     finally:
+        blocker.release()
         halt.set()
     out, err = rec.stop()
     for client in clients:
