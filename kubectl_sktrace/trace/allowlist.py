@@ -22,15 +22,16 @@ port named by a probe), the same original gives the same pseudonym, so that it s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import zoneinfo
 from collections import Counter, OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from kubectl_sktrace.trace import apischema
 from kubectl_sktrace.trace.format import strict_packer
-from kubectl_sktrace.trace.pseudonyms import Pseudonyms
+from kubectl_sktrace.trace.pseudonyms import Hit, Pseudonyms, Role
 from kubectl_sktrace.trace.sanitize import DROPPED_ANNOTATIONS
 
 Handler = Callable[[Any], Any]
@@ -121,7 +122,7 @@ _REQUIREMENTS = frozenset({"V1LabelSelectorRequirement", "V1NodeSelectorRequirem
 _DROPPED = {"V1ObjectMeta": frozenset({"managedFields", "selfLink"})}
 # the types whose values repeat from event to event (a template on each scale, the same containers in each pod of a
 # template): each one's result is remembered by its packed bytes, the last _SUBTREE_BYTES of them (packed)
-_MEMO_MODELS = frozenset({"V1PodSpec", "V1Container"})
+_MEMO_MODELS: frozenset[str] = frozenset()
 _SUBTREE_BYTES = 1 << 20
 _KEPT_TYPES = frozenset({"int", "bool", "float", "datetime", "list[int]", "dict(str, datetime)"})
 
@@ -131,8 +132,8 @@ def _time_zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
-def _keep(value: Any) -> Any:
-    return value
+def _kept(value: Any) -> Hit:
+    return (value, None, None)
 
 
 def _unknown(value: Any) -> Any:  # marks a field the model does not declare
@@ -145,30 +146,37 @@ def _dropped(value: Any) -> Any:  # marks a field left out of the output
 
 class Walker:
     """Anonymizes objects by the allow-list (module docstring), under one ``Pseudonyms``; ``pod_specs`` collects the
-    pod specs it met, as they were and as they became, for the hashes of ``pod_lifecycles``."""
+    pod specs it met, as they were and as they became, for the hashes of ``pod_lifecycles``.
+
+    Each model is walked by a function made for it once (``_compile``: a handler per field), each string by its
+    role's remembered pseudonyms (``Role``), read and counted in place: a string met again costs a lookup."""
 
     def __init__(self, names: Pseudonyms) -> None:
         self.names = names
         self.schema = apischema.schema()
         self.pod_specs: PodSpecs = []
         self.packed: dict[int, bytes] = {}  # id of a pod spec in pod_specs -> its packed bytes, where the memo packed it
-        self._models: dict[str, tuple[dict[str, Handler | None], Callable[[dict[str, Any], dict[str, Any]], None] | None]] = {}
+        # model -> (its field handlers, its walk)
+        self._models: dict[str, tuple[dict[str, Handler | None], Handler]] = {}
         self._strings: dict[tuple[str | None, str], Handler] = {}
         self._untyped_maps: dict[str, Handler] = {}
         self._pack = strict_packer()
         # (model, packed value) -> (its result, the strings it replaced per place, the kept values it reported)
         self._subtrees: OrderedDict[tuple[str, bytes], tuple[Any, Counter[str] | None, Counter[str] | None]] = OrderedDict()
         self._subtree_bytes = 0
-        self._roles: dict[str, Callable[[str], str]] = {
-            "name": names.name, "namespace": names.namespace, "uid": names.uid, "image": names.image, "path": names.path,
-            "text": names.text, "generate_name": names.generate_name, "label_key": names.label_key, "env_name": names.env_name,
-            "port_name": names.port_name, "ip": names.ip, "keep": _keep,
-            "data_key": lambda v: names.name(v, "ConfigMap and Secret keys"),
-            "label_value": lambda v: names.name(v, "label and annotation values"),
-            "cron": lambda v: v if _CRON.fullmatch(v) else names.name(v),
-            "time_zone": lambda v: v if v in _time_zones() else names.name(v),
-            "field_path": self._field_path, "resource_name": self._resource_name,
-            "resource_field": lambda v: v if _RESOURCE_FIELD.fullmatch(v) else names.name(v),
+        name = names.role("name", "names")
+        self._name = name
+        self._roles: dict[str, Role] = {
+            "name": name, "namespace": names.role("namespace"), "uid": names.role("uid"), "image": names.role("image"),
+            "path": names.role("path"), "text": names.role("text"), "generate_name": names.role("generate_name"),
+            "label_key": names.role("label_key", "label and annotation keys"), "env_name": names.role("env_name"),
+            "port_name": names.role("port_name"), "ip": names.role("ip"), "keep": names.custom(_kept),
+            "data_key": names.role("name", "ConfigMap and Secret keys"),
+            "label_value": names.role("name", "label and annotation values"),
+            "cron": names.custom(lambda v: _kept(v) if _CRON.fullmatch(v) else name[v]),
+            "time_zone": names.custom(lambda v: _kept(v) if v in _time_zones() else name[v]),
+            "field_path": names.custom(self._field_path), "resource_name": names.custom(self._resource_name),
+            "resource_field": names.custom(lambda v: _kept(v) if _RESOURCE_FIELD.fullmatch(v) else name[v]),
         }
 
     def object(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -186,31 +194,30 @@ class Walker:
             new_meta["name"] = self.names.namespace(meta["name"])
         return out
 
+    @contextlib.contextmanager
+    def uncounted(self) -> Iterator[None]:
+        """Walks that count nothing in the report and collect no pod specs (a spec walked again for its hash), with
+        the same pseudonyms."""
+        names = self.names
+        saved = (names.replaced, names.review, self.pod_specs, self.packed)
+        names.replaced, names.review, self.pod_specs, self.packed = Counter(), Counter(), [], {}
+        try:
+            yield
+        finally:
+            names.replaced, names.review, self.pod_specs, self.packed = saved
+
     def field(self, api_version: str, kind: str, field: str, value: Any) -> Any:
         """One top-level field of an object of that kind (``spec``), as ``object`` would give it."""
         model = self.schema.model_of(api_version, kind)
         if model is None:
             return self._untyped_field(field, value)
         handler = (self._models.get(model) or self._compile(model))[0].get(field, _unknown)
+        if type(handler) is Role:
+            handler = self._string(model, field)
         return value if handler is None else self._untyped_field(field, value) if handler is _unknown else handler(value)
 
     def model(self, name: str, value: Any) -> Any:
-        if type(value) is not dict:
-            return self.untyped(value)
-        handlers, post = self._models.get(name) or self._compile(name)
-        out: dict[str, Any] = {}
-        get = handlers.get
-        for key, item in value.items():
-            handler = get(key, _unknown)
-            if handler is None:
-                out[key] = item
-            elif handler is _unknown:
-                out[self._field_name(key)] = self._untyped_field(key, item)
-            elif handler is not _dropped:
-                out[key] = handler(item)
-        if post is not None:
-            post(value, out)
-        return out
+        return (self._models.get(name) or self._compile(name))[1](value)
 
     def remembered(self, name: str, value: Any) -> Any:
         """``model``, its result remembered by the value's packed bytes: the same result, counts and pod specs
@@ -295,10 +302,10 @@ class Walker:
         if value.get("kind") == "Namespace" and isinstance(value.get("name"), str):
             out["name"] = self.names.namespace(value["name"])
 
-    def _compile(self, name: str) -> tuple[dict[str, Handler | None], Callable[[dict[str, Any], dict[str, Any]], None] | None]:
+    def _compile(self, name: str) -> tuple[dict[str, Handler | None], Handler]:
+        """The walk of a model: each declared field by its handler (None: kept as it is), any other field untyped."""
         fields = self.schema.types.get(name, {})
-        handlers = {field: self._handler(name, field, type_) for field, type_ in fields.items()}
-        handlers.update(dict.fromkeys(_DROPPED.get(name, ()), _dropped))
+        handlers: dict[str, Handler | None] = {}
         post: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
         if name == "V1PodSpec":
             post = lambda value, out: self.pod_specs.append((value, out))  # noqa: E731
@@ -306,8 +313,39 @@ class Walker:
             post = self._requirement
         elif "kind" in fields and "name" in fields:
             post = self._namespace_reference
-        self._models[name] = (handlers, post)
-        return handlers, post
+        names, get, untyped, untyped_field, field_name = self.names, handlers.get, self.untyped, self._untyped_field, self._field_name
+
+        def walk(value: Any) -> Any:
+            if type(value) is not dict:
+                return untyped(value)
+            out: dict[str, Any] = {}
+            replaced = names.replaced
+            for key, item in value.items():
+                handler = get(key, _unknown)
+                if handler is None:
+                    out[key] = item
+                elif type(handler) is Role:  # a string field of no enum: its role's pseudonym, read here
+                    if type(item) is str:
+                        hit = handler[item]
+                        if hit[1] is not None:
+                            replaced[hit[1]] += 1
+                        out[key] = hit[0]
+                    else:
+                        out[key] = untyped(item, key)
+                elif handler is _unknown:
+                    out[field_name(key)] = untyped_field(key, item)
+                elif handler is not _dropped:
+                    out[key] = handler(item)
+            if post is not None:
+                post(value, out)
+            return out
+
+        self._models[name] = (handlers, walk)  # before the fields' handlers: a model may hold itself (JSONSchemaProps)
+        for field, type_ in fields.items():
+            inline = type_ == "str" and field not in ENUMS
+            handlers[field] = self._string_role(name, field) if inline else self._handler(name, field, type_)
+        handlers.update(dict.fromkeys(_DROPPED.get(name, ()), _dropped))
+        return handlers, walk
 
     def _requirement(self, value: dict[str, Any], out: dict[str, Any]) -> None:
         """A selector's requirement: its values renamed as the values of its key's labels (so that it still selects)."""
@@ -326,63 +364,120 @@ class Walker:
             item = self._handler(model, field, type_[5:-1])
             if item is None:
                 return None
-            return lambda value: [item(v) for v in value] if isinstance(value, list) else self.untyped(value, field)
+            untyped = self.untyped
+            return lambda value: [item(v) for v in value] if type(value) is list else untyped(value, field)
         if type_.startswith("dict(str, "):
             return self._map(model, field, type_[10:-1])
         if type_ in _MEMO_MODELS:
             return functools.partial(self.remembered, type_)
-        return functools.partial(self.model, type_)  # no Python frame of its own: objects nest deep
+        return (self._models.get(type_) or self._compile(type_))[1]  # compiled now: a model holding itself finds its walk
 
     def _string(self, model: str | None, field: str) -> Handler:
         """The handler of a string field: kept when it is an enum's value, else renamed in the field's role."""
         found = self._strings.get((model, field))
         if found is None:
-            role = self._roles[_MODEL_ROLES.get((model or "", field)) or _FIELD_ROLES.get(field, "name")]
-            enum = ENUMS.get(field)
-
-            def found(value: Any) -> Any:
-                if not isinstance(value, str):
-                    return self.untyped(value, field)
-                return value if enum is not None and value in enum else role(value)
-
-            self._strings[(model, field)] = found
+            found = self._strings[(model, field)] = self._role_handler(self._string_role(model, field), field, ENUMS.get(field))
         return found
+
+    def _string_role(self, model: str | None, field: str) -> Role:
+        """The role of a string field: by the model's field where the name alone is ambiguous, else by its name."""
+        return self._roles[_MODEL_ROLES.get((model or "", field)) or _FIELD_ROLES.get(field, "name")]
+
+    def _role_handler(self, role: Role, field: str | None, enum: frozenset[str] | None = None) -> Handler:
+        """A string by its role's remembered pseudonym, counted; anything else untyped."""
+        names, untyped = self.names, self.untyped
+
+        def handler(value: Any) -> Any:
+            if not isinstance(value, str):
+                return untyped(value, field)
+            if enum is not None and value in enum:
+                return value
+            hit = role[value]
+            if hit[1] is not None:
+                names.replaced[hit[1]] += 1
+            if hit[2] is not None:
+                names.review[hit[2]] += 1
+            return hit[0]
+
+        return handler
 
     def _map(self, model: str, field: str, item_type: str) -> Handler:
         """A map whose keys an owner chooses: labels (keys and values as labels'), data, resources, any other."""
         names = self.names
         text = _DATA_MAPS.get((model, field))
-        if text is not None:
-            data_key, value = self._roles["data_key"], names.text if text else (lambda v: "")
-            return self._map_of(lambda key, v: (data_key(key), value(v) if isinstance(v, str) else v))
+        if text is not None:  # text values get pseudonyms, base64 ones become ""
+            value = self._role_handler(self._roles["text"], field) if text else self._role_handler(names.custom(lambda v: ("", None, None)), field)
+            return self._keyed_map(self._roles["data_key"], value)
         if field in _LABEL_MAPS and item_type == "str":
-            dropped = DROPPED_ANNOTATIONS if field == "annotations" else ()
-            return self._map_of(lambda key, v: (names.label_key(key), names.label_value(key, v) if isinstance(v, str) else v), dropped)
-        item = self._handler(model, field, item_type) or _keep
-        rename_key = self._resource_name if field in _RESOURCE_MAPS else (lambda key: names.name(key, "map keys"))
-        return self._map_of(lambda key, v: (rename_key(key), item(v)))
+            return self._label_map(DROPPED_ANNOTATIONS if field == "annotations" else ())
+        item = self._handler(model, field, item_type)
+        return self._keyed_map(self._roles["resource_name"] if field in _RESOURCE_MAPS else names.role("name", "map keys"), item)
 
-    def _map_of(self, pair: Callable[[str, Any], tuple[str, Any]], dropped: tuple[str, ...] = ()) -> Handler:
+    def _keyed_map(self, key_role: Role, item: Handler | None) -> Handler:
+        """A map: each key by its role's pseudonym, each value by ``item`` (None: kept as it is)."""
+        names, untyped = self.names, self.untyped
+
         def handler(value: Any) -> Any:
-            if not isinstance(value, dict):
-                return self.untyped(value)
-            return dict(pair(key, item) if type(key) is str else (key, self.untyped(item))
-                        for key, item in value.items() if key not in dropped)
+            if type(value) is not dict:
+                return untyped(value)
+            out: dict[Any, Any] = {}
+            for key, item_value in value.items():
+                if type(key) is not str:
+                    out[key] = untyped(item_value)
+                    continue
+                hit = key_role[key]
+                if hit[1] is not None:
+                    names.replaced[hit[1]] += 1
+                out[hit[0]] = item_value if item is None else item(item_value)
+            return out
 
         return handler
 
-    def _field_path(self, path: str) -> str:
+    def _label_map(self, dropped: tuple[str, ...]) -> Handler:
+        """Labels or annotations: keys as labels' keys, each value by its key (``Pseudonyms.label_value``)."""
+        names, untyped = self.names, self.untyped
+        keys, values = names.role("label_key", "label and annotation keys"), names.role("label_value")
+
+        def handler(value: Any) -> Any:
+            if type(value) is not dict:
+                return untyped(value)
+            out: dict[Any, Any] = {}
+            replaced = names.replaced
+            for key, item in value.items():
+                if type(key) is not str:
+                    out[key] = untyped(item)
+                    continue
+                if key in dropped:
+                    continue
+                hit = keys[key]
+                if hit[1] is not None:
+                    replaced[hit[1]] += 1
+                if isinstance(item, str):
+                    item_hit = values[(key, item)]
+                    if item_hit[1] is not None:
+                        replaced[item_hit[1]] += 1
+                    if item_hit[2] is not None:
+                        names.review[item_hit[2]] += 1
+                    out[hit[0]] = item_hit[0]
+                else:
+                    out[hit[0]] = untyped(item)
+            return out
+
+        return handler
+
+    def _field_path(self, path: str) -> Hit:
         """A downward-API field path: the pod's own fields kept, a label's or annotation's key renamed as its key is."""
         if path in _FIELD_PATHS:
-            return path
+            return _kept(path)
         subscripted = _SUBSCRIPTED_FIELD.fullmatch(path)
         if subscripted is None:
-            return self.names.name(path)
-        return f"{subscripted[1]}['{self.names.label_key(subscripted[2])}']"
+            return self._name[path]
+        key, place, _ = self._roles["label_key"][subscripted[2]]
+        return (f"{subscripted[1]}['{key}']", place, None)
 
-    def _resource_name(self, key: str) -> str:
+    def _resource_name(self, key: str) -> Hit:
         """A resource's name (``cpu``, ``nvidia.com/gpu``): a standard one kept, an extended one renamed as a qualified name."""
         bare = key.removeprefix("requests.").removeprefix("limits.")
         if bare in _STANDARD_RESOURCES or bare.startswith("hugepages-"):
-            return key
-        return self.names.label_key(key, "resource names")
+            return _kept(key)
+        return self.names.role("label_key", "resource names")[key]

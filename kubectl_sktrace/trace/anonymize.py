@@ -42,13 +42,14 @@ grows with the objects and their distinct pod specs, never with the events.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from kubectl_sktrace.model import GVK, NAMESPACE
 from kubectl_sktrace.trace import hashing, sanitize
 from kubectl_sktrace.trace.allowlist import Walker
-from kubectl_sktrace.trace.format import dumps_object, loads
+from kubectl_sktrace.trace.format import BytesSpool, dumps_object, loads
 from kubectl_sktrace.trace.pseudonyms import Pseudonyms, new_key
 
 __all__ = ["Anonymizer", "Rehashed", "new_key"]
@@ -57,9 +58,8 @@ Index = dict[str, dict[str, int]]
 Lifecycles = dict[tuple[str, str], dict[int, list[dict[str, Any]]]]
 PodSpecs = list[tuple[dict[str, Any], dict[str, Any]]]
 
-# the specs kept, packed, for the hashes of index and pod_lifecycles (each budget); beyond, hashed as they come
-_SPEC_BYTES = 16 << 20
-_POD_SPEC_BYTES = 16 << 20
+# the specs kept, packed, for the hashes of index and pod_lifecycles: in memory up to this, then in a temporary file
+_SPOOL_MEMORY = 16 << 20
 _ADMISSION_DEFAULTS = {"enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority", "priority": 0}
 _ADMISSION_TOLERATIONS = tuple(
     {"effect": "NoExecute", "key": f"node.kubernetes.io/{taint}", "operator": "Exists", "tolerationSeconds": 300}
@@ -105,17 +105,13 @@ class Anonymizer:
     def __init__(self, key: bytes, *, keep_label_values: frozenset[str] = frozenset(), record: bool = False) -> None:
         self.names = Pseudonyms(key, keep_label_values=keep_label_values, record=record)
         self._walker = Walker(self.names)
-        # walks a spec again for the index, without counting it in the report (same key, same pseudonyms)
-        self._again = Walker(Pseudonyms(key, keep_label_values=keep_label_values))
         self.rehashed = Rehashed()
-        # (gvk, ns/name) -> its last spec: (apiVersion, kind, the spec packed), or past _SPEC_BYTES (its hash, the new spec's)
-        self._last_spec: dict[tuple[str, str], tuple[str, str, bytes] | tuple[int, int]] = {}
-        self._spec_bytes = 0
-        # (gvk, ns/name) of an object of a kind that owns lifecycles -> each distinct pod spec it held, packed; past
-        # _POD_SPEC_BYTES of them, the pod specs are hashed as they come instead (old hash -> new, both forms)
-        self._pod_specs: dict[tuple[str, str], dict[bytes, bool]] = {}  # packed -> whether hashed as stored (a Pod's own)
-        self._pod_spec_bytes = 0
-        self._pod_hashes: dict[tuple[str, str], dict[int, int]] = {}
+        self._spool = BytesSpool(_SPOOL_MEMORY)  # the specs below, packed
+        # (gvk, ns/name) -> its last spec: (apiVersion, kind, where the spec is in the spool)
+        self._last_spec: dict[tuple[str, str], tuple[str, str, tuple[int, int]]] = {}
+        # (gvk, ns/name) of an object of a kind that owns lifecycles -> each distinct pod spec it held, by a digest of its
+        # packed bytes: (where it is in the spool, whether it is hashed as stored: a Pod's own)
+        self._pod_specs: dict[tuple[str, str], dict[bytes, tuple[tuple[int, int], bool]]] = {}
         self._lifecycle_kinds: frozenset[str] | None = None  # None: the config is not known yet, every kind's pod specs count
 
     def config(self, config: dict[str, Any]) -> dict[str, Any]:
@@ -141,19 +137,11 @@ class Anonymizer:
         ident = (str(key.gvk), key.ns_name) if key is not None else None
         new = self._anonymize(obj, key=ident)
         if ident is not None:
-            self._keep_spec(ident, obj, new)
+            self._keep_spec(ident, obj)
         return new
 
-    def _keep_spec(self, ident: tuple[str, str], obj: dict[str, Any], new: dict[str, Any]) -> None:
-        previous = self._last_spec.get(ident)
-        if previous is not None and len(previous) == 3:
-            self._spec_bytes -= len(previous[2])
-        if self._spec_bytes < _SPEC_BYTES:
-            packed = dumps_object(obj.get("spec"))
-            self._spec_bytes += len(packed)
-            self._last_spec[ident] = (obj["apiVersion"], obj["kind"], packed)
-        else:
-            self._last_spec[ident] = (hashing.spec_hash(obj.get("spec")), hashing.spec_hash(new.get("spec")))
+    def _keep_spec(self, ident: tuple[str, str], obj: dict[str, Any]) -> None:
+        self._last_spec[ident] = (obj["apiVersion"], obj["kind"], self._spool.add(dumps_object(obj.get("spec"))))
 
     def deleted(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A deleted object (a stub, or a whole object in older traces) anonymized."""
@@ -180,22 +168,23 @@ class Anonymizer:
         for (owner_gvk, ns_name), by_hash in lifecycles.items():
             renamed = out.setdefault((owner_gvk, self.ns_name(owner_gvk, ns_name)), {})
             owner = (GVK.canonical(owner_gvk), ns_name)
-            new_hashes = {**self._pod_hashes.get(owner, {}), **self._new_pod_hashes(self._pod_specs.get(owner, {}), wanted=set(by_hash))}
+            new_hashes = self._new_pod_hashes(self._pod_specs.get(owner, {}), wanted=set(by_hash))
             for pod_hash, entries in by_hash.items():
                 renamed.setdefault(self._pod_hash(pod_hash, new_hashes), []).extend(dict(entry) for entry in entries)
         return out
 
-    def _new_pod_hashes(self, specs: dict[bytes, bool], *, wanted: set[int]) -> dict[int, int]:
+    def _new_pod_hashes(self, specs: dict[bytes, tuple[tuple[int, int], bool]], *, wanted: set[int]) -> dict[int, int]:
         """For each hash in ``wanted`` that is the hash of one of an owner's pod specs (a Pod's own as stored, a template
         as admitted: module docstring), the hash of that spec anonymized, in the same form."""
         found: dict[int, int] = {}
-        for packed, stored in specs.items():
-            old = loads(packed)
+        for ref, stored in specs.values():
+            old = loads(self._spool.get(ref))
             form = _as_stored if stored else _as_admitted
             old_hash = _hash_or_none(hashing.pod_spec_hash, lambda: form(old))
             if old_hash is not None and old_hash in wanted and old_hash not in found:
-                new_hash = _hash_or_none(hashing.pod_spec_hash, lambda: form(self._again.model("V1PodSpec", old)))
-                self._again.packed.clear()
+                with self._walker.uncounted():
+                    new = self._walker.model("V1PodSpec", old)
+                new_hash = _hash_or_none(hashing.pod_spec_hash, lambda: form(new))
                 if new_hash is not None:
                     found[old_hash] = new_hash
         return found
@@ -209,22 +198,18 @@ class Anonymizer:
         new = walker.object(obj)
         if key is not None and walker.pod_specs and (self._lifecycle_kinds is None or key[0] in self._lifecycle_kinds):
             own = obj.get("spec") if obj.get("kind") == "Pod" else None
-            for old_spec, new_spec in walker.pod_specs:
-                self._keep_pod_spec(key, old_spec, new_spec, stored=old_spec is own)
+            for old_spec, _ in walker.pod_specs:
+                self._keep_pod_spec(key, old_spec, stored=old_spec is own)
         walker.pod_specs.clear()
         walker.packed.clear()
         return new
 
-    def _keep_pod_spec(self, key: tuple[str, str], old: dict[str, Any], new: dict[str, Any], *, stored: bool) -> None:
-        if self._pod_spec_bytes < _POD_SPEC_BYTES:
-            packed = self._walker.packed.get(id(old)) or dumps_object(old)
-            specs = self._pod_specs.setdefault(key, {})
-            if packed not in specs:
-                specs[packed] = stored
-                self._pod_spec_bytes += len(packed)
-            return
-        form = _as_stored if stored else _as_admitted
-        self._pod_hashes.setdefault(key, {}).setdefault(hashing.pod_spec_hash(form(old)), hashing.pod_spec_hash(form(new)))
+    def _keep_pod_spec(self, key: tuple[str, str], old: dict[str, Any], *, stored: bool) -> None:
+        packed = self._walker.packed.get(id(old)) or dumps_object(old)
+        digest = hashlib.blake2b(packed, digest_size=16).digest()
+        specs = self._pod_specs.setdefault(key, {})
+        if digest not in specs:
+            specs[digest] = (self._spool.add(packed), stored)
 
     def report(self) -> dict[str, Any]:
         """What the anonymizer did, for the summary: strings replaced per kind of place, kept values to review."""
@@ -239,17 +224,12 @@ class Anonymizer:
 
     def _index_hash(self, gvk: str, ns_name: str, value: int) -> int:
         last = self._last_spec.get((gvk, ns_name))
-        if last is not None and len(last) == 2:
-            old_hash, new_hash = last
-            if old_hash == value:
-                self.rehashed.index_recomputed += 1
-                return new_hash
-        elif last is not None:
-            api_version, kind, packed = last
-            spec = loads(packed)
+        if last is not None:
+            api_version, kind, ref = last
+            spec = loads(self._spool.get(ref))
             if _hash_or_none(hashing.spec_hash, lambda: spec) == value:
-                new_spec = self._again.field(api_version, kind, "spec", spec)
-                self._again.packed.clear()
+                with self._walker.uncounted():
+                    new_spec = self._walker.field(api_version, kind, "spec", spec)
                 recomputed = _hash_or_none(hashing.spec_hash, lambda: new_spec)
                 if recomputed is not None:
                     self.rehashed.index_recomputed += 1

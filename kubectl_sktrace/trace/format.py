@@ -217,6 +217,34 @@ class EventSpool:
         writer.finish(index=index, pod_lifecycles=pod_lifecycles)
 
 
+class BytesSpool:
+    """Byte strings kept to be read again later, in memory up to ``memory`` bytes, then in a temporary file: ``add``
+    gives the reference ``get`` takes. For what a transform looks at again after the events (the specs ``--anonymize``
+    hashes at the end), so that its memory stays bounded whatever the trace's size; nothing is ever removed."""
+
+    def __init__(self, memory: int = 16 << 20) -> None:
+        self._file = tempfile.SpooledTemporaryFile(max_size=memory)
+        self._end = 0
+        self._at_end = True
+
+    def add(self, data: bytes) -> tuple[int, int]:
+        if not self._at_end:
+            self._file.seek(self._end)
+            self._at_end = True
+        self._file.write(data)
+        ref = (self._end, len(data))
+        self._end += len(data)
+        return ref
+
+    def get(self, ref: tuple[int, int]) -> bytes:
+        self._at_end = False
+        self._file.seek(ref[0])
+        return self._file.read(ref[1])
+
+    def close(self) -> None:
+        self._file.close()
+
+
 STDIN = "-"
 STDIN_NAME = "standard input"
 

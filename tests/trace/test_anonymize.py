@@ -511,13 +511,24 @@ def test_affinities_rename_hostnames_pod_labels_and_namespaces_and_keep_node_lab
 
 
 @pytest.mark.parametrize("name", FIXTURES)
-def test_past_the_memory_budgets_specs_are_hashed_as_they_come_with_the_same_result(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_spools_memory_the_specs_kept_in_a_file_give_the_same_result(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from kubectl_sktrace.trace import anonymize as anonymize_module
 
-    deferred = traceformat.encode_trace(anonymize(fixture(name))[0])
-    monkeypatch.setattr(anonymize_module, "_POD_SPEC_BYTES", 0)
-    monkeypatch.setattr(anonymize_module, "_SPEC_BYTES", 0)
-    assert traceformat.encode_trace(anonymize(fixture(name))[0]) == deferred
+    in_memory = traceformat.encode_trace(anonymize(fixture(name))[0])
+    monkeypatch.setattr(anonymize_module, "_SPOOL_MEMORY", 1)
+    assert traceformat.encode_trace(anonymize(fixture(name))[0]) == in_memory
+
+
+def test_a_bytes_spool_gives_back_what_it_was_given_before_and_after_it_moves_to_a_file() -> None:
+    spool = traceformat.BytesSpool(memory=100)
+    blobs = [bytes([n]) * (n * 7 % 40) for n in range(60)]
+    refs = []
+    for blob in blobs:
+        refs.append(spool.add(blob))
+        assert spool.get(refs[len(refs) // 2]) == blobs[len(refs) // 2]  # reads between writes
+    assert spool._file._rolled  # past 100 bytes, in a temporary file
+    assert [spool.get(ref) for ref in reversed(refs)] == blobs[::-1]
+    spool.close()
 
 
 def test_a_spec_no_hash_is_defined_for_gets_a_keyed_hash_instead_of_an_error() -> None:
