@@ -3,9 +3,16 @@
     python benchmarks/bench_transform.py                  # 200,000 events
     python benchmarks/bench_transform.py --events 50000   # another size
     python benchmarks/bench_transform.py --baseline main  # also --anonymize as of that git ref, in the same run
+    python benchmarks/bench_transform.py --trace scales   # the other trace (below)
 
 It writes a trace of realistic objects (``--events`` events of one object each: Deployments of about 2.5 KB of JSON,
-as in ``bench_export.py``, re-versioned over time, and the Pods of their ReplicaSets with full specs and status),
+as in ``bench_export.py``, and the Pods of their ReplicaSets with full specs and status), in one of two shapes:
+
+- ``rollouts`` (the default, the hardest case for what the anonymizer remembers): 5,000 Deployments in turn, each
+  back every 10,000 events with a new image, then one Pod of that version;
+- ``scales``: of 500 Deployments, one at random is scaled (9 times of 10) or rolled out to a new image, then three
+  Pods of its current version: what a cluster's history mostly is.
+
 then, each in a fresh process so that peak RSS is its own:
 
 - transform: ``kubectl_sktrace.trace.transform.transform_to`` of the file to a file, with SimKube's own example
@@ -28,13 +35,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 CONFIG = {"trackedObjects": {"apps/v1.Deployment": {"podSpecTemplatePaths": ["/spec/template"], "trackLifecycle": True},
                              "v1.Pod": {"podSpecTemplatePaths": [""]}}}
@@ -84,14 +92,35 @@ def pod(i: int, version: int) -> dict[str, Any]:
     }
 
 
-def build(path: Path, events: int) -> None:
+def rollouts(events: int) -> Iterator[dict[str, Any]]:
+    for n in range(events):
+        i, version = (n // 2) % OBJECTS, n // (2 * OBJECTS)
+        yield deployment(i, version) if n % 2 == 0 else pod(i, version)
+
+
+def scales(events: int, deployments: int = 500) -> Iterator[dict[str, Any]]:
+    rng, versions, made = random.Random(1), [0] * deployments, 0
+    while True:
+        i = rng.randrange(deployments)
+        versions[i] += rng.random() < 0.1
+        scaled = deployment(i, versions[i])
+        scaled["spec"]["replicas"] = rng.randrange(1, 9)
+        for obj in (scaled, pod(i, versions[i]), pod(i, versions[i]), pod(i, versions[i])):
+            if made == events:
+                return
+            if obj is not scaled:
+                obj["metadata"]["name"] = f"svc-{i:05d}-7d9f8-{made:06x}"
+            made += 1
+            yield obj
+
+
+def build(path: Path, events: int, shape: str = "rollouts") -> None:
     from kubectl_sktrace.trace.format import TraceWriter
 
     with open(path, "wb") as stream:
         writer = TraceWriter(stream, config=CONFIG, event_count=events)
-        for n in range(events):
-            i, version = (n // 2) % OBJECTS, n // (2 * OBJECTS)
-            writer.write_event(ts=1_800_000_000 + n // 50, applied=[deployment(i, version) if n % 2 == 0 else pod(i, version)], deleted=[])
+        for n, obj in enumerate((rollouts if shape == "rollouts" else scales)(events)):
+            writer.write_event(ts=1_800_000_000 + n // 50, applied=[obj], deleted=[])
         writer.finish(index={"apps/v1.Deployment": {f"ns-{i % 40}/svc-{i:05d}": i for i in range(OBJECTS)}}, pod_lifecycles={})
 
 
@@ -172,6 +201,7 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, nargs="+", default=[200_000])
+    parser.add_argument("--trace", choices=("rollouts", "scales"), default="rollouts", help="the trace's shape (above)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, taken in turn; the least disturbed (least CPU) of each is shown")
     parser.add_argument("--no-anonymize", dest="anonymize", action="store_false", help="leave out the run with --anonymize (the slowest)")
     parser.add_argument("--baseline", metavar="REF", help="also run --anonymize with the code of this git ref (e.g. main)")
@@ -180,7 +210,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for events in args.events:
             trace, out = Path(scratch) / f"in-{events}.sktrace", Path(scratch) / f"out-{events}.sktrace"
-            build(trace, events)
+            build(trace, events, args.trace)
             children = {"decode+encode (msgpack)": ("--child-reference", str(trace), str(out)),
                         "SimKube's sanitize.skel": ("--child-transform", str(trace), str(out), "example"),
                         "built-in sanitize": ("--child-transform", str(trace), str(out), "builtin"),

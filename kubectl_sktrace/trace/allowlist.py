@@ -26,7 +26,7 @@ import contextlib
 import functools
 import re
 import zoneinfo
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
 from kubectl_sktrace.trace import apischema
@@ -35,6 +35,7 @@ from kubectl_sktrace.trace.pseudonyms import Hit, Pseudonyms, Role
 from kubectl_sktrace.trace.sanitize import DROPPED_ANNOTATIONS
 
 Handler = Callable[[Any], Any]
+FieldHandler = Handler | Role | None  # None: kept as it is; a Role: a string field, read in place
 PodSpecs = list[tuple[dict[str, Any], dict[str, Any]]]
 
 _CAPABILITIES = ("ALL", "AUDIT_CONTROL", "AUDIT_READ", "AUDIT_WRITE", "BLOCK_SUSPEND", "BPF", "CHECKPOINT_RESTORE", "CHOWN",
@@ -120,10 +121,14 @@ _SUBSCRIPTED_FIELD = re.compile(r"(metadata\.(?:labels|annotations))\['(.*)'\]")
 _RESOURCE_FIELD = re.compile(r"(?:limits|requests)\.(?:cpu|memory|ephemeral-storage|hugepages-[0-9A-Za-z]+)")
 _REQUIREMENTS = frozenset({"V1LabelSelectorRequirement", "V1NodeSelectorRequirement", "V1TopologySelectorLabelRequirement"})
 _DROPPED = {"V1ObjectMeta": frozenset({"managedFields", "selfLink"})}
-# the types whose values repeat from event to event (a template on each scale, the same containers in each pod of a
-# template): each one's result is remembered by its packed bytes, the last _SUBTREE_BYTES of them (packed)
-_MEMO_MODELS: frozenset[str] = frozenset()
+# the types whose values repeat from event to event (a template on each scale, each pod of a ReplicaSet): each one's
+# result is remembered by its packed bytes, the last _SUBTREE_BYTES of them (packed). Where fewer than _MEMO_MIN_HITS
+# of _MEMO_WINDOW values were met before (each template new), the memo costs more than it saves: the next _MEMO_PAUSE
+# values of that type are walked without it, then it is tried again.
+_MEMO_MODELS = frozenset({"V1PodSpec"})
 _SUBTREE_BYTES = 1 << 20
+_MEMO_WINDOW, _MEMO_MIN_HITS, _MEMO_PAUSE = 256, 32, 4096
+_TALLY_FOLD = 1 << 16  # the places of strings replaced, listed, then counted at the end of an object past this many
 _KEPT_TYPES = frozenset({"int", "bool", "float", "datetime", "list[int]", "dict(str, datetime)"})
 
 
@@ -157,13 +162,15 @@ class Walker:
         self.pod_specs: PodSpecs = []
         self.packed: dict[int, bytes] = {}  # id of a pod spec in pod_specs -> its packed bytes, where the memo packed it
         # model -> (its field handlers, its walk)
-        self._models: dict[str, tuple[dict[str, Handler | None], Handler]] = {}
+        self._models: dict[str, tuple[dict[str, FieldHandler], Handler]] = {}
         self._strings: dict[tuple[str | None, str], Handler] = {}
         self._untyped_maps: dict[str, Handler] = {}
         self._pack = strict_packer()
         # (model, packed value) -> (its result, the strings it replaced per place, the kept values it reported)
-        self._subtrees: OrderedDict[tuple[str, bytes], tuple[Any, Counter[str] | None, Counter[str] | None]] = OrderedDict()
+        self._subtrees: OrderedDict[tuple[str, bytes], tuple[Any, list[str] | None, list[str] | None]] = OrderedDict()
+        self._uncounted = 0  # walks in ``uncounted``, which cuts the tallies back: they are not folded meanwhile
         self._subtree_bytes = 0
+        self._memo_stats: dict[str, list[int]] = {}  # model -> [values looked up, found, to walk without the memo]
         name = names.role("name", "names")
         self._name = name
         self._roles: dict[str, Role] = {
@@ -185,26 +192,31 @@ class Walker:
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         model = self.schema.model_of(api_version, kind)
         if model is None:
-            self.names.review[f"apiVersion and kind of the custom resources {api_version}.{kind} kept"] += 1
+            self.names.reviewed.append(f"apiVersion and kind of the custom resources {api_version}.{kind} kept")
             out: dict[str, Any] = self.untyped(body)
         else:
             out = self.model(model, body)
         meta, new_meta = obj.get("metadata"), out.get("metadata")
         if model == "V1Namespace" and isinstance(meta, dict) and isinstance(new_meta, dict) and isinstance(meta.get("name"), str):
             new_meta["name"] = self.names.namespace(meta["name"])
+        if len(self.names.tally) > _TALLY_FOLD and not self._uncounted:
+            self.names.fold()  # bounded memory
         return out
 
     @contextlib.contextmanager
     def uncounted(self) -> Iterator[None]:
         """Walks that count nothing in the report and collect no pod specs (a spec walked again for its hash), with
         the same pseudonyms."""
-        names = self.names
-        saved = (names.replaced, names.review, self.pod_specs, self.packed)
-        names.replaced, names.review, self.pod_specs, self.packed = Counter(), Counter(), [], {}
+        tally, reviewed = self.names.tally, self.names.reviewed
+        counted, saved = (len(tally), len(reviewed)), (self.pod_specs, self.packed)
+        self.pod_specs, self.packed = [], {}
+        self._uncounted += 1
         try:
             yield
         finally:
-            names.replaced, names.review, self.pod_specs, self.packed = saved
+            self._uncounted -= 1
+            del tally[counted[0]:], reviewed[counted[1]:]
+            self.pod_specs, self.packed = saved
 
     def field(self, api_version: str, kind: str, field: str, value: Any) -> Any:
         """One top-level field of an object of that kind (``spec``), as ``object`` would give it."""
@@ -212,7 +224,7 @@ class Walker:
         if model is None:
             return self._untyped_field(field, value)
         handler = (self._models.get(model) or self._compile(model))[0].get(field, _unknown)
-        if type(handler) is Role:
+        if isinstance(handler, Role):
             handler = self._string(model, field)
         return value if handler is None else self._untyped_field(field, value) if handler is _unknown else handler(value)
 
@@ -221,7 +233,12 @@ class Walker:
 
     def remembered(self, name: str, value: Any) -> Any:
         """``model``, its result remembered by the value's packed bytes: the same result, counts and pod specs
-        met, without the walk, for a value met again (a bounded LRU, ``_SUBTREE_BYTES``)."""
+        met, without the walk, for a value met again (a bounded LRU, ``_SUBTREE_BYTES``; paused where it seldom finds
+        anything: ``_MEMO_PAUSE``)."""
+        stats = self._memo_stats.get(name) or self._memo_stats.setdefault(name, [0, 0, 0])
+        if stats[2]:
+            stats[2] -= 1
+            return self.model(name, value)
         try:
             key = (name, self._pack(value)) if type(value) is dict else None
         except (TypeError, ValueError, OverflowError):  # a tuple, a subclass, an int past 64 bits: walked each time
@@ -231,32 +248,29 @@ class Walker:
         if name == "V1PodSpec":
             self.packed[id(value)] = key[1]
         found = self._subtrees.get(key)
+        stats[0] += 1
+        stats[1] += found is not None
+        if stats[0] == _MEMO_WINDOW:
+            stats[:] = [0, 0, _MEMO_PAUSE if stats[1] < _MEMO_MIN_HITS else 0]
         if found is not None:
             self._subtrees.move_to_end(key)
             out, replaced, review = found
             if replaced:
-                self.names.replaced.update(replaced)
+                self.names.tally.extend(replaced)
             if review:
-                self.names.review.update(review)
+                self.names.reviewed.extend(review)
             if name == "V1PodSpec":
                 self.pod_specs.append((value, out))
             return out
         return self._walk_and_remember(key, value)
 
     def _walk_and_remember(self, key: tuple[str, bytes], value: dict[str, Any]) -> Any:
-        names, met = self.names, len(self.pod_specs)
-        outer_replaced, outer_review = names.replaced, names.review
-        names.replaced, names.review = Counter(), Counter()
-        try:
-            out = self.model(key[0], value)
-            replaced, review = names.replaced, names.review
-        finally:
-            names.replaced, names.review = outer_replaced, outer_review
-        outer_replaced.update(replaced)
-        outer_review.update(review)
+        tally, reviewed, met = self.names.tally, self.names.reviewed, len(self.pod_specs)
+        counted = (len(tally), len(reviewed))
+        out = self.model(key[0], value)
         # remembered only when the pod specs it met are the ones a hit appends again (its own, if a pod spec)
         if len(self.pod_specs) - met == (key[0] == "V1PodSpec"):
-            self._subtrees[key] = (out, replaced or None, review or None)
+            self._subtrees[key] = (out, tally[counted[0]:] or None, reviewed[counted[1]:] or None)
             self._subtree_bytes += len(key[1])
             while self._subtree_bytes > _SUBTREE_BYTES:
                 self._subtree_bytes -= len(self._subtrees.popitem(last=False)[0][1])
@@ -302,10 +316,10 @@ class Walker:
         if value.get("kind") == "Namespace" and isinstance(value.get("name"), str):
             out["name"] = self.names.namespace(value["name"])
 
-    def _compile(self, name: str) -> tuple[dict[str, Handler | None], Handler]:
+    def _compile(self, name: str) -> tuple[dict[str, FieldHandler], Handler]:
         """The walk of a model: each declared field by its handler (None: kept as it is), any other field untyped."""
         fields = self.schema.types.get(name, {})
-        handlers: dict[str, Handler | None] = {}
+        handlers: dict[str, FieldHandler] = {}
         post: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
         if name == "V1PodSpec":
             post = lambda value, out: self.pod_specs.append((value, out))  # noqa: E731
@@ -313,13 +327,12 @@ class Walker:
             post = self._requirement
         elif "kind" in fields and "name" in fields:
             post = self._namespace_reference
-        names, get, untyped, untyped_field, field_name = self.names, handlers.get, self.untyped, self._untyped_field, self._field_name
+        get, untyped, untyped_field, field_name, count = handlers.get, self.untyped, self._untyped_field, self._field_name, self.names.tally.append
 
         def walk(value: Any) -> Any:
             if type(value) is not dict:
                 return untyped(value)
             out: dict[str, Any] = {}
-            replaced = names.replaced
             for key, item in value.items():
                 handler = get(key, _unknown)
                 if handler is None:
@@ -328,14 +341,14 @@ class Walker:
                     if type(item) is str:
                         hit = handler[item]
                         if hit[1] is not None:
-                            replaced[hit[1]] += 1
+                            count(hit[1])
                         out[key] = hit[0]
                     else:
                         out[key] = untyped(item, key)
                 elif handler is _unknown:
                     out[field_name(key)] = untyped_field(key, item)
                 elif handler is not _dropped:
-                    out[key] = handler(item)
+                    out[key] = handler(item)  # type: ignore[operator]  # not a Role: ``type(handler) is Role`` was checked
             if post is not None:
                 post(value, out)
             return out
@@ -385,19 +398,14 @@ class Walker:
 
     def _role_handler(self, role: Role, field: str | None, enum: frozenset[str] | None = None) -> Handler:
         """A string by its role's remembered pseudonym, counted; anything else untyped."""
-        names, untyped = self.names, self.untyped
+        untyped, count = self.untyped, self.names.count
 
         def handler(value: Any) -> Any:
             if not isinstance(value, str):
                 return untyped(value, field)
             if enum is not None and value in enum:
                 return value
-            hit = role[value]
-            if hit[1] is not None:
-                names.replaced[hit[1]] += 1
-            if hit[2] is not None:
-                names.review[hit[2]] += 1
-            return hit[0]
+            return count(role[value])
 
         return handler
 
@@ -415,7 +423,7 @@ class Walker:
 
     def _keyed_map(self, key_role: Role, item: Handler | None) -> Handler:
         """A map: each key by its role's pseudonym, each value by ``item`` (None: kept as it is)."""
-        names, untyped = self.names, self.untyped
+        untyped, count = self.untyped, self.names.count
 
         def handler(value: Any) -> Any:
             if type(value) is not dict:
@@ -425,10 +433,7 @@ class Walker:
                 if type(key) is not str:
                     out[key] = untyped(item_value)
                     continue
-                hit = key_role[key]
-                if hit[1] is not None:
-                    names.replaced[hit[1]] += 1
-                out[hit[0]] = item_value if item is None else item(item_value)
+                out[count(key_role[key])] = item_value if item is None else item(item_value)
             return out
 
         return handler
@@ -437,12 +442,12 @@ class Walker:
         """Labels or annotations: keys as labels' keys, each value by its key (``Pseudonyms.label_value``)."""
         names, untyped = self.names, self.untyped
         keys, values = names.role("label_key", "label and annotation keys"), names.role("label_value")
+        tally, review = names.tally.append, names.reviewed.append
 
         def handler(value: Any) -> Any:
             if type(value) is not dict:
                 return untyped(value)
             out: dict[Any, Any] = {}
-            replaced = names.replaced
             for key, item in value.items():
                 if type(key) is not str:
                     out[key] = untyped(item)
@@ -451,13 +456,13 @@ class Walker:
                     continue
                 hit = keys[key]
                 if hit[1] is not None:
-                    replaced[hit[1]] += 1
+                    tally(hit[1])
                 if isinstance(item, str):
                     item_hit = values[(key, item)]
                     if item_hit[1] is not None:
-                        replaced[item_hit[1]] += 1
+                        tally(item_hit[1])
                     if item_hit[2] is not None:
-                        names.review[item_hit[2]] += 1
+                        review(item_hit[2])
                     out[hit[0]] = item_hit[0]
                 else:
                     out[hit[0]] = untyped(item)

@@ -2,9 +2,9 @@
 
 Streaming: an ``Anonymizer`` takes the trace's parts in file order, ``config`` (kept as it is: it names kinds
 and JSON pointers only), each event in turn (``event``, or ``applied``/``deleted`` per object), then ``index``
-and ``pod_lifecycles``, which need what the events taught it. It holds the last spec of each object applied and
-the distinct pod specs of each owner of lifecycles, packed (up to 16 MB each; beyond, their hashes), and a bounded
-memo of pseudonyms, never the events.
+and ``pod_lifecycles``, which need what the events taught it. It keeps the last spec of each object applied and
+the distinct pod specs of each owner of lifecycles packed in a spool (``format.BytesSpool``: 16 MB in memory, then a
+temporary file), and bounded memos of pseudonyms and pod specs (``allowlist``), never the events.
 
 Guarantees. What is kept is Kubernetes' own vocabulary, by allow-list (``allowlist``, docs/anonymize.md): field
 names, enum values, numbers, quantities, timestamps, apiVersions and kinds, well-known label keys. Every other
@@ -26,8 +26,9 @@ become ``""`` (they must stay valid base64; the recorder stores Secrets so anywa
 
 Hashes are recomputed over the new specs, so that the simulator finds the lifecycles of the pods it creates. They
 are computed after the events, where ``index`` and ``pod_lifecycles`` say which are needed (the last spec of each
-object, the pod specs of each owner of lifecycles), so the anonymizer keeps those specs packed meanwhile: memory
-grows with the objects and their distinct pod specs, never with the events.
+object, the pod specs of each owner of lifecycles), so the anonymizer spools those specs meanwhile: memory grows with
+the objects (a reference to each spec, a digest of each distinct pod spec), never with the events. A spec is
+anonymized again there with the same pseudonyms, uncounted (``Walker.uncounted``).
 
 - an ``index`` value equal to the spec hash (docs/spec.md §8.3) of its object's last applied spec becomes
   the hash of the new spec; any other (an object that is not in the events, a trace transformed after
@@ -107,11 +108,12 @@ class Anonymizer:
         self._walker = Walker(self.names)
         self.rehashed = Rehashed()
         self._spool = BytesSpool(_SPOOL_MEMORY)  # the specs below, packed
-        # (gvk, ns/name) -> its last spec: (apiVersion, kind, where the spec is in the spool)
-        self._last_spec: dict[tuple[str, str], tuple[str, str, tuple[int, int]]] = {}
+        # (gvk, ns/name) -> its last spec: ((apiVersion, kind), where the spec is in the spool); one pair per kind
+        self._last_spec: dict[tuple[str, str], tuple[tuple[str, str], int]] = {}
+        self._kinds: dict[tuple[str, str], tuple[str, str]] = {}
         # (gvk, ns/name) of an object of a kind that owns lifecycles -> each distinct pod spec it held, by a digest of its
-        # packed bytes: (where it is in the spool, whether it is hashed as stored: a Pod's own)
-        self._pod_specs: dict[tuple[str, str], dict[bytes, tuple[tuple[int, int], bool]]] = {}
+        # packed bytes: where it is in the spool, negative where it is hashed as stored (a Pod's own)
+        self._pod_specs: dict[tuple[str, str], dict[bytes, int]] = {}
         self._lifecycle_kinds: frozenset[str] | None = None  # None: the config is not known yet, every kind's pod specs count
 
     def config(self, config: dict[str, Any]) -> dict[str, Any]:
@@ -141,7 +143,8 @@ class Anonymizer:
         return new
 
     def _keep_spec(self, ident: tuple[str, str], obj: dict[str, Any]) -> None:
-        self._last_spec[ident] = (obj["apiVersion"], obj["kind"], self._spool.add(dumps_object(obj.get("spec"))))
+        kind = (obj["apiVersion"], obj["kind"])
+        self._last_spec[ident] = (self._kinds.setdefault(kind, kind), self._spool.add(dumps_object(obj.get("spec"))))
 
     def deleted(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A deleted object (a stub, or a whole object in older traces) anonymized."""
@@ -173,13 +176,13 @@ class Anonymizer:
                 renamed.setdefault(self._pod_hash(pod_hash, new_hashes), []).extend(dict(entry) for entry in entries)
         return out
 
-    def _new_pod_hashes(self, specs: dict[bytes, tuple[tuple[int, int], bool]], *, wanted: set[int]) -> dict[int, int]:
+    def _new_pod_hashes(self, specs: dict[bytes, int], *, wanted: set[int]) -> dict[int, int]:
         """For each hash in ``wanted`` that is the hash of one of an owner's pod specs (a Pod's own as stored, a template
         as admitted: module docstring), the hash of that spec anonymized, in the same form."""
         found: dict[int, int] = {}
-        for ref, stored in specs.values():
-            old = loads(self._spool.get(ref))
-            form = _as_stored if stored else _as_admitted
+        for ref in specs.values():
+            old = loads(self._spool.get(abs(ref)))
+            form = _as_stored if ref < 0 else _as_admitted
             old_hash = _hash_or_none(hashing.pod_spec_hash, lambda: form(old))
             if old_hash is not None and old_hash in wanted and old_hash not in found:
                 with self._walker.uncounted():
@@ -209,7 +212,8 @@ class Anonymizer:
         digest = hashlib.blake2b(packed, digest_size=16).digest()
         specs = self._pod_specs.setdefault(key, {})
         if digest not in specs:
-            specs[digest] = (self._spool.add(packed), stored)
+            ref = self._spool.add(packed)
+            specs[digest] = -ref if stored else ref
 
     def report(self) -> dict[str, Any]:
         """What the anonymizer did, for the summary: strings replaced per kind of place, kept values to review."""
@@ -225,7 +229,7 @@ class Anonymizer:
     def _index_hash(self, gvk: str, ns_name: str, value: int) -> int:
         last = self._last_spec.get((gvk, ns_name))
         if last is not None:
-            api_version, kind, ref = last
+            (api_version, kind), ref = last
             spec = loads(self._spool.get(ref))
             if _hash_or_none(hashing.spec_hash, lambda: spec) == value:
                 with self._walker.uncounted():

@@ -220,26 +220,27 @@ class EventSpool:
 class BytesSpool:
     """Byte strings kept to be read again later, in memory up to ``memory`` bytes, then in a temporary file: ``add``
     gives the reference ``get`` takes. For what a transform looks at again after the events (the specs ``--anonymize``
-    hashes at the end), so that its memory stays bounded whatever the trace's size; nothing is ever removed."""
+    hashes at the end), so that its memory stays bounded whatever the trace's size; nothing is ever removed. A reference
+    is one int (the offset times 2^32, plus the length: smaller than a pair, kept by the hundred thousand)."""
 
     def __init__(self, memory: int = 16 << 20) -> None:
         self._file = tempfile.SpooledTemporaryFile(max_size=memory)
         self._end = 0
         self._at_end = True
 
-    def add(self, data: bytes) -> tuple[int, int]:
+    def add(self, data: bytes) -> int:
         if not self._at_end:
             self._file.seek(self._end)
             self._at_end = True
         self._file.write(data)
-        ref = (self._end, len(data))
+        ref = self._end << 32 | len(data)
         self._end += len(data)
         return ref
 
-    def get(self, ref: tuple[int, int]) -> bytes:
+    def get(self, ref: int) -> bytes:
         self._at_end = False
-        self._file.seek(ref[0])
-        return self._file.read(ref[1])
+        self._file.seek(ref >> 32)
+        return self._file.read(ref & 0xFFFFFFFF)
 
     def close(self) -> None:
         self._file.close()

@@ -24,8 +24,11 @@ Shapes, each valid where Kubernetes validates its role: label and annotation key
 qualified name); env variable names ``E_…`` (a C identifier); port names ``p-`` and 13 characters (an IANA service
 name, at most 15); IP addresses a keyed address of the same family in 10.0.0.0/8 or fd00::/8.
 
-``replaced`` counts the strings replaced per kind of place, ``review`` the kept values a reviewer should look at;
-``record`` (for ``--anonymize-map``) keeps every original with its pseudonym.
+``replaced`` counts the strings replaced per kind of place, ``review`` the kept values a reviewer should look at
+(each a list appended to as strings are met, ``tally`` and ``reviewed``, counted when read: an append costs half a
+Counter's increment, and a walk that must count nothing cuts the lists back); ``record`` (for ``--anonymize-map``)
+keeps every original with its pseudonym. Each role remembers its pseudonyms (``Role``, all of them together bounded),
+so that a string met again costs a lookup.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def new_key() -> bytes:
 Hit = tuple[str, str | None, str | None]  # a pseudonym, the place it counts as a string replaced in (None: kept), a review
 
 
-class Role(dict):  # type: ignore[type-arg]
+class Role(dict[Any, Hit]):
     """The pseudonyms of one role, remembered: an original -> its ``Hit``, computed on first use (``role[value]``,
     in C for a value met before). A caller on a hot path indexes it itself and counts the hit (``Pseudonyms.count``)."""
 
@@ -111,8 +114,10 @@ class Pseudonyms:
         self._digests: dict[str, str] = {}  # an original -> its digest ("" when kept as it is), whatever its role
         self._kept_keys = NODE_LABELS | REVIEWED_NODE_LABELS | keep_label_values
         self._reviewed_keys = REVIEWED_NODE_LABELS | keep_label_values
-        self.replaced: Counter[str] = Counter()
-        self.review: Counter[str] = Counter()
+        self.tally: list[str] = []  # the place of each string replaced since ``replaced`` was read
+        self.reviewed: list[str] = []  # each kept value to review since ``review`` was read
+        self._replaced: Counter[str] = Counter()
+        self._review: Counter[str] = Counter()
         self.record: dict[tuple[str, str], str] | None = {} if record else None
         self.remembered = 0  # entries in every role's cache and in _digests
         self._roles: dict[tuple[str, str | None], Role] = {}
@@ -145,12 +150,33 @@ class Pseudonyms:
         self._digests.clear()
         self.remembered = 0
 
+    @property
+    def replaced(self) -> Counter[str]:
+        """The strings replaced, per kind of place."""
+        self.fold()
+        return self._replaced
+
+    @property
+    def review(self) -> Counter[str]:
+        """The kept values a reviewer should look at, and how often each was met."""
+        self.fold()
+        return self._review
+
+    def fold(self) -> None:
+        """Count what ``tally`` and ``reviewed`` list, and empty them."""
+        if self.tally:
+            self._replaced.update(self.tally)
+            self.tally.clear()
+        if self.reviewed:
+            self._review.update(self.reviewed)
+            self.reviewed.clear()
+
     def count(self, hit: Hit) -> str:
         """The pseudonym of a hit, counted in the report."""
         if hit[1] is not None:
-            self.replaced[hit[1]] += 1
+            self.tally.append(hit[1])
         if hit[2] is not None:
-            self.review[hit[2]] += 1
+            self.reviewed.append(hit[2])
         return hit[0]
 
     def _use(self, role: Role, value: Any) -> str:

@@ -1,5 +1,6 @@
-"""The anonymizer remembers the result of a repeated subtree (a pod spec, a container) by its packed bytes: the output
-bytes, the report and the pseudonym map must be exactly those of a plain walk of every node, whatever the objects."""
+"""The anonymizer remembers what it computed: the result of a repeated subtree (a pod spec; a container too, where asked)
+by its packed bytes, paused where it seldom finds one, and each role's pseudonyms. The output bytes, the report and the
+pseudonym map must be exactly those of a plain walk of every node computing every pseudonym, whatever the objects."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_sktrace.trace import allowlist
+from kubectl_sktrace.trace import allowlist, pseudonyms
 from kubectl_sktrace.trace import format as traceformat
 from kubectl_sktrace.trace.anonymize import Anonymizer, _as_admitted
 from kubectl_sktrace.trace.hashing import pod_spec_hash
@@ -46,8 +47,11 @@ def template_hash(spec: dict[str, Any]) -> int:
         return 7
 
 
+MEMO_MODELS = allowlist._MEMO_MODELS | {"V1Container"}  # a memo nested in another's, as the walk allows
+
+
 def run(events: list[dict[str, Any]], *, memo: bool, budget: int = allowlist._SUBTREE_BYTES, tables: bool = True) -> tuple[list[bytes], Any]:
-    models = allowlist._MEMO_MODELS if memo else frozenset()
+    models = MEMO_MODELS if memo else frozenset()
     with mock.patch.object(allowlist, "_MEMO_MODELS", models), mock.patch.object(allowlist, "_SUBTREE_BYTES", budget):
         anonymizer = Anonymizer(KEY, record=True)
         anonymizer.config({"trackedObjects": {"apps/v1.Deployment": {"trackLifecycle": True}, "v1.Pod": {}}})
@@ -90,3 +94,42 @@ def test_remembered_subtrees_of_any_shape_give_the_bytes_of_a_plain_walk(kind: t
     plain = run(events, memo=False, tables=False)
     assert run(events, memo=True, tables=False) == plain
     assert run(events, memo=True, budget=100, tables=False) == plain
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects(), st.sampled_from([1, 2, 7, 50]))
+def test_remembered_pseudonyms_give_what_computing_each_gives(objs: list[dict[str, Any]], limit: int) -> None:
+    """Each role remembers its pseudonyms (and what each counts in the report), all roles together bounded: with a bound
+    so small that it forgets all of them every few strings, even while a label's value computes its name's pseudonym,
+    the output bytes, the report and the map are those of the default bound."""
+    events = events_of(objs)
+    remembered = run(events, memo=True)
+    with mock.patch.object(pseudonyms, "_MEMO_LIMIT", limit):
+        assert run(events, memo=True) == remembered
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects())
+def test_a_memo_paused_and_resumed_gives_the_bytes_of_a_plain_walk(objs: list[dict[str, Any]]) -> None:
+    """Windows of two values, paused for one after a window without two values found: the memo goes on and off all
+    the time, and what it gives does not change."""
+    events = events_of(objs)
+    with mock.patch.multiple(allowlist, _MEMO_WINDOW=2, _MEMO_MIN_HITS=2, _MEMO_PAUSE=1):
+        assert run(events, memo=True) == run(events, memo=False)
+
+
+def test_a_memo_that_finds_nothing_is_paused_then_tried_again() -> None:
+    from kubectl_sktrace.trace.allowlist import Walker
+    from kubectl_sktrace.trace.pseudonyms import Pseudonyms
+
+    walker = Walker(Pseudonyms(KEY))
+    specs = [{"containers": [{"name": f"c{n}", "image": "registry/app:1"}]} for n in range(allowlist._MEMO_WINDOW)]
+    for spec in specs:  # each new: not one found in a window
+        walker.remembered("V1PodSpec", spec)
+    assert walker._memo_stats["V1PodSpec"] == [0, 0, allowlist._MEMO_PAUSE]
+    walker.remembered("V1PodSpec", specs[0])  # walked without the memo
+    assert walker._memo_stats["V1PodSpec"] == [0, 0, allowlist._MEMO_PAUSE - 1]
+    walker._memo_stats["V1PodSpec"][2] = 0
+    for spec in specs:  # each met before: the memo stays
+        walker.remembered("V1PodSpec", spec)
+    assert walker._memo_stats["V1PodSpec"] == [0, 0, 0]
