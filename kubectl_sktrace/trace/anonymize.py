@@ -50,7 +50,7 @@ from typing import Any, Callable
 from kubectl_sktrace.model import GVK, NAMESPACE
 from kubectl_sktrace.trace import hashing, sanitize
 from kubectl_sktrace.trace.allowlist import Walker
-from kubectl_sktrace.trace.format import BytesSpool, dumps_object, loads
+from kubectl_sktrace.trace.format import BytesSpool, loads, object_packer
 from kubectl_sktrace.trace.pseudonyms import Pseudonyms, new_key
 
 __all__ = ["Anonymizer", "Rehashed", "new_key"]
@@ -108,6 +108,7 @@ class Anonymizer:
         self._walker = Walker(self.names)
         self.rehashed = Rehashed()
         self._spool = BytesSpool(_SPOOL_MEMORY)  # the specs below, packed
+        self._pack = object_packer()
         # (gvk, ns/name) -> its last spec: ((apiVersion, kind), where the spec is in the spool); one pair per kind
         self._last_spec: dict[tuple[str, str], tuple[tuple[str, str], int]] = {}
         self._kinds: dict[tuple[str, str], tuple[str, str]] = {}
@@ -144,7 +145,7 @@ class Anonymizer:
 
     def _keep_spec(self, ident: tuple[str, str], obj: dict[str, Any]) -> None:
         kind = (obj["apiVersion"], obj["kind"])
-        self._last_spec[ident] = (self._kinds.setdefault(kind, kind), self._spool.add(dumps_object(obj.get("spec"))))
+        self._last_spec[ident] = (self._kinds.setdefault(kind, kind), self._spool.add(self._pack(obj.get("spec"))))
 
     def deleted(self, obj: dict[str, Any]) -> dict[str, Any]:
         """A deleted object (a stub, or a whole object in older traces) anonymized."""
@@ -208,7 +209,7 @@ class Anonymizer:
         return new
 
     def _keep_pod_spec(self, key: tuple[str, str], old: dict[str, Any], *, stored: bool) -> None:
-        packed = self._walker.packed.get(id(old)) or dumps_object(old)
+        packed = self._walker.packed.get(id(old)) or self._pack(old)
         digest = hashlib.blake2b(packed, digest_size=16).digest()
         specs = self._pod_specs.setdefault(key, {})
         if digest not in specs:

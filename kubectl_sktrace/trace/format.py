@@ -75,6 +75,11 @@ def dumps_object(obj: object) -> bytes:
     return _packer().pack(obj)  # type: ignore[no-any-return]
 
 
+def object_packer() -> Callable[[object], bytes]:
+    """``dumps_object`` for a caller that packs value after value: one Packer and its buffer, instead of one per value."""
+    return _packer().pack  # type: ignore[no-any-return]
+
+
 def strict_packer() -> Callable[[object], bytes]:
     """A packer of values of exactly dict, list, str, bytes, int, float, bool and None (a tuple or a subclass raises
     TypeError): equal bytes, equal values of equal types, so the bytes can key a memo of what a value gives."""

@@ -545,3 +545,19 @@ def test_a_spec_no_hash_is_defined_for_gets_a_keyed_hash_instead_of_an_error() -
     ((owner, by_hash),) = anonymizer.pod_lifecycles({("apps/v1.Deployment", "s/w"): {7: [{"start_ts": 1, "end_ts": 2}]}}).items()
     assert index != 5 and list(by_hash) != [7] and "s/w" not in owner[1]
     assert anonymizer.report()["hashesReplaced"] == 2
+
+
+def test_the_pseudonym_map_gives_each_pseudonym_as_the_trace_has_it() -> None:
+    """An env variable's name is upper-cased and a port's name cut to 15 characters in the trace: the map gives them so,
+    so that the owner finds each one in the trace."""
+    obj = deployment()
+    container = obj["spec"]["template"]["spec"]["containers"][0]
+    container["ports"] = [{"name": "metrics", "containerPort": 9090}]
+    container["readinessProbe"] = {"httpGet": {"path": "/ready", "port": "metrics"}}
+    anonymizer = Anonymizer(KEY, record=True)
+    out = traceformat.dumps_object(anonymizer.applied(obj))
+    rows = {row["original"]: row["pseudonym"] for row in anonymizer.pseudonym_map() if row["original"] in ("DB_HOST", "TOKEN", "metrics")}
+    assert set(rows) == {"DB_HOST", "TOKEN", "metrics"}
+    assert rows["DB_HOST"].startswith("E_") and rows["DB_HOST"].isupper() and len(rows["metrics"]) == 15
+    for pseudonym in rows.values():
+        assert traceformat.dumps_object(pseudonym) in out
