@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 from conftest import assert_valid_trace
-from viewsupport import T0, history_path, served  # noqa: F401  (fixtures)
+from viewsupport import T0, history_path, served, settled  # noqa: F401  (fixtures)
 
 from kubectl_sktrace.cli import cli
 from kubectl_sktrace.view.server import ViewServer
@@ -45,6 +45,7 @@ def page(browser: Any, served: ViewServer) -> Iterator[Any]:
     opened.on("pageerror", lambda e: errors.append(str(e)))
     opened.goto(served.url)
     opened.wait_for_selector("body[data-ready][data-histogram][data-objects]")
+    settled(opened)
     yield opened
     context.close()
     assert errors == []
@@ -53,6 +54,7 @@ def page(browser: Any, served: ViewServer) -> Iterator[Any]:
 def whole_history(page: Any) -> None:
     page.click("#zoom-all")
     page.wait_for_function("() => document.querySelector('#range').textContent.includes('2026-11-25T09:57:00Z')")
+    settled(page)
 
 
 def status_json(path: Path) -> dict[str, Any]:
@@ -94,6 +96,7 @@ def test_the_wheel_zooms_to_seconds_and_a_drag_pans(page: Any) -> None:
     for _ in range(30):
         page.mouse.wheel(0, -100)
     page.wait_for_function("() => /ticks every (\\d+s)\\)/.test(document.querySelector('#range').textContent)")
+    settled(page)
     labels = page.eval_on_selector_all(".axis text:not(.context)", "ts => ts.map(t => t.textContent)")
     assert labels and all(len(label) == 8 and label.count(":") == 2 for label in labels)  # HH:MM:SS
     before = page.text_content("#range")
@@ -158,6 +161,7 @@ def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any
     whole_history(page)
     page.fill("#search", "front")
     page.wait_for_function("() => document.body.dataset.objects === 'front:2'")
+    settled(page)
     labels = page.eval_on_selector_all(".row-label", "ts => ts.map(t => t.firstChild.textContent)")
     assert labels[:2] == ["Deployment/frontend", "ReplicaSet/frontend-abc"]
     assert page.locator(".pod").count() == 2

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 from reliability_support import run_cli
 from test_view_browser import CHROMIUM, launch
-from viewsupport import serving
+from viewsupport import serving, settled
 
 from kubectl_sktrace.view.app import cache_api, rate_index
 from kubectl_sktrace.view.server import ViewServer
@@ -59,6 +59,7 @@ def test_the_three_views_of_the_demo(demo_view: ViewServer, tmp_path: Path) -> N
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(demo_view.url)
         page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
+        settled(page)
         assert page.locator("rect.span-run").count() == 2 and page.locator("rect.span-offline").count() == 1
         assert page.locator("rect.bar").count() > 5
         page.screenshot(path=str(out / NAMES[0]))
@@ -79,6 +80,7 @@ def shoot_window(page: Any, path: Path) -> None:
     page.mouse.up()
     page.keyboard.up("Shift")
     page.wait_for_selector("#report-summary")
+    settled(page)
     assert "kubectl sktrace export -s " in page.text_content("#command")
     page.locator("#window").scroll_into_view_if_needed()
     page.screenshot(path=str(path))
@@ -89,6 +91,7 @@ def shoot_objects(page: Any, path: Path) -> None:
     page.fill("#search", "frontend")
     page.wait_for_function("() => document.body.dataset.objects === 'frontend:' + document.body.dataset.objects.split(':')[1] && "
                            "document.querySelectorAll('rect.tick').length > 1")
+    settled(page)
     page.locator("rect.tick-hit").nth(1).click()
     page.wait_for_selector("#version:not([hidden])")
     page.locator("#objects-view").scroll_into_view_if_needed()

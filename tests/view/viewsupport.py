@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -123,3 +123,10 @@ def trace_with_findings(path: Path) -> None:
     ], index={"apps/v1.Deployment": {"shop/web": 1, "shop/api": 2}},
         pod_lifecycles={("apps/v1.Deployment", "shop/web"): {7: [{"Running": T0 + 5}, {"Finished": [T0 + 5, T0 + 50]}]}})
     path.write_bytes(encode_trace(trace))
+
+
+def settled(page: Any) -> None:
+    """The page has drawn what it will keep (body[data-busy] "0": no request in flight, no redraw waiting): the elements
+    a test reads or clicks next are not about to be replaced (Playwright reads a selector's elements and evaluates on
+    them in two steps, and a redraw between the two leaves detached elements, with no computed style)."""
+    page.wait_for_function("() => (document.body.dataset.busy || '0') === '0'")

@@ -29,17 +29,33 @@ function titled(node, text) { el("title", {}, node, text); return node; }
 
 function showError(message) { $("error").textContent = message || ""; }
 
+// What the page still has to do (requests in flight, redraws waiting for a pause), in body[data-busy]: "0" when it is
+// drawn as it will stay, for a script (the browser tests) to act on elements that no redraw is about to replace.
+let busy = 0;
+function working(delta) { busy += delta; document.body.dataset.busy = String(busy); }
+
 async function api(path, params) {
   const query = new URLSearchParams(params || {}).toString();
-  const response = await fetch(path + (query ? "?" + query : ""), {credentials: "same-origin", headers: {Accept: "application/json"}});
-  const body = await response.json().catch(() => ({error: `${response.status} ${response.statusText}`}));
-  if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
-  return body;
+  working(1);
+  try {
+    const response = await fetch(path + (query ? "?" + query : ""), {credentials: "same-origin", headers: {Accept: "application/json"}});
+    const body = await response.json().catch(() => ({error: `${response.status} ${response.statusText}`}));
+    if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
+    return body;
+  } finally { working(-1); }
 }
 
 function debounce(fn, ms) {
   let timer = null;
-  return (...args) => { clearTimeout(timer); timer = setTimeout(() => fn(...args), ms); };
+  return (...args) => {
+    if (timer === null) working(1); else clearTimeout(timer);
+    timer = setTimeout(async () => { timer = null; try { await fn(...args); } finally { working(-1); } }, ms);
+  };
+}
+
+function later(fn, ms) {  // a retry, counted as work to come
+  working(1);
+  setTimeout(() => { try { fn(); } finally { working(-1); } }, ms);
 }
 
 // --- time ---------------------------------------------------------------------------------------------------------
@@ -155,7 +171,7 @@ const fetchHistogram = debounce(async () => {
     if (seq !== state.seq.histogram) return;
     state.histogram = answer;
     drawTimeline();
-    if (!answer.complete) { setTimeout(fetchHistogram, 1000); return; }
+    if (!answer.complete) { later(fetchHistogram, 1000); return; }
     document.body.dataset.histogram = `${answer.start}:${answer.end}:${answer.width}`;
   } catch (e) { showError(e.message); }
 }, 60);
