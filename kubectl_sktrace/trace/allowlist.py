@@ -337,7 +337,8 @@ class Walker:
                 handler = get(key, _unknown)
                 if handler is None:
                     out[key] = item
-                elif type(handler) is Role:  # a string field of no enum: its role's pseudonym, read here
+                elif type(handler) is Role:  # a string field of no enum: its role's pseudonym, read here (a field's
+                    # role never asks for review: only a label's value does, in _label_map)
                     if type(item) is str:
                         hit = handler[item]
                         if hit[1] is not None:
@@ -413,9 +414,10 @@ class Walker:
         """A map whose keys an owner chooses: labels (keys and values as labels'), data, resources, any other."""
         names = self.names
         text = _DATA_MAPS.get((model, field))
-        if text is not None:  # text values get pseudonyms, base64 ones become ""
-            value = self._role_handler(self._roles["text"], field) if text else self._role_handler(names.custom(lambda v: ("", None, None)), field)
-            return self._keyed_map(self._roles["data_key"], value)
+        if text is not None:  # text values get pseudonyms, base64 ones become "" (and are never remembered)
+            untyped = self.untyped
+            blank: Handler = lambda value: "" if isinstance(value, str) else untyped(value, field)  # noqa: E731
+            return self._keyed_map(self._roles["data_key"], self._role_handler(self._roles["text"], field) if text else blank)
         if field in _LABEL_MAPS and item_type == "str":
             return self._label_map(DROPPED_ANNOTATIONS if field == "annotations" else ())
         item = self._handler(model, field, item_type)
@@ -423,26 +425,19 @@ class Walker:
 
     def _keyed_map(self, key_role: Role, item: Handler | None) -> Handler:
         """A map: each key by its role's pseudonym, each value by ``item`` (None: kept as it is)."""
-        untyped, count = self.untyped, self.names.count
-
-        def handler(value: Any) -> Any:
-            if type(value) is not dict:
-                return untyped(value)
-            out: dict[Any, Any] = {}
-            for key, item_value in value.items():
-                if type(key) is not str:
-                    out[key] = untyped(item_value)
-                    continue
-                out[count(key_role[key])] = item_value if item is None else item(item_value)
-            return out
-
-        return handler
+        return self._map_by(key_role, (lambda key, value: value) if item is None else (lambda key, value: item(value)))
 
     def _label_map(self, dropped: tuple[str, ...]) -> Handler:
         """Labels or annotations: keys as labels' keys, each value by its key (``Pseudonyms.label_value``)."""
         names, untyped = self.names, self.untyped
-        keys, values = names.role("label_key", "label and annotation keys"), names.role("label_value")
-        tally, review = names.tally.append, names.reviewed.append
+        values, count = names.role("label_value"), names.count
+        return self._map_by(names.role("label_key", "label and annotation keys"),
+                            lambda key, item: count(values[(key, item)]) if isinstance(item, str) else untyped(item), dropped)
+
+    def _map_by(self, key_role: Role, value_of: Callable[[str, Any], Any], dropped: tuple[str, ...] = ()) -> Handler:
+        """A map whose keys an owner chooses: each string key by its role's pseudonym (those in ``dropped`` left out),
+        its value by ``value_of(key, value)``; a key that is not a string is kept, its value walked untyped."""
+        untyped, count = self.untyped, self.names.count
 
         def handler(value: Any) -> Any:
             if type(value) is not dict:
@@ -451,21 +446,8 @@ class Walker:
             for key, item in value.items():
                 if type(key) is not str:
                     out[key] = untyped(item)
-                    continue
-                if key in dropped:
-                    continue
-                hit = keys[key]
-                if hit[1] is not None:
-                    tally(hit[1])
-                if isinstance(item, str):
-                    item_hit = values[(key, item)]
-                    if item_hit[1] is not None:
-                        tally(item_hit[1])
-                    if item_hit[2] is not None:
-                        review(item_hit[2])
-                    out[hit[0]] = item_hit[0]
-                else:
-                    out[hit[0]] = untyped(item)
+                elif key not in dropped:
+                    out[count(key_role[key])] = value_of(key, item)
             return out
 
         return handler
