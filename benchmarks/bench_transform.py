@@ -23,7 +23,10 @@ then, each in a fresh process so that peak RSS is its own:
   (``git archive``, first on ``PYTHONPATH``);
 - reference: the floor any rewrite of the trace pays: every event decoded from the file with ``msgpack.Unpacker``
   and packed again with ``msgpack.Packer`` into a file, event by event (the whole trace at once would cost the same
-  CPU and gigabytes of memory), under the collector settings ``transform`` uses (``format.relaxed_gc``).
+  CPU and gigabytes of memory), under the collector settings ``transform`` uses (``format.relaxed_gc``);
+- copy walk: the same, each event copied on the way by the least a Python walk of every value does (a call per dict
+  and list, a dict lookup per string, as a remembered pseudonym is read): the floor of any rewrite of the strings
+  written in Python, which ``--anonymize`` is.
 
 CPU seconds of each process's work (what to compare on a shared machine; the least of ``--repeat`` runs of each,
 taken in turn) per event, their ratio, and peak RSS. The target: transform within 3x the reference, RSS bounded
@@ -148,11 +151,30 @@ def child_transform(path: str, out: str, which: str) -> None:
                       "modified": report.resources_modified}))
 
 
-def child_reference(path: str, out: str) -> None:
+def copy_walk() -> Any:
+    """The least a rewrite of every string in Python costs: each dict and list copied by a Python call, each string
+    looked up in a dict (as a pseudonym remembered is), nothing else."""
+    seen: dict[str, str] = {}
+
+    def walk(value: Any) -> Any:
+        kind = type(value)
+        if kind is dict:
+            return {key: walk(item) for key, item in value.items()}
+        if kind is list:
+            return [walk(item) for item in value]
+        if kind is str:
+            return seen.get(value) or seen.setdefault(value, value)
+        return value
+
+    return walk
+
+
+def child_reference(path: str, out: str, walked: bool = False) -> None:
     import msgpack
 
     from kubectl_sktrace.trace.format import relaxed_gc
 
+    walk = copy_walk() if walked else (lambda event: event)
     started, cpu = time.perf_counter(), time.process_time()
     with open(path, "rb") as source, open(out, "wb") as sink, relaxed_gc():
         unpacker = msgpack.Unpacker(source, raw=False, strict_map_key=False, max_buffer_size=(1 << 31) - 1)
@@ -166,7 +188,7 @@ def child_reference(path: str, out: str) -> None:
             count = unpacker.read_array_header()
             sink.write(packer.pack_array_header(count))
             for _ in range(count):
-                sink.write(packer.pack(unpacker.unpack()))
+                sink.write(packer.pack(walk(unpacker.unpack())))
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     print(json.dumps({"seconds": elapsed, "cpu": cpu, "rss_mb": _peak_mb()}))
 
@@ -196,8 +218,8 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child-transform":
         child_transform(sys.argv[2], sys.argv[3], sys.argv[4])
         return
-    if len(sys.argv) > 1 and sys.argv[1] == "--child-reference":
-        child_reference(sys.argv[2], sys.argv[3])
+    if len(sys.argv) > 1 and sys.argv[1] in ("--child-reference", "--child-copy-walk"):
+        child_reference(sys.argv[2], sys.argv[3], walked=sys.argv[1] == "--child-copy-walk")
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, nargs="+", default=[200_000])
@@ -212,6 +234,7 @@ def main() -> None:
             trace, out = Path(scratch) / f"in-{events}.sktrace", Path(scratch) / f"out-{events}.sktrace"
             build(trace, events, args.trace)
             children = {"decode+encode (msgpack)": ("--child-reference", str(trace), str(out)),
+                        "decode+copy walk+encode": ("--child-copy-walk", str(trace), str(out)),
                         "SimKube's sanitize.skel": ("--child-transform", str(trace), str(out), "example"),
                         "built-in sanitize": ("--child-transform", str(trace), str(out), "builtin"),
                         "sanitize + anonymize": ("--child-transform", str(trace), str(out), "anonymize"),
