@@ -18,8 +18,11 @@ clients of the same identity take seats from it.
   seconds reach three times it, and lowered by 1 s when they fall below it; re-evaluated when a rejection opens a
   new second.
 
-``rejections`` keeps what was rejected (time, user agent, Retry-After, verb) so tests can add up the waits a
-client was asked for.
+``rejections`` keeps what was rejected (time, user agent, Retry-After, verb, resource) so tests can add up the
+waits a client was asked for. ``full_for`` makes the level full for the next requests of one verb (and resource): a
+saturated level met at exactly that request, so a test can put a 429 where a race would put it only sometimes.
+Discovery (``/api``, ``/apis``, a group-version's resource list) is admitted as a one-seat ``get`` of no resource, as
+a real server's flow schemas admit non-resource requests.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class Rejection:
     user_agent: str
     retry_after: int
     verb: str
+    resource: str = ""
 
 
 class Seat:
@@ -125,15 +129,28 @@ class PriorityLevel:
         self._dropped = Dropped()
         self.rejections: list[Rejection] = []
         self.admitted = 0
+        self._full_for: dict[tuple[str, str], int] = {}  # (verb, resource or "") -> requests still to reject
 
-    def admit(self, width: int, *, verb: str = "", user_agent: str = "") -> Seat:
+    def full_for(self, verb: str, *, resource: str = "", count: int = 1) -> None:
+        """The next ``count`` requests of ``verb`` (on ``resource``, a plural; "": any) find the level full."""
+        with self._lock:
+            self._full_for[(verb, resource)] = self._full_for.get((verb, resource), 0) + count
+
+    def _forced(self, verb: str, resource: str) -> bool:
+        for key in ((verb, resource), (verb, "")):
+            if self._full_for.get(key, 0) > 0:
+                self._full_for[key] -= 1
+                return True
+        return False
+
+    def admit(self, width: int, *, verb: str = "", user_agent: str = "", resource: str = "") -> Seat:
         with self._lock:
             fits = self._in_use + width <= self.seats or (width > self.seats and self._executing == 0)
-            if not fits:
+            if not fits or self._forced(verb, resource):
                 now = self._clock()
                 self._dropped.record(int(now))
                 retry_after = self._dropped.retry_after
-                self.rejections.append(Rejection(now, user_agent, retry_after, verb))
+                self.rejections.append(Rejection(now, user_agent, retry_after, verb, resource))
                 raise Rejected(retry_after)
             self._in_use += width
             self._executing += 1
@@ -150,14 +167,14 @@ class PriorityLevel:
             return self._in_use
 
 
-def admit(level: PriorityLevel | None, *, verb: str, stored: int, query: dict[str, str], user_agent: str) -> Seat:
-    """The seats of one resource request (``verb``; ``stored``: its kind's objects), or ``Rejected``; no level:
-    APF is off, and the seat holds nothing."""
+def admit(level: PriorityLevel | None, *, verb: str, stored: int, query: dict[str, str], user_agent: str, resource: str = "") -> Seat:
+    """The seats of one request (``verb`` on ``resource``, a plural, "" for discovery; ``stored``: its kind's objects),
+    or ``Rejected``; no level: APF is off, and the seat holds nothing."""
     if level is None:
         return Seat(None, 0)
     selector = bool(query.get("labelSelector") or query.get("fieldSelector"))
     width = list_width(stored=stored, limit=int(query.get("limit") or 0), selector=selector) if verb == "list" else MIN_SEATS
-    return level.admit(width, verb=verb, user_agent=user_agent)
+    return level.admit(width, verb=verb, user_agent=user_agent, resource=resource)
 
 
 def send_rejection(handler: BaseHTTPRequestHandler, rejected: Rejected) -> None:

@@ -201,23 +201,17 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(200, openapi.v3(self.emulator.store, parts[2:]))
         if parts == ["openapi", "v2"]:
             return self._send_bytes(200, openapi.v2_protobuf(), content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
-        if parts == ["api"]:
-            return self._send_json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.emulator.port}"}]})
-        if parts == ["apis"]:
-            return self._send_json(200, discovery.group_list(self.emulator.store))
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
-        elif parts[:1] == ["apis"] and len(parts) == 2:
-            group_doc = next((g for g in discovery.group_list(store)["groups"] if g["name"] == parts[1]), None)
-            if group_doc is None:
-                raise not_found()
-            return self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1", **group_doc})
         elif parts[:1] == ["apis"] and len(parts) >= 3:
             group, version, rest = parts[1], parts[2], parts[3:]
+        elif parts in (["api"], ["apis"]) or (parts[:1] == ["apis"] and len(parts) == 2):
+            group, version, rest = "", "", []
         else:
             raise not_found()
-        if not rest:
-            return self._send_json(200, discovery.resource_list(store, group, version))
+        if not rest:  # discovery: admitted as a one-seat get of no resource
+            with apf.admit(self.emulator.apf, verb="get", stored=0, query={}, user_agent=self.headers.get("User-Agent", "")):
+                return self._discovery(parts, group, version)
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3 and (group, version, rest[2]) in store.by_plural:
             namespace, rest = rest[1], rest[2:]
@@ -241,8 +235,21 @@ class Handler(BaseHTTPRequestHandler):
             message = "Unauthorized" if failure.status == 401 else f"emulated failure {failure.status}"
             raise ApiError(failure.status, reason, message, retry_after=failure.retry_after)
         with apf.admit(self.emulator.apf, verb=verb, stored=len(store.objects.get(rtype, ())), query=query,
-                       user_agent=self.headers.get("User-Agent", "")) as self._seat:
+                       user_agent=self.headers.get("User-Agent", ""), resource=rtype.plural) as self._seat:
             self._resource(rtype, namespace, name, subresource, query)
+
+    def _discovery(self, parts: list[str], group: str, version: str) -> None:
+        store = self.emulator.store
+        if parts == ["api"]:
+            return self._send_json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.emulator.port}"}]})
+        if parts == ["apis"]:
+            return self._send_json(200, discovery.group_list(store))
+        if len(parts) == 2 and parts[0] == "apis":
+            group_doc = next((g for g in discovery.group_list(store)["groups"] if g["name"] == parts[1]), None)
+            if group_doc is None:
+                raise not_found()
+            return self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1", **group_doc})
+        return self._send_json(200, discovery.resource_list(store, group, version))
 
     def _resource(self, rtype: ResourceType, namespace: str | None, name: str, subresource: str, query: dict[str, str]) -> None:
         store = self.emulator.store

@@ -20,7 +20,8 @@ initial sync only once every kind has listed (``initialsync``: a partial first s
 
 Owner chains of pods are resolved at first sight from, in order: owner kinds watched cheaply alongside the
 tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached); a pod
-seen while those kinds are still listing is resolved as soon as they have (``initialsync``).
+seen while those kinds are still listing is resolved as soon as they have (``initialsync``). Under the ``Writer``
+no GET is made while a message is applied: the writer fetches first, with no lock held (``ownerindex``).
 
 Memory follows the live cluster, not the history: keys, uids, hashes and lifecycles only; bodies go to disk.
 """
@@ -29,16 +30,16 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kubectl_sktrace.errors import ForbiddenError, KubeError
-from kubectl_sktrace.model import GVK, POD, LiveObject, ObjectHead, ObjKey, OwnerRef
+from kubectl_sktrace.model import GVK, POD, LiveObject, ObjectHead, ObjKey
 from kubectl_sktrace.record import changes, owners
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
 from kubectl_sktrace.record.coverage import KindCoverage
 from kubectl_sktrace.record.initialsync import InitialSync, Unresolved, Vanished
+from kubectl_sktrace.record.ownerindex import OwnerIndex
 from kubectl_sktrace.store.history import CAUSE_FAILED
 from kubectl_sktrace.store.recording import (
     OP_APPLIED,
@@ -107,7 +108,7 @@ class Ingest:
 
     def __init__(
         self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
-        fetch_owner: Callable[[ObjKey], dict[str, Any] | None], gap_start: float | None, restart: float | None = None,
+        fetch_owner: Callable[[ObjKey], dict[str, Any] | None] | None, gap_start: float | None, restart: float | None = None,
         fresh: frozenset[GVK] = frozenset(), initial_kinds: frozenset[GVK] = frozenset(),
     ) -> None:
         self.rec = recording
@@ -115,7 +116,6 @@ class Ingest:
         self.restart = restart
         self.tracked = config.tracked
         self.owner_kinds = owner_kinds
-        self.fetch_owner = fetch_owner
         self.stats: dict[GVK, KindStats] = {}
         self.events_recorded = 0
         self.updates_seen = 0  # watch events received, whether or not they changed anything
@@ -126,7 +126,6 @@ class Ingest:
             p.uid: _Pod(p.namespace, p.name, p.owner_gvk, lifecycle.Lifecycle(p.start_ts, p.end_ts))
             for p in recording.load_live_pods().values()
         }
-        self.owners: dict[ObjKey, OwnerRecord] = recording.load_owners()
         # kinds the previous run did not track (as now) start their history here: nothing of theirs happened "offline"
         self._gap_start: dict[GVK, float | None] = {gvk: None for gvk in fresh}
         self._default_gap = gap_start
@@ -136,6 +135,10 @@ class Ingest:
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
         self.sync = InitialSync.of(initial_kinds)
         self._unobserved: set[GVK] = set(initial_kinds) if restart is not None else set()  # whose first list is to come
+        self.owner_index = OwnerIndex(recording=recording, fetch=fetch_owner, live=self.live, sync=self.sync)
+        self.owners = self.owner_index.records
+        self._lookup = self.owner_index.lookup
+        self.take_fetching, self.owners_fetched = self.owner_index.take_fetching, self.owner_index.fetched  # for the Writer
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
@@ -286,6 +289,30 @@ class Ingest:
     def resumed(self, gvk: GVK, ts: float, horizon: str | None) -> None:
         """The kind is watched again at ``ts``; a resumed watch's events up to ``horizon`` are caught up."""
         self.coverage.resumed(gvk, ts, horizon)
+
+    # -- owner lookups, made by the writer with no lock held (``ownerindex``) ------------------------
+
+    def owners_wanted(self, gvk: GVK, objs: tuple[dict[str, Any], ...] | list[dict[str, Any]], *, deleted: bool, settling: bool,
+                      asked: set[ObjKey]) -> set[ObjKey]:
+        """The owners that applying a message (``objs`` of ``gvk``; ``settling``: its kind lists, fails or goes away)
+        would GET (``OwnerIndex.wanted``): the chains of tracked objects and of pods met first, and of the pods that
+        waited for the owner kinds when this message settles them."""
+        heads = []
+        for obj in objs:
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            if not isinstance(meta, dict) or not meta.get("ownerReferences"):
+                continue
+            tracked = gvk in self.tracked and not deleted
+            if tracked or (gvk == POD and self.sync.owners_listed and meta.get("uid") not in self.pods):
+                try:
+                    head = sanitize.read_head(obj, gvk)
+                except MALFORMED:
+                    continue  # the write skips it and says so
+                if not (tracked and changes.is_skipped_owned(head, skip_owned=self.tracked[gvk].skip_owned)):
+                    heads.append(head)
+        if settling and self.sync.settles_owners(gvk):
+            heads.extend(pending.head for pending in self.sync.unresolved.values())
+        return self.owner_index.wanted(heads, asked=asked)
 
     # -- batching hooks ------------------------------------------------------------------------------
 
@@ -457,37 +484,6 @@ class Ingest:
         record = self.owners.get(head.key)
         if record is not None and changes.same_uid(record.uid, head.uid):
             del self.owners[head.key]
-
-    def _lookup(self, ref: OwnerRef, namespace: str) -> tuple[OwnerRef, ...] | None:
-        """The owner references of an owner: memory, then the tracked live index, then the cache, then a GET."""
-        key = ref.key(namespace)
-        record = self.owners.get(key)
-        known = self.live.get(key.gvk, {}).get(key)
-        if record is None and known is not None and not self.sync.is_vanishing(key, known.uid):
-            return ()
-        if record is None:
-            record = self.rec.load_owner(key)
-        if record is None or not changes.same_uid(ref.uid, record.uid):
-            # unknown, or known under another uid: the cache is stale (the owner may have been re-created under
-            # the same name while its own kind has not been relisted yet), so ask the cluster what exists now
-            record = self._fetch_owner(key)
-            if record is None:
-                return None
-        self.owners[key] = record
-        if not changes.same_uid(ref.uid, record.uid):
-            log.info("owner %s is gone: its name now belongs to another object", key)
-            return None
-        return record.refs
-
-    def _fetch_owner(self, key: ObjKey) -> OwnerRecord | None:
-        obj = self.fetch_owner(key)
-        if obj is None:
-            log.info("owner %s cannot be resolved (gone or forbidden)", key)
-            return None
-        head = sanitize.read_head(obj, key.gvk)
-        record = OwnerRecord(head.uid, head.owners)
-        self.rec.upsert_owner(key, record, fetched=time.time())
-        return record
 
     def _is_lifecycle_owner(self, key: ObjKey) -> bool:
         options = self.tracked.get(key.gvk)

@@ -70,6 +70,10 @@ class InitialSync:
         """Every kind but pods listed (or failed): pods' owner chains can be resolved."""
         return not self.waiting or self.waiting == {POD}
 
+    def settles_owners(self, gvk: GVK) -> bool:
+        """Whether ``settle(gvk)`` would make the owners listed (a question: nothing changes)."""
+        return not self.owners_listed and self.waiting - {gvk} <= {POD}
+
     def settle(self, gvk: GVK) -> tuple[bool, bool]:
         """``gvk`` listed completely or failed for good. Returns whether the owners became listed, and whether
         the sync became done, by this call."""

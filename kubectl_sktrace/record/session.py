@@ -40,7 +40,7 @@ from kubectl_sktrace.record.notices import KindNotices, OutageNotices, ThrottleN
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.throttle import Throttle
-from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer
+from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer, WriterStuck
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import unserved_spans
 from kubectl_sktrace.store.recording import Identity, Recording
@@ -133,24 +133,30 @@ class Session:
         self._throttle_notices = ThrottleNotices(warn=self._warn, note=progress.note)
         self._news = -1  # the writer's news last reported (failures, outages)
         self.pruner: Retention | None = None
+        self._discovery: dict[str, Any] = {}  # the discovery documents known at the start: where an owner's kind is served
 
     def run(self) -> Summary:
         run = self._plan()
-        self._launch(run)
         run.writer.follow(self.stop)
+        run.writer.deadline = run.deadline
+        self._launch(run)
         clean = False
         saved_gc = gc.get_threshold()
         gc.set_threshold(GC_THRESHOLD, saved_gc[1], saved_gc[2])
         try:
-            while self._step(run):
-                pass
-            self._report_outage(run)  # an outage that ended since the last round is said to be over
-            clean = True
-        except KubeError:
-            clean = True  # a reported cluster error (every kind forbidden): what was written stands, the cache is sound
+            try:
+                while self._step(run):
+                    pass
+                self._report_outage(run)  # an outage that ended since the last round is said to be over
+                clean = True
+            except KubeError:
+                clean = True  # a reported cluster error (every kind forbidden): what was written stands, the cache is sound
+                raise
+            finally:
+                stopped = self._finish(run, clean=clean, saved_gc=saved_gc)
+        except WriterStuck:
+            self._give_up(run, saved_gc=saved_gc)
             raise
-        finally:
-            stopped = self._finish(run, clean=clean, saved_gc=saved_gc)
         if run.writer.fatal is not None:
             raise run.writer.fatal  # met by a watch thread after the loop ended
         return self._summary(run, stopped)
@@ -195,6 +201,7 @@ class Session:
         """The vigil and every kind's watch, at once, each not yet observed until its first list."""
         run.writer.not_yet_observed()
         self._throttle.listen(run.writer.throttled)
+        self._throttle.guard(run.writer.lock.refuse_requests)  # no request from a thread that holds the writer's lock
         self._watch_vigil()
         for gvk in run.watched:
             self._start_watch(gvk, run.resources.get(gvk), run.writer)
@@ -229,7 +236,7 @@ class Session:
     def _post(self, run: _Run) -> None:
         """The round's samples for ``/healthz``, ``/readyz`` and ``/metrics``, read under the writer's lock."""
         writer, synced, failed = run.writer, run.synced_at is not None, tuple(str(g) for g in self._failed)
-        with writer.lock:
+        with writer.hold():
             outages = tuple(str(g) for g in run.ingest.coverage.outages)
             if self.metrics is not None:
                 size = self.rec.cache.size_bytes() if self.metrics.size_due(time.monotonic()) else None
@@ -242,7 +249,7 @@ class Session:
 
     def _advance_sync(self, run: _Run, now: float) -> None:
         """The initial sync: its progress, then the sync mark once every kind listed."""
-        with run.writer.lock:
+        with run.writer.hold():
             settled = all(self._settled(run.ingest, g) for g in run.watched)
         if run.synced_at is None and (settled or now - run.last_view >= VIEW_EVERY):
             run.last_view = now
@@ -288,6 +295,19 @@ class Session:
         self.progress.close()
         return stopped
 
+    def _give_up(self, run: _Run, *, saved_gc: tuple[int, int, int]) -> None:
+        """The writer is stuck (``WriterStuck``): the run ends without it, at once. What was committed stands; the
+        stuck thread's open batch is lost, as a ``kill -9`` loses it, and nothing more is written: the run's row keeps
+        its last heartbeat as its end, so ``status`` and the next start see it ended there (crashed, not clean), and the
+        next start reconciles from there."""
+        self.stop.set()
+        run.writer.abandon()
+        if self.health is not None:
+            self.health.stopping()
+        gc.set_threshold(*saved_gc)
+        gc.unfreeze()
+        self.progress.close()
+
     def _summary(self, run: _Run, stopped: float) -> Summary:
         rows = tuple(
             SummaryRow(str(g), s.listed, s.applied, s.deleted_live, s.deleted_offline, s.caught_up, s.lifecycles)
@@ -305,7 +325,7 @@ class Session:
         cache (the report ``status`` gives for this run), shown to the person."""
         from kubectl_sktrace.store.reconciliation import reconciliation
 
-        with run.writer.lock:  # the watch threads write on the same connection
+        with run.writer.hold():  # the watch threads write on the same connection
             report = reconciliation(self.rec.cache, run_id=run.run_id)
         if report is None or report.synced is None:
             return None  # the writer closed before the sync mark (a fatal error is on its way)
@@ -320,6 +340,7 @@ class Session:
         resources, docs = self.kube.discover(wanted, cached=cached)
         if docs:
             self.rec.save_discovery(docs, fetched=self.clock())
+        self._discovery = {**cached, **docs}
         missing = [g for g in self.config.tracked if g not in resources]
         if len(missing) == len(self.config.tracked):
             raise KubeError(
@@ -342,13 +363,13 @@ class Session:
 
     def _report_kinds(self, run: _Run) -> None:
         """One line per kind that stopped or started being readable; a kind refused stays in ``_failed`` until recorded."""
-        with run.writer.lock:
+        with run.writer.hold():
             news = run.ingest.coverage.take_news()
         self._kind_notices.report(news, failed=self._failed)
 
     def _report_outage(self, run: _Run) -> None:
         ingest = run.ingest
-        with run.writer.lock:
+        with run.writer.hold():
             cover = ingest.coverage
             open_now, resumed, opened, last = dict(cover.outages), cover.last_resumed, cover.outages_opened, cover.last_outage
         self._notices.report(open_now=open_now, resumed=resumed, opened=opened, last=last)
@@ -391,7 +412,7 @@ class Session:
 
     def _show_sync(self, run: _Run) -> None:
         """The initial sync's progress per kind."""
-        with run.writer.lock:
+        with run.writer.hold():
             stats = [(g, dataclasses.replace(run.ingest.stats_for(g))) for g in run.watched]
         for gvk, kind_stats in stats:
             self.progress.kind_progress(gvk, kind_stats)
@@ -403,10 +424,11 @@ class Session:
         return stats.initial_done or (stats.failed is not None and gvk in self._failed) or ingest.coverage.not_served(gvk)
 
     def _fetch(self, resources: Mapping[GVK, Any], key: ObjKey) -> dict[str, Any] | None:
+        """GET an owner (None when gone, forbidden or not served): on a watch thread, with no lock held (``writer``)."""
         resource = resources.get(key.gvk)
         if resource is None:
             try:
-                found, docs = self.kube.discover([key.gvk], cached=self.rec.load_discovery())
+                found, docs = self.kube.discover([key.gvk], cached=self._discovery)
             except KubeError:
                 return None
             resource = found.get(key.gvk)

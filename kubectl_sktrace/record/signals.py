@@ -1,8 +1,11 @@
-"""SIGINT and SIGTERM during ``start``: a prompt, clean stop instead of an exception in the middle of a write."""
+"""SIGINT and SIGTERM during ``start``: a prompt, clean stop instead of an exception in the middle of a write; SIGUSR1
+prints every thread's stack to stderr (``kill -USR1 PID``), for a recorder that seems stuck."""
 
 from __future__ import annotations
 
+import faulthandler
 import signal
+import sys
 import threading
 from types import FrameType
 from typing import Any
@@ -20,6 +23,8 @@ class StopOnSignals:
             return
         for sig in (signal.SIGINT, signal.SIGTERM):
             self.saved[sig] = signal.signal(sig, self._handle)
+        if hasattr(signal, "SIGUSR1") and sys.stderr is not None:
+            faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)  # kill -USR1 PID: every thread's stack
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.stop.is_set():
@@ -29,3 +34,5 @@ class StopOnSignals:
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
+        if self.saved and hasattr(signal, "SIGUSR1"):
+            faulthandler.unregister(signal.SIGUSR1)

@@ -92,15 +92,17 @@ def list_caches(directory: Path) -> list[CacheOverview | tuple[Path, str]]:
     return found
 
 
-def _run_span(run: RunInfo) -> str:
+def _run_span(run: RunInfo, now: float) -> str:
     start = format_time(run.started)
+    if run_state(run, now) == UNRESPONSIVE:
+        return f"{start}– (not responding since {format_time(run.stopped)})"
     if run.state == "running":
         return f"{start}– (running)"
     end = format_time(run.stopped)
     return f"{start}–{end[11:] if end[:10] == start[:10] else end} ({run.state})"
 
 
-def caches_to_list(caches: list[CacheOverview | tuple[Path, str]]) -> list[dict[str, Any]]:
+def caches_to_list(caches: list[CacheOverview | tuple[Path, str]], *, now: float) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for entry in caches:
         if isinstance(entry, tuple):
@@ -112,7 +114,8 @@ def caches_to_list(caches: list[CacheOverview | tuple[Path, str]]) -> list[dict[
             "cache": entry.path, "context": entry.context, "cluster": entry.server, "namespace": entry.namespace or None,
             "sizeBytes": entry.size_bytes,
             "lastRun": None if run is None else {"run": run.id, "started": _time(run.started),
-                                                 "stopped": None if run.state == "running" else _time(run.stopped), "state": run.state},
+                                                 "stopped": None if run.state == "running" else _time(run.stopped),
+                                                 "state": run_state(run, now)},
             "error": None,
         })
     return rows
@@ -120,7 +123,8 @@ def caches_to_list(caches: list[CacheOverview | tuple[Path, str]]) -> list[dict[
 
 def render_cache_list(caches: list[CacheOverview | tuple[Path, str]], fmt: str, *, directory: Path) -> str:
     """The caches of the state directory, for a user with no kubeconfig."""
-    rows = caches_to_list(caches)
+    now = time.time()
+    rows = caches_to_list(caches, now=now)
     if fmt != "table":
         return render.render_mapping({"stateDirectory": str(directory), "caches": rows}, fmt)
     why = "No kubeconfig (no --kubeconfig, no KUBECONFIG, no ~/.kube/config)"
@@ -129,7 +133,7 @@ def render_cache_list(caches: list[CacheOverview | tuple[Path, str]], fmt: str, 
     readable = [entry for entry in caches if isinstance(entry, CacheOverview)]
     table = render.render_table([
         {"context": entry.context, "cluster": entry.server, "size": _size(entry.size_bytes),
-         "last run": "-" if entry.last_run is None else _run_span(entry.last_run), "cache": Path(entry.path).name}
+         "last run": "-" if entry.last_run is None else _run_span(entry.last_run, now), "cache": Path(entry.path).name}
         for entry in readable
     ], "table") if readable else "(none readable)"
     unreadable = "".join(f"\nNot listed: {entry[1]}" for entry in caches if isinstance(entry, tuple))
@@ -159,26 +163,39 @@ def config_history(status: CacheStatus) -> list[dict[str, Any]]:
     return history
 
 
+UNRESPONSIVE = "unresponsive"
+"""The state of a run whose process still holds the cache but whose heartbeat is older than ``STALE_AFTER``: it
+records nothing (a recorder commits at least every second), whatever its pid says."""
+
+
+def run_state(run: RunInfo, now: float) -> str:
+    """The run's state as a person should read it: ``running`` only while its heartbeat moves."""
+    from kubectl_sktrace.record.health import STALE_AFTER
+
+    if run.state == "running" and now - run.stopped >= STALE_AFTER:
+        return UNRESPONSIVE
+    return run.state
+
+
 def _run_to_dict(run: RunInfo, now: float) -> dict[str, Any]:
     """One run; a running one has no end yet but a heartbeat (its ``stopped``, moved at every commit) and its age."""
+    live = run.state == "running"
     data: dict[str, Any] = {"run": run.id, "started": _time(run.started), "synced": _time(run.synced),
-                            "stopped": None if run.state == "running" else _time(run.stopped),
-                            "duration": format_duration(run.stopped - run.started), "state": run.state, "pid": run.pid}
-    if run.state == "running":
+                            "stopped": None if live else _time(run.stopped),
+                            "duration": format_duration(run.stopped - run.started), "state": run_state(run, now), "pid": run.pid}
+    if live:
         data["heartbeat"] = _time(run.stopped)
         data["heartbeatAgeSeconds"] = round(max(0.0, now - run.stopped), 1)
     return data
 
 
 def _state_cell(run: dict[str, Any]) -> str:
-    """``running (heartbeat 1s ago)``; a heartbeat older than the health check allows says the recorder is stuck."""
-    from kubectl_sktrace.record.health import STALE_AFTER
-
+    """``running (heartbeat 1s ago)``; a heartbeat older than the health check allows: not responding since then."""
     age = run.get("heartbeatAgeSeconds")
     if age is None:
         return str(run["state"])
-    if age >= STALE_AFTER:
-        return f"running, but no heartbeat for {format_duration(age)}: stuck?"
+    if run["state"] == UNRESPONSIVE:
+        return f"not responding since {run['heartbeat']} (no heartbeat for {format_duration(age)}; pid {run['pid']} still holds the cache)"
     return f"running (heartbeat {age:.0f}s ago)"
 
 

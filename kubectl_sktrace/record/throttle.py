@@ -13,6 +13,7 @@ What this module guarantees:
   that clients told the same second do not come back together; at most ``MAX_RETRIES`` times (client-go's
   bound), then the error goes to the watch loop, which backs off as for any failure (``watching``; a 429 there is
   still no outage). A list is never restarted for it, so its pages are listed once.
+- A request is never sent from a thread the ``guard`` refuses (one holding the cache writer's lock: ``writer``).
 - The person hears one line when a kind's requests start being throttled and one when they pass again, with how
   long and how many retries (``take_news``), said once they have passed ``PASS_QUIET`` seconds without a 429; each retry is logged at debug level (``-v 4``). ``throttled`` counts
   the throttled requests per kind for ``/metrics`` (``sktrace_throttled_requests_total``).
@@ -87,6 +88,7 @@ class Throttle:
         self._news: list[ThrottleNews] = []
         self.throttled: dict[str, int] = {}  # throttled requests per kind, for /metrics
         self._listener: Callable[[GVK], None] | None = None
+        self._guard: Callable[[], None] | None = None
         self._told_start = False  # a request of no kind was throttled, and the person told
 
     def lists(self, list_page: Callable[..., T]) -> Callable[..., T]:
@@ -102,6 +104,8 @@ class Throttle:
     def call(self, gvk: GVK | None, request: Callable[[], T]) -> T:
         """``request()``, sent again after each throttled answer (at most ``MAX_RETRIES`` times). ``gvk`` None: a request
         of no kind (discovery, the cluster's identity), logged but not told per kind."""
+        if self._guard is not None:
+            self._guard()
         retries = 0
         while True:
             try:
@@ -136,6 +140,10 @@ class Throttle:
     def listen(self, throttled: Callable[[GVK], None]) -> None:
         """``throttled(gvk)`` is told, on the request's thread, when a kind's stretch of throttling begins."""
         self._listener = throttled
+
+    def guard(self, check: Callable[[], None]) -> None:
+        """``check()`` runs before every request, on its thread, and may refuse it by raising (the writer's lock order)."""
+        self._guard = check
 
     def counts(self) -> dict[str, int]:
         with self._lock:

@@ -5,18 +5,38 @@ lock, inside a batched ``BEGIN IMMEDIATE`` transaction committed at least every 
 moving the run's heartbeat with each commit so that a ``kill -9`` loses at most the last half second. The main
 thread commits quiet batches (``tick``), marks the sync and closes it. Nothing else writes to the cache while a
 recorder runs.
+
+The lock order (docs/architecture.md, "Locks and the network"): **nothing shared is held while waiting on the
+network**. A request may wait for minutes (a 429's ``Retry-After`` is up to 32 s, ten times over; a silent
+connection), and every watch thread needs this lock for each event, so a request made under it would stop the
+whole recorder, and a throttled one re-entering the writer to say so deadlocked it for good. So:
+
+- Owner lookups, the only requests the rules need, are made *before* the message is applied: under the lock,
+  ``Ingest.owners_wanted`` says which owners applying it would GET (reading memory and the cache only); the lock
+  is released, they are fetched, and handed back (``Ingest.owners_fetched``), a level of the chain per round; then
+  the message is applied under the lock, where a lookup never fetches (an owner still unknown then counts as one
+  that cannot be resolved, as a 404 would).
+- ``WriterLock`` knows the thread that holds it, and ``Throttle`` (through which every request goes) refuses to
+  send a request from that thread: ``LockOrderError``, a bug caught at once instead of a hang.
+- The main thread never waits for the lock without a bound (``hold``): a holder that keeps it ``STUCK_AFTER``
+  seconds (``STOP_GRACE`` once a stop or ``--duration`` asks) ends the run with ``WriterStuck``, which says what
+  is stuck, instead of a recorder that looks alive and records nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
-from kubectl_sktrace.errors import CacheError
-from kubectl_sktrace.model import GVK
+from kubectl_sktrace.errors import CacheError, SktraceError
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.record.health import STALE_AFTER
 from kubectl_sktrace.record.ingest import Ingest
+from kubectl_sktrace.record.owners import DEFAULT_MAX_DEPTH
 from kubectl_sktrace.store.recording import Recording
+from kubectl_sktrace.timeparse import format_time
 
 COMMIT_INTERVAL = 0.25
 """Seconds a batch may stay open: half the bound of docs/spec.md §6, so a commit never lags more than 0.5 s."""
@@ -28,6 +48,60 @@ T = TypeVar("T")
 
 HEARTBEAT = 1.0
 """Seconds between commits that only move the run's ``stopped`` forward when nothing else is written."""
+
+STUCK_AFTER = STALE_AFTER
+"""Seconds a thread may hold the writer's lock before the run is said to make no progress and ends (thirty
+heartbeats; the health check's bound, and the one after which ``status`` calls a run not responding). Longer than
+anything the lock may legitimately cover: sqlite's busy timeout (10 s) ends a blocked write with an error first."""
+
+STOP_GRACE = 5.0
+"""Seconds a stop (a signal, ``--duration``) waits for a thread that holds the writer's lock before giving it up."""
+
+HOLD_SLICE = 0.25
+"""Seconds the main thread waits for the lock at a time, looking at the stop and the holder's age in between."""
+
+
+class LockOrderError(RuntimeError):
+    """A request to the API server from a thread that holds the writer's lock: a bug (see the module docstring)."""
+
+
+class WriterStuck(SktraceError):
+    """A thread has held the writer's lock too long: the run makes no progress and ends."""
+
+
+class WriterLock:
+    """The writer's lock, which knows which thread holds it and since when (for ``refuse_requests`` and ``hold``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.holder: threading.Thread | None = None
+        self.since = 0.0  # monotonic time it was taken
+
+    def acquire(self, timeout: float = -1) -> bool:
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        self.holder, self.since = threading.current_thread(), time.monotonic()
+        return True
+
+    def release(self) -> None:
+        self.holder = None
+        self._lock.release()
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def held_here(self) -> bool:
+        return self.holder is threading.current_thread()
+
+    def refuse_requests(self) -> None:
+        """Raise ``LockOrderError`` when the calling thread holds the lock: ``Throttle`` asks before every request."""
+        if self.held_here():
+            raise LockOrderError("a request to the API server was about to be sent while holding the cache writer's lock; "
+                                 "nothing shared may be held while waiting on the network (docs/architecture.md)")
 
 
 class Writer:
@@ -49,7 +123,11 @@ class Writer:
         self.ingest = ingest
         self.rec = recording
         self.clock = clock
-        self.lock = threading.Lock()
+        self.lock = WriterLock()
+        self._fetch = ingest.take_fetching()  # owner lookups: made here, with no lock held, never by ``ingest`` itself
+        self._stop: threading.Event | None = None  # followed (``follow``): a stop gives a stuck holder ``STOP_GRACE``
+        self.deadline: float | None = None  # monotonic time ``--duration`` ends the run: as a stop, for ``hold``
+        self._abandoned = False  # given up while a thread held the lock: nothing more is committed
         self.fatal: BaseException | None = None
         self.failures: list[tuple[GVK, BaseException]] = []
         self._closed = False
@@ -65,12 +143,15 @@ class Writer:
         self._write(self.ingest.relist_begin, gvk, ts)
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
+        self._fetch_owners(gvk, items)
         self._write(self.ingest.relist_page, gvk, items, ts)
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
+        self._fetch_owners(gvk, settling=True)
         self._write(self.ingest.relist_end, gvk, resource_version, ts, news=True)
 
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
+        self._fetch_owners(gvk, (obj,), deleted=event_type == "DELETED")
         self._write(self.ingest.event, gvk, event_type, obj, ts)
 
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
@@ -80,6 +161,7 @@ class Writer:
         self._write(self.ingest.resumed, gvk, ts, horizon, news=True)
 
     def unserved(self, gvk: GVK, ts: float, detail: str) -> None:
+        self._fetch_owners(gvk, settling=True)
         self._write(self.ingest.unserved, gvk, ts, detail, news=True)
 
     def not_yet_observed(self) -> None:
@@ -103,9 +185,28 @@ class Writer:
             self.failures.append((gvk, error))
 
         try:
+            self._fetch_owners(gvk, settling=True)
             self._write(record, news=True)
         except BaseException:  # noqa: BLE001 - kept in ``fatal`` for the main thread to raise
             pass
+
+    def _fetch_owners(self, gvk: GVK, objs: tuple[dict[str, Any], ...] | list[dict[str, Any]] = (), *, deleted: bool = False,
+                      settling: bool = False) -> None:
+        """GET, with no lock held, the owners that applying this message would look up in the cluster, and hand them to
+        ``Ingest`` (one level of the chains a round: an owner fetched may name owners of its own)."""
+        if self._fetch is None:
+            return
+        asked: set[ObjKey] = set()
+        for _ in range(DEFAULT_MAX_DEPTH + 1):
+            with self.lock:
+                if self._closed:
+                    return
+                wanted = self.ingest.owners_wanted(gvk, objs, deleted=deleted, settling=settling, asked=asked)
+            if not wanted:
+                return
+            asked |= wanted
+            fetched = {key: self._fetch(key) for key in sorted(wanted, key=str)}  # the network: no lock held
+            self._write(self.ingest.owners_fetched, fetched)
 
     def _write(self, apply: Callable[..., None], *args: Any, news: bool = False) -> None:
         with self.lock:
@@ -119,6 +220,8 @@ class Writer:
                     self._opened, opened = now, True  # the main thread commits it once it goes quiet
                 apply(*args)
                 self._last_write = now
+                if self._abandoned:
+                    return  # the run ended without this thread: what it wrote is not committed
                 if now - self._opened >= COMMIT_INTERVAL:
                     self._commit(now)
             except BaseException as exc:
@@ -147,6 +250,8 @@ class Writer:
 
     def follow(self, stop: threading.Event) -> None:
         """End ``sleep`` as soon as ``stop`` is set: one thread blocks on it (and ends with it)."""
+        self._stop = stop
+
         def relay() -> None:
             stop.wait()
             self._awake.set()
@@ -167,10 +272,40 @@ class Writer:
         """Monotonic time of the last commit: the heartbeat's, when nothing else was written."""
         return self._last_commit
 
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """The lock, for the main thread: waited for a slice at a time, never without a bound. Raises ``WriterStuck``
+        once the thread that holds it has held it ``STUCK_AFTER`` seconds, or ``STOP_GRACE`` once the run is to stop."""
+        lock = self.lock
+        while not lock.acquire(timeout=HOLD_SLICE):
+            holder, since = lock.holder, lock.since
+            if holder is None:
+                continue  # released meanwhile
+            held = time.monotonic() - since
+            stopping = (self._stop is not None and self._stop.is_set()) or (self.deadline is not None and time.monotonic() >= self.deadline)
+            if held >= STUCK_AFTER or (stopping and held >= STOP_GRACE):
+                at = format_time(self.clock() - held)
+                raise WriterStuck(f"the recorder made no progress: its thread '{holder.name}' has held the cache writer's lock "
+                                  f"since {at} ({held:.0f}s); the run ends at its last commit, as after a crash: start again "
+                                  "to reconcile, and report this with the log of -v 4 (a stack dump: kill -USR1 PID)")
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @property
+    def abandoned(self) -> bool:
+        return self._abandoned
+
+    def abandon(self) -> None:
+        """Give up the writer while a stuck thread holds its lock: nothing more is written or committed (the open
+        batch, the stuck thread's, is lost as a ``kill -9`` loses it)."""
+        self._abandoned = self._closed = True
+
     def tick(self) -> None:
         """Commit a batch that went quiet (low traffic is durable at once) or grew old; move the run's
         heartbeat when nothing was written for ``HEARTBEAT`` seconds."""
-        with self.lock:
+        with self.hold():
             if self._closed:
                 return
             now = time.monotonic()
@@ -183,7 +318,7 @@ class Writer:
 
     def mark_synced(self, run_id: int, ts: float) -> None:
         """Commit what the initial sync wrote together with the run's ``synced`` mark."""
-        with self.lock:
+        with self.hold():
             if self._closed:
                 return
             if self._opened is None:
@@ -202,13 +337,13 @@ class Writer:
             return work()
 
     def take_failures(self) -> list[tuple[GVK, BaseException]]:
-        with self.lock:
+        with self.hold():
             failures, self.failures = self.failures, []
             return failures
 
     def close(self, *, clean: bool) -> None:
-        """Stop writing: commit the open batch when ``clean``, else roll it back. Waits for a write in progress."""
-        with self.lock:
+        """Stop writing: commit the open batch when ``clean``, else roll it back. Waits for a write in progress (``hold``)."""
+        with self.hold():
             self._closed = True
             if self._opened is None:
                 return

@@ -156,3 +156,75 @@ def test_a_kind_given_up_while_the_round_reports_failures_is_checked_before_the_
     finally:
         stop.set()
     assert progress.synced_calls == 0
+
+
+def _listed_then_stuck(stuck_kind: GVK, taken: threading.Event, free: threading.Event) -> Any:
+    """A scripted watch loop: every kind lists (empty); then ``stuck_kind``'s thread takes the writer's lock and keeps it,
+    as a write that never returns would."""
+    def run_watch(*, resource: Resource, sink: Writer, clock: Any, stop: threading.Event, **kw: Any) -> None:
+        sink.relist_begin(resource.gvk, clock())
+        sink.relist_end(resource.gvk, "1", clock())
+        if resource.gvk == stuck_kind:
+            stop.wait(0.5)  # recorded live for a moment
+            with sink.lock:
+                taken.set()
+                free.wait(60)
+        stop.wait()
+    return run_watch
+
+
+def _rows(rec: Recording) -> list[tuple[Any, ...]]:
+    import sqlite3
+
+    conn = sqlite3.connect(rec.cache.path, timeout=5)
+    try:
+        return conn.execute("SELECT synced IS NOT NULL, stopped, clean FROM runs").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("ended_by", ["duration", "signal", "bound"])
+def test_a_stuck_writer_ends_the_run_on_time_with_what_was_committed(rec: Recording, monkeypatch: pytest.MonkeyPatch,
+                                                                     ended_by: str) -> None:
+    """A thread keeps the writer's lock: ``--duration`` and the first stop still end the run (after ``STOP_GRACE``), and
+    without them the run ends ``STUCK_AFTER`` seconds in, saying what is stuck; the run keeps its last commit as its end."""
+    import time
+
+    from kubectl_sktrace.record import writer as writer_module
+    from kubectl_sktrace.record.writer import WriterStuck
+
+    monkeypatch.setattr(writer_module, "STOP_GRACE", 0.5)
+    monkeypatch.setattr(writer_module, "STUCK_AFTER", 2.0 if ended_by == "bound" else 60.0)
+    stop, taken, free = threading.Event(), threading.Event(), threading.Event()
+    session = Session(kube=Cluster(), recording=rec, config=default_config(),  # type: ignore[arg-type]
+                      identity=Identity(server="https://fake", cluster_uid="u", context="c", namespace=""), namespace=None,
+                      duration=3.0 if ended_by == "duration" else None, stop=stop, progress=Quiet(),
+                      run_watch=_listed_then_stuck(DEPLOYMENT, taken, free))
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            session.run()
+        except WriterStuck as exc:
+            outcome["error"] = exc
+        outcome["ended"] = time.monotonic()
+
+    thread = threading.Thread(target=run)
+    began = time.monotonic()
+    thread.start()
+    try:
+        assert taken.wait(10)
+        stuck_at, stuck_wall = time.monotonic(), time.time()
+        if ended_by == "signal":
+            time.sleep(1.0)
+            stop.set()
+        thread.join(15)
+        assert not thread.is_alive(), "the run did not end"
+    finally:
+        stop.set()
+        free.set()
+    assert "thread 'watch apps/v1.Deployment' has held the cache writer's lock since" in str(outcome["error"])
+    due = {"duration": began + 3.0 + 0.5, "signal": stuck_at + 1.0 + 0.5, "bound": stuck_at + 2.0}[ended_by]
+    assert due <= outcome["ended"] + 0.3 and outcome["ended"] < due + 2.0, (ended_by, outcome["ended"] - due)
+    ((synced, stopped, clean),) = _rows(rec)
+    assert synced and clean == 0 and stopped <= stuck_wall  # its end: the last commit, before the lock was taken

@@ -117,11 +117,13 @@ def test_a_run_holding_the_lock_is_running(rec: Recording) -> None:
     assert cache_status(rec.cache).runs[0].state == "crashed"
 
 
-@pytest.mark.parametrize(("age", "cell"), [
-    pytest.param(1.4, "running (heartbeat 1s ago)", id="committing"),
-    pytest.param(300.0, "running, but no heartbeat for 5m00s: stuck?", id="stuck"),
+@pytest.mark.parametrize(("age", "state", "cell"), [
+    pytest.param(1.4, "running", "running (heartbeat 1s ago)", id="committing"),
+    pytest.param(300.0, "unresponsive", "not responding since 2027-01-15T08:01:00Z (no heartbeat for 5m00s; pid 11 still holds the cache)",
+                 id="stuck"),
 ])
-def test_a_running_recorder_shows_its_heartbeat_and_its_age(rec: Recording, age: float, cell: str) -> None:
+def test_a_running_recorder_shows_its_heartbeat_and_its_age(rec: Recording, age: float, state: str, cell: str) -> None:
+    """A process that holds the cache but has not committed for ``STALE_AFTER`` seconds records nothing: not running."""
     run = rec.begin_run(started=T0, pid=11, config_yaml="")
     with rec.batch():
         rec.heartbeat(run, T0 + 60)
@@ -130,7 +132,7 @@ def test_a_running_recorder_shows_its_heartbeat_and_its_age(rec: Recording, age:
         data = status_to_dict(status, now=T0 + 60 + age)
         text = render_status(status, "table", now=T0 + 60 + age)
     assert data["runs"] == [{"run": 1, "started": "2027-01-15T08:00:00Z", "synced": None, "stopped": None, "duration": "1m00s",
-                             "state": "running", "pid": 11, "heartbeat": "2027-01-15T08:01:00Z", "heartbeatAgeSeconds": age}]
+                             "state": state, "pid": 11, "heartbeat": "2027-01-15T08:01:00Z", "heartbeatAgeSeconds": age}]
     assert f"1      2027-01-15T08:00:00Z  -         -          1m00s       {cell}\n" in text
 
 

@@ -245,3 +245,153 @@ def test_next_due_is_the_quiet_check_then_the_batch_age_then_the_heartbeat(s: Se
     assert opened - 0.05 < due - writer_module.IDLE_COMMIT <= opened
     later = due + 0.001
     assert s.writer.next_due(later) == due - writer_module.IDLE_COMMIT + writer_module.COMMIT_INTERVAL
+
+
+# -- the lock order: nothing shared is held while waiting on the network (docs/architecture.md) --------------------
+
+from kubectl_sktrace.errors import ThrottledError  # noqa: E402
+from kubectl_sktrace.model import ObjKey  # noqa: E402
+from kubectl_sktrace.record.ingest import Ingest as _Ingest  # noqa: E402
+from kubectl_sktrace.record.throttle import Throttle  # noqa: E402
+from kubectl_sktrace.record.writer import LockOrderError, WriterStuck  # noqa: E402
+
+ALL = frozenset({DEPLOY, REPLICASET, POD})
+
+
+class Remote:
+    """The cluster's owners, fetched through a real ``Throttle`` (its listener and guard wired as ``start`` wires them):
+    each GET notes whether its thread held the writer's lock; the first ``throttled`` GETs meet a 429."""
+
+    def __init__(self, tmp_path: Path, *, throttled: int = 0) -> None:
+        self.cache = open_cache(tmp_path / "cache.db", create=True)
+        self.rec = Recording(self.cache)
+        run = self.rec.begin_run(started=T0, pid=1, config_yaml="")
+        self.objects: dict[ObjKey, dict[str, Any]] = {}
+        self.fetched: list[tuple[ObjKey, bool]] = []  # (key, the writer's lock held by the fetching thread)
+        self.throttled = throttled
+        self.stop = threading.Event()
+        self.throttle = Throttle(clock=time.time, stop=self.stop, sleep=lambda seconds: False)
+        self.ingest = _Ingest(recording=self.rec, run_id=run, config=CONFIG, owner_kinds={REPLICASET}, fetch_owner=self.fetch,
+                              gap_start=None, initial_kinds=ALL)
+        self.writer = Writer(self.ingest, self.rec, clock=time.time)
+        self.throttle.listen(self.writer.throttled)
+        self.throttle.guard(self.writer.lock.refuse_requests)
+
+    def fetch(self, key: ObjKey) -> dict[str, Any] | None:
+        def get() -> dict[str, Any] | None:
+            self.fetched.append((key, self.writer.lock.held_here()))
+            if self.throttled > 0:
+                self.throttled -= 1
+                raise ThrottledError("Too many requests, please try again later.", retry_after=1)
+            return self.objects.get(key)
+        return self.throttle.call(key.gvk, get)
+
+    def owner_of(self, pod_name: str) -> Any:
+        return self.cache.conn.execute("SELECT owner_name FROM pods WHERE name = ?", (pod_name,)).fetchone()[0]
+
+
+def in_thread(work: Any, *, seconds: float = 10.0) -> None:
+    """Run ``work`` on a watch-like thread; a thread still blocked after ``seconds`` is a deadlock."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="watch", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "the writer deadlocked"
+    if failure:
+        raise failure[0]
+
+
+def test_a_throttled_owner_lookup_when_a_relist_ends_neither_deadlocks_nor_is_made_under_the_lock(tmp_path: Path) -> None:
+    """The recorder's hang on a saturated priority level: the last owner kind's list ends, the pods seen before it are
+    resolved, one's owner must be fetched, and that GET meets a 429."""
+    r = Remote(tmp_path, throttled=1)
+    job_rs = ObjKey(REPLICASET, "ns", "web-2")
+    r.objects[job_rs] = replicaset("web-2", "r5", "web", "d1")
+    in_thread(lambda: list_kind(r.writer, POD, [pod("web-2-a", "p5", rs="web-2", rs_uid="r5", started=T0)]))
+    in_thread(lambda: list_kind(r.writer, DEPLOY, [deployment("web", "d1")]))
+    in_thread(lambda: list_kind(r.writer, REPLICASET, []))  # its end resolves the pod: a GET, throttled once
+    r.writer.close(clean=True)
+    assert r.fetched == [(job_rs, False), (job_rs, False)]  # the 429, then the same request again; never under the lock
+    assert r.owner_of("web-2-a") == "web"
+    assert r.throttle.counts() == {str(REPLICASET): 1}
+
+
+def test_owners_fetched_by_the_writer_resolve_as_a_get_in_place_does(tmp_path: Path) -> None:
+    """The same pods as ``test_ingest``'s owner cases: a known owner, an unknown one fetched once, a lost one."""
+    r = Remote(tmp_path)
+    r.objects[ObjKey(REPLICASET, "ns", "web-2")] = replicaset("web-2", "r5", "web", "d1")
+    list_kind(r.writer, DEPLOY, [deployment("web", "d1")])
+    list_kind(r.writer, REPLICASET, [replicaset("web-1", "r1", "web", "d1")])
+    list_kind(r.writer, POD, [pod("web-1-a", "p1", rs="web-1", rs_uid="r1", started=T0),
+                              pod("web-2-a", "p5", rs="web-2", rs_uid="r5", started=T0),
+                              pod("web-2-b", "p6", rs="web-2", rs_uid="r5", started=T0)])
+    r.writer.event(POD, "ADDED", pod("lost-a", "p7", rs="lost", rs_uid="r9", started=T0), T0 + 1)
+    r.writer.close(clean=True)
+    assert r.fetched == [(ObjKey(REPLICASET, "ns", "web-2"), False), (ObjKey(REPLICASET, "ns", "lost"), False)]
+    assert [r.owner_of(p) for p in ("web-1-a", "web-2-a", "web-2-b", "lost-a")] == ["web", "web", "web", None]
+    assert r.cache.conn.execute("SELECT uid FROM owners WHERE name='web-2'").fetchone() == ("r5",)
+
+
+def test_a_request_from_a_thread_holding_the_writers_lock_is_refused(tmp_path: Path) -> None:
+    r = Remote(tmp_path)
+    with r.writer.lock:
+        with pytest.raises(LockOrderError, match="while holding the cache writer's lock"):
+            r.fetch(ObjKey(REPLICASET, "ns", "any"))
+    assert r.fetched == []
+    r.fetch(ObjKey(REPLICASET, "ns", "any"))  # released: allowed
+    assert r.fetched == [(ObjKey(REPLICASET, "ns", "any"), False)]
+
+
+def _hold_for_good(writer: Writer) -> threading.Event:
+    """A thread that takes the writer's lock and keeps it (a write that never returns); set the event to free it."""
+    taken, free = threading.Event(), threading.Event()
+
+    def target() -> None:
+        with writer.lock:
+            taken.set()
+            free.wait(60)
+
+    threading.Thread(target=target, name="watch apps/v1.Deployment", daemon=True).start()
+    assert taken.wait(5)
+    return free
+
+
+def test_the_main_thread_gives_up_a_lock_held_past_the_bound(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer_module, "STUCK_AFTER", 1.0)
+    free = _hold_for_good(s.writer)
+    began = time.monotonic()
+    try:
+        with pytest.raises(WriterStuck, match="thread 'watch apps/v1.Deployment' has held the cache writer's lock since"):
+            s.writer.tick()
+    finally:
+        free.set()
+    assert 1.0 <= time.monotonic() - began < 1.0 + 2 * writer_module.HOLD_SLICE + 1.0
+
+
+def test_a_stop_gives_a_stuck_holder_only_the_grace(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer_module, "STOP_GRACE", 0.5)
+    stop = threading.Event()
+    s.writer.follow(stop)
+    free = _hold_for_good(s.writer)
+    try:
+        stop.set()
+        began = time.monotonic()
+        with pytest.raises(WriterStuck):
+            s.writer.close(clean=True)
+        assert time.monotonic() - began < writer_module.STUCK_AFTER / 2
+    finally:
+        free.set()
+
+
+def test_a_lock_held_briefly_is_waited_for(s: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer_module, "STOP_GRACE", 60.0)
+    free = _hold_for_good(s.writer)
+    threading.Timer(2 * writer_module.HOLD_SLICE, free.set).start()
+    assert s.writer.take_failures() == []  # waited for, across slices, without giving up
