@@ -129,15 +129,15 @@ class PriorityLevel:
         self._dropped = Dropped()
         self.rejections: list[Rejection] = []
         self.admitted = 0
-        self._full_for: dict[tuple[str, str], int] = {}  # (verb, resource or "") -> requests still to reject
+        self._full_for: dict[tuple[str, str | None], int] = {}  # (verb, resource) -> requests still to reject
 
-    def full_for(self, verb: str, *, resource: str = "", count: int = 1) -> None:
-        """The next ``count`` requests of ``verb`` (on ``resource``, a plural; "": any) find the level full."""
+    def full_for(self, verb: str, *, resource: str | None = None, count: int = 1) -> None:
+        """The next ``count`` requests of ``verb`` on ``resource`` (a plural; "": discovery; None: any) find the level full."""
         with self._lock:
             self._full_for[(verb, resource)] = self._full_for.get((verb, resource), 0) + count
 
     def _forced(self, verb: str, resource: str) -> bool:
-        for key in ((verb, resource), (verb, "")):
+        for key in ((verb, resource), (verb, None)):
             if self._full_for.get(key, 0) > 0:
                 self._full_for[key] -= 1
                 return True
