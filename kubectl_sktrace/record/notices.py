@@ -11,7 +11,7 @@ so the count is guarded by a lock of its own. Times of day only: the person is w
 from __future__ import annotations
 
 import threading
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import counted
@@ -96,18 +96,39 @@ class KindNotices:
 
 
 class ThrottleNotices:
-    """The lines of kinds whose requests the API server throttles (``throttle.ThrottleNews``): one warning when it
-    starts, one line when they pass again with how long and how many retries; each retry only in the log (-v 4)."""
+    """The lines of a stretch of throttling (``throttle.ThrottleNews``), however many kinds it touches: one warning when
+    it begins, naming the kinds throttled by then; one line once every kind's requests pass again, naming every kind
+    it touched, how long and how many retries. A busy priority level throttles every kind of an identity together, so
+    one line per kind would say the same thing three times. Each retry only in the log (-v 4)."""
 
     def __init__(self, *, warn: Callable[[str], None], note: Callable[[str], None]) -> None:
         self._warn = warn
         self._note = note
+        self._kinds: list[GVK] = []  # every kind throttled in the stretch told
+        self._open: set[GVK] = set()  # those whose requests do not pass yet
+        self._since = self._passed = 0.0
+        self._retries = 0
 
     def report(self, news: list[ThrottleNews]) -> None:
+        begun = [item for item in news if item.state == THROTTLED]
+        if begun and not self._kinds:
+            self._since = min(item.ts for item in begun)
+            self._warn(f"{_kinds(item.gvk for item in begun)}: throttled by the API server since {_clock(self._since)} "
+                       f"({begun[0].detail}); each request is retried as the server asks (Retry-After), nothing is lost")
+        for item in begun:
+            if item.gvk not in self._kinds:
+                self._kinds.append(item.gvk)
+            self._open.add(item.gvk)
         for item in news:
-            if item.state == THROTTLED:
-                self._warn(f"{item.gvk}: throttled by the API server since {_clock(item.ts)} ({item.detail}); each "
-                           "request is retried as the server asks (Retry-After), nothing is lost")
-            else:
-                self._note(f"{item.gvk}: requests pass again since {_clock(item.ts)} (throttled for "
-                           f"{format_duration(item.ts - item.since)}, {counted(item.retries, 'retry', 'retries')})")
+            if item.state != THROTTLED:
+                self._open.discard(item.gvk)
+                self._retries += item.retries
+                self._passed = max(self._passed, item.ts)
+        if self._kinds and not self._open:
+            self._note(f"{_kinds(self._kinds)}: requests pass again since {_clock(self._passed)} (throttled for "
+                       f"{format_duration(self._passed - self._since)}, {counted(self._retries, 'retry', 'retries')})")
+            self._kinds, self._retries, self._passed = [], 0, 0.0
+
+
+def _kinds(kinds: Iterable[GVK]) -> str:
+    return ", ".join(str(gvk) for gvk in kinds)

@@ -19,6 +19,7 @@ reconciliation report is printed as a block of lines (what changed while no reco
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -194,3 +195,26 @@ def routed_logs(view: Progress) -> Iterator[None]:
     finally:
         for handler, stream in zip(handlers, saved):
             handler.setStream(stream)
+
+
+class Rates:
+    """The live rates (events recorded and watch updates a second) over the last ``window`` seconds, as of each
+    redraw: the counts now against the newest sample at least ``window`` old (or the first one), so a burst shows at
+    the next redraw instead of after a whole window, and a quiet spell brings the rate down as it goes. Pure."""
+
+    def __init__(self, *, window: float, now: float) -> None:
+        self.window = window
+        self._samples: collections.deque[tuple[float, int, int]] = collections.deque([(now, 0, 0)])
+
+    def sample(self, now: float, events: int, updates: int) -> tuple[float, float]:
+        """Events/s and updates/s over the window ending ``now``."""
+        samples = self._samples
+        while len(samples) > 1 and now - samples[1][0] >= self.window:
+            samples.popleft()  # the base is the newest sample at least a window old
+        base_t, base_events, base_updates = samples[0]
+        samples.append((now, events, updates))
+        span = now - base_t
+        if span <= 0:
+            return 0.0, 0.0
+        return (events - base_events) / span, (updates - base_updates) / span
+

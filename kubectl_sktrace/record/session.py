@@ -37,6 +37,7 @@ from kubectl_sktrace.record.ingest import Ingest, KindStats
 from kubectl_sktrace.record.listing import PAGES_HELD, PageBudget
 from kubectl_sktrace.record.metrics import MetricsBoard, WatchCounters, read_sample
 from kubectl_sktrace.record.notices import KindNotices, OutageNotices, ThrottleNotices
+from kubectl_sktrace.record.progress import Rates
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.throttle import Throttle
@@ -90,9 +91,7 @@ class _Run:
     synced_at: float | None = None
     reconciliation: Reconciliation | None = None
     last_view: float = 0.0  # monotonic time of the last progress redraw
-    rate_mark: tuple[float, int, int] = (0.0, 0, 0)  # monotonic time, events recorded, updates seen
-    rate: float = 0.0
-    updates_rate: float = 0.0
+    rates: Rates = dataclasses.field(default_factory=lambda: Rates(window=RATE_WINDOW, now=time.monotonic()))  # the live rates
 
 
 class Session:
@@ -205,7 +204,6 @@ class Session:
         self._watch_vigil()
         for gvk in run.watched:
             self._start_watch(gvk, run.resources.get(gvk), run.writer)
-        run.rate_mark = (time.monotonic(), 0, 0)
 
     def _step(self, run: _Run) -> bool:
         """One round of the main loop, asleep until something is due; False once the run should stop (a stop, the duration)."""
@@ -265,15 +263,10 @@ class Session:
                                               tell=self.progress.note)
 
     def _show_live(self, run: _Run, now: float) -> None:
-        """The live status line; the rates are measured over ``RATE_WINDOW`` seconds."""
+        """The live status line; the rates are measured over the last ``RATE_WINDOW`` seconds (``progress.Rates``)."""
         ingest = run.ingest
-        mark_t, mark_n, mark_u = run.rate_mark
-        if now - mark_t >= RATE_WINDOW:
-            run.rate = (ingest.events_recorded - mark_n) / (now - mark_t)
-            run.updates_rate = (ingest.updates_seen - mark_u) / (now - mark_t)
-            run.rate_mark = (now, ingest.events_recorded, ingest.updates_seen)
-        self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=run.rate,
-                           updates_rate=run.updates_rate,
+        rate, updates_rate = run.rates.sample(now, ingest.events_recorded, ingest.updates_seen)
+        self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate, updates_rate=updates_rate,
                            left=None if run.deadline is None else max(0.0, run.deadline - now))
 
     def _finish(self, run: _Run, *, clean: bool, saved_gc: tuple[int, int, int]) -> float:

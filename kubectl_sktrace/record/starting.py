@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from pathlib import Path
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -82,13 +83,28 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
                     return record(cache, kube, server, cluster_uid)
             finally:
                 kube.close()
-        with open_cache(cache_path, create=True) as cache, cache.writer_lock():
+        with _removed_unless_recorded(cache_path), open_cache(cache_path, create=True) as cache, cache.writer_lock():
             kube = ThrottledCluster(Kube.connect(target), throttle)
             try:
                 server, cluster_uid = kube.cluster_identity()
                 return record(cache, kube, server, cluster_uid)
             finally:
                 kube.close()
+
+
+@contextlib.contextmanager
+def _removed_unless_recorded(cache_path: str | Path) -> Iterator[None]:
+    """A first start that fails before recording leaves no cache behind: the file it made holds no run, and would
+    read later as a cache where nothing was recorded yet, as if a recorder had run."""
+    from kubectl_sktrace.store import remove_unused
+
+    created = not Path(cache_path).expanduser().exists()
+    try:
+        yield
+    except BaseException:
+        if created:
+            remove_unused(cache_path)
+        raise
 
 
 @contextlib.contextmanager

@@ -355,8 +355,11 @@ def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
     shown = {r["run"] for r in data["runs"]}
     outages = [g for g in status.outages if g.run_id in shown]
     if outages:
-        parts += ["", "Outages during runs (kinds not watched; changes then were caught up afterwards, not seen live):",
-                  render.render_table([{"run": g.run_id, "outage": outage_span(g.cause, g.since, g.until),
+        ends = {r.id: r.stopped for r in status.runs if r.state != "running"}
+        parts += ["", "Outages during runs (kinds not watched; changes then were caught up afterwards, not seen live, "
+                      "unless the run ended first):",
+                  render.render_table([{"run": g.run_id, "outage": outage_span(g.cause, g.since, g.until)
+                                        + (" (the run ended first: not caught up)" if g.until >= ends.get(g.run_id, float("inf")) else ""),
                                         "duration": format_duration(g.until - g.since), "kinds": ", ".join(g.kinds)}
                                        for g in outages], "table")]
     unserved = [u for u in status.unserved if u.run_id in shown]

@@ -81,6 +81,9 @@ def coverage_lines(summary: Summary) -> Iterator[str]:
         span = f"{gap.cause} {format_span(gap.since, gap.until)} ({format_duration(gap.until - gap.since)}; {', '.join(gap.kinds)})"
         if gap.cause == CAUSE_FORBIDDEN:
             yield f"Refused: {span}: not recorded then; what changed was reconstructed once it could be read, not seen live."
+        elif gap.until >= summary.stopped:  # closed by the run's end: the API never came back while it ran
+            yield (f"Outage: {span}: not over when the run ended; changes made then were not recorded (the next start "
+                   "reconciles them from its lists).")
         else:
             yield f"Outage: {span}: changes made then were caught up afterwards, not seen live."
     for kind in summary.unserved:

@@ -6,9 +6,9 @@ a history in a PostgreSQL database, and ``opening`` picks between them. Typed re
 recorder, status, export and prune live in modules of their own here, all on top of ``engine.Cache``.
 """
 
-from kubectl_sktrace.store.connection import WriterLock, from_db_hash, to_db_hash
+from kubectl_sktrace.store.connection import WriterLock, from_db_hash, remove_unused, to_db_hash
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.opening import open_cache, open_cache_readonly
 from kubectl_sktrace.store.schema import SCHEMA_VERSION
 
-__all__ = ["Cache", "WriterLock", "SCHEMA_VERSION", "from_db_hash", "open_cache", "open_cache_readonly", "to_db_hash"]
+__all__ = ["Cache", "WriterLock", "SCHEMA_VERSION", "from_db_hash", "open_cache", "open_cache_readonly", "remove_unused", "to_db_hash"]

@@ -378,6 +378,25 @@ class WriterLock:
         self.release()
 
 
+def remove_unused(cache_path: str | os.PathLike[str]) -> bool:
+    """Remove a cache file that holds no run, with its log, shared memory and lock files: what a first ``start`` that
+    failed before recording made. False, and nothing touched, when it holds a run or cannot be read as a cache."""
+    path = Path(cache_path).expanduser()
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+        finally:
+            conn.close()
+    except (sqlite3.Error, OSError):
+        return False
+    if runs:
+        return False
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), WriterLock(path).path):
+        leftover.unlink(missing_ok=True)
+    return True
+
+
 def disk_size(cache_path: str | os.PathLike[str]) -> int:
     """The bytes the cache takes on disk: the file and its write-ahead log (the ``-shm`` index holds no data)."""
     size = 0

@@ -617,3 +617,27 @@ def test_the_readme_examples_first_export_is_made_valid_by_the_advice_it_prints(
     assert sktrace("validate", str(out), check=False).returncode == 1
     sktrace("export", "--cache", cache, "-s", "-5m", "-O", str(out), "--transform", "sanitize")
     assert sktrace("validate", str(out)).stdout == f"{out}: valid, 0 errors, 0 warnings\n"
+
+
+def test_a_first_start_that_fails_leaves_no_empty_cache_behind(kubeconfig: str, cache: str, tmp_path: Path) -> None:
+    """A first start that fails before recording (here: no credentials) made the cache file; an empty cache would later
+    read as "nothing recorded yet", as if a recorder had run. It is removed; a cache that holds a run never is."""
+    plugin = tmp_path / "corp-login.sh"
+    plugin.write_text("#!/bin/sh\necho 'error: you must be logged in' >&2\nexit 1\n")
+    plugin.chmod(0o755)
+    result = start(exec_user_kubeconfig(kubeconfig, tmp_path, {"command": str(plugin)}), cache)
+    assert result.returncode == 1 and result.stderr.startswith("Error: cannot get the credentials"), result.stderr
+    assert sorted(p.name for p in Path(cache).parent.iterdir()) == []
+    status = sktrace("status", "--cache", cache, check=False)
+    assert status.returncode == 1 and "nothing recorded yet" not in status.stdout + status.stderr, status
+    assert "record" in status.stderr, status.stderr
+
+
+def test_a_failed_start_into_a_cache_that_holds_runs_leaves_it_as_it_was(emu: Emulator, kubeconfig: str, cache: str,
+                                                                         tmp_path: Path) -> None:
+    assert start(kubeconfig, cache).returncode == 0
+    plugin = tmp_path / "corp-login.sh"
+    plugin.write_text("#!/bin/sh\nexit 1\n")
+    plugin.chmod(0o755)
+    assert start(exec_user_kubeconfig(kubeconfig, tmp_path, {"command": str(plugin)}), cache).returncode == 1
+    assert Path(cache).exists() and query(cache, "SELECT count(*) FROM runs") == [(1,)]

@@ -154,3 +154,43 @@ def test_quiet_shows_no_report() -> None:
     out = io.StringIO()
     Progress(stream=out, tty=False, quiet=True, clock=Clock()).reconciled(_report())
     assert out.getvalue() == ""
+
+
+# -- the live rates: over the last window, as of each redraw ----------------------------------------------------
+
+import pytest  # noqa: E402
+
+from kubectl_sktrace.record.progress import Rates  # noqa: E402
+
+
+def test_a_burst_shows_at_the_next_redraw_not_after_a_whole_window() -> None:
+    rates = Rates(window=2.0, now=0.0)
+    assert rates.sample(0.5, 0, 0) == (0.0, 0.0)
+    assert rates.sample(1.0, 6, 12) == (6.0, 12.0)  # 6 events in the first second: 6/s at once, not 0.0 until 2 s passed
+
+
+def test_the_rate_is_taken_over_the_window_and_falls_as_a_quiet_spell_goes_on() -> None:
+    rates = Rates(window=2.0, now=0.0)
+    for t in range(1, 11):
+        rates.sample(float(t), 10 * t, 0)  # 10 events/s
+    assert rates.sample(11.0, 110, 0)[0] == pytest.approx(10.0)
+    assert rates.sample(12.0, 110, 0)[0] == pytest.approx(5.0)  # one quiet second of two
+    assert rates.sample(13.0, 110, 0)[0] == pytest.approx(0.0)
+
+
+# -- the end of a run: an outage the run did not outlive was not caught up ----------------------------------------
+
+from kubectl_sktrace.record.summary import Summary, coverage_lines  # noqa: E402
+from kubectl_sktrace.store.history import CoverageGap  # noqa: E402
+
+
+def test_an_outage_the_run_did_not_outlive_is_not_said_to_be_caught_up() -> None:
+    t0 = 1_800_000_000.0
+    summary = Summary(cache="c.db", run_id=1, started=t0, stopped=t0 + 60, synced=t0 + 1, events=3, rows=(), warnings=(),
+                      outages=(CoverageGap(1, t0 + 10, t0 + 20, "API unreachable", ("apps/v1.Deployment",)),
+                               CoverageGap(1, t0 + 40, t0 + 60, "API unreachable", ("apps/v1.Deployment",))))
+    first, last = coverage_lines(summary)
+    assert first.endswith(": changes made then were caught up afterwards, not seen live.")
+    assert last.startswith("Outage: API unreachable 2027-01-15T08:00:40Z–08:01:00Z (20s; apps/v1.Deployment): not over when the run ended")
+    assert "changes made then were not recorded (the next start reconciles them from its lists)." in last
+    assert "caught up" not in last

@@ -156,11 +156,11 @@ def test_outages_within_a_run_are_merged_per_cause_and_the_run_is_interrupted(re
     status = cache_status(rec.cache)
     assert status.runs[0].state == "interrupted"
     text = render_status(status, "table")
-    assert """Outages during runs (kinds not watched; changes then were caught up afterwards, not seen live):
-RUN    OUTAGE                                          DURATION    KINDS
------  ----------------------------------------------  ----------  --------------------------
-1      API unreachable 2027-01-15T08:06:30Z–08:06:51Z  21s         apps/v1.Deployment, v1.Pod
-1      watch expired 2027-01-15T08:08:20Z–08:08:40Z    20s         apps/v1.Deployment""" in text
+    assert """Outages during runs (kinds not watched; changes then were caught up afterwards, not seen live, unless the run ended first):
+RUN    OUTAGE                                                                             DURATION    KINDS
+-----  ---------------------------------------------------------------------------------  ----------  --------------------------
+1      API unreachable 2027-01-15T08:06:30Z–08:06:51Z                                     21s         apps/v1.Deployment, v1.Pod
+1      watch expired 2027-01-15T08:08:20Z–08:08:40Z (the run ended first: not caught up)  20s         apps/v1.Deployment""" in text
     assert status_to_dict(status)["outages"][0] == {
         "run": 1, "cause": "API unreachable", "from": "2027-01-15T08:06:30Z", "to": "2027-01-15T08:06:51Z", "duration": "21s",
         "kinds": ["apps/v1.Deployment", "v1.Pod"]}

@@ -12,6 +12,7 @@ from test_watching import DEPLOY, RES, Clock, Recorder, Script, ev, page
 
 from kubectl_sktrace.errors import ThrottledError, TransientError
 from kubectl_sktrace.kube.discovery import Resource
+from kubectl_sktrace.model import GVK, POD
 from kubectl_sktrace.record import throttle as throttle_module
 from kubectl_sktrace.record.listing import Stopped
 from kubectl_sktrace.record.notices import ThrottleNotices
@@ -147,6 +148,26 @@ def test_the_lines_a_person_reads() -> None:
         "server asks (Retry-After), nothing is lost",
         "apps/v1.Deployment: requests pass again since 10:40:47Z (throttled for 47s, 5 retries)",
     ]
+
+
+def test_a_stretch_that_throttles_several_kinds_is_told_once_naming_them() -> None:
+    """A saturated level throttles every kind of the identity: one warning and one line for the stretch, not one per kind."""
+    lines: list[str] = []
+    notices = ThrottleNotices(warn=lambda m: lines.append(f"Warning: {m}"), note=lines.append)
+    pods, cms = POD, GVK("", "v1", "ConfigMap")
+    notices.report([ThrottleNews(DEPLOY, THROTTLED, 1764240000.0, detail=BUSY), ThrottleNews(pods, THROTTLED, 1764240000.5, detail=BUSY)])
+    notices.report([ThrottleNews(cms, THROTTLED, 1764240003.0, detail=BUSY)])  # joins the stretch told
+    notices.report([ThrottleNews(DEPLOY, PASSED, 1764240040.0, since=1764240000.0, retries=5),
+                    ThrottleNews(pods, PASSED, 1764240041.0, since=1764240000.5, retries=2)])
+    assert len(lines) == 1  # v1.ConfigMap still throttled
+    notices.report([ThrottleNews(cms, PASSED, 1764240047.0, since=1764240003.0, retries=1)])
+    assert lines == [
+        f"Warning: apps/v1.Deployment, v1.Pod: throttled by the API server since 10:40:00Z ({BUSY}); each request is retried "
+        "as the server asks (Retry-After), nothing is lost",
+        "apps/v1.Deployment, v1.Pod, v1.ConfigMap: requests pass again since 10:40:47Z (throttled for 47s, 8 retries)",
+    ]
+    notices.report([ThrottleNews(pods, THROTTLED, 1764240100.0, detail=BUSY)])  # a stretch of its own
+    assert lines[-1].startswith("Warning: v1.Pod: throttled by the API server since 10:41:40Z")
 
 
 def test_jitter_stays_within_its_share_of_retry_after() -> None:
