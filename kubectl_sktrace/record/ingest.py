@@ -45,7 +45,6 @@ from kubectl_sktrace.store.recording import (
     OP_APPLIED,
     OP_DELETED,
     EventRow,
-    OwnerRecord,
     Recording,
 )
 from kubectl_sktrace.trace import hashing, lifecycle, sanitize
@@ -137,8 +136,10 @@ class Ingest:
         self._unobserved: set[GVK] = set(initial_kinds) if restart is not None else set()  # whose first list is to come
         self.owner_index = OwnerIndex(recording=recording, fetch=fetch_owner, live=self.live, sync=self.sync)
         self.owners = self.owner_index.records
-        self._lookup = self.owner_index.lookup
+        self._lookup, self._store_owner, self._forget_owner = self.owner_index.lookup, self.owner_index.store, self.owner_index.forget
         self.take_fetching, self.owners_fetched = self.owner_index.take_fetching, self.owner_index.fetched  # for the Writer
+        self._prepared_heads: dict[int, ObjectHead] = {}  # by id(obj): read by ``owners_wanted`` for the message applied next
+        self._prepared_chains: dict[tuple[ObjKey, str], list[ObjKey]] = {}
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
@@ -156,7 +157,7 @@ class Ingest:
             stats.listed += len(items)
         for obj in items:
             try:
-                head = sanitize.read_head(obj, gvk)
+                head = self._head(obj, gvk)
                 first = gvk in self._unobserved
                 if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=first):
                     relist.seen[head.key] = head.uid
@@ -238,7 +239,7 @@ class Ingest:
             log.warning("%s: skipped a %s event that cannot be read (%s: %s)", gvk, event_type, type(exc).__name__, exc)
 
     def _event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
-        head = sanitize.read_head(obj, gvk)
+        head = self._head(obj, gvk)
         deleted = event_type == "DELETED"
         caught_up = self.coverage.caught_up(gvk, head.resource_version)
         if gvk in self.tracked:
@@ -292,27 +293,50 @@ class Ingest:
 
     # -- owner lookups, made by the writer with no lock held (``ownerindex``) ------------------------
 
+    def may_want_owners(self, gvk: GVK, obj: dict[str, Any], *, deleted: bool) -> bool:
+        """Whether applying ``obj`` might look an owner up: it has owners and is tracked, or is a pod met first. Safe
+        without the writer's lock (a pod's uid is added by its own watch thread): False means no lookup at all."""
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(meta, dict) or not meta.get("ownerReferences"):
+            return False
+        return (gvk in self.tracked and not deleted) or (gvk == POD and meta.get("uid") not in self.pods)
+
     def owners_wanted(self, gvk: GVK, objs: tuple[dict[str, Any], ...] | list[dict[str, Any]], *, deleted: bool, settling: bool,
                       asked: set[ObjKey]) -> set[ObjKey]:
         """The owners that applying a message (``objs`` of ``gvk``; ``settling``: its kind lists, fails or goes away)
         would GET (``OwnerIndex.wanted``): the chains of tracked objects and of pods met first, and of the pods that
         waited for the owner kinds when this message settles them."""
-        heads = []
+        heads, read = [], {}
         for obj in objs:
-            meta = obj.get("metadata") if isinstance(obj, dict) else None
-            if not isinstance(meta, dict) or not meta.get("ownerReferences"):
+            if not self.may_want_owners(gvk, obj, deleted=deleted):
                 continue
             tracked = gvk in self.tracked and not deleted
-            if tracked or (gvk == POD and self.sync.owners_listed and meta.get("uid") not in self.pods):
+            if tracked or self.sync.owners_listed:
                 try:
-                    head = sanitize.read_head(obj, gvk)
+                    read[id(obj)] = head = sanitize.read_head(obj, gvk)
                 except MALFORMED:
                     continue  # the write skips it and says so
                 if not (tracked and changes.is_skipped_owned(head, skip_owned=self.tracked[gvk].skip_owned)):
                     heads.append(head)
         if settling and self.sync.settles_owners(gvk):
             heads.extend(pending.head for pending in self.sync.unresolved.values())
-        return self.owner_index.wanted(heads, asked=asked)
+        wanted, chains = self.owner_index.wanted(heads, asked=asked)
+        if not wanted:  # applied next, in the same hold of the writer's lock: what was read and resolved here is kept
+            self._prepared_heads, self._prepared_chains = read, chains
+        return wanted
+
+    def forget_prepared(self) -> None:
+        """The message was applied: the heads and chains ``owners_wanted`` prepared for it are dropped."""
+        if self._prepared_heads or self._prepared_chains:
+            self._prepared_heads, self._prepared_chains = {}, {}
+
+    def _head(self, obj: dict[str, Any], gvk: GVK) -> ObjectHead:
+        return self._prepared_heads.pop(id(obj), None) or sanitize.read_head(obj, gvk)
+
+    def _chain(self, head: ObjectHead) -> list[ObjKey]:
+        """The object's owner chain: as ``owners_wanted`` resolved it for this message, else resolved now."""
+        chain = self._prepared_chains.pop((head.key, head.uid), None)
+        return chain if chain is not None else owners.resolve_chain(head, lookup=self._lookup)
 
     # -- batching hooks ------------------------------------------------------------------------------
 
@@ -375,7 +399,7 @@ class Ingest:
     def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, spec_hash: int, inferred: bool) -> None:
         """The applied event of a tracked object, its owner chain resolved, and its row in the live index."""
         key = head.key
-        chain = tuple(owners.resolve_chain(head, lookup=self._lookup)) if head.owners else ()
+        chain = tuple(self._chain(head)) if head.owners else ()
         options = self.tracked[key.gvk]
         body = sanitize.sanitize(obj, gvk=key.gvk, keep_secret_data=options.keep_secret_data)
         paths = options.pod_spec_template_paths
@@ -443,7 +467,7 @@ class Ingest:
             self.stats_for(owner.gvk).lifecycles += 1
 
     def _lifecycle_owner(self, head: ObjectHead) -> ObjKey | None:
-        chain = owners.resolve_chain(head, lookup=self._lookup) if head.owners else []
+        chain = self._chain(head) if head.owners else []
         return owners.lifecycle_owner(pod_key=head.key, chain=chain, is_tracked_lifecycle_owner=self._is_lifecycle_owner)
 
     def _resolve_owner(self, uid: str, pending: Unresolved) -> None:
@@ -472,18 +496,6 @@ class Ingest:
         known = self.pods.pop(uid)
         ended = lifecycle.on_pod_gone(known.life, ts=second)
         self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life, live=False)
-
-    def _store_owner(self, head: ObjectHead, recv: float) -> None:
-        record = OwnerRecord(head.uid, head.owners)
-        if self.owners.get(head.key) != record:
-            self.owners[head.key] = record
-            self.rec.upsert_owner(head.key, record, fetched=recv)
-
-    def _forget_owner(self, head: ObjectHead) -> None:
-        """A DELETED owner: forgotten unless its name already belongs to a successor (another uid)."""
-        record = self.owners.get(head.key)
-        if record is not None and changes.same_uid(record.uid, head.uid):
-            del self.owners[head.key]
 
     def _is_lifecycle_owner(self, key: ObjKey) -> bool:
         options = self.tracked.get(key.gvk)

@@ -49,13 +49,13 @@ class OwnerIndex:
         fetch, self.fetch = self.fetch, None
         return fetch
 
-    def wanted(self, heads: Iterable[ObjectHead], *, asked: set[ObjKey]) -> set[ObjKey]:
-        """The owners that resolving these objects' chains would GET, none of ``asked``; writes nothing."""
+    def wanted(self, heads: Iterable[ObjectHead], *, asked: set[ObjKey]) -> tuple[set[ObjKey], dict[tuple[ObjKey, str], list[ObjKey]]]:
+        """The owners that resolving these objects' chains would GET, none of ``asked``, and the chains as resolved
+        (complete when nothing is wanted); writes nothing."""
         self._wanted, self._asked = set(), asked
         try:
-            for head in heads:
-                owners.resolve_chain(head, lookup=self.lookup)
-            return self._wanted
+            chains = {(head.key, head.uid): owners.resolve_chain(head, lookup=self.lookup) for head in heads}
+            return self._wanted, chains
         finally:
             self._wanted, self._asked = None, frozenset()
 
@@ -69,6 +69,19 @@ class OwnerIndex:
                 self._keep(key, obj)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 log.warning("owner %s: skipped a fetched object that cannot be read (%s: %s)", key, type(exc).__name__, exc)
+
+    def store(self, head: ObjectHead, recv: float) -> None:
+        """An object with owners, or of an owner kind, seen: its record, written when it changed."""
+        record = OwnerRecord(head.uid, head.owners)
+        if self.records.get(head.key) != record:
+            self.records[head.key] = record
+            self.rec.upsert_owner(head.key, record, fetched=recv)
+
+    def forget(self, head: ObjectHead) -> None:
+        """A DELETED owner: forgotten unless its name already belongs to a successor (another uid)."""
+        record = self.records.get(head.key)
+        if record is not None and changes.same_uid(record.uid, head.uid):
+            del self.records[head.key]
 
     def lookup(self, ref: OwnerRef, namespace: str) -> tuple[OwnerRef, ...] | None:
         """The owner references of an owner (``owners.resolve_chain``'s lookup); None when it cannot be resolved."""

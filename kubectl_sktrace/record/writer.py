@@ -74,28 +74,35 @@ class WriterLock:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.holder: threading.Thread | None = None
+        self.holder: int | None = None  # the holding thread's ident
         self.since = 0.0  # monotonic time it was taken
 
     def acquire(self, timeout: float = -1) -> bool:
         if not self._lock.acquire(timeout=timeout):
             return False
-        self.holder, self.since = threading.current_thread(), time.monotonic()
+        self.holder, self.since = threading.get_ident(), time.monotonic()
         return True
 
     def release(self) -> None:
         self.holder = None
         self._lock.release()
 
-    def __enter__(self) -> WriterLock:
-        self.acquire()
+    def __enter__(self) -> WriterLock:  # every message takes it: kept to C calls
+        self._lock.acquire()
+        self.holder, self.since = threading.get_ident(), time.monotonic()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.release()
+        self.holder = None
+        self._lock.release()
 
     def held_here(self) -> bool:
-        return self.holder is threading.current_thread()
+        return self.holder == threading.get_ident()
+
+    def holder_name(self) -> str:
+        holder = self.holder
+        thread = next((t for t in threading.enumerate() if t.ident == holder), None)
+        return "?" if thread is None else thread.name
 
     def refuse_requests(self) -> None:
         """Raise ``LockOrderError`` when the calling thread holds the lock: ``Throttle`` asks before every request."""
@@ -143,16 +150,15 @@ class Writer:
         self._write(self.ingest.relist_begin, gvk, ts)
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
-        self._fetch_owners(gvk, items)
-        self._write(self.ingest.relist_page, gvk, items, ts)
+        self._write(self.ingest.relist_page, gvk, items, ts, owners=self._wanted(gvk, items))
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
-        self._fetch_owners(gvk, settling=True)
-        self._write(self.ingest.relist_end, gvk, resource_version, ts, news=True)
+        self._write(self.ingest.relist_end, gvk, resource_version, ts, news=True, owners=self._wanted(gvk, settling=True))
 
     def event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
-        self._fetch_owners(gvk, (obj,), deleted=event_type == "DELETED")
-        self._write(self.ingest.event, gvk, event_type, obj, ts)
+        deleted = event_type == "DELETED"
+        wants = self._wanted(gvk, (obj,), deleted=deleted) if self.ingest.may_want_owners(gvk, obj, deleted=deleted) else None
+        self._write(self.ingest.event, gvk, event_type, obj, ts, owners=wants)
 
     def interrupted(self, gvk: GVK, since: float, cause: str, detail: str) -> None:
         self._write(self.ingest.interrupted, gvk, since, cause, detail, news=True)
@@ -161,8 +167,7 @@ class Writer:
         self._write(self.ingest.resumed, gvk, ts, horizon, news=True)
 
     def unserved(self, gvk: GVK, ts: float, detail: str) -> None:
-        self._fetch_owners(gvk, settling=True)
-        self._write(self.ingest.unserved, gvk, ts, detail, news=True)
+        self._write(self.ingest.unserved, gvk, ts, detail, news=True, owners=self._wanted(gvk, settling=True))
 
     def not_yet_observed(self) -> None:
         """The run begins: its kinds are not yet observed (``Ingest.not_yet_observed``)."""
@@ -185,53 +190,73 @@ class Writer:
             self.failures.append((gvk, error))
 
         try:
-            self._fetch_owners(gvk, settling=True)
-            self._write(record, news=True)
+            self._write(record, news=True, owners=self._wanted(gvk, settling=True))
         except BaseException:  # noqa: BLE001 - kept in ``fatal`` for the main thread to raise
             pass
 
-    def _fetch_owners(self, gvk: GVK, objs: tuple[dict[str, Any], ...] | list[dict[str, Any]] = (), *, deleted: bool = False,
-                      settling: bool = False) -> None:
-        """GET, with no lock held, the owners that applying this message would look up in the cluster, and hand them to
-        ``Ingest`` (one level of the chains a round: an owner fetched may name owners of its own)."""
+    def _wanted(self, gvk: GVK, objs: tuple[dict[str, Any], ...] | list[dict[str, Any]] = (), *, deleted: bool = False,
+                settling: bool = False) -> Callable[[set[ObjKey]], set[ObjKey]] | None:
+        """The question ``_write`` asks under the lock before applying a message: which owners would it GET?"""
         if self._fetch is None:
+            return None
+        return lambda asked: self.ingest.owners_wanted(gvk, objs, deleted=deleted, settling=settling, asked=asked)
+
+    def _write(self, apply: Callable[..., None], *args: Any, news: bool = False,
+               owners: Callable[[set[ObjKey]], set[ObjKey]] | None = None) -> None:
+        """Apply under the lock. ``owners`` first names the owners applying would GET: then the lock is released, they
+        are fetched (the network: no lock held) and handed to ``Ingest``, and the question is asked again (an owner
+        fetched may name owners of its own), a level of the chains a round; once nothing is wanted the message is
+        applied in the same hold of the lock, so what the question resolved is what the write uses."""
+        if owners is None:  # most messages: nothing to look up
+            with self.lock:
+                if not self._closed:
+                    self._apply(apply, args, news=news)
             return
         asked: set[ObjKey] = set()
         for _ in range(DEFAULT_MAX_DEPTH + 1):
             with self.lock:
                 if self._closed:
                     return
-                wanted = self.ingest.owners_wanted(gvk, objs, deleted=deleted, settling=settling, asked=asked)
-            if not wanted:
-                return
-            asked |= wanted
-            fetched = {key: self._fetch(key) for key in sorted(wanted, key=str)}  # the network: no lock held
-            self._write(self.ingest.owners_fetched, fetched)
-
-    def _write(self, apply: Callable[..., None], *args: Any, news: bool = False) -> None:
-        with self.lock:
-            if self._closed:
-                return
-            now = time.monotonic()
-            opened = False
-            try:
-                if self._opened is None:
-                    self.rec.begin()
-                    self._opened, opened = now, True  # the main thread commits it once it goes quiet
-                apply(*args)
-                self._last_write = now
-                if self._abandoned:
-                    return  # the run ended without this thread: what it wrote is not committed
-                if now - self._opened >= COMMIT_INTERVAL:
-                    self._commit(now)
-            except BaseException as exc:
-                self.fatal, self._closed = exc, True
-                news = True
-                raise
-            finally:
-                self.news += news
-                if news or opened:
+                try:
+                    wanted = owners(asked)
+                except BaseException as exc:  # reading the cache failed: fatal, as in a write
+                    self.fatal, self._closed = exc, True
+                    self.news += 1
                     self._awake.set()
+                    raise
+                if not wanted:
+                    try:
+                        self._apply(apply, args, news=news)
+                    finally:
+                        self.ingest.forget_prepared()
+                    return
+            asked |= wanted
+            fetched = {key: self._fetch(key) for key in sorted(wanted, key=str)} if self._fetch is not None else {}
+            self._write(self.ingest.owners_fetched, fetched)
+        self._write(apply, *args, news=news)  # chains deeper than any walk: what is still unknown is not resolved
+
+    def _apply(self, apply: Callable[..., None], args: tuple[Any, ...], *, news: bool) -> None:
+        """Under the lock: ``apply(*args)`` inside the open batch (opened if none), committed once old enough."""
+        now = time.monotonic()
+        opened = False
+        try:
+            if self._opened is None:
+                self.rec.begin()
+                self._opened, opened = now, True  # the main thread commits it once it goes quiet
+            apply(*args)
+            self._last_write = now
+            if self._abandoned:
+                return  # the run ended without this thread: what it wrote is not committed
+            if now - self._opened >= COMMIT_INTERVAL:
+                self._commit(now)
+        except BaseException as exc:
+            self.fatal, self._closed = exc, True
+            news = True
+            raise
+        finally:
+            self.news += news
+            if news or opened:
+                self._awake.set()
 
     # -- the main thread -------------------------------------------------------------------------------
 
@@ -278,14 +303,13 @@ class Writer:
         once the thread that holds it has held it ``STUCK_AFTER`` seconds, or ``STOP_GRACE`` once the run is to stop."""
         lock = self.lock
         while not lock.acquire(timeout=HOLD_SLICE):
-            holder, since = lock.holder, lock.since
-            if holder is None:
+            if lock.holder is None:
                 continue  # released meanwhile
-            held = time.monotonic() - since
+            held = time.monotonic() - lock.since
             stopping = (self._stop is not None and self._stop.is_set()) or (self.deadline is not None and time.monotonic() >= self.deadline)
             if held >= STUCK_AFTER or (stopping and held >= STOP_GRACE):
                 at = format_time(self.clock() - held)
-                raise WriterStuck(f"the recorder made no progress: its thread '{holder.name}' has held the cache writer's lock "
+                raise WriterStuck(f"the recorder made no progress: its thread '{lock.holder_name()}' has held the cache writer's lock "
                                   f"since {at} ({held:.0f}s); the run ends at its last commit, as after a crash: start again "
                                   "to reconcile, and report this with the log of -v 4 (a stack dump: kill -USR1 PID)")
         try:
