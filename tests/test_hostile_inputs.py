@@ -913,3 +913,26 @@ def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
     assert_one_error(run, str(cache), "disk")
     assert integrity_check(cache) == "ok"
     assert committed_events(cache), "what was committed before the disk filled up is kept"
+
+
+# --- SKEL: a 100,000-digit integer in each of the six places a SKEL program holds one -------------------------
+
+HUGE = "9" * 100_000
+HUGE_INTEGERS = [
+    ("value", f"modify(metadata.name == \"a\", spec.replicas = {HUGE});", 1, 46),
+    ("negative-value", f"modify(metadata.name == \"a\", spec.replicas = -{HUGE});", 1, 46),
+    ("at-t", f"delete(@t > {HUGE});", 1, 13),
+    ("list-index", f"remove(spec.template.spec.containers[{HUGE}]);", 1, 38),
+    ("path-field", f"# a field of digits is also an index\nremove(spec.template.{HUGE});", 2, 22),
+    ("comparison", f"delete(spec.replicas < {HUGE});", 1, 24),
+]
+
+
+@pytest.mark.parametrize(("program", "line", "column"), [pytest.param(p, n, c, id=i) for i, p, n, c in HUGE_INTEGERS])
+def test_a_huge_integer_in_skel_is_out_of_range_at_its_line_and_column(tmp_path: Path, program: str, line: int, column: int) -> None:
+    skel = tmp_path / "huge.skel"
+    skel.write_text(program)
+    run = run_cli(["transform", str(CRONJOB), str(skel), "-O", str(tmp_path / "out.sktrace")], home=tmp_path)
+    error = assert_one_error(run, f"{skel}:{line}:{column}: integer out of range (64-bit integers) in ")
+    assert len(error) < 300
+    assert not (tmp_path / "out.sktrace").exists()
