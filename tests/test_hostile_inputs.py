@@ -9,6 +9,7 @@ Truncating a trace at every byte boundary is done in-process (CliRunner) for spe
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import resource
@@ -936,3 +937,56 @@ def test_a_huge_integer_in_skel_is_out_of_range_at_its_line_and_column(tmp_path:
     error = assert_one_error(run, f"{skel}:{line}:{column}: integer out of range (64-bit integers) in ")
     assert len(error) < 300
     assert not (tmp_path / "out.sktrace").exists()
+
+
+# --- --anonymize-map: written only as a new file renamed over a regular file or into a new path ---------------------
+
+def _anonymize_with_map(tmp_path: Path, table: Path, *more: str) -> Run:
+    return run_cli(["transform", str(CRONJOB), "--anonymize", "--anonymize-map", str(table), "-O", str(tmp_path / "out.sktrace"), *more],
+                   home=tmp_path)
+
+
+def test_a_symlinked_map_is_refused_and_its_target_left_as_it_was(tmp_path: Path) -> None:
+    victim, table = tmp_path / "victim.txt", tmp_path / "map.json"
+    victim.write_text("someone else's file\n")
+    victim.chmod(0o644)
+    table.symlink_to(victim)
+    assert_one_error(_anonymize_with_map(tmp_path, table), f"cannot write the pseudonym map {table}: it is a symbolic link",
+                     "pass another --anonymize-map path")
+    assert victim.read_text() == "someone else's file\n" and victim.stat().st_mode & 0o777 == 0o644
+    assert table.is_symlink() and not (tmp_path / "out.sktrace").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root makes a device node")
+def test_a_device_as_map_is_refused_and_keeps_its_mode(tmp_path: Path) -> None:
+    import stat as stat_module
+
+    null = tmp_path / "null"
+    os.mknod(null, 0o666 | stat_module.S_IFCHR, os.makedev(1, 3))
+    null.chmod(0o666)
+    assert_one_error(_anonymize_with_map(tmp_path, null), f"cannot write the pseudonym map {null}: it is not a regular file")
+    assert stat_module.S_ISCHR(null.stat().st_mode) and null.stat().st_mode & 0o777 == 0o666
+    assert not (tmp_path / "out.sktrace").exists()
+
+
+def test_a_map_replaces_a_regular_file_by_a_new_one_readable_by_its_owner_alone(tmp_path: Path) -> None:
+    table, other_name = tmp_path / "map.json", tmp_path / "hard-link"
+    table.write_text("an older map\n")
+    table.chmod(0o644)
+    os.link(table, other_name)  # a hard link, as someone may hold to read what the map will say: it keeps the old text
+    key = "ab" * 16
+    run = _anonymize_with_map(tmp_path, table, "--anonymize-key", key)
+    assert run.code == 0, run.describe()
+    assert table.stat().st_mode & 0o777 == 0o600 and json.loads(table.read_text())["pseudonyms"]
+    assert other_name.read_text() == "an older map\n" and other_name.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_map_that_cannot_be_written_leaves_no_trace_either(tmp_path: Path) -> None:
+    table = tmp_path / "no-such-directory" / "map.json"
+    out = tmp_path / "out.sktrace"
+    out.write_bytes(b"the previous trace")
+    run = _anonymize_with_map(tmp_path, table)
+    assert_one_error(run, f"cannot write the pseudonym map {table} (No such file or directory)")
+    assert out.read_bytes() == b"the previous trace", "without its map the trace cannot be lined up with anything: neither is written"
+    assert "Note: anonymized with a fresh random key" not in run.stderr
