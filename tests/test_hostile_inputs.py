@@ -990,3 +990,56 @@ def test_a_map_that_cannot_be_written_leaves_no_trace_either(tmp_path: Path) -> 
     assert_one_error(run, f"cannot write the pseudonym map {table} (No such file or directory)")
     assert out.read_bytes() == b"the previous trace", "without its map the trace cannot be lined up with anything: neither is written"
     assert "Note: anonymized with a fresh random key" not in run.stderr
+
+
+# --- YAML: every file the product reads as YAML is read within bounds (safeyaml) --------------------------------
+
+def _laughs() -> str:
+    """A billion laughs: a list of nine anchored lists, each of ten aliases of the one before: 10^9 strings."""
+    parts = ['&a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    parts += [f"&{name} [{', '.join([f'*{previous}'] * 10)}]" for previous, name in zip("abcdefgh", "bcdefghi")]
+    return "[" + ", ".join(parts) + "]"
+
+
+def _nested() -> str:
+    return "[" * 500 + "]" * 500
+
+
+YAML_PLACES = {  # where each reader walks a value (and may quote it in an error)
+    "tracer-config": "trackedObjects:\n  v1.Pod: {{podSpecTemplatePaths: {}}}\n",
+    "rule-file": "rules:\n- allow: {}\n",
+    "kubeconfig": "clusters:\n- name: c\n  cluster: {{server: {}}}\n",
+}
+
+
+def _cpu_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_CPU, (10, 10))  # a guard against blowups: ten times what a refusal takes
+
+
+YAML_READERS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "tracer-config": lambda tmp, f: ["start", "--kubeconfig", str(_unreachable(tmp)), "--cache", str(tmp / "c.db"), "--config", str(f)],
+    "rule-file": lambda tmp, f: ["transform", str(CRONJOB), "--filters", str(f), "-O", str(tmp / "out.sktrace")],
+    "kubeconfig": lambda tmp, f: ["start", "--kubeconfig", str(f), "--cache", str(tmp / "c.db"), "--duration", "5s"],
+}
+YAML_BOMBS = [("billion-laughs", _laughs, "expand it to more than 1,000,000 values"),
+              ("deep-nesting", _nested, "nests maps and lists more than 100 deep")]
+
+
+def _unreachable(tmp_path: Path) -> Path:
+    path = tmp_path / "unreachable-kubeconfig"
+    path.write_text(UNREACHABLE_KUBECONFIG)
+    return path
+
+
+@pytest.mark.parametrize("reader", list(YAML_READERS))
+@pytest.mark.parametrize(("make", "problem"), [pytest.param(m, p, id=i) for i, m, p in YAML_BOMBS])
+def test_a_yaml_bomb_is_refused_in_one_line_naming_its_file(tmp_path: Path, reader: str, make: Callable[[], str], problem: str) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(YAML_PLACES[reader].format(make()))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = run_cli(YAML_READERS[reader](tmp_path, bomb), home=tmp_path, preexec_fn=_cpu_limit, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    line = assert_one_error(run, problem)
+    assert str(bomb) in line and len(line) < 400
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 5
+    assert not (tmp_path / "out.sktrace").exists()
