@@ -12,9 +12,9 @@ import re
 from typing import Mapping
 
 from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.timeparse import is_printable_time
 
 LIMIT = 2**53
-FIRST_TIME, LAST_TIME = -62_135_596_800, 253_402_300_799  # 0001-01-01T00:00:00Z, 9999-12-31T23:59:59Z
 _NUMBER = re.compile(r"(-?[0-9]{1,16})(?:\.[0-9]{0,20})?\Z")
 
 
@@ -35,6 +35,6 @@ def int_param(params: Mapping[str, str], name: str, default: int | None = None) 
 def time_param(params: Mapping[str, str], name: str) -> int:
     """The required time parameter ``name``: unix seconds within the years 1 to 9999."""
     value = int_param(params, name)
-    if not FIRST_TIME <= value <= LAST_TIME:
+    if not is_printable_time(value):
         raise UsageError(f"{name}={value} is not a time between the years 1 and 9999 (unix seconds)")
     return value

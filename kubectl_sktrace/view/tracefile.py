@@ -38,8 +38,9 @@ class Row:
 
 
 def _owner(body: dict[str, Any], namespace: str) -> ObjKey | None:
-    refs = (body.get("metadata") or {}).get("ownerReferences") or []
-    for ref in refs:
+    metadata = body.get("metadata")
+    refs = metadata.get("ownerReferences") if isinstance(metadata, dict) else None
+    for ref in refs if isinstance(refs, list) else []:
         if isinstance(ref, dict) and ref.get("controller") and ref.get("apiVersion") and ref.get("kind") and ref.get("name"):
             return ObjKey(GVK.from_api_version(str(ref["apiVersion"]), str(ref["kind"])), namespace, str(ref["name"]))
     return None
