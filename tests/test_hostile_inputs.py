@@ -1151,3 +1151,110 @@ def test_a_hostile_trace_gets_every_reader_s_answer_or_one_line(tmp_path: Path, 
     for args in _readers(trace, out):
         _a_correct_answer_or_one_line(run_cli(args, home=tmp_path, preexec_fn=_cpu_limit))
     _view_endpoints(trace, tmp_path)
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    for level in range(depth):
+        leaf = {"a": leaf} if level % 2 else [leaf]
+    return leaf
+
+
+def _hostile_values() -> Any:
+    from hypothesis import strategies as st
+
+    extremes = st.sampled_from([0, -1, 2**31, 2**53 + 1, 2**63 - 1, -(2**63), 2**64 - 1, 253_402_300_800, -62_135_596_801])
+    scalars = st.one_of(extremes, st.integers(min_value=-(2**63), max_value=2**64 - 1), st.floats(), st.text(max_size=40),
+                        st.binary(max_size=8), st.none(), st.booleans())
+    shallow = st.one_of(st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=6), scalars, max_size=3))
+    deep = st.builds(_nested, st.integers(min_value=50, max_value=480), scalars)
+    return st.one_of(scalars, shallow, deep)
+
+
+OBJECT_PLACES = [  # where a value goes in the CronJob of the fixture's second event
+    ("metadata",), ("metadata", "name"), ("metadata", "namespace"), ("metadata", "ownerReferences"), ("metadata", "labels"),
+    ("metadata", "annotations"), ("metadata", "uid"), ("metadata", "creationTimestamp"), ("metadata", "deletionTimestamp"),
+    ("metadata", "resourceVersion"), ("kind",), ("apiVersion",), ("spec",), ("spec", "schedule"), ("spec", "jobTemplate"),
+    ("spec", "jobTemplate", "spec", "template", "spec"), ("spec", "jobTemplate", "spec", "template", "spec", "containers"),
+    ("status",),
+]
+
+
+def _placed(obj: dict[str, Any], place: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """``obj`` with ``value`` at ``place`` (the maps on the way copied, or made)."""
+    head, *rest = place
+    inner = obj.get(head)
+    return {**obj, head: _placed(inner if isinstance(inner, dict) else {}, tuple(rest), value) if rest else value}
+
+
+def _hostile_trace(changes: list[tuple[str, Any, Any]]) -> bytes:
+    events = [dict(e) for e in GOOD.events]
+    index = {gvk: dict(names) for gvk, names in GOOD.index.items()}
+    lifecycles = dict(GOOD.pod_lifecycles)
+    for where, place, value in changes:
+        if where == "object":
+            events[1]["applied_objs"] = [_placed(events[1]["applied_objs"][0], place, value)]
+        elif where == "deleted":
+            events[2]["deleted_objs"] = [_placed(events[2]["deleted_objs"][0], place, value)]
+        elif where == "ts":
+            events[place]["ts"] = value
+        elif where == "index":
+            index["batch/v1.CronJob"]["default/hello-simkube"] = value
+        else:
+            ((owner, by_hash),) = lifecycles.items()
+            lifecycles = {owner: {next(iter(by_hash)): [{"Running": value}]}}
+    return _trace_bytes(events=events, index=index, pod_lifecycles=lifecycles)
+
+
+def _in_process_view(trace: Path) -> None:
+    """``view TRACE``'s endpoints as its server calls them (after the CLI has run in this process, as ``view`` does):
+    a JSON-ready answer or a UsageError (a 400)."""
+    from kubectl_sktrace.errors import SktraceError
+    from kubectl_sktrace.view.tracefile import TraceIndex, trace_api
+
+    try:
+        index = TraceIndex.of(traceformat.read_trace(trace), name=str(trace))
+    except SktraceError:
+        return
+
+    def ask(path: str, params: dict[str, str]) -> Any:
+        try:
+            return json.loads(json.dumps(api[path](params)))
+        except SktraceError as exc:
+            assert "\n" not in str(exc)
+            return None
+
+    api = trace_api(index)
+    overview = ask("/api/overview", {})
+    if overview and overview["begin"] is not None:
+        window = {"start": str(overview["begin"]), "end": str(max(overview["end"], overview["begin"] + 1))}
+        ask("/api/histogram", window)
+        ask("/api/window", window)
+        ask("/api/objects", {**window, "limit": "200"})
+        for row in range(len(index.rows)):
+            ask("/api/version", {"id": str(row)})
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")  # the CLI raises it, as in its own process
+def test_traces_of_wrong_types_extreme_numbers_and_deep_nesting_get_an_answer_or_one_line(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    change = st.one_of(
+        st.tuples(st.sampled_from(["object", "deleted"]), st.sampled_from(OBJECT_PLACES), _hostile_values()),
+        st.tuples(st.just("ts"), st.integers(min_value=0, max_value=2), st.integers(min_value=-(2**63), max_value=2**64 - 1)),
+        st.tuples(st.just("index"), st.none(), st.integers(min_value=0, max_value=2**64 - 1)),
+        st.tuples(st.just("lifecycle"), st.none(), st.integers(min_value=-(2**63), max_value=2**64 - 1)),
+    )
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.lists(change, min_size=1, max_size=3))
+    def check(changes: list[tuple[str, Any, Any]]) -> None:
+        home = tmp_path_factory.mktemp("hostile")
+        trace, out = home / "hostile.sktrace", home / "out"
+        trace.write_bytes(_hostile_trace(changes))
+        for args in _readers(trace, out):
+            _a_correct_answer_or_one_line(_in_process(args))
+        _in_process_view(trace)
+
+    check()
