@@ -1258,3 +1258,24 @@ def test_traces_of_wrong_types_extreme_numbers_and_deep_nesting_get_an_answer_or
         _in_process_view(trace)
 
     check()
+
+
+# --- small inputs that cost quadratic work: bounded or linear ----------------------------------------------------
+
+QUADRATIC_RULES = [
+    ("16000-spaces", ["--allow", "namespace:a" + " " * 16_000 + "x"], "--allow 'namespace:a", "(16012 characters)"),
+    ("glob-of-10000-brackets", ["--allow", "name:" + "[" * 10_000], "is longer than 253 characters, the longest name Kubernetes allows",
+     "(10005 characters)"),
+    ("selector-of-16000-spaces", ["-l", "a" + " " * 16_000 + "in"], "invalid label selector 'a", "(16003 characters)"),
+]
+
+
+@pytest.mark.parametrize(("args", "problem", "shown"), [pytest.param(a, p, s, id=i) for i, a, p, s in QUADRATIC_RULES])
+def test_a_rule_that_once_cost_quadratic_work_is_refused_at_once_in_a_short_line(tmp_path: Path, args: list[str], problem: str,
+                                                                                 shown: str) -> None:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = run_cli(["transform", str(CRONJOB), *args, "-O", str(tmp_path / "out.sktrace")], home=tmp_path, preexec_fn=_cpu_limit)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    line = assert_one_error(run, problem, shown)
+    assert len(line) < 600
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 5, "a guard against quadratic work, with a wide margin"
