@@ -37,10 +37,9 @@ def unified(before: dict[str, Any] | None, after: dict[str, Any] | None, *, befo
     old_middle, new_middle = old[start:len(old) - max(0, tail - CONTEXT)], new[start:len(new) - max(0, tail - CONTEXT)]
     if len(old_middle) * len(new_middle) > MAX_PAIRS:
         changed_old, changed_new = len(old) - head - tail, len(new) - head - tail
-        lines = [f"--- {before_name}\n", f"+++ {after_name}\n",
-                 f"@@ -{head + 1},{changed_old} +{head + 1},{changed_new} @@ too many lines to compare here: "
-                 f"{changed_old} lines before, {changed_new} after (the version's YAML shows them all)\n"]
-        return "".join(lines)
+        return (f"--- {before_name}\n+++ {after_name}\n"
+                f"@@ -{head + 1},{changed_old} +{head + 1},{changed_new} @@ too many lines to compare here: "
+                f"{changed_old} lines before, {changed_new} after (the version's YAML shows them all)\n")
     lines = difflib.unified_diff(old_middle, new_middle, fromfile=before_name, tofile=after_name, n=CONTEXT)
     return "".join(_moved(line, start) if line.startswith("@@") else line if line.endswith("\n") else line + "\n" for line in lines)
 
