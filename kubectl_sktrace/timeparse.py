@@ -86,6 +86,14 @@ def _parse_api_text(value: str) -> float | None:
         return None
 
 
+FIRST_TIME, LAST_TIME = -62_135_596_800, 253_402_300_799
+"""0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the times ``format_time`` can print (datetime's years)."""
+
+
+def is_printable_time(value: int) -> bool:
+    return FIRST_TIME <= value <= LAST_TIME
+
+
 def format_time(ts: float) -> str:
     """RFC 3339 in UTC with second precision, the form every report prints."""
     return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -23,6 +23,7 @@ from typing import Any, Collection, Iterator, Mapping
 
 import yaml
 
+from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import ConfigError, UsageError
 from kubectl_sktrace.model import (
     CRONJOB,
@@ -109,7 +110,7 @@ def load_config(path: str) -> TracerConfig:
             f"{path}: cannot read the config file: {getattr(exc, 'strerror', None) or exc}; pass a readable UTF-8 YAML file with --config"
         ) from None
     try:
-        data = yaml.safe_load(text)
+        data = safeyaml.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -320,7 +321,7 @@ def stored_config(text: str | None) -> TracerConfig | None:
     if not text:
         return None
     try:
-        return parse_config(yaml.safe_load(text), source="the stored tracer config")
+        return parse_config(safeyaml.load(text), source="the stored tracer config")
     except (yaml.YAMLError, UsageError):
         return None
 

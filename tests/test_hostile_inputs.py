@@ -9,6 +9,7 @@ Truncating a trace at every byte boundary is done in-process (CliRunner) for spe
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import resource
@@ -913,3 +914,368 @@ def test_disk_fills_up_while_recording(tmp_path: Path) -> None:
     assert_one_error(run, str(cache), "disk")
     assert integrity_check(cache) == "ok"
     assert committed_events(cache), "what was committed before the disk filled up is kept"
+
+
+# --- SKEL: a 100,000-digit integer in each of the six places a SKEL program holds one -------------------------
+
+HUGE = "9" * 100_000
+HUGE_INTEGERS = [
+    ("value", f"modify(metadata.name == \"a\", spec.replicas = {HUGE});", 1, 46),
+    ("negative-value", f"modify(metadata.name == \"a\", spec.replicas = -{HUGE});", 1, 46),
+    ("at-t", f"delete(@t > {HUGE});", 1, 13),
+    ("list-index", f"remove(spec.template.spec.containers[{HUGE}]);", 1, 38),
+    ("path-field", f"# a field of digits is also an index\nremove(spec.template.{HUGE});", 2, 22),
+    ("comparison", f"delete(spec.replicas < {HUGE});", 1, 24),
+]
+
+
+@pytest.mark.parametrize(("program", "line", "column"), [pytest.param(p, n, c, id=i) for i, p, n, c in HUGE_INTEGERS])
+def test_a_huge_integer_in_skel_is_out_of_range_at_its_line_and_column(tmp_path: Path, program: str, line: int, column: int) -> None:
+    skel = tmp_path / "huge.skel"
+    skel.write_text(program)
+    run = run_cli(["transform", str(CRONJOB), str(skel), "-O", str(tmp_path / "out.sktrace")], home=tmp_path)
+    error = assert_one_error(run, f"{skel}:{line}:{column}: integer out of range (64-bit integers) in ")
+    assert len(error) < 300
+    assert not (tmp_path / "out.sktrace").exists()
+
+
+# --- --anonymize-map: written only as a new file renamed over a regular file or into a new path ---------------------
+
+def _anonymize_with_map(tmp_path: Path, table: Path, *more: str) -> Run:
+    return run_cli(["transform", str(CRONJOB), "--anonymize", "--anonymize-map", str(table), "-O", str(tmp_path / "out.sktrace"), *more],
+                   home=tmp_path)
+
+
+def test_a_symlinked_map_is_refused_and_its_target_left_as_it_was(tmp_path: Path) -> None:
+    victim, table = tmp_path / "victim.txt", tmp_path / "map.json"
+    victim.write_text("someone else's file\n")
+    victim.chmod(0o644)
+    table.symlink_to(victim)
+    assert_one_error(_anonymize_with_map(tmp_path, table), f"cannot write the pseudonym map {table}: it is a symbolic link",
+                     "pass another --anonymize-map path")
+    assert victim.read_text() == "someone else's file\n" and victim.stat().st_mode & 0o777 == 0o644
+    assert table.is_symlink() and not (tmp_path / "out.sktrace").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root makes a device node")
+def test_a_device_as_map_is_refused_and_keeps_its_mode(tmp_path: Path) -> None:
+    import stat as stat_module
+
+    null = tmp_path / "null"
+    os.mknod(null, 0o666 | stat_module.S_IFCHR, os.makedev(1, 3))
+    null.chmod(0o666)
+    assert_one_error(_anonymize_with_map(tmp_path, null), f"cannot write the pseudonym map {null}: it is not a regular file")
+    assert stat_module.S_ISCHR(null.stat().st_mode) and null.stat().st_mode & 0o777 == 0o666
+    assert not (tmp_path / "out.sktrace").exists()
+
+
+def test_a_map_replaces_a_regular_file_by_a_new_one_readable_by_its_owner_alone(tmp_path: Path) -> None:
+    table, other_name = tmp_path / "map.json", tmp_path / "hard-link"
+    table.write_text("an older map\n")
+    table.chmod(0o644)
+    os.link(table, other_name)  # a hard link, as someone may hold to read what the map will say: it keeps the old text
+    key = "ab" * 16
+    run = _anonymize_with_map(tmp_path, table, "--anonymize-key", key)
+    assert run.code == 0, run.describe()
+    assert table.stat().st_mode & 0o777 == 0o600 and json.loads(table.read_text())["pseudonyms"]
+    assert other_name.read_text() == "an older map\n" and other_name.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_map_that_cannot_be_written_leaves_no_trace_either(tmp_path: Path) -> None:
+    table = tmp_path / "no-such-directory" / "map.json"
+    out = tmp_path / "out.sktrace"
+    out.write_bytes(b"the previous trace")
+    run = _anonymize_with_map(tmp_path, table)
+    assert_one_error(run, f"cannot write the pseudonym map {table} (No such file or directory)")
+    assert out.read_bytes() == b"the previous trace", "without its map the trace cannot be lined up with anything: neither is written"
+    assert "Note: anonymized with a fresh random key" not in run.stderr
+
+
+# --- YAML: every file the product reads as YAML is read within bounds (safeyaml) --------------------------------
+
+def _laughs() -> str:
+    """A billion laughs: a list of nine anchored lists, each of ten aliases of the one before: 10^9 strings."""
+    parts = ['&a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    parts += [f"&{name} [{', '.join([f'*{previous}'] * 10)}]" for previous, name in zip("abcdefgh", "bcdefghi")]
+    return "[" + ", ".join(parts) + "]"
+
+
+def _nested() -> str:
+    return "[" * 500 + "]" * 500
+
+
+YAML_PLACES = {  # where each reader walks a value (and may quote it in an error)
+    "tracer-config": "trackedObjects:\n  v1.Pod: {{podSpecTemplatePaths: {}}}\n",
+    "rule-file": "rules:\n- allow: {}\n",
+    "kubeconfig": "clusters:\n- name: c\n  cluster: {{server: {}}}\n",
+}
+
+
+def _cpu_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_CPU, (10, 10))  # a guard against blowups: ten times what a refusal takes
+
+
+YAML_READERS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "tracer-config": lambda tmp, f: ["start", "--kubeconfig", str(_unreachable(tmp)), "--cache", str(tmp / "c.db"), "--config", str(f)],
+    "rule-file": lambda tmp, f: ["transform", str(CRONJOB), "--filters", str(f), "-O", str(tmp / "out.sktrace")],
+    "kubeconfig": lambda tmp, f: ["start", "--kubeconfig", str(f), "--cache", str(tmp / "c.db"), "--duration", "5s"],
+}
+YAML_BOMBS = [("billion-laughs", _laughs, "expand it to more than 1,000,000 values"),
+              ("deep-nesting", _nested, "nests maps and lists more than 100 deep")]
+
+
+def _unreachable(tmp_path: Path) -> Path:
+    path = tmp_path / "unreachable-kubeconfig"
+    path.write_text(UNREACHABLE_KUBECONFIG)
+    return path
+
+
+@pytest.mark.parametrize("reader", list(YAML_READERS))
+@pytest.mark.parametrize(("make", "problem"), [pytest.param(m, p, id=i) for i, m, p in YAML_BOMBS])
+def test_a_yaml_bomb_is_refused_in_one_line_naming_its_file(tmp_path: Path, reader: str, make: Callable[[], str], problem: str) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(YAML_PLACES[reader].format(make()))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = run_cli(YAML_READERS[reader](tmp_path, bomb), home=tmp_path, preexec_fn=_cpu_limit, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    line = assert_one_error(run, problem)
+    assert str(bomb) in line and len(line) < 400
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 5
+    assert not (tmp_path / "out.sktrace").exists()
+
+
+# --- hostile traces: structurally valid, with wrong types, extreme numbers and deep nesting, to every reader -------
+
+def _spliced_deep_trace(depth: int) -> bytes:
+    """A Pod whose spec nests ``depth`` maps ({"a": {"a": ...}}): spliced by hand, since the packer stops at 512."""
+    obj = (b"\x84\xaaapiVersion\xa2v1\xa4kind\xa3Pod\xa8metadata" + traceformat.dumps_object({"name": "p", "namespace": "n"})
+           + b"\xa4spec" + b"\x81\xa1a" * depth + b"\x80")
+    event = b"\x83\xa2ts\x01\xacapplied_objs\x91" + obj + b"\xacdeleted_objs\x90"
+    return (b"\x85\xa7version\x02\xa6config" + traceformat.dumps_object(GOOD.config) + b"\xa6events\x91" + event
+            + b"\xa5index\x80\xaepod_lifecycles\x80")
+
+
+def _with_first_object(mutate: Callable[[dict[str, Any]], None]) -> bytes:
+    events = [dict(e) for e in GOOD.events]
+    applied = [dict(o) for o in events[1]["applied_objs"]]
+    applied[0] = {**applied[0], "metadata": dict(applied[0]["metadata"])}
+    mutate(applied[0])
+    events[1] = {**events[1], "applied_objs": applied}
+    return _trace_bytes(events=events)
+
+
+def _with_last_ts(ts: int) -> bytes:
+    return _trace_bytes(events=[*GOOD.events[:-1], {**GOOD.events[-1], "ts": ts}])
+
+
+HOSTILE_TRACES: list[tuple[str, Callable[[], bytes]]] = [
+    ("owner-references-int", lambda: _with_first_object(lambda o: o["metadata"].__setitem__("ownerReferences", 5))),
+    ("time-past-9999", lambda: _with_last_ts(253_402_300_800)),
+    ("time-u64-max", lambda: _with_last_ts(2**64 - 1)),
+    ("nested-500", lambda: _spliced_deep_trace(500)),
+    ("nested-1000", lambda: _spliced_deep_trace(1000)),
+    ("binary-value", lambda: _with_first_object(lambda o: o["metadata"].__setitem__("annotations", {"b": b"\x00\x01"}))),
+]
+KEY = "ab" * 16
+
+
+def _readers(trace: Path, out: Path) -> list[list[str]]:
+    """Every command that reads a trace, with each of its outputs."""
+    return [["inspect", str(trace)], ["inspect", "--events", "-o", "json", str(trace)], ["inspect", "--timeline", str(trace)],
+            ["validate", "-o", "json", str(trace)],
+            ["transform", str(trace), "sanitize", "-O", str(out)], ["transform", str(trace), "sanitize", "-o", "json", "-O", str(out)],
+            ["transform", str(trace), "sanitize", "-o", "yaml", "-O", str(out)],
+            ["transform", str(trace), "--anonymize", "--anonymize-key", KEY, "-O", str(out)]]
+
+
+def _a_correct_answer_or_one_line(run: Run) -> None:
+    assert "Traceback" not in run.stderr and "unexpected" not in run.stderr, run.describe()
+    if run.args[0] == "validate" and run.code == 1 and not run.error_lines():
+        return  # findings, on stdout: validate's answer about a trace SimKube would not load
+    if run.code != 0:
+        assert run.code == 1 and len(run.error_lines()) == 1, run.describe()
+
+
+def _view_endpoints(trace: Path, home: Path) -> None:
+    """``view TRACE`` as a process, each endpoint asked over HTTP: 200 with JSON, or 400 with a one-line error, never a
+    500; or, for a trace it cannot read, the one line before any address."""
+    import http.client
+    import urllib.parse
+
+    proc = subprocess.Popen([EXE, "view", str(trace), "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=private_env(home), text=True, preexec_fn=_cpu_limit)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        if not first:
+            _a_correct_answer_or_one_line(Run(("view",), proc.wait(30), "", proc.communicate()[1]))
+            return
+        url = urllib.parse.urlsplit(first.split(" at ", 1)[1].strip())
+        token = url.fragment.removeprefix("token=")
+
+        def ask(path: str) -> Any:
+            conn = http.client.HTTPConnection("127.0.0.1", url.port, timeout=60)
+            conn.request("GET", path, headers={"X-Sktrace-Token": token})
+            response = conn.getresponse()
+            body = json.loads(response.read())
+            conn.close()
+            assert response.status in (200, 400), (path, response.status, body)
+            if response.status == 400:
+                assert "unexpected" not in body["error"] and "\n" not in body["error"], (path, body)
+            return body if response.status == 200 else None
+
+        overview = ask("/api/overview")
+        if overview and overview["begin"] is not None:
+            window = f"start={overview['begin']}&end={max(overview['end'], overview['begin'] + 1)}"
+            ask(f"/api/histogram?{window}")
+            ask(f"/api/window?{window}")
+            objects = ask(f"/api/objects?{window}&limit=200")
+            for obj in objects["objects"] if objects else []:
+                for tick in obj["ticks"]:
+                    ask(f"/api/version?id={tick['id']}")
+        proc.send_signal(__import__("signal").SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert (proc.returncode, err) == (0, ""), err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make", [pytest.param(m, id=i) for i, m in HOSTILE_TRACES])
+def test_a_hostile_trace_gets_every_reader_s_answer_or_one_line(tmp_path: Path, make: Callable[[], bytes]) -> None:
+    trace, out = tmp_path / "hostile.sktrace", tmp_path / "out"
+    trace.write_bytes(make())
+    for args in _readers(trace, out):
+        _a_correct_answer_or_one_line(run_cli(args, home=tmp_path, preexec_fn=_cpu_limit))
+    _view_endpoints(trace, tmp_path)
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    for level in range(depth):
+        leaf = {"a": leaf} if level % 2 else [leaf]
+    return leaf
+
+
+def _hostile_values() -> Any:
+    from hypothesis import strategies as st
+
+    extremes = st.sampled_from([0, -1, 2**31, 2**53 + 1, 2**63 - 1, -(2**63), 2**64 - 1, 253_402_300_800, -62_135_596_801])
+    scalars = st.one_of(extremes, st.integers(min_value=-(2**63), max_value=2**64 - 1), st.floats(), st.text(max_size=40),
+                        st.binary(max_size=8), st.none(), st.booleans())
+    shallow = st.one_of(st.lists(scalars, max_size=3), st.dictionaries(st.text(max_size=6), scalars, max_size=3))
+    deep = st.builds(_nested, st.integers(min_value=50, max_value=480), scalars)
+    return st.one_of(scalars, shallow, deep)
+
+
+OBJECT_PLACES = [  # where a value goes in the CronJob of the fixture's second event
+    ("metadata",), ("metadata", "name"), ("metadata", "namespace"), ("metadata", "ownerReferences"), ("metadata", "labels"),
+    ("metadata", "annotations"), ("metadata", "uid"), ("metadata", "creationTimestamp"), ("metadata", "deletionTimestamp"),
+    ("metadata", "resourceVersion"), ("kind",), ("apiVersion",), ("spec",), ("spec", "schedule"), ("spec", "jobTemplate"),
+    ("spec", "jobTemplate", "spec", "template", "spec"), ("spec", "jobTemplate", "spec", "template", "spec", "containers"),
+    ("status",),
+]
+
+
+def _placed(obj: dict[str, Any], place: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """``obj`` with ``value`` at ``place`` (the maps on the way copied, or made)."""
+    head, *rest = place
+    inner = obj.get(head)
+    return {**obj, head: _placed(inner if isinstance(inner, dict) else {}, tuple(rest), value) if rest else value}
+
+
+def _hostile_trace(changes: list[tuple[str, Any, Any]]) -> bytes:
+    events = [dict(e) for e in GOOD.events]
+    index = {gvk: dict(names) for gvk, names in GOOD.index.items()}
+    lifecycles = dict(GOOD.pod_lifecycles)
+    for where, place, value in changes:
+        if where == "object":
+            events[1]["applied_objs"] = [_placed(events[1]["applied_objs"][0], place, value)]
+        elif where == "deleted":
+            events[2]["deleted_objs"] = [_placed(events[2]["deleted_objs"][0], place, value)]
+        elif where == "ts":
+            events[place]["ts"] = value
+        elif where == "index":
+            index["batch/v1.CronJob"]["default/hello-simkube"] = value
+        else:
+            ((owner, by_hash),) = lifecycles.items()
+            lifecycles = {owner: {next(iter(by_hash)): [{"Running": value}]}}
+    return _trace_bytes(events=events, index=index, pod_lifecycles=lifecycles)
+
+
+def _in_process_view(trace: Path) -> None:
+    """``view TRACE``'s endpoints as its server calls them (after the CLI has run in this process, as ``view`` does):
+    a JSON-ready answer or a UsageError (a 400)."""
+    from kubectl_sktrace.errors import SktraceError
+    from kubectl_sktrace.view.tracefile import TraceIndex, trace_api
+
+    try:
+        index = TraceIndex.of(traceformat.read_trace(trace), name=str(trace))
+    except SktraceError:
+        return
+
+    def ask(path: str, params: dict[str, str]) -> Any:
+        try:
+            return json.loads(json.dumps(api[path](params)))
+        except SktraceError as exc:
+            assert "\n" not in str(exc)
+            return None
+
+    api = trace_api(index)
+    overview = ask("/api/overview", {})
+    if overview and overview["begin"] is not None:
+        window = {"start": str(overview["begin"]), "end": str(max(overview["end"], overview["begin"] + 1))}
+        ask("/api/histogram", window)
+        ask("/api/window", window)
+        ask("/api/objects", {**window, "limit": "200"})
+        for row in range(len(index.rows)):
+            ask("/api/version", {"id": str(row)})
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")  # the CLI raises it, as in its own process
+def test_traces_of_wrong_types_extreme_numbers_and_deep_nesting_get_an_answer_or_one_line(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    change = st.one_of(
+        st.tuples(st.sampled_from(["object", "deleted"]), st.sampled_from(OBJECT_PLACES), _hostile_values()),
+        st.tuples(st.just("ts"), st.integers(min_value=0, max_value=2), st.integers(min_value=-(2**63), max_value=2**64 - 1)),
+        st.tuples(st.just("index"), st.none(), st.integers(min_value=0, max_value=2**64 - 1)),
+        st.tuples(st.just("lifecycle"), st.none(), st.integers(min_value=-(2**63), max_value=2**64 - 1)),
+    )
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.lists(change, min_size=1, max_size=3))
+    def check(changes: list[tuple[str, Any, Any]]) -> None:
+        home = tmp_path_factory.mktemp("hostile")
+        trace, out = home / "hostile.sktrace", home / "out"
+        trace.write_bytes(_hostile_trace(changes))
+        for args in _readers(trace, out):
+            _a_correct_answer_or_one_line(_in_process(args))
+        _in_process_view(trace)
+
+    check()
+
+
+# --- small inputs that cost quadratic work: bounded or linear ----------------------------------------------------
+
+QUADRATIC_RULES = [
+    ("16000-spaces", ["--allow", "namespace:a" + " " * 16_000 + "x"], "--allow 'namespace:a", "(16012 characters)"),
+    ("glob-of-10000-brackets", ["--allow", "name:" + "[" * 10_000], "is longer than 253 characters, the longest name Kubernetes allows",
+     "(10005 characters)"),
+    ("selector-of-16000-spaces", ["-l", "a" + " " * 16_000 + "in"], "invalid label selector 'a", "(16003 characters)"),
+]
+
+
+@pytest.mark.parametrize(("args", "problem", "shown"), [pytest.param(a, p, s, id=i) for i, a, p, s in QUADRATIC_RULES])
+def test_a_rule_that_once_cost_quadratic_work_is_refused_at_once_in_a_short_line(tmp_path: Path, args: list[str], problem: str,
+                                                                                 shown: str) -> None:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = run_cli(["transform", str(CRONJOB), *args, "-O", str(tmp_path / "out.sktrace")], home=tmp_path, preexec_fn=_cpu_limit)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    line = assert_one_error(run, problem, shown)
+    assert len(line) < 600
+    assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 5, "a guard against quadratic work, with a wide margin"

@@ -32,7 +32,7 @@ WINGS = {
     "cli": {"trace", "kube", "store", "record", "export", "view"},
 }
 # The root keeps what every wing shares; it imports nothing but itself.
-SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation"}
+SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation", "safeyaml"}
 MAX_ROOT_MODULES = 12
 
 # third-party or stdlib package -> the modules allowed to import it
@@ -54,11 +54,11 @@ OWNERS = {
 }
 PURE = ["trace.hashing", "trace.sanitize", "trace.lifecycle", "record.owners", "trace.selectors", "timeparse", "model", "tracerconfig",
         "errors", "export.advice", "cli.globalflags", "plural", "reconciliation", "export.options", "record.initialsync", "kube.rbac",
-        "trace.references", "record.changes", "trace.rules"]
+        "trace.references", "record.changes", "trace.rules", "safeyaml"]
 # modules of ours a pure module may import
 PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.hashing",
                    "kubectl_sktrace.trace.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.trace.references",
-                   "kubectl_sktrace.plural", "kubectl_sktrace.trace.rules"}
+                   "kubectl_sktrace.plural", "kubectl_sktrace.trace.rules", "kubectl_sktrace.safeyaml"}
 IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "requests", "shutil", "tempfile", "fcntl", "threading"}
 
 
@@ -219,6 +219,15 @@ def test_no_module_imports_its_own_package() -> None:
     (but a package's ``__main__``, which runs it)."""
     assert sorted(f"{m} -> {t}" for m, targets in GRAPH.items() for t in targets
                   if m.startswith(t + ".") and t != "kubectl_sktrace" and not m.endswith(".__main__")) == []
+
+def test_every_yaml_read_goes_through_the_one_bounded_loader() -> None:
+    """``safeyaml.load`` alone calls PyYAML's loaders: no other module reads YAML without its bounds."""
+    import re
+
+    reads = re.compile(r"\byaml\.(?:safe_load|load|full_load|unsafe_load|compose|load_all|safe_load_all)\b")
+    offenders = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if p.name != "safeyaml.py" and reads.search(p.read_text()))
+    assert offenders == []
+
 
 def _owner_allows(package: str, module: str) -> bool:
     return any(module == owner or module.startswith(owner + ".") for owner in OWNERS[package])

@@ -31,6 +31,9 @@ from kubectl_sktrace.cli.options import (
 from kubectl_sktrace.errors import SktraceError, UsageError
 
 
+RECURSION_LIMIT = 20_000
+
+
 class SktraceGroup(click.Group):
     """The error boundary: SktraceError becomes one ``Error:`` line and exit 1. kubectl's global flags may come
     before the command (``globalflags``); no command at all prints the help."""
@@ -54,6 +57,9 @@ class SktraceGroup(click.Group):
         return super().parse_args(ctx, hoist_global_flags(args, commands=self.commands))
 
     def invoke(self, ctx: click.Context) -> Any:
+        # msgpack's decoder refuses values nested past ~1,000 levels; what it lets through is walked recursively (YAML
+        # and JSON writers, --anonymize, SKEL, the view), a few frames a level: room for all of it, not Python's 1,000
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         try:
             return super().invoke(ctx)
         except SktraceError as exc:

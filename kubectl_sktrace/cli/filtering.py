@@ -73,9 +73,11 @@ def transform_rules(*, filters_file: str | None, selector: str | None, allow: tu
 def _load_yaml(path: str) -> Any:
     import yaml
 
+    from kubectl_sktrace import safeyaml
+
     try:
         with open(path, encoding="utf-8") as file:
-            return yaml.safe_load(file)
+            return safeyaml.load(file.read(safeyaml.MAX_BYTES + 1))
     except FileNotFoundError:
         raise UsageError(f"--filters {path}: no such file; pass the path of a YAML rule file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -83,7 +85,8 @@ def _load_yaml(path: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"--filters {path}: not valid YAML{where}; a rule file is 'rules:' with a list of allow: or deny: items") from None
+        problem = f" ({exc.problem})" if isinstance(exc, safeyaml.YamlLimit) else ""
+        raise UsageError(f"--filters {path}: not valid YAML{where}{problem}; a rule file is 'rules:' with a list of allow: or deny: items") from None
 
 
 def decisions_text(decisions: dict[str, Any]) -> str:

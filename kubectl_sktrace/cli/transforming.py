@@ -23,7 +23,8 @@ def anonymize_options(f: F) -> F:
     the same on ``transform`` and ``export``."""
     f = click.option("--anonymize-map", "anonymize_map", metavar="FILE", shell_complete=complete_files,
                      help="Also write each original string with its pseudonym to FILE (JSON, mode 0600), for the trace's "
-                          "owner alone: never share it.")(f)
+                          "owner alone: never share it. FILE is a new path or a regular file, replaced whole (a symlink or "
+                          "a device is refused); it is written before the trace, and if it cannot be, neither is.")(f)
     f = click.option("--anonymize-keep-label-values", "anonymize_keep", metavar="KEY", multiple=True,
                      help="Keep the values of this label key (e.g. the node-pool label simulated nodes carry); repeatable. "
                           "Never by default; the report lists them for review.")(f)

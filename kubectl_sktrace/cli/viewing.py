@@ -55,7 +55,7 @@ def view_command(kubeconfig: str | None, context: str | None, cache: str | None,
     Read-only: the cache is never written, and a recorder may run beside it. With TRACE (a file, '-' for
     stdin, or an s3://, gs://, az:// URL) the page shows that trace instead, with validate's findings beside
     their objects. The page is served on 127.0.0.1 with a random token in the printed address (needed by
-    every request), until Ctrl-C.
+    every request for data), until Ctrl-C.
 
     \b
     Example:

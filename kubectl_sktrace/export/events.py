@@ -16,6 +16,7 @@ from typing import Any, Callable, Container, Iterable, Iterator, Mapping
 
 import yaml
 
+from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import (
     CONFIG_MAP,
@@ -41,7 +42,7 @@ def stored_refs_usable(all_runs: Iterable[history.Run], rules: validation.Refere
     usable: dict[int, frozenset[GVK]] = {}
     for run in all_runs:
         try:
-            config = parse_config(yaml.safe_load(run.config), source="a run's config")
+            config = parse_config(safeyaml.load(run.config), source="a run's config")
         except (ConfigError, yaml.YAMLError):
             continue  # the bodies say it
         kinds = []

@@ -63,6 +63,7 @@ from typing import IO, Any, Callable
 
 import yaml
 
+from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
 from kubectl_sktrace.export.advice import (
     NO_RECORDER,
@@ -169,7 +170,7 @@ def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) ->
     text = history.config_in_force(all_runs, at=at) or ""
     source = f"the tracer config stored in cache {cache.path}"
     try:
-        data = yaml.safe_load(text)
+        data = safeyaml.load(text)
     except yaml.YAMLError:
         raise CacheError(f"{source} is not valid YAML; the cache is damaged: record into a new --cache") from None
     return parse_config(data, source=source)

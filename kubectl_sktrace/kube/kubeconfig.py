@@ -33,6 +33,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import KubeError, UsageError
 from kubectl_sktrace.model import CacheUrl, is_database_url, mask_url
 
@@ -227,7 +228,7 @@ def _load_file(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise KubeError(f"kubeconfig {str(path)!r} is not UTF-8 text; fix the file or point --kubeconfig elsewhere") from exc
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = safeyaml.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

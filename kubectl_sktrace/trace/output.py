@@ -15,6 +15,11 @@
 
 A binary trace is refused on a terminal before anything is written, as ``gzip`` refuses to compress to one.
 A streamed target cannot be rolled back: a failed export leaves there whatever it had written.
+
+A private file (``write_private``: the pseudonym map) is stricter: only a new path or a regular file, replaced by a
+new file of mode 0600 written beside it and renamed over it. A symlink, a device or a FIFO is refused, never
+followed or opened, so that another user's link in a shared directory cannot aim our secret at their file or
+truncate and chmod one of ours.
 """
 
 from __future__ import annotations
@@ -66,6 +71,36 @@ def write_output(path: str, write: Callable[[IO[bytes]], T], *, binary: bool, st
     except OSError as exc:
         raise UsageError(f"cannot write {path} ({exc.strerror}); pass another -O/--output-file") from exc
     return _stream_into(path, opened, write, binary=binary)
+
+
+def write_private(path: str, data: bytes, *, what: str, flag: str) -> None:
+    """``data`` as the whole of the file ``path`` (a new path or a regular file), readable by its owner alone;
+    ``what`` and ``flag`` name it in errors (the module docstring says what is refused)."""
+    try:
+        kind = os.lstat(path).st_mode
+    except FileNotFoundError:
+        kind = None
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} {path} ({exc.strerror}); pass another {flag}") from exc
+    if kind is not None and not stat.S_ISREG(kind):
+        found = "a symbolic link" if stat.S_ISLNK(kind) else "a directory" if stat.S_ISDIR(kind) else "not a regular file"
+        raise UsageError(f"cannot write {what} {path}: it is {found}, and {what} is written only to a new path or a regular "
+                         f"file; pass another {flag}")
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, temp_name = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(path)}.", suffix=".tmp")  # mode 0600
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} {path} ({exc.strerror}); pass a writable {flag}") from exc
+    try:
+        with _closing(os.fdopen(fd, "wb")) as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        raise UsageError(f"cannot write {what} {path} ({exc.strerror or exc}); free space or pass another {flag}") from exc
 
 
 def _resolved(target: Path) -> Path:

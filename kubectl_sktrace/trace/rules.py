@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.trace.selectors import Selector, parse_selector
+from kubectl_sktrace.trace.selectors import Selector, parse_selector, quoted
 
 ALLOW, DENY = "allow", "deny"
 ACTIONS = (ALLOW, DENY)
@@ -36,7 +36,10 @@ FIELDS = ("namespace", "name", "kind", "labels")
 SYNTAX = ("a rule is FIELD:VALUE terms separated by spaces, FIELD one of namespace, name, kind, labels "
           "(e.g. 'namespace:shop kind:Deployment labels:tier=canary')")
 
-_TERM_START = re.compile(rf"(?:^|\s+)(?=(?:{'|'.join(FIELDS)}):)")
+# a term starts at the start or after a run of spaces, matched once from its first space: never from each space of a
+# run again (which made 16,000 spaces quadratic)
+_TERM_START = re.compile(rf"(?:^|(?<!\s)\s+)(?=(?:{'|'.join(FIELDS)}):)")
+MAX_GLOB = 253  # the longest name Kubernetes allows: a longer glob matches nothing, and fnmatch is quadratic in '['s
 _NAME_GLOB = re.compile(r"[-a-z0-9.*?\[\]!]+")
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
@@ -150,16 +153,16 @@ def parse_rule(text: str, *, action: str, origin: str) -> Rule:
     """A rule as typed after ``--allow``/``--deny``; a UsageError naming it when it cannot be read."""
     terms = [t for t in _TERM_START.split(text.strip()) if t]
     if not terms:
-        raise UsageError(f"{origin} {text!r}: the rule is empty; {SYNTAX}")
+        raise UsageError(f"{origin} {quoted(text)}: the rule is empty; {SYNTAX}")
     fields: dict[str, str] = {}
     for term in terms:
         field, sep, value = term.partition(":")
         if not sep or field not in FIELDS:
-            raise UsageError(f"{origin} {text!r}: cannot read {term.strip()!r}; {SYNTAX}")
+            raise UsageError(f"{origin} {quoted(text)}: cannot read {quoted(term.strip())}; {SYNTAX}")
         if field in fields:
-            raise UsageError(f"{origin} {text!r}: {field} is given twice; give it once (globs and kinds take a comma-separated list)")
+            raise UsageError(f"{origin} {quoted(text)}: {field} is given twice; give it once (globs and kinds take a comma-separated list)")
         fields[field] = value.strip()
-    return rule_from_fields(fields, action=action, origin=origin, where=f"{origin} {text!r}")
+    return rule_from_fields(fields, action=action, origin=origin, where=f"{origin} {quoted(text)}")
 
 
 def rule_from_fields(fields: Mapping[str, Any], *, action: str, origin: str, where: str) -> Rule:
@@ -196,8 +199,10 @@ def _items(value: Any, *, field: str, where: str) -> tuple[str, ...]:
 def _globs(value: Any, *, field: str, where: str) -> tuple[str, ...]:
     globs = _items(value, field=field, where=where)
     for glob in globs:
+        if len(glob) > MAX_GLOB:
+            raise UsageError(f"{where}: {quoted(glob)} is longer than {MAX_GLOB} characters, the longest {field} Kubernetes allows")
         if not _NAME_GLOB.fullmatch(glob):
-            raise UsageError(f"{where}: {glob!r} is not a {field} or a glob of one (lower-case letters, digits, '-', '.', '*', '?', '[...]')")
+            raise UsageError(f"{where}: {quoted(glob)} is not a {field} or a glob of one (lower-case letters, digits, '-', '.', '*', '?', '[...]')")
     return globs
 
 
@@ -210,7 +215,7 @@ def _kinds(value: Any, *, where: str) -> tuple[str, ...]:
             except UsageError as exc:
                 raise UsageError(f"{where}: {exc}") from None
         elif not _KIND.fullmatch(kind):
-            raise UsageError(f"{where}: {kind!r} is not a kind; give 'Deployment' or 'apps/v1.Deployment'")
+            raise UsageError(f"{where}: {quoted(kind)} is not a kind; give 'Deployment' or 'apps/v1.Deployment'")
     return kinds
 
 

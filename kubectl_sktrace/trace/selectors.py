@@ -120,7 +120,7 @@ def _parse_term(text: str, term: str) -> Requirement:
             raise _error(text, f"'{set_match['op']}' needs at least one value")
         return Requirement(key=key, op=set_match["op"], values=frozenset(_check_value(text, v) for v in raw))
     if "(" in term or ")" in term:
-        raise _error(text, f"cannot read {term!r}")
+        raise _error(text, f"cannot read {quoted(term)}")
     eq_match = _EQ_RE.match(term)
     if eq_match:
         key = _check_key(text, eq_match["key"])
@@ -134,15 +134,20 @@ def _check_key(text: str, key: str) -> str:
     if not key:
         raise _error(text, "a requirement has an empty key")
     if not _KEY_RE.fullmatch(key):
-        raise _error(text, f"{key!r} is not a valid label key")
+        raise _error(text, f"{quoted(key)} is not a valid label key")
     return key
 
 
 def _check_value(text: str, value: str) -> str:
     if not _VALUE_RE.fullmatch(value):
-        raise _error(text, f"{value!r} is not a valid label value")
+        raise _error(text, f"{quoted(value)} is not a valid label value")
     return value
 
 
 def _error(text: str, reason: str) -> UsageError:
-    return UsageError(f"invalid label selector {text!r}: {reason}; {SYNTAX}")
+    return UsageError(f"invalid label selector {quoted(text)}: {reason}; {SYNTAX}")
+
+
+def quoted(text: str, *, limit: int = 80) -> str:
+    """``text`` quoted for a one-line error, cut to its first ``limit`` characters (a flag may be a megabyte long)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"… ({len(text)} characters)"

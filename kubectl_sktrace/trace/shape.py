@@ -12,6 +12,7 @@ import reprlib
 from typing import Any
 
 from kubectl_sktrace.errors import TraceFormatError
+from kubectl_sktrace.timeparse import is_printable_time
 
 FORMAT_VERSION = 2
 U64_MAX = (1 << 64) - 1
@@ -90,6 +91,8 @@ def check_event(i: int, event: object) -> None:
         if key not in event:
             raise damaged(f"'events[{i}]' has no key {key!r}")
     require(is_int(event["ts"]), f"'events[{i}].ts'", event["ts"], "an integer")
+    if not is_printable_time(event["ts"]):
+        raise damaged(f"'events[{i}].ts' is {reprlib.repr(event['ts'])}, not a time between the years 1 and 9999")
     for key in ("applied_objs", "deleted_objs"):
         objs = event[key]
         require(isinstance(objs, list), f"'events[{i}].{key}'", objs, "an array")
@@ -129,8 +132,8 @@ def check_lifecycles(raw: object) -> Lifecycles:
 def lifecycle_entry(entry: object, where: str) -> dict[str, Any]:
     if isinstance(entry, dict) and len(entry) == 1:
         ((state, value),) = entry.items()
-        if state == "Running" and is_int(value):
+        if state == "Running" and is_int(value) and is_printable_time(value):
             return {"Running": value}
-        if state == "Finished" and isinstance(value, tuple) and len(value) == 2 and all(is_int(v) for v in value):
+        if state == "Finished" and isinstance(value, tuple) and len(value) == 2 and all(is_int(v) and is_printable_time(v) for v in value):
             return {"Finished": list(value)}
     raise damaged(f"a lifecycle in {where} is not {{'Running': start}} or {{'Finished': [start, end]}}: {reprlib.repr(entry)}")

@@ -7,8 +7,19 @@ from typing import IO, Any
 
 import yaml
 
+from kubectl_sktrace.errors import TraceFormatError
 from kubectl_sktrace.trace import format as traceformat
 from kubectl_sktrace.trace.format import EventSpool, Lifecycles, TraceWriter
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=_not_json)
+
+
+def _not_json(value: Any) -> Any:
+    """What JSON cannot hold: a msgpack bin value (bytes), which SimKube's traces never hold."""
+    raise TraceFormatError(f"the trace holds {'binary data (a msgpack bin value)' if isinstance(value, bytes) else type(value).__name__}, "
+                           "which JSON cannot hold and SimKube never writes: the file is damaged or not a trace (-o yaml shows it)")
 
 
 class TextTraceWriter:
@@ -20,7 +31,7 @@ class TextTraceWriter:
         self._fmt = fmt
         self._first = True
         if fmt == "json":
-            self._put('{"version": ' + json.dumps(traceformat.FORMAT_VERSION) + ', "config": ' + json.dumps(config) + ', "events": [')
+            self._put('{"version": ' + _json(traceformat.FORMAT_VERSION) + ', "config": ' + _json(config) + ', "events": [')
         else:
             self._put(yaml.safe_dump({"version": traceformat.FORMAT_VERSION, "config": config}, sort_keys=False) + "events:\n")
 
@@ -30,7 +41,7 @@ class TextTraceWriter:
     def write_event(self, *, ts: int, applied: list[dict[str, Any]], deleted: list[dict[str, Any]]) -> None:
         event = {"ts": ts, "applied_objs": applied, "deleted_objs": deleted}
         if self._fmt == "json":
-            self._put(("\n" if self._first else ",\n") + json.dumps(event))
+            self._put(("\n" if self._first else ",\n") + _json(event))
         else:
             self._put(yaml.safe_dump([event], sort_keys=False))
         self._first = False
@@ -38,7 +49,7 @@ class TextTraceWriter:
     def finish(self, *, index: dict[str, dict[str, int]], pod_lifecycles: dict[tuple[str, str], dict[int, list[dict[str, Any]]]]) -> None:
         readable = {f"{gvk} {ns_name}": hashes for (gvk, ns_name), hashes in pod_lifecycles.items()}
         if self._fmt == "json":
-            self._put('\n], "index": ' + json.dumps(index) + ', "pod_lifecycles": ' + json.dumps(readable) + "}\n")
+            self._put('\n], "index": ' + _json(index) + ', "pod_lifecycles": ' + _json(readable) + "}\n")
         else:
             self._put(yaml.safe_dump({"index": index, "pod_lifecycles": readable}, sort_keys=False))
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import binascii
 import json
-import os
 from dataclasses import dataclass
 from time import perf_counter
 from typing import IO, Any
@@ -34,7 +33,7 @@ from kubectl_sktrace.trace.anonymize import Anonymizer
 from kubectl_sktrace.trace.filtering import RuleFilter, filter_spool
 from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, TraceReader, open_source, relaxed_gc, source_name
 from kubectl_sktrace.trace.sanitize import object_key
-from kubectl_sktrace.trace.output import write_output
+from kubectl_sktrace.trace.output import write_output, write_private
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
 from kubectl_sktrace.trace.textformat import write_spooled
 
@@ -220,15 +219,10 @@ def anonymization_report(rewriter: Rewriter, options: AnonymizeOptions) -> dict[
 
 
 def write_pseudonym_map(path: str, rows: list[dict[str, str]]) -> None:
-    """The original -> pseudonym table as JSON, readable by its owner alone (mode 0600, also when the file existed)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump({"pseudonyms": rows}, file, indent=1)
-            file.write("\n")
-    except OSError as exc:
-        raise UsageError(f"cannot write the pseudonym map {path} ({exc.strerror or exc}); pass a writable --anonymize-map path") from None
+    """The original -> pseudonym table as JSON, readable by its owner alone: a new file of mode 0600 renamed over a
+    regular file or into a new path (``output.write_private``: a symlink or a device is refused)."""
+    text = json.dumps({"pseudonyms": rows}, indent=1) + "\n"
+    write_private(path, text.encode(), what="the pseudonym map", flag="--anonymize-map path")
 
 
 def anonymization_sentence(report: dict[str, Any]) -> str:
@@ -300,17 +294,18 @@ def transform_to(trace: str, output_file: str, *, program: Program | None, key: 
             filter_spool(spool, kept, rule_filter, then=anonymizer.anonymize)
             spool, rest = kept, anonymizer.rest(rule_filter.rest(rest))
 
-        def write(stream: IO[bytes]) -> None:
+        def write(stream: IO[bytes]) -> dict[str, Any] | None:
+            """The trace, then the pseudonym map, before the trace replaces anything (as export's): both or neither."""
             write_spooled(spool, stream, fmt=fmt, version=rest.version, config=rest.config, index=rest.index,
                           pod_lifecycles=rest.pod_lifecycles)
+            return anonymization_report(anonymizer, options)
 
-        write_output(output_file, write, binary=fmt == "sktrace", stdout=stdout)
+        anonymization = write_output(output_file, write, binary=fmt == "sktrace", stdout=stdout)
         written = spool.count
     return TransformReport(
         trace=source_name(trace), output=output_file, program=program.source if program else None, anonymized=key is not None,
         events_read=read, events_written=written, events_matched=rewriter.events_matched,
-        resources_modified=rewriter.resources_modified, seconds=perf_counter() - started,
-        anonymization=anonymization_report(anonymizer, options),
+        resources_modified=rewriter.resources_modified, seconds=perf_counter() - started, anonymization=anonymization,
     )
 
 

@@ -215,7 +215,11 @@ def _load_checks(obj: dict[str, Any], *, ts: int, key: ObjKey | None) -> Iterato
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict):
         return
-    for i, ref in enumerate(metadata.get("ownerReferences") or ()):
+    refs = metadata.get("ownerReferences") or []
+    if not isinstance(refs, list):
+        yield Finding(code="L0002", message="ownerReferences is not a list; SimKube cannot load it", ts=ts, object=key)
+        refs = []
+    for i, ref in enumerate(refs):
         missing = [f for f in ("apiVersion", "kind", "name", "uid") if not isinstance(ref, dict) or not isinstance(ref.get(f), str)]
         if missing:
             yield Finding(code="L0002", message=f"ownerReferences[{i}] has no {', '.join(missing)}; SimKube cannot load it", ts=ts, object=key)

@@ -20,25 +20,13 @@ from kubectl_sktrace.store import Cache, history, viewing
 from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.view import exports, rates
 from kubectl_sktrace.view.diff import as_yaml, unified
+from kubectl_sktrace.view.params import int_param, time_param
 from kubectl_sktrace.view.spans import CATEGORIES, LANES, Span, aligned, bucket_width, overlapping, timeline_spans
 
 MAX_BUCKETS = 2000
 REPORT_LIMIT = 300_000
 """Events in a window above which the exact report waits for the download (export writes them all to count them)."""
 PAGE_LIMIT = 200
-
-
-def int_param(params: Mapping[str, str], name: str, default: int | None = None) -> int:
-    """A request's integer parameter (a float is truncated); UsageError, one line, when it is missing or no number."""
-    text = params.get(name)
-    if text is None:
-        if default is None:
-            raise UsageError(f"the request lacks {name}")
-        return default
-    try:
-        return int(float(text))
-    except ValueError:
-        raise UsageError(f"{name}={text!r} is not a number") from None
 
 
 def _spans(cache: Cache) -> list[Span]:
@@ -69,7 +57,7 @@ def overview(cache: Cache, *, title: str, command_base: tuple[str, ...]) -> dict
 
 
 def histogram(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | None = None) -> dict[str, Any]:
-    start, end = int_param(params, "start"), int_param(params, "end")
+    start, end = time_param(params, "start"), time_param(params, "end")
     if end <= start:
         raise UsageError("the range is empty")
     width = bucket_width(start=start, end=end, buckets=min(MAX_BUCKETS, max(1, int_param(params, "buckets", 200))))
@@ -116,7 +104,7 @@ def report(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | 
 
 
 def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
-    start, end = int_param(params, "start"), int_param(params, "end")
+    start, end = time_param(params, "start"), time_param(params, "end")
     limit = min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
     with history.read_snapshot(cache):
         rows, total = viewing.object_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,

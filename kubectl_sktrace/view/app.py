@@ -92,7 +92,7 @@ def serve(server: ViewServer, *, what: str, open_browser: bool, out: IO[str] | N
     if server.address not in ("127.0.0.1", "::1", "localhost"):
         out.write(f"(listening on {server.address}:{server.port})\n")
     if open_browser and can_open_browser():
-        webbrowser.open(server.url)
+        webbrowser.open(server.browser_url())  # a one-time code: the browser's command line is anyone's to read
     elif open_browser:
         out.write("No display here to open a browser in: open the address above (from another machine: "
                   f"ssh -L {server.port}:127.0.0.1:{server.port} THIS-HOST, then the same address).\n")

@@ -22,6 +22,7 @@ from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace.format import decode_trace
 from kubectl_sktrace.trace.skel import BUILTINS, builtin
 from kubectl_sktrace.trace.transform import format_key, parse_key
+from kubectl_sktrace.view.params import time_param
 
 EXTENSIONS = {"sktrace": "sktrace", "json": "json", "yaml": "yaml"}
 
@@ -45,18 +46,9 @@ class WindowRequest:
         return f"window-{format_time(self.start).replace(':', '')}.{EXTENSIONS[self.fmt]}"
 
 
-def _integer(params: Mapping[str, str], name: str) -> int:
-    try:
-        return int(params[name])
-    except KeyError:
-        raise UsageError(f"the request lacks {name}") from None
-    except ValueError:
-        raise UsageError(f"{name}={params[name]!r} is not a whole number of seconds") from None
-
-
 def window_request(params: Mapping[str, str]) -> WindowRequest:
     """The request's window and flags, each checked; UsageError in the words of ``export``'s flags."""
-    start, end = _integer(params, "start"), _integer(params, "end")
+    start, end = time_param(params, "start"), time_param(params, "end")
     if end <= start:
         raise UsageError("the window is empty; drag across the axis to pick one")
     transform = params.get("transform") or None

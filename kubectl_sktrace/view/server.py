@@ -2,17 +2,26 @@
 
 What it guarantees:
 
-- **Only the person who started it reads the cache.** A random token (``secrets.token_urlsafe``, 256 bits) is in the
-  address it prints; the first request carries it and gets it back as a cookie (``HttpOnly``, ``SameSite=Strict``,
-  named for the port, since cookies do not tell ports apart), then a redirect to the same address without it (out of
-  the history and the screen). Every request after must carry the cookie; anything else is refused with 403, the
-  page included. Other local users (who can reach 127.0.0.1) and other web pages (which cannot read our cookie or
-  our answers: no CORS header is ever sent) get nothing.
+- **Only the person who started it reads the cache.** The history is behind a session token (``secrets.token_urlsafe``,
+  256 bits) that the page holds in its tab's ``sessionStorage`` and sends in the ``X-Sktrace-Token`` header of every
+  API request. Browsers keep ``sessionStorage`` per origin (scheme, host *and port*) and send a custom header only
+  from scripts of our own origin (another origin would need a CORS preflight, refused): unlike a cookie, which a
+  browser sends to every port of 127.0.0.1, the token reaches no other local server. The page's own files are
+  public (they hold no data); every ``/api/`` request without the token gets 403.
+- **No lasting secret on a command line.** The address printed carries the token in its fragment (``/#token=…``,
+  never sent to any server), for the person at the terminal; the browser that ``view`` starts gets a one-time code
+  instead (``/#code=…``, in ``/proc/PID/cmdline`` for every local user to read): the page trades it for the token
+  at its first request, and it is useless after that, or after ``CODE_SECONDS``. A download (a navigation, which
+  cannot carry a header) is authorized by a one-time code the page asks for just before.
 - **DNS rebinding is refused**: the ``Host`` header must name ``localhost`` or an IP address (any port: SSH and
   ``kubectl port-forward`` put their own); a page served from a name that an attacker rebinds to 127.0.0.1 sends
   its name, and is refused with 421.
-- **Nothing changes anything.** Only GET (and HEAD) are served, other methods get 405; the cache is opened read-only
+- **Nothing changes anything.** Only GET (and HEAD) are served, other methods get 405; a request with a body is
+  refused and its connection closed (the body is never read as a next request); the cache is opened read-only
   for each request (``store.open_cache_readonly``: never migrated or created, a snapshot while a recorder writes).
+- **Bounded work per client**: at most ``MAX_CONNECTIONS`` connections at once (more are closed at once), an idle
+  one closed after ``IDLE_SECONDS``, headers over ``MAX_HEADER_BYTES`` refused with 431 before anything reads
+  them; a client that goes away costs one line on stderr, never a traceback.
 - **The page runs only our own files**: a strict Content-Security-Policy (``'self'`` only, no inline script), no
   frames, no referrer, nothing cached by the browser.
 - It listens on 127.0.0.1 unless told otherwise, and serves until ``stop`` (Ctrl-C or SIGTERM in the CLI).
@@ -21,13 +30,14 @@ What it guarantees:
 from __future__ import annotations
 
 import hmac
-import http.cookies
 import ipaddress
 import json
 import secrets
 import shutil
 import socket
+import sys
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -48,6 +58,15 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
+
+TOKEN_HEADER = "X-Sktrace-Token"
+CODE_SECONDS = 120
+"""How long a one-time code waits for its use: a browser's cold start, with room."""
+MAX_CONNECTIONS = 64
+IDLE_SECONDS = 30
+MAX_HEADER_BYTES = 16 << 10
+MAX_HEADERS = 64
+MAX_PARAMS = 100
 
 Answer = Callable[[Mapping[str, str]], Any]
 """An API endpoint: the query's parameters -> JSON-ready data (SktraceError: 400 with its one line)."""
@@ -86,8 +105,48 @@ def host_allowed(host: str | None) -> bool:
     return True
 
 
-class _IPv6Server(ThreadingHTTPServer):
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, ``MAX_CONNECTIONS`` at most (one more is closed unanswered), a longer listen queue, and
+    one line on stderr for a connection that failed (a client gone, a reset), never a traceback."""
+
+    request_queue_size = 128
+    daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        failure = sys.exc_info()[1]
+        _log(f"a request from {client_address[0]} failed: {type(failure).__name__}: {failure}")
+
+
+class _IPv6Server(_BoundedServer):
     address_family = socket.AF_INET6
+
+
+def _log(line: str) -> None:
+    try:
+        sys.stderr.write(f"view: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class ViewServer:
@@ -97,20 +156,44 @@ class ViewServer:
         self.token = token or secrets.token_urlsafe(32)
         self.api = dict(api)
         self.static = static_files()
+        self._codes: dict[str, float] = {}
+        self._codes_lock = threading.Lock()
         handler = _handler(self)
-        server_class = _IPv6Server if ":" in address else ThreadingHTTPServer
+        server_class = _IPv6Server if ":" in address else _BoundedServer
         try:
             self.httpd = server_class((address, port), handler)
         except OSError as exc:
             raise SktraceError(f"cannot listen on {address}:{port} ({exc.strerror or exc}); pass another --port, or 0 for any free one") from None
-        self.httpd.daemon_threads = True
         self.address, self.port = str(self.httpd.server_address[0]), int(self.httpd.server_address[1])
-        self.cookie = f"sktrace-view-{self.port}"
+
+    @property
+    def origin(self) -> str:
+        host = "127.0.0.1" if self.address in ("0.0.0.0", "") else f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self.port}"
 
     @property
     def url(self) -> str:
-        host = "127.0.0.1" if self.address in ("0.0.0.0", "") else f"[{self.address}]" if ":" in self.address else self.address
-        return f"http://{host}:{self.port}/?token={self.token}"
+        """The address to print: the token in the fragment, for the person at the terminal."""
+        return f"{self.origin}/#token={self.token}"
+
+    def browser_url(self) -> str:
+        """An address for a browser's command line: a fresh one-time code, traded for the token by the page."""
+        return f"{self.origin}/#code={self.new_code()}"
+
+    def new_code(self) -> str:
+        """A code that authorizes one request within ``CODE_SECONDS``."""
+        code = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._codes_lock:
+            self._codes = {c: t for c, t in self._codes.items() if t > now}
+            self._codes[code] = now + CODE_SECONDS
+        return code
+
+    def redeem(self, code: str) -> bool:
+        """Whether ``code`` is a live one-time code; it is spent either way."""
+        with self._codes_lock:
+            deadline = self._codes.pop(code, None)
+        return deadline is not None and deadline > time.monotonic()
 
     def serve(self) -> None:
         """Serve until ``stop`` (from another thread or a signal handler)."""
@@ -122,17 +205,8 @@ class ViewServer:
     def close(self) -> None:
         self.httpd.server_close()
 
-    def authorized(self, cookie_header: str | None) -> bool:
-        cookies = http.cookies.SimpleCookie()
-        try:
-            cookies.load(cookie_header or "")
-        except http.cookies.CookieError:
-            return False
-        morsel = cookies.get(self.cookie)
-        return morsel is not None and hmac.compare_digest(morsel.value.encode(), self.token.encode())
-
     def token_matches(self, value: str | None) -> bool:
-        return value is not None and hmac.compare_digest(value.encode(), self.token.encode())
+        return value is not None and hmac.compare_digest(value.encode(errors="replace"), self.token.encode())
 
 
 def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
@@ -140,9 +214,30 @@ def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         server_version = "kubectl-sktrace-view"
         sys_version = ""
+        timeout = IDLE_SECONDS  # a connection silent this long (between requests, or within one) is closed
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # the terminal shows the address and the stop, not every request
+
+        def log_error(self, format: str, *args: Any) -> None:
+            if format.startswith("Request timed out"):
+                return  # an idle connection closed, as promised: no failure
+            _log(f"a request from {self.client_address[0]} failed: {format % args}")
+
+        def parse_request(self) -> bool:
+            if not super().parse_request():
+                return False
+            size = sum(len(name) + len(value) for name, value in self.headers.items())
+            if size > MAX_HEADER_BYTES or len(self.headers) > MAX_HEADERS:
+                self.close_connection = True
+                _reply(self, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, b"refused: the request's headers are too large\n",
+                       "text/plain; charset=utf-8")
+                return False
+            if self.headers.get("Content-Length", "0").strip() not in ("", "0") or "Transfer-Encoding" in self.headers:
+                self.close_connection = True  # the body is never read, so nothing after it on this connection is either
+                _reply(self, HTTPStatus.BAD_REQUEST, b"refused: the view takes no request bodies\n", "text/plain; charset=utf-8")
+                return False
+            return True
 
         def do_GET(self) -> None:
             _serve(server, self, head=False)
@@ -175,18 +270,23 @@ def _serve(server: ViewServer, handler: BaseHTTPRequestHandler, *, head: bool) -
         _reply(handler, HTTPStatus.MISDIRECTED_REQUEST, b"refused: the Host header must be localhost or an IP address\n", text, head=head)
         return
     url = urllib.parse.urlsplit(handler.path)
-    params = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True).items()}
-    if url.path == "/" and "token" in params:
-        if not server.token_matches(params["token"]):
-            _reply(handler, HTTPStatus.FORBIDDEN, b"refused: this token is not the one kubectl sktrace view printed\n", text, head=head)
+    try:
+        params = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True, max_num_fields=MAX_PARAMS).items()}
+    except ValueError:
+        _reply(handler, HTTPStatus.BAD_REQUEST, f"refused: more than {MAX_PARAMS} query parameters\n".encode(), text, head=head)
+        return
+    if url.path.startswith("/api/"):
+        code = params.pop("code", None)  # spent here, whatever else the request holds
+        if not (server.token_matches(handler.headers.get(TOKEN_HEADER)) or (code is not None and server.redeem(code))):
+            _reply(handler, HTTPStatus.FORBIDDEN, b"refused: open the address kubectl sktrace view printed (it carries the token)\n", text,
+                   head=head)
             return
-        cookie = f"{server.cookie}={server.token}; Path=/; HttpOnly; SameSite=Strict"
-        _reply(handler, HTTPStatus.SEE_OTHER, b"", text, head=head, extra={"Location": "/", "Set-Cookie": cookie})
-        return
-    if not server.authorized(handler.headers.get("Cookie")):
-        _reply(handler, HTTPStatus.FORBIDDEN, b"refused: open the address kubectl sktrace view printed (it carries the token)\n", text,
-               head=head)
-        return
+        if url.path == "/api/session":
+            _reply(handler, HTTPStatus.OK, json.dumps({"token": server.token}).encode(), "application/json", head=head)
+            return
+        if url.path == "/api/code":
+            _reply(handler, HTTPStatus.OK, json.dumps({"code": server.new_code()}).encode(), "application/json", head=head)
+            return
     _route(server, handler, url.path, params, head=head)
 
 

@@ -20,8 +20,8 @@ from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace.format import Trace
 from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.validation import RULES, check_trace
-from kubectl_sktrace.view.api import int_param
 from kubectl_sktrace.view.diff import as_yaml, unified
+from kubectl_sktrace.view.params import int_param, time_param
 from kubectl_sktrace.view.spans import aligned, bucket_width
 
 PAGE_LIMIT = 200
@@ -38,8 +38,9 @@ class Row:
 
 
 def _owner(body: dict[str, Any], namespace: str) -> ObjKey | None:
-    refs = (body.get("metadata") or {}).get("ownerReferences") or []
-    for ref in refs:
+    metadata = body.get("metadata")
+    refs = metadata.get("ownerReferences") if isinstance(metadata, dict) else None
+    for ref in refs if isinstance(refs, list) else []:
         if isinstance(ref, dict) and ref.get("controller") and ref.get("apiVersion") and ref.get("kind") and ref.get("name"):
             return ObjKey(GVK.from_api_version(str(ref["apiVersion"]), str(ref["kind"])), namespace, str(ref["name"]))
     return None
@@ -100,7 +101,7 @@ class TraceIndex:
         return range(bisect.bisect_left(self.times, start), bisect.bisect_left(self.times, end))
 
     def histogram(self, params: Mapping[str, str]) -> dict[str, Any]:
-        start, end = int_param(params, "start"), int_param(params, "end")
+        start, end = time_param(params, "start"), time_param(params, "end")
         width = bucket_width(start=start, end=end, buckets=min(2000, max(1, int_param(params, "buckets", 200))))
         first, last = aligned(start=start, end=end, width=width)
         buckets: dict[int, dict[str, int]] = {}
@@ -113,7 +114,7 @@ class TraceIndex:
                 "max": max((sum(b["kinds"].values()) for b in listed), default=0)}
 
     def window(self, params: Mapping[str, str]) -> dict[str, Any]:
-        start, end = int_param(params, "start"), int_param(params, "end")
+        start, end = time_param(params, "start"), time_param(params, "end")
         if end <= start:
             raise UsageError("the window is empty; drag across the axis to pick one")
         counts: dict[str, list[int]] = {}
@@ -125,7 +126,7 @@ class TraceIndex:
                 "gaps": [], "command": None, "fileName": None, "exact": False}
 
     def objects_page(self, params: Mapping[str, str]) -> dict[str, Any]:
-        start, end = int_param(params, "start"), int_param(params, "end")
+        start, end = time_param(params, "start"), time_param(params, "end")
         gvk, namespace, search = params.get("gvk") or None, params.get("namespace") or None, params.get("q", "").lower()
         keys = sorted((k for k in self.objects if (gvk is None or str(k.gvk) == gvk) and (namespace is None or k.namespace == namespace)
                        and search in k.name.lower()), key=lambda k: (str(k.gvk), k.namespace, k.name))

@@ -62,12 +62,17 @@ def status_json(path: Path) -> dict[str, Any]:
     return dict(json.loads(result.stdout))
 
 
-def test_the_address_lost_its_token_and_a_browser_without_the_cookie_is_refused(browser: Any, page: Any, served: ViewServer) -> None:
+def test_the_address_lost_its_token_and_a_browser_without_it_is_refused(browser: Any, page: Any, served: ViewServer) -> None:
     assert page.url == f"http://127.0.0.1:{served.port}/"
+    assert page.evaluate("document.cookie") == "" and page.context.cookies() == []
+    page.reload()  # the tab keeps its token
+    page.wait_for_selector("body[data-ready]")
     stranger = browser.new_context()
-    response = stranger.new_page().goto(f"http://127.0.0.1:{served.port}/")
-    assert response.status == 403
-    assert response.text() == "refused: open the address kubectl sktrace view printed (it carries the token)\n"
+    other = stranger.new_page()
+    other.goto(f"http://127.0.0.1:{served.port}/")
+    other.wait_for_function("() => document.querySelector('#error').textContent !== ''")
+    assert other.text_content("#error") == "open the address kubectl sktrace view printed (it carries the token)"
+    assert other.evaluate("fetch('/api/overview').then(r => r.status)") == 403
     stranger.close()
 
 
@@ -222,3 +227,98 @@ def test_the_objects_rows_follow_the_page_s_width(page: Any) -> None:
         assert rows_right_edge() > narrow + 300
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def _recording_server() -> tuple[Any, list[dict[str, str]]]:
+    """Another local web server, on another port of 127.0.0.1, as any local user may run one: it keeps the headers of
+    every request the browser sends it."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[dict[str, str]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
+            body = b"<!doctype html><title>a neighbour</title><p>hello</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Access-Control-Allow-Origin", self.headers.get("Origin") or "*")
+            self.send_header("Access-Control-Allow-Credentials", "true")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return ThreadingHTTPServer(("127.0.0.1", 0), Recorder), seen
+
+
+def test_a_server_on_another_port_gets_nothing_of_the_view_s_credential(page: Any, served: ViewServer) -> None:
+    import threading
+
+    neighbour, seen = _recording_server()
+    threading.Thread(target=neighbour.serve_forever, daemon=True).start()
+    other = f"http://127.0.0.1:{neighbour.server_address[1]}"
+    try:
+        second = page.context.new_page()  # the same browser profile, on the neighbour's page (same site: ports do not count)
+        second.goto(f"{other}/visited")
+        second.evaluate(f"fetch('{other}/fetched', {{credentials: 'include'}}).then(r => r.status)")
+        stolen = second.evaluate("[document.cookie, JSON.stringify(sessionStorage), JSON.stringify(localStorage)]")
+        second.close()
+    finally:
+        neighbour.shutdown()
+        neighbour.server_close()
+    assert [r["path"] for r in seen if r["path"] != "/favicon.ico"] == ["/visited", "/fetched"]
+    assert not any(served.token in value for request in seen for value in request.values()), seen
+    assert not any(served.token in value for value in stolen), stolen
+
+
+def test_the_browser_view_starts_gets_a_one_time_code_not_the_token(browser: Any, tmp_path: Path) -> None:
+    """``view`` as a process, with a "browser" (BROWSER=a script) that notes its command line, which every local user
+    can read in /proc; that address opens the page once in a real Chromium, and is worth nothing after."""
+    import os
+    import subprocess
+    import time
+    import urllib.parse
+
+    from reliability_support import DATA, EXE, private_env
+
+    noted = tmp_path / "browser-command-line"
+    fake_browser = tmp_path / "browser"
+    fake_browser.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {noted}\n")
+    fake_browser.chmod(0o755)
+    proc = subprocess.Popen([EXE, "view", str(DATA / "cronjob.sktrace")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True,
+                            env=private_env(tmp_path, {"DISPLAY": ":0", "BROWSER": str(fake_browser)}))
+    try:
+        assert proc.stdout is not None
+        printed = urllib.parse.urlsplit(proc.stdout.readline().split(" at ", 1)[1].strip())
+        token = urllib.parse.parse_qs(printed.fragment or printed.query)["token"][0]
+        deadline = time.monotonic() + 60
+        while not noted.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = noted.read_text().strip()
+        assert token not in address and urllib.parse.urlsplit(address).netloc == printed.netloc
+        first = browser.new_context()
+        try:
+            opened = first.new_page()
+            opened.goto(address)
+            opened.wait_for_selector("body[data-ready][data-objects]")
+            assert opened.url == f"http://{printed.netloc}/"
+        finally:
+            first.close()
+        second = browser.new_context()  # whoever read the command line, once the browser used it
+        try:
+            late = second.new_page()
+            late.goto(address)
+            late.wait_for_function("() => document.querySelector('#error').textContent !== ''")
+            assert late.text_content("#error").startswith("this address was good once and is spent: ")
+            assert late.get_attribute("body", "data-ready") is None
+        finally:
+            second.close()
+    finally:
+        proc.send_signal(__import__("signal").SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, err) == (0, "")
+    assert not os.path.exists(tmp_path / "state")

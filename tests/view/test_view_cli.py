@@ -26,16 +26,14 @@ def test_view_prints_its_address_serves_the_page_and_stops_cleanly(tmp_path: Pat
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
-        assert first.startswith(f"Viewing the cache {cache} at http://127.0.0.1:") and "/?token=" in first
+        assert first.startswith(f"Viewing the cache {cache} at http://127.0.0.1:") and "/#token=" in first
         assert proc.stdout.readline() == "Press Ctrl-C to stop.\n"
         url = urllib.parse.urlsplit(first.split(" at ", 1)[1].strip())
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
-        conn.request("GET", f"/?{url.query}")
+        conn.request("GET", "/")
         response = conn.getresponse()
-        response.read()
-        assert response.status == 303
-        cookie = response.getheader("Set-Cookie").split(";")[0]
-        conn.request("GET", "/api/overview", headers={"Cookie": cookie})
+        assert response.status == 200 and b"view.js" in response.read()
+        conn.request("GET", "/api/overview", headers={"X-Sktrace-Token": url.fragment.removeprefix("token=")})
         overview = conn.getresponse()
         assert overview.status == 200 and b'"context":"view-test"' in overview.read()
         conn.close()

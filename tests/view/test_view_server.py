@@ -1,5 +1,5 @@
-"""The view's server as a browser and a hostile page meet it: the token, the cookie, the Host header, GET only, the
-cache never written; and its answers against what ``status`` and ``export`` say of the same history."""
+"""The view's server as a browser and a hostile page meet it: the token header, one-time codes, the Host header, GET
+only, the cache never written; and its answers against what ``status`` and ``export`` say of the same history."""
 
 from __future__ import annotations
 
@@ -11,22 +11,23 @@ from typing import Any, Iterator
 
 import pytest
 from click.testing import CliRunner
-from viewsupport import T0, build_history, history_path, served  # noqa: F401  (fixtures)
+from viewsupport import T0, build_history, history_path, served, serving  # noqa: F401  (fixtures)
 
 from kubectl_sktrace.cli import cli
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.view import api
 from kubectl_sktrace.view.app import rate_index
 from kubectl_sktrace.view.rates import bucket_rows
-from kubectl_sktrace.view.server import ViewServer, host_allowed
+from kubectl_sktrace.view.server import TOKEN_HEADER, ViewServer, host_allowed
 
 
-def request(server: ViewServer, path: str, *, method: str = "GET", host: str | None = None, cookie: bool = True,
+def request(server: ViewServer, path: str, *, method: str = "GET", host: str | None = None, token: str | None = "",
             ) -> tuple[int, dict[str, str], bytes]:
+    """``path`` asked with the server's token in its header (``token``: another one; None: none)."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     headers = {"Host": host or f"127.0.0.1:{server.port}"}
-    if cookie:
-        headers["Cookie"] = f"{server.cookie}={server.token}"
+    if token is not None:
+        headers[TOKEN_HEADER] = token or server.token
     conn.request(method, path, headers=headers)
     response = conn.getresponse()
     body = response.read()
@@ -40,30 +41,46 @@ def answer(server: ViewServer, path: str) -> Any:
     return json.loads(body)
 
 
-def test_the_printed_address_carries_the_token_and_sets_a_cookie_then_forgets_it(served: ViewServer) -> None:
-    assert served.url == f"http://127.0.0.1:{served.port}/?token={served.token}"
+def test_the_printed_address_carries_the_token_in_its_fragment_and_the_page_sets_no_cookie(served: ViewServer) -> None:
+    assert served.url == f"http://127.0.0.1:{served.port}/#token={served.token}"
     assert len(served.token) >= 43  # 256 bits
-    status, headers, _ = request(served, f"/?token={served.token}", cookie=False)
-    assert status == 303 and headers["location"] == "/"
-    assert headers["set-cookie"] == f"{served.cookie}={served.token}; Path=/; HttpOnly; SameSite=Strict"
-    status, headers, body = request(served, "/")
-    assert status == 200 and b"<svg id=\"timeline\"" in body
+    status, headers, body = request(served, "/", token=None)  # the page's files hold no data: the page asks with the token
+    assert status == 200 and b"<svg id=\"timeline\"" in body and "set-cookie" not in headers
     assert "script-src 'self'" in headers["content-security-policy"] and "access-control-allow-origin" not in headers
+    assert request(served, "/api/overview")[0] == 200
 
 
-@pytest.mark.parametrize("path", ["/", "/api/overview", "/static/view.js", "/api/export?start=1&end=2", "/nothing"])
-def test_a_request_without_the_token_is_refused(served: ViewServer, path: str) -> None:
-    status, _, body = request(served, path, cookie=False)
+@pytest.mark.parametrize("path", ["/api/overview", "/api/session", "/api/code", "/api/export?start=1&end=2", "/api/nothing"])
+def test_an_api_request_without_the_token_is_refused(served: ViewServer, path: str) -> None:
+    status, _, body = request(served, path, token=None)
     assert (status, body) == (403, b"refused: open the address kubectl sktrace view printed (it carries the token)\n")
 
 
-def test_a_wrong_token_is_refused_in_the_address_and_in_the_cookie(served: ViewServer) -> None:
-    status, headers, _ = request(served, "/?token=guess", cookie=False)
-    assert status == 403 and "set-cookie" not in headers
-    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
-    conn.request("GET", "/api/overview", headers={"Host": "localhost", "Cookie": f"{served.cookie}={served.token[:-1]}x"})
+@pytest.mark.parametrize("token", ["guess", "x", "\u00e9t\u00e9"], ids=["guess", "short", "latin-1"])
+def test_a_wrong_token_is_refused(served: ViewServer, token: str) -> None:
+    assert request(served, "/api/overview", token=token)[0] == 403
+    assert request(served, "/api/overview", token=served.token[:-1] + "x")[0] == 403
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)  # a cookie is no credential
+    conn.request("GET", "/api/overview", headers={"Host": "localhost", "Cookie": f"sktrace-view-{served.port}={served.token}"})
     assert conn.getresponse().status == 403
     conn.close()
+
+
+def test_a_one_time_code_authorizes_one_request_within_its_time() -> None:
+    server = ViewServer(api={"/api/answer": lambda params: dict(params)})
+    with serving(server):
+        code = server.browser_url().rsplit("#code=", 1)[1]
+        status, _, body = request(server, f"/api/session?code={code}", token=None)
+        assert (status, json.loads(body)) == (200, {"token": server.token})
+        assert request(server, f"/api/session?code={code}", token=None)[0] == 403  # spent
+        _, _, body = request(server, "/api/code")
+        code = json.loads(body)["code"]
+        status, _, body = request(server, f"/api/answer?code={code}&x=1", token=None)
+        assert (status, json.loads(body)) == (200, {"x": "1"})  # the code is no parameter of the answer
+        assert request(server, f"/api/answer?code={code}", token=None)[0] == 403
+        code = server.new_code()
+        server._codes[code] = 0.0  # as if CODE_SECONDS had passed
+        assert request(server, f"/api/session?code={code}", token=None)[0] == 403
 
 
 @pytest.mark.parametrize("host, allowed", [
@@ -186,7 +203,7 @@ def test_the_report_is_export_s_own(served: ViewServer) -> None:
 
 @pytest.mark.parametrize("query, message", [
     ("start=5&end=5", "the window is empty; drag across the axis to pick one"),
-    ("start=x&end=5", "start='x' is not a whole number of seconds"),
+    ("start=x&end=5", "start='x' is not a number (decimal digits, at most ±2^53)"),
     ("start=1&end=5&transform=/etc/passwd", "--transform '/etc/passwd': the page offers the built-in transforms (sanitize)"),
     ("start=1&end=5&all_namespaces=1&include_namespaces=a", "-A/--all-namespaces and --include-namespaces contradict each other; pass one of them"),
     ("start=1&end=5&anonymize=1&anonymize_key=12", "the anonymization key (--anonymize-key or $SKTRACE_ANONYMIZE_KEY) must be at least 32 hex "

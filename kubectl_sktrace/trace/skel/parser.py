@@ -40,6 +40,7 @@ from kubectl_sktrace.trace.skel.nodes import (
 )
 
 _INTEGER = re.compile(r"-?[0-9]+\Z")
+_DIGITS = re.compile(r"[0-9]+\Z")
 _TIME = re.compile(r"([0-9]+)([smh]?)\Z")
 _QUOTED_PART = re.compile(r"[A-Za-z0-9_./-]+\Z")
 _INT64 = 2**63
@@ -207,7 +208,7 @@ class _Parser:
         match = _TIME.match(token.text) if token.kind == WORD else None
         if not match:
             raise self._expected(_TIME_HINT, token)
-        return TimeTest(op, int(match.group(1)), match.group(2) or None)
+        return TimeTest(op, self._whole(token, match.group(1)), match.group(2) or None)
 
     def _var_test(self, defined: set[str]) -> ResourceTest:
         name_token = self._next()
@@ -286,11 +287,10 @@ class _Parser:
             return Literal(token.text[1:-1])
         if token.kind == WORD and _INTEGER.match(token.text):
             self._next()
-            if not -_INT64 <= int(token.text) < _INT64:
-                raise self._error(token, f"{token.text} is out of range (64-bit integers)")
+            value = self._whole(token, token.text)
             if self._peek().is_punct(".") and not self._peek().spaced:
                 raise self._error(self._peek(), "numbers are whole: expected no '.' after a number")
-            return Literal(int(token.text))
+            return Literal(value)
         if token.kind == WORD and token.text.lower() in ("true", "false"):
             self._next()
             return Literal(token.text.lower() == "true")
@@ -328,12 +328,21 @@ class _Parser:
         closer = self._next()
         if closer.spaced or not closer.is_punct("]"):
             raise self._expected("']'", closer)
-        return Step.element(None if token.text == "*" else int(token.text))
+        return Step.element(None if token.text == "*" else self._whole(token, token.text))
 
     def _field(self, token: Token) -> Step:
-        if token.kind == WORD:
-            return Step.field(token.text)
-        inner = token.text[1:-1]
-        if not _QUOTED_PART.match(inner):
+        name = token.text if token.kind == WORD else token.text[1:-1]
+        if token.kind != WORD and not _QUOTED_PART.match(name):
             raise self._error(token, "a quoted path part holds only letters, digits and _ - . / (at least one)")
-        return Step.field(inner)
+        if _DIGITS.match(name):  # digits are also a list index
+            self._whole(token, name)
+        return Step.field(name)
+
+    def _whole(self, token: Token, digits: str) -> int:
+        """``digits`` (an optional '-', then 0-9) as a 64-bit integer; past it, the error at ``token``, before any
+        conversion (Python refuses to convert more than 4300 digits, and converting is quadratic below that)."""
+        significant = digits.lstrip("-").lstrip("0")
+        value = int(("-" if digits.startswith("-") else "") + (significant or "0")) if len(significant) <= 19 else _INT64
+        if not -_INT64 <= value < _INT64:
+            raise self._error(token, "integer out of range (64-bit integers)")
+        return value

@@ -34,11 +34,33 @@ function showError(message) { $("error").textContent = message || ""; }
 let busy = 0;
 function working(delta) { busy += delta; document.body.dataset.busy = String(busy); }
 
+// --- the session ---------------------------------------------------------------------------------------------------
+// The token lives in this tab's sessionStorage, which the browser keeps per origin (the port included), and goes out
+// only in the X-Sktrace-Token header of this page's own requests: never in a cookie, which a browser sends to every
+// port of 127.0.0.1. The address brings it in its fragment (#token=, as printed) or as a one-time code (#code=, as
+// given to the browser view starts) traded for it once; either way the fragment leaves the address bar at once.
+
+const TOKEN_KEY = "sktrace-view-token";
+const SIGN_IN = "open the address kubectl sktrace view printed (it carries the token)";
+
+async function session() {
+  const given = new URLSearchParams(location.hash.slice(1));
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+  if (given.get("token")) sessionStorage.setItem(TOKEN_KEY, given.get("token"));
+  else if (given.get("code")) {
+    const response = await fetch("/api/session?code=" + encodeURIComponent(given.get("code")), {headers: {Accept: "application/json"}});
+    if (!response.ok) throw new Error(`this address was good once and is spent: ${SIGN_IN}`);
+    sessionStorage.setItem(TOKEN_KEY, (await response.json()).token);
+  }
+  if (!sessionStorage.getItem(TOKEN_KEY)) throw new Error(SIGN_IN);
+}
+
 async function api(path, params) {
   const query = new URLSearchParams(params || {}).toString();
   working(1);
   try {
-    const response = await fetch(path + (query ? "?" + query : ""), {credentials: "same-origin", headers: {Accept: "application/json"}});
+    const response = await fetch(path + (query ? "?" + query : ""), {credentials: "omit",
+      headers: {Accept: "application/json", "X-Sktrace-Token": sessionStorage.getItem(TOKEN_KEY) || ""}});
     const body = await response.json().catch(() => ({error: `${response.status} ${response.statusText}`}));
     if (!response.ok) throw new Error(body.error || `${response.status} ${response.statusText}`);
     return body;
@@ -498,8 +520,21 @@ function showTrace(o) {
   }
 }
 
+// A download is a navigation, which carries no header: it goes with a one-time code asked for just before.
+async function downloadWindow(event) {
+  event.preventDefault();
+  const href = $("download").getAttribute("href");
+  if (!href.startsWith("/api/export?")) return;
+  const {code} = await api("/api/code");
+  const link = document.createElement("a");
+  link.href = `${href}&code=${encodeURIComponent(code)}`;
+  link.download = $("download").getAttribute("download");
+  link.click();
+}
+
 async function start() {
   try {
+    await session();
     const o = await api("/api/overview");
     state.overview = o;
     $("source").textContent = `${o.title}` + (o.context ? ` — context ${o.context}` : "") + (o.server ? ` (${o.server})` : "");
@@ -516,6 +551,7 @@ async function start() {
     $("select-mode").addEventListener("change", (e) => $("timeline").classList.toggle("select-mode", e.target.checked));
     $("filters").addEventListener("input", () => loadWindow());
     $("filters").addEventListener("change", () => loadWindow());
+    $("download").addEventListener("click", (e) => downloadWindow(e).catch((err) => showError(err.message)));
     $("copy-command").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("command").textContent));
     for (const id of ["kind", "namespace"]) $(id).addEventListener("change", () => loadObjects(false));
     $("search").addEventListener("input", debounce(() => loadObjects(false), 200));
