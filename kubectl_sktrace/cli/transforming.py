@@ -9,7 +9,7 @@ import click
 
 from kubectl_sktrace.cli.completion import complete_files, complete_summary_formats, complete_trace_formats, complete_transforms
 from kubectl_sktrace.cli.filtering import rule_options, transform_rules
-from kubectl_sktrace.cli.options import SktraceCommand, note, quiet_option, verbosity_option
+from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, verbosity_option
 from kubectl_sktrace.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -74,8 +74,8 @@ def say_fresh_key(key: bytes) -> None:
     """The fresh random key, once, on stderr (even with --quiet: without it no other trace can line up with this one)."""
     from kubectl_sktrace.trace.transform import format_key
 
-    click.echo(f"Note: anonymized with a fresh random key; to line up another export or transform with this trace, pass it as "
-               f"--anonymize-key (or set ${KEY_ENV}): {format_key(key)}", err=True)
+    must_read(f"Note: anonymized with a fresh random key; to line up another export or transform with this trace, pass it as "
+              f"--anonymize-key (or set ${KEY_ENV}): {format_key(key)}")
 
 
 def _summary_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -156,7 +156,7 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
       kubectl sktrace transform incident.sktrace --anonymize -O shareable.sktrace --summary json
     """
     from kubectl_sktrace import render
-    from kubectl_sktrace.trace.transform import load_program, transform_sentence, transform_summary, transform_to
+    from kubectl_sktrace.trace.transform import load_program, review_sentence, transform_sentence, transform_summary, transform_to
 
     if skel_file is None and not anonymize and not (filters_file or selector or allow or deny or default):
         raise click.UsageError("give a SKEL_FILE (a path, or 'sanitize'), rules (--allow, --deny, -l, --filters), --anonymize, or some of them")
@@ -176,6 +176,7 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
         if rule_filter is not None:
             note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
     note(transform_sentence(report))
+    must_read(review_sentence(report.anonymization))
     if fresh and key is not None:
         say_fresh_key(key)
 

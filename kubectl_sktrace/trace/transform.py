@@ -232,14 +232,19 @@ def write_pseudonym_map(path: str, rows: list[dict[str, str]]) -> None:
 
 
 def anonymization_sentence(report: dict[str, Any]) -> str:
-    """The report in two lines: the strings replaced per place, and what a reviewer should look at."""
+    """The report in one line: the strings replaced per place."""
     replaced = report["stringsReplaced"]
     places = ", ".join(f"{place} {count}" for place, count in sorted(replaced.items(), key=lambda item: -item[1]))
-    text = f"Anonymized: {counted(sum(replaced.values()), 'string')} replaced ({places or 'none'})."
-    review = report["keptForReview"]
-    if review:
-        text += "\nReview before sharing: " + "; ".join(f"{what} ({count})" for what, count in review.items()) + "."
-    return text
+    return f"Anonymized: {counted(sum(replaced.values()), 'string')} replaced ({places or 'none'})."
+
+
+def review_sentence(report: dict[str, Any] | None) -> str | None:
+    """What a reviewer should look at before sharing the trace, in one line (None: nothing kept for review). The CLI
+    prints it even with ``--quiet``: it is what a person must read before the file leaves their hands."""
+    review = report["keptForReview"] if report is not None else None
+    if not review:
+        return None
+    return "Review before sharing: " + "; ".join(f"{what} ({count})" for what, count in review.items()) + "."
 
 
 @dataclass(frozen=True)

@@ -292,4 +292,4 @@ def test_quiet_leaves_out_the_coverage_block_and_the_summary_but_not_errors(reco
 @pytest.mark.parametrize("command", ["start", "status", "export", "prune", "inspect", "validate"])
 def test_every_command_that_can_warn_takes_quiet(command):
     result = invoke([command, "--help"])
-    assert "--quiet No warnings, notes or progress on stderr; errors only." in " ".join(result.stdout.split()), result.stdout
+    assert "--quiet No warnings, notes or progress on stderr; errors only (and what --anonymize asks to review before sharing)." in " ".join(result.stdout.split()), result.stdout

@@ -435,3 +435,20 @@ def test_transform_o_yaml_without_O_prints_the_trace_and_sktrace_asks_where(shop
     assert list(yaml.safe_load(stdout)["index"]["apps/v1.Deployment"]) == ["shop/cart"]
     assert run("transform", str(shop_trace), "sanitize") == (
         1, "", "Error: where should the trace go? pass -O PATH (or -O - for stdout, or -o json|yaml to print it)\n")
+
+
+def test_quiet_never_hides_what_to_review_before_sharing(shop_trace: Path, cache: Path, tmp_path: Path) -> None:
+    """--quiet leaves out notes and warnings, never the line a person must read before sharing the file (issue 38)."""
+    review = "Review before sharing: values of the label app kept (2).\n"
+    code, _, stderr = run("transform", str(shop_trace), "--anonymize", "--anonymize-key", KEY, "--anonymize-keep-label-values", "app",
+                          "-O", str(tmp_path / "t.sktrace"), "--quiet")
+    assert (code, stderr) == (0, review)
+    code, stdout, stderr = run("transform", str(shop_trace), "--anonymize", "--anonymize-key", KEY, "--anonymize-keep-label-values", "app",
+                               "-O", str(tmp_path / "t.sktrace"), "--quiet", "--summary", "json")
+    assert (code, stderr) == (0, review) and json.loads(stdout)["anonymization"]["keptForReview"]
+    code, _, stderr = run("export", "--cache", str(cache), "-s", f"@{NOW - 3600}", "-t", f"@{NOW}", "--anonymize", "--anonymize-key", KEY,
+                          "--anonymize-keep-label-values", "app", "-O", str(tmp_path / "e.sktrace"), "--quiet")
+    assert (code, stderr) == (0, review)
+    code, _, stderr = run("export", "--cache", str(cache), "-s", f"@{NOW - 3600}", "-t", f"@{NOW}", "--anonymize", "--anonymize-key", KEY,
+                          "--anonymize-keep-label-values", "app", "-O", str(tmp_path / "e.sktrace"))
+    assert code == 0 and review.strip() in stderr.splitlines() and stderr.count("Review before sharing") == 1
