@@ -75,7 +75,8 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Write nothing: show the rules in force and how many objects each decided (the table on stdout, or --summary json|yaml).")
 @click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
 @click.option("--allow-empty", "allow_empty", is_flag=True,
-              help="Write the trace even when it holds no object (else that is an error, and nothing is written).")
+              help="Write the trace even when it holds no object, or its window lies before the history or after its "
+                   "last commit (else that is an error, and nothing is written).")
 @transform_option
 @anonymize_options
 def export_command(

@@ -213,6 +213,16 @@ def coverage_block(
     return "\n".join(lines)
 
 
+def after_history(*, start_ts: int, end_ts: int, last: float, running: bool) -> str:
+    """Why a window that starts after the last commit of the cache's last run is not exported (one line, for ``Error:``):
+    nothing in it was recorded, and the trace would hold a start state that pretends to be the window's."""
+    until = format_time(last)
+    whose = f"its running recorder has committed up to {until}" if running else f"its last recording stopped at {until}"
+    return (f"the window {format_time(start_ts)} to {format_time(end_ts)} starts after the cache's record ends ({whose}): nothing "
+            f"in it was recorded; pass a --start-time before {until} (or record that time with 'kubectl sktrace start'), or pass "
+            "--allow-empty to write it anyway")
+
+
 def pruned_window(*, start_ts: int, end_ts: int, cutoff: int) -> str:
     """Why a window wholly before a prune's cutoff is not exported (one line, for ``Error:``)."""
     return (f"the window {format_time(start_ts)} to {format_time(end_ts)} lies wholly before {format_time(cutoff)}, where the "
