@@ -239,12 +239,20 @@ def validation_to_dict(report: ValidationReport) -> dict[str, Any]:
                 "code": f.code,
                 "severity": "error" if f.is_error else "warning",
                 "ts": f.ts,
-                "object": str(f.object) if f.object is not None else None,
+                "time": None if f.ts is None else format_time(f.ts),
+                "object": _object_fields(f.object),
                 "message": f.message,
             }
             for f in report.findings
         ],
     }
+
+
+def _object_fields(key: ObjKey | None) -> dict[str, str] | None:
+    """A finding's object as a program reads it: a field each, as in an object's own ``apiVersion``, ``kind`` and metadata."""
+    if key is None:
+        return None
+    return {"apiVersion": key.gvk.api_version, "kind": key.gvk.kind, "namespace": key.namespace, "name": key.name}
 
 
 def render_unreadable(path: str, error: str, fmt: str) -> str:
@@ -264,6 +272,6 @@ def render_validation(report: ValidationReport, fmt: str) -> str:
     )
     if not data["findings"]:
         return verdict
-    rows = [{**f, "time": None if f["ts"] is None else format_time(f["ts"])} for f in data["findings"]]  # people read times, not seconds
+    rows = [{**f, "object": None if finding.object is None else str(finding.object)} for f, finding in zip(data["findings"], report.findings)]
     table = render.render_table(rows, "table", columns=["code", "time", "object", "message"])
     return f"{table}\n\n{verdict}"

@@ -149,7 +149,8 @@ E0001   1970-01-01T00:00:07Z  apps/v1.Deployment ns/web  ServiceAccount ns/sa is
         "code": "E0001",
         "severity": "error",
         "ts": 7,
-        "object": "apps/v1.Deployment ns/web",
+        "time": "1970-01-01T00:00:07Z",
+        "object": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ns", "name": "web"},
         "message": "ServiceAccount ns/sa is not in the trace before this event",
     }
 
