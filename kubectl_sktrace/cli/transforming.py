@@ -133,7 +133,8 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
     SKEL_FILE is a SKEL file, or 'sanitize' for the built-in program with the effect of SimKube's example (status,
     service accounts, ConfigMap and Secret references, their volumes and mounts); a file named sanitize is
     ./sanitize. Each command applies in order to every object of every event, '@t' counting from the trace's
-    first event; objects deleted and events left without objects are dropped; the index and pod lifecycles
+    first event; objects deleted and events left without objects are dropped (an event that came empty, a window's
+    start, is kept); the index and pod lifecycles
     follow the objects the program moves or deletes. The rules (--filters, -l, --allow, --deny, --default, as
     export's) then decide each object on its last version in the trace, and --anonymize keeps Kubernetes'
     vocabulary and replaces every other string with keyed pseudonyms.

@@ -452,3 +452,16 @@ def test_quiet_never_hides_what_to_review_before_sharing(shop_trace: Path, cache
     code, _, stderr = run("export", "--cache", str(cache), "-s", f"@{NOW - 3600}", "-t", f"@{NOW}", "--anonymize", "--anonymize-key", KEY,
                           "--anonymize-keep-label-values", "app", "-O", str(tmp_path / "e.sktrace"))
     assert code == 0 and review.strip() in stderr.splitlines() and stderr.count("Review before sharing") == 1
+
+
+@pytest.mark.parametrize("args", [["--deny", "namespace:elsewhere"], ["PROGRAM"]], ids=["only-rules", "program-matching-nothing"])
+def test_transform_keeps_the_windows_empty_start(cache: Path, tmp_path: Path, args: list[str]) -> None:
+    """An export whose window starts before its first object begins with an empty event: the window's start (issue 38)."""
+    exported, out, program = tmp_path / "e.sktrace", tmp_path / "t.sktrace", tmp_path / "p.skel"
+    program.write_text('delete(metadata.name == "nothing-is-named-so");\n')
+    assert run("export", "--cache", str(cache), "-s", f"@{NOW - 3500}", "-t", f"@{NOW}", "-O", str(exported))[0] == 0
+    assert traceformat.read_trace(exported).events[0] == {"ts": NOW - 3500, "applied_objs": [], "deleted_objs": []}
+    code, _, stderr = run("transform", str(exported), *[str(program) if a == "PROGRAM" else a for a in args], "-O", str(out))
+    assert code == 0, stderr
+    assert [e["ts"] for e in traceformat.read_trace(out).events] == [e["ts"] for e in traceformat.read_trace(exported).events]
+    assert inspect_trace(str(out), with_events=False)["window"] == inspect_trace(str(exported), with_events=False)["window"]
