@@ -138,8 +138,11 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
     follow the objects the program moves or deletes. The rules (--filters, -l, --allow, --deny, --default, as
     export's) then decide each object on its last version in the trace, and --anonymize keeps Kubernetes'
     vocabulary and replaces every other string with keyed pseudonyms.
-    TRACE '-' reads standard input; an s3://, gs:// or az:// URL reads an object (the cloud extra). The trace is
-    read event by event, the output spooled to a temporary file ($TMPDIR), so memory stays bounded.
+    With none of them, the trace is written as it is, in -o's format: 'transform X -o yaml' prints a trace as
+    text, and 'transform X.yaml -O X.sktrace' makes it SimKube's again.
+    TRACE '-' reads standard input; an s3://, gs:// or az:// URL reads an object (the cloud extra); TRACE may be
+    SimKube's msgpack or the JSON or YAML that -o json|yaml writes. The trace is read event by event (a JSON or
+    YAML one whole), the output spooled to a temporary file ($TMPDIR), so memory stays bounded.
 
     \b
     SKEL: commands, each ending with ';' ('#' starts a comment to the end of the line):
@@ -155,12 +158,11 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
       kubectl sktrace transform incident.sktrace strip.skel -O - | kubectl sktrace inspect -
       kubectl sktrace transform incident.sktrace --deny 'namespace:shop labels:tier=canary' -O smaller.sktrace
       kubectl sktrace transform incident.sktrace --anonymize -O shareable.sktrace --summary json
+      kubectl sktrace transform incident.sktrace -o yaml | less
     """
     from kubectl_sktrace import render
     from kubectl_sktrace.trace.transform import load_program, review_sentence, transform_sentence, transform_summary, transform_to
 
-    if skel_file is None and not anonymize and not (filters_file or selector or allow or deny or default):
-        raise click.UsageError("give a SKEL_FILE (a path, or 'sanitize'), rules (--allow, --deny, -l, --filters), --anonymize, or some of them")
     output_file, fmt = _destination(output_file, fmt=fmt, summary=summary)
     program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     rule_filter = transform_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
@@ -176,6 +178,8 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
             note(transform_summary(report))
         if rule_filter is not None:
             note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
+    if program is None and rule_filter is None and key is None:
+        note(f"Nothing to change (no SKEL_FILE, rules or --anonymize): the trace is written as it is, in {fmt}.")
     note(transform_sentence(report))
     must_read(review_sentence(report.anonymization))
     if fresh and key is not None:

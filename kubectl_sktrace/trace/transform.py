@@ -32,11 +32,11 @@ from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.trace.anonymize import Anonymizer
 from kubectl_sktrace.trace.filtering import RuleFilter, filter_spool
-from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, TraceReader, open_source, relaxed_gc, source_name
+from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, open_source, relaxed_gc, source_name
 from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.output import write_output
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
-from kubectl_sktrace.trace.textformat import write_spooled
+from kubectl_sktrace.trace.textformat import trace_reader, write_spooled
 
 KEY_ENV = "SKTRACE_ANONYMIZE_KEY"
 _MIN_KEY_BYTES = 16
@@ -274,7 +274,7 @@ class TransformReport:
 def transform_stream(source: IO[bytes], spool: EventSpool, *, name: str, rewriter: Rewriter) -> tuple[int, Trace]:
     """Read the trace from ``source`` and spool its events through ``rewriter``: the number of events read, and the
     rest of the trace (``Rewriter.rest``) to write after them."""
-    reader = TraceReader(source, name=name)
+    reader = trace_reader(source, name=name)
     rewriter.start(reader.config)
     read = 0
     for event in reader.events():

@@ -35,9 +35,10 @@ from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.trace.format import Trace, read_trace, source_name
+from kubectl_sktrace.trace.format import Trace, source_name
 from kubectl_sktrace.trace.references import REFERENCED_KIND, Reference, references
 from kubectl_sktrace.trace.sanitize import object_key
+from kubectl_sktrace.trace.textformat import read_any_trace
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace
 
 RULES = {
@@ -89,7 +90,7 @@ class ValidationReport:
 
 def validate_trace(path: str, *, stdin: IO[bytes] | None = None) -> ValidationReport:
     """Validate the trace at ``path`` (``-``: ``stdin``); TraceFormatError when it cannot be decoded at all."""
-    return ValidationReport(path=source_name(path), findings=tuple(check_trace(read_trace(path, stdin=stdin))))
+    return ValidationReport(path=source_name(path), findings=tuple(check_trace(read_any_trace(path, stdin=stdin))))
 
 
 def check_trace(trace: Trace) -> Iterator[Finding]:

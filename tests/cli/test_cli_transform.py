@@ -302,12 +302,37 @@ def test_a_missing_trace_and_a_directory_as_program(shop_trace: Path, tmp_path: 
     assert run("transform", str(shop_trace), str(tmp_path), "-O", out) == (
         1, "", f"Error: cannot read the SKEL file {tmp_path}: it is a directory; pass a SKEL file's path\n")
     assert run("transform", "-", "sanitize", "-O", out, input=b'{"version": 2}') == (
-        1, "", "Error: standard input: not a SimKube trace: it looks like JSON text; SimKube loads msgpack traces (export with --format sktrace)\n")
+        1, "", "Error: standard input: not a SimKube trace: the key 'config' is missing; the file is damaged or not a trace\n")
 
 
-def test_neither_a_program_nor_anonymize_is_a_usage_error(shop_trace: Path, tmp_path: Path) -> None:
-    code, _, stderr = run("transform", str(shop_trace), "-O", str(tmp_path / "out.sktrace"))
-    assert code == 2 and stderr.endswith("Error: give a SKEL_FILE (a path, or 'sanitize'), rules (--allow, --deny, -l, --filters), --anonymize, or some of them\n")
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_with_nothing_to_change_transform_converts_and_every_command_reads_the_text_back(shop_trace: Path, tmp_path: Path, fmt: str) -> None:
+    """A plain way to read a trace as text, and back (issue 38): inspect, validate and transform read -o json|yaml's traces."""
+    code, text, stderr = run("transform", str(shop_trace), "-o", fmt)
+    assert (code, stderr) == (0, f"Nothing to change (no SKEL_FILE, rules or --anonymize): the trace is written as it is, in {fmt}.\n"
+                                 "Wrote stdout: 2 events.\n")
+    path = tmp_path / f"shop.{fmt}"
+    path.write_text(text)
+    assert inspect_trace(str(path), with_events=True) == {**inspect_trace(str(shop_trace), with_events=True), "file": str(path)}
+    assert run("validate", str(path))[0] == run("validate", str(shop_trace))[0]
+    assert run("inspect", "-", input=text.encode())[1] == run("inspect", str(shop_trace))[1].replace(str(shop_trace), "standard input")
+    back = tmp_path / "back.sktrace"
+    assert run("transform", str(path), "-O", str(back), "--quiet") == (0, "", "")
+    assert back.read_bytes() == shop_trace.read_bytes()
+    assert run("transform", "-", "--deny", "name:pay", "-o", fmt, input=text.encode())[1] == run("transform", str(shop_trace), "--deny", "name:pay", "-o", fmt)[1]
+
+
+def test_a_text_file_that_is_no_trace_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "notes.yaml"
+    path.write_text("- just\n- a list\n")
+    assert run("inspect", str(path)) == (
+        1, "", f"Error: {path}: not a SimKube trace: the file is text, but not the JSON or YAML of a trace (-o json|yaml writes a map); "
+               "pass a trace file\n")
+    path.write_text("version: [2\n")
+    code, _, stderr = run("transform", str(path), "-o", "json")
+    assert code == 1 and stderr.startswith(f"Error: {path}: not a SimKube trace: the file is text, but neither the JSON nor the YAML of "
+                                           "a trace (line 2: ")  # the words are the YAML parser's (libyaml's or PyYAML's)
+    assert stderr.endswith("; pass a trace written by 'kubectl sktrace export' (-o sktrace, json or yaml)\n") and stderr.count("\n") == 1
 
 
 def test_help_has_a_summary_and_examples() -> None:
