@@ -159,6 +159,9 @@ class SktraceCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
+            if exc.option_name.split("=")[0] == "--output" and any(param.name == "fmt" for param in self.params):
+                raise UsageError("no such option --output: the trace's format is -o/--format (sktrace, json or yaml), as kubectl's -o; "
+                                 "where it goes is -O/--output-file") from None
             if globalflags.global_spelling(exc.option_name) is None:
                 raise
             raise UsageError(globalflags.refusal(ctx.info_name or self.name or "", exc.option_name)) from None
