@@ -52,6 +52,8 @@ def parse_time(text: str, *, now: float) -> float:
             return float(value[1:])
         except ValueError:
             raise UsageError(f"invalid time {text!r}: {TIME_FORMS}") from None
+    if _DURATION_FULL.match(value.lower()):
+        raise UsageError(f"invalid time {text!r}: a time relative to now has a sign; did you mean '-{value}' ({value} ago)?")
     iso = value[:-1] + "+00:00" if value[-1:] in "zZ" else value
     try:
         parsed = datetime.fromisoformat(iso)

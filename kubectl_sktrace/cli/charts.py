@@ -36,10 +36,11 @@ def inspect_timeline(f: F) -> F:
             return f(**kwargs)
         if kwargs.get("with_events") or kwargs.get("output", "table") != "table":
             raise click.UsageError("--timeline draws a chart; leave out --events and -o/--output")
-        from kubectl_sktrace.trace.format import read_trace, source_name
+        from kubectl_sktrace.trace.format import source_name
+        from kubectl_sktrace.trace.textformat import read_any_trace
 
         trace = kwargs["trace"]
-        _draw_timeline(read_trace(trace, stdin=sys.stdin.buffer), title=f"Trace {source_name(trace)}", top=top, width=width, ascii_only=ascii_only)
+        _draw_timeline(read_any_trace(trace, stdin=sys.stdin.buffer), title=f"Trace {source_name(trace)}", top=top, width=width, ascii_only=ascii_only)
         return None
 
     return cast(F, _timeline_options(command, window=False))

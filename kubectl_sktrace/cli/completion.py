@@ -106,14 +106,17 @@ def complete_summary_formats(ctx: click.Context, param: click.Parameter, incompl
 
 
 def complete_transforms(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem[str]]:
-    """``--transform``: the built-in programs, and the files and directories that start with what is typed."""
+    """``--transform``: the built-in programs, and the ``*.skel`` files and the directories that start with what is typed."""
     import glob
 
     from kubectl_sktrace.trace.skel import BUILTINS
 
     items = [CompletionItem(name, help="the built-in program") for name in BUILTINS if name.startswith(incomplete)]
     for path in sorted(glob.glob(glob.escape(incomplete) + "*")):
-        items.append(CompletionItem(path + "/" if os.path.isdir(path) else path))
+        if os.path.isdir(path):
+            items.append(CompletionItem(path + "/"))
+        elif path.endswith(".skel"):
+            items.append(CompletionItem(path))
     return items
 
 

@@ -14,6 +14,7 @@ from kubectl_sktrace.cli.options import (
     cache_option,
     cache_path,
     kube_options,
+    must_read,
     note,
     output_option,
     quiet_option,
@@ -74,7 +75,8 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="Write nothing: show the rules in force and how many objects each decided (the table on stdout, or --summary json|yaml).")
 @click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
 @click.option("--allow-empty", "allow_empty", is_flag=True,
-              help="Write the trace even when it holds no object (else that is an error, and nothing is written).")
+              help="Write the trace even when it holds no object, or its window lies before the history or after its "
+                   "last commit (else that is an error, and nothing is written).")
 @transform_option
 @anonymize_options
 def export_command(
@@ -143,13 +145,15 @@ def _say(report: ExportReport, *, where: str, summary: str, program: Program | N
     """What an export says: the notes, warnings and its last line on stderr, or the summary for programs on stdout."""
     from kubectl_sktrace import render
     from kubectl_sktrace.export.window import export_sentence
-    from kubectl_sktrace.trace.transform import transform_note
+    from kubectl_sktrace.trace.transform import review_sentence, transform_note
 
     if summary != "table":
         click.echo(render.dump(report.as_mapping(output=where), summary))
+        must_read(review_sentence(report.anonymization))
         return
     for text in report.notes:
         note(f"Note: {text}")
+    must_read(review_sentence(report.anonymization))
     for warning in report.warnings:
         warn(warning)
     if program is not None:

@@ -74,10 +74,11 @@ def _set_quiet(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 
 def quiet_option(f: F) -> F:
     """``--quiet``, spelled and meaning the same on every command that can warn: no warnings, notes or progress;
-    errors are still printed (and what the command is asked for: a table, a trace on stdout)."""
+    errors are still printed (and what the command is asked for: a table, a trace on stdout), and what must be read
+    before sharing a file (``must_read``)."""
     return click.option(
         "--quiet", "quiet", is_flag=True, is_eager=True, expose_value=False, callback=_set_quiet,
-        help="No warnings, notes or progress on stderr; errors only.",
+        help="No warnings, notes or progress on stderr; errors only (and what --anonymize asks to review before sharing).",
     )(f)
 
 
@@ -90,6 +91,12 @@ def warn(message: str) -> None:
 def note(message: str) -> None:
     """A line of information on stderr, unless ``--quiet``."""
     if not _state["quiet"]:
+        click.echo(message, err=True)
+
+
+def must_read(message: str | None) -> None:
+    """A line on stderr that ``--quiet`` does not hide: what a person must read before sharing a file."""
+    if message:
         click.echo(message, err=True)
 
 
@@ -152,6 +159,9 @@ class SktraceCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:
+            if exc.option_name.split("=")[0] == "--output" and any(param.name == "fmt" for param in self.params):
+                raise UsageError("no such option --output: the trace's format is -o/--format (sktrace, json or yaml), as kubectl's -o; "
+                                 "where it goes is -O/--output-file") from None
             if globalflags.global_spelling(exc.option_name) is None:
                 raise
             raise UsageError(globalflags.refusal(ctx.info_name or self.name or "", exc.option_name)) from None

@@ -102,7 +102,8 @@ def validate_command(trace: str, output: str) -> None:
     (SimKube would refuse to load the trace), W0000 (status present), E0001-E0005 (a ServiceAccount,
     Secret or ConfigMap used by a pod template is not in the trace before it). TRACE '-' reads standard
     input; an s3://, gs:// or az:// URL reads an object (the cloud extra). With -o json or yaml, a file that
-    is no trace is reported in that format too (on stdout, exit 1).
+    is no trace is reported in that format too (on stdout, exit 1); each finding's time is there in seconds (ts) and
+    RFC 3339 (time), its object as fields (apiVersion, kind, namespace, name).
 
     \b
     Example:

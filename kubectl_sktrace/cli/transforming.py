@@ -9,7 +9,7 @@ import click
 
 from kubectl_sktrace.cli.completion import complete_files, complete_summary_formats, complete_trace_formats, complete_transforms
 from kubectl_sktrace.cli.filtering import rule_options, transform_rules
-from kubectl_sktrace.cli.options import SktraceCommand, note, quiet_option, verbosity_option
+from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, verbosity_option
 from kubectl_sktrace.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,8 +75,8 @@ def say_fresh_key(key: bytes) -> None:
     """The fresh random key, once, on stderr (even with --quiet: without it no other trace can line up with this one)."""
     from kubectl_sktrace.trace.transform import format_key
 
-    click.echo(f"Note: anonymized with a fresh random key; to line up another export or transform with this trace, pass it as "
-               f"--anonymize-key (or set ${KEY_ENV}): {format_key(key)}", err=True)
+    must_read(f"Note: anonymized with a fresh random key; to line up another export or transform with this trace, pass it as "
+              f"--anonymize-key (or set ${KEY_ENV}): {format_key(key)}")
 
 
 def _summary_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -134,12 +134,16 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
     SKEL_FILE is a SKEL file, or 'sanitize' for the built-in program with the effect of SimKube's example (status,
     service accounts, ConfigMap and Secret references, their volumes and mounts); a file named sanitize is
     ./sanitize. Each command applies in order to every object of every event, '@t' counting from the trace's
-    first event; objects deleted and events left without objects are dropped; the index and pod lifecycles
+    first event; objects deleted and events left without objects are dropped (an event that came empty, a window's
+    start, is kept); the index and pod lifecycles
     follow the objects the program moves or deletes. The rules (--filters, -l, --allow, --deny, --default, as
     export's) then decide each object on its last version in the trace, and --anonymize keeps Kubernetes'
     vocabulary and replaces every other string with keyed pseudonyms.
-    TRACE '-' reads standard input; an s3://, gs:// or az:// URL reads an object (the cloud extra). The trace is
-    read event by event, the output spooled to a temporary file ($TMPDIR), so memory stays bounded.
+    With none of them, the trace is written as it is, in -o's format: 'transform X -o yaml' prints a trace as
+    text, and 'transform X.yaml -O X.sktrace' makes it SimKube's again.
+    TRACE '-' reads standard input; an s3://, gs:// or az:// URL reads an object (the cloud extra); TRACE may be
+    SimKube's msgpack or the JSON or YAML that -o json|yaml writes. The trace is read event by event (a JSON or
+    YAML one whole), the output spooled to a temporary file ($TMPDIR), so memory stays bounded.
 
     \b
     SKEL: commands, each ending with ';' ('#' starts a comment to the end of the line):
@@ -155,12 +159,11 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
       kubectl sktrace transform incident.sktrace strip.skel -O - | kubectl sktrace inspect -
       kubectl sktrace transform incident.sktrace --deny 'namespace:shop labels:tier=canary' -O smaller.sktrace
       kubectl sktrace transform incident.sktrace --anonymize -O shareable.sktrace --summary json
+      kubectl sktrace transform incident.sktrace -o yaml | less
     """
     from kubectl_sktrace import render
-    from kubectl_sktrace.trace.transform import load_program, transform_sentence, transform_summary, transform_to
+    from kubectl_sktrace.trace.transform import load_program, review_sentence, transform_sentence, transform_summary, transform_to
 
-    if skel_file is None and not anonymize and not (filters_file or selector or allow or deny or default):
-        raise click.UsageError("give a SKEL_FILE (a path, or 'sanitize'), rules (--allow, --deny, -l, --filters), --anonymize, or some of them")
     output_file, fmt = _destination(output_file, fmt=fmt, summary=summary)
     program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     rule_filter = transform_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
@@ -176,7 +179,10 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
             note(transform_summary(report))
         if rule_filter is not None:
             note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
+    if program is None and rule_filter is None and key is None:
+        note(f"Nothing to change (no SKEL_FILE, rules or --anonymize): the trace is written as it is, in {fmt}.")
     note(transform_sentence(report))
+    must_read(review_sentence(report.anonymization))
     if fresh and key is not None:
         say_fresh_key(key)
 

@@ -105,8 +105,9 @@ def _cache_view(*, cache: str | None, kubeconfig: str | None, context: str | Non
 def _trace_view(trace: str) -> tuple[dict[str, Any], str, None]:
     import sys
 
-    from kubectl_sktrace.trace.format import read_trace, source_name
+    from kubectl_sktrace.trace.format import source_name
+    from kubectl_sktrace.trace.textformat import read_any_trace
     from kubectl_sktrace.view.tracefile import TraceIndex, trace_api
 
     name = source_name(trace)
-    return trace_api(TraceIndex.of(read_trace(trace, stdin=sys.stdin.buffer), name=name)), f"the trace {name}", None
+    return trace_api(TraceIndex.of(read_any_trace(trace, stdin=sys.stdin.buffer), name=name)), f"the trace {name}", None

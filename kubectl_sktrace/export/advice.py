@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.plural import counted
+from kubectl_sktrace.plural import closest, counted
 from kubectl_sktrace.timeparse import format_duration, format_span, format_time
 from kubectl_sktrace.trace.references import REFERENCED_KIND
 
@@ -66,7 +66,18 @@ def empty_trace_reason(
             hint = "check the kinds of the tracer config ('kubectl sktrace status' shows what the cache holds)"
     else:
         why, hint = _everything_left_out(left, include_namespaces=include_namespaces)
+        if hint.startswith("did you mean"):
+            return f"the trace would hold no objects: {why}; {hint} (--allow-empty writes it anyway)"
     return f"the trace would hold no objects: {why}; {hint}, or pass --allow-empty to write it anyway"
+
+
+def _typo_hint(wanted: list[str], recorded: list[str]) -> str | None:
+    """``did you mean -n shop?`` when a namespace asked for holds nothing and is close to one that does."""
+    guesses = {name: closest(name, recorded) for name in wanted if name not in recorded}
+    if not any(guesses.values()):
+        return None
+    fixed = [guesses.get(name) or name for name in wanted]
+    return f"did you mean -n {fixed[0]}?" if len(fixed) == 1 else f"did you mean --include-namespaces {','.join(fixed)}?"
 
 
 def _everything_left_out(left: LeftOut, *, include_namespaces: frozenset[str] | None) -> tuple[str, str]:
@@ -78,7 +89,7 @@ def _everything_left_out(left: LeftOut, *, include_namespaces: frozenset[str] | 
             wanted = sorted(include_namespaces)
             where = f"{'namespace' if len(wanted) == 1 else 'namespaces'} {', '.join(wanted)}"
             keep = f"-n {namespaces[0]}" if len(namespaces) == 1 else f"--include-namespaces {','.join(namespaces)}"
-            parts.append((held, f"outside {where} (in {', '.join(namespaces)})", f"pass {keep}"))
+            parts.append((held, f"outside {where} (in {', '.join(namespaces)})", _typo_hint(wanted, namespaces) or f"pass {keep}"))
         else:
             keep = DEFAULT_NAMESPACE if DEFAULT_NAMESPACE in left.namespaces else ",".join(namespaces)
             parts.append((held, f"in excluded namespaces ({', '.join(namespaces)})", f"pass --include-namespaces {keep}"))
@@ -211,6 +222,16 @@ def coverage_block(
                      f"{changed} {'creation or change' if changed == 1 else 'creations or changes'}): "
                      "their times are when the recorder caught up, not when they happened")
     return "\n".join(lines)
+
+
+def after_history(*, start_ts: int, end_ts: int, last: float, running: bool) -> str:
+    """Why a window that starts after the last commit of the cache's last run is not exported (one line, for ``Error:``):
+    nothing in it was recorded, and the trace would hold a start state that pretends to be the window's."""
+    until = format_time(last)
+    whose = f"its running recorder has committed up to {until}" if running else f"its last recording stopped at {until}"
+    return (f"the window {format_time(start_ts)} to {format_time(end_ts)} starts after the cache's record ends ({whose}): nothing "
+            f"in it was recorded; pass a --start-time before {until} (or record that time with 'kubectl sktrace start'), or pass "
+            "--allow-empty to write it anyway")
 
 
 def pruned_window(*, start_ts: int, end_ts: int, cutoff: int) -> str:

@@ -14,8 +14,9 @@ The window is ``[start_ts, end_ts)`` in integer seconds. What the trace holds:
 5. The tracer config in force, as SimKube loads it.
 
 A window that starts before the cache's first run starts there (the cache knows nothing earlier; the first
-run never changes, so this keeps closed windows stable). A trace with no object at all is refused before a
-byte is written, unless asked for; what the filters left out, and SimKube's reference rules checked on the
+run never changes, so this keeps closed windows stable). A window that starts after the last run's last commit
+(its heartbeat), or in the future, is refused: nothing in it was recorded. So is a trace with no object at all,
+before a byte is written, unless asked for (``--allow-empty``, which also forces the former); what the filters left out, and SimKube's reference rules checked on the
 events as they are written (``validation.ReferenceRules``), become notes and warnings (``export/advice.py``).
 
 Filters decide per object, on its last applied version before ``end_ts`` (so an object is in or out of
@@ -69,6 +70,7 @@ from kubectl_sktrace.export.advice import (
     NO_RECORDER,
     NOT_COMMITTED,
     PRUNED,
+    after_history,
     clamp_note,
     coverage_block,
     default_namespace_note,
@@ -222,6 +224,8 @@ def export_trace(
     with history.read_snapshot(cache), relaxed_gc():
         all_runs = _runs(cache)
         start_ts, notes = _clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
+        if start_ts > all_runs[-1].stopped and not allow_empty:
+            raise EmptyTraceError(after_history(start_ts=start_ts, end_ts=end_ts, last=all_runs[-1].stopped, running=cache.writer_active()))
         pruned = _pruned_into(cache, start_ts=start_ts, end_ts=end_ts, allow_empty=allow_empty)
         known = history.known_until(all_runs, end=end_ts)
         config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else

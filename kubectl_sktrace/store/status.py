@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.plural import closest
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import (
@@ -133,7 +135,10 @@ def cache_overview(cache: Cache) -> CacheOverview:
 
 def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     """What the cache holds; with ``namespace``, the counts of kinds, pods and events are those of that
-    namespace only (runs, gaps and outages belong to the whole recording)."""
+    namespace only (runs, gaps and outages belong to the whole recording), and a namespace the cache never saw is a
+    UsageError (its zeros would read as a quiet namespace)."""
+    if namespace is not None:
+        _check_seen(cache, namespace)
     conn = cache.conn
     where, params = ("AND namespace = ?", (namespace,)) if namespace is not None else ("", ())
     # rows per kind from the counts the triggers of 0005 keep; a cache read at an older schema counts its history
@@ -204,3 +209,19 @@ def known_namespaces(cache: Cache) -> list[str]:
         "SELECT namespace FROM objects UNION SELECT namespace FROM pods UNION SELECT value FROM meta WHERE key = 'scope.namespace'"
     ).fetchall()
     return sorted(str(ns) for (ns,) in rows if ns)
+
+
+def _check_seen(cache: Cache, namespace: str) -> None:
+    table = "event_counts WHERE n > 0" if cache.has_table("event_counts") else "events"  # per-namespace counts, since 0005
+    with_events = {str(ns) for (ns,) in cache.conn.execute(f"SELECT DISTINCT namespace FROM {table}") if ns}
+    known = sorted(with_events.union(known_namespaces(cache)))
+    if namespace in known:
+        return
+    guess = closest(namespace, known)
+    if guess is not None:
+        hint = f"did you mean -n {guess}?"
+    elif known:
+        hint = "it knows " + ", ".join(known[:8]) + (f" and {len(known) - 8} more" if len(known) > 8 else "")
+    else:
+        hint = "it has recorded no namespaced object yet: leave -n out"
+    raise UsageError(f"cache {cache.path} never saw namespace {namespace} (no object was recorded there); {hint}")

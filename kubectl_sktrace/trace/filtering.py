@@ -5,7 +5,7 @@ As in ``export``, an object is decided on its last version in the trace (its las
 when it is only deleted), so it is in or out of the whole trace: every version, its deletion, its ``index`` entry
 and the ``pod_lifecycles`` of the pods it owns. An object of the index that no event holds (an export's index
 names objects deleted before its window) is decided on its kind, namespace and name, without labels. Events left
-without objects are dropped, as a program's are. ``export``'s other rules (cluster-scoped objects, what a
+without objects are dropped, as a program's are; an event that came without any is kept. ``export``'s other rules (cluster-scoped objects, what a
 DaemonSet or an exported object owns) are about the cluster's record and are not applied again here.
 """
 
@@ -59,12 +59,13 @@ class RuleFilter:
         return self._kept[key]
 
     def event(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        """The event without the objects the rules leave out; None when none is left."""
+        """The event without the objects the rules leave out; None when none is left (an event that came empty, the
+        state at an export's window start say, is kept: it is where the trace starts)."""
         kept = {}
         for field in ("applied_objs", "deleted_objs"):
             objs = event.get(field) or []
             kept[field] = [obj for obj in objs if self._keeps(obj)]
-        if not kept["applied_objs"] and not kept["deleted_objs"]:
+        if not kept["applied_objs"] and not kept["deleted_objs"] and (event.get("applied_objs") or event.get("deleted_objs")):
             return None
         return {**event, **kept}
 

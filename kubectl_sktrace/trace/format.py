@@ -260,9 +260,10 @@ def source_name(path: str) -> str:
     return STDIN_NAME if path == STDIN else path
 
 
-def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None) -> Trace:
+def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None, text: Callable[[bytes], Trace | None] | None = None) -> Trace:
     """Read and decode a trace file, or ``stdin`` when ``path`` is ``-``; TraceFormatError (one line naming
-    the file) when it is not one."""
+    the file) when it is not one. ``text`` reads what is no msgpack (``textformat.read_any_trace``: -o json|yaml's
+    traces), or gives None."""
     if str(path) == STDIN and stdin is not None:
         name = STDIN_NAME
         try:
@@ -273,7 +274,7 @@ def read_trace(path: str | Path, *, stdin: IO[bytes] | None = None) -> Trace:
         name = str(path)
         data = _read_file(path)
     try:
-        return decode_trace(data)
+        return (text(data) if text is not None else None) or decode_trace(data)
     except TraceFormatError as exc:
         raise TraceFormatError(f"{name}: {exc}") from None
 
@@ -391,7 +392,7 @@ class TraceReader:
         with self._errors():
             head = stream.read(1 << 16)
             _check_start(head)
-            self._unpacker = msgpack.Unpacker(_Prefixed(head, stream), raw=False, strict_map_key=False, max_buffer_size=(1 << 31) - 1)
+            self._unpacker = msgpack.Unpacker(Prefixed(head, stream), raw=False, strict_map_key=False, max_buffer_size=(1 << 31) - 1)
             self._left = self._unpacker.read_map_header()
             self._at_events = self._read_keys(until_events=True)
 
@@ -440,7 +441,7 @@ class TraceReader:
             key, value = unpack(), unpack()
             key = tuple(key) if isinstance(key, list) else key
             require(not isinstance(key, dict), "a key of 'pod_lifecycles'", key, "an array [owner_gvk, 'ns/name']")
-            raw[key] = _tupled(value)
+            raw[key] = tupled(value)
         return check_lifecycles(raw)
 
     @property
@@ -476,7 +477,7 @@ class TraceReader:
         return Trace(version=values["version"], config=values["config"], events=[], index=values["index"], pod_lifecycles=values["pod_lifecycles"])
 
 
-class _Prefixed:
+class Prefixed:
     """A stream whose first bytes were read already (to tell what it is), given back first."""
 
     def __init__(self, head: bytes, rest: IO[bytes]) -> None:
@@ -489,10 +490,10 @@ class _Prefixed:
         return out
 
 
-def _tupled(value: Any) -> Any:
+def tupled(value: Any) -> Any:
     """Arrays as tuples, as ``decode_trace`` reads ``pod_lifecycles``."""
     if isinstance(value, list):
-        return tuple(_tupled(item) for item in value)
+        return tuple(tupled(item) for item in value)
     if isinstance(value, dict):
-        return {key: _tupled(item) for key, item in value.items()}
+        return {key: tupled(item) for key, item in value.items()}
     return value

@@ -14,7 +14,8 @@ from typing import IO, Any
 from kubectl_sktrace import render
 from kubectl_sktrace.model import ObjKey
 from kubectl_sktrace.timeparse import format_duration, format_time
-from kubectl_sktrace.trace.format import Trace, read_trace, source_name
+from kubectl_sktrace.trace.format import Trace, source_name
+from kubectl_sktrace.trace.textformat import read_any_trace
 from kubectl_sktrace.trace.sanitize import object_key
 
 
@@ -25,7 +26,7 @@ def _describe(obj: dict[str, Any]) -> str:
 
 def inspect_trace(path: str, *, with_events: bool, stdin: IO[bytes] | None = None) -> dict[str, Any]:
     """Summarize the trace at ``path`` (``-``: ``stdin``); TraceFormatError when it is not a loadable v2 trace."""
-    return summarize(read_trace(path, stdin=stdin), path=source_name(path), with_events=with_events)
+    return summarize(read_any_trace(path, stdin=stdin), path=source_name(path), with_events=with_events)
 
 
 def summarize(trace: Trace, *, path: str, with_events: bool) -> dict[str, Any]:

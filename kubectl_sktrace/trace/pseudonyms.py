@@ -17,7 +17,8 @@ namespaces ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease``
 ``kube-api-access-*`` volumes (which the stable pod spec, docs/spec.md §8.4, recognizes by that prefix);
 the values ``""``, ``true`` and ``false``; the image tag ``latest`` and the absence of a tag (both decide the
 default ``imagePullPolicy``); a string that is a number, a quantity (``250m``, ``1Gi``), a percentage, a duration
-(``1h30m``) or an RFC 3339 timestamp, in every role alike (so that a name ``1`` and a label value ``1`` stay equal).
+(``1h30m``) or an RFC 3339 timestamp, in every role alike (so that a name ``1`` and a label value ``1`` stay equal),
+except an image's tag: ``ledger:7.0`` names a product's release as ``ledger:1.2.3`` does, and is replaced.
 
 Shapes, each valid where Kubernetes validates its role: label and annotation keys keep a well-known prefix
 (``kubernetes.io/``, ``k8s.io/`` and their subdomains) whole, else become ``obj-…`` or ``obj-…/obj-…`` (a
@@ -258,15 +259,16 @@ class Pseudonyms:
         ``""`` for a string kept as it is (a number, a quantity, …)."""
         digest = self._digests.get(value)
         if digest is None:
-            if _KEPT_FORMAT.fullmatch(value):
-                digest = ""
-            else:
-                n, pairs = int.from_bytes(self._mac(value.encode())[:_DIGEST_BYTES], "big"), _BASE32_PAIRS
-                digest = (pairs[n >> 70] + pairs[(n >> 60) & 1023] + pairs[(n >> 50) & 1023] + pairs[(n >> 40) & 1023]
-                          + pairs[(n >> 30) & 1023] + pairs[(n >> 20) & 1023] + pairs[(n >> 10) & 1023] + pairs[n & 1023])
+            digest = "" if _KEPT_FORMAT.fullmatch(value) else self._keyed(value)
             self.remembered += 1
             self._digests[value] = digest
         return digest
+
+    def _keyed(self, value: str) -> str:
+        """The digest of ``_digest``, whatever the value looks like."""
+        n, pairs = int.from_bytes(self._mac(value.encode())[:_DIGEST_BYTES], "big"), _BASE32_PAIRS
+        return (pairs[n >> 70] + pairs[(n >> 60) & 1023] + pairs[(n >> 50) & 1023] + pairs[(n >> 40) & 1023]
+                + pairs[(n >> 30) & 1023] + pairs[(n >> 20) & 1023] + pairs[(n >> 10) & 1023] + pairs[n & 1023])
 
     def _pseudonym(self, prefix: str, value: str, shape: Callable[[str], str] | None = None) -> str:
         """``prefix`` and the digest of ``value`` (in ``shape``), or ``value`` itself when it is kept; recorded."""
@@ -276,6 +278,16 @@ class Pseudonyms:
         result = prefix + digest if shape is None else shape(prefix + digest)
         if self.record is not None:
             self.record[(value, prefix)] = result
+        return result
+
+    def _tag(self, tag: str) -> str:
+        """An image tag's ``t-`` pseudonym, also of a tag that looks like a number (``7.0``, ``3``): a version names a
+        product's release, and only ``latest`` (kept by the caller) decides anything in the replay."""
+        if not _KEPT_FORMAT.fullmatch(tag):
+            return self._pseudonym("t-", tag)
+        result = "t-" + self._keyed(tag)
+        if self.record is not None:
+            self.record[(tag, "t-")] = result
         return result
 
     @staticmethod
@@ -363,7 +375,7 @@ class Pseudonyms:
         repository, tag = (rest[:colon], rest[colon + 1:]) if colon > rest.rfind("/") else (rest, None)
         out = self._pseudonym("img-", repository) if repository else repository
         if tag is not None:
-            out += ":" + (tag if tag in KEPT_TAGS else self._pseudonym("t-", tag))
+            out += ":" + (tag if tag in KEPT_TAGS else self._tag(tag))
         if at:
             algorithm, _, hex_digest = digest.partition(":")
             out += f"@{algorithm}:{(self._mac(digest.encode()).hex() * 4)[:len(hex_digest)]}"

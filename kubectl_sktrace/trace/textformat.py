@@ -1,15 +1,23 @@
-"""A trace as JSON or YAML, for people (``-o json|yaml``; SimKube loads neither): streamed as ``format``'s writer streams."""
+"""A trace as JSON or YAML, for people (``-o json|yaml``; SimKube loads neither): streamed as ``format``'s writer streams,
+and read back (``inspect``, ``validate``, ``transform``, ``status --timeline`` take either where they take a trace).
+
+A text trace is told from SimKube's msgpack by its first byte: a msgpack trace starts with a map's header (0x80 or
+above), text with an ASCII character. It is read whole (it is for people, and several times the size of its msgpack),
+checked as ``format`` checks a decoded trace, with ``pod_lifecycles``' keys ``"gvk ns/name"`` and their hashes (JSON
+writes map keys as strings) turned back into what the writers write.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import IO, Any
+from typing import IO, Any, Iterator, cast
 
 import yaml
 
 from kubectl_sktrace.errors import TraceFormatError
 from kubectl_sktrace.trace import format as traceformat
-from kubectl_sktrace.trace.format import EventSpool, Lifecycles, TraceWriter
+from kubectl_sktrace.trace.format import EventSpool, Lifecycles, Prefixed, Trace, TraceReader, TraceWriter, read_trace, tupled
+from kubectl_sktrace.trace.shape import check_config, check_events, check_index, check_lifecycles, check_version, damaged, not_a_trace
 
 
 def _json(value: Any) -> str:
@@ -71,3 +79,91 @@ def write_spooled(spool: EventSpool, stream: IO[bytes], *, fmt: str, version: in
     for event in spool.events():
         text.write_event(ts=event["ts"], applied=event["applied_objs"], deleted=event["deleted_objs"])
     text.finish(index=index, pod_lifecycles=pod_lifecycles)
+
+
+def is_text(head: bytes) -> bool:
+    """Whether a trace's first bytes are text (-o json|yaml's) rather than SimKube's msgpack."""
+    return bool(head) and head[0] < 0x80
+
+
+def decode_text_trace(data: bytes) -> Trace | None:
+    """The trace ``-o json|yaml`` wrote, read back; None when ``data`` is no text (``is_text``). TraceFormatError, one
+    line, when it is text but not such a trace."""
+    if not is_text(data):
+        return None
+    try:
+        text = data.decode("utf-8")
+        values = json.loads(text) if text.lstrip().startswith("{") else yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        raise not_a_trace(f"the file is text, but neither the JSON nor the YAML of a trace ({_problem(exc)}); pass a trace written by "
+                          "'kubectl sktrace export' (-o sktrace, json or yaml)") from None
+    if not isinstance(values, dict):
+        raise not_a_trace("the file is text, but not the JSON or YAML of a trace (-o json|yaml writes a map); pass a trace file")
+    for key in traceformat.KEYS:
+        if key not in values:
+            raise damaged(f"the key {key!r} is missing")
+    check_version(values["version"])
+    check_config(values["config"])
+    check_events(values["events"])
+    check_index(values["index"])
+    return Trace(version=values["version"], config=values["config"], events=values["events"], index=values["index"],
+                 pod_lifecycles=check_lifecycles(_lifecycles_read_back(values["pod_lifecycles"])))
+
+
+def _problem(exc: Exception) -> str:
+    """What a JSON or YAML parser found wrong, and where, in a few words."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"line {exc.lineno}: {exc.msg}"
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        return f"line {exc.problem_mark.line + 1}: {exc.problem}"
+    return "it is not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc).splitlines()[0]
+
+
+def _lifecycles_read_back(readable: Any) -> Any:
+    """``pod_lifecycles`` as ``TextTraceWriter`` wrote it (``{"gvk ns/name": {hash: [entry]}}``), in the form ``format``
+    decodes (``{(gvk, ns/name): {hash: (entry,)}}``); what does not fit is left for ``check_lifecycles`` to name."""
+    if not isinstance(readable, dict):
+        return readable
+    table: dict[Any, Any] = {}
+    for owner, by_hash in readable.items():
+        key = tuple(owner.split(" ", 1)) if isinstance(owner, str) and " " in owner else owner
+        if isinstance(by_hash, dict):
+            by_hash = {int(h) if isinstance(h, str) and h.isdigit() else h: tupled(entries) for h, entries in by_hash.items()}
+        table[key] = by_hash
+    return table
+
+
+def read_any_trace(path: str, *, stdin: IO[bytes] | None = None) -> Trace:
+    """``format.read_trace``, which also reads back the JSON and YAML that ``-o json|yaml`` writes."""
+    return read_trace(path, stdin=stdin, text=decode_text_trace)
+
+
+class TextTraceReader:
+    """A text trace, read whole, behind ``TraceReader``'s interface: ``config``, ``events()``, then ``finish()``."""
+
+    def __init__(self, trace: Trace) -> None:
+        self._trace = trace
+
+    @property
+    def config(self) -> Any:
+        return self._trace.config
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        yield from self._trace.events
+
+    def finish(self) -> Trace:
+        trace = self._trace
+        return Trace(version=trace.version, config=trace.config, events=[], index=trace.index, pod_lifecycles=trace.pod_lifecycles)
+
+
+def trace_reader(stream: IO[bytes], *, name: str) -> TraceReader | TextTraceReader:
+    """The reader of a trace in any format we write: SimKube's msgpack streamed (``format.TraceReader``), or text read whole."""
+    head = stream.read(1 << 16)
+    if not is_text(head):
+        return TraceReader(cast(IO[bytes], Prefixed(head, stream)), name=name)  # it reads as a stream does
+    try:
+        trace = decode_text_trace(head + stream.read())
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"{name}: {exc}") from None
+    assert trace is not None
+    return TextTraceReader(trace)

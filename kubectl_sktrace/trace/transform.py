@@ -31,11 +31,11 @@ from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.trace.anonymize import Anonymizer
 from kubectl_sktrace.trace.filtering import RuleFilter, filter_spool
-from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, TraceReader, open_source, relaxed_gc, source_name
+from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, open_source, relaxed_gc, source_name
 from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.output import write_output, write_private
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
-from kubectl_sktrace.trace.textformat import write_spooled
+from kubectl_sktrace.trace.textformat import trace_reader, write_spooled
 
 KEY_ENV = "SKTRACE_ANONYMIZE_KEY"
 _MIN_KEY_BYTES = 16
@@ -226,14 +226,19 @@ def write_pseudonym_map(path: str, rows: list[dict[str, str]]) -> None:
 
 
 def anonymization_sentence(report: dict[str, Any]) -> str:
-    """The report in two lines: the strings replaced per place, and what a reviewer should look at."""
+    """The report in one line: the strings replaced per place."""
     replaced = report["stringsReplaced"]
     places = ", ".join(f"{place} {count}" for place, count in sorted(replaced.items(), key=lambda item: -item[1]))
-    text = f"Anonymized: {counted(sum(replaced.values()), 'string')} replaced ({places or 'none'})."
-    review = report["keptForReview"]
-    if review:
-        text += "\nReview before sharing: " + "; ".join(f"{what} ({count})" for what, count in review.items()) + "."
-    return text
+    return f"Anonymized: {counted(sum(replaced.values()), 'string')} replaced ({places or 'none'})."
+
+
+def review_sentence(report: dict[str, Any] | None) -> str | None:
+    """What a reviewer should look at before sharing the trace, in one line (None: nothing kept for review). The CLI
+    prints it even with ``--quiet``: it is what a person must read before the file leaves their hands."""
+    review = report["keptForReview"] if report is not None else None
+    if not review:
+        return None
+    return "Review before sharing: " + "; ".join(f"{what} ({count})" for what, count in review.items()) + "."
 
 
 @dataclass(frozen=True)
@@ -263,7 +268,7 @@ class TransformReport:
 def transform_stream(source: IO[bytes], spool: EventSpool, *, name: str, rewriter: Rewriter) -> tuple[int, Trace]:
     """Read the trace from ``source`` and spool its events through ``rewriter``: the number of events read, and the
     rest of the trace (``Rewriter.rest``) to write after them."""
-    reader = TraceReader(source, name=name)
+    reader = trace_reader(source, name=name)
     rewriter.start(reader.config)
     read = 0
     for event in reader.events():

@@ -35,9 +35,10 @@ from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.trace.format import Trace, read_trace, source_name
+from kubectl_sktrace.trace.format import Trace, source_name
 from kubectl_sktrace.trace.references import REFERENCED_KIND, Reference, references
 from kubectl_sktrace.trace.sanitize import object_key
+from kubectl_sktrace.trace.textformat import read_any_trace
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace
 
 RULES = {
@@ -89,7 +90,7 @@ class ValidationReport:
 
 def validate_trace(path: str, *, stdin: IO[bytes] | None = None) -> ValidationReport:
     """Validate the trace at ``path`` (``-``: ``stdin``); TraceFormatError when it cannot be decoded at all."""
-    return ValidationReport(path=source_name(path), findings=tuple(check_trace(read_trace(path, stdin=stdin))))
+    return ValidationReport(path=source_name(path), findings=tuple(check_trace(read_any_trace(path, stdin=stdin))))
 
 
 def check_trace(trace: Trace) -> Iterator[Finding]:
@@ -243,12 +244,20 @@ def validation_to_dict(report: ValidationReport) -> dict[str, Any]:
                 "code": f.code,
                 "severity": "error" if f.is_error else "warning",
                 "ts": f.ts,
-                "object": str(f.object) if f.object is not None else None,
+                "time": None if f.ts is None else format_time(f.ts),
+                "object": _object_fields(f.object),
                 "message": f.message,
             }
             for f in report.findings
         ],
     }
+
+
+def _object_fields(key: ObjKey | None) -> dict[str, str] | None:
+    """A finding's object as a program reads it: a field each, as in an object's own ``apiVersion``, ``kind`` and metadata."""
+    if key is None:
+        return None
+    return {"apiVersion": key.gvk.api_version, "kind": key.gvk.kind, "namespace": key.namespace, "name": key.name}
 
 
 def render_unreadable(path: str, error: str, fmt: str) -> str:
@@ -268,6 +277,6 @@ def render_validation(report: ValidationReport, fmt: str) -> str:
     )
     if not data["findings"]:
         return verdict
-    rows = [{**f, "time": None if f["ts"] is None else format_time(f["ts"])} for f in data["findings"]]  # people read times, not seconds
+    rows = [{**f, "object": None if finding.object is None else str(finding.object)} for f, finding in zip(data["findings"], report.findings)]
     table = render.render_table(rows, "table", columns=["code", "time", "object", "message"])
     return f"{table}\n\n{verdict}"

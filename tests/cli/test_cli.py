@@ -149,7 +149,8 @@ E0001   1970-01-01T00:00:07Z  apps/v1.Deployment ns/web  ServiceAccount ns/sa is
         "code": "E0001",
         "severity": "error",
         "ts": 7,
-        "object": "apps/v1.Deployment ns/web",
+        "time": "1970-01-01T00:00:07Z",
+        "object": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ns", "name": "web"},
         "message": "ServiceAccount ns/sa is not in the trace before this event",
     }
 
@@ -159,7 +160,7 @@ def _bad_files(tmp_path, dsb_path):
     files = {
         "truncated": (data[: len(data) // 2], "the trace is truncated (the data ends in the middle); copy or export it again"),
         "empty": (b"", "the file is empty, not a SimKube trace; export it again"),
-        "json": (json.dumps({"version": 2}).encode(), "not a SimKube trace: it looks like JSON text; SimKube loads msgpack traces (export with --format sktrace)"),
+        "json": (json.dumps({"version": 2}).encode(), "not a SimKube trace: the key 'config' is missing; the file is damaged or not a trace"),
         "pre-v2": (msgpack.packb([{"trackedObjects": {}}, [], {}]), "this is an array-shaped trace, written by SimKube before format v2; re-export it with a current tracer"),
     }
     for name, (content, message) in files.items():

@@ -360,3 +360,39 @@ def test_demo_help_states_the_true_minimum() -> None:
     assert f"--record-seconds N Seconds of recording in all (at least {demo.MIN_RECORD_SECONDS}: two recordings of 2 seconds)" in out
     assert "x>=1" not in out
     assert min(demo.split_seconds(demo.MIN_RECORD_SECONDS)) == 2
+
+
+# --- small conventions a new user trips on (issue 38) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["export"], ["transform", "t.sktrace"]])
+@pytest.mark.parametrize("spelling", [["--output", "yaml"], ["--output=yaml"]])
+def test_output_points_at_the_format_not_the_output_file(command: list[str], spelling: list[str]) -> None:
+    assert run([*command, *spelling]) == (
+        1, "", "Error: no such option --output: the trace's format is -o/--format (sktrace, json or yaml), as kubectl's -o; "
+               "where it goes is -O/--output-file\n")
+
+
+@pytest.mark.parametrize("value", ["10m", "2h", "1h30m"])
+def test_a_time_without_its_sign_suggests_the_relative_one(tmp_path: Path, value: str) -> None:
+    cache = build_cache(tmp_path / "c.db")
+    assert run(["export", "--cache", str(cache), "-s", value]) == (
+        1, "", f"Error: invalid time '{value}': a time relative to now has a sign; did you mean '-{value}' ({value} ago)?\n")
+
+
+def test_export_with_a_namespace_typo_says_did_you_mean(tmp_path: Path) -> None:
+    cache = build_cache(tmp_path / "c.db")
+    window = ["--cache", str(cache), "-s", f"@{NOW - 3600}", "-t", f"@{NOW}", "-O", str(tmp_path / "t.sktrace")]
+    assert run(["export", *window, "-n", "shpo"]) == (
+        1, "", "Error: the trace would hold no objects: all 4 objects are outside namespace shpo (in app, default, shop); "
+               "did you mean -n shop? (--allow-empty writes it anyway)\n")
+    assert run(["export", *window, "--include-namespaces", "shpo,ap"])[2].endswith(
+        "; did you mean --include-namespaces app,shop? (--allow-empty writes it anyway)\n")
+
+
+def test_status_of_a_namespace_never_seen_says_so(tmp_path: Path) -> None:
+    cache = build_cache(tmp_path / "c.db")
+    assert run(["status", "--cache", str(cache), "-n", "shpo"]) == (
+        1, "", f"Error: cache {cache} never saw namespace {'shpo'} (no object was recorded there); did you mean -n shop?\n")
+    assert run(["status", "--cache", str(cache), "-n", "nope"]) == (
+        1, "", f"Error: cache {cache} never saw namespace nope (no object was recorded there); it knows app, default, shop\n")

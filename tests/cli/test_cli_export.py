@@ -292,4 +292,28 @@ def test_quiet_leaves_out_the_coverage_block_and_the_summary_but_not_errors(reco
 @pytest.mark.parametrize("command", ["start", "status", "export", "prune", "inspect", "validate"])
 def test_every_command_that_can_warn_takes_quiet(command):
     result = invoke([command, "--help"])
-    assert "--quiet No warnings, notes or progress on stderr; errors only." in " ".join(result.stdout.split()), result.stdout
+    assert "--quiet No warnings, notes or progress on stderr; errors only (and what --anonymize asks to review before sharing)." in " ".join(result.stdout.split()), result.stdout
+
+
+def test_a_window_after_the_history_is_refused_as_one_before_it(recorded, tmp_path):
+    out = tmp_path / "t.sktrace"
+    out.write_bytes(b"the old trace")
+    result = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW + 10}", "-t", f"@{NOW + 600}", "-O", str(out)])
+    assert (result.exit_code, result.stderr) == (1, (
+        "Error: the window 2027-01-15T08:00:10Z to 2027-01-15T08:10:00Z starts after the cache's record ends (its last recording "
+        "stopped at 2027-01-15T08:00:00Z): nothing in it was recorded; pass a --start-time before 2027-01-15T08:00:00Z (or record "
+        "that time with 'kubectl sktrace start'), or pass --allow-empty to write it anyway\n"))
+    assert out.read_bytes() == b"the old trace"
+    forced = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW + 10}", "-t", f"@{NOW + 600}", "-O", str(out), "--allow-empty"])
+    assert forced.exit_code == 0 and out.read_bytes() != b"the old trace"
+
+
+def test_a_window_in_the_future_is_refused(cache_builder, tmp_path):
+    import time
+
+    stopped = int(time.time()) - 60
+    cache_builder.run(started=stopped - 3600, stopped=stopped)
+    cache_builder.apply(stopped - 3000, obj("Deployment", "web", spec={"replicas": 1}))
+    result = invoke(["export", "--cache", str(cache_builder.path), "-s", "+1h", "-t", "+2h", "-O", str(tmp_path / "t.sktrace")])
+    assert result.exit_code == 1 and " starts after the cache's record ends (its last recording stopped at " in result.stderr
+    assert not (tmp_path / "t.sktrace").exists()

@@ -302,12 +302,37 @@ def test_a_missing_trace_and_a_directory_as_program(shop_trace: Path, tmp_path: 
     assert run("transform", str(shop_trace), str(tmp_path), "-O", out) == (
         1, "", f"Error: cannot read the SKEL file {tmp_path}: it is a directory; pass a SKEL file's path\n")
     assert run("transform", "-", "sanitize", "-O", out, input=b'{"version": 2}') == (
-        1, "", "Error: standard input: not a SimKube trace: it looks like JSON text; SimKube loads msgpack traces (export with --format sktrace)\n")
+        1, "", "Error: standard input: not a SimKube trace: the key 'config' is missing; the file is damaged or not a trace\n")
 
 
-def test_neither_a_program_nor_anonymize_is_a_usage_error(shop_trace: Path, tmp_path: Path) -> None:
-    code, _, stderr = run("transform", str(shop_trace), "-O", str(tmp_path / "out.sktrace"))
-    assert code == 2 and stderr.endswith("Error: give a SKEL_FILE (a path, or 'sanitize'), rules (--allow, --deny, -l, --filters), --anonymize, or some of them\n")
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_with_nothing_to_change_transform_converts_and_every_command_reads_the_text_back(shop_trace: Path, tmp_path: Path, fmt: str) -> None:
+    """A plain way to read a trace as text, and back (issue 38): inspect, validate and transform read -o json|yaml's traces."""
+    code, text, stderr = run("transform", str(shop_trace), "-o", fmt)
+    assert (code, stderr) == (0, f"Nothing to change (no SKEL_FILE, rules or --anonymize): the trace is written as it is, in {fmt}.\n"
+                                 "Wrote stdout: 2 events.\n")
+    path = tmp_path / f"shop.{fmt}"
+    path.write_text(text)
+    assert inspect_trace(str(path), with_events=True) == {**inspect_trace(str(shop_trace), with_events=True), "file": str(path)}
+    assert run("validate", str(path))[0] == run("validate", str(shop_trace))[0]
+    assert run("inspect", "-", input=text.encode())[1] == run("inspect", str(shop_trace))[1].replace(str(shop_trace), "standard input")
+    back = tmp_path / "back.sktrace"
+    assert run("transform", str(path), "-O", str(back), "--quiet") == (0, "", "")
+    assert back.read_bytes() == shop_trace.read_bytes()
+    assert run("transform", "-", "--deny", "name:pay", "-o", fmt, input=text.encode())[1] == run("transform", str(shop_trace), "--deny", "name:pay", "-o", fmt)[1]
+
+
+def test_a_text_file_that_is_no_trace_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "notes.yaml"
+    path.write_text("- just\n- a list\n")
+    assert run("inspect", str(path)) == (
+        1, "", f"Error: {path}: not a SimKube trace: the file is text, but not the JSON or YAML of a trace (-o json|yaml writes a map); "
+               "pass a trace file\n")
+    path.write_text("version: [2\n")
+    code, _, stderr = run("transform", str(path), "-o", "json")
+    assert code == 1 and stderr.startswith(f"Error: {path}: not a SimKube trace: the file is text, but neither the JSON nor the YAML of "
+                                           "a trace (line 2: ")  # the words are the YAML parser's (libyaml's or PyYAML's)
+    assert stderr.endswith("; pass a trace written by 'kubectl sktrace export' (-o sktrace, json or yaml)\n") and stderr.count("\n") == 1
 
 
 def test_help_has_a_summary_and_examples() -> None:
@@ -435,3 +460,33 @@ def test_transform_o_yaml_without_O_prints_the_trace_and_sktrace_asks_where(shop
     assert list(yaml.safe_load(stdout)["index"]["apps/v1.Deployment"]) == ["shop/cart"]
     assert run("transform", str(shop_trace), "sanitize") == (
         1, "", "Error: where should the trace go? pass -O PATH (or -O - for stdout, or -o json|yaml to print it)\n")
+
+
+def test_quiet_never_hides_what_to_review_before_sharing(shop_trace: Path, cache: Path, tmp_path: Path) -> None:
+    """--quiet leaves out notes and warnings, never the line a person must read before sharing the file (issue 38)."""
+    review = "Review before sharing: values of the label app kept (2).\n"
+    code, _, stderr = run("transform", str(shop_trace), "--anonymize", "--anonymize-key", KEY, "--anonymize-keep-label-values", "app",
+                          "-O", str(tmp_path / "t.sktrace"), "--quiet")
+    assert (code, stderr) == (0, review)
+    code, stdout, stderr = run("transform", str(shop_trace), "--anonymize", "--anonymize-key", KEY, "--anonymize-keep-label-values", "app",
+                               "-O", str(tmp_path / "t.sktrace"), "--quiet", "--summary", "json")
+    assert (code, stderr) == (0, review) and json.loads(stdout)["anonymization"]["keptForReview"]
+    code, _, stderr = run("export", "--cache", str(cache), "-s", f"@{NOW - 3600}", "-t", f"@{NOW}", "--anonymize", "--anonymize-key", KEY,
+                          "--anonymize-keep-label-values", "app", "-O", str(tmp_path / "e.sktrace"), "--quiet")
+    assert (code, stderr) == (0, review)
+    code, _, stderr = run("export", "--cache", str(cache), "-s", f"@{NOW - 3600}", "-t", f"@{NOW}", "--anonymize", "--anonymize-key", KEY,
+                          "--anonymize-keep-label-values", "app", "-O", str(tmp_path / "e.sktrace"))
+    assert code == 0 and review.strip() in stderr.splitlines() and stderr.count("Review before sharing") == 1
+
+
+@pytest.mark.parametrize("args", [["--deny", "namespace:elsewhere"], ["PROGRAM"]], ids=["only-rules", "program-matching-nothing"])
+def test_transform_keeps_the_windows_empty_start(cache: Path, tmp_path: Path, args: list[str]) -> None:
+    """An export whose window starts before its first object begins with an empty event: the window's start (issue 38)."""
+    exported, out, program = tmp_path / "e.sktrace", tmp_path / "t.sktrace", tmp_path / "p.skel"
+    program.write_text('delete(metadata.name == "nothing-is-named-so");\n')
+    assert run("export", "--cache", str(cache), "-s", f"@{NOW - 3500}", "-t", f"@{NOW}", "-O", str(exported))[0] == 0
+    assert traceformat.read_trace(exported).events[0] == {"ts": NOW - 3500, "applied_objs": [], "deleted_objs": []}
+    code, _, stderr = run("transform", str(exported), *[str(program) if a == "PROGRAM" else a for a in args], "-O", str(out))
+    assert code == 0, stderr
+    assert [e["ts"] for e in traceformat.read_trace(out).events] == [e["ts"] for e in traceformat.read_trace(exported).events]
+    assert inspect_trace(str(out), with_events=False)["window"] == inspect_trace(str(exported), with_events=False)["window"]

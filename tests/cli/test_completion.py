@@ -86,8 +86,12 @@ def test_trace_formats_summary_formats_and_the_builtin_transform(home: Path, tmp
     monkeypatch.chdir(tmp_path)
     (tmp_path / "strip.skel").write_text("remove(status);\n")
     (tmp_path / "skel").mkdir()
+    (tmp_path / "skel" / "more.skel").write_text("remove(status);\n")
+    (tmp_path / "strip.sktrace").write_bytes(b"")  # neither a program nor a directory: not offered
+    (tmp_path / "notes.txt").write_text("")
     assert complete("export", "--transform", "") == ["sanitize\tthe built-in program", "home/", "skel/", "strip.skel", ":4"]
     assert complete("export", "--transform", "s") == ["sanitize\tthe built-in program", "skel/", "strip.skel", ":4"]
+    assert complete("export", "--transform", "skel/") == ["skel/more.skel", ":4"]
     assert complete("transform", "t.sktrace", "sa") == ["sanitize\tthe built-in program", ":4"]
 
 
@@ -212,6 +216,13 @@ def test_real_kubectl_runs_the_completion_executable(home: Path, kubeconfig: Pat
     for command in (["export"], ["transform", "t.sktrace"]):
         out = subprocess.run([kubectl, "__complete", "sktrace", *command, "-o", ""], capture_output=True, text=True, env=env, timeout=60).stdout
         assert [line.split("\t")[0] for line in out.splitlines()] == ["sktrace", "json", "yaml", ":4"]
+    work = home / "work"
+    work.mkdir()
+    for name in ("strip.skel", "incident.sktrace", "notes.txt"):
+        (work / name).write_text("")
+    out = subprocess.run([kubectl, "__complete", "sktrace", "export", "--transform", ""], capture_output=True, text=True, env=env,
+                         timeout=60, cwd=work).stdout
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["sanitize", "strip.skel", ":4"]
 
 
 @pytest.mark.slow

@@ -367,8 +367,13 @@ def test_namespaces_are_renamed_as_namespaces_wherever_they_appear() -> None:
         ("registry.acme.io:5000/team/app:1.2.3", rf"img-{DIGEST}:t-{DIGEST}"),
         ("app@sha256:" + "0" * 64, rf"img-{DIGEST}@sha256:[0-9a-f]{{64}}"),
         ("app:v1@sha256:" + "0" * 64, rf"img-{DIGEST}:t-{DIGEST}@sha256:[0-9a-f]{{64}}"),
+        ("ledger:7.0", rf"img-{DIGEST}:t-{DIGEST}"),
+        ("registry.acme.io:5000/ledger:3", rf"img-{DIGEST}:t-{DIGEST}"),
+        ("pause:1.36", rf"img-{DIGEST}:t-{DIGEST}"),
+        ("app:250m@sha256:" + "0" * 64, rf"img-{DIGEST}:t-{DIGEST}@sha256:[0-9a-f]{{64}}"),
     ],
-    ids=["bare", "latest", "registry-port", "tag", "digest", "tag-digest"],
+    ids=["bare", "latest", "registry-port", "tag", "digest", "tag-digest", "numeric-tag", "integer-tag", "version-tag",
+         "quantity-tag-digest"],
 )
 def test_an_image_keeps_its_shape(image: str, shape: str) -> None:
     assert re.fullmatch(shape, Pseudonyms(KEY).image(image))

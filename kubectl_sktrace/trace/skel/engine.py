@@ -2,8 +2,9 @@
 
 Each command, in order, is applied to every object of ``applied_objs`` and ``deleted_objs``: when its tests
 all hold (in order, stopping at the first that fails), ``delete`` drops the object, ``remove`` and
-``modify`` change it (``actions``). An event left with no object is dropped (``apply`` returns None), as is
-one that came with none, as SimKube's ``process_trace`` does; its other keys are kept. The event is changed
+``modify`` change it (``actions``). An event left with no object is dropped (``apply`` returns None); one that
+came with none is kept (SimKube's ``process_trace`` drops it too, which moves the start of a trace whose window
+began empty: an export's first event is the state at the window's start, empty or not); its other keys are kept. The event is changed
 in place and nothing is kept between events but the two counters, so a trace of any length streams through.
 
 The counters count as SimKube counts: ``events_matched`` once per object a command's selector matched (its
@@ -45,7 +46,7 @@ class Transformer:
     def apply(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """The event transformed in place, or None when it holds no object any more."""
         ts = event["ts"]
-        alive = False
+        held = alive = False
         for key in ("applied_objs", "deleted_objs"):
             objs = event.get(key)
             if not objs:
@@ -53,8 +54,8 @@ class Transformer:
             kept = [obj for obj in objs if self._keep(obj, ts)]
             if len(kept) != len(objs):
                 event[key] = kept
-            alive = alive or bool(kept)
-        return event if alive else None
+            held, alive = True, alive or bool(kept)
+        return event if alive or not held else None
 
     def _keep(self, obj: Any, ts: int) -> bool:
         """Apply every command to one object; False when one deletes it."""
