@@ -36,16 +36,17 @@ class YamlLimit(yaml.YAMLError):
         self.problem_mark = mark
 
 
-def load(text: str) -> Any:
-    """The document in ``text``, as ``yaml.safe_load`` reads it; ``yaml.YAMLError`` (``YamlLimit`` past a bound)."""
-    if len(text) > MAX_BYTES:
-        raise YamlLimit(f"it is larger than {MAX_BYTES >> 20} MB")
-    check_bounds(text)
+def load(text: str, *, max_bytes: int = MAX_BYTES, max_values: int = MAX_VALUES) -> Any:
+    """The document in ``text``, as ``yaml.safe_load`` reads it; ``yaml.YAMLError`` (``YamlLimit`` past a bound). A
+    document that is data rather than configuration (a trace read back) passes bounds of its own size."""
+    if len(text) > max_bytes:
+        raise YamlLimit(f"it is larger than {max_bytes >> 20} MB")
+    check_bounds(text, max_values=max_values)
     return yaml.load(text, Loader=_LOADER)
 
 
-def check_bounds(text: str) -> None:
-    """``YamlLimit`` when the text nests deeper than ``MAX_DEPTH`` or expands past ``MAX_VALUES`` values."""
+def check_bounds(text: str, *, max_values: int = MAX_VALUES) -> None:
+    """``YamlLimit`` when the text nests deeper than ``MAX_DEPTH`` or expands past ``max_values`` values."""
     open_sizes: list[tuple[int, str | None]] = []  # per open map or list: values counted in it so far, its anchor
     anchored: dict[str, int] = {}
     total = 0
@@ -73,5 +74,5 @@ def check_bounds(text: str) -> None:
             open_sizes[-1] = (size, anchor)
         else:
             total = size = total + size
-        if size > MAX_VALUES:
-            raise YamlLimit(f"its aliases (*name) expand it to more than {MAX_VALUES:,} values", event.start_mark)
+        if size > max_values:
+            raise YamlLimit(f"its aliases (*name) expand it to more than {max_values:,} values", event.start_mark)

@@ -14,10 +14,15 @@ from typing import IO, Any, Iterator, cast
 
 import yaml
 
+from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import TraceFormatError
 from kubectl_sktrace.trace import format as traceformat
 from kubectl_sktrace.trace.format import EventSpool, Lifecycles, Prefixed, Trace, TraceReader, TraceWriter, read_trace, tupled
 from kubectl_sktrace.trace.shape import check_config, check_events, check_index, check_lifecycles, check_version, damaged, not_a_trace
+
+
+MAX_TEXT_TRACE = 1 << 30
+"""The largest trace read back as YAML (1 GiB of text; PyYAML holds several times that while it loads)."""
 
 
 def _json(value: Any) -> str:
@@ -93,7 +98,8 @@ def decode_text_trace(data: bytes) -> Trace | None:
         return None
     try:
         text = data.decode("utf-8")
-        values = json.loads(text) if text.lstrip().startswith("{") else yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        # a trace is data, not configuration: bounded by its own size (aliases cannot expand it past its length)
+        values = json.loads(text) if text.lstrip().startswith("{") else safeyaml.load(text, max_bytes=MAX_TEXT_TRACE, max_values=len(text))
     except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise not_a_trace(f"the file is text, but neither the JSON nor the YAML of a trace ({_problem(exc)}); pass a trace written by "
                           "'kubectl sktrace export' (-o sktrace, json or yaml)") from None
