@@ -424,6 +424,7 @@ class Session:
                 found, docs = self.kube.discover([key.gvk], cached=self._discovery)
             except KubeError:
                 return None
+            self._discovery.update(docs)  # asked once per group-version (one update of a dict: safe across watch threads)
             resource = found.get(key.gvk)
             if resource is None:
                 return None
