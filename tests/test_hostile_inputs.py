@@ -66,8 +66,10 @@ DAMAGED = "the file is damaged or not a trace"
 TRACE_CASES: list[tuple[str, bytes, str, str]] = [
     ("empty", b"", "the file is empty", "export it again"),
     ("random-bytes", bytes(random.Random(7).randrange(256) for _ in range(4096)), "not a SimKube trace", "?"),
-    ("json-text", b'{"version": 2, "events": []}', "looks like JSON text", "export with --format sktrace"),
-    ("yaml-text", b"version: 2\nevents: []\n", "does not start with a msgpack map", "is it a .sktrace file?"),
+    # text is read back as the JSON or YAML that -o json|yaml writes: checked as a trace, key by key
+    ("json-text", b'{"version": 2, "events": []}', "the key 'config' is missing", DAMAGED),
+    ("yaml-text", b"version: 2\nevents: []\n", "the key 'config' is missing", DAMAGED),
+    ("text-no-trace", b"hello, world\n", "the file is text, but not the JSON or YAML of a trace", "pass a trace file"),
     ("pre-v2-array", traceformat.dumps_object([{"trackedObjects": {}}, [], {}]), "array-shaped trace", "re-export it with a current tracer"),
     ("version-1", _trace_bytes(version=1), "format version 1", "re-export it with a current tracer"),
     ("version-3", _trace_bytes(version=3), "format version 3 is newer", "upgrade kubectl-sktrace"),

@@ -155,9 +155,10 @@ class Ingest:
         stats.pages += 1
         if relist.initial:
             stats.listed += len(items)
+        prepared = self._prepared_heads
         for obj in items:
             try:
-                head = self._head(obj, gvk)
+                head = (prepared.pop(id(obj), None) if prepared else None) or sanitize.read_head(obj, gvk)
                 first = gvk in self._unobserved
                 if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=first):
                     relist.seen[head.key] = head.uid
@@ -239,7 +240,8 @@ class Ingest:
             log.warning("%s: skipped a %s event that cannot be read (%s: %s)", gvk, event_type, type(exc).__name__, exc)
 
     def _event(self, gvk: GVK, event_type: str, obj: dict[str, Any], ts: float) -> None:
-        head = self._head(obj, gvk)
+        prepared = self._prepared_heads  # read by ``owners_wanted`` for this message, if it asked
+        head = (prepared.pop(id(obj), None) if prepared else None) or sanitize.read_head(obj, gvk)
         deleted = event_type == "DELETED"
         caught_up = self.coverage.caught_up(gvk, head.resource_version)
         if gvk in self.tracked:
@@ -330,8 +332,6 @@ class Ingest:
         if self._prepared_heads or self._prepared_chains:
             self._prepared_heads, self._prepared_chains = {}, {}
 
-    def _head(self, obj: dict[str, Any], gvk: GVK) -> ObjectHead:
-        return self._prepared_heads.pop(id(obj), None) or sanitize.read_head(obj, gvk)
 
     def _chain(self, head: ObjectHead) -> list[ObjKey]:
         """The object's owner chain: as ``owners_wanted`` resolved it for this message, else resolved now."""

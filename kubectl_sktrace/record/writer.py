@@ -73,28 +73,26 @@ class WriterLock:
     """The writer's lock, which knows which thread holds it and since when (for ``refuse_requests`` and ``hold``)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self.raw = threading.Lock()  # the ``Writer``'s hot path takes it directly, and sets ``holder`` and ``since`` itself
         self.holder: int | None = None  # the holding thread's ident
         self.since = 0.0  # monotonic time it was taken
 
     def acquire(self, timeout: float = -1) -> bool:
-        if not self._lock.acquire(timeout=timeout):
+        if not self.raw.acquire(timeout=timeout):
             return False
         self.holder, self.since = threading.get_ident(), time.monotonic()
         return True
 
     def release(self) -> None:
         self.holder = None
-        self._lock.release()
+        self.raw.release()
 
-    def __enter__(self) -> WriterLock:  # every message takes it: kept to C calls
-        self._lock.acquire()
-        self.holder, self.since = threading.get_ident(), time.monotonic()
+    def __enter__(self) -> WriterLock:
+        self.acquire()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.holder = None
-        self._lock.release()
+        self.release()
 
     def held_here(self) -> bool:
         return self.holder == threading.get_ident()
@@ -207,10 +205,15 @@ class Writer:
         are fetched (the network: no lock held) and handed to ``Ingest``, and the question is asked again (an owner
         fetched may name owners of its own), a level of the chains a round; once nothing is wanted the message is
         applied in the same hold of the lock, so what the question resolved is what the write uses."""
-        if owners is None:  # most messages: nothing to look up
-            with self.lock:
-                if not self._closed:
-                    self._apply(apply, args, news=news)
+        if owners is None:  # most messages: nothing to look up (the lock taken inline: this runs for every event)
+            lock = self.lock
+            with lock.raw:
+                lock.holder, lock.since = threading.get_ident(), time.monotonic()
+                try:
+                    if not self._closed:
+                        self._apply(apply, args, news=news)
+                finally:
+                    lock.holder = None
             return
         asked: set[ObjKey] = set()
         for _ in range(DEFAULT_MAX_DEPTH + 1):

@@ -41,3 +41,18 @@ def test_each_rule_names_the_kind_its_references_are_checked_against():
     found = references(obj, ["/spec/template"])
     assert [(code, gvk) for code, gvk, _, _ in found] == [(code, REFERENCED_KIND[code]) for code, _, _, _ in found]
     assert [gvk for _, gvk, _, _ in found] == [SERVICE_ACCOUNT, SECRET, CONFIG_MAP, SECRET, CONFIG_MAP]
+
+
+@pytest.mark.parametrize("value", [-1, 7.5, "c", {"name": "c"}, True], ids=["int", "float", "string", "map", "bool"])
+@pytest.mark.parametrize("field", ["containers", "initContainers", "volumes", "env", "envFrom"])
+def test_a_list_field_of_another_type_holds_no_reference(field: str, value: object) -> None:
+    """A damaged or hostile trace: ``containers: -1`` was an 'unexpected TypeError' in validate (found by the hostile
+    traces' hypothesis test)."""
+    container: dict[str, object] = {"name": "c", "env": [{"valueFrom": {"secretKeyRef": {"name": "s"}}}]}
+    spec: dict[str, object] = {"containers": [container], "serviceAccountName": "sa"}
+    if field in ("env", "envFrom"):
+        container[field] = value
+    else:
+        spec[field] = value
+    found = distinct_references({"spec": {"template": {"spec": spec}}}, ["/spec/template"])
+    assert ("E0001", "sa") in found
