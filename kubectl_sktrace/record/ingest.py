@@ -139,7 +139,7 @@ class Ingest:
         self._lookup, self._store_owner, self._forget_owner = self.owner_index.lookup, self.owner_index.store, self.owner_index.forget
         self.take_fetching, self.owners_fetched = self.owner_index.take_fetching, self.owner_index.fetched  # for the Writer
         self._prepared_heads: dict[int, ObjectHead] = {}  # by id(obj): read by ``owners_wanted`` for the message applied next
-        self._prepared_chains: dict[tuple[ObjKey, str], list[ObjKey]] = {}
+        self._prepared_chains: dict[int, tuple[ObjectHead, list[ObjKey]]] = {}  # by id(head): the chains resolved for them
 
     # -- the Sink, applied ---------------------------------------------------------------------------
 
@@ -335,8 +335,8 @@ class Ingest:
 
     def _chain(self, head: ObjectHead) -> list[ObjKey]:
         """The object's owner chain: as ``owners_wanted`` resolved it for this message, else resolved now."""
-        chain = self._prepared_chains.pop((head.key, head.uid), None)
-        return chain if chain is not None else owners.resolve_chain(head, lookup=self._lookup)
+        prepared = self._prepared_chains.pop(id(head), None) if self._prepared_chains else None
+        return prepared[1] if prepared is not None and prepared[0] is head else owners.resolve_chain(head, lookup=self._lookup)
 
     # -- batching hooks ------------------------------------------------------------------------------
 

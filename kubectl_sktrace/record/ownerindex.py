@@ -49,12 +49,13 @@ class OwnerIndex:
         fetch, self.fetch = self.fetch, None
         return fetch
 
-    def wanted(self, heads: Iterable[ObjectHead], *, asked: set[ObjKey]) -> tuple[set[ObjKey], dict[tuple[ObjKey, str], list[ObjKey]]]:
+    def wanted(self, heads: Iterable[ObjectHead], *, asked: set[ObjKey]) -> tuple[set[ObjKey], dict[int, tuple[ObjectHead, list[ObjKey]]]]:
         """The owners that resolving these objects' chains would GET, none of ``asked``, and the chains as resolved
-        (complete when nothing is wanted); writes nothing."""
+        (complete when nothing is wanted), by ``id(head)`` beside the head itself (kept alive, so no other object takes
+        its id); writes nothing."""
         self._wanted, self._asked = set(), asked
         try:
-            chains = {(head.key, head.uid): owners.resolve_chain(head, lookup=self.lookup) for head in heads}
+            chains = {id(head): (head, owners.resolve_chain(head, lookup=self.lookup)) for head in heads}
             return self._wanted, chains
         finally:
             self._wanted, self._asked = None, frozenset()
