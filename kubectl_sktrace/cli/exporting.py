@@ -120,11 +120,11 @@ def export_command(
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
     if click.get_current_context().get_parameter_source("excluded_namespaces") == click.core.ParameterSource.DEFAULT:
         excluded_namespaces = None  # not chosen: SimKube's list, which -A may replace
-    rules, rules_default = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
+    rules, rules_default, default_origin = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     filters = filters_from_flags(
         namespace=namespace_scope(namespace=namespace, all_namespaces=all_namespaces), all_namespaces=all_namespaces,
         include_namespaces=include_namespaces, excluded_namespaces=excluded_namespaces, exclude_labels=exclude_labels,
-        include_cluster_scoped=include_cluster_scoped, rules=rules, default=rules_default,
+        include_cluster_scoped=include_cluster_scoped, rules=rules, default=rules_default, default_origin=default_origin,
     )
     program = load_program(transform) if transform is not None else None  # a syntax error before the cache is opened
     location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)

@@ -1,6 +1,7 @@
 """Which objects a trace keeps: ordered allow and deny rules, the first that matches decides. Pure functions.
 
-A rule matches an object when every field it gives matches (a rule with no field matches everything):
+A rule matches an object when every field it gives matches; it gives at least one (``--allow ''``, and ``allow:`` with
+nothing in a file, are refused alike: what no rule matches gets the default):
 
     namespace:GLOB[,GLOB...]    the object's namespace matches one of the globs (``*``, ``?``, ``[a-z]``)
     name:GLOB[,GLOB...]         its name matches one of the globs
@@ -8,7 +9,8 @@ A rule matches an object when every field it gives matches (a rule with no field
     labels:SELECTOR             its labels match a kubectl label selector (``trace/selectors``), e.g. ``app=web,tier!=canary``
 
 On the command line a rule is its fields separated by spaces (``namespace:shop kind:Deployment labels:tier=canary``);
-a selector may hold spaces (``labels:env in (prod,staging)``) since only a space before another ``FIELD:`` ends it.
+a selector may hold spaces (``labels:env in (prod, staging)``) since only spaces before another ``FIELD:`` (one of
+the four names and a colon) end it: ``labels:tier in (a, b) kind:Job`` is a selector and a kind.
 In a rule file (``--filters``, YAML) each rule is ``allow:`` or ``deny:`` with the same fields as a mapping (a
 field's globs or kinds may be a list) or as the command line's string.
 
@@ -36,7 +38,8 @@ FIELDS = ("namespace", "name", "kind", "labels")
 SYNTAX = ("a rule is FIELD:VALUE terms separated by spaces, FIELD one of namespace, name, kind, labels "
           "(e.g. 'namespace:shop kind:Deployment labels:tier=canary')")
 
-_TERM_START = re.compile(rf"(?:^|\s+)(?=(?:{'|'.join(FIELDS)}):)")
+# a run of spaces is tried once, from its first space (so a long run costs its length, not its square)
+_TERM_START = re.compile(rf"(?:^|(?<=\S)\s+)(?=(?:{'|'.join(FIELDS)}):)")
 _NAME_GLOB = re.compile(r"[-a-z0-9.*?\[\]!]+")
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
@@ -238,12 +241,12 @@ def parse_rules_file(data: Any, *, source: str) -> tuple[tuple[Rule, ...], str |
         if not isinstance(item, dict) or len(item) != 1 or next(iter(item)) not in ACTIONS:
             raise UsageError(f"{where}: each rule is one 'allow:' or 'deny:' with its fields")
         (action, fields), = item.items()
+        if fields is None or fields == {}:
+            raise UsageError(f"{where}: the rule is empty, as --{action} '' is; {SYNTAX} (what no rule matches gets 'default:')")
         if isinstance(fields, str):
             rules.append(parse_rule(fields, action=action, origin=origin))
         elif isinstance(fields, dict):
             rules.append(rule_from_fields(fields, action=action, origin=origin, where=where))
-        elif fields is None:
-            rules.append(Rule(action=action, origin=origin))
         else:
             raise UsageError(f"{where}: give the rule's fields as a mapping or as a string")
     return tuple(rules), default

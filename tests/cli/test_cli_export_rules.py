@@ -282,3 +282,69 @@ def test_dry_run_names_the_flag_each_legacy_rule_came_from(cluster):
         ("namespace:shop", "allow", "-n", 2),
         ("everything else", "deny", "-n", 8),
     ]
+
+
+# --- rule files a new user writes (issue 38) -------------------------------------------------------------------
+
+
+def _answer_within(args, *, cpu_seconds, memory_bytes):
+    """The command's result, its CPU time and its peak of Python allocations bounded generously: against a reader that
+    grows with the square of the file, or holds ten times its size."""
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    started = time.process_time()
+    try:
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.process_time() - started < cpu_seconds
+    assert peak < memory_bytes, peak
+    return result
+
+
+@pytest.mark.parametrize("body", [
+    "rules:\n" + "  - allow: namespace:shop labels:app=web\n" * 250_000 + "  - allow: {namespaces: x}\n",
+    "a" * (10 << 20),
+], ids=["10MB-of-rules-one-bad-last", "10MB-plain-scalar"])
+def test_a_rule_file_over_the_size_limit_is_refused_at_once(cluster, tmp_path, body):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(body)
+    assert rules.stat().st_size >= 10_000_000
+    result = _answer_within(["export", "--cache", str(cluster.path), "--filters", str(rules)], cpu_seconds=10, memory_bytes=64 << 20)
+    assert (result.exit_code, result.stderr) == (1, f"Error: --filters {rules}: the file is larger than 1 MiB, more than a rule file "
+                                                    "holds; pass a file of rules (a few lines each)\n")
+
+
+def test_a_rule_file_at_the_size_limit_with_a_bad_last_rule_names_it_soon(cluster, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    line = "  - allow: namespace:shop labels:app=web\n"
+    count = ((1 << 20) - 100) // len(line)
+    rules.write_text("rules:\n" + line * count + "  - allow: {namespaces: x}\n")
+    result = _answer_within(["export", "--cache", str(cluster.path), "--filters", str(rules)], cpu_seconds=60, memory_bytes=512 << 20)
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {rules}: rule {count + 1}: unknown field 'namespaces'; a rule's fields are namespace, name, kind, labels\n")
+
+
+def test_a_files_default_allow_with_n_is_refused_naming_the_file(cluster, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("default: allow\nrules:\n  - deny: namespace:shop labels:tier=canary\n")
+    result = export(cluster, "--filters", str(rules), "-n", "shop")
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: 'default: allow' in {rules} and -n/--namespace contradict each other (-n/--namespace keeps only its namespaces); "
+           "leave -n/--namespace out and add 'allow: namespace:…' rules to the file, or pass --default deny\n")
+    assert export(cluster, "--filters", str(rules), "-n", "shop", "--default", "deny").exit_code == 0
+
+
+def test_a_files_default_is_attributed_to_the_file(cluster, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("default: deny\nrules:\n  - allow: namespace:shop\n")
+    rows = json.loads(export(cluster, "--filters", str(rules), "--dry-run", "--summary", "json").stdout)["rules"]
+    assert rows[-1] == {"rule": "everything else", "action": "deny", "from": f"--filters {rules}", "objects": 5}
+    rows = json.loads(export(cluster, "--filters", str(rules), "--default", "allow", "--dry-run", "--summary", "json").stdout)["rules"]
+    assert rows[-1]["from"] == "--default"
+    code = CliRunner().invoke(cli, ["transform", "-", "--filters", str(rules), "-o", "json", "--summary", "json", "-O", str(tmp_path / "t.json")],
+                              input=export(cluster).stdout_bytes, catch_exceptions=False)
+    assert json.loads(code.stdout)["rules"][-1]["from"] == f"--filters {rules}"
