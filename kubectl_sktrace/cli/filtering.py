@@ -110,11 +110,33 @@ def decisions_text(decisions: dict[str, Any]) -> str:
         f"{left['ownedByExported']} owned by an exported object (which recreates them)" if left["ownedByExported"] else "",
         f"{left['deletedByTransform']} deleted by --transform" if left["deletedByTransform"] else "",
     ]
+    rows = [{"#": number, **row, "rule": _wrapped(row["rule"])} for number, row in enumerate(decisions["rules"], start=1)]
     lines = [
         f"Window {decisions['start']} .. {decisions['end']}: {counted(decisions['objectsRecorded'], 'object')} recorded, "
         f"{decisions['objectsExported']} would be exported. The first rule that matches an object decides:",
-        render.render_table(decisions["rules"], "table", columns=["rule", "action", "from", "objects"]),
+        render.render_table(rows, "table", columns=["#", "rule", "action", "from", "objects"]),
     ]
     if any(besides):
         lines.append("Also left out: " + ", ".join(part for part in besides if part) + ".")
+    if "objects" in decisions:
+        listed = [{"object": f"{row['kind']} {row['namespace'] + '/' if row['namespace'] else ''}{row['name']}",
+                   "exported": "yes" if row["exported"] else "no", "decided by": row["decidedBy"]} for row in decisions["objects"]]
+        lines += ["", "Objects:", render.render_table(listed, "table", columns=["object", "exported", "decided by"])]
     return "\n".join(lines)
+
+
+RULE_WIDTH = 40
+"""The rule column's width in the dry-run's table: a long rule (SimKube's eight excluded namespaces) is wrapped after a
+comma or a space, so that the table fits 100 columns."""
+
+
+def _wrapped(text: str) -> str:
+    import re
+
+    lines = [""]
+    for piece in re.findall(r"[^, ]*[, ]?", text):
+        if lines[-1] and len(lines[-1]) + len(piece.rstrip()) > RULE_WIDTH:
+            lines[-1] = lines[-1].rstrip()
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(line.rstrip() for line in lines)
