@@ -131,9 +131,8 @@ def export_command(
     location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
     if dry_run is not None:
         decisions = decide_cache(location, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status,
-                                 list_objects=dry_run == "objects")
-        click.echo(decisions_text(decisions.as_mapping()) if summary == "table" else render.dump(decisions.as_mapping(), summary))
-        return
+                                 list_objects=dry_run == "objects").as_mapping()
+        return click.echo(decisions_text(decisions) if summary == "table" else render.dump(decisions, summary))
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
     options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)
     report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
