@@ -34,6 +34,8 @@ from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
 
 if TYPE_CHECKING:
     from kubectl_sktrace.export.window import ExportReport
+    from kubectl_sktrace.export.options import ExportFilters
+    from kubectl_sktrace.model import CacheUrl
     from kubectl_sktrace.trace.skel import Program
 
 
@@ -128,7 +130,7 @@ def export_command(
         include_cluster_scoped=include_cluster_scoped, rules=rules, default=rules_default, default_origin=default_origin,
     )
     program = load_program(transform) if transform is not None else None  # a syntax error before the cache is opened
-    location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
+    filters = _kinds_resolved(location := cache_path(cache=cache, kubeconfig=kubeconfig, context=context), filters)
     if dry_run is not None:
         decisions = decide_cache(location, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status,
                                  list_objects=dry_run == "objects").as_mapping()
@@ -140,6 +142,18 @@ def export_command(
     _say(report, where="stdout" if output_file == "-" else output_file, summary=summary, program=program)
     if fresh and key is not None:
         say_fresh_key(key)
+
+
+def _kinds_resolved(location: str | CacheUrl, filters: ExportFilters) -> ExportFilters:
+    """The rules' kinds as kubectl names them resolved from the cache's discovery documents; a warning for a kind never recorded."""
+    import dataclasses
+
+    from kubectl_sktrace.export.kinds import rule_kinds
+
+    resolved, warnings = rule_kinds(location, filters.rules)
+    for warning in warnings:
+        warn(warning)
+    return dataclasses.replace(filters, rules=resolved)
 
 
 def _say(report: ExportReport, *, where: str, summary: str, program: Program | None) -> None:

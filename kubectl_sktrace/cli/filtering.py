@@ -19,7 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 RULES_HELP = (
     "A RULE is FIELD:VALUE terms, all of which must match: namespace:GLOB[,GLOB], name:GLOB[,GLOB], "
-    "kind:Deployment or kind:apps/v1.Deployment, labels:SELECTOR (kubectl syntax)."
+    "kind:Deployment (or as kubectl names it: deploy, deployments.apps) or kind:apps/v1.Deployment, labels:SELECTOR (kubectl syntax)."
 )
 
 

@@ -266,8 +266,10 @@ def test_a_trace_the_rules_empty_says_which_flag_to_look_at(cluster):
      "namespace, name, kind, labels (e.g. 'namespace:shop kind:Deployment labels:tier=canary')"),
     (["--deny", "labels:app in (web"], "--deny 'labels:app in (web': invalid label selector 'app in (web': '(' without ')'; "
      "use kubectl syntax like 'a=b,c!=d,e in (x,y),f notin (z),g,!h'"),
-    (["--allow", "kind:apps/v1/Deployment"], "--allow 'kind:apps/v1/Deployment': 'apps/v1/Deployment' is not a kind; "
-     "give 'Deployment' or 'apps/v1.Deployment'"),
+    (["--allow", "kind:apps/v1/Deployment"], "--allow 'kind:apps/v1/Deployment': invalid GVK 'apps/v1/Deployment': expected "
+     "'<group>/<version>.<Kind>' (e.g. 'apps/v1.Deployment') or '<version>.<Kind>' for core kinds (e.g. 'v1.Pod')"),
+    (["--allow", "kind:Deploy ment"], "--allow 'kind:Deploy ment': 'Deploy ment' is not a kind; give 'Deployment', 'deployments.apps' "
+     "or 'apps/v1.Deployment'"),
     (["--allow", "kind:apps/v1.Deploy ment"], "--allow 'kind:apps/v1.Deploy ment': invalid GVK 'apps/v1.Deploy ment': expected "
      "'<group>/<version>.<Kind>' (e.g. 'apps/v1.Deployment') or '<version>.<Kind>' for core kinds (e.g. 'v1.Pod')"),
     (["--allow", "namespace:a namespace:b"], "--allow 'namespace:a namespace:b': namespace is given twice; give it once "
@@ -387,3 +389,45 @@ def test_a_files_default_is_attributed_to_the_file(cluster, tmp_path):
     code = CliRunner().invoke(cli, ["transform", "-", "--filters", str(rules), "-o", "json", "--summary", "json", "-O", str(tmp_path / "t.json")],
                               input=export(cluster).stdout_bytes, catch_exceptions=False)
     assert json.loads(code.stdout)["rules"][-1]["from"] == f"--filters {rules}"
+
+
+# --- kinds as kubectl names them, from the discovery documents the cache holds (issue 38) --------------------
+
+
+@pytest.fixture
+def discovered(cluster):
+    """The cluster's cache with the discovery documents a recorder keeps (the emulator's, shaped as a real server's)."""
+    from sktrace_emulator.discovery import resource_list
+    from sktrace_emulator.state import Store
+
+    from kubectl_sktrace.store.recording import Recording
+
+    store = Store()
+    Recording(cluster.cache).save_discovery({gv: resource_list(store, *gv.rpartition("/")[::2]) for gv in ("v1", "apps/v1", "batch/v1")},
+                                            fetched=NOW - 3600)
+    return cluster
+
+
+@pytest.mark.parametrize("kind", ["deploy", "deployments", "deployment", "Deployments.apps", "DEPLOY", "deployments.v1.apps",
+                                  "Deployment", "apps/v1.Deployment"])
+def test_kinds_as_kubectl_names_them(discovered, kind):
+    expected = index_of(export(discovered, "--allow", "kind:Deployment", "--default", "deny"))
+    result = export(discovered, "--allow", f"kind:{kind}", "--default", "deny")
+    assert index_of(result) == expected and "Warning" not in result.stderr
+    assert all(name.startswith("Deployment:") for name in expected) and len(expected) == 7
+
+
+def test_a_kind_no_recorded_object_has_is_warned_of_with_the_kind_meant(discovered):
+    result = export(discovered, "--allow", "kind:Deploymnet,Job", "--dry-run")
+    assert result.exit_code == 0
+    assert result.stderr == ("Warning: --allow 'kind:Deploymnet,Job': no recorded object is of kind 'Deploymnet', so it matches nothing; "
+                             "did you mean kind:Deployment?\n")
+    assert "Warning: --deny 'kind:rs,sts': no recorded object is of kind 'sts', so it matches nothing; did you mean kind:StatefulSet?\n" == (
+        export(discovered, "--deny", "kind:rs,sts", "--dry-run").stderr)
+
+
+@pytest.mark.parametrize("command", [["export"], ["status"]])
+def test_a_repeated_namespace_is_refused(discovered, command):
+    result = CliRunner().invoke(cli, [*command, "--cache", str(discovered.path), "-n", "shop", "-n", "team-a"], catch_exceptions=False)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith("Error: -n/--namespace is given more than once; pass one namespace")
