@@ -225,7 +225,8 @@ def test_the_anonymize_options_need_anonymize(shop_trace: Path, tmp_path: Path) 
 
 SYNTAX_ERRORS = [
     ("remove(status;", "1:14: expected ')' but found ';' in \"remove(status;\""),
-    ("remove(status)", "1:15: expected ';' but found end of file in \"remove(status)\""),
+    ("remove(status)", "1:15: expected ';' after the command but found end of file in \"remove(status)\""),
+    ("remove(status)\n\n", "1:15: expected ';' after the command but found end of file in \"remove(status)\""),
     ("# strip\nremove(status);\nrmove(spec.template.spec.serviceAccount);",
      "3:1: expected a command (delete, modify or remove) but found 'rmove' in \"rmove(spec.template.spec.serviceAccount);\""),
     ("modify(metadata.labels.x == 1);", "1:30: expected ',' but found ')' in \"modify(metadata.labels.x == 1);\""),
