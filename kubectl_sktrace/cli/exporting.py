@@ -25,6 +25,7 @@ from kubectl_sktrace.cli.transforming import (
     anonymization_key,
     anonymize_options,
     anonymize_settings,
+    load_skel,
     say_fresh_key,
     summary_option,
     transform_option,
@@ -117,7 +118,6 @@ def export_command(
     from kubectl_sktrace.cli.globalflags import namespace_scope
     from kubectl_sktrace.export.options import filters_from_flags, resolve_window
     from kubectl_sktrace.export.window import decide_cache, export_to
-    from kubectl_sktrace.trace.transform import load_program
 
     output_file = _trace_destination(output_file, fmt=fmt, summary=summary, dry_run=dry_run is not None)
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
@@ -129,7 +129,7 @@ def export_command(
         include_namespaces=include_namespaces, excluded_namespaces=excluded_namespaces, exclude_labels=exclude_labels,
         include_cluster_scoped=include_cluster_scoped, rules=rules, default=rules_default, default_origin=default_origin,
     )
-    program = load_program(transform) if transform is not None else None  # a syntax error before the cache is opened
+    program = load_skel(transform) if transform is not None else None  # a syntax error before the cache is opened
     filters = _kinds_resolved(location := cache_path(cache=cache, kubeconfig=kubeconfig, context=context), filters)
     if dry_run is not None:
         decisions = decide_cache(location, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status,

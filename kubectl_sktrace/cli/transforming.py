@@ -45,6 +45,19 @@ def transform_option(f: F) -> F:
                              "from the window's start, and the start state is kept even when emptied.")(f)
 
 
+def load_skel(spec: str) -> Any:
+    """The program of ``SKEL_FILE``/``--transform`` (``transform.load_program``), with a warning on stderr for each mistake
+    SKEL accepts silently (``trace/skelcheck``): it still runs as written, with SimKube's semantics."""
+    from kubectl_sktrace.cli.options import warn
+    from kubectl_sktrace.trace.skelcheck import check_program
+    from kubectl_sktrace.trace.transform import load_program
+
+    program = load_program(spec)
+    for text in check_program(program):
+        warn(text)
+    return program
+
+
 def anonymization_key(*, anonymize: bool, anonymize_key: str | None) -> tuple[bytes | None, bool]:
     """The key ``--anonymize`` uses, and whether it is a fresh one (to print once). A key typed on the command
     line without ``--anonymize`` is refused; one in the environment waits for ``--anonymize``."""
@@ -161,10 +174,10 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
       kubectl sktrace transform incident.sktrace -o yaml | less
     """
     from kubectl_sktrace import render
-    from kubectl_sktrace.trace.transform import load_program, review_sentence, transform_sentence, transform_summary, transform_to
+    from kubectl_sktrace.trace.transform import review_sentence, transform_sentence, transform_summary, transform_to
 
     output_file, fmt = _destination(output_file, fmt=fmt, summary=summary)
-    program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
+    program = load_skel(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     rule_filter = transform_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
     options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)

@@ -491,3 +491,22 @@ def test_transform_keeps_the_windows_empty_start(cache: Path, tmp_path: Path, ar
     assert code == 0, stderr
     assert [e["ts"] for e in traceformat.read_trace(out).events] == [e["ts"] for e in traceformat.read_trace(exported).events]
     assert inspect_trace(str(out), with_events=False)["window"] == inspect_trace(str(exported), with_events=False)["window"]
+
+
+def test_skel_mistakes_are_warned_of_and_the_program_runs_as_written(shop_trace: Path, tmp_path: Path) -> None:
+    program, out = tmp_path / "p.skel", tmp_path / "out.sktrace"
+    program.write_text('# quotes forgotten, a string for an integer, a dotted key\n'
+                       'modify(metadata.namespace == shop, spec.replicas = "3");\nmodify(metadata.labels.quokkasoft.io = "x");\n')
+    code, _, stderr = run("transform", str(shop_trace), str(program), "-O", str(out))
+    assert code == 0
+    assert stderr.splitlines()[:3] == [
+        f"Warning: {program}:2: shop is read as a path (the object's field 'shop'), and no object has such a field; to compare with "
+        'the text, quote it: "shop"',
+        f'Warning: {program}:2: spec.replicas is an integer in the API, and "3" is not: SimKube compares and writes it as given; '
+        "write 3 (no quotes)",
+        f"Warning: {program}:3: metadata.labels.quokkasoft.io builds nested maps under labels (quokkasoft: {{io: …}}); a key with dots "
+        'is one step: quote it: metadata.labels."quokkasoft.io"',
+    ]
+    cart = traceformat.read_trace(out).events[0]["applied_objs"][0]
+    assert cart["spec"]["replicas"] == 2 and cart["metadata"]["labels"]["quokkasoft"] == {"io": "x"}  # SimKube's semantics
+    assert run("transform", str(shop_trace), str(program), "-O", str(out), "--quiet")[2] == ""
