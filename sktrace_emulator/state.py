@@ -34,7 +34,7 @@ import uuid
 from typing import Any, Callable, Iterable
 
 from sktrace_emulator import crds
-from sktrace_emulator.admission import default_pod
+from sktrace_emulator.admission import SYSTEM_PRIORITIES, default_pod, default_service
 from sktrace_emulator.patches import json_patch, merge_patch, strategic_merge_patch
 from sktrace_emulator.records import (
     BUILTIN_TYPES,
@@ -266,8 +266,30 @@ class Store:
                 obj["status"] = {"phase": "Active"}
                 meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
             if rtype.kind == "Pod":
+                self._admit_pod(obj)
                 default_pod(obj, suffix=random_suffix(self.rng), created=meta["creationTimestamp"])
-            return self._commit(rtype, "ADDED", obj)
+            if rtype.kind == "Service":
+                default_service(obj, cluster_ip=f"10.96.{self.rng.randrange(256)}.{self.rng.randrange(1, 255)}")
+            stored = self._commit(rtype, "ADDED", obj)
+            if rtype.kind == "Namespace":  # the service account controller's part, at once
+                self.create(self.types[("v1", "ServiceAccount")], {"metadata": {"name": "default", "namespace": meta["name"]}})
+            return stored
+
+    def _admit_pod(self, pod: Obj) -> None:
+        """What a real server's admission refuses of a new pod (403, its words): a ServiceAccount or a PriorityClass
+        that does not exist. A PriorityClass found gives the pod its priority."""
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        if (meta["namespace"], account) not in self.objects[self.types[("v1", "ServiceAccount")]]:
+            raise ApiError(403, "Forbidden", f'pods "{meta["name"]}" is forbidden: error looking up service account '
+                                             f'{meta["namespace"]}/{account}: serviceaccount "{account}" not found')
+        wanted = spec.get("priorityClassName")
+        if wanted:
+            found = self.objects[self.types[("scheduling.k8s.io/v1", "PriorityClass")]].get(("", wanted))
+            value = SYSTEM_PRIORITIES.get(wanted) if found is None else found.obj().get("value", 0)
+            if value is None:
+                raise ApiError(403, "Forbidden", f'pods "{meta["name"]}" is forbidden: no PriorityClass with name {wanted} was found')
+            spec["priority"] = value
 
     def update(self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None, subresource: str = "") -> Stored:
         """Replace (PUT). A stale ``metadata.resourceVersion`` is a 409 Conflict, as on a real server."""
@@ -343,6 +365,11 @@ class Store:
             if old.deleting:
                 return old
             obj = old.obj()
+            if rtype.kind == "Namespace":  # Terminating first, its contents deleted, then it goes (synchronously here)
+                obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
+                obj["status"] = {"phase": "Terminating"}
+                old = self._commit(rtype, "MODIFIED", obj)
+                return self._finish_delete(old, propagate=propagate)
             bound_pod = rtype.kind == "Pod" and bool((obj.get("spec") or {}).get("nodeName"))
             if grace_seconds is None:
                 grace_seconds = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)) if rtype.kind == "Pod" else 0
