@@ -117,6 +117,7 @@ def test_kubectl_get_deployments_shows_ready_up_to_date_and_available(emulator: 
         workload.stop()
 
 
+@pytest.mark.slow
 def test_a_broken_connection_is_one_line_on_stderr_not_a_traceback(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "emulator.kubeconfig"
     errors = tmp_path / "stderr"
