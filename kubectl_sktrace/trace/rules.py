@@ -243,10 +243,10 @@ def resolve_kinds(rules: Sequence[Rule], *, catalog: Sequence[KindNames], record
     warnings: list[str] = []
     out = []
     for rule in rules:
-        kinds = tuple(dict.fromkeys(resolved for term in rule.kinds for resolved in _resolve(term, catalog)))
-        for term, resolved in ((term, _resolve(term, catalog)) for term in rule.kinds):
-            if not any(_recorded(kind, recorded) for kind in resolved):
-                warnings.append(_unknown_kind(term, rule=rule, catalog=catalog, recorded=recorded))
+        resolved = {term: _resolve(term, catalog) for term in rule.kinds}
+        warnings += (_unknown_kind(term, rule=rule, catalog=catalog, recorded=recorded)
+                     for term, kinds in resolved.items() if not any(_recorded(kind, recorded) for kind in kinds))
+        kinds = tuple(dict.fromkeys(kind for found in resolved.values() for kind in found))
         out.append(rule if kinds == rule.kinds else replace(rule, kinds=kinds))
     return tuple(out), warnings
 
