@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
@@ -131,8 +132,6 @@ comma or a space, so that the table fits 100 columns."""
 
 
 def _wrapped(text: str) -> str:
-    import re
-
     lines = [""]
     for piece in re.findall(r"[^, ]*[, ]?", text):
         if lines[-1] and len(lines[-1]) + len(piece.rstrip()) > RULE_WIDTH:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
 
@@ -11,6 +11,9 @@ from kubectl_sktrace.cli.completion import complete_files, complete_summary_form
 from kubectl_sktrace.cli.filtering import rule_options, transform_rules
 from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, verbosity_option
 from kubectl_sktrace.errors import UsageError
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.trace.skel import Program
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,7 +48,7 @@ def transform_option(f: F) -> F:
                              "from the window's start, and the start state is kept even when emptied.")(f)
 
 
-def load_skel(spec: str) -> Any:
+def load_skel(spec: str) -> Program:
     """The program of ``SKEL_FILE``/``--transform`` (``transform.load_program``), with a warning on stderr for each mistake
     SKEL accepts silently (``trace/skelcheck``): it still runs as written, with SimKube's semantics."""
     from kubectl_sktrace.cli.options import warn
