@@ -35,7 +35,8 @@ def anonymize_options(f: F) -> F:
                           "even with --quiet): two traces anonymized with one key line up.")(f)
     f = click.option("--anonymize", "anonymize", is_flag=True,
                      help="Keep only Kubernetes' own vocabulary (field names, enum values, numbers, quantities, well-known "
-                          "label keys) and replace every other string and owner-chosen map key with a keyed pseudonym, the "
+                          "label keys; of an image's tag only 'latest', so ':7.0' is replaced too) and replace every other string "
+                          "and owner-chosen map key with a keyed pseudonym, the "
                           "same throughout the trace (index and pod lifecycles included), so that it replays the same and can "
                           "be shared. The summary says what was replaced and what to review.")(f)
     return f
