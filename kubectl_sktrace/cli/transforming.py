@@ -9,10 +9,11 @@ import click
 
 from kubectl_sktrace.cli.completion import complete_files, complete_summary_formats, complete_trace_formats, complete_transforms
 from kubectl_sktrace.cli.filtering import rule_options, transform_rules
-from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, verbosity_option
+from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, verbosity_option, warn
 from kubectl_sktrace.errors import UsageError
 
 if TYPE_CHECKING:
+    from kubectl_sktrace.trace.filtering import RuleFilter
     from kubectl_sktrace.trace.skel import Program
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -52,7 +53,6 @@ def transform_option(f: F) -> F:
 def load_skel(spec: str) -> Program:
     """The program of ``SKEL_FILE``/``--transform`` (``transform.load_program``), with a warning on stderr for each mistake
     SKEL accepts silently (``trace/skelcheck``): it still runs as written, with SimKube's semantics."""
-    from kubectl_sktrace.cli.options import warn
     from kubectl_sktrace.trace.skelcheck import check_program
     from kubectl_sktrace.trace.transform import load_program
 
@@ -190,17 +190,27 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
     if summary != "table":
         rules = {} if rule_filter is None else {"rules": rule_filter.summary()}
         click.echo(render.render_mapping({**report.as_mapping(), **rules}, summary))
-    else:
-        if program is not None:
-            note(transform_summary(report))
-        if rule_filter is not None:
-            note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
+    elif program is not None:
+        note(transform_summary(report))
+    if rule_filter is not None:
+        _say_rules(rule_filter, table=summary == "table")
     if program is None and rule_filter is None and key is None:
         note(f"Nothing to change (no SKEL_FILE, rules or --anonymize): the trace is written as it is, in {fmt}.")
     note(transform_sentence(report))
     must_read(review_sentence(report.anonymization))
     if fresh and key is not None:
         say_fresh_key(key)
+
+
+def _say_rules(rule_filter: RuleFilter, *, table: bool) -> None:
+    """What the rules did, after the trace was read: a warning for each kind no object of it has; the table of what each
+    rule decided (on stderr, unless the summary is a document on stdout)."""
+    from kubectl_sktrace import render
+
+    for warning in rule_filter.kind_warnings():
+        warn(warning)
+    if table:
+        note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
 
 
 def _destination(output_file: str | None, *, fmt: str, summary: str) -> tuple[str, str]:

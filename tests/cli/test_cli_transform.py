@@ -510,3 +510,10 @@ def test_skel_mistakes_are_warned_of_and_the_program_runs_as_written(shop_trace:
     cart = traceformat.read_trace(out).events[0]["applied_objs"][0]
     assert cart["spec"]["replicas"] == 2 and cart["metadata"]["labels"]["quokkasoft"] == {"io": "x"}  # SimKube's semantics
     assert run("transform", str(shop_trace), str(program), "-O", str(out), "--quiet")[2] == ""
+
+
+def test_transform_warns_of_a_kind_no_object_of_the_trace_has(shop_trace: Path) -> None:
+    code, _, stderr = run("transform", str(shop_trace), "--deny", "kind:Deploymnet", "-o", "json")
+    assert code == 0 and stderr.splitlines()[0] == (
+        "Warning: --deny 'kind:Deploymnet': no recorded object is of kind 'Deploymnet', so it matches nothing; did you mean kind:Deployment?")
+    assert "Warning" not in run("transform", str(shop_trace), "--deny", "kind:deployment", "-o", "json")[2]
