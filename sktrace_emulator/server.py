@@ -296,7 +296,6 @@ def _replace_file(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-@functools.lru_cache(maxsize=1)
 class _Server(ThreadingHTTPServer):
     """The HTTP server, whose failed connections (a TLS handshake a client broke off, a plain-HTTP request to the TLS
     port, a reset) are one line on stderr each, never a traceback: a real API server logs them as one line too."""
@@ -307,6 +306,7 @@ class _Server(ThreadingHTTPServer):
         sys.stderr.write(f"sktrace-emulator: a connection from {host}:{port} failed: {type(error).__name__}: {error}\n")
 
 
+@functools.lru_cache(maxsize=1)
 def _self_signed_context() -> tuple[ssl.SSLContext, bytes]:
     """A TLS context with a self-signed certificate for 127.0.0.1, made by the openssl command once per
     process. TLS is on by default because kubectl sends a bearer token only over https."""
