@@ -65,8 +65,9 @@ What it matches of a real API server (Kubernetes v1.28, measured: docs/architect
 - **Writes.** Namespaces are created on first use, each with its ``default`` ServiceAccount (a real server's
   controller makes it a moment later), strategic merge patches are JSON merge patches, server-side apply is refused
   (415), a graceful deletion completes at once, dependents are garbage-collected at once. A namespace's deletion goes
-  through ``Terminating`` (a MODIFIED event), then its objects, then the namespace itself, all at once (a real
-  server's namespace controller takes seconds).
+  through ``Terminating``: while a ``Workload`` runs (``demo --serve``), it stays so until the workload's namespace
+  controller empties it at its next step, and new content in it is refused; without one, its objects and then the
+  namespace go at once.
 - **Admission, no kinder than a real server.** Matched: a Pod whose ServiceAccount does not exist is refused (403,
   ``error looking up service account NS/NAME``), and one whose PriorityClass does not exist (``no PriorityClass with
   name X was found``; the two built-in classes exist); a PriorityClass found gives the pod its ``priority``. Services

@@ -81,6 +81,7 @@ class Store:
         self.rng = random.Random(seed)
         self.rv = 0
         self.compacted_rv = 0
+        self.namespace_controller = False  # True: a deleted namespace stays Terminating until ``finish_namespaces``
         self.history_limit = history_limit
         self.continue_ttl = continue_ttl
         self.types: dict[tuple[str, str], ResourceType] = {}  # (api_version, kind)
@@ -245,6 +246,9 @@ class Store:
                     raise ApiError(400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request")
                 meta["namespace"] = ns
                 self._ensure_namespace(ns)
+                if self.objects[self.types[("v1", "Namespace")]][("", ns)].deleting:
+                    raise ApiError(403, "Forbidden", f'{rtype.plural} "{meta.get("name") or meta.get("generateName", "")}" is forbidden: '
+                                                     f"unable to create new content in namespace {ns} because it is being terminated")
             else:
                 meta.pop("namespace", None)
             if not meta.get("name"):
@@ -365,11 +369,11 @@ class Store:
             if old.deleting:
                 return old
             obj = old.obj()
-            if rtype.kind == "Namespace":  # Terminating first, its contents deleted, then it goes (synchronously here)
+            if rtype.kind == "Namespace":  # Terminating first; its contents go, then it does (``finish_namespaces``)
                 obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
                 obj["status"] = {"phase": "Terminating"}
-                old = self._commit(rtype, "MODIFIED", obj)
-                return self._finish_delete(old, propagate=propagate)
+                marked = self._commit(rtype, "MODIFIED", obj)
+                return marked if self.namespace_controller else self._finish_delete(marked, propagate=propagate)
             bound_pod = rtype.kind == "Pod" and bool((obj.get("spec") or {}).get("nodeName"))
             if grace_seconds is None:
                 grace_seconds = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)) if rtype.kind == "Pod" else 0
@@ -384,17 +388,24 @@ class Store:
             return self._finish_delete(old, propagate=propagate)
 
     def _finish_delete(self, old: Stored, *, propagate: bool) -> Stored:
-        obj = old.obj()
-        gone = self._commit(old.rtype, "DELETED", obj)
-        if propagate:
-            self._collect_garbage(old.uid)
-        if old.rtype.kind == "Namespace":
+        if old.rtype.kind == "Namespace":  # its contents first, as the namespace controller empties it
             for rtype, objects in list(self.objects.items()):
                 if rtype.namespaced:
                     for (ns, name) in [k for k in objects if k[0] == old.name]:
                         if (ns, name) in objects:
                             self.delete(rtype, ns, name, graceful=False)
+        gone = self._commit(old.rtype, "DELETED", old.obj())
+        if propagate:
+            self._collect_garbage(old.uid)
         return gone
+
+    def finish_namespaces(self) -> int:
+        """The namespace controller's pass (the ``Workload`` runs it): each Terminating namespace emptied, then gone."""
+        with self.lock:
+            terminating = [s for s in self.objects[self.types[("v1", "Namespace")]].values() if s.deleting]
+            for stored in terminating:
+                self._finish_delete(stored, propagate=True)
+            return len(terminating)
 
     def _collect_garbage(self, owner_uid: str) -> None:
         for rtype, ns, name in sorted(self.dependents.pop(owner_uid, set()), key=lambda d: (d[0].kind, d[1], d[2])):

@@ -1,6 +1,6 @@
 """Table output (``Accept: ...;as=Table``), what ``kubectl get`` asks for to print its columns: Name, Age and,
-for pods, Ready, Status and Restarts, for Deployments, Ready, Up-to-date and Available, with each row's object as
-``PartialObjectMetadata``."""
+for pods, Ready, Status and Restarts, for Deployments, Ready, Up-to-date and Available, for namespaces, Status, with
+each row's object as ``PartialObjectMetadata``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from sktrace_emulator.records import Obj, ResourceType, Stored
 def table(rtype: ResourceType, items: list[Stored], *, rv: int, cont: str, remaining: int) -> Obj:
     """A Table of ``items`` as the list (or watch event) at ``rv`` would carry it."""
     columns = [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}]
+    if rtype.kind == "Namespace":
+        columns.append({"name": "Status", "type": "string", "format": "", "description": "The status of the namespace", "priority": 0})
     if rtype.kind == "Deployment":
         columns += [
             {"name": "Ready", "type": "string", "format": "", "description": "Number of the pod with ready state", "priority": 0},
@@ -37,6 +39,8 @@ def table(rtype: ResourceType, items: list[Stored], *, rv: int, cont: str, remai
             cells += _pod_cells(obj)
         if rtype.kind == "Deployment":
             cells += _deployment_cells(obj)
+        if rtype.kind == "Namespace":
+            cells.append((obj.get("status") or {}).get("phase", "Active"))
         cells.append(_age(meta.get("creationTimestamp"), now))
         rows.append({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}})
     table_meta: Obj = {"resourceVersion": str(rv)}

@@ -185,7 +185,8 @@ class Workload:
     # one pass
 
     def step(self) -> None:
-        """Reconcile everything due now: CronJob schedules, then owners down to pods, then the kubelet."""
+        """Reconcile everything due now: Terminating namespaces, CronJob schedules, then owners down to pods, then the kubelet."""
+        self.store.finish_namespaces()
         self._drain()
         self._cron_schedules()
         self._drain()
@@ -211,6 +212,7 @@ class Workload:
 
     def start(self) -> Workload:
         self._stop.clear()
+        self.store.namespace_controller = True  # while it runs, a deleted namespace is Terminating until its next step
         self._thread = threading.Thread(target=self._run, name="emulator-workload", daemon=True)
         self._thread.start()
         return self
@@ -224,6 +226,7 @@ class Workload:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        self.store.namespace_controller = False
 
     def __enter__(self) -> Workload:
         return self.start()

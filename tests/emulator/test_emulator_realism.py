@@ -89,18 +89,21 @@ def test_a_pod_whose_node_selector_matches_no_node_stays_pending(emulator: Emula
 
 
 def test_a_namespace_is_deleted_through_terminating(emulator: Emulator, emulator_kubeconfig: str) -> None:
+    """Terminating until the namespace controller (the workload's, its next step) has emptied it; no new content meanwhile."""
     kubectl(emulator_kubeconfig, "create", "namespace", "shop")
-    cache = str(Path(emulator_kubeconfig).parent / "kube-cache")
-    watch = subprocess.Popen(["kubectl", "--kubeconfig", emulator_kubeconfig, "--cache-dir", cache, "get", "namespace", "shop", "--watch",
-                              "-o", "jsonpath={.status.phase}{\"\\n\"}"], stdout=subprocess.PIPE, text=True)
+    kubectl(emulator_kubeconfig, "create", "configmap", "settings", "-n", "shop")
+    workload = Workload(emulator, interval=3600.0).start()  # its steps are this test's to take
     try:
-        assert watch.stdout is not None and watch.stdout.readline() == "Active\n"
-        kubectl(emulator_kubeconfig, "delete", "namespace", "shop")
-        assert watch.stdout.readline() == "Terminating\n"
+        assert kubectl(emulator_kubeconfig, "delete", "namespace", "shop", "--wait=false").stdout == 'namespace "shop" deleted\n'
+        assert kubectl(emulator_kubeconfig, "get", "namespace", "shop", "--no-headers").stdout.split()[:2] == ["shop", "Terminating"]
+        refused = kubectl(emulator_kubeconfig, "create", "configmap", "more", "-n", "shop", check=False)
+        assert refused.returncode == 1 and refused.stderr.endswith(
+            'configmaps "more" is forbidden: unable to create new content in namespace shop because it is being terminated\n')
+        workload.step()
     finally:
-        watch.kill()
-        watch.wait()
+        workload.stop()
     assert kubectl(emulator_kubeconfig, "get", "namespace", "shop", check=False).returncode == 1
+    assert emulator.list("v1", "ConfigMap", "shop") == []
 
 
 def test_kubectl_get_deployments_shows_ready_up_to_date_and_available(emulator: Emulator, emulator_kubeconfig: str) -> None:
