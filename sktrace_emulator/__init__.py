@@ -62,8 +62,19 @@ What it matches of a real API server (Kubernetes v1.28, measured: docs/architect
   ClusterRole or Role's rules), with the server's 403 messages word for word; priority and fairness (429) only through
   ``fail``. Either may change mid-run, as a role edited on a real server: the next request is judged by the new
   grant, while a watch already open keeps streaming (a real server authorizes a request once, when it arrives).
-- **Writes.** Namespaces are created on first use, strategic merge patches are JSON merge patches, server-side
-  apply is refused (415), a graceful deletion completes at once, dependents are garbage-collected at once.
+- **Writes.** Namespaces are created on first use, each with its ``default`` ServiceAccount (a real server's
+  controller makes it a moment later), strategic merge patches are JSON merge patches, server-side apply is refused
+  (415), a graceful deletion completes at once, dependents are garbage-collected at once. A namespace's deletion goes
+  through ``Terminating``: while a ``Workload`` runs (``demo --serve``), it stays so until the workload's namespace
+  controller empties it at its next step, and new content in it is refused; without one, its objects and then the
+  namespace go at once.
+- **Admission, no kinder than a real server.** Matched: a Pod whose ServiceAccount does not exist is refused (403,
+  ``error looking up service account NS/NAME``), and one whose PriorityClass does not exist (``no PriorityClass with
+  name X was found``; the two built-in classes exist); a PriorityClass found gives the pod its ``priority``. Services
+  get a cluster IP and their port defaults. With the ``Workload``, a pod whose ``nodeSelector`` matches no node stays
+  ``Pending`` with the scheduler's ``Unschedulable`` condition. ``kubectl get deploy`` shows READY, UP-TO-DATE and
+  AVAILABLE. Not matched: quotas, limit ranges, pod security, any other admission plugin.
+- **Connections that fail** (a TLS handshake broken off, plain HTTP to the TLS port) are one line each on stderr.
 
 Public API::
 
@@ -108,7 +119,7 @@ Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload
 [--framing per-event|batched] [--list-seconds-per-mb SECONDS]``.
 
 Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status),
-``selectors`` and ``patches`` (what requests ask for), ``admission`` (what a new pod gets), ``crds`` (kinds that
+``selectors`` and ``patches`` (what requests ask for), ``admission`` (what a new pod or service gets), ``crds`` (kinds that
 come and go), ``state`` (the store: versions, history, deletion, garbage collection), ``discovery`` (the discovery
 documents), ``handler`` (the REST paths, watch streams), ``tables``
 (Table output for ``kubectl get``), ``server`` (the ``Emulator``

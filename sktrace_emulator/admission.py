@@ -1,4 +1,5 @@
-"""What admission and defaulting add to a new object on a real API server (the emulator's part of it): pods only."""
+"""What admission and defaulting add to a new object on a real API server (the emulator's part of it): pods and
+services. What admission refuses (a missing ServiceAccount or PriorityClass) is ``Store._admit_pod``'s."""
 
 from __future__ import annotations
 
@@ -53,6 +54,27 @@ def default_pod(pod: Obj, *, suffix: str, created: str) -> None:
         if not any(m.get("name") == token_volume for m in mounts):
             mounts.append({"name": token_volume, "readOnly": True, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"})
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos(spec)}
+
+
+SYSTEM_PRIORITIES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+"""The PriorityClasses every real server has, by name, with their values."""
+
+
+def default_service(service: Obj, *, cluster_ip: str) -> None:
+    """A new Service's defaults on a real server: ClusterIP with an address, TCP ports targeting themselves."""
+    spec = service.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec.get("clusterIP") != "None":
+        spec.setdefault("clusterIP", cluster_ip)
+    spec.setdefault("clusterIPs", [spec["clusterIP"]])
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or []:
+        port.setdefault("protocol", "TCP")
+        port.setdefault("targetPort", port.get("port"))
+    service["status"] = {"loadBalancer": {}}
 
 
 def pod_qos(spec: Obj) -> str:

@@ -100,6 +100,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
     ResourceType("", "v1", "Secret", "secrets"),
     ResourceType("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
+    ResourceType("", "v1", "Service", "services", short_names=("svc",)),
+    ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False, short_names=("pc",)),
     ResourceType("apps", "v1", "Deployment", "deployments", short_names=("deploy",)),
     ResourceType("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",)),
     ResourceType("apps", "v1", "StatefulSet", "statefulsets", short_names=("sts",)),

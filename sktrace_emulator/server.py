@@ -15,10 +15,11 @@ import os
 import shutil
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 from http.server import ThreadingHTTPServer
-from typing import Iterable
+from typing import Any, Iterable
 
 from sktrace_emulator import apf
 from sktrace_emulator.handler import LIST_SECONDS_PER_MB, Handler
@@ -78,7 +79,7 @@ class Emulator:
 
     def start(self) -> Emulator:
         handler = type("BoundHandler", (Handler,), {"emulator": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self._httpd = _Server(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         if self.tls:
             context, self.ca_pem = _self_signed_context()
@@ -293,6 +294,16 @@ def _replace_file(path: str, data: bytes) -> None:
     with open(tmp, "wb") as fh:
         fh.write(data)
     os.replace(tmp, path)
+
+
+class _Server(ThreadingHTTPServer):
+    """The HTTP server, whose failed connections (a TLS handshake a client broke off, a plain-HTTP request to the TLS
+    port, a reset) are one line on stderr each, never a traceback: a real API server logs them as one line too."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        host, port = client_address[:2] if isinstance(client_address, tuple) else (client_address, "")
+        sys.stderr.write(f"sktrace-emulator: a connection from {host}:{port} failed: {type(error).__name__}: {error}\n")
 
 
 @functools.lru_cache(maxsize=1)

@@ -34,7 +34,7 @@ import uuid
 from typing import Any, Callable, Iterable
 
 from sktrace_emulator import crds
-from sktrace_emulator.admission import default_pod
+from sktrace_emulator.admission import SYSTEM_PRIORITIES, default_pod, default_service
 from sktrace_emulator.patches import json_patch, merge_patch, strategic_merge_patch
 from sktrace_emulator.records import (
     BUILTIN_TYPES,
@@ -81,6 +81,7 @@ class Store:
         self.rng = random.Random(seed)
         self.rv = 0
         self.compacted_rv = 0
+        self.namespace_controller = False  # True: a deleted namespace stays Terminating until ``finish_namespaces``
         self.history_limit = history_limit
         self.continue_ttl = continue_ttl
         self.types: dict[tuple[str, str], ResourceType] = {}  # (api_version, kind)
@@ -245,6 +246,9 @@ class Store:
                     raise ApiError(400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request")
                 meta["namespace"] = ns
                 self._ensure_namespace(ns)
+                if self.objects[self.types[("v1", "Namespace")]][("", ns)].deleting:
+                    raise ApiError(403, "Forbidden", f'{rtype.plural} "{meta.get("name") or meta.get("generateName", "")}" is forbidden: '
+                                                     f"unable to create new content in namespace {ns} because it is being terminated")
             else:
                 meta.pop("namespace", None)
             if not meta.get("name"):
@@ -266,8 +270,30 @@ class Store:
                 obj["status"] = {"phase": "Active"}
                 meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
             if rtype.kind == "Pod":
+                self._admit_pod(obj)
                 default_pod(obj, suffix=random_suffix(self.rng), created=meta["creationTimestamp"])
-            return self._commit(rtype, "ADDED", obj)
+            if rtype.kind == "Service":
+                default_service(obj, cluster_ip=f"10.96.{self.rng.randrange(256)}.{self.rng.randrange(1, 255)}")
+            stored = self._commit(rtype, "ADDED", obj)
+            if rtype.kind == "Namespace":  # the service account controller's part, at once
+                self.create(self.types[("v1", "ServiceAccount")], {"metadata": {"name": "default", "namespace": meta["name"]}})
+            return stored
+
+    def _admit_pod(self, pod: Obj) -> None:
+        """What a real server's admission refuses of a new pod (403, its words): a ServiceAccount or a PriorityClass
+        that does not exist. A PriorityClass found gives the pod its priority."""
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+        if (meta["namespace"], account) not in self.objects[self.types[("v1", "ServiceAccount")]]:
+            raise ApiError(403, "Forbidden", f'pods "{meta["name"]}" is forbidden: error looking up service account '
+                                             f'{meta["namespace"]}/{account}: serviceaccount "{account}" not found')
+        wanted = spec.get("priorityClassName")
+        if wanted:
+            found = self.objects[self.types[("scheduling.k8s.io/v1", "PriorityClass")]].get(("", wanted))
+            value = SYSTEM_PRIORITIES.get(wanted) if found is None else found.obj().get("value", 0)
+            if value is None:
+                raise ApiError(403, "Forbidden", f'pods "{meta["name"]}" is forbidden: no PriorityClass with name {wanted} was found')
+            spec["priority"] = value
 
     def update(self, rtype: ResourceType, obj: Obj, *, namespace: str | None = None, subresource: str = "") -> Stored:
         """Replace (PUT). A stale ``metadata.resourceVersion`` is a 409 Conflict, as on a real server."""
@@ -343,6 +369,11 @@ class Store:
             if old.deleting:
                 return old
             obj = old.obj()
+            if rtype.kind == "Namespace":  # Terminating first; its contents go, then it does (``finish_namespaces``)
+                obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
+                obj["status"] = {"phase": "Terminating"}
+                marked = self._commit(rtype, "MODIFIED", obj)
+                return marked if self.namespace_controller else self._finish_delete(marked, propagate=propagate)
             bound_pod = rtype.kind == "Pod" and bool((obj.get("spec") or {}).get("nodeName"))
             if grace_seconds is None:
                 grace_seconds = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)) if rtype.kind == "Pod" else 0
@@ -357,17 +388,24 @@ class Store:
             return self._finish_delete(old, propagate=propagate)
 
     def _finish_delete(self, old: Stored, *, propagate: bool) -> Stored:
-        obj = old.obj()
-        gone = self._commit(old.rtype, "DELETED", obj)
-        if propagate:
-            self._collect_garbage(old.uid)
-        if old.rtype.kind == "Namespace":
+        if old.rtype.kind == "Namespace":  # its contents first, as the namespace controller empties it
             for rtype, objects in list(self.objects.items()):
                 if rtype.namespaced:
                     for (ns, name) in [k for k in objects if k[0] == old.name]:
                         if (ns, name) in objects:
                             self.delete(rtype, ns, name, graceful=False)
+        gone = self._commit(old.rtype, "DELETED", old.obj())
+        if propagate:
+            self._collect_garbage(old.uid)
         return gone
+
+    def finish_namespaces(self) -> int:
+        """The namespace controller's pass (the ``Workload`` runs it): each Terminating namespace emptied, then gone."""
+        with self.lock:
+            terminating = [s for s in self.objects[self.types[("v1", "Namespace")]].values() if s.deleting]
+            for stored in terminating:
+                self._finish_delete(stored, propagate=True)
+            return len(terminating)
 
     def _collect_garbage(self, owner_uid: str) -> None:
         for rtype, ns, name in sorted(self.dependents.pop(owner_uid, set()), key=lambda d: (d[0].kind, d[1], d[2])):

@@ -1,5 +1,6 @@
 """Table output (``Accept: ...;as=Table``), what ``kubectl get`` asks for to print its columns: Name, Age and,
-for pods, Ready, Status and Restarts, with each row's object as ``PartialObjectMetadata``."""
+for pods, Ready, Status and Restarts, for Deployments, Ready, Up-to-date and Available, for namespaces, Status, with
+each row's object as ``PartialObjectMetadata``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ from sktrace_emulator.records import Obj, ResourceType, Stored
 def table(rtype: ResourceType, items: list[Stored], *, rv: int, cont: str, remaining: int) -> Obj:
     """A Table of ``items`` as the list (or watch event) at ``rv`` would carry it."""
     columns = [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}]
+    if rtype.kind == "Namespace":
+        columns.append({"name": "Status", "type": "string", "format": "", "description": "The status of the namespace", "priority": 0})
+    if rtype.kind == "Deployment":
+        columns += [
+            {"name": "Ready", "type": "string", "format": "", "description": "Number of the pod with ready state", "priority": 0},
+            {"name": "Up-to-date", "type": "string", "format": "", "description": "Total number of non-terminated pods targeted by this deployment that have the desired template spec.", "priority": 0},
+            {"name": "Available", "type": "string", "format": "", "description": "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.", "priority": 0},
+        ]
     if rtype.kind == "Pod":
         columns += [
             {"name": "Ready", "type": "string", "format": "", "description": "The aggregate readiness state of this pod for accepting traffic.", "priority": 0},
@@ -28,6 +37,10 @@ def table(rtype: ResourceType, items: list[Stored], *, rv: int, cont: str, remai
         cells: list[Any] = [meta["name"]]
         if rtype.kind == "Pod":
             cells += _pod_cells(obj)
+        if rtype.kind == "Deployment":
+            cells += _deployment_cells(obj)
+        if rtype.kind == "Namespace":
+            cells.append((obj.get("status") or {}).get("phase", "Active"))
         cells.append(_age(meta.get("creationTimestamp"), now))
         rows.append({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}})
     table_meta: Obj = {"resourceVersion": str(rv)}
@@ -56,6 +69,11 @@ def _age(created: str | None, now: float) -> str:
     if seconds < 172800:
         return f"{seconds // 3600}h"
     return f"{seconds // 86400}d"
+
+
+def _deployment_cells(deployment: Obj) -> list[Any]:
+    spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
+    return [f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", status.get("updatedReplicas", 0), status.get("availableReplicas", 0)]
 
 
 def _pod_cells(pod: Obj) -> list[Any]:

@@ -185,7 +185,8 @@ class Workload:
     # one pass
 
     def step(self) -> None:
-        """Reconcile everything due now: CronJob schedules, then owners down to pods, then the kubelet."""
+        """Reconcile everything due now: Terminating namespaces, CronJob schedules, then owners down to pods, then the kubelet."""
+        self.store.finish_namespaces()
         self._drain()
         self._cron_schedules()
         self._drain()
@@ -211,6 +212,7 @@ class Workload:
 
     def start(self) -> Workload:
         self._stop.clear()
+        self.store.namespace_controller = True  # while it runs, a deleted namespace is Terminating until its next step
         self._thread = threading.Thread(target=self._run, name="emulator-workload", daemon=True)
         self._thread.start()
         return self
@@ -224,6 +226,7 @@ class Workload:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        self.store.namespace_controller = False
 
     def __enter__(self) -> Workload:
         return self.start()
@@ -373,8 +376,15 @@ class Workload:
             return
         if track.stage == "pending" and now >= track.bind_at:
             pod = stored.obj()
-            node = self._node_names[int(hashlib.md5(key[1].encode()).hexdigest(), 16) % len(self._node_names)]
-            pod["spec"]["nodeName"] = node
+            nodes = self._fitting_nodes(pod)
+            if not nodes:  # the scheduler's verdict, once; the pod stays Pending, as on a real cluster
+                pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "lastProbeTime": None, "lastTransitionTime": rfc3339(now),
+                                                "reason": "Unschedulable", "message": f"0/{len(self._node_names)} nodes are available: "
+                                                f"{len(self._node_names)} node(s) didn't match Pod's node affinity/selector."}]
+                self.store.update(self.T_POD, pod, subresource="status")
+                track.stage = "unschedulable"
+                return
+            pod["spec"]["nodeName"] = nodes[int(hashlib.md5(key[1].encode()).hexdigest(), 16) % len(nodes)]
             pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": rfc3339(now)}]
             self.store.update(self.T_POD, pod)
             track.stage = "bound"
@@ -390,6 +400,19 @@ class Workload:
             pod["status"] = finished_status(pod, finished=now)
             self.store.update(self.T_POD, pod, subresource="status")
             track.stage = "finished"
+
+    def _fitting_nodes(self, pod: Obj) -> list[str]:
+        """The nodes whose labels hold every pair of the pod's ``nodeSelector`` (all of them without one)."""
+        wanted = (pod.get("spec") or {}).get("nodeSelector") or {}
+        if not wanted:
+            return self._node_names
+        fitting = []
+        for name in self._node_names:
+            node = self.store.get(self.T_NODE, "", name)
+            labels = (node.obj()["metadata"].get("labels") or {}) if node is not None else {}
+            if all(labels.get(key) == value for key, value in wanted.items()):
+                fitting.append(name)
+        return fitting
 
     # load
 

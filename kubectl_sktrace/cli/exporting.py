@@ -25,6 +25,7 @@ from kubectl_sktrace.cli.transforming import (
     anonymization_key,
     anonymize_options,
     anonymize_settings,
+    load_skel,
     say_fresh_key,
     summary_option,
     transform_option,
@@ -34,6 +35,8 @@ from kubectl_sktrace.export.options import DEFAULT_EXCLUDED_NAMESPACES
 
 if TYPE_CHECKING:
     from kubectl_sktrace.export.window import ExportReport
+    from kubectl_sktrace.export.options import ExportFilters
+    from kubectl_sktrace.model import CacheUrl
     from kubectl_sktrace.trace.skel import Program
 
 
@@ -71,8 +74,9 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
               help="The trace's format, as kubectl's -o: sktrace is SimKube's msgpack format; json and yaml are for people, "
                    "do not load in SimKube, and go to stdout unless -O says where.")
 @summary_option
-@click.option("--dry-run", "dry_run", is_flag=True,
-              help="Write nothing: show the rules in force and how many objects each decided (the table on stdout, or --summary json|yaml).")
+@click.option("--dry-run", "dry_run", is_flag=False, flag_value="rules", default=None, type=click.Choice(["rules", "objects"]),
+              help="Write nothing: show the rules in force and how many objects each decided (the table on stdout, or --summary "
+                   "json|yaml); --dry-run=objects also lists each object, exported or not, and the rule or reason that decided it.")
 @click.option("--keep-status", "keep_status", is_flag=True, help="Keep each object's status (SimKube drops it; skctl validate warns about it).")
 @click.option("--allow-empty", "allow_empty", is_flag=True,
               help="Write the trace even when it holds no object, or its window lies before the history or after its "
@@ -83,7 +87,7 @@ def export_command(
     kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
     start_time: str, end_time: str, excluded_namespaces: str | None, include_namespaces: str | None, exclude_labels: tuple[str, ...],
     filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...], default: str | None,
-    include_cluster_scoped: bool, output_file: str | None, fmt: str, summary: str, dry_run: bool, keep_status: bool, allow_empty: bool,
+    include_cluster_scoped: bool, output_file: str | None, fmt: str, summary: str, dry_run: str | None, keep_status: bool, allow_empty: bool,
     transform: str | None, anonymize: bool, anonymize_key: str | None, anonymize_keep: tuple[str, ...], anonymize_map: str | None,
 ) -> None:
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
@@ -96,7 +100,7 @@ def export_command(
     --include-namespaces keeps only those listed and overrides --excluded-namespaces; otherwise the excluded
     namespaces are left out; --exclude-labels leaves out what it matches. What no rule matches gets --default.
     Objects owned by a DaemonSet or by another exported object are left out too (SimKube recreates them).
-    --dry-run shows what each rule decided.
+    --dry-run shows what each rule decided; --dry-run=objects lists each object and what decided it.
 
     \b
     Example:
@@ -114,24 +118,23 @@ def export_command(
     from kubectl_sktrace.cli.globalflags import namespace_scope
     from kubectl_sktrace.export.options import filters_from_flags, resolve_window
     from kubectl_sktrace.export.window import decide_cache, export_to
-    from kubectl_sktrace.trace.transform import load_program
 
-    output_file = _trace_destination(output_file, fmt=fmt, summary=summary, dry_run=dry_run)
+    output_file = _trace_destination(output_file, fmt=fmt, summary=summary, dry_run=dry_run is not None)
     start_ts, end_ts = resolve_window(start_time, end_time, now=time.time())
     if click.get_current_context().get_parameter_source("excluded_namespaces") == click.core.ParameterSource.DEFAULT:
         excluded_namespaces = None  # not chosen: SimKube's list, which -A may replace
-    rules, rules_default = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
+    rules, rules_default, default_origin = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     filters = filters_from_flags(
         namespace=namespace_scope(namespace=namespace, all_namespaces=all_namespaces), all_namespaces=all_namespaces,
         include_namespaces=include_namespaces, excluded_namespaces=excluded_namespaces, exclude_labels=exclude_labels,
-        include_cluster_scoped=include_cluster_scoped, rules=rules, default=rules_default,
+        include_cluster_scoped=include_cluster_scoped, rules=rules, default=rules_default, default_origin=default_origin,
     )
-    program = load_program(transform) if transform is not None else None  # a syntax error before the cache is opened
-    location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
-    if dry_run:
-        decisions = decide_cache(location, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status)
-        click.echo(decisions_text(decisions.as_mapping()) if summary == "table" else render.dump(decisions.as_mapping(), summary))
-        return
+    program = load_skel(transform) if transform is not None else None  # a syntax error before the cache is opened
+    filters = _kinds_resolved(location := cache_path(cache=cache, kubeconfig=kubeconfig, context=context), filters)
+    if dry_run is not None:
+        decisions = decide_cache(location, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status,
+                                 list_objects=dry_run == "objects").as_mapping()
+        return click.echo(decisions_text(decisions) if summary == "table" else render.dump(decisions, summary))
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
     options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)
     report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
@@ -139,6 +142,18 @@ def export_command(
     _say(report, where="stdout" if output_file == "-" else output_file, summary=summary, program=program)
     if fresh and key is not None:
         say_fresh_key(key)
+
+
+def _kinds_resolved(location: str | CacheUrl, filters: ExportFilters) -> ExportFilters:
+    """The rules' kinds as kubectl names them resolved from the cache's discovery documents; a warning for a kind never recorded."""
+    import dataclasses
+
+    from kubectl_sktrace.export.kinds import rule_kinds
+
+    resolved, warnings = rule_kinds(location, filters.rules)
+    for warning in warnings:
+        warn(warning)
+    return dataclasses.replace(filters, rules=resolved)
 
 
 def _say(report: ExportReport, *, where: str, summary: str, program: Program | None) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
@@ -19,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 RULES_HELP = (
     "A RULE is FIELD:VALUE terms, all of which must match: namespace:GLOB[,GLOB], name:GLOB[,GLOB], "
-    "kind:Deployment or kind:apps/v1.Deployment, labels:SELECTOR (kubectl syntax)."
+    "kind:Deployment (or as kubectl names it: deploy, deployments.apps) or kind:apps/v1.Deployment, labels:SELECTOR (kubectl syntax)."
 )
 
 
@@ -40,8 +41,9 @@ def rule_options(f: F) -> F:
 
 
 def user_rules(*, filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...],
-               default: str | None) -> tuple[tuple[Rule, ...], str | None]:
-    """The user's rules in the order they are asked, and the default (``--default``, else the file's, else None)."""
+               default: str | None) -> tuple[tuple[Rule, ...], str | None, str]:
+    """The user's rules in the order they are asked, the default (``--default``, else the file's, else None), and where
+    that default came from (``--default``, or ``--filters FILE``), for the messages and the summary to name."""
     from kubectl_sktrace.trace.rules import ALLOW, DENY, parse_rule, parse_rules_file, selector_rule
 
     rules: list[Rule] = []
@@ -55,7 +57,8 @@ def user_rules(*, filters_file: str | None, selector: str | None, allow: tuple[s
     for name, text in typed_in_order(click.get_current_context(), {"allow": allow, "deny": deny}):
         origin, action = flags[name]
         rules.append(parse_rule(text, action=action, origin=origin))
-    return tuple(rules), default or file_default
+    origin = "--default" if default is not None or filters_file is None or file_default is None else f"--filters {filters_file}"
+    return tuple(rules), default or file_default, origin
 
 
 def transform_rules(*, filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...],
@@ -64,20 +67,30 @@ def transform_rules(*, filters_file: str | None, selector: str | None, allow: tu
     from kubectl_sktrace.trace.filtering import RuleFilter
     from kubectl_sktrace.trace.rules import ALLOW, RuleSet
 
-    rules, rules_default = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
+    rules, rules_default, origin = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     if not rules and rules_default is None:
         return None
-    return RuleFilter(RuleSet(rules=rules, default=rules_default or ALLOW, default_origin="--default" if rules_default else "default"))
+    return RuleFilter(RuleSet(rules=rules, default=rules_default or ALLOW, default_origin=origin if rules_default else "default"))
+
+
+MAX_RULES_FILE = 1 << 20
+"""A rule file's size limit (1 MiB: some 20,000 rules), read no further: a larger file is no hand-kept policy."""
 
 
 def _load_yaml(path: str) -> Any:
+    """The rule file, read up to ``MAX_RULES_FILE`` and parsed by the one bounded loader (libyaml when installed:
+    linear, and some 30 times faster than PyYAML's own reader)."""
     import yaml
 
     from kubectl_sktrace import safeyaml
 
     try:
-        with open(path, encoding="utf-8") as file:
-            return safeyaml.load(file.read(safeyaml.MAX_BYTES + 1))
+        with open(path, "rb") as file:
+            data = file.read(MAX_RULES_FILE + 1)
+        if len(data) > MAX_RULES_FILE:
+            raise UsageError(f"--filters {path}: the file is larger than {MAX_RULES_FILE >> 20} MiB, more than a rule file holds; "
+                             "pass a file of rules (a few lines each)")
+        return safeyaml.load(data.decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(f"--filters {path}: no such file; pass the path of a YAML rule file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -101,11 +114,31 @@ def decisions_text(decisions: dict[str, Any]) -> str:
         f"{left['ownedByExported']} owned by an exported object (which recreates them)" if left["ownedByExported"] else "",
         f"{left['deletedByTransform']} deleted by --transform" if left["deletedByTransform"] else "",
     ]
+    rows = [{"#": number, **row, "rule": _wrapped(row["rule"])} for number, row in enumerate(decisions["rules"], start=1)]
     lines = [
         f"Window {decisions['start']} .. {decisions['end']}: {counted(decisions['objectsRecorded'], 'object')} recorded, "
         f"{decisions['objectsExported']} would be exported. The first rule that matches an object decides:",
-        render.render_table(decisions["rules"], "table", columns=["rule", "action", "from", "objects"]),
+        render.render_table(rows, "table", columns=["#", "rule", "action", "from", "objects"]),
     ]
     if any(besides):
         lines.append("Also left out: " + ", ".join(part for part in besides if part) + ".")
+    if "objects" in decisions:
+        listed = [{"object": f"{row['kind']} {row['namespace'] + '/' if row['namespace'] else ''}{row['name']}",
+                   "exported": "yes" if row["exported"] else "no", "decided by": row["decidedBy"]} for row in decisions["objects"]]
+        lines += ["", "Objects:", render.render_table(listed, "table", columns=["object", "exported", "decided by"])]
     return "\n".join(lines)
+
+
+RULE_WIDTH = 40
+"""The rule column's width in the dry-run's table: a long rule (SimKube's eight excluded namespaces) is wrapped after a
+comma or a space, so that the table fits 100 columns."""
+
+
+def _wrapped(text: str) -> str:
+    lines = [""]
+    for piece in re.findall(r"[^, ]*[, ]?", text):
+        if lines[-1] and len(lines[-1]) + len(piece.rstrip()) > RULE_WIDTH:
+            lines[-1] = lines[-1].rstrip()
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(line.rstrip() for line in lines)

@@ -148,6 +148,9 @@ class SktraceCommand(click.Command):
         def parse_in_order(args: list[str]) -> Any:
             opts, largs, order = parse(args=args)
             ctx.meta[_ORDER] = [param.name for param in order]
+            if ctx.meta[_ORDER].count("namespace") > 1:  # click keeps the last, silently; kubectl takes one namespace
+                several = " (export: --include-namespaces a,b keeps several)" if any(p.name == "include_namespaces" for p in self.params) else ""
+                raise UsageError(f"-n/--namespace is given more than once; pass one namespace{several}")
             return opts, largs, order
 
         setattr(parser, "parse_args", parse_in_order)

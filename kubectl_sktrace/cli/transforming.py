@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
 
 from kubectl_sktrace.cli.completion import complete_files, complete_summary_formats, complete_trace_formats, complete_transforms
 from kubectl_sktrace.cli.filtering import rule_options, transform_rules
-from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, verbosity_option
+from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, verbosity_option, warn
 from kubectl_sktrace.errors import UsageError
+
+if TYPE_CHECKING:
+    from kubectl_sktrace.trace.filtering import RuleFilter
+    from kubectl_sktrace.trace.skel import Program
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,7 +37,8 @@ def anonymize_options(f: F) -> F:
                           "even with --quiet): two traces anonymized with one key line up.")(f)
     f = click.option("--anonymize", "anonymize", is_flag=True,
                      help="Keep only Kubernetes' own vocabulary (field names, enum values, numbers, quantities, well-known "
-                          "label keys) and replace every other string and owner-chosen map key with a keyed pseudonym, the "
+                          "label keys; of an image's tag only 'latest', so ':7.0' is replaced too) and replace every other string "
+                          "and owner-chosen map key with a keyed pseudonym, the "
                           "same throughout the trace (index and pod lifecycles included), so that it replays the same and can "
                           "be shared. The summary says what was replaced and what to review.")(f)
     return f
@@ -44,6 +49,18 @@ def transform_option(f: F) -> F:
                         help="Rewrite the objects with a SKEL program (SimKube's transformations: a file, or 'sanitize' for the "
                              "built-in) before the namespace and label filters, as skctl export --transform does; '@t' counts "
                              "from the window's start, and the start state is kept even when emptied.")(f)
+
+
+def load_skel(spec: str) -> Program:
+    """The program of ``SKEL_FILE``/``--transform`` (``transform.load_program``), with a warning on stderr for each mistake
+    SKEL accepts silently (``trace/skelcheck``): it still runs as written, with SimKube's semantics."""
+    from kubectl_sktrace.trace.skelcheck import check_program
+    from kubectl_sktrace.trace.transform import load_program
+
+    program = load_program(spec)
+    for text in check_program(program):
+        warn(text)
+    return program
 
 
 def anonymization_key(*, anonymize: bool, anonymize_key: str | None) -> tuple[bytes | None, bool]:
@@ -162,10 +179,10 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
       kubectl sktrace transform incident.sktrace -o yaml | less
     """
     from kubectl_sktrace import render
-    from kubectl_sktrace.trace.transform import load_program, review_sentence, transform_sentence, transform_summary, transform_to
+    from kubectl_sktrace.trace.transform import review_sentence, transform_sentence, transform_summary, transform_to
 
     output_file, fmt = _destination(output_file, fmt=fmt, summary=summary)
-    program = load_program(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
+    program = load_skel(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     rule_filter = transform_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
     options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)
@@ -174,17 +191,27 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
     if summary != "table":
         rules = {} if rule_filter is None else {"rules": rule_filter.summary()}
         click.echo(render.render_mapping({**report.as_mapping(), **rules}, summary))
-    else:
-        if program is not None:
-            note(transform_summary(report))
-        if rule_filter is not None:
-            note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
+    elif program is not None:
+        note(transform_summary(report))
+    if rule_filter is not None:
+        _say_rules(rule_filter, table=summary == "table")
     if program is None and rule_filter is None and key is None:
         note(f"Nothing to change (no SKEL_FILE, rules or --anonymize): the trace is written as it is, in {fmt}.")
     note(transform_sentence(report))
     must_read(review_sentence(report.anonymization))
     if fresh and key is not None:
         say_fresh_key(key)
+
+
+def _say_rules(rule_filter: RuleFilter, *, table: bool) -> None:
+    """What the rules did, after the trace was read: a warning for each kind no object of it has; the table of what each
+    rule decided (on stderr, unless the summary is a document on stdout)."""
+    from kubectl_sktrace import render
+
+    for warning in rule_filter.kind_warnings():
+        warn(warning)
+    if table:
+        note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
 
 
 def _destination(output_file: str | None, *, fmt: str, summary: str) -> tuple[str, str]:

@@ -45,6 +45,7 @@ class ExportFilters:
     include_cluster_scoped: bool = False
     rules: tuple[Rule, ...] = ()  # the user's (--filters, -l, --allow, --deny), asked before the flags' own
     default: str | None = None  # --default; None: deny with included namespaces, else allow
+    default_origin: str = "--default"  # or --filters FILE, whose default: it was
     included_by: str = "--include-namespaces"  # or -n: the flag the summary names
 
     def rule_set(self) -> RuleSet:
@@ -57,8 +58,9 @@ class ExportFilters:
         if self.include_namespaces is not None:
             legacy.append(Rule(action=ALLOW, namespaces=tuple(sorted(self.include_namespaces)), origin=self.included_by))
             return RuleSet(rules=self.rules + tuple(legacy), default=self.default or DENY,
-                           default_origin="--default" if self.default else self.included_by)
-        return RuleSet(rules=self.rules + tuple(legacy), default=self.default or ALLOW, default_origin="--default" if self.default else "default")
+                           default_origin=self.default_origin if self.default else self.included_by)
+        return RuleSet(rules=self.rules + tuple(legacy), default=self.default or ALLOW,
+                       default_origin=self.default_origin if self.default else "default")
 
 
 def resolve_window(start: str, end: str, *, now: float) -> tuple[int, int]:
@@ -98,9 +100,11 @@ def namespace_list(text: str | None) -> frozenset[str] | None:
 def filters_from_flags(
     *, namespace: str | None, all_namespaces: bool, include_namespaces: str | None, excluded_namespaces: str | None,
     exclude_labels: tuple[str, ...] = (), include_cluster_scoped: bool = False, rules: tuple[Rule, ...] = (), default: str | None = None,
+    default_origin: str = "--default",
 ) -> ExportFilters:
     """The filters of export's flags. ``excluded_namespaces`` is None when the user did not pass it (SimKube's list
-    applies); ``-n`` and ``-A`` are already checked not to be both given; ``rules`` are the user's, in order."""
+    applies); ``-n`` and ``-A`` are already checked not to be both given; ``rules`` are the user's, in order, and
+    ``default`` theirs, from ``default_origin`` (``--default``, or ``--filters FILE``)."""
     included = namespace_list(include_namespaces)
     if namespace is not None:
         if included is not None:
@@ -114,10 +118,13 @@ def filters_from_flags(
         excluded = frozenset()
     if default == ALLOW and included is not None:
         flag = "-n/--namespace" if namespace is not None else "--include-namespaces"
-        raise UsageError(f"--default allow and {flag} contradict each other ({flag} keeps only its namespaces); "
-                         f"pass --allow 'namespace:…' rules instead of {flag}, or leave --default out")
+        if default_origin == "--default":
+            raise UsageError(f"--default allow and {flag} contradict each other ({flag} keeps only its namespaces); "
+                             f"pass --allow 'namespace:…' rules instead of {flag}, or leave --default out")
+        raise UsageError(f"'default: allow' in {default_origin.removeprefix('--filters ')} and {flag} contradict each other ({flag} keeps "
+                         f"only its namespaces); leave {flag} out and add 'allow: namespace:…' rules to the file, or pass --default deny")
     return ExportFilters(
         excluded_namespaces=excluded, include_namespaces=included,
         exclude_labels=tuple(parse_selector(text) for text in exclude_labels), include_cluster_scoped=include_cluster_scoped,
-        rules=rules, default=default, included_by="-n" if namespace is not None else "--include-namespaces",
+        rules=rules, default=default, default_origin=default_origin, included_by="-n" if namespace is not None else "--include-namespaces",
     )

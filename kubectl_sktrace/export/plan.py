@@ -31,12 +31,22 @@ class Plan:
     deleted_by_program: int = 0  # objects whose last version --transform deletes (``export/transforms``)
     rules: RuleSet = field(default_factory=RuleSet)
     decisions: list[int] = field(default_factory=list)  # objects per rule that decided them, the default last
+    verdicts: list[tuple[ObjKey, bool, int | str]] | None = None  # ``--dry-run=objects``: each object, exported or not, and why
+
+    def verdict(self, key: ObjKey, *, exported: bool, why: int | str) -> None:
+        """What decided an object (``why``: the index of the rule, or the reason), when the verdicts are kept."""
+        if self.verdicts is not None:
+            self.verdicts.append((key, exported, why))
 
     def decisions_report(self, *, start_ts: int, end_ts: int) -> Decisions:
         left = self.left_out
         return Decisions(
             start_ts=start_ts, end_ts=end_ts, recorded=left.recorded, exported=len(self.exported),
             rules=tuple(self.rules.summary(self.decisions)),
+            objects=None if self.verdicts is None else tuple(
+                {"kind": str(key.gvk), "namespace": key.namespace, "name": key.name, "exported": exported,
+                 "rule": None if isinstance(why, str) else why + 1, "decidedBy": why if isinstance(why, str) else _rule_named(self.rules, why)}
+                for key, exported, why in sorted(self.verdicts, key=lambda v: _key_order(v[0]))),
             left_out={"clusterScoped": left.cluster_scoped, "deniedByRules": sum(left.namespaces.values()) + left.labels + left.rules,
                       "ownedByDaemonSet": left.daemonset, "ownedByExported": left.owned, "deletedByTransform": self.deleted_by_program},
         )
@@ -83,20 +93,22 @@ class Decisions:
     exported: int
     rules: tuple[dict[str, Any], ...]  # ``RuleSet.summary``: each rule, the default last, with the objects it decided
     left_out: dict[str, int]
+    objects: tuple[dict[str, Any], ...] | None = None  # ``--dry-run=objects``: each object and what decided it
 
     def as_mapping(self) -> dict[str, Any]:
+        listed = {} if self.objects is None else {"objects": [dict(row) for row in self.objects]}
         return {"start": format_time(self.start_ts), "end": format_time(self.end_ts), "objectsRecorded": self.recorded,
-                "objectsExported": self.exported, "rules": [dict(row) for row in self.rules], "leftOut": dict(self.left_out)}
+                "objectsExported": self.exported, "rules": [dict(row) for row in self.rules], "leftOut": dict(self.left_out), **listed}
 
 
 def plan_objects(cache: Cache, *, start_ts: int, end_ts: int, known: float, filters: ExportFilters, program: Program | None,
-          keep_status: bool) -> Plan:
+          keep_status: bool, list_objects: bool = False) -> Plan:
     """Decide which objects are exported, and the index hash of each, from what was recorded before ``known``;
-    the rules judge each object as ``program`` (--transform) leaves it."""
+    the rules judge each object as ``program`` (--transform) leaves it; ``list_objects`` keeps each one's verdict."""
     rules = filters.rule_set()
-    plan = Plan(rules=rules, decisions=[0] * (len(rules.rules) + 1))
+    plan = Plan(rules=rules, decisions=[0] * (len(rules.rules) + 1), verdicts=[] if list_objects else None)
     view = None if program is None else ProgramView(program, start_ts=start_ts, keep_status=keep_status)
-    candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...]]] = {}
+    candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...], int]] = {}
     untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts, known=known)
     for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys,
                                              bodies=rules.needs_labels or view is not None):
@@ -107,27 +119,40 @@ def plan_objects(cache: Cache, *, start_ts: int, end_ts: int, known: float, filt
         body = None if view is None else view.body(event)
         if view is not None and body is None:
             plan.deleted_by_program += 1
+            plan.verdict(event.key, exported=False, why="deleted by --transform")
             continue
         namespace = event.key.namespace if body is None else namespace_of(body)
         if not namespace and not filters.include_cluster_scoped:
             left.cluster_scoped += 1
+            plan.verdict(event.key, exported=False, why="cluster-scoped (--include-cluster-scoped keeps it)")
             continue
         decided, daemonset = _decide(event, rules, namespace=namespace, body=body)
         plan.decisions[decided] += 1
         if rules.action(decided) == DENY:
             _count_denied(left, rules, decided, namespace=namespace)
+            plan.verdict(event.key, exported=False, why=decided)
         elif daemonset:
             left.daemonset += 1
+            plan.verdict(event.key, exported=False, why="owned by a DaemonSet")
         else:
-            candidates[event.key] = (event.spec_hash or 0, event.owner_chain)
+            candidates[event.key] = (event.spec_hash or 0, event.owner_chain, decided)
     for key in sorted(candidates, key=_key_order):
-        spec_hash, chain = candidates[key]
-        if not any(owner in candidates for owner in chain):
+        spec_hash, chain, decided = candidates[key]
+        owner = next((owner for owner in chain if owner in candidates), None)
+        if owner is None:
             plan.exported[key] = spec_hash
             plan.left_out.kept_namespaces.add(key.namespace)
+            plan.verdict(key, exported=True, why=decided)
         else:
             plan.left_out.owned += 1
+            plan.verdict(key, exported=False, why=f"owned by the exported {owner.gvk.kind} {owner.ns_name}")
     return plan
+
+
+def _rule_named(rules: RuleSet, decided: int) -> str:
+    """The rule that decided, as the dry-run's table numbers it: ``rule N (FROM)``, the default last."""
+    origin = rules.rules[decided].origin if decided < len(rules.rules) else rules.default_origin
+    return f"rule {decided + 1} ({origin})"
 
 
 def _key_order(key: ObjKey) -> tuple[str, str, str, str, str]:

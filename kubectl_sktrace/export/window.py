@@ -194,15 +194,17 @@ def _clamped_start(all_runs: list[history.Run], *, start_ts: int, end_ts: int) -
 
 
 def decide_window(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, program: Program | None = None,
-                  keep_status: bool = False) -> Decisions:
-    """What ``export_trace`` would decide of each object of the window, without writing it (``export --dry-run``)."""
+                  keep_status: bool = False, list_objects: bool = False) -> Decisions:
+    """What ``export_trace`` would decide of each object of the window, without writing it (``export --dry-run``; with
+    ``list_objects``, each object's verdict too: ``--dry-run=objects``)."""
     if end_ts <= start_ts:
         raise UsageError(f"the window [{start_ts}, {end_ts}) is empty; pass an end time after the start time")
     with history.read_snapshot(cache), relaxed_gc():
         all_runs = _runs(cache)
         start_ts, _ = _clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
         known = history.known_until(all_runs, end=end_ts)
-        plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)
+        plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status,
+                            list_objects=list_objects)
     return plan.decisions_report(start_ts=start_ts, end_ts=end_ts)
 
 
@@ -464,9 +466,10 @@ def export_sentence(report: ExportReport, *, where: str) -> str:
 
 
 def decide_cache(cache_path: str | CacheUrl, *, start_ts: int, end_ts: int, filters: ExportFilters, program: Program | None = None,
-                 keep_status: bool = False) -> Decisions:
+                 keep_status: bool = False, list_objects: bool = False) -> Decisions:
     """``export --dry-run``: ``decide_window`` on the cache at ``cache_path``, opened read-only."""
     from kubectl_sktrace.store import open_cache_readonly
 
     with open_cache_readonly(cache_path) as opened:
-        return decide_window(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status)
+        return decide_window(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status,
+                             list_objects=list_objects)

@@ -14,13 +14,16 @@ was committed; the position belongs to the whole recording, so a namespace's cou
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import closest
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.trace.rules import KindNames
 from kubectl_sktrace.store.history import (
     CAUSE_UNOBSERVED,
     CoverageGap,
@@ -225,3 +228,25 @@ def _check_seen(cache: Cache, namespace: str) -> None:
     else:
         hint = "it has recorded no namespaced object yet: leave -n out"
     raise UsageError(f"cache {cache.path} never saw namespace {namespace} (no object was recorded there); {hint}")
+
+
+def kind_catalog(cache: Cache) -> tuple[list[KindNames], list[GVK]]:
+    """What the kinds the cache recorded are called (from the discovery documents it keeps: ``KindNames``), and the
+    kinds of the objects it recorded; read-only, from small tables (``event_counts`` since 0005)."""
+    catalog = []
+    for group_version, body in cache.conn.execute("SELECT group_version, body FROM discovery"):
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            continue  # a damaged document names nothing; the kinds recorded still do
+        for entry in doc.get("resources") or [] if isinstance(doc, dict) else []:
+            name, kind = entry.get("name") or "", entry.get("kind")
+            if not name or "/" in name or not kind:
+                continue
+            gvk = GVK.from_api_version(str(group_version), str(kind))
+            names = {kind.lower(), name.lower(), str(entry.get("singularName") or "").lower()}
+            names.update(str(short).lower() for short in entry.get("shortNames") or ())
+            catalog.append(KindNames(gvk=gvk, names=frozenset(names - {""})))
+    table = "event_counts WHERE n > 0" if cache.has_table("event_counts") else "events"
+    recorded = sorted({GVK.parse(str(gvk)) for (gvk,) in cache.conn.execute(f"SELECT DISTINCT gvk FROM {table}")}, key=str)
+    return catalog, recorded

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.trace.format import EventSpool, Trace
-from kubectl_sktrace.trace.rules import ALLOW, RuleSet
+from kubectl_sktrace.trace.rules import ALLOW, KindNames, RuleSet, resolve_kinds
 from kubectl_sktrace.trace.sanitize import object_key
 
 _Key = tuple[str, str, str]  # the index's spelling: gvk, namespace, name
@@ -86,6 +86,12 @@ class RuleFilter:
 
     def summary(self) -> list[dict[str, Any]]:
         return self.rules.summary(self.counts)
+
+    def kind_warnings(self) -> list[str]:
+        """Once the trace is learnt: a warning for each kind a rule names that no object of the trace has, with the kind
+        meant when one is close (a trace holds no discovery document: kinds are matched by name, any case, or GVK)."""
+        kinds = sorted({gvk for gvk, _, _ in self._last.values()}, key=str)
+        return resolve_kinds(self.rules.rules, catalog=[KindNames(gvk, frozenset({gvk.kind.lower()})) for gvk in kinds], recorded=kinds)[1]
 
 
 def _split(ns_name: str) -> tuple[str, str]:

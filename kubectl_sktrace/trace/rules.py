@@ -1,14 +1,18 @@
 """Which objects a trace keeps: ordered allow and deny rules, the first that matches decides. Pure functions.
 
-A rule matches an object when every field it gives matches (a rule with no field matches everything):
+A rule matches an object when every field it gives matches; it gives at least one (``--allow ''``, and ``allow:`` with
+nothing in a file, are refused alike: what no rule matches gets the default):
 
     namespace:GLOB[,GLOB...]    the object's namespace matches one of the globs (``*``, ``?``, ``[a-z]``)
     name:GLOB[,GLOB...]         its name matches one of the globs
-    kind:KIND[,KIND...]         its kind: ``Deployment`` (any group and version, case-insensitive) or ``apps/v1.Deployment``
+    kind:KIND[,KIND...]         its kind: ``Deployment`` (any group and version, case-insensitive) or ``apps/v1.Deployment``;
+                                as kubectl names it (``deploy``, ``deployments``, ``Deployments.apps``), once
+                                ``resolve_kinds`` has read the discovery documents of the kinds recorded
     labels:SELECTOR             its labels match a kubectl label selector (``trace/selectors``), e.g. ``app=web,tier!=canary``
 
 On the command line a rule is its fields separated by spaces (``namespace:shop kind:Deployment labels:tier=canary``);
-a selector may hold spaces (``labels:env in (prod,staging)``) since only a space before another ``FIELD:`` ends it.
+a selector may hold spaces (``labels:env in (prod, staging)``) since only spaces before another ``FIELD:`` (one of
+the four names and a colon) end it: ``labels:tier in (a, b) kind:Job`` is a selector and a kind.
 In a rule file (``--filters``, YAML) each rule is ``allow:`` or ``deny:`` with the same fields as a mapping (a
 field's globs or kinds may be a list) or as the command line's string.
 
@@ -23,11 +27,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.plural import closest
 from kubectl_sktrace.trace.selectors import Selector, parse_selector, quoted
 
 ALLOW, DENY = "allow", "deny"
@@ -42,6 +47,8 @@ _TERM_START = re.compile(rf"(?:^|(?<!\s)\s+)(?=(?:{'|'.join(FIELDS)}):)")
 MAX_GLOB = 253  # the longest name Kubernetes allows: a longer glob matches nothing, and fnmatch is quadratic in '['s
 _NAME_GLOB = re.compile(r"[-a-z0-9.*?\[\]!]+")
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_RESOURCE = re.compile(r"[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9-]+)+")  # resource.group, resource.version.group (kubectl's spelling)
+_GVK_FORM = re.compile(r"v\d+(?:(?:alpha|beta)\d+)?\.[A-Za-z][A-Za-z0-9]*")  # v1.Pod: a core kind's GVK
 
 
 class _Globs:
@@ -209,14 +216,70 @@ def _globs(value: Any, *, field: str, where: str) -> tuple[str, ...]:
 def _kinds(value: Any, *, where: str) -> tuple[str, ...]:
     kinds = _items(value, field="kind", where=where)
     for kind in kinds:
-        if "." in kind:
+        if "/" in kind or _GVK_FORM.fullmatch(kind):
             try:
                 GVK.parse(kind)
             except UsageError as exc:
                 raise UsageError(f"{where}: {exc}") from None
-        elif not _KIND.fullmatch(kind):
-            raise UsageError(f"{where}: {quoted(kind)} is not a kind; give 'Deployment' or 'apps/v1.Deployment'")
+        elif not _KIND.fullmatch(kind) and not _RESOURCE.fullmatch(kind):
+            raise UsageError(f"{where}: {quoted(kind)} is not a kind; give 'Deployment', 'deployments.apps' or 'apps/v1.Deployment'")
     return kinds
+
+
+def is_gvk_term(kind: str) -> bool:
+    """Whether a rule's kind is a GVK (``apps/v1.Deployment``, ``v1.Pod``) rather than a name kubectl takes."""
+    return "/" in kind or _GVK_FORM.fullmatch(kind) is not None
+
+
+@dataclass(frozen=True)
+class KindNames:
+    """What a kind is called, from a discovery document: its GVK and every name kubectl takes for it (lower-cased:
+    the kind, the plural, the singular, the short names)."""
+
+    gvk: GVK
+    names: frozenset[str]
+
+
+def resolve_kinds(rules: Sequence[Rule], *, catalog: Sequence[KindNames], recorded: Sequence[GVK]) -> tuple[tuple[Rule, ...], list[str]]:
+    """The rules with their kinds named as kubectl names them (``deploy``, ``deployments``, ``Deployments.apps``) turned
+    into the kinds they name, from ``catalog``; and a warning for each kind no ``recorded`` object has (with the name
+    meant, when one is close). Pure."""
+    warnings: list[str] = []
+    out = []
+    for rule in rules:
+        resolved = {term: _resolve(term, catalog) for term in rule.kinds}
+        warnings += (_unknown_kind(term, rule=rule, catalog=catalog, recorded=recorded)
+                     for term, kinds in resolved.items() if not any(_recorded(kind, recorded) for kind in kinds))
+        kinds = tuple(dict.fromkeys(kind for found in resolved.values() for kind in found))
+        out.append(rule if kinds == rule.kinds else replace(rule, kinds=kinds))
+    return tuple(out), warnings
+
+
+def _resolve(term: str, catalog: Sequence[KindNames]) -> tuple[str, ...]:
+    if is_gvk_term(term):
+        return (term,)
+    name, _, group = term.lower().partition(".")
+    found = [entry.gvk for entry in catalog
+             if name in entry.names and group in ("", entry.gvk.group, f"{entry.gvk.version}.{entry.gvk.group}")]
+    if not found:
+        return (term,)
+    if not group:
+        return tuple(dict.fromkeys(gvk.kind for gvk in found))
+    return tuple(dict.fromkeys(str(gvk) for gvk in found))
+
+
+def _recorded(kind: str, recorded: Sequence[GVK]) -> bool:
+    if is_gvk_term(kind):
+        return any(str(gvk) == kind for gvk in recorded)
+    return any(gvk.kind.lower() == kind.lower() for gvk in recorded)
+
+
+def _unknown_kind(term: str, *, rule: Rule, catalog: Sequence[KindNames], recorded: Sequence[GVK]) -> str:
+    names = {gvk.kind for gvk in recorded} | {name for entry in catalog for name in entry.names}
+    guess = closest(term.partition(".")[0], names)
+    meant = next((entry.gvk.kind for entry in catalog if guess is not None and guess.lower() in entry.names), guess)
+    hint = f"; did you mean kind:{meant}?" if meant else ""
+    return f"{rule.origin} {rule.text!r}: no recorded object is of kind {term!r}, so it matches nothing{hint}"
 
 
 def parse_rules_file(data: Any, *, source: str) -> tuple[tuple[Rule, ...], str | None]:
@@ -243,12 +306,12 @@ def parse_rules_file(data: Any, *, source: str) -> tuple[tuple[Rule, ...], str |
         if not isinstance(item, dict) or len(item) != 1 or next(iter(item)) not in ACTIONS:
             raise UsageError(f"{where}: each rule is one 'allow:' or 'deny:' with its fields")
         (action, fields), = item.items()
+        if fields is None or fields == {}:
+            raise UsageError(f"{where}: the rule is empty, as --{action} '' is; {SYNTAX} (what no rule matches gets 'default:')")
         if isinstance(fields, str):
             rules.append(parse_rule(fields, action=action, origin=origin))
         elif isinstance(fields, dict):
             rules.append(rule_from_fields(fields, action=action, origin=origin, where=where))
-        elif fields is None:
-            rules.append(Rule(action=action, origin=origin))
         else:
             raise UsageError(f"{where}: give the rule's fields as a mapping or as a string")
     return tuple(rules), default

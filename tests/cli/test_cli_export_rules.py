@@ -180,17 +180,56 @@ def test_dry_run_shows_the_rules_in_force_and_what_each_decided_and_writes_nothi
     assert not out.exists()
     assert result.stdout == (
         "Window 2027-01-15T07:30:00Z .. 2027-01-15T08:00:00Z: 12 objects recorded, 5 would be exported. "
-        "The first rule that matches an object decides:\n"
-        "RULE                                                                                                          ACTION    FROM                             OBJECTS\n"
-        "------------------------------------------------------------------------------------------------------------  --------  -------------------------------  ---------\n"
-        "namespace:shop labels:tier=canary                                                                             deny      --deny                           1\n"
-        "namespace:kube-system labels:app.kubernetes.io/name=ingress-nginx                                             allow     --allow                          1\n"
-        "namespace:cert-manager,default,kube-node-lease,kube-public,kube-system,local-path-storage,monitoring,simkube  deny      --excluded-namespaces (default)  2\n"
-        "labels:env=dev                                                                                                deny      --exclude-labels                 1\n"
-        "everything else                                                                                               allow     default                          6\n"
+        "The first rule that matches an object decides:\n" + DRY_RUN_RULES +
         "Also left out: 1 cluster-scoped object (--include-cluster-scoped keeps them), 1 owned by a DaemonSet, "
         "1 owned by an exported object (which recreates them).\n"
     )
+    # SimKube's excluded namespaces are wrapped (they made it 110 wide): the longest term that cannot break sets the width
+    assert max(len(line) for line in DRY_RUN_RULES.splitlines()) == len("1    ") + len("labels:app.kubernetes.io/name=ingress-nginx") + 54
+
+
+DRY_RUN_RULES = (
+    "#    RULE                                         ACTION    FROM                             OBJECTS\n"
+    "---  -------------------------------------------  --------  -------------------------------  ---------\n"
+    "1    namespace:shop labels:tier=canary            deny      --deny                           1\n"
+    "2    namespace:kube-system                        allow     --allow                          1\n"
+    "     labels:app.kubernetes.io/name=ingress-nginx\n"
+    "3    namespace:cert-manager,default,              deny      --excluded-namespaces (default)  2\n"
+    "     kube-node-lease,kube-public,kube-system,\n"
+    "     local-path-storage,monitoring,simkube\n"
+    "4    labels:env=dev                               deny      --exclude-labels                 1\n"
+    "5    everything else                              allow     default                          6\n"
+)
+
+
+def test_dry_run_objects_lists_what_decided_each_object(cluster, tmp_path):
+    out = tmp_path / "t.sktrace"
+    args = ["--deny", "namespace:shop labels:tier=canary", "--allow", "namespace:kube-system labels:app.kubernetes.io/name=ingress-nginx",
+            "--exclude-labels", "env=dev"]
+    result = export(cluster, *args, "--dry-run=objects", out=str(out))
+    assert (result.exit_code, result.stderr, out.exists()) == (0, "", False)
+    assert result.stdout.split("\n\n", 1)[1] == (
+        "Objects:\n"
+        "OBJECT                                        EXPORTED    DECIDED BY\n"
+        "--------------------------------------------  ----------  --------------------------------------------------\n"
+        "v1.Namespace shop                             no          cluster-scoped (--include-cluster-scoped keeps it)\n"
+        "v1.Pod team-a/fluentd-x                       no          owned by a DaemonSet\n"
+        "apps/v1.Deployment default/site               no          rule 3 (--excluded-namespaces (default))\n"
+        "apps/v1.Deployment kube-system/coredns        no          rule 3 (--excluded-namespaces (default))\n"
+        "apps/v1.Deployment kube-system/ingress-nginx  yes         rule 2 (--allow)\n"
+        "apps/v1.Deployment shop/web                   yes         rule 5 (default)\n"
+        "apps/v1.Deployment shop/web-canary            no          rule 1 (--deny)\n"
+        "apps/v1.Deployment team-a/api                 yes         rule 5 (default)\n"
+        "apps/v1.Deployment team-b/api                 no          rule 4 (--exclude-labels)\n"
+        "apps/v1.ReplicaSet shop/cart-1                yes         rule 5 (default)\n"
+        "apps/v1.ReplicaSet team-a/api-1               no          owned by the exported Deployment team-a/api\n"
+        "batch/v1.Job team-a/backup                    yes         rule 5 (default)\n"
+    )
+    listed = json.loads(export(cluster, *args, "--dry-run=objects", "--summary", "json").stdout)["objects"]
+    assert {"kind": "apps/v1.Deployment", "namespace": "shop", "name": "web-canary", "exported": False, "rule": 1,
+            "decidedBy": "rule 1 (--deny)"} in listed
+    assert [row["name"] for row in listed if row["exported"]] == ["ingress-nginx", "web", "api", "cart-1", "backup"]
+    assert "objects" not in json.loads(export(cluster, *args, "--dry-run", "--summary", "json").stdout)
 
 
 def test_the_summarys_json_counts_what_each_rule_decided(cluster, tmp_path):
@@ -227,8 +266,10 @@ def test_a_trace_the_rules_empty_says_which_flag_to_look_at(cluster):
      "namespace, name, kind, labels (e.g. 'namespace:shop kind:Deployment labels:tier=canary')"),
     (["--deny", "labels:app in (web"], "--deny 'labels:app in (web': invalid label selector 'app in (web': '(' without ')'; "
      "use kubectl syntax like 'a=b,c!=d,e in (x,y),f notin (z),g,!h'"),
-    (["--allow", "kind:apps/v1/Deployment"], "--allow 'kind:apps/v1/Deployment': 'apps/v1/Deployment' is not a kind; "
-     "give 'Deployment' or 'apps/v1.Deployment'"),
+    (["--allow", "kind:apps/v1/Deployment"], "--allow 'kind:apps/v1/Deployment': invalid GVK 'apps/v1/Deployment': expected "
+     "'<group>/<version>.<Kind>' (e.g. 'apps/v1.Deployment') or '<version>.<Kind>' for core kinds (e.g. 'v1.Pod')"),
+    (["--allow", "kind:Deploy ment"], "--allow 'kind:Deploy ment': 'Deploy ment' is not a kind; give 'Deployment', 'deployments.apps' "
+     "or 'apps/v1.Deployment'"),
     (["--allow", "kind:apps/v1.Deploy ment"], "--allow 'kind:apps/v1.Deploy ment': invalid GVK 'apps/v1.Deploy ment': expected "
      "'<group>/<version>.<Kind>' (e.g. 'apps/v1.Deployment') or '<version>.<Kind>' for core kinds (e.g. 'v1.Pod')"),
     (["--allow", "namespace:a namespace:b"], "--allow 'namespace:a namespace:b': namespace is given twice; give it once "
@@ -282,3 +323,111 @@ def test_dry_run_names_the_flag_each_legacy_rule_came_from(cluster):
         ("namespace:shop", "allow", "-n", 2),
         ("everything else", "deny", "-n", 8),
     ]
+
+
+# --- rule files a new user writes (issue 38) -------------------------------------------------------------------
+
+
+def _answer_within(args, *, cpu_seconds, memory_bytes):
+    """The command's result, its CPU time and its peak of Python allocations bounded generously: against a reader that
+    grows with the square of the file, or holds ten times its size."""
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    started = time.process_time()
+    try:
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.process_time() - started < cpu_seconds
+    assert peak < memory_bytes, peak
+    return result
+
+
+@pytest.mark.parametrize("body", [
+    "rules:\n" + "  - allow: namespace:shop labels:app=web\n" * 250_000 + "  - allow: {namespaces: x}\n",
+    "a" * (10 << 20),
+], ids=["10MB-of-rules-one-bad-last", "10MB-plain-scalar"])
+def test_a_rule_file_over_the_size_limit_is_refused_at_once(cluster, tmp_path, body):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(body)
+    assert rules.stat().st_size >= 10_000_000
+    result = _answer_within(["export", "--cache", str(cluster.path), "--filters", str(rules)], cpu_seconds=10, memory_bytes=64 << 20)
+    assert (result.exit_code, result.stderr) == (1, f"Error: --filters {rules}: the file is larger than 1 MiB, more than a rule file "
+                                                    "holds; pass a file of rules (a few lines each)\n")
+
+
+def test_a_rule_file_at_the_size_limit_with_a_bad_last_rule_names_it_soon(cluster, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    line = "  - allow: namespace:shop labels:app=web\n"
+    count = ((1 << 20) - 100) // len(line)
+    rules.write_text("rules:\n" + line * count + "  - allow: {namespaces: x}\n")
+    result = _answer_within(["export", "--cache", str(cluster.path), "--filters", str(rules)], cpu_seconds=60, memory_bytes=512 << 20)
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {rules}: rule {count + 1}: unknown field 'namespaces'; a rule's fields are namespace, name, kind, labels\n")
+
+
+def test_a_files_default_allow_with_n_is_refused_naming_the_file(cluster, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("default: allow\nrules:\n  - deny: namespace:shop labels:tier=canary\n")
+    result = export(cluster, "--filters", str(rules), "-n", "shop")
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: 'default: allow' in {rules} and -n/--namespace contradict each other (-n/--namespace keeps only its namespaces); "
+           "leave -n/--namespace out and add 'allow: namespace:…' rules to the file, or pass --default deny\n")
+    assert export(cluster, "--filters", str(rules), "-n", "shop", "--default", "deny").exit_code == 0
+
+
+def test_a_files_default_is_attributed_to_the_file(cluster, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("default: deny\nrules:\n  - allow: namespace:shop\n")
+    rows = json.loads(export(cluster, "--filters", str(rules), "--dry-run", "--summary", "json").stdout)["rules"]
+    assert rows[-1] == {"rule": "everything else", "action": "deny", "from": f"--filters {rules}", "objects": 5}
+    rows = json.loads(export(cluster, "--filters", str(rules), "--default", "allow", "--dry-run", "--summary", "json").stdout)["rules"]
+    assert rows[-1]["from"] == "--default"
+    code = CliRunner().invoke(cli, ["transform", "-", "--filters", str(rules), "-o", "json", "--summary", "json", "-O", str(tmp_path / "t.json")],
+                              input=export(cluster).stdout_bytes, catch_exceptions=False)
+    assert json.loads(code.stdout)["rules"][-1]["from"] == f"--filters {rules}"
+
+
+# --- kinds as kubectl names them, from the discovery documents the cache holds (issue 38) --------------------
+
+
+@pytest.fixture
+def discovered(cluster):
+    """The cluster's cache with the discovery documents a recorder keeps (the emulator's, shaped as a real server's)."""
+    from sktrace_emulator.discovery import resource_list
+    from sktrace_emulator.state import Store
+
+    from kubectl_sktrace.store.recording import Recording
+
+    store = Store()
+    Recording(cluster.cache).save_discovery({gv: resource_list(store, *gv.rpartition("/")[::2]) for gv in ("v1", "apps/v1", "batch/v1")},
+                                            fetched=NOW - 3600)
+    return cluster
+
+
+@pytest.mark.parametrize("kind", ["deploy", "deployments", "deployment", "Deployments.apps", "DEPLOY", "deployments.v1.apps",
+                                  "Deployment", "apps/v1.Deployment"])
+def test_kinds_as_kubectl_names_them(discovered, kind):
+    expected = index_of(export(discovered, "--allow", "kind:Deployment", "--default", "deny"))
+    result = export(discovered, "--allow", f"kind:{kind}", "--default", "deny")
+    assert index_of(result) == expected and "Warning" not in result.stderr
+    assert all(name.startswith("Deployment:") for name in expected) and len(expected) == 7
+
+
+def test_a_kind_no_recorded_object_has_is_warned_of_with_the_kind_meant(discovered):
+    result = export(discovered, "--allow", "kind:Deploymnet,Job", "--dry-run")
+    assert result.exit_code == 0
+    assert result.stderr == ("Warning: --allow 'kind:Deploymnet,Job': no recorded object is of kind 'Deploymnet', so it matches nothing; "
+                             "did you mean kind:Deployment?\n")
+    assert "Warning: --deny 'kind:rs,sts': no recorded object is of kind 'sts', so it matches nothing; did you mean kind:StatefulSet?\n" == (
+        export(discovered, "--deny", "kind:rs,sts", "--dry-run").stderr)
+
+
+@pytest.mark.parametrize("command", [["export"], ["status"]])
+def test_a_repeated_namespace_is_refused(discovered, command):
+    result = CliRunner().invoke(cli, [*command, "--cache", str(discovered.path), "-n", "shop", "-n", "team-a"], catch_exceptions=False)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith("Error: -n/--namespace is given more than once; pass one namespace")

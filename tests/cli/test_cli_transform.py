@@ -225,7 +225,8 @@ def test_the_anonymize_options_need_anonymize(shop_trace: Path, tmp_path: Path) 
 
 SYNTAX_ERRORS = [
     ("remove(status;", "1:14: expected ')' but found ';' in \"remove(status;\""),
-    ("remove(status)", "1:15: expected ';' but found end of file in \"remove(status)\""),
+    ("remove(status)", "1:15: expected ';' after the command but found end of file in \"remove(status)\""),
+    ("remove(status)\n\n", "1:15: expected ';' after the command but found end of file in \"remove(status)\""),
     ("# strip\nremove(status);\nrmove(spec.template.spec.serviceAccount);",
      "3:1: expected a command (delete, modify or remove) but found 'rmove' in \"rmove(spec.template.spec.serviceAccount);\""),
     ("modify(metadata.labels.x == 1);", "1:30: expected ',' but found ')' in \"modify(metadata.labels.x == 1);\""),
@@ -490,3 +491,29 @@ def test_transform_keeps_the_windows_empty_start(cache: Path, tmp_path: Path, ar
     assert code == 0, stderr
     assert [e["ts"] for e in traceformat.read_trace(out).events] == [e["ts"] for e in traceformat.read_trace(exported).events]
     assert inspect_trace(str(out), with_events=False)["window"] == inspect_trace(str(exported), with_events=False)["window"]
+
+
+def test_skel_mistakes_are_warned_of_and_the_program_runs_as_written(shop_trace: Path, tmp_path: Path) -> None:
+    program, out = tmp_path / "p.skel", tmp_path / "out.sktrace"
+    program.write_text('# quotes forgotten, a string for an integer, a dotted key\n'
+                       'modify(metadata.namespace == shop, spec.replicas = "3");\nmodify(metadata.labels.quokkasoft.io = "x");\n')
+    code, _, stderr = run("transform", str(shop_trace), str(program), "-O", str(out))
+    assert code == 0
+    assert stderr.splitlines()[:3] == [
+        f"Warning: {program}:2: shop is read as a path (the object's field 'shop'), and no object has such a field; to compare with "
+        'the text, quote it: "shop"',
+        f'Warning: {program}:2: spec.replicas is an integer in the API, and "3" is not: SimKube compares and writes it as given; '
+        "write 3 (no quotes)",
+        f"Warning: {program}:3: metadata.labels.quokkasoft.io builds nested maps under labels (quokkasoft: {{io: …}}); a key with dots "
+        'is one step: quote it: metadata.labels."quokkasoft.io"',
+    ]
+    cart = traceformat.read_trace(out).events[0]["applied_objs"][0]
+    assert cart["spec"]["replicas"] == 2 and cart["metadata"]["labels"]["quokkasoft"] == {"io": "x"}  # SimKube's semantics
+    assert run("transform", str(shop_trace), str(program), "-O", str(out), "--quiet")[2] == ""
+
+
+def test_transform_warns_of_a_kind_no_object_of_the_trace_has(shop_trace: Path) -> None:
+    code, _, stderr = run("transform", str(shop_trace), "--deny", "kind:Deploymnet", "-o", "json")
+    assert code == 0 and stderr.splitlines()[0] == (
+        "Warning: --deny 'kind:Deploymnet': no recorded object is of kind 'Deploymnet', so it matches nothing; did you mean kind:Deployment?")
+    assert "Warning" not in run("transform", str(shop_trace), "--deny", "kind:deployment", "-o", "json")[2]

@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from kubectl_sktrace.errors import UsageError
@@ -65,15 +67,35 @@ def test_a_rule_file_gives_rules_in_order_and_its_default():
         {"deny": {"namespace": "shop", "kind": "Deployment", "labels": "tier=canary"}},
         {"allow": {"namespace": ["shop", "team-*"]}},
         {"allow": "namespace:kube-system labels:app=ingress"},
-        {"deny": None},
     ]}, source="policy.yaml")
     assert default == DENY
     assert [(r.action, r.text, r.origin) for r in rules] == [
         ("deny", "namespace:shop kind:Deployment labels:tier=canary", "--filters policy.yaml"),
         ("allow", "namespace:shop,team-*", "--filters policy.yaml"),
         ("allow", "namespace:kube-system labels:app=ingress", "--filters policy.yaml"),
-        ("deny", "everything", "--filters policy.yaml"),
     ]
+
+
+@pytest.mark.parametrize("fields", [None, {}, ""], ids=["nothing", "empty-mapping", "empty-string"])
+def test_an_empty_rule_in_a_file_is_refused_as_allow_empty_is(fields):
+    """``allow:`` with no value and ``--allow ''`` agree (issue 38): neither is a rule that matches everything."""
+    with pytest.raises(UsageError, match="the rule is empty"):
+        parse_rule("", action=ALLOW, origin="--allow")
+    with pytest.raises(UsageError, match="the rule is empty"):
+        parse_rules_file({"rules": [{"allow": "namespace:shop"}, {"allow": fields}]}, source="policy.yaml")
+
+
+@pytest.mark.parametrize("text", [
+    "namespace:a" + " " * 200_000 + "x",
+    "namespace:a" + " labels:" * 50_000,
+    "labels:a in (" + "b, " * 100_000,
+], ids=["a-run-of-spaces", "many-terms", "a-long-selector"])
+def test_reading_a_rule_is_linear(text):
+    """A bound against a quadratic reader (a run of 200,000 spaces took minutes), with a generous CPU limit."""
+    started = time.process_time()
+    with pytest.raises(UsageError):
+        parse_rule(text, action=ALLOW, origin="--allow")
+    assert time.process_time() - started < 5
 
 
 @pytest.mark.parametrize("text, message", [

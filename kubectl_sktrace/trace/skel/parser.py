@@ -123,8 +123,20 @@ class _Parser:
             selector, action = self._selector_and_action(first.text, defined)
         self._expect(")")
         text = self._text_from(first_index)
-        self._expect(";")
+        self._expect_semicolon()
         return Command(selector, action, text, self._positions.line_col(first.start)[0])
+
+    def _expect_semicolon(self) -> None:
+        """The ';' a command ends with, its absence reported right after the command's ')' (not where the next token
+        is: after the file's end, or on a later line)."""
+        if self._peek().is_punct(";"):
+            self._next()
+            return
+        closer = self._tokens[self._pos - 1]
+        end = closer.start + len(closer.text)
+        line, col = self._positions.line_col(end)
+        raise SkelSyntaxError(f"{self._source}:{line}:{col}: expected ';' after the command but found {self._peek().describe()} "
+                              f'in "{self._positions.snippet(closer.start)}"')
 
     def _text_from(self, start: int) -> str:
         """The command's tokens so far, as written, on one line."""
