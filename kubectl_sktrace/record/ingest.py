@@ -39,15 +39,16 @@ from kubectl_sktrace.record import changes, owners
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
 from kubectl_sktrace.record.coverage import KindCoverage
 from kubectl_sktrace.record.initialsync import InitialSync, Unresolved, Vanished
+from kubectl_sktrace.record.stats import KindStats
 from kubectl_sktrace.store.history import CAUSE_FAILED
 from kubectl_sktrace.store.recording import (
-    OP_APPLIED,
     OP_DELETED,
+    OP_OF_CHANGE,
     EventRow,
     OwnerRecord,
     Recording,
 )
-from kubectl_sktrace.trace import hashing, lifecycle, sanitize
+from kubectl_sktrace.trace import hashing, lifecycle, revisions, sanitize
 from kubectl_sktrace.trace import references as podrefs
 from kubectl_sktrace.tracerconfig import TracerConfig
 
@@ -56,21 +57,6 @@ log = logging.getLogger(__name__)
 MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
 """What reading an object that breaks the API's shape raises (``sanitize`` says so with a KubeError): that object
 is skipped and logged, not fatal."""
-
-
-@dataclass
-class KindStats:
-    """Counters per kind for the progress line and the end-of-run summary."""
-
-    listed: int = 0
-    applied: int = 0
-    deleted_live: int = 0
-    deleted_offline: int = 0
-    caught_up: int = 0  # changes found after an API outage (applied or deleted), not seen live
-    lifecycles: int = 0
-    pages: int = 0
-    initial_done: bool = False
-    failed: str | None = None
 
 
 @dataclass
@@ -325,7 +311,8 @@ class Ingest:
             return False
         live = self.live.setdefault(gvk, {})
         known = live.get(head.key)
-        decision = changes.decide_applied(known=known, uid=head.uid, spec_hash=hashing.spec_hash(obj.get("spec")))
+        decision = changes.decide_applied(known=known, uid=head.uid, spec_hash=hashing.spec_hash(obj.get("spec")),
+                                          meta_hash=revisions.metadata_hash(obj), data_hash=revisions.data_hash(obj))
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
         ts = changes.event_second(recv)
@@ -340,13 +327,17 @@ class Ingest:
         if head.owners:
             self._store_owner(head, recv)
         if decision.apply:
-            self._record_applied(head, obj, recv, ts=ts, spec_hash=decision.spec_hash, inferred=inferred)
+            self._record_applied(head, obj, recv, ts=ts, decision=decision, inferred=inferred)
             if caught_up:
                 self.stats_for(gvk).caught_up += 1
+        elif known is not None and decision.live(known.uid) != known:  # fingerprints a cache before 0011 did not keep
+            live[head.key] = self._upsert(head.key, decision.live(known.uid))
         return True
 
-    def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, spec_hash: int, inferred: bool) -> None:
-        """The applied event of a tracked object, its owner chain resolved, and its row in the live index."""
+    def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, decision: changes.Decision,
+                        inferred: bool) -> None:
+        """The version of a tracked object (a new object or spec, or a revision), its owner chain resolved, and its row
+        in the live index."""
         key = head.key
         chain = tuple(owners.resolve_chain(head, lookup=self._lookup)) if head.owners else ()
         options = self.tracked[key.gvk]
@@ -354,14 +345,18 @@ class Ingest:
         paths = options.pod_spec_template_paths
         self.rec.append_event(
             self.run_id,
-            EventRow(ts=ts, recv=self._written(recv), key=key, uid=head.uid, op=OP_APPLIED, inferred=inferred,
-                     spec_hash=spec_hash, owner_chain=chain or None, body=body,
+            EventRow(ts=ts, recv=self._written(recv), key=key, uid=head.uid, op=OP_OF_CHANGE[decision.change or revisions.SPEC],
+                     inferred=inferred, spec_hash=decision.spec_hash, owner_chain=chain or None,
+                     body=body if decision.change == revisions.SPEC else revisions.revision_body(body),
                      refs=podrefs.distinct_references(body, paths) if paths else None, daemonset=sanitize.is_daemonset_owned(body)),
         )
         self.events_recorded += 1
-        self.rec.upsert_object(key, uid=head.uid, spec_hash=spec_hash)
-        self.live[key.gvk][key] = LiveObject(head.uid, spec_hash)
-        self.stats_for(key.gvk).applied += 1
+        self.live[key.gvk][key] = self._upsert(key, decision.live(head.uid))
+        self.stats_for(key.gvk).count(decision.change)
+
+    def _upsert(self, key: ObjKey, live: LiveObject) -> LiveObject:
+        self.rec.upsert_object(key, uid=live.uid, spec_hash=live.spec_hash, meta_hash=live.meta_hash, data_hash=live.data_hash)
+        return live
 
     def _deleted(self, head: ObjectHead, recv: float, *, caught_up: bool) -> None:
         """A DELETED event of a tracked object."""
