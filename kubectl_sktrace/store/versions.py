@@ -62,17 +62,23 @@ _BASE = (f"SELECT body, status FROM events INDEXED BY events_object WHERE gvk = 
          f"AND (ts < ? OR (ts = ? AND id < ?)) AND op = {APPLIED} ORDER BY ts DESC, id DESC LIMIT 1")
 
 
+def made_whole(cache: Cache, *, key: ObjKey, ts: int, row_id: int, body_blob: bytes) -> tuple[bytes, bytes | None] | None:
+    """A revision's body made whole (``revisions.with_spec``) and its base's status, as stored blobs; None when it has no
+    base with a spec (a spec-less kind: the revision is whole as it is). The base is the object's last row of op 0
+    before it, one step back in ``events_object``."""
+    row = cache.conn.execute(_BASE, (str(key.gvk), key.namespace, key.name, ts, ts, row_id)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    base = decode_body(bytes(row[0]))
+    if "spec" not in base:
+        return None
+    body, _ = encode_body(with_spec(decode_body(body_blob), base))
+    return body, None if row[1] is None else bytes(row[1])
+
+
 def whole(cache: Cache, event: StoredEvent) -> StoredEvent:
-    """A revision with its object made whole (``revisions.with_spec``: its base's spec, its base's status); any other
-    row as it is. The base is the object's last row of op 0 before it, one step back in ``events_object``."""
+    """A revision with its object made whole (``made_whole``); any other row as it is."""
     if event.op not in (METADATA, DATA) or event.body_blob is None:
         return event
-    key = event.key
-    row = cache.conn.execute(_BASE, (str(key.gvk), key.namespace, key.name, event.ts, event.ts, event.id)).fetchone()
-    if row is None or row[0] is None:
-        return event
-    base = decode_body(row[0])
-    if "spec" not in base:
-        return event._replace(status_blob=row[1])
-    body, _ = encode_body(with_spec(decode_body(event.body_blob), base))
-    return event._replace(body_blob=body, status_blob=row[1])
+    found = made_whole(cache, key=event.key, ts=event.ts, row_id=event.id, body_blob=event.body_blob)
+    return event if found is None else event._replace(body_blob=found[0], status_blob=found[1])
