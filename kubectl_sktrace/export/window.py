@@ -420,12 +420,12 @@ class WindowTrace:
     gaps: tuple[tuple[float, float], ...]
 
 
-def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters) -> WindowTrace:
+def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, all_changes: bool = False) -> WindowTrace:
     """The trace of ``[start_ts, end_ts)`` exactly as ``export_trace`` writes it, held in memory (to be drawn:
-    ``status --timeline``). A window without objects is no error here: it draws as one."""
+    ``status --timeline``, every change). A window without objects is no error here: it draws as one."""
     buffer = io.BytesIO()
     report = export_trace(cache, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=False, fmt="sktrace", stream=buffer,
-                          allow_empty=True)
+                          allow_empty=True, all_changes=all_changes)
     with history.read_snapshot(cache):
         offline = history.uncovered(history.runs(cache), start=report.start_ts, end=report.end_ts)
         outages = [(gap.since, gap.until) for gap in history.coverage_gaps(cache)]
