@@ -100,3 +100,34 @@ def test_a_kubectl_sktrace_before_0011_refuses_a_migrated_cache(engine: str, tmp
             open_cache_readonly(where).close()
     finally:
         patch.__exit__(None, None, None)
+
+
+def test_a_prune_keeps_the_last_revision_and_its_base(engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a later window reads of an object is what it read before the prune: its last spec (SimKube's state) and
+    its last version of any change, made whole from that spec."""
+    from kubectl_sktrace.store.pruning import prune_before
+
+    where = location(engine)
+    with open_cache(where, create=True) as cache:
+        rec = Recording(cache)
+        run = rec.begin_run(started=T0, pid=1, config_yaml="trackedObjects: {}\n")
+        with rec.batch():
+            rec.append_event(run, EventRow(ts=T0, recv=T0, key=KEY, uid="u1", op=0, spec_hash=7, body=_body({"app": "web"})))
+            rec.append_event(run, EventRow(ts=T0 + 5, recv=T0 + 5, key=KEY, uid="u1", op=0, spec_hash=8, body=_body({"app": "web"}, 2)))
+            for n in range(3):
+                rec.append_event(run, EventRow(ts=T0 + 10 + n, recv=T0 + 10 + n, key=KEY, uid="u1", op=METADATA, spec_hash=8,
+                                               body=revision_body(_body({"app": "web", "release": f"r{n}"}, 2))))
+            rec.heartbeat(run, T0 + 100)
+            rec.mark_synced(run, T0)
+        rec.stop_run(run, T0 + 100, clean=True)
+
+        def read() -> tuple[Any, ...]:
+            state = [e.body for e in history.state_at(cache, ts=T0 + 50, known=T0 + 100)]
+            every = [e.body for e in history.state_at(cache, ts=T0 + 50, known=T0 + 100, revisions=True)]
+            return state, every
+
+        before = read()
+        prune_before(cache, before=T0 + 50, compact=False)
+        assert read() == before
+        assert before[1][0]["metadata"]["labels"]["release"] == "r2" and before[1][0]["spec"] == {"replicas": 2}
+        assert [op for (op,) in cache.conn.execute("SELECT op FROM events ORDER BY id")] == [0, 3]
