@@ -170,7 +170,9 @@ def test_the_default_export_of_label_changes_is_simkubes_and_all_changes_holds_t
         kubectl(kubeconfig, "-n", NS, "annotate", "configmap", "quokka-config", f"owner=team-{n}", "--overwrite")
         next_second()
     kubectl(kubeconfig, "-n", NS, "scale", "deployment", "quokka-api", "--replicas=2")  # one spec change among them
-    wait_rows(cache, "quokka-api", 5)
+    next_second()
+    kubectl(kubeconfig, "-n", NS, "label", "deployment", "quokka-api", "release=r3", "--overwrite")
+    wait_rows(cache, "quokka-api", 6)
     wait_rows(cache, "quokka-config", 4)
     stop(proc)
 
@@ -195,9 +197,17 @@ def test_the_default_export_of_label_changes_is_simkubes_and_all_changes_holds_t
     trace = msgpack.unpackb(every.read_bytes(), raw=False, strict_map_key=False)
     releases = [o["metadata"]["labels"].get("release") for e in trace["events"] for o in e["applied_objs"] if o["kind"] == "Deployment"]
     owners = [o["metadata"]["annotations"].get("owner") for e in trace["events"] for o in e["applied_objs"] if o["kind"] == "ConfigMap"]
-    assert releases == [None, "r0", "r1", "r2", "r2"] and owners == [None, "team-0", "team-1", "team-2"]
+    assert releases == [None, "r0", "r1", "r2", "r2", "r3"] and owners == [None, "team-0", "team-1", "team-2"]
     scaled = [o for e in trace["events"] for o in e["applied_objs"] if o["kind"] == "Deployment"]
-    assert [o["spec"]["replicas"] for o in scaled] == [1, 1, 1, 1, 2]  # each version whole, its spec its own
+    assert [o["spec"]["replicas"] for o in scaled] == [1, 1, 1, 1, 2, 2]  # each version whole, its spec its own
     assert trace["index"] == msgpack.unpackb(default.read_bytes(), raw=False, strict_map_key=False)["index"]
     assert_valid_trace(every.read_bytes(), tmp_path)
     assert "valid, 0 errors, 0 warnings" in sktrace("validate", str(every)).stdout
+
+    # transform decides on each object's last version in the trace: release=r3 came after the last spec change, so only
+    # the trace with every change holds it
+    for source, kept in ((every, {"Deployment"}), (default, set())):
+        out = tmp_path / f"r3-{source.stem}.sktrace"
+        sktrace("transform", str(source), "-O", str(out), "-l", "release=r3", "--quiet")
+        moved = msgpack.unpackb(out.read_bytes(), raw=False, strict_map_key=False)
+        assert {o["kind"] for e in moved["events"] for o in e["applied_objs"]} == kept
