@@ -342,12 +342,13 @@ class Ingest:
         chain = tuple(owners.resolve_chain(head, lookup=self._lookup)) if head.owners else ()
         options = self.tracked[key.gvk]
         body = sanitize.sanitize(obj, gvk=key.gvk, keep_secret_data=options.keep_secret_data)
-        paths = options.pod_spec_template_paths
+        spec = decision.change == revisions.SPEC
+        paths = options.pod_spec_template_paths if spec else ()  # a revision's references are its base's
         self.rec.append_event(
             self.run_id,
             EventRow(ts=ts, recv=self._written(recv), key=key, uid=head.uid, op=OP_OF_CHANGE[decision.change or revisions.SPEC],
                      inferred=inferred, spec_hash=decision.spec_hash, owner_chain=chain or None,
-                     body=body if decision.change == revisions.SPEC else revisions.revision_body(body),
+                     body=body if spec else revisions.revision_body(body),
                      refs=podrefs.distinct_references(body, paths) if paths else None, daemonset=sanitize.is_daemonset_owned(body)),
         )
         self.events_recorded += 1

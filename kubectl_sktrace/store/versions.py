@@ -64,15 +64,12 @@ _BASE = (f"SELECT body, status FROM events INDEXED BY events_object WHERE gvk = 
 
 def made_whole(cache: Cache, *, key: ObjKey, ts: int, row_id: int, body_blob: bytes) -> tuple[bytes, bytes | None] | None:
     """A revision's body made whole (``revisions.with_spec``) and its base's status, as stored blobs; None when it has no
-    base with a spec (a spec-less kind: the revision is whole as it is). The base is the object's last row of op 0
-    before it, one step back in ``events_object``."""
+    base (none was ever recorded: the revision is what there is). The base is the object's last row of op 0 before it,
+    one step back in ``events_object``."""
     row = cache.conn.execute(_BASE, (str(key.gvk), key.namespace, key.name, ts, ts, row_id)).fetchone()
     if row is None or row[0] is None:
         return None
-    base = decode_body(bytes(row[0]))
-    if "spec" not in base:
-        return None
-    body, _ = encode_body(with_spec(decode_body(body_blob), base))
+    body, _ = encode_body(with_spec(decode_body(body_blob), decode_body(bytes(row[0]))))
     return body, None if row[1] is None else bytes(row[1])
 
 

@@ -13,10 +13,14 @@ controller's trigger time, an HPA v1's status in annotations, cluster-autoscaler
 controller rewrites together with a spec change it makes (so they never make a change of their own). The rule
 matches whole keys, so a person's own annotations under those prefixes still count.
 
-A revision (a version whose spec is the previous version's) is stored without its spec and status
-(``revision_body``): the spec is its base's, the last version before it that changed the spec
-(``with_spec`` puts it back). Its data is stored in full (a Secret's values blanked by the sanitizer as
-always: only that they changed is recorded, through a fingerprint of values that are never stored).
+A revision (a version whose spec is the previous version's) stores only what it may change (``revision_body``): its
+labels, annotations and owner references, and of a spec-less kind its ``data`` and ``binaryData`` in full (a Secret's values blanked by the
+sanitizer as always: only that they changed is recorded, through a fingerprint of values that are never stored).
+The rest is its *base*'s, the last version before it that changed the spec: ``with_spec`` makes it whole.
+
+The fingerprints are SipHash-1-3 of the canonical JSON of what they cover (sorted keys, compact): ours, not
+SimKube's, so the C encoder does the walk that the spec hash's byte stream must do in Python; a value JSON cannot
+encode falls back to that walk.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubectl_sktrace.trace.hashing import spec_hash
+import json
+
+from kubectl_sktrace.trace.hashing import siphash13, spec_hash
 
 SPEC, METADATA, DATA = "spec", "metadata", "data"
 """The kinds of change: of the spec (SimKube's, a trace event by default), of labels/annotations/owner references,
@@ -53,6 +59,8 @@ FOLLOW_SPEC_ANNOTATIONS = (
 )
 IGNORED_ANNOTATIONS = frozenset(CHURN_ANNOTATIONS + FOLLOW_SPEC_ANNOTATIONS)
 DATA_FIELDS = ("data", "binaryData")
+METADATA_FIELDS = ("labels", "annotations", "ownerReferences")
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False).encode
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -67,7 +75,14 @@ def metadata_hash(obj: Mapping[str, Any]) -> int:
     if not IGNORED_ANNOTATIONS.isdisjoint(annotations):
         annotations = {k: v for k, v in annotations.items() if k not in IGNORED_ANNOTATIONS}
     refs = meta.get("ownerReferences")
-    return spec_hash([_map(meta.get("labels")), annotations, refs if isinstance(refs, list) else []])
+    return _fingerprint([_map(meta.get("labels")), annotations, refs if isinstance(refs, list) else []])
+
+
+def _fingerprint(value: Any) -> int:
+    try:
+        return siphash13(_CANONICAL(value).encode())
+    except (TypeError, ValueError):  # a key that is not a string, NaN: what JSON cannot say, the spec hash's walk can
+        return spec_hash(value)
 
 
 def data_hash(obj: Mapping[str, Any]) -> int | None:
@@ -75,27 +90,27 @@ def data_hash(obj: Mapping[str, Any]) -> int | None:
     says it all). Taken before sanitizing: a Secret's values change it, though they are never stored."""
     if "spec" in obj:
         return None
-    return spec_hash([obj.get(field) for field in DATA_FIELDS])
+    return _fingerprint([obj.get(field) for field in DATA_FIELDS])
 
 
 def revision_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """What a revision stores of a sanitized object: all but its spec (its base's) and its status (never a change)."""
-    return {k: v for k, v in body.items() if k not in ("spec", "status")}
+    """What a revision stores of a sanitized object: the fields of its ``metadata`` that a change changes, and of a
+    spec-less kind its data fields; None where it has none, so that what was removed is removed when made whole."""
+    meta = _map(body.get("metadata"))
+    out: dict[str, Any] = {"metadata": {field: meta.get(field) for field in METADATA_FIELDS}}
+    if "spec" not in body:
+        out.update((field, body.get(field)) for field in DATA_FIELDS)
+    return out
 
 
 def with_spec(revision: Mapping[str, Any], base: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A revision's object made whole: its base's spec put back in its place, after ``metadata`` (the base is the
-    object's last version that changed the spec; None or spec-less: the revision is whole as it is)."""
-    if base is None or "spec" not in base or "spec" in revision:
-        return dict(revision)
-    out: dict[str, Any] = {}
-    for key, value in revision.items():
-        out[key] = value
-        if key == "metadata":
-            out["spec"] = base["spec"]
-    if "spec" not in out:
-        out["spec"] = base["spec"]
-    return out
+    """A revision's object made whole: its base (the object's last version that changed the spec) without its status,
+    in its order, with the revision's labels, annotations, owner references and data in their place (None: without
+    the revision's base, what it stored)."""
+    out = {k: v for k, v in (base or {}).items() if k != "status"}
+    meta = {**_map(out.get("metadata")), **_map(revision.get("metadata"))}
+    out.update(revision, metadata={k: v for k, v in meta.items() if v is not None})
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def describe(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:

@@ -56,14 +56,19 @@ def test_data_hash_of_spec_less_kinds_only() -> None:
     assert data_hash(config) == data_hash({**config, "metadata": {"name": "c", "labels": {"a": "b"}}})
 
 
-def test_a_revision_is_stored_without_spec_and_status_and_made_whole_with_its_bases_spec() -> None:
+def test_a_revision_stores_what_it_may_change_and_is_made_whole_from_its_base() -> None:
     relabelled = deploy(labels={"app": "web", "tier": "frontend"})
     stored = revision_body(relabelled)
-    assert "spec" not in stored and "status" not in stored
+    assert stored == {"metadata": {"labels": {"app": "web", "tier": "frontend"}, "annotations": {}, "ownerReferences": None}}
     whole = with_spec(stored, BASE)
     assert whole == {k: v for k, v in relabelled.items() if k != "status"} and list(whole) == ["apiVersion", "kind", "metadata", "spec"]
-    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"mode": "b"}}
-    assert with_spec(config, {**config, "data": {"mode": "a"}}) == config
+    old = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"mode": "a"}, "binaryData": {"b": "AA=="}}
+    new = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"mode": "b"}}
+    assert revision_body(new) == {"metadata": {"labels": None, "annotations": None, "ownerReferences": None}, "data": {"mode": "b"},
+                                  "binaryData": None}
+    assert with_spec(revision_body(new), old) == new  # binaryData removed since the base: removed
+    unowned = with_spec(revision_body(deploy()), deploy(owners=[{"kind": "X"}], finalizers=["f"]))
+    assert "ownerReferences" not in unowned["metadata"] and unowned["metadata"]["finalizers"] == ["f"]  # not a change: the base's
 
 
 @pytest.mark.parametrize(
