@@ -215,12 +215,13 @@ def state_at(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None
 
 
 def last_applied_before(
-    cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None, bodies: bool = True,
+    cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None, bodies: bool = True, made_whole: bool = True,
 ) -> Iterator[StoredEvent]:
     """For every object with an applied event before ``ts`` received before ``known`` (deleted since or not),
     its last version of any change (docs/spec.md "What a change is": the object as the cluster had it): what the
     index of a trace ending at ``ts`` holds (a revision's spec hash is its base's), and what filters judge
-    (``bodies``: as ``_event_columns`` says; a revision's body without its spec unless ``bodies``, then made whole)."""
+    (``bodies``: as ``_event_columns`` says; a revision's body holds its labels, annotations and owners, and is made whole
+    with ``bodies`` and ``made_whole``)."""
     sql = f"""
         SELECT {_event_columns(cache, bodies=bodies)} FROM events e
         JOIN ({last_row_per_object(cache, applied_only=True, before=ts, revisions=True)}) last ON last.id = e.id
@@ -229,7 +230,7 @@ def last_applied_before(
     keys = {} if keys is None else keys
     for row in cache.conn.execute(sql, {"before": ts, "known": known}):
         event = _event(row, keys)
-        yield whole(cache, event) if bodies else event
+        yield whole(cache, event) if bodies and made_whole else event
 
 
 def _window_where(*, revisions: bool) -> str:

@@ -32,15 +32,16 @@ from kubectl_sktrace.reconciliation import (
     CHANGED,
     CREATED,
     DELETED,
-    OfflineChange,
     LIMIT,
+    OfflineChange,
     OfflinePod,
     Reconciliation,
     summarize,
 )
 from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.versions import APPLIED, CHANGE_OF_OP, DELETED as _DELETED, VERSIONS
+from kubectl_sktrace.store.versions import APPLIED, CHANGE_OF_OP, VERSIONS
+from kubectl_sktrace.store.versions import DELETED as _DELETED
 from kubectl_sktrace.trace.revisions import SPEC, describe
 
 # the run's inferred rows of its initial sync, each version with the id of the last earlier version of the same
@@ -100,7 +101,7 @@ def _changes(cache: Cache, params: dict[str, float], last_seen: dict[str, float]
              until: float) -> Iterator[tuple[str, OfflineChange]]:
     gvks: dict[str, GVK] = {}
     described: dict[str, int] = {}
-    for gvk_text, namespace, name, op, ts, recv, row_id, before in cache.conn.execute(_CHANGES, params).fetchall():
+    for gvk_text, namespace, name, op, ts, recv, row_id, before in cache.conn.execute(_CHANGES, params):
         gvk = gvks.get(gvk_text)
         if gvk is None:
             gvk = gvks[gvk_text] = GVK.parse(gvk_text)
@@ -118,15 +119,16 @@ def _changes(cache: Cache, params: dict[str, float], last_seen: dict[str, float]
 def _what_changed(cache: Cache, *, op: int, row_id: int, before_id: int, words: bool) -> tuple[float, str]:
     """The second of the version before, and (``words``) what changed since, in words: ``spec changed``, ``labels
     changed: release=2026-11`` (``revisions.describe``), ``data changed`` (a Secret's values, never stored)."""
-    rows = dict(cache.conn.execute("SELECT id, ts FROM events WHERE id IN (?, ?)", (before_id, row_id)).fetchall())
+    body = "body" if words else "NULL"
+    rows = {i: (ts, b) for i, ts, b in cache.conn.execute(f"SELECT id, ts, {body} FROM events WHERE id IN (?, ?)", (before_id, row_id))}
+    before_ts = float(rows[before_id][0])
     if not words:
-        return float(rows[before_id]), ""
-    bodies = {i: decode_body(b) if b is not None else {} for i, b in cache.conn.execute(
-        "SELECT id, body FROM events WHERE id IN (?, ?)", (before_id, row_id)).fetchall()}
-    parts = ["spec changed"] if op == APPLIED else []
-    said = describe(bodies[before_id], bodies[row_id])
-    parts += [said] if said else [] if parts else [f"{CHANGE_OF_OP.get(op, SPEC)} changed"]
-    return float(rows[before_id]), "; ".join(parts)
+        return before_ts, ""
+    before, after = (decode_body(bytes(rows[i][1])) if rows[i][1] is not None else {} for i in (before_id, row_id))
+    said = describe(before, after)
+    if op == APPLIED:
+        return before_ts, "; ".join(["spec changed", *([said] if said else [])])
+    return before_ts, said or f"{CHANGE_OF_OP.get(op, SPEC)} changed"
 
 
 def _pods(cache: Cache, params: dict[str, float]) -> Iterator[OfflinePod]:
