@@ -521,3 +521,24 @@ def test_a_first_list_with_no_history_records_what_existed_at_the_start_and_the_
                           (int(T0) + 40, "apps/v1.Deployment", "new", 0, 1)]  # created since: at its creation, reconstructed
     assert h.cache.conn.execute("SELECT gvk, since, until, cause, detail FROM coverage_gaps").fetchall() == [
         ("apps/v1.Deployment", T0 + 0.3, T0 + 93.5, "not yet observed", "throttled")]
+
+
+def test_a_secrets_values_changing_is_recorded_without_its_values(h: Harness) -> None:
+    """A Secret's data change is a data revision whose stored body holds the keys blanked, as every body does; what
+    found it is a fingerprint of the values, in the live index. A restart that lists it unchanged records nothing."""
+    config = TracerConfig(tracked={SECRET: TrackedObject()})
+
+    def secret(password: str) -> dict[str, Any]:
+        return {"metadata": {"name": "db", "namespace": "ns", "uid": "s1", "creationTimestamp": iso(T0 - 10)}, "type": "Opaque",
+                "data": {"password": password}}
+
+    ing = h.ingest(config=config)
+    listing(ing, SECRET, [secret("aHVudGVyMg==")], T0)
+    ing.event(SECRET, "MODIFIED", secret("c3dvcmRmaXNo"), T0 + 5)
+    h.finish(ing, T0 + 10)
+    again = h.ingest(config=config, started=T0 + 20)
+    listing(again, SECRET, [secret("c3dvcmRmaXNo")], T0 + 20)
+    h.finish(again, T0 + 30)
+    assert [(name, op) for _, _, name, op, _ in h.events()] == [("db", 0), ("db", 4)]
+    bodies = [decode_body(b) for (b,) in h.cache.conn.execute("SELECT body FROM events ORDER BY id")]
+    assert [b["data"] for b in bodies] == [{"password": ""}, {"password": ""}]  # the values never stored
