@@ -39,7 +39,7 @@ from kubectl_sktrace.record import changes, owners
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
 from kubectl_sktrace.record.coverage import KindCoverage
 from kubectl_sktrace.record.initialsync import InitialSync, Unresolved, Vanished
-from kubectl_sktrace.record.stats import KindStats
+from kubectl_sktrace.record.stats import KindStats as KindStats  # where the progress line and the session import it
 from kubectl_sktrace.store.history import CAUSE_FAILED
 from kubectl_sktrace.store.recording import (
     OP_DELETED,

@@ -30,7 +30,10 @@ from kubectl_sktrace.store.bodies import chain_from_json
 from kubectl_sktrace.store.connection import from_db_hash
 from kubectl_sktrace.store.engine import Cache
 
-from kubectl_sktrace.store.versions import APPLIED, DELETED, METADATA, UNTRACKED, VERSIONS, whole
+from kubectl_sktrace.store.versions import APPLIED as APPLIED  # the ops, as the readers above the store import them
+from kubectl_sktrace.store.versions import DELETED as DELETED
+from kubectl_sktrace.store.versions import UNTRACKED as UNTRACKED
+from kubectl_sktrace.store.versions import METADATA, VERSIONS, whole
 from kubectl_sktrace.store.versions import StoredEvent as StoredEvent
 
 _EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, {bodies}, e.run_id, {facts}"

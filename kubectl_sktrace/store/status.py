@@ -161,7 +161,8 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     positions: dict[str, tuple[str, float]] = {
         gvk: (rv, updated) for gvk, rv, updated in conn.execute("SELECT gvk, resource_version, updated FROM watch_state")}
     kinds = tuple(
-        KindCounts(g, live, applied, deleted, inferred, *positions.get(g, (None, None)), metadata=metadata, data=data)
+        KindCounts(g, live, applied, deleted, inferred, watch_resource_version=positions.get(g, (None, None))[0],
+                   watch_updated=positions.get(g, (None, None))[1], metadata=metadata, data=data)
         for g, (live, applied, deleted, inferred, metadata, data) in sorted(counts.items())
     )
     pods = _pod_counts(conn, where, params)
