@@ -448,7 +448,8 @@ def main() -> None:
     print(f"  load average before {load[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores); "
           "the emulator and the pacer run in the benchmark's process")
     for rate, achieved, per_chunk, own in results:
-        print(f"  at {rate:,.0f}/s: achieved {achieved:,.0f} events/s, {per_chunk:.2f} events per HTTP chunk, "
+        chunks = "" if per_chunk != per_chunk else f"{per_chunk:.2f} events per HTTP chunk, "  # NaN: no pod event to count
+        print(f"  at {rate:,.0f}/s: achieved {achieved:,.0f} events/s, {chunks}"
               f"emulator process {own * 100:.0f}% of a core")
     print()
     header = f"  {'reader':<44}{'idle ms CPU/s':>14}" + "".join(f"{f'{r:,.0f}/s us CPU/event':>24}" for r in rates)
