@@ -1,7 +1,7 @@
 """Live recording cost: CPU per watch event at paced rates, in steady state, and idle CPU, beside kubectl.
 
     .venv/bin/python benchmarks/bench_live.py [--rates 300,3000] [--warmup 5] [--window 20] [--idle 20]
-        [--pods 2000] [--baseline DIR] [--no-kubectl]
+        [--pods 2000] [--baseline DIR] [--no-kubectl] [--workload pods|churn]
 
 What a user gets: the emulator (TLS, in this process) holds ``--pods`` realistic pods (~6 KB of JSON each,
 Deployments and ReplicaSets around them) and a pacer thread changes one pod's status at a time, evenly
@@ -20,6 +20,13 @@ when a thread ended meanwhile). Whether each reader kept up: a recorder's commit
 three seconds after the pacer stopped says how much it still had to read (a reader that fell behind reads
 bigger batches, so its figure is not a steady state and is flagged). The framing is measured, not assumed:
 a raw socket reader in this process counts the events per HTTP chunk of the same stream.
+
+``--workload churn`` changes Deployments instead (each of the ``--pods / 10``, in turn): every other change is to
+its spec (``spec.minReadySeconds``), the others to its labels or its annotations, so its objects change labels and
+annotations as often as their spec. There the recorders' cache grows: beside their CPU per event, the cache's bytes
+per hour at that rate (the pages the database uses, as a reader sees them through the log, from the window's start
+to its end, scaled to an hour). With ``--baseline`` a tree from before revisions (issue 34) records only the spec
+changes: the two rows compare what recording every change a person calls a change costs.
 
 Conditions to report with the figures: the machine's load (printed), and what else ran.
 """
@@ -210,6 +217,42 @@ class FramingProbe:
 # --- the readers ------------------------------------------------------------------------------------------
 
 
+class ChurnPacer(Pacer):
+    """Changes one Deployment at a time, evenly spaced at ``rate``, through the emulator's update path (a patch):
+    in turn its spec (``minReadySeconds``), its labels (``release``), its spec again, its annotations (``note``)."""
+
+    def __init__(self, emu: Emulator) -> None:  # noqa: D107 - the pods' splicing of Pacer is not used
+        self.emu = emu
+        self.made = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.rate = 0.0
+        self.behind = 0.0
+        t_deploy = emu.store.type_of("apps/v1", "Deployment")
+        with emu.store.lock:
+            self.deployments = [(s.namespace, s.name) for s in emu.store.objects[t_deploy].values()]
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        i = 0
+        while not self._stop.is_set():
+            due = t0 + i / self.rate
+            now = time.monotonic()
+            if due > now:
+                time.sleep(due - now)
+            else:
+                self.behind = max(self.behind, now - due)
+            n = self.made
+            namespace, name = self.deployments[n % len(self.deployments)]
+            turn = n // len(self.deployments) % 4  # every Deployment gets the same turn, then the next
+            patch = ({"spec": {"minReadySeconds": n % 1000 + 1}} if turn % 2 == 0 else
+                     {"metadata": {"labels": {"release": f"r{n}"}}} if turn == 1 else
+                     {"metadata": {"annotations": {"note": f"change {n}"}}})
+            self.emu.patch("apps/v1", "Deployment", namespace, name, patch)
+            self.made += 1
+            i += 1
+
+
 @dataclass
 class Reader:
     name: str
@@ -218,6 +261,7 @@ class Reader:
     idle_ms_per_s: float = float("nan")
     per_event_us: dict[float, float] = field(default_factory=dict)
     kept_up: dict[float, str] = field(default_factory=dict)
+    bytes_per_hour: dict[float, float] = field(default_factory=dict)  # a recorder's cache growth at each rate
 
 
 def start_recorder(name: str, kubeconfig: str, cache: str, source: str | None) -> Reader:
@@ -255,10 +299,18 @@ def wait_synced(reader: Reader, timeout: float = 600) -> None:
     raise SystemExit(f"{reader.name} never synced")
 
 
-def committed_rv(reader: Reader) -> int:
+def committed_rv(reader: Reader, gvk: str = "v1.Pod") -> int:
     assert reader.cache is not None
-    rows = query(reader.cache, "SELECT resource_version FROM watch_state WHERE gvk = 'v1.Pod'")
+    rows = query(reader.cache, f"SELECT resource_version FROM watch_state WHERE gvk = '{gvk}'")
     return int(str(rows[0][0])) if rows else 0
+
+
+def used_bytes(reader: Reader) -> int:
+    """The bytes of the pages a recorder's cache uses, as a reader sees it (the log's pages included)."""
+    assert reader.cache is not None
+    rows = query(reader.cache, "SELECT page_count, freelist_count, page_size FROM pragma_page_count, pragma_freelist_count, "
+                               "pragma_page_size")
+    return int(rows[0][0] - rows[0][1]) * int(rows[0][2]) if rows else 0
 
 
 def wait_quiet(pid: int, *, quiet_for: float = 2.0, timeout: float = 300) -> None:
@@ -300,6 +352,10 @@ def measure_rate(readers: list[Reader], pacer: Pacer, probe: FramingProbe | None
     time.sleep(args.warmup)
     made0, t0 = pacer.made, time.monotonic()
     chunks0, events0 = (probe.chunks, probe.events) if probe else (0, 0)
+    recorders = [r for r in readers if r.cache is not None]
+    gvk = "apps/v1.Deployment" if args.workload == "churn" else "v1.Pod"
+    caught: dict[str, float] = {}
+    sizes = [used_bytes(r) for r in recorders]
     marks = [cpu_mark(r.proc.pid) for r in readers]
     self0 = time.process_time()
     time.sleep(args.window)
@@ -309,13 +365,13 @@ def measure_rate(readers: list[Reader], pacer: Pacer, probe: FramingProbe | None
     chunks1, events1 = (probe.chunks, probe.events) if probe else (0, 0)
     final_rv = emu.store.rv
     events = made1 - made0
-    recorders = [r for r in readers if r.cache is not None]
-    caught: dict[str, float] = {}
     while len(caught) < len(recorders) and time.monotonic() - t1 < 5.0:
         for r in recorders:
-            if r.name not in caught and committed_rv(r) >= final_rv:
+            if r.name not in caught and committed_rv(r, gvk) >= final_rv:
                 caught[r.name] = time.monotonic() - t1
         time.sleep(0.05)
+    for reader, size in zip(recorders, sizes):
+        reader.bytes_per_hour[rate] = (used_bytes(reader) - size) / (t1 - t0) * 3600
     pacer.stop()
     tail_marks = [cpu_mark(r.proc.pid) for r in readers]
     time.sleep(3.0)
@@ -347,6 +403,8 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--baseline", metavar="DIR", help="a source tree of another version, run beside this one")
     parser.add_argument("--no-kubectl", action="store_true")
+    parser.add_argument("--workload", choices=("pods", "churn"), default="pods",
+                        help="pods: pod status changes; churn: Deployments' spec, labels and annotations in turn")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     if not args.no_kubectl and shutil.which("kubectl") is None:
@@ -373,7 +431,7 @@ def main() -> None:
         time.sleep(3.0)  # the recorders' post-sync work (the reconciliation report) is done
         load = os.getloadavg()
         measure_idle(readers, args.idle)
-        pacer = Pacer(emu)
+        pacer = ChurnPacer(emu) if args.workload == "churn" else Pacer(emu)
         results = [(rate, *measure_rate(readers, pacer, probe, emu, rate, args)) for rate in rates]
         load_after = os.getloadavg()
     finally:
@@ -383,12 +441,15 @@ def main() -> None:
             stop_reader(reader)
         emu.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"Live recording: {pods:,} realistic pods (~6 KB of JSON each), status changes paced evenly, TLS, one stream per reader")
+    changes = ("Deployments' spec, labels and annotations in turn (half of the changes to the spec)" if args.workload == "churn"
+               else "status changes")
+    print(f"Live recording: {pods:,} realistic pods (~6 KB of JSON each), {changes} paced evenly, TLS, one stream per reader")
     print(f"  warm-up {args.warmup:.0f}s, window {args.window:.0f}s per rate; idle over {args.idle:.0f}s after the initial sync")
     print(f"  load average before {load[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores); "
           "the emulator and the pacer run in the benchmark's process")
     for rate, achieved, per_chunk, own in results:
-        print(f"  at {rate:,.0f}/s: achieved {achieved:,.0f} events/s, {per_chunk:.2f} events per HTTP chunk, "
+        chunks = "" if per_chunk != per_chunk else f"{per_chunk:.2f} events per HTTP chunk, "  # NaN: no pod event to count
+        print(f"  at {rate:,.0f}/s: achieved {achieved:,.0f} events/s, {chunks}"
               f"emulator process {own * 100:.0f}% of a core")
     print()
     header = f"  {'reader':<44}{'idle ms CPU/s':>14}" + "".join(f"{f'{r:,.0f}/s us CPU/event':>24}" for r in rates)
@@ -399,6 +460,9 @@ def main() -> None:
     print()
     for reader in readers:
         print(f"  {reader.name}: " + "; ".join(f"{r:,.0f}/s {reader.kept_up[r]}" for r in rates))
+    print()
+    for reader in (r for r in readers if r.cache is not None):
+        print(f"  {reader.name}: cache " + "; ".join(f"{reader.bytes_per_hour[r] / 1e6:,.1f} MB/hour at {r:,.0f}/s" for r in rates))
 
 
 if __name__ == "__main__":

@@ -170,11 +170,14 @@ class ObjectHead:
 
 @dataclass(frozen=True)
 class LiveObject:
-    """What the live index holds for an object key: the object's uid and the spec hash last recorded; kept
-    in the cache's ``objects`` table and in the recorder's memory alike."""
+    """What the live index holds for an object key: the object's uid and the spec hash last recorded, and the
+    fingerprints of its metadata and data last recorded (``trace/revisions``; None: not known, a cache recorded
+    before schema 0011); kept in the cache's ``objects`` table and in the recorder's memory alike."""
 
     uid: str
     spec_hash: int
+    meta_hash: int | None = None
+    data_hash: int | None = None
 
 
 # the password of the user info (which ends at the authority's last "@"), and secret-looking query values

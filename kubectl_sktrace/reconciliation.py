@@ -35,12 +35,14 @@ T = TypeVar("T")
 class OfflineChange:
     """One object the relist found changed. ``found``: when (the row's receive time). ``before``: deleted, the
     last sight (previous run's end or an outage's start); changed, the second of the last version recorded
-    before; created, None. ``created``: the creation second when it lies in the gap, else None."""
+    before; created, None. ``created``: the creation second when it lies in the gap, else None. ``detail``: of a
+    change, what changed in words (``spec changed``, ``labels changed: release=2026-11``), '' when not said."""
 
     key: ObjKey
     found: float
     before: float | None = None
     created: int | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,8 @@ def _objects(sample: Sample[OfflineChange], what: str) -> list[dict[str, Any]]:
         elif what == "created":
             row.update(created=format_time(c.created) if c.created is not None else None, found=format_time(c.found))
         else:
-            row.update(lastRecorded=format_time(c.before) if c.before is not None else None, found=format_time(c.found))
+            row.update(lastRecorded=format_time(c.before) if c.before is not None else None, found=format_time(c.found),
+                       what=c.detail or None)
         rows.append(row)
     return rows
 
@@ -231,7 +234,7 @@ def reconciliation_lines(report: Reconciliation) -> list[str]:
                     details.append(f"created {_clock(c.created, day)}" if c.created is not None else f"found {_clock(c.found, day)}")
                 else:
                     last = "-" if c.before is None else _clock(c.before, day)
-                    details.append(f"last recorded {last} → found changed {_clock(c.found, day)}")
+                    details.append(f"last recorded {last} → found changed {_clock(c.found, day)}  {c.detail}")
             lines += _block(f"{kind.gvk} {what} while offline ({sample.count})", [c.key.ns_name for c in sample.items],
                             details, sample.more)
     if report.pods.count:

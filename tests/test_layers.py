@@ -52,11 +52,11 @@ OWNERS = {
     "botocore": set(),
     "boto3": set(),
 }
-PURE = ["trace.hashing", "trace.sanitize", "trace.lifecycle", "record.owners", "trace.selectors", "timeparse", "model", "tracerconfig",
+PURE = ["trace.hashing", "trace.revisions", "trace.sanitize", "trace.lifecycle", "record.owners", "trace.selectors", "timeparse", "model", "tracerconfig",
         "errors", "export.advice", "cli.globalflags", "plural", "reconciliation", "export.options", "record.initialsync", "kube.rbac",
         "trace.references", "record.changes", "trace.rules", "safeyaml"]
 # modules of ours a pure module may import
-PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.hashing",
+PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.trace.revisions", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.hashing",
                    "kubectl_sktrace.trace.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.trace.references",
                    "kubectl_sktrace.plural", "kubectl_sktrace.trace.rules", "kubectl_sktrace.safeyaml"}
 IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "requests", "shutil", "tempfile", "fcntl", "threading"}

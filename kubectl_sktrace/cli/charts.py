@@ -72,7 +72,7 @@ def status_timeline(f: F) -> F:
         filters = ExportFilters() if not namespace else ExportFilters(include_namespaces=frozenset([namespace]))
         path = cache_path(cache=kwargs.get("cache"), kubeconfig=kwargs.get("kubeconfig"), context=kwargs.get("context"))
         with open_cache_readonly(path) as opened:
-            window = window_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters)
+            window = window_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, all_changes=True)
         for note in window.report.notes:
             click.echo(f"Note: {note}", err=True)
         _draw_timeline(window.trace, title=f"Cache {path}", top=top, width=width, ascii_only=ascii_only,

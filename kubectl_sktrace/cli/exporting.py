@@ -81,6 +81,9 @@ def _trace_format(ctx: click.Context, param: click.Parameter, value: str) -> str
 @click.option("--allow-empty", "allow_empty", is_flag=True,
               help="Write the trace even when it holds no object, or its window lies before the history or after its "
                    "last commit (else that is an error, and nothing is written).")
+@click.option("--all-changes", "all_changes", is_flag=True,
+              help="An event for every recorded change: labels, annotations, owner references and ConfigMap data too "
+                   "(by default only new objects, spec changes and deletions, as SimKube's tracer records).")
 @transform_option
 @anonymize_options
 def export_command(
@@ -88,16 +91,16 @@ def export_command(
     start_time: str, end_time: str, excluded_namespaces: str | None, include_namespaces: str | None, exclude_labels: tuple[str, ...],
     filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...], default: str | None,
     include_cluster_scoped: bool, output_file: str | None, fmt: str, summary: str, dry_run: str | None, keep_status: bool, allow_empty: bool,
-    transform: str | None, anonymize: bool, anonymize_key: str | None, anonymize_keep: tuple[str, ...], anonymize_map: str | None,
+    all_changes: bool, transform: str | None, anonymize: bool, anonymize_key: str | None, anonymize_keep: tuple[str, ...], anonymize_map: str | None,
 ) -> None:
     """Write a SimKube trace of a time window from the cache, without contacting the cluster.
 
-    The window is [--start-time, --end-time). The trace starts with the state at the start time, then every
-    recorded change in the window. Which objects it holds is decided per object, on its last version in the
-    window (an object whose labels changed mid-window is in or out as a whole), after --transform, by rules
-    asked in order, the first that matches deciding: --filters FILE's, then -l, then --allow and --deny as typed,
-    then the namespace and label flags: -n NS keeps one namespace; -A keeps every namespace (none excluded);
-    --include-namespaces keeps only those listed and overrides --excluded-namespaces; otherwise the excluded
+    The window is [--start-time, --end-time). The trace starts with the state at the start time, then every spec change
+    in the window (--all-changes: every change). Which objects it holds is decided per object, on its last version in
+    the window as the cluster had it (an object whose labels changed mid-window is in or out as a whole), after
+    --transform, by rules asked in order, the first that matches deciding: --filters FILE's, then -l, then --allow and
+    --deny as typed, then the namespace and label flags: -n NS keeps one namespace; -A keeps every namespace (none
+    excluded); --include-namespaces keeps only those listed and overrides --excluded-namespaces; otherwise the excluded
     namespaces are left out; --exclude-labels leaves out what it matches. What no rule matches gets --default.
     Objects owned by a DaemonSet or by another exported object are left out too (SimKube recreates them).
     --dry-run shows what each rule decided; --dry-run=objects lists each object and what decided it.
@@ -136,9 +139,9 @@ def export_command(
                                  list_objects=dry_run == "objects").as_mapping()
         return click.echo(decisions_text(decisions) if summary == "table" else render.dump(decisions, summary))
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
-    options = anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map)
     report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
-                       allow_empty=allow_empty, stdout=sys.stdout.buffer, program=program, anonymize_key=key, anonymize_options=options)
+                       allow_empty=allow_empty, stdout=sys.stdout.buffer, program=program, anonymize_key=key, all_changes=all_changes,
+                       anonymize_options=anonymize_settings(anonymize=anonymize, anonymize_keep=anonymize_keep, anonymize_map=anonymize_map))
     _say(report, where="stdout" if output_file == "-" else output_file, summary=summary, program=program)
     if fresh and key is not None:
         say_fresh_key(key)

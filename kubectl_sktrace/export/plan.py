@@ -111,7 +111,7 @@ def plan_objects(cache: Cache, *, start_ts: int, end_ts: int, known: float, filt
     candidates: dict[ObjKey, tuple[int, tuple[ObjKey, ...], int]] = {}
     untracked = history.untracked_before(cache, start_ts=start_ts, end_ts=end_ts, known=known)
     for event in history.last_applied_before(cache, ts=end_ts, known=known, keys=plan.keys,
-                                             bodies=rules.needs_labels or view is not None):
+                                             bodies=rules.needs_labels or view is not None, made_whole=view is not None):
         if event.key in untracked:
             continue
         left = plan.left_out

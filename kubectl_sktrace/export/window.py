@@ -211,9 +211,11 @@ def decide_window(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFi
 def export_trace(
     cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str, stream: IO[bytes],
     allow_empty: bool = False, program: Program | None = None, anonymize_key: bytes | None = None,
-    anonymize_options: AnonymizeOptions = AnonymizeOptions()) -> ExportReport:
+    anonymize_options: AnonymizeOptions = AnonymizeOptions(), all_changes: bool = False) -> ExportReport:
     """Write the trace of ``[start_ts, end_ts)`` to ``stream`` in ``fmt`` (sktrace, json or yaml), its objects
     rewritten by ``program`` (--transform) and anonymized with ``anonymize_key`` when given (``export/transforms``).
+    Its events are SimKube's (new objects, spec changes, deletions), and with ``all_changes`` every recorded change
+    (labels, annotations, owner references, data: docs/spec.md "What a change is"), the state at the start too.
 
     A window that starts before the cache's first run starts at the second that run began in (no event of
     it is earlier): the cache knows nothing before, and the first run never changes, so a closed window
@@ -241,7 +243,7 @@ def export_trace(
             ))
         dropped_kinds = history.untracked_in(cache, start_ts=start_ts, end_ts=end_ts, known=known)
         coverage = _coverage(cache, all_runs, config=config, start_ts=start_ts, end_ts=end_ts, pruned=pruned)
-        window = _Window(start_ts=start_ts, end_ts=end_ts, known=known, runs=all_runs, rewriter=rewriter)
+        window = _Window(start_ts=start_ts, end_ts=end_ts, known=known, runs=all_runs, rewriter=rewriter, all_changes=all_changes)
         written = _write_trace(cache, window, plan=plan, config=config, fmt=fmt, stream=stream, keep_status=keep_status)
     more_notes, warnings = _messages(
         plan=plan, groups=written.groups, state=written.state, inferred=written.inferred,
@@ -288,6 +290,7 @@ class _Window:
     known: float
     runs: list[history.Run]
     rewriter: Rewriter  # --transform, --anonymize (or neither: not ``active``)
+    all_changes: bool = False  # --all-changes: revisions are events too
 
 
 @dataclass
@@ -313,7 +316,9 @@ def _write_trace(
     start_ts, end_ts, known = window.start_ts, window.end_ts, window.known
     out = _Written(last_ts=start_ts)
     stored_names = {(str(key.gvk), key.namespace, key.name) for key in plan.exported}
-    counted_groups = count_groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known), stored_names)
+    revisions = window.all_changes
+    counted_groups = count_groups(history.window_heads(cache, start_ts=start_ts, end_ts=end_ts, known=known, revisions=revisions),
+                                  stored_names)
     out.groups, out.inferred, out.inferred_deleted = counted_groups.groups, counted_groups.inferred, counted_groups.inferred_deleted
     trace_config = config_to_trace(config)
     rules = _reference_rules(trace_config)
@@ -328,8 +333,10 @@ def _write_trace(
         rewriting = RewritingWriter(window.rewriter, fmt=fmt, stream=stream, config=trace_config, keep_status=keep_status, rules=rules,
                                     errors=out.errors)
         write, state, finish = rewriting.event, rewriting.state, rewriting.finish
-    out.state = state(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known, keys=plan.keys) if e.key in plan.exported])
-    for ts, rows in groups(history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known, keys=plan.keys), plan.exported):
+    out.state = state(start_ts, [e for e in history.state_at(cache, ts=start_ts, known=known, keys=plan.keys, revisions=revisions)
+                                 if e.key in plan.exported])
+    events = history.window_events(cache, start_ts=start_ts, end_ts=end_ts, known=known, keys=plan.keys, revisions=revisions)
+    for ts, rows in groups(events, plan.exported):
         count = write(ts, rows)
         out.applied, out.deleted, out.last_ts = out.applied + count, out.deleted + len(rows) - count, ts
     table, out.lifecycles = _pod_lifecycles(cache, start_ts=start_ts, end_ts=end_ts, known=known, plan=plan)
@@ -420,12 +427,12 @@ class WindowTrace:
     gaps: tuple[tuple[float, float], ...]
 
 
-def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters) -> WindowTrace:
+def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, all_changes: bool = False) -> WindowTrace:
     """The trace of ``[start_ts, end_ts)`` exactly as ``export_trace`` writes it, held in memory (to be drawn:
-    ``status --timeline``). A window without objects is no error here: it draws as one."""
+    ``status --timeline``, every change). A window without objects is no error here: it draws as one."""
     buffer = io.BytesIO()
     report = export_trace(cache, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=False, fmt="sktrace", stream=buffer,
-                          allow_empty=True)
+                          allow_empty=True, all_changes=all_changes)
     with history.read_snapshot(cache):
         offline = history.uncovered(history.runs(cache), start=report.start_ts, end=report.end_ts)
         outages = [(gap.since, gap.until) for gap in history.coverage_gaps(cache)]
@@ -435,7 +442,7 @@ def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFil
 def export_to(
     cache_path: str | CacheUrl, output_file: str, *, start_ts: int, end_ts: int, filters: ExportFilters, keep_status: bool, fmt: str,
     allow_empty: bool, stdout: IO[bytes], program: Program | None = None, anonymize_key: bytes | None = None,
-    anonymize_options: AnonymizeOptions = AnonymizeOptions(),
+    anonymize_options: AnonymizeOptions = AnonymizeOptions(), all_changes: bool = False,
 ) -> ExportReport:
     """``export``: the window of the cache at ``cache_path``, opened read-only, written to ``output_file`` the way
     ``output.write_output`` writes (``-`` is ``stdout``). A cache that a recorder changed while it was read is
@@ -447,7 +454,7 @@ def export_to(
         def write(stream: IO[bytes]) -> ExportReport:
             report = export_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
                                   stream=stream, allow_empty=allow_empty, program=program, anonymize_key=anonymize_key,
-                                  anonymize_options=anonymize_options)
+                                  anonymize_options=anonymize_options, all_changes=all_changes)
             opened.ensure_unchanged()  # a writer may have changed what was read
             return report
 

@@ -5,10 +5,13 @@ asks these functions what to record; it performs the writes itself (docs/spec.md
 
 Guarantees:
 
-- ``decide_applied``: a new object, or one whose spec hash differs from the last recorded, is applied;
-  the same uid with the same hash records nothing (status, label and annotation changes alone); the same
-  name with another uid is a delete followed by an apply, so a re-created object is never mistaken for
-  an update.
+- ``decide_applied``: a new object, or one whose spec hash differs from the last recorded, is applied (a
+  ``spec`` change: SimKube's event); the same uid with the same spec hash but another metadata or data
+  fingerprint (``trace/revisions``) is a ``metadata`` or ``data`` revision (data when both); the same uid with
+  the same fingerprints records nothing (status, and what ``revisions.IGNORED_ANNOTATIONS`` names). A
+  fingerprint not known (an object recorded before schema 0011) is taken as unchanged: what changed then is
+  not known. The same name with another uid is a delete followed by an apply, so a re-created object is never
+  mistaken for an update.
 - ``vanished``: at a relist, the cached live keys that are missing from the list or listed with another
   uid, sorted so the recorder writes them in a stable order. The recorder records these deletions and
   drops them from its index before applying the listed items, so an object listed with a new uid is then
@@ -27,15 +30,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kubectl_sktrace.model import LiveObject, ObjectHead, ObjKey
+from kubectl_sktrace.trace.revisions import DATA, METADATA, SPEC
 
 
 @dataclass(frozen=True)
 class Decision:
-    """What to record for an added/modified/listed object: a delete first (new uid), an apply, both, or neither."""
+    """What to record for an added/modified/listed object: a delete first (new uid), a version (``change``: a new
+    object or spec, ``spec``; a ``metadata`` or ``data`` revision), both, or neither (``change`` None)."""
 
     delete_first: bool
-    apply: bool
+    change: str | None
     spec_hash: int
+    meta_hash: int | None = None
+    data_hash: int | None = None
+
+    @property
+    def apply(self) -> bool:
+        """Whether a version is recorded."""
+        return self.change is not None
+
+    def live(self, uid: str) -> LiveObject:
+        """The live index's entry once recorded."""
+        return LiveObject(uid, self.spec_hash, self.meta_hash, self.data_hash)
 
 
 def same_uid(a: str, b: str) -> bool:
@@ -43,13 +59,27 @@ def same_uid(a: str, b: str) -> bool:
     return a == b or not a or not b
 
 
-def decide_applied(*, known: LiveObject | None, uid: str, spec_hash: int) -> Decision:
-    """What an added, modified or listed object with ``uid`` and ``spec_hash`` means, given what is known."""
+def decide_applied(*, known: LiveObject | None, uid: str, spec_hash: int, meta_hash: int | None = None,
+                   data_hash: int | None = None) -> Decision:
+    """What an added, modified or listed object with ``uid`` and these fingerprints means, given what is known."""
     if known is None:
-        return Decision(delete_first=False, apply=True, spec_hash=spec_hash)
+        return Decision(False, SPEC, spec_hash, meta_hash, data_hash)
     if not same_uid(known.uid, uid):
-        return Decision(delete_first=True, apply=True, spec_hash=spec_hash)
-    return Decision(delete_first=False, apply=known.spec_hash != spec_hash, spec_hash=spec_hash)
+        return Decision(True, SPEC, spec_hash, meta_hash, data_hash)
+    if known.spec_hash != spec_hash:
+        return Decision(False, SPEC, spec_hash, meta_hash, data_hash)
+    data = _differs(known.data_hash, data_hash)
+    if data or _differs(known.meta_hash, meta_hash):
+        return Decision(False, DATA if data else METADATA, spec_hash, meta_hash, data_hash)
+    return Decision(False, None, spec_hash, _kept(known.meta_hash, meta_hash), _kept(known.data_hash, data_hash))
+
+
+def _differs(known: int | None, now: int | None) -> bool:
+    return known is not None and now is not None and known != now
+
+
+def _kept(known: int | None, now: int | None) -> int | None:
+    return now if known is None else known
 
 
 def is_skipped_owned(head: ObjectHead, *, skip_owned: bool) -> bool:

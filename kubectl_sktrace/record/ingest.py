@@ -40,14 +40,15 @@ from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
 from kubectl_sktrace.record.coverage import KindCoverage
 from kubectl_sktrace.record.initialsync import InitialSync, Unresolved, Vanished
 from kubectl_sktrace.record.ownerindex import OwnerIndex
+from kubectl_sktrace.record.stats import KindStats as KindStats  # where the progress line and the session import it
 from kubectl_sktrace.store.history import CAUSE_FAILED
 from kubectl_sktrace.store.recording import (
-    OP_APPLIED,
     OP_DELETED,
+    OP_OF_CHANGE,
     EventRow,
     Recording,
 )
-from kubectl_sktrace.trace import hashing, lifecycle, sanitize
+from kubectl_sktrace.trace import hashing, lifecycle, revisions, sanitize
 from kubectl_sktrace.trace import references as podrefs
 from kubectl_sktrace.tracerconfig import TracerConfig
 
@@ -56,21 +57,6 @@ log = logging.getLogger(__name__)
 MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
 """What reading an object that breaks the API's shape raises (``sanitize`` says so with a KubeError): that object
 is skipped and logged, not fatal."""
-
-
-@dataclass
-class KindStats:
-    """Counters per kind for the progress line and the end-of-run summary."""
-
-    listed: int = 0
-    applied: int = 0
-    deleted_live: int = 0
-    deleted_offline: int = 0
-    caught_up: int = 0  # changes found after an API outage (applied or deleted), not seen live
-    lifecycles: int = 0
-    pages: int = 0
-    initial_done: bool = False
-    failed: str | None = None
 
 
 @dataclass
@@ -296,8 +282,7 @@ class Ingest:
     # -- owner lookups, made by the writer with no lock held (``ownerindex``) ------------------------
 
     def may_want_owners(self, gvk: GVK, obj: dict[str, Any], *, deleted: bool) -> bool:
-        """Whether applying ``obj`` might look an owner up: it has owners and is tracked, or is a pod met first. Safe
-        without the writer's lock (a pod's uid is added by its own watch thread): False means no lookup at all."""
+        """Whether ``obj`` might look an owner up (owners, and tracked or a pod met first); safe without the lock."""
         meta = obj.get("metadata") if isinstance(obj, dict) else None
         if not isinstance(meta, dict) or not meta.get("ownerReferences"):
             return False
@@ -305,9 +290,8 @@ class Ingest:
 
     def owners_wanted(self, gvk: GVK, objs: tuple[dict[str, Any], ...] | list[dict[str, Any]], *, deleted: bool, settling: bool,
                       asked: set[ObjKey]) -> set[ObjKey]:
-        """The owners that applying a message (``objs`` of ``gvk``; ``settling``: its kind lists, fails or goes away)
-        would GET (``OwnerIndex.wanted``): the chains of tracked objects and of pods met first, and of the pods that
-        waited for the owner kinds when this message settles them."""
+        """The owners applying a message (``objs`` of ``gvk``; ``settling``: its kind lists, fails or goes away) would GET:
+        the chains of tracked objects, of pods met first, of the pods that waited for the owner kinds it settles."""
         heads, read = [], {}
         for obj in objs:
             if not self.may_want_owners(gvk, obj, deleted=deleted):
@@ -329,9 +313,7 @@ class Ingest:
 
     def forget_prepared(self) -> None:
         """The message was applied: the heads and chains ``owners_wanted`` prepared for it are dropped."""
-        if self._prepared_heads or self._prepared_chains:
-            self._prepared_heads, self._prepared_chains = {}, {}
-
+        self._prepared_heads, self._prepared_chains = {}, {}
 
     def _chain(self, head: ObjectHead) -> list[ObjKey]:
         """The object's owner chain: as ``owners_wanted`` resolved it for this message, else resolved now."""
@@ -376,7 +358,8 @@ class Ingest:
             return False
         live = self.live.setdefault(gvk, {})
         known = live.get(head.key)
-        decision = changes.decide_applied(known=known, uid=head.uid, spec_hash=hashing.spec_hash(obj.get("spec")))
+        decision = changes.decide_applied(known=known, uid=head.uid, spec_hash=hashing.spec_hash(obj.get("spec")),
+                                          meta_hash=revisions.metadata_hash(obj), data_hash=revisions.data_hash(obj))
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
         ts = changes.event_second(recv)
@@ -391,28 +374,37 @@ class Ingest:
         if head.owners:
             self._store_owner(head, recv)
         if decision.apply:
-            self._record_applied(head, obj, recv, ts=ts, spec_hash=decision.spec_hash, inferred=inferred)
+            self._record_applied(head, obj, recv, ts=ts, decision=decision, inferred=inferred)
             if caught_up:
                 self.stats_for(gvk).caught_up += 1
+        elif known is not None and decision.live(known.uid) != known:  # fingerprints a cache before 0011 did not keep
+            live[head.key] = self._upsert(head.key, decision.live(known.uid))
         return True
 
-    def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, spec_hash: int, inferred: bool) -> None:
-        """The applied event of a tracked object, its owner chain resolved, and its row in the live index."""
+    def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, decision: changes.Decision,
+                        inferred: bool) -> None:
+        """The version of a tracked object (a new object or spec, or a revision), its owner chain resolved, and its row
+        in the live index."""
         key = head.key
         chain = tuple(self._chain(head)) if head.owners else ()
         options = self.tracked[key.gvk]
         body = sanitize.sanitize(obj, gvk=key.gvk, keep_secret_data=options.keep_secret_data)
-        paths = options.pod_spec_template_paths
+        spec = decision.change == revisions.SPEC
+        paths = options.pod_spec_template_paths if spec else ()  # a revision's references are its base's
         self.rec.append_event(
             self.run_id,
-            EventRow(ts=ts, recv=self._written(recv), key=key, uid=head.uid, op=OP_APPLIED, inferred=inferred,
-                     spec_hash=spec_hash, owner_chain=chain or None, body=body,
+            EventRow(ts=ts, recv=self._written(recv), key=key, uid=head.uid, op=OP_OF_CHANGE[decision.change or revisions.SPEC],
+                     inferred=inferred, spec_hash=decision.spec_hash, owner_chain=chain or None,
+                     body=body if spec else revisions.revision_body(body),
                      refs=podrefs.distinct_references(body, paths) if paths else None, daemonset=sanitize.is_daemonset_owned(body)),
         )
         self.events_recorded += 1
-        self.rec.upsert_object(key, uid=head.uid, spec_hash=spec_hash)
-        self.live[key.gvk][key] = LiveObject(head.uid, spec_hash)
-        self.stats_for(key.gvk).applied += 1
+        self.live[key.gvk][key] = self._upsert(key, decision.live(head.uid))
+        self.stats_for(key.gvk).count(decision.change)
+
+    def _upsert(self, key: ObjKey, live: LiveObject) -> LiveObject:
+        self.rec.upsert_object(key, uid=live.uid, spec_hash=live.spec_hash, meta_hash=live.meta_hash, data_hash=live.data_hash)
+        return live
 
     def _deleted(self, head: ObjectHead, recv: float, *, caught_up: bool) -> None:
         """A DELETED event of a tracked object."""

@@ -10,7 +10,8 @@ The names follow Prometheus's conventions: the ``sktrace_`` prefix, counters end
 name (``_seconds``, ``_bytes``). Counters count since the process started (a restarted pod starts them again,
 which ``rate()`` takes in its stride). Kinds are labelled as the config names them (``apps/v1.Deployment``).
 
-- ``sktrace_events_recorded_total{kind,op}``: rows written to the history, ``op`` ``applied`` or ``deleted``
+- ``sktrace_events_recorded_total{kind,op}``: rows written to the history, ``op`` ``applied`` (new objects and spec
+  changes), ``metadata`` or ``data`` (revisions: docs/spec.md "What a change is") or ``deleted``
   (deletions seen live and those a relist inferred at its start); ``sktrace_events_caught_up_total{kind}``: the
   changes found after an outage (applied or deleted), counted in neither.
 - ``sktrace_kinds_watched``, ``sktrace_kinds_not_served``, ``sktrace_kinds_forbidden`` (gauges, always present,
@@ -124,6 +125,8 @@ def read_sample(*, ingest: Ingest, committed: float, synced: bool, kinds: Iterab
     for gvk, stats in ingest.stats.items():
         if gvk in ingest.tracked:
             events[str(gvk), "applied"] = stats.applied
+            events[str(gvk), "metadata"] = stats.metadata
+            events[str(gvk), "data"] = stats.data
             events[str(gvk), "deleted"] = stats.deleted_live + stats.deleted_offline
     gaps: dict[str, int] = {}
     for outage in [*ingest.coverage.outages.values(), *ingest.coverage.refused.values()]:

@@ -303,7 +303,7 @@ class Session:
 
     def _summary(self, run: _Run, stopped: float) -> Summary:
         rows = tuple(
-            SummaryRow(str(g), s.listed, s.applied, s.deleted_live, s.deleted_offline, s.caught_up, s.lifecycles)
+            SummaryRow(str(g), s.listed, s.applied, s.deleted_live, s.deleted_offline, s.caught_up, s.lifecycles, s.metadata, s.data)
             for g, s in sorted(run.ingest.stats.items(), key=lambda kv: str(kv[0]))
             if g in self.config.tracked or g == POD
         )

@@ -241,8 +241,8 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         "pruned": pruned_to_dict(status),
         "configHistory": config_history(status),
         "kinds": [
-            {"kind": k.gvk, "live": k.live, "applied": k.applied, "deleted": k.deleted, "deletedWhileOffline": k.inferred,
-             "watchResourceVersion": k.watch_resource_version, "watchUpdated": _time(k.watch_updated)}
+            {"kind": k.gvk, "live": k.live, "applied": k.applied, "metadataChanges": k.metadata, "dataChanges": k.data,
+             "deleted": k.deleted, "deletedWhileOffline": k.inferred, "watchResourceVersion": k.watch_resource_version, "watchUpdated": _time(k.watch_updated)}
             for k in status.kinds
         ],
         "pods": {"seen": status.pods.seen, "live": status.pods.live, "withLifecycleOwner": status.pods.with_owner,
@@ -306,7 +306,8 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
         parts += ["", "Config history (what each run tracked from its start on; history recorded before a change is kept):",
                   render.render_table(data["configHistory"], "table", columns=["run", "from", "change", "tracked"])]
     parts += ["", "Kinds:\n" + render.render_table(
-        [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
+        [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "metadata": k["metadataChanges"], "data": k["dataChanges"],
+          "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
          for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]
     if status.reconciliation is not None:
         parts += ["", "Reconciliation of the latest run (-o json names the objects):",

@@ -21,6 +21,8 @@ class SummaryRow:
     deleted_offline: int
     caught_up: int
     lifecycles: int
+    metadata: int = 0  # label, annotation, owner-reference changes (``applied``: new objects and spec changes)
+    data: int = 0  # data changes of spec-less kinds
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,8 @@ class Summary:
 def iter_rows(summary: Summary) -> Iterator[dict[str, Any]]:
     for row in summary.rows:
         yield {
-            "kind": row.kind, "listed": row.listed, "applied": row.applied, "deleted live": row.deleted_live,
+            "kind": row.kind, "listed": row.listed, "applied": row.applied, "metadata": row.metadata, "data": row.data,
+            "deleted live": row.deleted_live,
             "deleted while offline": row.deleted_offline, "after outage": row.caught_up, "lifecycles": row.lifecycles,
         }
 
@@ -57,7 +60,8 @@ def summary_to_dict(summary: Summary) -> dict[str, Any]:
         "duration": format_duration(summary.stopped - summary.started),
         "events": summary.events,
         "kinds": [
-            {"kind": r.kind, "listed": r.listed, "applied": r.applied, "deletedLive": r.deleted_live,
+            {"kind": r.kind, "listed": r.listed, "applied": r.applied, "metadataChanges": r.metadata, "dataChanges": r.data,
+             "deletedLive": r.deleted_live,
              "deletedWhileOffline": r.deleted_offline, "afterOutage": r.caught_up, "lifecycles": r.lifecycles}
             for r in summary.rows
         ],

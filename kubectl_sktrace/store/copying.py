@@ -26,7 +26,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runs", ("id", "started", "synced", "stopped", "clean", "pid", "config", "retain")),
     ("events", ("id", "ts", "recv", "run_id", "gvk", "namespace", "name", "uid", "op", "inferred", "spec_hash", "owner_chain",
                 "body", "status", "refs", "daemonset")),
-    ("objects", ("gvk", "namespace", "name", "uid", "spec_hash")),
+    ("objects", ("gvk", "namespace", "name", "uid", "spec_hash", "meta_hash", "data_hash")),
     ("pods", ("id", "uid", "namespace", "name", "owner_gvk", "owner_namespace", "owner_name", "stable_hash", "start_ts", "end_ts",
               "end_inferred", "live", "first_seen")),
     ("owners", ("gvk", "namespace", "name", "uid", "owner_refs", "fetched")),
@@ -37,7 +37,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL
 # there in the copy (what export reads from the bodies instead, as from the source)
-ADDED_COLUMNS = {("events", "refs"), ("events", "daemonset"), ("runs", "retain")}
+ADDED_COLUMNS = {("events", "refs"), ("events", "daemonset"), ("runs", "retain"), ("objects", "meta_hash"), ("objects", "data_hash")}
 IDENTITY_TABLES = ("runs", "events", "pods", "coverage_gaps")
 _BATCH = 2000
 

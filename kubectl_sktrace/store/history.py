@@ -20,17 +20,21 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
 from kubectl_sktrace.model import CAUSE_FORBIDDEN as CAUSE_FORBIDDEN  # the causes of rows besides outages, with CAUSE_FAILED
 from kubectl_sktrace.model import CAUSE_NOT_SERVED as CAUSE_NOT_SERVED
 from kubectl_sktrace.model import CAUSE_UNOBSERVED as CAUSE_UNOBSERVED
 from kubectl_sktrace.model import GVK, POD, ObjKey
-from kubectl_sktrace.store.bodies import chain_from_json, decode_body, packed_body
+from kubectl_sktrace.store.bodies import chain_from_json
 from kubectl_sktrace.store.connection import from_db_hash
 from kubectl_sktrace.store.engine import Cache
 
-APPLIED, DELETED, UNTRACKED = 0, 1, 2
+from kubectl_sktrace.store.versions import APPLIED as APPLIED  # the ops, as the readers above the store import them
+from kubectl_sktrace.store.versions import DELETED as DELETED
+from kubectl_sktrace.store.versions import UNTRACKED as UNTRACKED
+from kubectl_sktrace.store.versions import METADATA, VERSIONS, whole
+from kubectl_sktrace.store.versions import StoredEvent as StoredEvent
 
 _EVENT_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.spec_hash, e.owner_chain, {bodies}, e.run_id, {facts}"
 
@@ -53,11 +57,11 @@ def _event_columns(cache: Cache, *, bodies: bool = True) -> str:
 # was recorded since ``:since``), or ranking the rows before :before with a window function (costs what those rows
 # number; the only way on a cache read as it is at an older schema). ``last_row_per_object`` takes the cheapest.
 # Shared with pruning.
-# A scalar subquery returns one value: the row's id and op (0-2) travel as ``id * 4 + op``, both read from the
+# A scalar subquery returns one value: the row's id and op (0-4) travel as ``id * 8 + op``, both read from the
 # index, so that no row is fetched from the table only to learn its op (most objects of a long history are gone).
 _LAST_ROW_SEEK = """
-    SELECT last_row >> 2 AS id, last_row & 3 AS op FROM (
-        SELECT (SELECT i.id * 4 + i.op FROM events i INDEXED BY events_object
+    SELECT last_row >> 3 AS id, last_row & 7 AS op FROM (
+        SELECT (SELECT i.id * 8 + i.op FROM events i INDEXED BY events_object
                 WHERE i.gvk = k.gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts < :before AND i.recv < :known {extra}
                 ORDER BY i.ts DESC, i.id DESC LIMIT 1) AS last_row
         FROM {objects} k
@@ -81,12 +85,12 @@ _CHANGED_OBJECTS = f"""(
 )"""
 
 
-def last_row_per_object(cache: Cache, *, applied_only: bool, before: int, known: float | None = None) -> str:
+def last_row_per_object(cache: Cache, *, applied_only: bool, before: int, known: float | None = None, revisions: bool = False) -> str:
     """A subquery of ``(id, op)``: per object, its last row (its last applied row with ``applied_only``) stamped
-    before ``:before`` (``before``) and received before ``:known``. Given ``known`` (the value of ``:known``), the
-    subquery may leave out objects whose last row there does not apply them (what the state needs), and takes
-    ``:since`` too (``since_param``)."""
-    extra = f"AND i.op = {APPLIED}" if applied_only else ""
+    before ``:before`` (``before``) and received before ``:known``; revisions count only with ``revisions``. Given
+    ``known`` (the value of ``:known``), the subquery may leave out objects whose last row there does not apply them
+    (what the state needs), and takes ``:since`` too (``since_param``)."""
+    extra = _ops_extra(applied_only=applied_only, revisions=revisions)
     if known is not None and math.isfinite(known) and not applied_only and cache.has_column("event_objects", "last_op"):
         if _fewer_changed(cache, before=before, known=known):
             return _LAST_ROW_SEEK.format(extra=extra, objects=_CHANGED_OBJECTS.format(applied=APPLIED))
@@ -95,7 +99,13 @@ def last_row_per_object(cache: Cache, *, applied_only: bool, before: int, known:
         # counting the rows before stops at ``objects``: deciding costs no more than either way
         if _count_before(cache, before=before, limit=objects) >= objects:
             return _LAST_ROW_SEEK.format(extra=extra, objects="event_objects")
-    return _LAST_ROW_RANKED.format(extra=f"AND op = {APPLIED}" if applied_only else "")
+    return _LAST_ROW_RANKED.format(extra=extra.replace("i.op", "op"))
+
+
+def _ops_extra(*, applied_only: bool, revisions: bool) -> str:
+    if applied_only:
+        return f"AND i.op IN ({VERSIONS})" if revisions else f"AND i.op = {APPLIED}"
+    return "" if revisions else f"AND i.op < {METADATA}"
 
 
 def _fewer_changed(cache: Cache, *, before: int, known: float) -> bool:
@@ -131,39 +141,6 @@ def _changed_count(cache: Cache, *, before: int, known: float, limit: int) -> in
                    + (SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_ts WHERE ts >= :since LIMIT :limit) AS recent)
                    + (SELECT count(*) FROM (SELECT 1 FROM events INDEXED BY events_late WHERE recv >= :known AND recv >= ts + {_LATE} LIMIT :limit) AS late)"""
     return int(cache.conn.execute(sql, params).fetchone()[0])
-
-
-class StoredEvent(NamedTuple):
-    """One row of ``events``: an applied object (with its stored body blobs, decoded on request) or a
-    deletion (no body). A named tuple: an export makes one per row, and it builds at half a dataclass's cost."""
-
-    id: int
-    ts: int
-    key: ObjKey
-    uid: str
-    deleted: bool
-    inferred: bool
-    spec_hash: int | None
-    owner_chain: tuple[ObjKey, ...]
-    body_blob: bytes | None
-    status_blob: bytes | None
-    run_id: int = 0
-    refs: str | None = None  # ``events.refs`` as stored (JSON), None when not recorded
-    daemonset: bool | None = None  # ``events.daemonset``, None when not recorded
-
-    @property
-    def body(self) -> dict[str, Any] | None:
-        """The sanitized object as recorded, status included."""
-        return None if self.body_blob is None else decode_body(self.body_blob, self.status_blob)
-
-    def without_status(self) -> dict[str, Any] | None:
-        """The sanitized object as recorded, without its status (cheaper: one blob decoded)."""
-        return None if self.body_blob is None else decode_body(self.body_blob)
-
-    def packed(self) -> bytes:
-        """The object without its status as msgpack bytes, copied into a trace as they are."""
-        assert self.body_blob is not None, "a deletion has no body"
-        return packed_body(self.body_blob)
 
 
 @dataclass(frozen=True)
@@ -217,45 +194,52 @@ def _event(row: tuple[Any, ...], keys: dict[Any, Any]) -> StoredEvent:
         owner_chain = keys[chain] = chain_from_json(chain)
     return StoredEvent(  # positional: a named tuple builds faster so (one per row of a window)
         eid, ts, key, uid, op == DELETED, bool(inferred), None if spec_hash is None else from_db_hash(spec_hash), owner_chain,
-        body, status, run_id, refs, None if daemonset is None else bool(daemonset),
+        body, status, run_id, refs, None if daemonset is None else bool(daemonset), op,
     )
 
 
-def state_at(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
+def state_at(cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None, revisions: bool = False) -> Iterator[StoredEvent]:
     """The objects that exist at ``ts`` as recorded before ``known``: for each object whose last event before
-    ``ts`` is an applied one, that event, in recorded order. Pods whose lifecycle finished before ``ts`` are
+    ``ts`` is an applied one, that event, in recorded order (with ``revisions``, its last version of any change, made
+    whole: ``whole``; else its last spec change, SimKube's). Pods whose lifecycle finished before ``ts`` are
     not part of the state (docs/spec.md §7.1), even when the object itself was never deleted (a Completed bare pod);
     the end counts only when its whole second lies before ``known`` (``lifecycle.as_of``)."""
     sql = f"""
         SELECT {_event_columns(cache)} FROM events e
-        JOIN ({last_row_per_object(cache, applied_only=False, before=ts, known=known)}) last ON last.id = e.id
-        WHERE last.op = {APPLIED}
+        JOIN ({last_row_per_object(cache, applied_only=False, before=ts, known=known, revisions=revisions)}) last ON last.id = e.id
+        WHERE last.op IN ({VERSIONS})
           AND NOT (e.gvk = :pod AND EXISTS (
               SELECT 1 FROM pods p WHERE p.uid = e.uid AND p.end_ts IS NOT NULL AND p.end_ts < :before AND p.end_ts + 1 <= :known))
         ORDER BY e.id
     """
     keys = {} if keys is None else keys
     for row in cache.conn.execute(sql, {"before": ts, "known": known, "pod": str(POD), "since": since_param(ts, known)}):
-        yield _event(row, keys)
+        yield whole(cache, _event(row, keys))
 
 
 def last_applied_before(
-    cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None, bodies: bool = True,
+    cache: Cache, *, ts: int, known: float, keys: dict[Any, Any] | None = None, bodies: bool = True, made_whole: bool = True,
 ) -> Iterator[StoredEvent]:
     """For every object with an applied event before ``ts`` received before ``known`` (deleted since or not),
-    its last such applied version: what the index of a trace ending at ``ts`` holds, and what filters judge
-    (``bodies``: as ``_event_columns`` says)."""
+    its last version of any change (docs/spec.md "What a change is": the object as the cluster had it): what the
+    index of a trace ending at ``ts`` holds (a revision's spec hash is its base's), and what filters judge
+    (``bodies``: as ``_event_columns`` says; a revision's body holds its labels, annotations and owners, and is made whole
+    with ``bodies`` and ``made_whole``)."""
     sql = f"""
         SELECT {_event_columns(cache, bodies=bodies)} FROM events e
-        JOIN ({last_row_per_object(cache, applied_only=True, before=ts)}) last ON last.id = e.id
+        JOIN ({last_row_per_object(cache, applied_only=True, before=ts, revisions=True)}) last ON last.id = e.id
         ORDER BY e.id
     """
     keys = {} if keys is None else keys
     for row in cache.conn.execute(sql, {"before": ts, "known": known}):
-        yield _event(row, keys)
+        event = _event(row, keys)
+        yield whole(cache, event) if bodies and made_whole else event
 
 
-_WINDOW_WHERE = f"WHERE e.ts >= :start AND e.ts < :end AND e.recv < :known AND e.op != {UNTRACKED} ORDER BY e.ts, e.id"
+def _window_where(*, revisions: bool) -> str:
+    """The window's rows: deletions and SimKube's events (new objects and specs), and with ``revisions`` the rest."""
+    ops = f"{DELETED}, {VERSIONS}" if revisions else f"{APPLIED}, {DELETED}"
+    return f"WHERE e.ts >= :start AND e.ts < :end AND e.recv < :known AND e.op IN ({ops}) ORDER BY e.ts, e.id"
 
 
 def untracked_before(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> set[ObjKey]:
@@ -278,20 +262,22 @@ def untracked_in(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> l
     return [(gvk, ts, n) for gvk, ts, n in cache.conn.execute(sql, (start_ts, end_ts, known))]
 
 
-def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float) -> Iterator[tuple[int, str, str, str, int, int]]:
+def window_heads(cache: Cache, *, start_ts: int, end_ts: int, known: float, revisions: bool = False) -> Iterator[tuple[int, str, str, str, int, int]]:
     """``(ts, gvk, namespace, name, op, inferred)`` of the events with ``start_ts <= ts < end_ts`` received before
-    ``known``, in time then recorded order, as stored: no body, no object made per row (a counting pass)."""
-    sql = f"SELECT e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_WINDOW_WHERE}"
+    ``known`` (revisions with ``revisions``), in time then recorded order, as stored: no body, no object made per row
+    (a counting pass)."""
+    sql = f"SELECT e.ts, e.gvk, e.namespace, e.name, e.op, e.inferred FROM events e {_window_where(revisions=revisions)}"
     return iter(cache.conn.execute(sql, {"start": start_ts, "end": end_ts, "known": known}))
 
 
-def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float, keys: dict[Any, Any] | None = None) -> Iterator[StoredEvent]:
+def window_events(cache: Cache, *, start_ts: int, end_ts: int, known: float, keys: dict[Any, Any] | None = None,
+                  revisions: bool = False) -> Iterator[StoredEvent]:
     """Events with ``start_ts <= ts < end_ts`` received before ``known``, in time then recorded order, one row at
-    a time."""
+    a time: SimKube's (new objects, spec changes, deletions), and with ``revisions`` every change, made whole."""
     keys = {} if keys is None else keys
     params = {"start": start_ts, "end": end_ts, "known": known}
-    for row in cache.conn.execute(f"SELECT {_event_columns(cache)} FROM events e {_WINDOW_WHERE}", params):
-        yield _event(row, keys)
+    for row in cache.conn.execute(f"SELECT {_event_columns(cache)} FROM events e {_window_where(revisions=revisions)}", params):
+        yield whole(cache, _event(row, keys))
 
 
 def pod_lifecycles(cache: Cache, *, before: int, known: float, ended_since: float = -math.inf) -> Iterator[PodLifecycleRow]:

@@ -303,4 +303,32 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
             FOR EACH STATEMENT EXECUTE FUNCTION events_rated_delete();
         """,
     ),
+    (
+        "0011_revisions",
+        """
+        ALTER TABLE objects ADD COLUMN meta_hash BIGINT, ADD COLUMN data_hash BIGINT;
+        CREATE OR REPLACE FUNCTION events_counted_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO {SCHEMA}.event_objects AS k (gvk, namespace, name, last_ts, last_id, last_op)
+                SELECT DISTINCT ON (gvk, namespace, name) gvk, namespace, name, ts, id, CASE WHEN op >= 3 THEN 0 ELSE op END
+                FROM new_rows ORDER BY gvk, namespace, name, ts DESC, id DESC
+                ON CONFLICT (gvk, namespace, name) DO UPDATE
+                SET last_ts = excluded.last_ts, last_id = excluded.last_id, last_op = excluded.last_op
+                WHERE k.last_ts IS NULL OR k.last_ts < excluded.last_ts OR (k.last_ts = excluded.last_ts AND k.last_id < excluded.last_id);
+            INSERT INTO {SCHEMA}.event_counts (gvk, namespace, op, inferred, n)
+                SELECT gvk, namespace, op, inferred, count(*) FROM new_rows GROUP BY gvk, namespace, op, inferred
+                ON CONFLICT (gvk, namespace, op, inferred) DO UPDATE SET n = event_counts.n + excluded.n;
+            RETURN NULL;
+        END $$;
+        CREATE OR REPLACE FUNCTION events_last_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE {SCHEMA}.event_objects k SET (last_ts, last_id, last_op) = (
+                SELECT e.ts, e.id, CASE WHEN e.op >= 3 THEN 0 ELSE e.op END FROM {SCHEMA}.events e
+                WHERE e.gvk = k.gvk AND e.namespace = k.namespace AND e.name = k.name
+                ORDER BY e.ts DESC, e.id DESC LIMIT 1)
+            WHERE (k.gvk, k.namespace, k.name, k.last_id) IN (SELECT gvk, namespace, name, id FROM old_rows);
+            RETURN NULL;
+        END $$;
+        """,
+    ),
 ]

@@ -127,7 +127,7 @@ def _marked_rows(cache: Cache, *, before: int, since: PrunedTo | None = None) ->
         yield _changed_since(params, since)
         return
     applied = last_row_per_object(cache, applied_only=True, before=before)
-    last = last_row_per_object(cache, applied_only=False, before=before)
+    last = last_row_per_object(cache, applied_only=False, before=before, revisions=True)  # a revision keeps its base too
     if cache.engine != "sqlite":
         kept = f"SELECT id FROM ({applied}) AS a UNION SELECT id FROM ({last}) AS l WHERE op != {APPLIED}"
         yield _marked(params, f"NOT EXISTS (SELECT 1 FROM ({kept}) AS k WHERE k.id = events.id)")

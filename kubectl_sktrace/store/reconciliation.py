@@ -9,8 +9,9 @@ relies only on what the recorder wrote (the schema docstring):
   has ``ts`` in ``[floor(gap start), synced]``, so the ``events_ts`` index bounds the scan to the rows of the
   gap and of R's initial sync, whatever the size of the history. Kinds that R tracks for the first time (or
   tracks otherwise) were listed without inference: they are not "created while offline";
-- an applied row is a creation when no earlier event of that object has its uid (``events_uid``: a point
-  lookup per row), else a change;
+- an applied row (or a revision: 0011) is a creation when no earlier version of that object has its uid
+  (``events_uid``: a point lookup per row), else a change, said in words from the two versions' metadata and data
+  (``revisions.describe``: ``labels changed: release=2026-11``), for the first ``LIMIT`` of each kind;
 - pods finished while offline: an end in ``[floor(gap start), R.started]`` (``pods_end``), first seen by R's
   sync at the latest: the vanished ones carry the restart second as an inferred end.
 
@@ -31,26 +32,29 @@ from kubectl_sktrace.reconciliation import (
     CHANGED,
     CREATED,
     DELETED,
+    LIMIT,
     OfflineChange,
     OfflinePod,
     Reconciliation,
     summarize,
 )
+from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.store.versions import APPLIED, CHANGE_OF_OP, VERSIONS
+from kubectl_sktrace.store.versions import DELETED as _DELETED
+from kubectl_sktrace.trace.revisions import SPEC, describe
 
-_APPLIED, _DELETED = 0, 1
-
-# the run's inferred rows of its initial sync, each applied one with the second of the last earlier version of
-# the same object under the same uid (NULL: never recorded before, a creation)
+# the run's inferred rows of its initial sync, each version with the id of the last earlier version of the same
+# object under the same uid (NULL: never recorded before, a creation)
 _CHANGES = f"""
-    SELECT e.gvk, e.namespace, e.name, e.op, e.ts, e.recv,
-           CASE WHEN e.op = {_APPLIED} THEN (
-               SELECT p.ts FROM events p
-               WHERE p.uid = e.uid AND p.id < e.id AND p.op = {_APPLIED}
+    SELECT e.gvk, e.namespace, e.name, e.op, e.ts, e.recv, e.id,
+           CASE WHEN e.op IN ({VERSIONS}) THEN (
+               SELECT p.id FROM events p
+               WHERE p.uid = e.uid AND p.id < e.id AND p.op IN ({VERSIONS})
                  AND p.gvk = e.gvk AND p.namespace = e.namespace AND p.name = e.name
                ORDER BY p.id DESC LIMIT 1) END AS before
     FROM events e
-    WHERE e.ts >= :low AND e.ts <= :synced AND e.run_id = :run AND e.inferred = 1 AND e.op IN ({_APPLIED}, {_DELETED})
+    WHERE e.ts >= :low AND e.ts <= :synced AND e.run_id = :run AND e.inferred = 1 AND e.op IN ({_DELETED}, {VERSIONS})
       AND e.recv <= :synced
     ORDER BY e.gvk, e.namespace, e.name, e.id
 """
@@ -96,7 +100,8 @@ def _last_sight(cache: Cache, *, previous_run: int, stopped: float) -> dict[str,
 def _changes(cache: Cache, params: dict[str, float], last_seen: dict[str, float], *, default: float,
              until: float) -> Iterator[tuple[str, OfflineChange]]:
     gvks: dict[str, GVK] = {}
-    for gvk_text, namespace, name, op, ts, recv, before in cache.conn.execute(_CHANGES, params):
+    described: dict[str, int] = {}
+    for gvk_text, namespace, name, op, ts, recv, row_id, before in cache.conn.execute(_CHANGES, params):
         gvk = gvks.get(gvk_text)
         if gvk is None:
             gvk = gvks[gvk_text] = GVK.parse(gvk_text)
@@ -106,7 +111,24 @@ def _changes(cache: Cache, params: dict[str, float], last_seen: dict[str, float]
         elif before is None:
             yield CREATED, OfflineChange(key, found=recv, created=ts if ts <= until else None)
         else:
-            yield CHANGED, OfflineChange(key, found=recv, before=float(before))
+            described[gvk_text] = shown = described.get(gvk_text, 0) + 1
+            before_ts, detail = _what_changed(cache, op=op, row_id=row_id, before_id=before, words=shown <= LIMIT)
+            yield CHANGED, OfflineChange(key, found=recv, before=before_ts, detail=detail)
+
+
+def _what_changed(cache: Cache, *, op: int, row_id: int, before_id: int, words: bool) -> tuple[float, str]:
+    """The second of the version before, and (``words``) what changed since, in words: ``spec changed``, ``labels
+    changed: release=2026-11`` (``revisions.describe``), ``data changed`` (a Secret's values, never stored)."""
+    body = "body" if words else "NULL"
+    rows = {i: (ts, b) for i, ts, b in cache.conn.execute(f"SELECT id, ts, {body} FROM events WHERE id IN (?, ?)", (before_id, row_id))}
+    before_ts = float(rows[before_id][0])
+    if not words:
+        return before_ts, ""
+    before, after = (decode_body(bytes(rows[i][1])) if rows[i][1] is not None else {} for i in (before_id, row_id))
+    said = describe(before, after)
+    if op == APPLIED:
+        return before_ts, "; ".join(["spec changed", *([said] if said else [])])
+    return before_ts, said or f"{CHANGE_OF_OP.get(op, SPEC)} changed"
 
 
 def _pods(cache: Cache, params: dict[str, float]) -> Iterator[OfflinePod]:

@@ -21,10 +21,12 @@ from kubectl_sktrace.model import GVK, LiveObject, ObjKey, OwnerRef
 from kubectl_sktrace.store.bodies import chain_to_json, encode_body, refs_to_json
 from kubectl_sktrace.store.connection import from_db_hash, to_db_hash
 from kubectl_sktrace.store.engine import Cache, DbConnection
+from kubectl_sktrace.store.versions import OP_OF_CHANGE as OP_OF_CHANGE
 
 OP_APPLIED = 0
 OP_DELETED = 1
 OP_UNTRACKED = 2  # the object leaves the history here (its kind stopped being tracked), without being deleted
+# ops 3 and 4 are revisions (0011): ``versions.OP_OF_CHANGE``
 
 _DUMPS = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -225,9 +227,10 @@ class Recording:
     def load_live_objects(self) -> dict[ObjKey, LiveObject]:
         out: dict[ObjKey, LiveObject] = {}
         gvks: dict[str, GVK] = {}
-        for gvk_text, ns, name, uid, spec_hash in self._conn.execute("SELECT gvk, namespace, name, uid, spec_hash FROM objects"):
+        sql = "SELECT gvk, namespace, name, uid, spec_hash, meta_hash, data_hash FROM objects"
+        for gvk_text, ns, name, uid, spec_hash, meta_hash, data_hash in self._conn.execute(sql):
             gvk = gvks.get(gvk_text) or gvks.setdefault(gvk_text, GVK.parse(gvk_text))
-            out[ObjKey(gvk, ns, name)] = LiveObject(uid, from_db_hash(spec_hash))
+            out[ObjKey(gvk, ns, name)] = LiveObject(uid, from_db_hash(spec_hash), _hash(meta_hash), _hash(data_hash))
         return out
 
     def load_live_pods(self) -> dict[str, LivePod]:
@@ -268,11 +271,13 @@ class Recording:
             ),
         )
 
-    def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int) -> None:
+    def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int, meta_hash: int | None = None, data_hash: int | None = None) -> None:
+        """The live index's row: uid, spec hash and the fingerprints of metadata and data (``trace/revisions``)."""
         self._write(
-            "INSERT INTO objects (gvk, namespace, name, uid, spec_hash) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, spec_hash = excluded.spec_hash",
-            (str(key.gvk), key.namespace, key.name, uid, to_db_hash(spec_hash)),
+            "INSERT INTO objects (gvk, namespace, name, uid, spec_hash, meta_hash, data_hash) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (gvk, namespace, name) DO UPDATE SET uid = excluded.uid, spec_hash = excluded.spec_hash, "
+            "meta_hash = excluded.meta_hash, data_hash = excluded.data_hash",
+            (str(key.gvk), key.namespace, key.name, uid, to_db_hash(spec_hash), _db_hash(meta_hash), _db_hash(data_hash)),
         )
 
     def delete_object(self, key: ObjKey) -> None:
@@ -328,6 +333,14 @@ class Recording:
                     "ON CONFLICT (group_version) DO UPDATE SET body = excluded.body, fetched = excluded.fetched",
                     (gv, _DUMPS(body), fetched),
                 )
+
+
+def _hash(value: int | None) -> int | None:
+    return None if value is None else from_db_hash(value)
+
+
+def _db_hash(value: int | None) -> int | None:
+    return None if value is None else to_db_hash(value)
 
 
 def _refs_from_json(text: str) -> tuple[OwnerRef, ...]:

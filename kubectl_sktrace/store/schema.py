@@ -107,6 +107,22 @@ event_rates_hourly  the same per ``hour`` (``ts / 3600``): what a long range sum
                 ``view`` reads a range's whole hours from ``event_rates_hourly``, the whole minutes at its edges from
                 ``event_rates`` and the partial minutes from ``events`` (a few rows an hour where ``events_ts`` would
                 walk every event).
+
+What a person calls a change (0011, docs/spec.md "What a change is"; ``trace/revisions.py``):
+
+events.op       3 and 4 are *revisions*: versions whose spec is the previous version's, 3 when the labels, annotations
+                or owner references changed, 4 when a spec-less kind's data changed (its metadata may have too). Their
+                ``spec_hash`` is their base's (the object's last row of op 0, which holds the spec), their ``body`` the
+                sanitized object without ``spec`` and status (``revisions.with_spec`` makes it whole). An export keeps
+                op 0 and 1 by default (SimKube's events), so that the history of spec changes reads as before; an
+                older kubectl-sktrace would read a revision as a deletion or skip it: 0011 keeps it out.
+objects.meta_hash, data_hash
+                the fingerprints of the object's last recorded metadata and data (``revisions.metadata_hash``,
+                ``data_hash``; NULL: not known, an object recorded before 0011, or data_hash of a kind with a spec):
+                what a restart compares what it lists with.
+event_objects.last_op
+                reads 0 for an object whose last row is a revision (it exists), as the live index
+                ``event_objects_live`` needs: the triggers of 0006, replaced.
 """
 
 from __future__ import annotations
@@ -377,6 +393,35 @@ MIGRATIONS: list[tuple[str, str]] = [
                 WHERE hour = old.ts / 3600 AND gvk = old.gvk AND op = old.op AND inferred = old.inferred;
             DELETE FROM event_rates_hourly
                 WHERE hour = old.ts / 3600 AND gvk = old.gvk AND op = old.op AND inferred = old.inferred AND n = 0;
+        END;
+        """,
+    ),
+    (
+        "0011_revisions",
+        """
+        ALTER TABLE objects ADD COLUMN meta_hash INTEGER;
+        ALTER TABLE objects ADD COLUMN data_hash INTEGER;
+        DROP TRIGGER events_counted_insert;
+        CREATE TRIGGER events_counted_insert AFTER INSERT ON events BEGIN
+            INSERT INTO event_objects (gvk, namespace, name, last_ts, last_id, last_op)
+                VALUES (new.gvk, new.namespace, new.name, new.ts, new.id, CASE WHEN new.op >= 3 THEN 0 ELSE new.op END)
+                ON CONFLICT (gvk, namespace, name) DO UPDATE
+                SET last_ts = excluded.last_ts, last_id = excluded.last_id
+                WHERE event_objects.last_ts IS NULL OR event_objects.last_ts < excluded.last_ts
+                   OR (event_objects.last_ts = excluded.last_ts AND event_objects.last_id < excluded.last_id);
+            UPDATE event_objects SET last_op = CASE WHEN new.op >= 3 THEN 0 ELSE new.op END
+                WHERE gvk = new.gvk AND namespace = new.namespace AND name = new.name AND last_id = new.id
+                  AND last_op IS NOT (CASE WHEN new.op >= 3 THEN 0 ELSE new.op END);
+            INSERT INTO event_counts (gvk, namespace, op, inferred, n) VALUES (new.gvk, new.namespace, new.op, new.inferred, 1)
+                ON CONFLICT (gvk, namespace, op, inferred) DO UPDATE SET n = n + 1;
+        END;
+        DROP TRIGGER events_last_delete;
+        CREATE TRIGGER events_last_delete AFTER DELETE ON events BEGIN
+            UPDATE event_objects SET (last_ts, last_id, last_op) = (
+                SELECT e.ts, e.id, CASE WHEN e.op >= 3 THEN 0 ELSE e.op END FROM events e
+                WHERE e.gvk = old.gvk AND e.namespace = old.namespace AND e.name = old.name
+                ORDER BY e.ts DESC, e.id DESC LIMIT 1)
+            WHERE gvk = old.gvk AND namespace = old.namespace AND name = old.name AND last_id = old.id;
         END;
         """,
     ),

@@ -35,6 +35,7 @@ from kubectl_sktrace.store.history import (
 )
 from kubectl_sktrace.store.pruning import Pruned, prunes
 from kubectl_sktrace.store.reconciliation import reconciliation
+from kubectl_sktrace.store.versions import APPLIED, DATA, DELETED, METADATA, VERSIONS
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class KindCounts:
     inferred: int
     watch_resource_version: str | None = None  # the last resourceVersion reached (None: never watched)
     watch_updated: float | None = None  # when it was committed
+    metadata: int = 0  # revisions (0011): label, annotation or owner-reference changes; ``applied`` counts new objects and specs
+    data: int = 0  # revisions (0011): data changes of spec-less kinds
 
 
 @dataclass(frozen=True)
@@ -152,20 +155,23 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
     gaps = tuple((a.stopped, b.started) for a, b in zip(runs, runs[1:]) if b.started > a.stopped)
     unrecorded = tuple(u for u in unrecorded_kinds(cache, refused_at_end=True) if runs and u.run_id == runs[-1].id)
     counts: dict[str, list[int]] = {}
-    for gvk, op, inferred, n in conn.execute(f"SELECT gvk, op, inferred, {count_from} WHERE op < 2 {where} GROUP BY gvk, op, inferred", params):
+    column = {APPLIED: 1, DELETED: 2, METADATA: 4, DATA: 5}  # live, applied, deleted, inferred deletions, metadata, data
+    sql = f"SELECT gvk, op, inferred, {count_from} WHERE op IN ({DELETED}, {VERSIONS}) {where} GROUP BY gvk, op, inferred"
+    for gvk, op, inferred, n in conn.execute(sql, params):
         if not n:
             continue  # a count a prune brought down to zero
-        entry = counts.setdefault(gvk, [0, 0, 0, 0])
-        entry[1 + op] += n
-        if op == 1 and inferred:
+        entry = counts.setdefault(gvk, [0] * 6)
+        entry[column[op]] += n
+        if op == DELETED and inferred:
             entry[3] += n
     for gvk, n in conn.execute(f"SELECT gvk, count(*) FROM objects WHERE TRUE {where} GROUP BY gvk", params):
-        counts.setdefault(gvk, [0, 0, 0, 0])[0] = n
+        counts.setdefault(gvk, [0] * 6)[0] = n
     positions: dict[str, tuple[str, float]] = {
         gvk: (rv, updated) for gvk, rv, updated in conn.execute("SELECT gvk, resource_version, updated FROM watch_state")}
     kinds = tuple(
-        KindCounts(g, live, applied, deleted, inferred, *positions.get(g, (None, None)))
-        for g, (live, applied, deleted, inferred) in sorted(counts.items())
+        KindCounts(g, live, applied, deleted, inferred, watch_resource_version=positions.get(g, (None, None))[0],
+                   watch_updated=positions.get(g, (None, None))[1], metadata=metadata, data=data)
+        for g, (live, applied, deleted, inferred, metadata, data) in sorted(counts.items())
     )
     pods = _pod_counts(conn, where, params)
     events = conn.execute(f"SELECT {count_from} WHERE TRUE {where}", params).fetchone()[0]

@@ -19,6 +19,7 @@ from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store.bodies import chain_from_json, decode_body
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import UNTRACKED
+from kubectl_sktrace.store.versions import DATA, DELETED, METADATA, VERSIONS, made_whole
 
 MAX_TICKS = 200
 """Changes of one object returned per answer: beyond, one per slice of the range (about two pixels of the page)."""
@@ -118,7 +119,7 @@ def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:
     merged: dict[int, dict[str, list[int]]] = {}
     for bucket, gvk, op, inferred, n in rows:
         entry = merged.setdefault(bucket, {}).setdefault(gvk, [0, 0, 0])
-        entry[op] += n
+        entry[1 if op == DELETED else 0] += n  # a revision (0011) is a change like an applied spec
         if inferred:
             entry[2] += n
     return {b: [KindCount(g, *counts) for g, counts in sorted(kinds.items())] for b, kinds in merged.items()}
@@ -127,7 +128,7 @@ def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:
 def kinds_and_namespaces(cache: Cache) -> list[tuple[str, str, int]]:
     """``(gvk, namespace, events)`` of every kind and namespace the history holds (the counts 0005's triggers keep)."""
     counted = "CAST(sum(n) AS BIGINT) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
-    rows = cache.conn.execute(f"SELECT gvk, namespace, {counted} WHERE op < 2 GROUP BY gvk, namespace ORDER BY gvk, namespace").fetchall()
+    rows = cache.conn.execute(f"SELECT gvk, namespace, {counted} WHERE op != {UNTRACKED} GROUP BY gvk, namespace ORDER BY gvk, namespace").fetchall()
     return [(str(g), str(ns), int(n)) for g, ns, n in rows if n]
 
 
@@ -204,7 +205,7 @@ def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int) -> 
     hint = _by_object(cache)
     first = conn.execute(f"SELECT ts FROM events{hint} WHERE {same} ORDER BY ts, id LIMIT 1", ident).fetchone()
     chain = conn.execute(
-        f"SELECT owner_chain FROM events{hint} WHERE {same} AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1", ident
+        f"SELECT owner_chain FROM events{hint} WHERE {same} AND op IN ({VERSIONS}) ORDER BY ts DESC, id DESC LIMIT 1", ident
     ).fetchone()
     owners = chain_from_json(chain[0]) if chain is not None and chain[0] else ()
     ticks, ticks_total = _ticks(cache, ident, start=start, end=end)
@@ -250,7 +251,8 @@ def _pods_of(cache: Cache, key: ObjKey, *, start: int, end: int) -> tuple[tuple[
 
 @dataclass(frozen=True)
 class Version:
-    """One recorded row of an object with its body (None for a deletion), and the applied version before it."""
+    """One recorded row of an object with its body (None for a deletion), and the version before it (a revision's made
+    whole: ``versions.made_whole``); ``op`` as stored (``versions``: 0 new or spec, 1 deleted, 3 metadata, 4 data)."""
 
     id: int
     ts: int
@@ -269,21 +271,31 @@ _ROW = "id, ts, recv, gvk, namespace, name, uid, op, inferred, body, status"
 
 
 def version(cache: Cache, event_id: int) -> Version | None:
-    """The row ``event_id`` (None when there is none) and the object's last applied row before it."""
+    """The row ``event_id`` (None when there is none) and the object's last version before it (of any change)."""
     row = cache.conn.execute(f"SELECT {_ROW} FROM events WHERE id = ?", (event_id,)).fetchone()
     if row is None:
         return None
     id_, ts, recv, gvk, namespace, name, uid, op, inferred, body, status = row
-    hint = _by_object(cache)
+    key = ObjKey(GVK.parse(str(gvk)), str(namespace), str(name))
     previous = cache.conn.execute(
-        f"SELECT id, ts, body, status FROM events{hint} WHERE gvk = ? AND namespace = ? AND name = ? "
-        "AND (ts < ? OR (ts = ? AND id < ?)) AND op = 0 ORDER BY ts DESC, id DESC LIMIT 1",
+        f"SELECT id, ts, op, body, status FROM events{_by_object(cache)} WHERE gvk = ? AND namespace = ? AND name = ? "
+        f"AND (ts < ? OR (ts = ? AND id < ?)) AND op IN ({VERSIONS}) ORDER BY ts DESC, id DESC LIMIT 1",
         (gvk, namespace, name, ts, ts, id_),
     ).fetchone()
     return Version(
-        id=int(id_), ts=int(ts), recv=float(recv), key=ObjKey(GVK.parse(str(gvk)), str(namespace), str(name)), uid=str(uid), op=int(op),
-        inferred=bool(inferred), body=decode_body(bytes(body), None if status is None else bytes(status)) if body is not None else None,
-        previous_id=None if previous is None else int(previous[0]), previous_ts=None if previous is None else int(previous[1]),
-        previous_body=None if previous is None or previous[2] is None else decode_body(
-            bytes(previous[2]), None if previous[3] is None else bytes(previous[3])),
+        id=int(id_), ts=int(ts), recv=float(recv), key=key, uid=str(uid), op=int(op), inferred=bool(inferred),
+        body=_whole_body(cache, key, ts, id_, op, body, status), previous_id=None if previous is None else int(previous[0]),
+        previous_ts=None if previous is None else int(previous[1]),
+        previous_body=None if previous is None else _whole_body(cache, key, previous[1], previous[0], *previous[2:]),
     )
+
+
+def _whole_body(cache: Cache, key: ObjKey, ts: int, row_id: int, op: int, body: Any, status: Any) -> dict[str, Any] | None:
+    """A row's object with its status (a revision's made whole); None for a deletion."""
+    if body is None:
+        return None
+    if op in (METADATA, DATA):
+        found = made_whole(cache, key=key, ts=int(ts), row_id=int(row_id), body_blob=bytes(body))
+        if found is not None:
+            body, status = found
+    return decode_body(bytes(body), None if status is None else bytes(status))

@@ -14,7 +14,9 @@ What is drawn, and where it guesses:
   kind, namespace and name order. Objects with neither pods nor changes in the window are only counted.
 - Spec changes are the applied and deleted objects of events after the window's first second: what the
   trace applies in its first second is the state at its start (ours in one synthetic event, SimKube's in
-  an empty event and the next one), so a change made in that very second is drawn as start state.
+  an empty event and the next one), so a change made in that very second is drawn as start state. An object
+  applied again with the spec it had but other labels, annotations, owners or data (a trace exported with
+  ``--all-changes`` holds such versions: ``trace/revisions``) is drawn with a mark of its own.
 - Running pods of a column are the most pods of the owner running at any one instant of the column's
   seconds, a pod running over ``[start, end)`` (at least its start second; ``Running`` to the window end).
   Each row is scaled to its own most, printed left of the row, so a small owner is as readable as a big
@@ -35,6 +37,8 @@ from typing import Any
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace.format import Trace
+from kubectl_sktrace.trace.hashing import spec_hash
+from kubectl_sktrace.trace.revisions import data_hash, metadata_hash
 from kubectl_sktrace.trace.sanitize import object_key
 
 MIN_WIDTH = 40
@@ -50,6 +54,7 @@ class Charset:
     levels: str
     applied: str
     deleted: str
+    revised: str
     edge: str
     axis: str
     left_corner: str
@@ -58,9 +63,9 @@ class Charset:
     gap: str
 
 
-UNICODE = Charset(levels="▁▂▃▄▅▆▇█", applied="◆", deleted="×", edge="│", axis="─", left_corner="└", right_corner="┘", ellipsis="…",
+UNICODE = Charset(levels="▁▂▃▄▅▆▇█", applied="◆", deleted="×", revised="◇", edge="│", axis="─", left_corner="└", right_corner="┘", ellipsis="…",
                   gap="┄")
-ASCII = Charset(levels=".:-=+*#@", applied="o", deleted="x", edge="|", axis="-", left_corner="+", right_corner="+", ellipsis="~",
+ASCII = Charset(levels=".:-=+*#@", applied="o", deleted="x", revised="v", edge="|", axis="-", left_corner="+", right_corner="+", ellipsis="~",
                 gap="?")
 
 
@@ -84,10 +89,11 @@ class OwnerActivity:
     pods: tuple[tuple[int, int | None], ...] = ()
     applied: tuple[int, ...] = ()
     deleted: tuple[int, ...] = ()
+    revised: tuple[int, ...] = ()  # applied again with the same spec: labels, annotations or data changed
 
     @property
     def activity(self) -> int:
-        return len(self.pods) + len(self.applied) + len(self.deleted)
+        return len(self.pods) + len(self.applied) + len(self.deleted) + len(self.revised)
 
     @property
     def label(self) -> str:
@@ -119,7 +125,8 @@ def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int
     found: dict[tuple[str, str], dict[str, list[Any]]] = {}
     last = max(_collect_changes(trace, first, found), _collect_pods(trace, found), first)
     owners = [
-        OwnerActivity(gvk=gvk, ns_name=ns_name, pods=tuple(lists["pods"]), applied=tuple(lists["applied"]), deleted=tuple(lists["deleted"]))
+        OwnerActivity(gvk=gvk, ns_name=ns_name, pods=tuple(lists["pods"]), applied=tuple(lists["applied"]), deleted=tuple(lists["deleted"]),
+                      revised=tuple(lists["revised"]))
         for (gvk, ns_name), lists in found.items()
     ]
     active = sorted((o for o in owners if o.activity), key=lambda o: (-o.activity, o.gvk.rpartition(".")[2], o.ns_name, o.gvk))
@@ -129,12 +136,13 @@ def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int
 
 
 def _entry(found: dict[tuple[str, str], dict[str, list[Any]]], gvk: str, ns_name: str) -> dict[str, list[Any]]:
-    return found.setdefault((gvk, ns_name), {"pods": [], "applied": [], "deleted": []})
+    return found.setdefault((gvk, ns_name), {"pods": [], "applied": [], "deleted": [], "revised": []})
 
 
 def _collect_changes(trace: Trace, first: int, found: dict[tuple[str, str], dict[str, list[Any]]]) -> int:
-    """Each object's applied and deleted times after ``first`` into ``found``; the last event's time."""
+    """Each object's applied, revised and deleted times after ``first`` into ``found``; the last event's time."""
     last = first
+    specs: dict[Any, tuple[int, int, int | None] | None] = {}  # each object's last version applied (None: deleted)
     for event in trace.events:
         ts = event["ts"]
         last = max(last, ts)
@@ -143,7 +151,11 @@ def _collect_changes(trace: Trace, first: int, found: dict[tuple[str, str], dict
                 key = object_key(obj)
                 if key is None:
                     continue
-                changes = _entry(found, str(key.gvk), key.ns_name)[field]
+                seen = specs.get(key)
+                now = (spec_hash(obj.get("spec")), metadata_hash(obj), data_hash(obj)) if field == "applied" else None
+                same = now is not None and seen is not None and seen[0] == now[0] and seen != now
+                specs[key] = now
+                changes = _entry(found, str(key.gvk), key.ns_name)["revised" if same else field]
                 if ts > first:
                     changes.append(ts)
     return last
@@ -245,9 +257,13 @@ def _bars(peaks: list[int], most: int, charset: Charset) -> list[str]:
 
 def _marks(owner: OwnerActivity, grid: _Grid, charset: Charset) -> list[str]:
     marks = [" "] * grid.buckets
+    for ts in owner.revised:
+        bucket = grid.bucket_of(ts)
+        if bucket is not None:
+            marks[bucket] = charset.revised
     for ts in owner.applied:
         bucket = grid.bucket_of(ts)
-        if bucket is not None and marks[bucket] == " ":
+        if bucket is not None and marks[bucket] in (" ", charset.revised):
             marks[bucket] = charset.applied
     for ts in owner.deleted:
         bucket = grid.bucket_of(ts)
@@ -280,9 +296,10 @@ def render_timeline(timeline: Timeline | None, *, title: str, width: int, charse
         return _wrapped([title, window, f"No pods and no spec changes in the window{quiet}."], width)
     head = _wrapped([title, window, _owners_line(timeline)], width) + [""]
     rows, grid = _chart(timeline, width, charset)
+    revised = f"{charset.revised} labels, annotations or data changed   " if any(o.revised for o in timeline.owners) else ""
     legend = _wrapped([
         f"{charset.levels} running pods; {charset.levels[-1]} = the row's most, at its left",
-        f"{charset.applied} spec applied   {charset.deleted} deleted   {grid.describe()}",
+        f"{charset.applied} spec applied   {revised}{charset.deleted} deleted   {grid.describe()}",
         *([f"{charset.gap} no recorder, or a watch down: changes then were caught up later, at that time"] if timeline.gaps else []),
     ], width)
     return head + rows + [""] + legend
@@ -314,7 +331,7 @@ def _chart(timeline: Timeline, width: int, charset: Charset) -> tuple[list[str],
             continue
         bars = "".join(bar * grid.repeat for bar in _bars(running_pods(owner.pods, grid), most[owner], charset))
         rows.append(f"{label} {most[owner]:>{digits}} {charset.edge}{bars}{charset.edge}")
-        if owner.applied or owner.deleted:
+        if owner.applied or owner.deleted or owner.revised:
             rows.append(f"{pad}{charset.edge}{marks}{charset.edge}")
     axis = "".join((charset.gap if _in_gap(timeline.gaps, grid, bucket) else charset.axis) * grid.repeat for bucket in range(grid.buckets))
     rows.append(f"{pad}{charset.left_corner}{axis}{charset.right_corner}")

@@ -125,6 +125,10 @@ def _object(row: viewing.ObjectRow) -> dict[str, Any]:
     }
 
 
+OP_WORDS = {0: "applied", 1: "deleted", 3: "metadata changed", 4: "data changed"}
+"""What a row did, as the page says it (``store/versions``: a metadata change is drawn apart from a spec change)."""
+
+
 def version(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     with history.read_snapshot(cache):
         found = viewing.version(cache, int_param(params, "id"))
@@ -132,10 +136,10 @@ def version(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
         raise UsageError(f"no recorded change has the id {params.get('id')}")
     title = f"{found.key.gvk.kind}/{found.key.name}"
     before = f"{title} at {format_time(found.previous_ts)}" if found.previous_ts is not None else "(nothing before)"
-    after = f"{title} at {format_time(found.ts)}" if found.op == 0 else "(deleted)"
+    after = f"{title} at {format_time(found.ts)}" if found.body is not None else "(deleted)"
     return {
         "id": found.id, "ts": found.ts, "at": format_time(found.ts), "recv": found.recv, "gvk": str(found.key.gvk),
-        "namespace": found.key.namespace, "name": found.key.name, "uid": found.uid, "op": "applied" if found.op == 0 else "deleted",
+        "namespace": found.key.namespace, "name": found.key.name, "uid": found.uid, "op": OP_WORDS.get(found.op, "applied"),
         "inferred": found.inferred, "yaml": as_yaml(found.body), "previousId": found.previous_id,
         "diff": unified(found.previous_body, found.body, before_name=before, after_name=after),
     }

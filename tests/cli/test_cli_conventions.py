@@ -77,7 +77,7 @@ def test_global_flags_before_the_command_work_as_after_it(tmp_path: Path) -> Non
     assert before == after == joined
     data = json.loads(before[1])
     assert data["cluster"]["context"] == "prod" and data["countsNamespace"] == "shop"
-    assert data["kinds"] == [{"kind": "apps/v1.Deployment", "live": 0, "applied": 2, "deleted": 0, "deletedWhileOffline": 0,
+    assert data["kinds"] == [{"kind": "apps/v1.Deployment", "live": 0, "applied": 2, "metadataChanges": 0, "dataChanges": 0, "deleted": 0, "deletedWhileOffline": 0,
                               "watchResourceVersion": None, "watchUpdated": None}]
 
 

@@ -172,7 +172,7 @@ def test_fresh_cache_records_a_workload_and_status_shows_it(emu: Emulator, kubec
     assert proc.returncode == 0, err
     assert "initial sync done" in err
     assert out.splitlines()[0].startswith("Recorded 3 events in ")
-    assert "apps/v1.Deployment   1         3          0               0                        0               3" in out, out
+    assert "apps/v1.Deployment   1         3          0           0       0               0                        0               3" in out, out
     assert [(e[2], e[3]) for e in events(cache)] == [("web", 0), ("api", 0), ("web", 0)]
     assert query(cache, "SELECT owner_name, count(*) FROM pods GROUP BY owner_name ORDER BY 1") == [("api", 1), ("web", 2)]
 
@@ -182,7 +182,8 @@ def test_fresh_cache_records_a_workload_and_status_shows_it(emu: Emulator, kubec
     assert [(r["run"], r["state"]) for r in data["runs"]] == [(1, "clean")] and data["runs"][0]["synced"]
     (kind,) = data["kinds"]
     position = query(cache, "SELECT resource_version FROM watch_state WHERE gvk = 'apps/v1.Deployment'")
-    assert kind == {"kind": "apps/v1.Deployment", "live": 2, "applied": 3, "deleted": 0, "deletedWhileOffline": 0,
+    assert kind == {"kind": "apps/v1.Deployment", "live": 2, "applied": 3, "metadataChanges": 0, "dataChanges": 0, "deleted": 0,
+                    "deletedWhileOffline": 0,
                     "watchResourceVersion": position[0][0], "watchUpdated": kind["watchUpdated"]} and kind["watchUpdated"]
     assert data["pods"] == {"seen": 3, "live": 3, "withLifecycleOwner": 3, "running": 3, "finished": 0}
     table = sktrace("status", "--cache", cache).stdout
@@ -212,7 +213,7 @@ def test_restart_reconciles_what_happened_offline(emu: Emulator, kubeconfig: str
     pods = query(cache, "SELECT name, start_ts, end_ts, end_inferred, live FROM pods WHERE owner_name = 'old' ORDER BY name")
     assert [(p[0], p[3], p[4]) for p in pods] == [("old-rs-0", 1, 0), ("old-rs-1", 1, 0)]
     assert all(p[2] == old_events[1][0] and p[1] == int(now - 60) for p in pods)
-    assert "apps/v1.Deployment   2         1          0               1" in second.stdout, second.stdout
+    assert "apps/v1.Deployment   2         1          0           0       0               1" in second.stdout, second.stdout
 
 
 # -- scenario 3 --------------------------------------------------------------------------------------------

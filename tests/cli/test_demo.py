@@ -72,8 +72,8 @@ def test_demo_exits_0_narrating_each_step_and_naming_the_trace(demo_run: dict[st
     ]
     # the restart's reconciliation, as the second start's summary reports it
     second_summary = result.stdout.split("(run 2).")[1]
-    assert [line.split()[:5] for line in second_summary.splitlines() if line.startswith("apps/v1.Deployment")][0] == \
-        ["apps/v1.Deployment", "2", "1", "0", "1"]
+    assert [line.split()[:7] for line in second_summary.splitlines() if line.startswith("apps/v1.Deployment")][0] == \
+        ["apps/v1.Deployment", "2", "1", "0", "0", "0", "1"]  # listed, applied, metadata, data, deleted live, while offline
     coverage = [line for line in result.stderr.splitlines() if line.startswith("Warning: coverage: ")]
     assert len(coverage) == 1, result.stderr  # one block
     assert result.stderr.count(", no recorder ran)") == 1  # the gap the demo made, and only that one

@@ -17,6 +17,7 @@ from kubectl_sktrace.record.changes import (
     vanished,
 )
 from kubectl_sktrace.trace.hashing import spec_hash
+from kubectl_sktrace.trace.revisions import DATA, METADATA, SPEC
 from kubectl_sktrace.trace.sanitize import read_head
 
 DEPLOYMENT = GVK("apps", "v1", "Deployment")
@@ -29,18 +30,35 @@ def key(name: str, namespace: str = "ns") -> ObjKey:
 @pytest.mark.parametrize(
     "known, uid, spec_hash, expected",
     [
-        pytest.param(None, "u1", 7, Decision(delete_first=False, apply=True, spec_hash=7), id="new-object-applied"),
-        pytest.param(LiveObject("u1", 7), "u1", 7, Decision(delete_first=False, apply=False, spec_hash=7), id="same-uid-same-hash-nothing"),
-        pytest.param(LiveObject("u1", 7), "u1", 8, Decision(delete_first=False, apply=True, spec_hash=8), id="spec-changed-applied"),
-        pytest.param(LiveObject("u1", 7), "u2", 7, Decision(delete_first=True, apply=True, spec_hash=7), id="recreated-same-spec-delete-then-apply"),
-        pytest.param(LiveObject("u1", 7), "u2", 9, Decision(delete_first=True, apply=True, spec_hash=9), id="recreated-new-spec-delete-then-apply"),
-        pytest.param(LiveObject("", 7), "u2", 7, Decision(delete_first=False, apply=False, spec_hash=7), id="unknown-cached-uid-matches"),
-        pytest.param(LiveObject("u1", 7), "", 8, Decision(delete_first=False, apply=True, spec_hash=8), id="object-without-uid-compared-by-hash"),
-        pytest.param(LiveObject("u1", 0), "u1", 0, Decision(delete_first=False, apply=False, spec_hash=0), id="zero-hash-is-a-hash"),
+        pytest.param(None, "u1", 7, Decision(delete_first=False, change=SPEC, spec_hash=7), id="new-object-applied"),
+        pytest.param(LiveObject("u1", 7), "u1", 7, Decision(delete_first=False, change=None, spec_hash=7), id="same-uid-same-hash-nothing"),
+        pytest.param(LiveObject("u1", 7), "u1", 8, Decision(delete_first=False, change=SPEC, spec_hash=8), id="spec-changed-applied"),
+        pytest.param(LiveObject("u1", 7), "u2", 7, Decision(delete_first=True, change=SPEC, spec_hash=7), id="recreated-same-spec-delete-then-apply"),
+        pytest.param(LiveObject("u1", 7), "u2", 9, Decision(delete_first=True, change=SPEC, spec_hash=9), id="recreated-new-spec-delete-then-apply"),
+        pytest.param(LiveObject("", 7), "u2", 7, Decision(delete_first=False, change=None, spec_hash=7), id="unknown-cached-uid-matches"),
+        pytest.param(LiveObject("u1", 7), "", 8, Decision(delete_first=False, change=SPEC, spec_hash=8), id="object-without-uid-compared-by-hash"),
+        pytest.param(LiveObject("u1", 0), "u1", 0, Decision(delete_first=False, change=None, spec_hash=0), id="zero-hash-is-a-hash"),
     ],
 )
 def test_decide_applied(known: LiveObject | None, uid: str, spec_hash: int, expected: Decision) -> None:
     assert decide_applied(known=known, uid=uid, spec_hash=spec_hash) == expected
+
+
+@pytest.mark.parametrize(
+    "known, meta, data, change",
+    [
+        pytest.param(LiveObject("u1", 7, 1, None), 1, None, None, id="same-metadata-nothing"),
+        pytest.param(LiveObject("u1", 7, 1, None), 2, None, METADATA, id="metadata-changed-revision"),
+        pytest.param(LiveObject("u1", 7, 1, 5), 1, 6, DATA, id="data-changed-revision"),
+        pytest.param(LiveObject("u1", 7, 1, 5), 2, 6, DATA, id="data-and-metadata-changed-data-revision"),
+        pytest.param(LiveObject("u1", 7, None, None), 2, 6, None, id="fingerprints-unknown-before-0011-nothing"),
+        pytest.param(LiveObject("u1", 8, 1, None), 2, None, SPEC, id="spec-and-metadata-changed-spec"),
+    ],
+)
+def test_decide_revisions(known: LiveObject, meta: int, data: int | None, change: str | None) -> None:
+    decision = decide_applied(known=known, uid="u1", spec_hash=7, meta_hash=meta, data_hash=data)
+    assert decision.change == change
+    assert decision.live("u1") == LiveObject("u1", 7, meta, data)
 
 
 @pytest.mark.parametrize(

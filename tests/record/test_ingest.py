@@ -173,6 +173,15 @@ def test_offline_finish_scale_and_recreate(h: Harness) -> None:
 
 def test_live_events_status_only_changes_and_deletions(h: Harness) -> None:
     first_run(h)
+    ing = h.ingest(started=T0 + 400)
+    listing(ing, DEPLOY, [deployment("web", "d1"), deployment("api", "d2")], T0 + 400)
+    quiet = deployment("web", "d1")
+    quiet["status"] = {"replicas": 7}
+    quiet["metadata"].update(resourceVersion="99", generation=4, managedFields=[{"manager": "x"}])
+    quiet["metadata"]["annotations"] = {"control-plane.alpha.kubernetes.io/leader": '{"renewTime": "now"}'}
+    ing.event(DEPLOY, "MODIFIED", quiet, T0 + 401.2)
+    h.finish(ing, T0 + 402)
+    assert h.events()[2:] == []  # status, resourceVersion, generation, managedFields, a leader record: no change
     ing = h.ingest(started=T0 + 500)
     listing(ing, DEPLOY, [deployment("web", "d1"), deployment("api", "d2")], T0 + 500)
     quiet = deployment("web", "d1")
@@ -183,7 +192,13 @@ def test_live_events_status_only_changes_and_deletions(h: Harness) -> None:
     ing.event(DEPLOY, "DELETED", deployment("api", "d2"), T0 + 503.1)
     ing.event(DEPLOY, "DELETED", deployment("ghost", "d7"), T0 + 503.2)
     h.finish(ing, T0 + 504)
-    assert h.events()[2:] == [(int(T0) + 502, "apps/v1.Deployment", "web", 0, 0), (int(T0) + 503, "apps/v1.Deployment", "api", 1, 0)]
+    assert h.events()[2:] == [
+        (int(T0) + 501, "apps/v1.Deployment", "web", 3, 0),  # a label added with the status: a metadata revision
+        (int(T0) + 502, "apps/v1.Deployment", "web", 0, 0),
+        (int(T0) + 503, "apps/v1.Deployment", "api", 1, 0),
+    ]
+    revision = decode_body(h.cache.conn.execute("SELECT body FROM events WHERE ts = ?", (int(T0) + 501,)).fetchone()[0])
+    assert revision["metadata"]["labels"] == {"a": "b"} and "spec" not in revision and "status" not in revision
     body = decode_body(h.cache.conn.execute("SELECT body FROM events WHERE ts = ?", (int(T0) + 502,)).fetchone()[0])
     assert body["spec"]["replicas"] == 5 and "uid" not in body["metadata"] and body["metadata"]["annotations"] == {}
     assert ing.stats[DEPLOY].deleted_live == 1
@@ -506,3 +521,24 @@ def test_a_first_list_with_no_history_records_what_existed_at_the_start_and_the_
                           (int(T0) + 40, "apps/v1.Deployment", "new", 0, 1)]  # created since: at its creation, reconstructed
     assert h.cache.conn.execute("SELECT gvk, since, until, cause, detail FROM coverage_gaps").fetchall() == [
         ("apps/v1.Deployment", T0 + 0.3, T0 + 93.5, "not yet observed", "throttled")]
+
+
+def test_a_secrets_values_changing_is_recorded_without_its_values(h: Harness) -> None:
+    """A Secret's data change is a data revision whose stored body holds the keys blanked, as every body does; what
+    found it is a fingerprint of the values, in the live index. A restart that lists it unchanged records nothing."""
+    config = TracerConfig(tracked={SECRET: TrackedObject()})
+
+    def secret(password: str) -> dict[str, Any]:
+        return {"metadata": {"name": "db", "namespace": "ns", "uid": "s1", "creationTimestamp": iso(T0 - 10)}, "type": "Opaque",
+                "data": {"password": password}}
+
+    ing = h.ingest(config=config)
+    listing(ing, SECRET, [secret("aHVudGVyMg==")], T0)
+    ing.event(SECRET, "MODIFIED", secret("c3dvcmRmaXNo"), T0 + 5)
+    h.finish(ing, T0 + 10)
+    again = h.ingest(config=config, started=T0 + 20)
+    listing(again, SECRET, [secret("c3dvcmRmaXNo")], T0 + 20)
+    h.finish(again, T0 + 30)
+    assert [(name, op) for _, _, name, op, _ in h.events()] == [("db", 0), ("db", 4)]
+    bodies = [decode_body(b) for (b,) in h.cache.conn.execute("SELECT body FROM events ORDER BY id")]
+    assert [b["data"] for b in bodies] == [{"password": ""}, {"password": ""}]  # the values never stored

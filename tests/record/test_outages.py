@@ -99,7 +99,8 @@ def test_an_api_outage_is_a_gap_and_what_changed_during_it_is_caught_up_not_live
         assert until >= up, (gvk, until, up)
 
     table = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith(("apps/", "batch/", "v1."))}
-    assert table["apps/v1.Deployment"][:5] == ["2", "3", "0", "0", "1"]  # listed, applied, deleted live, offline, after outage
+    # listed, applied, metadata, data, deleted live, offline, after outage
+    assert table["apps/v1.Deployment"][:7] == ["2", "3", "0", "0", "0", "0", "1"]
     assert "Outage: API unreachable " in out and "changes made then were caught up afterwards, not seen live." in out
 
     status = run_cli(["status", "--cache", str(cache)], home=tmp_path)

@@ -82,9 +82,9 @@ FROM                  TO                    DURATION
 2027-01-15T08:01:00Z  2027-01-15T09:00:00Z  59m00s
 
 Kinds:
-KIND                LIVE    APPLIED    DELETED    DELETED WHILE OFFLINE
-------------------  ------  ---------  ---------  -----------------------
-apps/v1.Deployment  1       2          1          1
+KIND                LIVE    APPLIED    METADATA    DATA    DELETED    DELETED WHILE OFFLINE
+------------------  ------  ---------  ----------  ------  ---------  -----------------------
+apps/v1.Deployment  1       2          0           0       1          1
 
 Reconciliation of the latest run (-o json names the objects):
 Offline 2027-01-15T08:01:00Z → 09:00:00 (59m00s), reconciled by run 2:

@@ -140,6 +140,14 @@ function drawLanes(svg, width) {
   return lanes.length * (LANE_H + 4);
 }
 
+// a tick per recorded row: its op (0 new or spec, 1 deleted, 3 metadata, 4 data) as a class, words and height
+const TICK_KINDS = {
+  0: {cls: "applied", words: "spec applied", short: false},
+  1: {cls: "deleted", words: "deleted", short: false},
+  3: {cls: "metadata", words: "labels, annotations or owners changed", short: true},
+  4: {cls: "data", words: "data changed", short: true},
+};
+
 function drawHistogram(svg, width, top) {
   const h = state.histogram;
   if (!h) return;
@@ -281,6 +289,7 @@ function drawLegend() {
     "watch-failed": "watch failed (kind given up)"};
   for (const c of state.overview.categories) item(`legend-${c}`, getComputedStyle(document.documentElement).getPropertyValue(`--${c}`), names[c]);
   for (const [kind, colour] of Object.entries(state.kindColour)) item("", colour, kind);
+  for (const op of [0, 3, 4]) item(`tick-${TICK_KINDS[op].cls}`, null, `mark: ${TICK_KINDS[op].words}`);
 }
 
 // --- a window --------------------------------------------------------------------------------------------------------
@@ -402,9 +411,11 @@ function drawObjectRow(svg, width, y, node, depth) {
   for (const tick of node.ticks) {
     const x = xOf(tick.ts, width, LABELS);
     if (x < LABELS || x > LABELS + width) continue;
-    const what = (tick.op === 0 ? "applied" : "deleted") + ` ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "");
-    const mark = el("rect", {x: x - 1, y: y + 2, width: 2, height: ROW_H - 4, "data-id": tick.id, "data-object": node.id,
-      class: `tick ${tick.op === 0 ? "applied" : "deleted"}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
+    const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
+    const what = `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "");
+    const short = kind.short ? (ROW_H - 4) / 2 : 0;
+    const mark = el("rect", {x: x - 1, y: y + 2 + short, width: 2, height: ROW_H - 4 - short, "data-id": tick.id, "data-object": node.id,
+      class: `tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
     titled(mark, what);
     const hit = el("rect", {x: x - 4, y: y, width: 8, height: ROW_H, class: "tick-hit", "data-id": tick.id}, svg);
     titled(hit, what);
