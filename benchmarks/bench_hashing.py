@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kubectl_sktrace.trace import hashing
-from kubectl_sktrace.trace.format import read_trace
+from kubectl_sktrace.trace.files.format import read_trace
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "data" / "dsb-scaling.sktrace"
 

@@ -118,7 +118,7 @@ def scales(events: int, deployments: int = 500) -> Iterator[dict[str, Any]]:
 
 
 def build(path: Path, events: int, shape: str = "rollouts") -> None:
-    from kubectl_sktrace.trace.format import TraceWriter
+    from kubectl_sktrace.trace.files.format import TraceWriter
 
     with open(path, "wb") as stream:
         writer = TraceWriter(stream, config=CONFIG, event_count=events)
@@ -172,7 +172,7 @@ def copy_walk() -> Any:
 def child_reference(path: str, out: str, walked: bool = False) -> None:
     import msgpack
 
-    from kubectl_sktrace.trace.format import relaxed_gc
+    from kubectl_sktrace.trace.files.format import relaxed_gc
 
     walk = copy_walk() if walked else (lambda event: event)
     started, cpu = time.perf_counter(), time.process_time()

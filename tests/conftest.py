@@ -114,7 +114,7 @@ def bare_pods_path() -> Path:
 
 def assert_valid_trace(data: bytes, tmp_path: Path) -> None:
     """Every export must pass ``validate`` (docs/spec.md §8.2 and SimKube's rules)."""
-    from kubectl_sktrace.trace.validation import validate_trace
+    from kubectl_sktrace.trace.reports.validation import validate_trace
 
     path = tmp_path / "check.sktrace"
     path.write_bytes(data)

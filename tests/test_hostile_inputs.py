@@ -34,7 +34,7 @@ from reliability_support import (
 )
 
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.trace import format as traceformat
+from kubectl_sktrace.trace.files import format as traceformat
 
 CRONJOB = DATA / "cronjob.sktrace"
 GOOD = traceformat.read_trace(CRONJOB)

@@ -40,25 +40,25 @@ OWNERS = {
     "kubernetes": {"kubectl_sktrace.kube.client"},
     "sqlite3": {"kubectl_sktrace.store"},  # the store package and its modules
     "psycopg": {"kubectl_sktrace.store.pgconn"},  # lazily, so that sqlite users never load it
-    "msgpack": {"kubectl_sktrace.trace.format"},
+    "msgpack": {"kubectl_sktrace.trace.files.format"},
     "tabulate": {"kubectl_sktrace.render"},
     "prometheus_client": {"kubectl_sktrace.record.metrics"},  # /metrics: the exposition and the process's figures
     "click": {"kubectl_sktrace.cli", "kubectl_sktrace.cli.completion"},  # the command-line layer; the emulator's is argparse
     # object storage (the cloud extra): fsspec, and never its backends or their clients by name
-    "fsspec": {"kubectl_sktrace.trace.objectstore"},
+    "fsspec": {"kubectl_sktrace.trace.files.objectstore"},
     "s3fs": set(),
     "gcsfs": set(),
     "adlfs": set(),
     "botocore": set(),
     "boto3": set(),
 }
-PURE = ["trace.hashing", "trace.revisions", "trace.sanitize", "trace.lifecycle", "record.owners", "trace.selectors", "timeparse", "model", "tracerconfig",
+PURE = ["trace.hashing", "trace.revisions", "trace.sanitize", "trace.lifecycle", "record.owners", "trace.selection.selectors", "timeparse", "model", "tracerconfig",
         "errors", "export.advice", "cli.globalflags", "plural", "reconciliation", "export.options", "record.initialsync", "kube.rbac",
-        "trace.references", "record.changes", "trace.rules", "safeyaml"]
+        "trace.references", "record.changes", "trace.selection.rules", "safeyaml"]
 # modules of ours a pure module may import
 PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.trace.revisions", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.hashing",
-                   "kubectl_sktrace.trace.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.trace.references",
-                   "kubectl_sktrace.plural", "kubectl_sktrace.trace.rules", "kubectl_sktrace.safeyaml"}
+                   "kubectl_sktrace.trace.selection.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.trace.references",
+                   "kubectl_sktrace.plural", "kubectl_sktrace.trace.selection.rules", "kubectl_sktrace.safeyaml"}
 IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "requests", "shutil", "tempfile", "fcntl", "threading"}
 
 
@@ -302,8 +302,8 @@ def test_the_emulator_imports_nothing_of_the_product() -> None:
 
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:
     assert "tabulate" in MODULES["kubectl_sktrace.render"]
-    assert "fsspec" in MODULES["kubectl_sktrace.trace.objectstore"]  # imported inside a function
-    assert "kubectl_sktrace.trace.inspection" in MODULES["kubectl_sktrace.cli.traces"]  # imported inside a command
+    assert "fsspec" in MODULES["kubectl_sktrace.trace.files.objectstore"]  # imported inside a function
+    assert "kubectl_sktrace.trace.reports.inspection" in MODULES["kubectl_sktrace.cli.traces"]  # imported inside a command
     assert "kubectl_sktrace.store.connection" in MODULES["kubectl_sktrace.store"]
 
 

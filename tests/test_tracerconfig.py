@@ -6,7 +6,7 @@ import yaml
 from kubectl_sktrace import tracerconfig as tc
 from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.trace.format import read_trace
+from kubectl_sktrace.trace.files.format import read_trace
 
 POD = GVK("", "v1", "Pod")
 

@@ -1,6 +1,6 @@
-"""Write ``kubectl_sktrace/trace/apifields.json``: the field names and types of Kubernetes' built-in API types, as the
+"""Write ``kubectl_sktrace/trace/anonymizing/apifields.json``: the field names and types of Kubernetes' built-in API types, as the
 installed ``kubernetes`` package's models declare them (``openapi_types`` and ``attribute_map`` of each class in
-``kubernetes.client.models``), for ``--anonymize``'s allow-list (``trace/apischema.py``).
+``kubernetes.client.models``), for ``--anonymize``'s allow-list (``trace/anonymizing/apischema.py``).
 
     .venv/bin/python tools/gen_apifields.py            # rewrite the file
     .venv/bin/python tools/gen_apifields.py --check    # exit 1 when the file differs from what the package gives
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-TARGET = Path(__file__).resolve().parent.parent / "kubectl_sktrace" / "trace" / "apifields.json"
+TARGET = Path(__file__).resolve().parent.parent / "kubectl_sktrace" / "trace" / "anonymizing" / "apifields.json"
 _KIND_CLASS = re.compile(r"(?P<group>[A-Z][a-z]+)?(?P<version>V\d+(?:alpha\d+|beta\d+)?)(?P<kind>[A-Z]\w*)\Z")
 
 

@@ -108,7 +108,7 @@ def version(output: str) -> None:
       kubectl sktrace version -o json
     """
     from kubectl_sktrace import render, store
-    from kubectl_sktrace.trace import format as traceformat
+    from kubectl_sktrace.trace.files import format as traceformat
 
     info = {"plugin": __version__, "traceFormat": traceformat.FORMAT_VERSION, "cacheSchema": store.SCHEMA_VERSION}
     click.echo(render.render_mapping(info, output))

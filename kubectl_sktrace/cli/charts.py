@@ -36,8 +36,8 @@ def inspect_timeline(f: F) -> F:
             return f(**kwargs)
         if kwargs.get("with_events") or kwargs.get("output", "table") != "table":
             raise click.UsageError("--timeline draws a chart; leave out --events and -o/--output")
-        from kubectl_sktrace.trace.format import source_name
-        from kubectl_sktrace.trace.textformat import read_any_trace
+        from kubectl_sktrace.trace.files.format import source_name
+        from kubectl_sktrace.trace.files.textformat import read_any_trace
 
         trace = kwargs["trace"]
         _draw_timeline(read_any_trace(trace, stdin=sys.stdin.buffer), title=f"Trace {source_name(trace)}", top=top, width=width, ascii_only=ascii_only)
@@ -94,7 +94,7 @@ def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None
     import shutil
 
     from kubectl_sktrace.errors import UsageError
-    from kubectl_sktrace.trace import timeline
+    from kubectl_sktrace.trace.reports import timeline
 
     if width is not None and width < timeline.MIN_WIDTH:
         raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")

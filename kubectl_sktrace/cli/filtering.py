@@ -1,5 +1,5 @@
 """The rules' flags, spelled once for ``export`` and ``transform``: ``--filters FILE``, ``-l/--selector``, ``--allow``,
-``--deny`` and ``--default``; the rule file read here, its rules parsed by ``trace/rules``."""
+``--deny`` and ``--default``; the rule file read here, its rules parsed by ``trace/selection/rules``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from kubectl_sktrace.cli.options import typed_in_order
 from kubectl_sktrace.errors import UsageError
 
 if TYPE_CHECKING:
-    from kubectl_sktrace.trace.filtering import RuleFilter
-    from kubectl_sktrace.trace.rules import Rule
+    from kubectl_sktrace.trace.selection.filtering import RuleFilter
+    from kubectl_sktrace.trace.selection.rules import Rule
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,7 +44,7 @@ def user_rules(*, filters_file: str | None, selector: str | None, allow: tuple[s
                default: str | None) -> tuple[tuple[Rule, ...], str | None, str]:
     """The user's rules in the order they are asked, the default (``--default``, else the file's, else None), and where
     that default came from (``--default``, or ``--filters FILE``), for the messages and the summary to name."""
-    from kubectl_sktrace.trace.rules import ALLOW, DENY, parse_rule, parse_rules_file, selector_rule
+    from kubectl_sktrace.trace.selection.rules import ALLOW, DENY, parse_rule, parse_rules_file, selector_rule
 
     rules: list[Rule] = []
     file_default = None
@@ -64,8 +64,8 @@ def user_rules(*, filters_file: str | None, selector: str | None, allow: tuple[s
 def transform_rules(*, filters_file: str | None, selector: str | None, allow: tuple[str, ...], deny: tuple[str, ...],
                     default: str | None) -> RuleFilter | None:
     """``transform``'s rules as a ``RuleFilter``, or None when none is given (the trace keeps every object)."""
-    from kubectl_sktrace.trace.filtering import RuleFilter
-    from kubectl_sktrace.trace.rules import ALLOW, RuleSet
+    from kubectl_sktrace.trace.selection.filtering import RuleFilter
+    from kubectl_sktrace.trace.selection.rules import ALLOW, RuleSet
 
     rules, rules_default, origin = user_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
     if not rules and rules_default is None:

@@ -85,7 +85,7 @@ def inspect_command(trace: str, with_events: bool, output: str) -> None:
       kubectl sktrace inspect incident.sktrace --events
       kubectl sktrace export -s -1h -O - | kubectl sktrace inspect -
     """
-    from kubectl_sktrace.trace import inspection
+    from kubectl_sktrace.trace.reports import inspection
 
     click.echo(inspection.render_inspection(inspection.inspect_trace(trace, with_events=with_events, stdin=sys.stdin.buffer), output))
 
@@ -112,7 +112,7 @@ def validate_command(trace: str, output: str) -> None:
       kubectl sktrace validate s3://my-bucket/incident.sktrace
     """
     from kubectl_sktrace.errors import TraceFormatError
-    from kubectl_sktrace.trace import validation
+    from kubectl_sktrace.trace.reports import validation
 
     try:
         report = validation.validate_trace(trace, stdin=sys.stdin.buffer)

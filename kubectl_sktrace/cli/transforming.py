@@ -13,7 +13,7 @@ from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_o
 from kubectl_sktrace.errors import UsageError
 
 if TYPE_CHECKING:
-    from kubectl_sktrace.trace.filtering import RuleFilter
+    from kubectl_sktrace.trace.selection.filtering import RuleFilter
     from kubectl_sktrace.trace.skel import Program
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -53,8 +53,8 @@ def transform_option(f: F) -> F:
 
 def load_skel(spec: str) -> Program:
     """The program of ``SKEL_FILE``/``--transform`` (``transform.load_program``), with a warning on stderr for each mistake
-    SKEL accepts silently (``trace/skelcheck``): it still runs as written, with SimKube's semantics."""
-    from kubectl_sktrace.trace.skelcheck import check_program
+    SKEL accepts silently (``trace/skel/checks``): it still runs as written, with SimKube's semantics."""
+    from kubectl_sktrace.trace.skel.checks import check_program
     from kubectl_sktrace.trace.transform import load_program
 
     program = load_program(spec)
@@ -67,7 +67,7 @@ def anonymization_key(*, anonymize: bool, anonymize_key: str | None) -> tuple[by
     """The key ``--anonymize`` uses, and whether it is a fresh one (to print once). A key typed on the command
     line without ``--anonymize`` is refused; one in the environment waits for ``--anonymize``."""
     from kubectl_sktrace.trace.transform import parse_key
-    from kubectl_sktrace.trace.pseudonyms import new_key
+    from kubectl_sktrace.trace.anonymizing.pseudonyms import new_key
 
     source = click.get_current_context().get_parameter_source("anonymize_key")
     if not anonymize:

@@ -105,8 +105,8 @@ def _cache_view(*, cache: str | None, kubeconfig: str | None, context: str | Non
 def _trace_view(trace: str) -> tuple[dict[str, Any], str, None]:
     import sys
 
-    from kubectl_sktrace.trace.format import source_name
-    from kubectl_sktrace.trace.textformat import read_any_trace
+    from kubectl_sktrace.trace.files.format import source_name
+    from kubectl_sktrace.trace.files.textformat import read_any_trace
     from kubectl_sktrace.view.tracefile import TraceIndex, trace_api
 
     name = source_name(trace)

@@ -28,8 +28,8 @@ from kubectl_sktrace.model import (
 )
 from kubectl_sktrace.store import history
 from kubectl_sktrace.store.bodies import packed_body, refs_from_json
-from kubectl_sktrace.trace import validation
-from kubectl_sktrace.trace.format import loads
+from kubectl_sktrace.trace.reports import validation
+from kubectl_sktrace.trace.files.format import loads
 from kubectl_sktrace.trace.sanitize import deleted_stub
 from kubectl_sktrace.tracerconfig import parse_config
 

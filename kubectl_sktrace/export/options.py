@@ -6,7 +6,7 @@ namespace (none excluded); ``--include-namespaces`` keeps only those listed and 
 ``--excluded-namespaces``; otherwise the excluded namespaces (SimKube's list by default) are left out.
 Contradicting choices are usage errors, never a silent winner.
 
-Those flags are rules (``trace/rules``): ``--excluded-namespaces`` denies its namespaces, ``--exclude-labels`` denies
+Those flags are rules (``trace/selection/rules``): ``--excluded-namespaces`` denies its namespaces, ``--exclude-labels`` denies
 what each selector matches, ``-n``/``--include-namespaces`` allow theirs and make the default deny. The rules a user
 writes (``--filters FILE``, then ``-l``, then ``--allow``/``--deny`` in the order typed) come before them, so that
 ``--allow 'namespace:kube-system labels:app=ingress'`` keeps what SimKube's excluded namespaces would leave out.
@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.trace.rules import ALLOW, DENY, Rule, RuleSet
-from kubectl_sktrace.trace.selectors import Selector, parse_selector
+from kubectl_sktrace.trace.selection.rules import ALLOW, DENY, Rule, RuleSet
+from kubectl_sktrace.trace.selection.selectors import Selector, parse_selector
 from kubectl_sktrace.timeparse import format_time, parse_time
 
 DEFAULT_EXCLUDED_NAMESPACES = (

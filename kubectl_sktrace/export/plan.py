@@ -15,7 +15,7 @@ from kubectl_sktrace.export.transforms import ProgramView, namespace_of
 from kubectl_sktrace.model import ObjKey
 from kubectl_sktrace.store import Cache, history
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.trace.rules import ALLOW, DENY, RuleSet
+from kubectl_sktrace.trace.selection.rules import ALLOW, DENY, RuleSet
 from kubectl_sktrace.trace.sanitize import is_daemonset_owned
 from kubectl_sktrace.trace.skel import Program
 

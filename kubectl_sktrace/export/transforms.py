@@ -25,9 +25,9 @@ from typing import IO, Any
 
 from kubectl_sktrace.export.events import apply_order
 from kubectl_sktrace.store import history
-from kubectl_sktrace.trace import validation
-from kubectl_sktrace.trace.format import FORMAT_VERSION, EventSpool, Trace
-from kubectl_sktrace.trace.textformat import TextTraceWriter
+from kubectl_sktrace.trace.reports import validation
+from kubectl_sktrace.trace.files.format import FORMAT_VERSION, EventSpool, Trace
+from kubectl_sktrace.trace.files.textformat import TextTraceWriter
 from kubectl_sktrace.trace.sanitize import deleted_stub, object_key
 from kubectl_sktrace.trace.skel import Program, Transformer
 from kubectl_sktrace.trace.transform import Rewriter

@@ -96,10 +96,10 @@ from kubectl_sktrace.plural import counted
 from kubectl_sktrace.store import Cache, history, pruning
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
-from kubectl_sktrace.trace import validation
-from kubectl_sktrace.trace.format import Trace, decode_trace, relaxed_gc
+from kubectl_sktrace.trace.reports import validation
+from kubectl_sktrace.trace.files.format import Trace, decode_trace, relaxed_gc
 from kubectl_sktrace.trace.skel import Program
-from kubectl_sktrace.trace.textformat import make_writer
+from kubectl_sktrace.trace.files.textformat import make_writer
 from kubectl_sktrace.trace.transform import AnonymizeOptions, Rewriter, anonymization_report, anonymization_sentence, make_rewriter
 from kubectl_sktrace.tracerconfig import (
     TracerConfig,
@@ -448,7 +448,7 @@ def export_to(
     ``output.write_output`` writes (``-`` is ``stdout``). A cache that a recorder changed while it was read is
     refused before the trace replaces a file."""
     from kubectl_sktrace.store import open_cache_readonly
-    from kubectl_sktrace.trace.output import write_output
+    from kubectl_sktrace.trace.files.output import write_output
 
     with open_cache_readonly(cache_path) as opened:
         def write(stream: IO[bytes]) -> ExportReport:

@@ -17,7 +17,7 @@ import zlib
 from typing import Any, Iterable, Mapping
 
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.trace.format import dumps_object, loads
+from kubectl_sktrace.trace.files.format import dumps_object, loads
 
 
 def encode_body(obj: Mapping[str, Any]) -> tuple[bytes, bytes | None]:

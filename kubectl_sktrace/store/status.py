@@ -23,7 +23,7 @@ from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import closest
 from kubectl_sktrace.reconciliation import Reconciliation
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.trace.rules import KindNames
+from kubectl_sktrace.trace.selection.rules import KindNames
 from kubectl_sktrace.store.history import (
     CAUSE_UNOBSERVED,
     CoverageGap,

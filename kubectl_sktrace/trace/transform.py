@@ -29,13 +29,13 @@ from typing import IO, Any
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.trace.anonymize import Anonymizer
-from kubectl_sktrace.trace.filtering import RuleFilter, filter_spool
-from kubectl_sktrace.trace.format import STDIN, EventSpool, Lifecycles, Trace, open_source, relaxed_gc, source_name
+from kubectl_sktrace.trace.anonymizing.anonymize import Anonymizer
+from kubectl_sktrace.trace.selection.filtering import RuleFilter, filter_spool
+from kubectl_sktrace.trace.files.format import STDIN, EventSpool, Lifecycles, Trace, open_source, relaxed_gc, source_name
 from kubectl_sktrace.trace.sanitize import object_key
-from kubectl_sktrace.trace.output import write_output, write_private
+from kubectl_sktrace.trace.files.output import write_output, write_private
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse
-from kubectl_sktrace.trace.textformat import trace_reader, write_spooled
+from kubectl_sktrace.trace.files.textformat import trace_reader, write_spooled
 
 KEY_ENV = "SKTRACE_ANONYMIZE_KEY"
 _MIN_KEY_BYTES = 16
@@ -293,7 +293,7 @@ def transform_to(trace: str, output_file: str, *, program: Program | None, key: 
         else:
             with open_source(trace) as source:
                 read, rest = transform_stream(source, spool, name=trace, rewriter=rewriter)
-        if rule_filter is not None:  # --allow, --deny...: each object decided on its last version (``trace/filtering``)
+        if rule_filter is not None:  # --allow, --deny...: each object decided on its last version (``trace/selection/filtering``)
             anonymizer = make_rewriter(None, key=key, options=options)
             anonymizer.start(rest.config)
             filter_spool(spool, kept, rule_filter, then=anonymizer.anonymize)

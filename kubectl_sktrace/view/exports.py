@@ -19,7 +19,7 @@ from kubectl_sktrace.export.options import FORMATS, ExportFilters, filters_from_
 from kubectl_sktrace.export.window import ExportReport, export_trace
 from kubectl_sktrace.store import Cache
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.trace.format import decode_trace
+from kubectl_sktrace.trace.files.format import decode_trace
 from kubectl_sktrace.trace.skel import BUILTINS, builtin
 from kubectl_sktrace.trace.transform import format_key, parse_key
 from kubectl_sktrace.view.params import time_param

@@ -1,9 +1,9 @@
 """``view TRACE``: a SimKube trace file answering the page's questions as a cache does, with ``validate``'s findings.
 
-The trace is read whole (``trace/format.read_trace``: a path, ``-`` or an object-store URL) and indexed once: its
+The trace is read whole (``trace/files/format.read_trace``: a path, ``-`` or an object-store URL) and indexed once: its
 events as rows in trace order (an event's applied then deleted objects), each object's rows, its owner (the controller
 of its last applied version's ``ownerReferences``), the pod lifecycles its index entry owns, and the findings of
-``trace/validation.check_trace`` by object. A trace holds no runs and no gaps, and no window of it can be exported (its
+``trace/reports/validation.check_trace`` by object. A trace holds no runs and no gaps, and no window of it can be exported (its
 objects are already a trace): the page hides those parts. What is answered has the shapes of ``view/api``'s answers.
 """
 
@@ -17,9 +17,9 @@ from typing import Any, Mapping
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.trace.format import Trace
+from kubectl_sktrace.trace.files.format import Trace
 from kubectl_sktrace.trace.sanitize import object_key
-from kubectl_sktrace.trace.validation import RULES, check_trace
+from kubectl_sktrace.trace.reports.validation import RULES, check_trace
 from kubectl_sktrace.view.diff import as_yaml, unified
 from kubectl_sktrace.view.params import int_param, time_param
 from kubectl_sktrace.view.spans import aligned, bucket_width

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.trace.format import Trace, encode_trace
+from kubectl_sktrace.trace.files.format import Trace, encode_trace
 from sktrace_emulator import Emulator
 
 DATA = Path(__file__).resolve().parents[1] / "data"

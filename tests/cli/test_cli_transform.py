@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from conftest import DATA, FIXTURE_NAMES, CacheBuilder, obj
 
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.trace import format as traceformat
+from kubectl_sktrace.trace.files import format as traceformat
 from kubectl_sktrace.trace import transform as transform_module
-from kubectl_sktrace.trace.inspection import inspect_trace
-from kubectl_sktrace.trace.validation import validate_trace
+from kubectl_sktrace.trace.reports.inspection import inspect_trace
+from kubectl_sktrace.trace.reports.validation import validate_trace
 
 KEY = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 RULE = "-" * 80

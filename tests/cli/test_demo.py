@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from kubectl_sktrace.cli import cli
 from kubectl_sktrace.cli.demo import split_seconds
-from kubectl_sktrace.trace.format import read_trace
-from kubectl_sktrace.trace.validation import validate_trace
+from kubectl_sktrace.trace.files.format import read_trace
+from kubectl_sktrace.trace.reports.validation import validate_trace
 
 
 def _env(tmpdir: Path) -> dict[str, str]:

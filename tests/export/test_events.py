@@ -16,8 +16,8 @@ from kubectl_sktrace.export.window import export_trace
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store import history, open_cache, open_cache_readonly, schema
 from kubectl_sktrace.store.history import Run
-from kubectl_sktrace.trace.format import decode_trace
-from kubectl_sktrace.trace.validation import RULES, ReferenceRules, validate_trace
+from kubectl_sktrace.trace.files.format import decode_trace
+from kubectl_sktrace.trace.reports.validation import RULES, ReferenceRules, validate_trace
 from kubectl_sktrace.tracerconfig import parse_config
 
 WIDGET = GVK("example.com", "v1", "Widget")

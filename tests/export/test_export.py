@@ -10,7 +10,7 @@ from conftest import DEFAULT_CONFIG_YAML, assert_valid_trace, key_of, obj
 
 from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.export.options import ExportFilters, resolve_window
-from kubectl_sktrace.trace.selectors import parse_selector
+from kubectl_sktrace.trace.selection.selectors import parse_selector
 from kubectl_sktrace.export.window import export_trace
 from kubectl_sktrace.trace.hashing import spec_hash
 
@@ -336,11 +336,11 @@ def test_json_and_yaml_are_for_people(simkube_cache):
 
 
 def test_json_and_yaml_state_the_trace_format_version(simkube_cache, monkeypatch):
-    from kubectl_sktrace.trace.format import FORMAT_VERSION
+    from kubectl_sktrace.trace.files.format import FORMAT_VERSION
 
     for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
         assert load(run_export(simkube_cache, 1, 10, fmt=fmt)[1])["version"] == FORMAT_VERSION
-    monkeypatch.setattr("kubectl_sktrace.trace.format.FORMAT_VERSION", FORMAT_VERSION + 1)  # one constant says it
+    monkeypatch.setattr("kubectl_sktrace.trace.files.format.FORMAT_VERSION", FORMAT_VERSION + 1)  # one constant says it
     for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
         assert load(run_export(simkube_cache, 1, 10, fmt=fmt)[1])["version"] == FORMAT_VERSION + 1
 

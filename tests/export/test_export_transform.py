@@ -14,10 +14,10 @@ from conftest import assert_valid_trace, obj
 
 from kubectl_sktrace.errors import EmptyTraceError
 from kubectl_sktrace.export.options import ExportFilters
-from kubectl_sktrace.trace.selectors import parse_selector
+from kubectl_sktrace.trace.selection.selectors import parse_selector
 from kubectl_sktrace.export.window import export_trace
-from kubectl_sktrace.trace import format as traceformat
-from kubectl_sktrace.trace.inspection import inspect_trace
+from kubectl_sktrace.trace.files import format as traceformat
+from kubectl_sktrace.trace.reports.inspection import inspect_trace
 from kubectl_sktrace.trace.skel import SkelTransformError, parse
 
 START = 1000

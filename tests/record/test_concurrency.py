@@ -35,7 +35,7 @@ from reliability_support import (
 )
 
 from kubectl_sktrace.model import mask_url
-from kubectl_sktrace.trace import format as traceformat
+from kubectl_sktrace.trace.files import format as traceformat
 
 pytestmark = pytest.mark.timeout(240)
 

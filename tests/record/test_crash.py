@@ -80,7 +80,7 @@ def _kill_once(rec: Recorder, phase: str, rng: random.Random) -> str:
 
 def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path, engine: str) -> None:
     """On either engine (a file, or a history in a PostgreSQL database: ``conftest.engine``)."""
-    from kubectl_sktrace.trace import format as traceformat
+    from kubectl_sktrace.trace.files import format as traceformat
     from sktrace_emulator import Emulator
 
     rng = random.Random(SEED)
@@ -180,7 +180,7 @@ def _deployment(name: str, *, image: str) -> dict[str, Any]:
 
 
 def _export_and_compare(tmp_path: Path, cache: Path, truth: GroundTruth, t0: float) -> list[str]:
-    from kubectl_sktrace.trace import format as traceformat
+    from kubectl_sktrace.trace.files import format as traceformat
 
     out = tmp_path / "out.sktrace"
     run = run_cli(["export", "--cache", str(cache), "-s", f"@{int(t0) - 5}", "-t", f"@{int(time.time()) + 2}",

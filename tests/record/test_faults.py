@@ -176,7 +176,7 @@ FAULTS = [
 @pytest.mark.parametrize(("inject", "blind"), FAULTS)
 def test_recording_survives_the_fault(tmp_path: Path, request: pytest.FixtureRequest, inject: Callable[[Any, dict[str, Any]], int],
                                       blind: bool) -> None:
-    from kubectl_sktrace.trace import format as traceformat
+    from kubectl_sktrace.trace.files import format as traceformat
     from sktrace_emulator import Emulator
 
     fault = request.node.callspec.id

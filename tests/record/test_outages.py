@@ -25,7 +25,7 @@ from reliability_support import EXE, private_env, query, run_cli, wait_rows
 
 from kubectl_sktrace.record.watching import STALL_SECONDS
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.trace import format as traceformat
+from kubectl_sktrace.trace.files import format as traceformat
 from sktrace_emulator import Emulator
 from sktrace_emulator.builders import deployment_object
 

@@ -34,7 +34,7 @@ from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, CacheUrl, ObjKey
 from kubectl_sktrace.store import open_cache, open_cache_readonly, pgschema, schema
 from kubectl_sktrace.store.recording import EventRow, Identity, OwnerRecord, Recording
-from kubectl_sktrace.trace import format as traceformat
+from kubectl_sktrace.trace.files import format as traceformat
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.trace import format as traceformat
-from kubectl_sktrace.trace import hashing, inspection
-from kubectl_sktrace.trace.anonymize import Anonymizer, new_key
-from kubectl_sktrace.trace.pseudonyms import KEPT_NAMESPACES, KEPT_VALUES, Pseudonyms
+from kubectl_sktrace.trace.files import format as traceformat
+from kubectl_sktrace.trace import hashing
+from kubectl_sktrace.trace.reports import inspection
+from kubectl_sktrace.trace.anonymizing.anonymize import Anonymizer, new_key
+from kubectl_sktrace.trace.anonymizing.pseudonyms import KEPT_NAMESPACES, KEPT_VALUES, Pseudonyms
 from kubectl_sktrace.trace.sanitize import object_key, owner_refs
-from kubectl_sktrace.trace.validation import check_trace
+from kubectl_sktrace.trace.reports.validation import check_trace
 
 KEY = b"a fixed key for tests, 32 bytes."
 OTHER_KEY = b"another key for tests, 32 bytes!"
@@ -517,7 +518,7 @@ def test_affinities_rename_hostnames_pod_labels_and_namespaces_and_keep_node_lab
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_past_the_spools_memory_the_specs_kept_in_a_file_give_the_same_result(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kubectl_sktrace.trace import anonymize as anonymize_module
+    from kubectl_sktrace.trace.anonymizing import anonymize as anonymize_module
 
     in_memory = traceformat.encode_trace(anonymize(fixture(name))[0])
     monkeypatch.setattr(anonymize_module, "_SPOOL_MEMORY", 1)
@@ -539,7 +540,7 @@ def test_a_bytes_spool_gives_back_what_it_was_given_before_and_after_it_moves_to
 def test_a_spec_no_hash_is_defined_for_gets_a_keyed_hash_instead_of_an_error() -> None:
     """A hand-made or damaged trace (bytes in a spec, a null container): index and pod_lifecycles still rename, their
     hashes replaced by keyed u64s, as unknown ones are."""
-    from kubectl_sktrace.trace.anonymize import Anonymizer
+    from kubectl_sktrace.trace.anonymizing.anonymize import Anonymizer
 
     anonymizer = Anonymizer(b"k" * 32)
     anonymizer.config({"trackedObjects": {"apps/v1.Deployment": {"podSpecTemplatePaths": ["/spec/template"], "trackLifecycle": True}}})

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_sktrace.trace import format as traceformat
-from kubectl_sktrace.trace import inspection
-from kubectl_sktrace.trace.anonymize import Anonymizer
-from kubectl_sktrace.trace.validation import check_trace
+from kubectl_sktrace.trace.files import format as traceformat
+from kubectl_sktrace.trace.reports import inspection
+from kubectl_sktrace.trace.anonymizing.anonymize import Anonymizer
+from kubectl_sktrace.trace.reports.validation import check_trace
 
 KEY = b"a fixed key for tests, 32 bytes."
 MARKER = "zqacmez"

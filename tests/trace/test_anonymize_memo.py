@@ -11,9 +11,9 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_sktrace.trace import allowlist, pseudonyms
-from kubectl_sktrace.trace import format as traceformat
-from kubectl_sktrace.trace.anonymize import Anonymizer, _as_admitted
+from kubectl_sktrace.trace.anonymizing import allowlist, pseudonyms
+from kubectl_sktrace.trace.files import format as traceformat
+from kubectl_sktrace.trace.anonymizing.anonymize import Anonymizer, _as_admitted
 from kubectl_sktrace.trace.hashing import pod_spec_hash
 from tests.trace.test_anonymize_allowlist import _ANY, KEY, objects
 
@@ -119,8 +119,8 @@ def test_a_memo_paused_and_resumed_gives_the_bytes_of_a_plain_walk(objs: list[di
 
 
 def test_a_memo_that_finds_nothing_is_paused_then_tried_again() -> None:
-    from kubectl_sktrace.trace.allowlist import Walker
-    from kubectl_sktrace.trace.pseudonyms import Pseudonyms
+    from kubectl_sktrace.trace.anonymizing.allowlist import Walker
+    from kubectl_sktrace.trace.anonymizing.pseudonyms import Pseudonyms
 
     walker = Walker(Pseudonyms(KEY))
     specs = [{"containers": [{"name": f"c{n}", "image": "registry/app:1"}]} for n in range(allowlist._MEMO_WINDOW)]

@@ -6,7 +6,7 @@ import msgpack
 import pytest
 
 from kubectl_sktrace.errors import TraceFormatError
-from kubectl_sktrace.trace import format as tf
+from kubectl_sktrace.trace.files import format as tf
 
 
 def _write_streaming(trace: tf.Trace) -> bytes:

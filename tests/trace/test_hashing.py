@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from kubectl_sktrace.trace import hashing
-from kubectl_sktrace.trace.format import read_trace
+from kubectl_sktrace.trace.files.format import read_trace
 
 SPEC_VECTORS = [
     pytest.param({"replicas": 42}, 3664028200602729212, id="replicas"),

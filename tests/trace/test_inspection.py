@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kubectl_sktrace.errors import TraceFormatError
-from kubectl_sktrace.trace.inspection import inspect_trace
+from kubectl_sktrace.trace.reports.inspection import inspect_trace
 
 
 def test_inspect_dsb(dsb_path) -> None:

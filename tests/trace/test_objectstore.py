@@ -19,8 +19,8 @@ from conftest import S3Store, obj
 from reliability_support import EXE, assert_one_error, private_env, run_cli
 
 from kubectl_sktrace.errors import CacheError, TraceFormatError, UsageError
-from kubectl_sktrace.trace import objectstore
-from kubectl_sktrace.trace.output import write_output
+from kubectl_sktrace.trace.files import objectstore
+from kubectl_sktrace.trace.files.output import write_output
 
 pytestmark = pytest.mark.timeout(120)
 

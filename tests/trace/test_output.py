@@ -18,7 +18,7 @@ from conftest import obj
 from reliability_support import EXE, assert_one_error, private_env, run_cli
 
 from kubectl_sktrace.errors import CacheError, UsageError
-from kubectl_sktrace.trace.output import write_output
+from kubectl_sktrace.trace.files.output import write_output
 
 NOW = 1_800_000_000
 WINDOW = ["-s", f"@{NOW - 1800}", "-t", f"@{NOW}"]

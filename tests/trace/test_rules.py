@@ -4,7 +4,7 @@ import pytest
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.trace.rules import ALLOW, DENY, RuleSet, parse_rule, parse_rules_file, selector_rule
+from kubectl_sktrace.trace.selection.rules import ALLOW, DENY, RuleSet, parse_rule, parse_rules_file, selector_rule
 
 DEP = GVK("apps", "v1", "Deployment")
 POD = GVK("", "v1", "Pod")

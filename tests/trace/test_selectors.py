@@ -1,7 +1,7 @@
 import pytest
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.trace.selectors import matches_any, parse_selector
+from kubectl_sktrace.trace.selection.selectors import matches_any, parse_selector
 
 
 @pytest.mark.parametrize(

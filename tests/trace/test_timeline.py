@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubectl_sktrace.trace.format import Trace, read_trace
-from kubectl_sktrace.trace.timeline import (
+from kubectl_sktrace.trace.files.format import Trace, read_trace
+from kubectl_sktrace.trace.reports.timeline import (
     ASCII,
     UNICODE,
     Charset,

@@ -13,8 +13,8 @@ import pytest
 from conftest import DATA, FIXTURE_NAMES
 
 from kubectl_sktrace.errors import TraceFormatError, UsageError
-from kubectl_sktrace.trace import format as traceformat
-from kubectl_sktrace.trace.anonymize import Anonymizer
+from kubectl_sktrace.trace.files import format as traceformat
+from kubectl_sktrace.trace.anonymizing.anonymize import Anonymizer
 from kubectl_sktrace.trace.skel import Transformer, builtin, parse
 from kubectl_sktrace.trace.transform import Rewriter, format_key, human_duration, load_program, parse_key, transform_stream
 

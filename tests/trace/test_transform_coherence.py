@@ -9,10 +9,10 @@ import io
 import pytest
 from conftest import DATA
 
-from kubectl_sktrace.trace import format as traceformat
+from kubectl_sktrace.trace.files import format as traceformat
 from kubectl_sktrace.trace.skel import parse
 from kubectl_sktrace.trace.transform import Rewriter, transform_stream
-from kubectl_sktrace.trace.validation import check_trace
+from kubectl_sktrace.trace.reports.validation import check_trace
 
 KEY = b"a fixed key for tests, 32 bytes."
 

@@ -4,8 +4,8 @@ from pathlib import Path
 from typing import Any
 
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.trace.format import Trace, encode_trace
-from kubectl_sktrace.trace.validation import Finding, validate_trace
+from kubectl_sktrace.trace.files.format import Trace, encode_trace
+from kubectl_sktrace.trace.reports.validation import Finding, validate_trace
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 CONFIG = {"trackedObjects": {"apps/v1.Deployment": {"podSpecTemplatePaths": ["/spec/template"]}}}

@@ -185,7 +185,7 @@ def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any,
 
     from viewsupport import trace_with_findings
 
-    from kubectl_sktrace.trace.format import read_trace
+    from kubectl_sktrace.trace.files.format import read_trace
     from kubectl_sktrace.view.tracefile import TraceIndex, trace_api
 
     path = tmp_path / "findings.sktrace"

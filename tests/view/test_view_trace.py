@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from viewsupport import T0, trace_with_findings
 
 from kubectl_sktrace.cli import cli
-from kubectl_sktrace.trace.format import read_trace
+from kubectl_sktrace.trace.files.format import read_trace
 from kubectl_sktrace.view.tracefile import TraceIndex
 
 

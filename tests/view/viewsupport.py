@@ -106,7 +106,7 @@ def trace_with_findings(path: Path) -> None:
     """A trace whose Deployment mounts a ConfigMap the trace never applies (E0005) and keeps its status (W0000)."""
     import yaml
 
-    from kubectl_sktrace.trace.format import Trace, encode_trace
+    from kubectl_sktrace.trace.files.format import Trace, encode_trace
     from kubectl_sktrace.tracerconfig import config_to_trace, parse_config
 
     config = config_to_trace(parse_config(yaml.safe_load("trackedObjects:\n  apps/v1.Deployment:\n    podSpecTemplatePaths: [/spec/template]\n"

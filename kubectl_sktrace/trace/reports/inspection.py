@@ -14,8 +14,8 @@ from typing import IO, Any
 from kubectl_sktrace import render
 from kubectl_sktrace.model import ObjKey
 from kubectl_sktrace.timeparse import format_duration, format_time
-from kubectl_sktrace.trace.format import Trace, source_name
-from kubectl_sktrace.trace.textformat import read_any_trace
+from kubectl_sktrace.trace.files.format import Trace, source_name
+from kubectl_sktrace.trace.files.textformat import read_any_trace
 from kubectl_sktrace.trace.sanitize import object_key
 
 

@@ -8,7 +8,7 @@ nothing in a file, are refused alike: what no rule matches gets the default):
     kind:KIND[,KIND...]         its kind: ``Deployment`` (any group and version, case-insensitive) or ``apps/v1.Deployment``;
                                 as kubectl names it (``deploy``, ``deployments``, ``Deployments.apps``), once
                                 ``resolve_kinds`` has read the discovery documents of the kinds recorded
-    labels:SELECTOR             its labels match a kubectl label selector (``trace/selectors``), e.g. ``app=web,tier!=canary``
+    labels:SELECTOR             its labels match a kubectl label selector (``trace/selection/selectors``), e.g. ``app=web,tier!=canary``
 
 On the command line a rule is its fields separated by spaces (``namespace:shop kind:Deployment labels:tier=canary``);
 a selector may hold spaces (``labels:env in (prod, staging)``) since only spaces before another ``FIELD:`` (one of
@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import closest
-from kubectl_sktrace.trace.selectors import Selector, parse_selector, quoted
+from kubectl_sktrace.trace.selection.selectors import Selector, parse_selector, quoted
 
 ALLOW, DENY = "allow", "deny"
 ACTIONS = (ALLOW, DENY)

@@ -16,9 +16,9 @@ import yaml
 
 from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import TraceFormatError
-from kubectl_sktrace.trace import format as traceformat
-from kubectl_sktrace.trace.format import EventSpool, Lifecycles, Prefixed, Trace, TraceReader, TraceWriter, read_trace, tupled
-from kubectl_sktrace.trace.shape import check_config, check_events, check_index, check_lifecycles, check_version, damaged, not_a_trace
+from kubectl_sktrace.trace.files import format as traceformat
+from kubectl_sktrace.trace.files.format import EventSpool, Lifecycles, Prefixed, Trace, TraceReader, TraceWriter, read_trace, tupled
+from kubectl_sktrace.trace.files.shape import check_config, check_events, check_index, check_lifecycles, check_version, damaged, not_a_trace
 
 
 MAX_TEXT_TRACE = 1 << 30

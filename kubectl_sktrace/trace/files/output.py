@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterator, TypeVar
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.trace import objectstore
+from kubectl_sktrace.trace.files import objectstore
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""``transform``'s allow and deny rules (``trace/rules``) over a trace already read: which objects stay. Pure but
+"""``transform``'s allow and deny rules (``trace/selection/rules``) over a trace already read: which objects stay. Pure but
 for the spools it is handed.
 
 As in ``export``, an object is decided on its last version in the trace (its last applied version; its deletion
@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from kubectl_sktrace.model import GVK
-from kubectl_sktrace.trace.format import EventSpool, Trace
-from kubectl_sktrace.trace.rules import ALLOW, KindNames, RuleSet, resolve_kinds
+from kubectl_sktrace.trace.files.format import EventSpool, Trace
+from kubectl_sktrace.trace.selection.rules import ALLOW, KindNames, RuleSet, resolve_kinds
 from kubectl_sktrace.trace.sanitize import object_key
 
 _Key = tuple[str, str, str]  # the index's spelling: gvk, namespace, name

@@ -36,9 +36,9 @@ from typing import IO, Any, Callable, Iterator
 import msgpack
 
 from kubectl_sktrace.errors import TraceFormatError
-from kubectl_sktrace.trace.shape import FORMAT_VERSION as FORMAT_VERSION
-from kubectl_sktrace.trace.shape import Lifecycles as Lifecycles
-from kubectl_sktrace.trace.shape import (
+from kubectl_sktrace.trace.files.shape import FORMAT_VERSION as FORMAT_VERSION
+from kubectl_sktrace.trace.files.shape import Lifecycles as Lifecycles
+from kubectl_sktrace.trace.files.shape import (
     PRE_V2,
     check_config,
     check_event,
@@ -290,7 +290,7 @@ def _read_file(path: str | Path) -> bytes:
 def open_source(path: str | Path) -> IO[bytes]:
     """A local file, a ``file://`` URL's file, or an object in a store (``objectstore``: read whole) opened for
     reading; errors name ``path`` as it was given."""
-    from kubectl_sktrace.trace import objectstore
+    from kubectl_sktrace.trace.files import objectstore
 
     name = str(path)
     if objectstore.is_remote(name):

@@ -36,7 +36,7 @@ from typing import Any
 
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_duration, format_time
-from kubectl_sktrace.trace.format import Trace
+from kubectl_sktrace.trace.files.format import Trace
 from kubectl_sktrace.trace.hashing import spec_hash
 from kubectl_sktrace.trace.revisions import data_hash, metadata_hash
 from kubectl_sktrace.trace.sanitize import object_key

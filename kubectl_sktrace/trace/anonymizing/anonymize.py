@@ -49,9 +49,9 @@ from typing import Any, Callable
 
 from kubectl_sktrace.model import GVK, NAMESPACE
 from kubectl_sktrace.trace import hashing, sanitize
-from kubectl_sktrace.trace.allowlist import Walker
-from kubectl_sktrace.trace.format import BytesSpool, loads, object_packer
-from kubectl_sktrace.trace.pseudonyms import Pseudonyms, new_key
+from kubectl_sktrace.trace.anonymizing.allowlist import Walker
+from kubectl_sktrace.trace.files.format import BytesSpool, loads, object_packer
+from kubectl_sktrace.trace.anonymizing.pseudonyms import Pseudonyms, new_key
 
 __all__ = ["Anonymizer", "Rehashed", "new_key"]
 

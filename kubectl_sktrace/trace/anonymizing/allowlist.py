@@ -29,9 +29,9 @@ import zoneinfo
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
-from kubectl_sktrace.trace import apischema
-from kubectl_sktrace.trace.format import strict_packer
-from kubectl_sktrace.trace.pseudonyms import Hit, Pseudonyms, Role
+from kubectl_sktrace.trace.anonymizing import apischema
+from kubectl_sktrace.trace.files.format import strict_packer
+from kubectl_sktrace.trace.anonymizing.pseudonyms import Hit, Pseudonyms, Role
 from kubectl_sktrace.trace.sanitize import DROPPED_ANNOTATIONS
 
 Handler = Callable[[Any], Any]

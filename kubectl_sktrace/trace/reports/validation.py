@@ -35,10 +35,10 @@ from kubectl_sktrace.errors import ConfigError
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.trace.format import Trace, source_name
+from kubectl_sktrace.trace.files.format import Trace, source_name
 from kubectl_sktrace.trace.references import REFERENCED_KIND, Reference, references
 from kubectl_sktrace.trace.sanitize import object_key
-from kubectl_sktrace.trace.textformat import read_any_trace
+from kubectl_sktrace.trace.files.textformat import read_any_trace
 from kubectl_sktrace.tracerconfig import TracerConfig, config_from_trace
 
 RULES = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Iterator
 
-from kubectl_sktrace.trace.apischema import schema
+from kubectl_sktrace.trace.anonymizing.apischema import schema
 from kubectl_sktrace.trace.skel.nodes import Command, Literal, Modify, Path, Program, Remove, ResourceTest, Step
 
 _SCALARS = {"int": "an integer", "float": "a number", "bool": "a boolean", "str": "a string", "datetime": "a timestamp string"}

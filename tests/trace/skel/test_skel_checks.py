@@ -1,11 +1,11 @@
-"""``trace/skelcheck``: the mistakes SKEL accepts silently, warned of (issue 38); the program still runs as written."""
+"""``trace/skel/checks``: the mistakes SKEL accepts silently, warned of (issue 38); the program still runs as written."""
 
 from __future__ import annotations
 
 import pytest
 
 from kubectl_sktrace.trace.skel import builtin, parse
-from kubectl_sktrace.trace.skelcheck import check_program
+from kubectl_sktrace.trace.skel.checks import check_program
 
 
 @pytest.mark.parametrize("text, warning", [
