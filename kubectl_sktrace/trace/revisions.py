@@ -82,7 +82,10 @@ def _fingerprint(value: Any) -> int:
     try:
         return siphash13(_CANONICAL(value).encode())
     except (TypeError, ValueError):  # a key that is not a string, NaN: what JSON cannot say, the spec hash's walk can
-        return spec_hash(value)
+        try:
+            return spec_hash(value)
+        except TypeError:  # a trace's msgpack binary value, which no API object holds: its text stands for it
+            return siphash13(repr(value).encode())
 
 
 def data_hash(obj: Mapping[str, Any]) -> int | None:
