@@ -1,7 +1,8 @@
 """The one YAML loader of every YAML the product reads (tracer configs, rule files, kubeconfigs, the config a run
 stored): PyYAML's safe loader behind three bounds checked first, in one pass over the parser's events.
 
-- **Size**: at most ``MAX_BYTES`` of text (a kubeconfig of many clusters with their certificates is well under it).
+- **Size**: at most ``MAX_CHARS`` characters of text, and a caller reads no more than one past it (a kubeconfig of
+  many clusters with their certificates is well under it).
 - **Depth**: at most ``MAX_DEPTH`` nested maps and lists; PyYAML builds nodes recursively, so deeper text would end
   in a RecursionError (or worse, in the C loader).
 - **Aliases**: the document expanded (each ``*alias`` counted as the whole of what its ``&anchor`` holds) is at most
@@ -20,7 +21,7 @@ from typing import Any
 
 import yaml
 
-MAX_BYTES = 16 << 20
+MAX_CHARS = 16 << 20
 MAX_DEPTH = 100
 MAX_VALUES = 1_000_000
 
@@ -38,8 +39,8 @@ class YamlLimit(yaml.YAMLError):
 
 def load(text: str) -> Any:
     """The document in ``text``, as ``yaml.safe_load`` reads it; ``yaml.YAMLError`` (``YamlLimit`` past a bound)."""
-    if len(text) > MAX_BYTES:
-        raise YamlLimit(f"it is larger than {MAX_BYTES >> 20} MB")
+    if len(text) > MAX_CHARS:
+        raise YamlLimit(f"it is longer than {MAX_CHARS >> 20} M characters")
     check_bounds(text)
     return yaml.load(text, Loader=_LOADER)
 

@@ -77,7 +77,7 @@ def _load_yaml(path: str) -> Any:
 
     try:
         with open(path, encoding="utf-8") as file:
-            return safeyaml.load(file.read(safeyaml.MAX_BYTES + 1))
+            return safeyaml.load(file.read(safeyaml.MAX_CHARS + 1))
     except FileNotFoundError:
         raise UsageError(f"--filters {path}: no such file; pass the path of a YAML rule file") from None
     except (OSError, UnicodeDecodeError) as exc:
