@@ -28,10 +28,10 @@ def references(obj: dict[str, Any], paths: Iterable[str]) -> list[Reference]:
         account = spec.get("serviceAccountName") or spec.get("serviceAccount")
         if isinstance(account, str) and account:
             found.append(("E0001", SERVICE_ACCOUNT, account, "ServiceAccount"))
-        for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+        for container in (*_listed(spec.get("initContainers")), *_listed(spec.get("containers"))):
             if isinstance(container, dict):
                 _container_refs(found, container)
-        for volume in spec.get("volumes") or ():
+        for volume in _listed(spec.get("volumes")):
             if isinstance(volume, dict):
                 _ref(found, "E0004", SECRET, volume.get("secret"), "secretName", "volume Secret")
                 _ref(found, "E0005", CONFIG_MAP, volume.get("configMap"), "name", "volume ConfigMap")
@@ -54,15 +54,20 @@ def _pod_specs(obj: dict[str, Any], paths: Iterable[str]) -> Iterator[dict[str, 
 
 def _container_refs(found: list[Reference], container: dict[str, Any]) -> None:
     """A container's env and envFrom references to Secrets and ConfigMaps."""
-    for env in container.get("env") or ():
+    for env in _listed(container.get("env")):
         source = env.get("valueFrom") if isinstance(env, dict) else None
         if isinstance(source, dict):
             _ref(found, "E0002", SECRET, source.get("secretKeyRef"), "name", "env Secret")
             _ref(found, "E0003", CONFIG_MAP, source.get("configMapKeyRef"), "name", "env ConfigMap")
-    for env_from in container.get("envFrom") or ():
+    for env_from in _listed(container.get("envFrom")):
         if isinstance(env_from, dict):
             _ref(found, "E0002", SECRET, env_from.get("secretRef"), "name", "envFrom Secret")
             _ref(found, "E0003", CONFIG_MAP, env_from.get("configMapRef"), "name", "envFrom ConfigMap")
+
+
+def _listed(value: object) -> list[Any]:
+    """A list as the trace holds it; anything else (a hostile or damaged object's int, map or string) as no items."""
+    return value if isinstance(value, list) else []
 
 
 def _ref(found: list[Reference], code: str, gvk: GVK, ref: object, name_key: str, what: str) -> None:
