@@ -1,7 +1,8 @@
 """The one YAML loader of every YAML the product reads (tracer configs, rule files, kubeconfigs, the config a run
 stored): PyYAML's safe loader behind three bounds checked first, in one pass over the parser's events.
 
-- **Size**: at most ``MAX_BYTES`` of text (a kubeconfig of many clusters with their certificates is well under it).
+- **Size**: at most ``MAX_CHARS`` characters of text, and a caller reads no more than one past it (a kubeconfig of
+  many clusters with their certificates is well under it).
 - **Depth**: at most ``MAX_DEPTH`` nested maps and lists; PyYAML builds nodes recursively, so deeper text would end
   in a RecursionError (or worse, in the C loader).
 - **Aliases**: the document expanded (each ``*alias`` counted as the whole of what its ``&anchor`` holds) is at most
@@ -20,7 +21,7 @@ from typing import Any
 
 import yaml
 
-MAX_BYTES = 16 << 20
+MAX_CHARS = 16 << 20
 MAX_DEPTH = 100
 MAX_VALUES = 1_000_000
 
@@ -36,11 +37,11 @@ class YamlLimit(yaml.YAMLError):
         self.problem_mark = mark
 
 
-def load(text: str, *, max_bytes: int = MAX_BYTES, max_values: int = MAX_VALUES) -> Any:
+def load(text: str, *, max_chars: int = MAX_CHARS, max_values: int = MAX_VALUES) -> Any:
     """The document in ``text``, as ``yaml.safe_load`` reads it; ``yaml.YAMLError`` (``YamlLimit`` past a bound). A
     document that is data rather than configuration (a trace read back) passes bounds of its own size."""
-    if len(text) > max_bytes:
-        raise YamlLimit(f"it is larger than {max_bytes >> 20} MB")
+    if len(text) > max_chars:
+        raise YamlLimit(f"it is longer than {max_chars >> 20} M characters")
     check_bounds(text, max_values=max_values)
     return yaml.load(text, Loader=_LOADER)
 

@@ -88,8 +88,9 @@ def _parse_api_text(value: str) -> float | None:
         return None
 
 
-FIRST_TIME, LAST_TIME = -62_135_596_800, 253_402_300_799
-"""0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the times ``format_time`` can print (datetime's years)."""
+FIRST_TIME, LAST_TIME = -62_104_060_800, 253_370_764_799
+"""0002-01-01T00:00:00Z and 9998-12-31T23:59:59Z: the times ``format_time`` can print (datetime's years 1 to 9999),
+with a year's room on either side for what a report computes from them (an end one second later, a bucket)."""
 
 
 def is_printable_time(value: int) -> bool:

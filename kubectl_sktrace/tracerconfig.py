@@ -102,7 +102,7 @@ def load_config(path: str) -> TracerConfig:
     """Read and normalize a TracerConfig YAML file."""
     try:
         with open(path, encoding="utf-8") as stream:
-            text = stream.read()
+            text = stream.read(safeyaml.MAX_CHARS + 1)  # past the bound: refused without reading the rest
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file; check --config (print a starting point with 'kubectl sktrace config')") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -1078,6 +1078,11 @@ HOSTILE_TRACES: list[tuple[str, Callable[[], bytes]]] = [
     ("nested-500", lambda: _spliced_deep_trace(500)),
     ("nested-1000", lambda: _spliced_deep_trace(1000)),
     ("binary-value", lambda: _with_first_object(lambda o: o["metadata"].__setitem__("annotations", {"b": b"\x00\x01"}))),
+    # found by the hypothesis test below
+    ("containers-int", lambda: _with_first_object(
+        lambda o: o.__setitem__("spec", {"jobTemplate": {"spec": {"template": {"spec": {"containers": -1}}}}}))),
+    ("uid-binary", lambda: _with_first_object(lambda o: o["metadata"].__setitem__("uid", {"a": b"x"}))),
+    ("time-last-second-of-9999", lambda: _with_last_ts(253_402_300_799)),
 ]
 KEY = "ab" * 16
 
@@ -1249,7 +1254,10 @@ def test_traces_of_wrong_types_extreme_numbers_and_deep_nesting_get_an_answer_or
         st.tuples(st.just("lifecycle"), st.none(), st.integers(min_value=-(2**63), max_value=2**64 - 1)),
     )
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    # derandomized: the same examples on every run, so that it never fails by luck (a wider search found the cases
+    # the table above now holds)
+    @settings(max_examples=100, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(st.lists(change, min_size=1, max_size=3))
     def check(changes: list[tuple[str, Any, Any]]) -> None:
         home = tmp_path_factory.mktemp("hostile")

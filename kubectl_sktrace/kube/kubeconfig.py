@@ -222,7 +222,8 @@ def _describe(files: list[Path]) -> str:
 
 def _load_file(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8") as stream:
+            text = stream.read(safeyaml.MAX_CHARS + 1)  # past the bound: refused without reading the rest
     except OSError as exc:
         raise KubeError(f"cannot read kubeconfig {str(path)!r}: {exc.strerror or exc}; check its permissions") from exc
     except UnicodeDecodeError as exc:

@@ -28,10 +28,10 @@ def references(obj: dict[str, Any], paths: Iterable[str]) -> list[Reference]:
         account = spec.get("serviceAccountName") or spec.get("serviceAccount")
         if isinstance(account, str) and account:
             found.append(("E0001", SERVICE_ACCOUNT, account, "ServiceAccount"))
-        for container in (*_items(spec.get("initContainers")), *_items(spec.get("containers"))):
+        for container in (*_listed(spec.get("initContainers")), *_listed(spec.get("containers"))):
             if isinstance(container, dict):
                 _container_refs(found, container)
-        for volume in _items(spec.get("volumes")):
+        for volume in _listed(spec.get("volumes")):
             if isinstance(volume, dict):
                 _ref(found, "E0004", SECRET, volume.get("secret"), "secretName", "volume Secret")
                 _ref(found, "E0005", CONFIG_MAP, volume.get("configMap"), "name", "volume ConfigMap")
@@ -54,19 +54,19 @@ def _pod_specs(obj: dict[str, Any], paths: Iterable[str]) -> Iterator[dict[str, 
 
 def _container_refs(found: list[Reference], container: dict[str, Any]) -> None:
     """A container's env and envFrom references to Secrets and ConfigMaps."""
-    for env in _items(container.get("env")):
+    for env in _listed(container.get("env")):
         source = env.get("valueFrom") if isinstance(env, dict) else None
         if isinstance(source, dict):
             _ref(found, "E0002", SECRET, source.get("secretKeyRef"), "name", "env Secret")
             _ref(found, "E0003", CONFIG_MAP, source.get("configMapKeyRef"), "name", "env ConfigMap")
-    for env_from in _items(container.get("envFrom")):
+    for env_from in _listed(container.get("envFrom")):
         if isinstance(env_from, dict):
             _ref(found, "E0002", SECRET, env_from.get("secretRef"), "name", "envFrom Secret")
             _ref(found, "E0003", CONFIG_MAP, env_from.get("configMapRef"), "name", "envFrom ConfigMap")
 
 
-def _items(value: object) -> list[Any]:
-    """A list field's items; a value of another type (a damaged or hostile trace) holds none."""
+def _listed(value: object) -> list[Any]:
+    """A list as the trace holds it; anything else (a hostile or damaged object's int, map or string) as no items."""
     return value if isinstance(value, list) else []
 
 

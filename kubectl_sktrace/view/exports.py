@@ -20,6 +20,7 @@ from kubectl_sktrace.export.window import ExportReport, export_trace
 from kubectl_sktrace.store import Cache
 from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace.files.format import decode_trace
+from kubectl_sktrace.trace.selection.selectors import quoted
 from kubectl_sktrace.trace.skel import BUILTINS, builtin
 from kubectl_sktrace.trace.transform import format_key, parse_key
 from kubectl_sktrace.view.params import time_param
@@ -53,10 +54,10 @@ def window_request(params: Mapping[str, str]) -> WindowRequest:
         raise UsageError("the window is empty; drag across the axis to pick one")
     transform = params.get("transform") or None
     if transform is not None and transform not in BUILTINS:
-        raise UsageError(f"--transform {transform!r}: the page offers the built-in transforms ({', '.join(BUILTINS)})")
+        raise UsageError(f"--transform {quoted(transform)}: the page offers the built-in transforms ({', '.join(BUILTINS)})")
     fmt = params.get("format") or "sktrace"
     if fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise UsageError(f"unknown format {quoted(fmt)}; use one of {', '.join(FORMATS)}")
     key = params.get("anonymize_key") or None
     request = WindowRequest(
         start=start, end=end, all_namespaces=params.get("all_namespaces") == "1", include_namespaces=params.get("include_namespaces") or None,

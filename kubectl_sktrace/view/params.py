@@ -3,7 +3,7 @@
 Only decimal digits, an optional sign and an optional fraction (the page's figures; the fraction is dropped) are
 numbers: ``inf``, ``1e400``, ``0x10`` and a thousand digits are not, so that no conversion can overflow, run long or
 reach the database. Integers stay within ±2**53 (what the page's JavaScript holds exactly), and times within the
-years 1 to 9999 that every report can print. Pure.
+years 2 to 9998 (``timeparse.is_printable_time``: every report can print them, and what it computes from them). Pure.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def int_param(params: Mapping[str, str], name: str, default: int | None = None) 
 
 
 def time_param(params: Mapping[str, str], name: str) -> int:
-    """The required time parameter ``name``: unix seconds within the years 1 to 9999."""
+    """The required time parameter ``name``: unix seconds within the years 2 to 9998."""
     value = int_param(params, name)
     if not is_printable_time(value):
-        raise UsageError(f"{name}={value} is not a time between the years 1 and 9999 (unix seconds)")
+        raise UsageError(f"{name}={value} is not a time between the years 2 and 9998 (unix seconds)")
     return value

@@ -161,12 +161,18 @@ class TraceIndex:
         title = f"{row.key.gvk.kind}/{row.key.name}"
         return {
             "id": row.id, "ts": row.ts, "at": format_time(row.ts), "recv": row.ts, "gvk": str(row.key.gvk), "namespace": row.key.namespace,
-            "name": row.key.name, "uid": (row.body.get("metadata") or {}).get("uid", ""), "op": "applied" if row.op == 0 else "deleted",
+            "name": row.key.name, "uid": _uid(row.body), "op": "applied" if row.op == 0 else "deleted",
             "inferred": False, "yaml": as_yaml(row.body), "previousId": None if previous is None else previous.id,
             "diff": unified(None if previous is None else previous.body, row.body if row.op == 0 else None,
                             before_name=f"{title} at {format_time(previous.ts)}" if previous else "(nothing before)",
                             after_name=f"{title} at {format_time(row.ts)}" if row.op == 0 else "(deleted)"),
         }
+
+
+def _uid(body: dict[str, Any]) -> str:
+    metadata = body.get("metadata")
+    uid = metadata.get("uid") if isinstance(metadata, dict) else None
+    return uid if isinstance(uid, str) else ""
 
 
 def trace_api(index: TraceIndex) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def check_event(i: int, event: object) -> None:
             raise damaged(f"'events[{i}]' has no key {key!r}")
     require(is_int(event["ts"]), f"'events[{i}].ts'", event["ts"], "an integer")
     if not is_printable_time(event["ts"]):
-        raise damaged(f"'events[{i}].ts' is {reprlib.repr(event['ts'])}, not a time between the years 1 and 9999")
+        raise damaged(f"'events[{i}].ts' is {reprlib.repr(event['ts'])}, not a time between the years 2 and 9998")
     for key in ("applied_objs", "deleted_objs"):
         objs = event[key]
         require(isinstance(objs, list), f"'events[{i}].{key}'", objs, "an array")

@@ -99,7 +99,7 @@ def decode_text_trace(data: bytes) -> Trace | None:
     try:
         text = data.decode("utf-8")
         # a trace is data, not configuration: bounded by its own size (aliases cannot expand it past its length)
-        values = json.loads(text) if text.lstrip().startswith("{") else safeyaml.load(text, max_bytes=MAX_TEXT_TRACE, max_values=len(text))
+        values = json.loads(text) if text.lstrip().startswith("{") else safeyaml.load(text, max_chars=MAX_TEXT_TRACE, max_values=len(text))
     except (UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise not_a_trace(f"the file is text, but neither the JSON nor the YAML of a trace ({_problem(exc)}); pass a trace written by "
                           "'kubectl sktrace export' (-o sktrace, json or yaml)") from None
