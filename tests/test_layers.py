@@ -359,3 +359,19 @@ def test_the_health_server_reads_only_what_the_loop_posts() -> None:
     """A probe's thread never touches the cache or the recorder's state: health imports none of our modules but errors."""
     ours = {i for i in MODULES["kubectl_sktrace.record.health"] if i.startswith("kubectl_sktrace.")}
     assert ours and {i for i in ours if not (i == "kubectl_sktrace.errors" or i.startswith("kubectl_sktrace.errors."))} == set()
+
+
+MAX_TRACE_MODULES = 8
+
+
+def test_the_trace_wing_is_grouped_by_concern() -> None:
+    """``trace/`` grew to 21 modules side by side; it is grouped as ``skel/`` is: files, selection, reports, anonymizing,
+    each a sub-package, and a few modules every concern shares (docs/architecture.md)."""
+    trace = PACKAGE / "trace"
+    modules = sorted(p.stem for p in trace.glob("*.py") if p.stem != "__init__")
+    packages = sorted(p.parent.name for p in trace.glob("*/__init__.py"))
+    assert len(modules) <= MAX_TRACE_MODULES, f"trace/ holds {len(modules)} modules side by side: {modules}; group them by concern"
+    assert packages == ["anonymizing", "files", "reports", "selection", "skel"], packages
+    documented = (ROOT / "docs" / "architecture.md").read_text()
+    for package in packages:
+        assert f"    {package}/" in documented, f"docs/architecture.md does not place trace/{package}/"
