@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.parse
+from pathlib import Path
 from typing import Any, Callable
 
 import click
@@ -94,6 +95,8 @@ def view_command(kubeconfig: str | None, context: str | None, cache: str | None,
 def _cache_view(*, cache: str | None, kubeconfig: str | None, context: str | None) -> tuple[dict[str, Any], str, Callable[[], None] | None]:
     from kubectl_sktrace.view.app import cache_api, check_cache, rate_index
 
+    if not cache and not context:
+        _offer_caches(kubeconfig)
     location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
     check_cache(location)
     index = rate_index(location)
@@ -111,3 +114,28 @@ def _trace_view(trace: str) -> tuple[dict[str, Any], str, None]:
 
     name = source_name(trace)
     return trace_api(TraceIndex.of(read_any_trace(trace, stdin=sys.stdin.buffer), name=name)), f"the trace {name}", None
+
+
+OFFERED = 5
+"""Caches named in the error of a ``view`` that no kubeconfig points at a cache (the newest first)."""
+
+
+def _offer_caches(kubeconfig: str | None) -> None:
+    """With no kubeconfig to name the default cache, say which caches there are, as ``status`` lists them (one line)."""
+    from kubectl_sktrace.kube.kubeconfig import names_no_cluster, state_dir
+    from kubectl_sktrace.record.status import list_caches
+    from kubectl_sktrace.store.status import CacheOverview
+
+    if not names_no_cluster(kubeconfig=kubeconfig):
+        return
+    directory = state_dir()
+    found = [c for c in list_caches(directory) if isinstance(c, CacheOverview)]
+    if not found:
+        raise UsageError(f"no kubeconfig names a cache to view (no --kubeconfig, no KUBECONFIG, no ~/.kube/config), and {directory} "
+                         "holds none; record one with 'kubectl sktrace start --kubeconfig FILE', or view a trace: kubectl sktrace view TRACE")
+    found.sort(key=lambda c: -(c.last_run.stopped if c.last_run is not None else 0.0))
+    listed = ", ".join(f"{Path(c.path).name} ({'context ' + c.context if c.context else 'no context'})" for c in found[:OFFERED])
+    more = f" and {len(found) - OFFERED} more ('kubectl sktrace status' lists them)" if len(found) > OFFERED else ""
+    raise UsageError(f"no kubeconfig names a cache to view; {directory} holds {listed}{more}: "
+                     f"pass one, e.g. kubectl sktrace view --cache {found[0].path}")
+

@@ -63,3 +63,18 @@ def test_another_address_is_served_with_a_warning(tmp_path: Path) -> None:
             proc.kill()
     assert err.startswith("Warning: listening on 0.0.0.0, not 127.0.0.1: whoever reaches it and learns the address's token reads ")
     assert out == "Stopped.\n"
+
+
+def test_with_no_kubeconfig_view_offers_the_caches_it_finds(tmp_path: Path) -> None:
+    """As ``status`` lists them: a person with no kubeconfig learns which caches there are and how to view one."""
+    from reliability_support import assert_one_error, run_cli
+
+    empty = run_cli(["view", "--no-browser"], home=tmp_path)
+    line = assert_one_error(empty, "no kubeconfig names a cache to view", "kubectl sktrace view TRACE")
+    assert "holds none" in line
+    state = tmp_path / "state" / "kubectl-sktrace"  # XDG_STATE_HOME, as private_env sets it
+    state.mkdir(parents=True)
+    build_history(state / "prod.db")
+    found = run_cli(["view", "--no-browser"], home=tmp_path)
+    line = assert_one_error(found, "holds prod.db (context view-test)", f"kubectl sktrace view --cache {state / 'prod.db'}")
+    assert list(state.iterdir()) == [state / "prod.db"], "a command that only reads writes nothing"
