@@ -101,22 +101,14 @@ def cpu_seconds_between(a: CpuMark, b: CpuMark) -> float:
 
 
 class Pacer:
-    """Changes one pod's status at a time (its Ready condition's ``lastProbeTime``), evenly spaced at ``rate``
-    per second, announcing each change on its own, as a real API server sees kubelets' status updates.
+    """Makes one change at a time, evenly spaced at ``rate`` per second from ``start`` (``_change``: which); ``behind`` is
+    how late the latest change came."""
 
-    Each pod's bytes are spliced (its resourceVersion and the probe time) rather than serialized again: the
-    emulator's full update path costs ~150 us, which at 3,000/s would take half of a core from the readers."""
-
-    def __init__(self, emu: Emulator) -> None:
-        self.store = emu.store
-        self.t_pod = self.store.type_of("v1", "Pod")
+    def __init__(self) -> None:
         self.made = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.rate = 0.0
-        with self.store.lock:
-            pods = [s for s in self.store.objects[self.t_pod].values() if b'"lastProbeTime":null' in s.raw]
-        self.pods = [(s, *s.raw.split(b'"lastProbeTime":null', 1)) for s in pods]
         self.behind = 0.0
 
     def start(self, rate: float) -> None:
@@ -131,7 +123,6 @@ class Pacer:
             self._thread.join()
 
     def _run(self) -> None:
-        store, t_pod, pods = self.store, self.t_pod, self.pods
         t0 = time.monotonic()
         i = 0
         while not self._stop.is_set():
@@ -141,20 +132,41 @@ class Pacer:
                 time.sleep(due - now)
             else:
                 self.behind = max(self.behind, now - due)
-            base, head, tail = pods[self.made % len(pods)]
-            n = self.made
-            stamp = b'"lastProbeTime":"2026-11-22T%02d:%02d:%02dZ"' % (n // 3600 % 24, n // 60 % 60, n % 60)
-            with store.lock:
-                rv = store.next_rv()
-                raw = b"".join((head.replace(b'"resourceVersion":"%d"' % base.rv, b'"resourceVersion":"%d"' % rv, 1),
-                                stamp, tail))
-                store.insert_stored(Stored.from_parts(t_pod, namespace=base.namespace, name=base.name, uid=base.uid, rv=rv,
-                                                      raw=raw, labels=base.labels, owner_uids=base.owner_uids,
-                                                      node_name=base.fields["spec.nodeName"], phase="Running"),
-                                    event_type="MODIFIED")
-                store.changed.notify_all()
+            self._change(self.made)
             self.made += 1
             i += 1
+
+    def _change(self, n: int) -> None:
+        raise NotImplementedError
+
+
+class PodPacer(Pacer):
+    """Changes one pod's status at a time (its Ready condition's ``lastProbeTime``), announcing each change on its own,
+    as a real API server sees kubelets' status updates.
+
+    Each pod's bytes are spliced (its resourceVersion and the probe time) rather than serialized again: the
+    emulator's full update path costs ~150 us, which at 3,000/s would take half of a core from the readers."""
+
+    def __init__(self, emu: Emulator) -> None:
+        super().__init__()
+        self.store = emu.store
+        self.t_pod = self.store.type_of("v1", "Pod")
+        with self.store.lock:
+            pods = [s for s in self.store.objects[self.t_pod].values() if b'"lastProbeTime":null' in s.raw]
+        self.pods = [(s, *s.raw.split(b'"lastProbeTime":null', 1)) for s in pods]
+
+    def _change(self, n: int) -> None:
+        store, t_pod = self.store, self.t_pod
+        base, head, tail = self.pods[n % len(self.pods)]
+        stamp = b'"lastProbeTime":"2026-11-22T%02d:%02d:%02dZ"' % (n // 3600 % 24, n // 60 % 60, n % 60)
+        with store.lock:
+            rv = store.next_rv()
+            raw = b"".join((head.replace(b'"resourceVersion":"%d"' % base.rv, b'"resourceVersion":"%d"' % rv, 1), stamp, tail))
+            store.insert_stored(Stored.from_parts(t_pod, namespace=base.namespace, name=base.name, uid=base.uid, rv=rv,
+                                                  raw=raw, labels=base.labels, owner_uids=base.owner_uids,
+                                                  node_name=base.fields["spec.nodeName"], phase="Running"),
+                                event_type="MODIFIED")
+            store.changed.notify_all()
 
 
 class FramingProbe:
@@ -218,39 +230,23 @@ class FramingProbe:
 
 
 class ChurnPacer(Pacer):
-    """Changes one Deployment at a time, evenly spaced at ``rate``, through the emulator's update path (a patch):
-    in turn its spec (``minReadySeconds``), its labels (``release``), its spec again, its annotations (``note``)."""
+    """Changes one Deployment at a time through the emulator's update path (a patch): in turn its spec
+    (``minReadySeconds``), its labels (``release``), its spec again, its annotations (``note``)."""
 
-    def __init__(self, emu: Emulator) -> None:  # noqa: D107 - the pods' splicing of Pacer is not used
+    def __init__(self, emu: Emulator) -> None:
+        super().__init__()
         self.emu = emu
-        self.made = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.rate = 0.0
-        self.behind = 0.0
         t_deploy = emu.store.type_of("apps/v1", "Deployment")
         with emu.store.lock:
             self.deployments = [(s.namespace, s.name) for s in emu.store.objects[t_deploy].values()]
 
-    def _run(self) -> None:
-        t0 = time.monotonic()
-        i = 0
-        while not self._stop.is_set():
-            due = t0 + i / self.rate
-            now = time.monotonic()
-            if due > now:
-                time.sleep(due - now)
-            else:
-                self.behind = max(self.behind, now - due)
-            n = self.made
-            namespace, name = self.deployments[n % len(self.deployments)]
-            turn = n // len(self.deployments) % 4  # every Deployment gets the same turn, then the next
-            patch = ({"spec": {"minReadySeconds": n % 1000 + 1}} if turn % 2 == 0 else
-                     {"metadata": {"labels": {"release": f"r{n}"}}} if turn == 1 else
-                     {"metadata": {"annotations": {"note": f"change {n}"}}})
-            self.emu.patch("apps/v1", "Deployment", namespace, name, patch)
-            self.made += 1
-            i += 1
+    def _change(self, n: int) -> None:
+        namespace, name = self.deployments[n % len(self.deployments)]
+        turn = n // len(self.deployments) % 4  # every Deployment gets the same turn, then the next
+        patch = ({"spec": {"minReadySeconds": n % 1000 + 1}} if turn % 2 == 0 else
+                 {"metadata": {"labels": {"release": f"r{n}"}}} if turn == 1 else
+                 {"metadata": {"annotations": {"note": f"change {n}"}}})
+        self.emu.patch("apps/v1", "Deployment", namespace, name, patch)
 
 
 @dataclass
@@ -431,7 +427,7 @@ def main() -> None:
         time.sleep(3.0)  # the recorders' post-sync work (the reconciliation report) is done
         load = os.getloadavg()
         measure_idle(readers, args.idle)
-        pacer = ChurnPacer(emu) if args.workload == "churn" else Pacer(emu)
+        pacer = ChurnPacer(emu) if args.workload == "churn" else PodPacer(emu)
         results = [(rate, *measure_rate(readers, pacer, probe, emu, rate, args)) for rate in rates]
         load_after = os.getloadavg()
     finally:
