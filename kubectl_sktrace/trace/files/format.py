@@ -39,20 +39,19 @@ from kubectl_sktrace.errors import TraceFormatError
 from kubectl_sktrace.trace.files.shape import FORMAT_VERSION as FORMAT_VERSION
 from kubectl_sktrace.trace.files.shape import Lifecycles as Lifecycles
 from kubectl_sktrace.trace.files.shape import (
+    KEYS,
     PRE_V2,
     check_config,
     check_event,
-    check_events,
     check_index,
     check_lifecycles,
+    check_tables,
     check_version,
     damaged,
     not_a_trace,
     require,
     type_name,
 )
-
-KEYS = ("version", "config", "events", "index", "pod_lifecycles")
 
 
 @dataclass(frozen=True)
@@ -331,13 +330,7 @@ def decode_trace(data: bytes) -> Trace:
     """Decode trace bytes; TraceFormatError with one line saying what is wrong and what to do."""
     _check_start(data)
     values = _read_top_map(data)
-    for key in KEYS:
-        if key not in values:
-            raise damaged(f"the key {key!r} is missing")
-    check_version(values["version"])
-    check_config(values["config"])
-    check_events(values["events"])
-    check_index(values["index"])
+    check_tables(values)
     lifecycles = check_lifecycles(values["pod_lifecycles"])
     return Trace(
         version=values["version"],

@@ -50,6 +50,21 @@ def damaged(detail: str) -> TraceFormatError:
     return not_a_trace(f"{detail}; the file is damaged or not a trace")
 
 
+KEYS = ("version", "config", "events", "index", "pod_lifecycles")
+
+
+def check_tables(values: dict[str, Any]) -> None:
+    """A decoded trace's top-level keys all there, and its version, config, events and index of the shape SimKube requires;
+    its lifecycles are the caller's to check (msgpack holds their keys as arrays, text as strings)."""
+    for key in KEYS:
+        if key not in values:
+            raise damaged(f"the key {key!r} is missing")
+    check_version(values["version"])
+    check_config(values["config"])
+    check_events(values["events"])
+    check_index(values["index"])
+
+
 def check_version(version: object) -> None:
     if not isinstance(version, int) or isinstance(version, bool):
         raise damaged(f"'version' must be an integer, found {type_name(version)}")

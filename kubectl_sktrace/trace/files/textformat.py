@@ -18,7 +18,7 @@ from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import TraceFormatError
 from kubectl_sktrace.trace.files import format as traceformat
 from kubectl_sktrace.trace.files.format import EventSpool, Lifecycles, Prefixed, Trace, TraceReader, TraceWriter, read_trace, tupled
-from kubectl_sktrace.trace.files.shape import check_config, check_events, check_index, check_lifecycles, check_version, damaged, not_a_trace
+from kubectl_sktrace.trace.files.shape import check_lifecycles, check_tables, damaged, not_a_trace
 
 
 MAX_TEXT_TRACE = 1 << 30
@@ -105,13 +105,7 @@ def decode_text_trace(data: bytes) -> Trace | None:
                           "'kubectl sktrace export' (-o sktrace, json or yaml)") from None
     if not isinstance(values, dict):
         raise not_a_trace("the file is text, but not the JSON or YAML of a trace (-o json|yaml writes a map); pass a trace file")
-    for key in traceformat.KEYS:
-        if key not in values:
-            raise damaged(f"the key {key!r} is missing")
-    check_version(values["version"])
-    check_config(values["config"])
-    check_events(values["events"])
-    check_index(values["index"])
+    check_tables(values)
     return Trace(version=values["version"], config=values["config"], events=values["events"], index=values["index"],
                  pod_lifecycles=check_lifecycles(_lifecycles_read_back(values["pod_lifecycles"])))
 
