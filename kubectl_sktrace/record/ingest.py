@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kubectl_sktrace.errors import ForbiddenError, KubeError
+from kubectl_sktrace.errors import ForbiddenError
 from kubectl_sktrace.model import GVK, POD, LiveObject, ObjectHead, ObjKey
 from kubectl_sktrace.record import changes, owners
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
@@ -54,9 +54,7 @@ from kubectl_sktrace.tracerconfig import TracerConfig
 
 log = logging.getLogger(__name__)
 
-MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
-"""What reading an object that breaks the API's shape raises (``sanitize`` says so with a KubeError): that object
-is skipped and logged, not fatal."""
+MALFORMED = sanitize.MALFORMED
 
 
 @dataclass

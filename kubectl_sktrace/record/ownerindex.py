@@ -68,7 +68,7 @@ class OwnerIndex:
                 continue
             try:
                 self._keep(key, obj)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            except sanitize.MALFORMED as exc:
                 log.warning("owner %s: skipped a fetched object that cannot be read (%s: %s)", key, type(exc).__name__, exc)
 
     def store(self, head: ObjectHead, recv: float) -> None:

@@ -93,6 +93,11 @@ def deleted_stub(key: ObjKey) -> dict[str, Any]:
     }
 
 
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError, KubeError)
+"""What reading an object that breaks the API's shape raises (``read_head`` says so with a KubeError): its readers skip
+that object and log it; it is never fatal."""
+
+
 def read_head(obj: dict[str, Any], gvk: GVK) -> ObjectHead:
     """The object's head (key, uid, resourceVersion, creation time, owner references), read once; ``gvk`` is the
     watched kind (list items carry no ``apiVersion``/``kind``). KubeError when it has no name."""

@@ -395,3 +395,15 @@ def test_a_lock_held_briefly_is_waited_for(s: Setup, monkeypatch: pytest.MonkeyP
     free = _hold_for_good(s.writer)
     threading.Timer(2 * writer_module.HOLD_SLICE, free.set).start()
     assert s.writer.take_failures() == []  # waited for, across slices, without giving up
+
+
+def test_an_owner_fetched_in_a_shape_the_api_never_sends_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """A GET answered with an object without a name: the owner cannot be resolved, and the run goes on."""
+    r = Remote(tmp_path)
+    r.objects[ObjKey(REPLICASET, "ns", "odd")] = {"metadata": {"uid": "r5"}}
+    list_kind(r.writer, DEPLOY, [deployment("web", "d1")])
+    list_kind(r.writer, REPLICASET, [])
+    list_kind(r.writer, POD, [pod("odd-a", "p5", rs="odd", rs_uid="r5", started=T0)])
+    r.writer.close(clean=True)
+    assert r.writer.fatal is None
+    assert r.owner_of("odd-a") is None
