@@ -4,7 +4,7 @@ Unique strings are planted where a leak could come from: the bearer token of the
 and certificate in it, Secret values (``data`` and ``stringData``, at creation and in a live update), and
 an annotation of the Secret (kept: annotations are not secret, which also proves the grep sees Secrets).
 The recorder tracks ``v1.Secret`` through a config, then every byte of the cache (main file, WAL, and each
-zlib-compressed event body decompressed) and of the exported traces (msgpack and JSON) is searched for
+stored event body unpacked) and of the exported traces (msgpack and JSON) is searched for
 each planted string, raw and base64-encoded. A positive control records with ``keepSecretData: true`` and
 finds the value, so the search is known to work.
 """
@@ -20,13 +20,15 @@ import sqlite3
 import subprocess
 import sys
 import time
-import zlib
+
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from reliability_support import Recorder, private_env, run_cli
+
+from kubectl_sktrace.store.bodies import packed_body
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -65,7 +67,7 @@ def _everything_in(cache: Path) -> bytes:
     conn = sqlite3.connect(cache)
     try:
         for (body,) in conn.execute("SELECT body FROM events WHERE body IS NOT NULL"):
-            blobs.append(zlib.decompress(body) if isinstance(body, bytes) else str(body).encode())
+            blobs.append(packed_body(body) if isinstance(body, bytes) else str(body).encode())
         for table in ("meta", "runs", "owners", "discovery"):
             for row in conn.execute(f"SELECT * FROM {table}"):
                 blobs.append(repr(row).encode())

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from kubectl_sktrace.errors import ForbiddenError
@@ -356,7 +356,8 @@ class Ingest:
             return False
         live = self.live.setdefault(gvk, {})
         known = live.get(head.key)
-        decision = changes.decide_applied(known=known, uid=head.uid, spec_hash=hashing.spec_hash(obj.get("spec")),
+        spec_hash, spec_fp = changes.spec_hash(obj.get("spec"), known)
+        decision = changes.decide_applied(known=known, uid=head.uid, spec_hash=spec_hash, spec_fp=spec_fp,
                                           meta_hash=revisions.metadata_hash(obj), data_hash=revisions.data_hash(obj))
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
@@ -375,8 +376,9 @@ class Ingest:
             self._record_applied(head, obj, recv, ts=ts, decision=decision, inferred=inferred)
             if caught_up:
                 self.stats_for(gvk).caught_up += 1
-        elif known is not None and decision.live(known.uid) != known:  # fingerprints a cache before 0011 did not keep
-            live[head.key] = self._upsert(head.key, decision.live(known.uid))
+        elif known is not None and (now := decision.live(known.uid)) != known:
+            # the spec's fingerprint (memory only), or those a cache before 0011 did not keep
+            live[head.key] = now if replace(now, spec_fp=known.spec_fp) == known else self._upsert(head.key, now)
         return True
 
     def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, decision: changes.Decision,

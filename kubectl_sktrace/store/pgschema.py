@@ -331,4 +331,10 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         END $$;
         """,
     ),
+    (
+        "0012_body_dictionary",
+        """
+        INSERT INTO meta (key, value) VALUES ('bodies.dictionary', '794192494');
+        """,
+    ),
 ]

@@ -123,6 +123,13 @@ objects.meta_hash, data_hash
 event_objects.last_op
                 reads 0 for an object whose last row is a revision (it exists), as the live index
                 ``event_objects_live`` needs: the triggers of 0006, replaced.
+
+How bodies are stored (0012, ``bodies.py``):
+
+events.body, status  besides plain zlib (every row before 0012), zlib with the preset dictionary of
+                ``vocabulary.py`` (its id in the zlib header, and in ``meta`` as 'bodies.dictionary'), or for a
+                body of at most ``bodies.RAW_LIMIT`` bytes its msgpack bytes as they are. An older
+                kubectl-sktrace could read neither: 0012 keeps it out.
 """
 
 from __future__ import annotations
@@ -423,6 +430,12 @@ MIGRATIONS: list[tuple[str, str]] = [
                 ORDER BY e.ts DESC, e.id DESC LIMIT 1)
             WHERE gvk = old.gvk AND namespace = old.namespace AND name = old.name AND last_id = old.id;
         END;
+        """,
+    ),
+    (
+        "0012_body_dictionary",
+        """
+        INSERT INTO meta (key, value) VALUES ('bodies.dictionary', '794192494');
         """,
     ),
 ]

@@ -279,7 +279,8 @@ def test_head_resource_version(version: object, expected: str) -> None:
     assert read_head({"metadata": {"name": "x", "resourceVersion": version}}, POD).resource_version == expected
 
 
-ALLOWED_IMPORTS = {"__future__", "collections", "copy", "dataclasses", "math", "re", "typing", "kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.sanitize", "kubectl_sktrace.trace.hashing", "kubectl_sktrace.trace.revisions"}
+# marshal: only its in-memory ``dumps`` (record.changes fingerprints a spec with it)
+ALLOWED_IMPORTS = {"__future__", "collections", "copy", "dataclasses", "marshal", "math", "re", "typing", "kubectl_sktrace.errors", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.sanitize", "kubectl_sktrace.trace.hashing", "kubectl_sktrace.trace.revisions"}
 
 
 @pytest.mark.parametrize("module", ["trace.sanitize", "trace.lifecycle", "record.owners", "record.changes"])
