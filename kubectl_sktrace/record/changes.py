@@ -64,10 +64,10 @@ class Decision:
 def spec_hash(spec: Any, known: LiveObject | None) -> tuple[int, int | None]:
     """``(hash, fingerprint)`` of a spec: the known hash when the live index took it of a spec with this fingerprint,
     else SimKube's walk. The fingerprint is Python's hash of the spec's ``marshal`` bytes (memory only: a process's
-    own; about a tenth of the walk's cost): the same bytes are the same values, hence the same spec hash. A spec
-    marshal cannot write (a value of no JSON type) has none."""
+    own; about a sixth of the walk's cost). Format 2 writes no back-references, so its bytes depend on the values
+    alone: the same bytes are the same values, hence the same spec hash. A spec marshal cannot write has none."""
     try:
-        fp = hash(marshal.dumps(spec))
+        fp = hash(marshal.dumps(spec, 2))
     except ValueError:
         return simkube_spec_hash(spec), None
     if known is not None and known.spec_fp == fp:

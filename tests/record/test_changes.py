@@ -157,3 +157,18 @@ def test_status_and_label_changes_record_nothing_with_real_hash() -> None:
 def test_creation_second(created: float, gap: float | None, start: float | None, inferred: bool,
                          expected: tuple[int, bool]) -> None:
     assert changes.creation_second(created, ts=130, recv=130.4, gap=gap, start=start, inferred=inferred) == expected
+
+
+def test_a_spec_is_walked_for_its_hash_only_when_its_fingerprint_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    walked: list[object] = []
+    real = changes.simkube_spec_hash
+    monkeypatch.setattr(changes, "simkube_spec_hash", lambda spec: walked.append(spec) or real(spec))
+    spec = {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}
+    first, fp = changes.spec_hash(spec, None)
+    assert first == real(spec) and fp is not None and len(walked) == 1
+    known = LiveObject("u1", first, spec_fp=fp)
+    assert changes.spec_hash({**spec}, known) == (first, fp) and len(walked) == 1  # an equal spec (a status change)
+    changed = {**spec, "replicas": 3}
+    assert changes.spec_hash(changed, known)[0] == real(changed) != first and len(walked) == 2
+    assert changes.spec_hash({**spec, "replicas": 2.0}, known)[0] == real({**spec, "replicas": 2.0})  # 2.0 is not 2
+    assert changes.spec_hash(spec, LiveObject("u1", first))[0] == first and len(walked) == 4  # no fingerprint known: walked

@@ -1,0 +1,88 @@
+"""How bodies are stored (schema 0012): the three forms, each read back, and the dictionary frozen."""
+
+from __future__ import annotations
+
+import glob
+import zlib
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+from kubectl_sktrace.store import vocabulary
+from kubectl_sktrace.store.bodies import RAW_LIMIT, decode_body, encode_body, packed_body
+from kubectl_sktrace.trace.files.format import dumps_object
+
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "simkube"
+
+DEPLOYMENT: dict[str, Any] = {
+    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "cart", "namespace": "shop", "labels": {"app": "cart"}},
+    "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "cart"}},
+             "template": {"metadata": {"labels": {"app": "cart"}}, "spec": {"containers": [
+                 {"name": "cart", "image": "registry.example.com/shop/cart:2.4.1", "imagePullPolicy": "IfNotPresent",
+                  "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}],
+                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler"}}},
+    "status": {"replicas": 2, "readyReplicas": 2, "conditions": [{"type": "Available", "status": "True"}]},
+}
+
+
+def test_the_dictionary_is_frozen() -> None:
+    """Caches hold bodies compressed with it, named by its id: changing one byte would make them unreadable."""
+    assert vocabulary.ID == zlib.adler32(vocabulary.DICTIONARY) == 794192494
+    assert len(vocabulary.DICTIONARY) < 32 * 1024  # within zlib's window, all of it usable
+
+
+def test_a_big_body_is_compressed_with_the_dictionary_and_a_small_one_kept_as_is() -> None:
+    body, status = encode_body(DEPLOYMENT)
+    assert body[0] == 0x78 and body[1] & 0x20 and int.from_bytes(body[2:6], "big") == vocabulary.ID
+    assert status is not None and len(dumps_object(DEPLOYMENT["status"])) <= RAW_LIMIT
+    assert status == dumps_object(DEPLOYMENT["status"])  # the msgpack bytes as they are
+    assert decode_body(body, status) == DEPLOYMENT
+    assert packed_body(body) == dumps_object({k: v for k, v in DEPLOYMENT.items() if k != "status"})
+
+
+def test_a_revision_body_is_stored_as_msgpack() -> None:
+    revision = {"metadata": {"labels": {"app": "cart", "release": "2026-11"}, "annotations": {}, "ownerReferences": None}}
+    body, status = encode_body(revision)
+    assert status is None and body == dumps_object(revision) and body[0] & 0xF0 == 0x80
+    assert decode_body(body) == revision
+
+
+def test_bodies_written_before_0012_read_as_ever() -> None:
+    rest = {k: v for k, v in DEPLOYMENT.items() if k != "status"}
+    old_body, old_status = zlib.compress(dumps_object(rest), 1), zlib.compress(dumps_object(DEPLOYMENT["status"]), 1)
+    assert decode_body(old_body, old_status) == DEPLOYMENT
+    assert packed_body(old_body) == dumps_object(rest)
+
+
+def test_a_body_of_an_unknown_dictionary_or_truncated_is_an_error_not_a_wrong_object() -> None:
+    body, _ = encode_body(DEPLOYMENT)
+    other = zlib.compressobj(1, zdict=b"another dictionary")
+    foreign = other.compress(dumps_object(DEPLOYMENT)) + other.flush()
+    with pytest.raises(zlib.error, match="dictionary"):
+        decode_body(foreign)
+    with pytest.raises(zlib.error):
+        decode_body(body[: len(body) // 2])
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="SimKube's fixtures are not beside this checkout")
+def test_the_dictionary_halves_the_bodies_of_real_traces() -> None:
+    """Measured on objects of real clusters (SimKube's three trace fixtures), not on objects of ours: the dictionary
+    holds only the API's words, so the gain is what a user's cache gets."""
+    plain = with_dictionary = 0
+    for path in sorted(glob.glob(str(FIXTURES / "*.sktrace"))):
+        trace = msgpack.unpackb(Path(path).read_bytes(), raw=False, strict_map_key=False, use_list=False)
+        for event in trace["events"]:
+            for obj in list(event.get("applied_objs", ())) + list(event.get("deleted_objs", ())):
+                rest = {k: v for k, v in obj.items() if k != "status"}
+                plain += len(zlib.compress(dumps_object(rest), 1))
+                with_dictionary += len(encode_body(rest)[0])
+    assert plain > 10_000 and with_dictionary < 0.6 * plain
+
+
+def test_a_body_compresses_as_zlib_would_with_the_dictionary() -> None:
+    rest = {k: v for k, v in DEPLOYMENT.items() if k != "status"}
+    fresh = zlib.compressobj(1, zdict=vocabulary.DICTIONARY)
+    assert encode_body(rest)[0] == fresh.compress(dumps_object(rest)) + fresh.flush()
+    assert encode_body(rest)[0] == encode_body(rest)[0]  # the primed compressor is copied, never used up
