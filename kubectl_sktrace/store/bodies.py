@@ -34,9 +34,12 @@ from kubectl_sktrace.trace.files.format import dumps_object, loads
 RAW_LIMIT = 160
 """Bodies of at most this many msgpack bytes are stored as they are (zlib's header, checksum and dictionary setup
 cost more than such a body saves)."""
-_ZLIB = 0x78  # the first byte of every zlib stream we write or wrote: deflate, a 32 KiB window
 _FDICT = 0x20  # the flag of the zlib header's second byte: a preset dictionary, named by the next four bytes
-_PRIMED = zlib.compressobj(1, zdict=vocabulary.DICTIONARY)  # copied for each body: the dictionary is loaded once
+_PRIMED = zlib.compressobj(1, zlib.DEFLATED, 13, 4, zdict=vocabulary.DICTIONARY)
+"""Copied for each body, so the dictionary is loaded once. An 8 KiB window (the dictionary fits it) and a small hash
+table (memLevel 4) make the state a copy duplicates small: measured with callgrind on pod-template bodies of ~2 KB,
+190 k instructions a body against 272 k for plain ``zlib.compress(level=1)`` and 400 k for zlib's default sizes,
+for 5 % more bytes than those sizes would give."""
 
 
 def _pack(value: Any) -> bytes:
@@ -49,7 +52,7 @@ def _pack(value: Any) -> bytes:
 
 def _unpack(blob: bytes) -> bytes:
     """The msgpack bytes of a stored blob, whichever of the three forms it has."""
-    if not blob or blob[0] != _ZLIB:
+    if not _is_zlib(blob):
         return blob
     if len(blob) < 6 or not blob[1] & _FDICT:
         return zlib.decompress(blob)
@@ -60,6 +63,12 @@ def _unpack(blob: bytes) -> bytes:
     if not inflate.eof:
         raise zlib.error("a truncated body")
     return packed
+
+
+def _is_zlib(blob: bytes) -> bool:
+    """zlib's header: deflate with a window of at most 32 KiB, a check that divides by 31. A msgpack map starts at
+    0x80 or above, never with deflate's low nibble 8 and a window size below 8."""
+    return len(blob) >= 2 and blob[0] & 0x0F == 8 and blob[0] >> 4 <= 7 and (blob[0] << 8 | blob[1]) % 31 == 0
 
 
 def encode_body(obj: Mapping[str, Any]) -> tuple[bytes, bytes | None]:
