@@ -19,7 +19,7 @@ from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.store import Cache, history, viewing
 from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.view import exports, rates
-from kubectl_sktrace.view.diff import as_yaml, unified
+from kubectl_sktrace.view.diff import as_yaml, changes
 from kubectl_sktrace.view.params import int_param, time_param
 from kubectl_sktrace.view.spans import CATEGORIES, LANES, Span, aligned, bucket_width, overlapping, timeline_spans
 
@@ -137,9 +137,10 @@ def version(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     title = f"{found.key.gvk.kind}/{found.key.name}"
     before = f"{title} at {format_time(found.previous_ts)}" if found.previous_ts is not None else "(nothing before)"
     after = f"{title} at {format_time(found.ts)}" if found.body is not None else "(deleted)"
+    diff, status_diff = changes(found.previous_body, found.body, before_name=before, after_name=after)
     return {
         "id": found.id, "ts": found.ts, "at": format_time(found.ts), "recv": found.recv, "gvk": str(found.key.gvk),
         "namespace": found.key.namespace, "name": found.key.name, "uid": found.uid, "op": OP_WORDS.get(found.op, "applied"),
         "inferred": found.inferred, "yaml": as_yaml(found.body), "previousId": found.previous_id,
-        "diff": unified(found.previous_body, found.body, before_name=before, after_name=after),
+        "diff": diff, "statusDiff": status_diff,
     }

@@ -168,7 +168,7 @@ def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any
     page.wait_for_function("() => document.body.dataset.objects === 'front:2'")
     settled(page)
     labels = page.eval_on_selector_all(".row-label", "ts => ts.map(t => t.firstChild.textContent)")
-    assert labels[:2] == ["Deployment/frontend", "ReplicaSet/frontend-abc"]
+    assert labels[:2] == ["Deployment shop/frontend", "ReplicaSet shop/frontend-abc"]
     assert page.locator(".pod").count() == 2
     inferred = page.locator("rect.tick.inferred")
     assert inferred.count() == 1 and "reconstructed after a gap" in inferred.locator("title").text_content()

@@ -10,7 +10,7 @@ const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10
 const MIN_RANGE = 10;
 const MAX_POD_LANES = 6;
 const LIVE_SECONDS = 10;
-const LEFT = 90, LABELS = 290, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10;
+const LEFT = 90, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10, LABEL_H = 13, CHAR_W = 6.6;
 
 const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0,
   chosenTick: null, seq: {histogram: 0, objects: 0, window: 0, report: 0}};
@@ -113,13 +113,15 @@ function xOf(t, width, left = LEFT) { const v = state.view; return left + (t - v
 
 function tOf(x, width) { const v = state.view; return v.start + (x - LEFT) / width * (v.end - v.start); }
 
+// One axis for every panel: the timeline and the objects below it draw time with the same xOf (their SVGs are as wide,
+// their plots start at LEFT), so a change's tick and the histogram's bar of the same second line up to the pixel.
 function drawAxis(svg, width, top) {
-  const v = state.view, step = tickStep(v.end - v.start, width);
+  const v = state.view, step = tickStep(v.end - v.start, width), right = LEFT + width + RIGHT;
   const axis = el("g", {class: "axis"}, svg);
   for (let t = Math.ceil(v.start / step) * step; t <= v.end; t += step) {
-    const x = xOf(t, width);
-    el("line", {x1: x, x2: x, y1: 0, y2: top + 6, class: t % 86400 === 0 ? "major" : ""}, axis);
-    el("text", {x: x + 2, y: top + 18}, axis, tickLabel(t, step));
+    const x = xOf(t, width), label = tickLabel(t, step);
+    el("line", {x1: x, x2: x, y1: 0, y2: top + 6, class: t % 86400 === 0 ? "major" : "", "data-t": t}, axis);
+    if (x + 2 + label.length * CHAR_W <= right) el("text", {x: x + 2, y: top + 18}, axis, label);  // never cut at the edge
   }
   el("text", {x: 4, y: top + 18, class: "context"}, axis, iso(v.start).slice(0, step >= 86400 ? 7 : 10));
   $("range").textContent = `${iso(v.start)} – ${iso(v.end)} (${duration(v.end - v.start)}; ticks every ${duration(step)})`;
@@ -191,6 +193,8 @@ function drawTimeline() {
   drawAxis(svg, width, axisTop);
   svg.style.height = `${axisTop + AXIS_H}px`;
   drawSelection(svg, width, axisTop + 6);
+  svg.dataset.start = String(state.view.start);
+  svg.dataset.end = String(state.view.end);
 }
 
 const fetchHistogram = debounce(async () => {
@@ -206,26 +210,33 @@ const fetchHistogram = debounce(async () => {
   } catch (e) { showError(e.message); }
 }, 60);
 
+// The range shown stays within the history (and a little around it): zooming out ends at the whole history, a pan
+// stops at its ends, so no view is ever left holding no data.
+function clamped(start, end) {
+  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02), lo = o.begin - pad, hi = o.end + pad;
+  const range = Math.min(Math.max(end - start, MIN_RANGE), hi - lo);
+  start = Math.min(Math.max(start, lo), hi - range);
+  return {start, end: start + range};
+}
+
 function setView(start, end) {
-  const o = state.overview, span = Math.max(MIN_RANGE, (o.end - o.begin) * 1.5);
-  let range = Math.min(Math.max(end - start, MIN_RANGE), span);
-  const middle = (start + end) / 2;
-  state.view = {start: middle - range / 2, end: middle + range / 2};
+  state.view = clamped(start, end);
   drawTimeline();
+  drawObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
   fetchHistogram();
   refreshObjects();
 }
 
+// the instant under the cursor stays under it (until the view reaches an end of the history)
 function zoom(factor, around) {
   const v = state.view, at = around === undefined ? (v.start + v.end) / 2 : around;
-  const start = at - (at - v.start) * factor, end = at + (v.end - at) * factor;
-  const range = Math.max(MIN_RANGE, end - start), share = (at - v.start) / (v.end - v.start);
+  const share = (at - v.start) / (v.end - v.start), range = Math.max(MIN_RANGE, (v.end - v.start) * factor);
   setView(at - range * share, at - range * share + range);
 }
 
 function wholeHistory() {
-  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02);
-  setView(o.begin - pad, o.end + pad);
+  const o = state.overview;
+  setView(o.begin - (o.end - o.begin), o.end + (o.end - o.begin));
 }
 
 function installTimelineGestures() {
@@ -253,8 +264,9 @@ function installTimelineGestures() {
       drawTimeline();
     } else if (drag.moved) {
       const shift = dx / width * (drag.view.end - drag.view.start);
-      state.view = {start: drag.view.start - shift, end: drag.view.end - shift};
+      state.view = clamped(drag.view.start - shift, drag.view.end - shift);
       drawTimeline();
+      drawObjects();
     }
   });
   const end = () => {
@@ -395,32 +407,51 @@ function objectTree(rows) {
   return flat;
 }
 
-function drawObjectRow(svg, width, y, node, depth) {
-  const v = state.view, label = `${node.kind}/${node.name}` + (node.owner && depth === 0 && node.ownerName ? `  ← ${node.ownerName}` : "");
-  const text = el("text", {x: 4 + depth * 12, y: y + 13, class: "row-label" + (node.deleted ? " deleted" : "")}, svg,
-    label.length > 44 ? label.slice(0, 43) + "…" : label);
-  titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
-  if (node.findings && node.findings.length) {
-    const mark = el("text", {x: LABELS - 22, y: y + 13, class: "finding-mark", "data-object": node.id}, svg, `⚠${node.findings.length}`);
-    titled(mark, node.findings.map((f) => `${f.code} ${f.message}` + (f.ts === null ? "" : ` (at ${iso(f.ts)})`)).join("\n"));
-  }
+function plural(n, one, many) { return `${n} ${n === 1 ? one : many || one + "s"}`; }
+
+// Which object a row is: its kind, namespace and name (two namespaces' namesakes are two rows one tells apart), and how
+// much of it is drawn when not all: beyond a row's share, one change per slice of the range.
+function rowLabel(node, depth) {
+  let label = `${node.kind} ${node.namespace ? node.namespace + "/" : ""}${node.name}`;
+  if (node.owner && depth === 0 && node.ownerName) label += `  ← ${node.ownerName}`;
+  if (node.ticksTotal > node.ticks.length) label += `  (${node.ticks.length} of ${plural(node.ticksTotal, "change")} drawn)`;
+  return label;
+}
+
+function drawTicks(svg, width, y, node) {
+  const v = state.view;
   const lifeEnd = node.deleted ? node.last : Math.max(v.end, node.last);
-  const x1 = Math.max(LABELS, xOf(node.first, width, LABELS)), x2 = Math.min(LABELS + width, xOf(lifeEnd, width, LABELS));
+  const x1 = Math.max(LEFT, xOf(node.first, width)), x2 = Math.min(LEFT + width, xOf(lifeEnd, width));
   if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
     `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
   for (const tick of node.ticks) {
-    const x = xOf(tick.ts, width, LABELS);
-    if (x < LABELS || x > LABELS + width) continue;
+    const x = xOf(tick.ts, width);
+    if (x < LEFT || x > LEFT + width) continue;
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
     const what = `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "");
     const short = kind.short ? (ROW_H - 4) / 2 : 0;
     const mark = el("rect", {x: x - 1, y: y + 2 + short, width: 2, height: ROW_H - 4 - short, "data-id": tick.id, "data-object": node.id,
-      class: `tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
+      "data-ts": tick.ts, class: `tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
     titled(mark, what);
     const hit = el("rect", {x: x - 4, y: y, width: 8, height: ROW_H, class: "tick-hit", "data-id": tick.id}, svg);
     titled(hit, what);
     for (const node2 of [hit, mark]) node2.addEventListener("click", () => loadVersion(tick.id));
   }
+}
+
+function drawObjectRow(svg, width, y, node, depth) {
+  const v = state.view, indent = 4 + depth * 12;
+  let x = indent;
+  if (node.findings && node.findings.length) {  // validate's findings, beside the name they are about
+    const mark = el("text", {x, y: y + LABEL_H - 2, class: "finding-mark", "data-object": node.id}, svg, `⚠${node.findings.length}`);
+    titled(mark, node.findings.map((f) => `${f.code} ${f.message}` + (f.ts === null ? "" : ` (at ${iso(f.ts)})`)).join("\n"));
+    x += 24;
+  }
+  const text = el("text", {x, y: y + LABEL_H - 2, class: "row-label" + (node.deleted ? " deleted" : ""), "data-object": node.id}, svg,
+    rowLabel(node, depth));
+  titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
+  y += LABEL_H;
+  drawTicks(svg, width, y, node);
   let rowY = y + ROW_H;
   const lanes = [];  // pods that do not overlap share a lane: a workload's pods take a few rows, not one each
   let hidden = node.podsTotal - node.pods.length;
@@ -430,7 +461,7 @@ function drawObjectRow(svg, width, y, node, depth) {
     if (lane < 0 && lanes.length < MAX_POD_LANES) lane = lanes.push(-Infinity) - 1;
     if (lane < 0) { hidden += 1; continue; }
     lanes[lane] = until;
-    const p1 = Math.max(LABELS, xOf(pod.start, width, LABELS)), p2 = Math.min(LABELS + width, xOf(pod.end === null ? v.end : pod.end, width, LABELS));
+    const p1 = Math.max(LEFT, xOf(pod.start, width)), p2 = Math.min(LEFT + width, xOf(pod.end === null ? v.end : pod.end, width));
     if (p2 > p1) {
       const bar = el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,
         class: `pod ${pod.end === null ? "running" : "finished"}`}, svg);
@@ -438,20 +469,34 @@ function drawObjectRow(svg, width, y, node, depth) {
     }
   }
   rowY += lanes.length * POD_H;
-  if (hidden > 0) el("text", {x: LABELS, y: rowY + 9, class: "row-label"}, svg, `+${hidden} more pods in this range`);
-  return rowY - y + (hidden > 0 ? 12 : 0);
+  if (hidden > 0) el("text", {x: LEFT, y: rowY + 9, class: "row-label"}, svg, `+${plural(hidden, "more pod")} in this range`);
+  return rowY - y + LABEL_H + (hidden > 0 ? 12 : 0);
+}
+
+// The objects' own copy of the timeline's axis, kept in sight above the rows as the page scrolls (view.css: sticky).
+function drawObjectsAxis(width) {
+  const svg = $("objects-axis");
+  svg.replaceChildren();
+  const v = state.view, step = tickStep(v.end - v.start, width), right = LEFT + width + RIGHT;
+  const axis = el("g", {class: "axis"}, svg);
+  for (let t = Math.ceil(v.start / step) * step; t <= v.end; t += step) {
+    const x = xOf(t, width), label = tickLabel(t, step);
+    el("line", {x1: x, x2: x, y1: 14, y2: 22, "data-t": t}, axis);
+    if (x + 2 + label.length * CHAR_W <= right) el("text", {x: x + 2, y: 12}, axis, label);
+  }
 }
 
 function drawObjects() {
   const svg = $("objects");
   svg.replaceChildren();
   if (!state.view) return;
-  const width = Math.max(100, svg.clientWidth - LABELS - RIGHT);
+  const width = plotWidth($("timeline"));  // the timeline's mapping, whatever this panel's own width
+  drawObjectsAxis(width);
   let y = 4;
   for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, width, y, node, depth);
   if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
   svg.style.height = `${Math.max(30, y + 8)}px`;
-  $("objects-count").textContent = `${state.objects.length} of ${state.objectsTotal} objects`;
+  $("objects-count").textContent = `${state.objects.length} of ${plural(state.objectsTotal, "object")}`;
   $("more-objects").hidden = state.objects.length >= state.objectsTotal;
 }
 
@@ -471,6 +516,17 @@ async function loadObjects(append) {
 
 const refreshObjects = debounce(() => loadObjects(false), 150);
 
+function drawDiff(box, text) {
+  box.replaceChildren();
+  for (const line of text.split("\n")) {
+    const span = document.createElement("span");
+    span.className = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" :
+      line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+    span.textContent = line + "\n";
+    box.appendChild(span);
+  }
+}
+
 async function loadVersion(id) {
   try {
     const v = await api("/api/version", {id});
@@ -479,15 +535,10 @@ async function loadVersion(id) {
     $("version").hidden = false;
     $("version-title").textContent = `${v.gvk} ${v.namespace}/${v.name}: ${v.op} ${v.at}` + (v.inferred ? " (reconstructed after a gap)" : "");
     $("yaml").textContent = v.yaml || "(deleted: no body)";
-    const diff = $("diff");
-    diff.replaceChildren();
-    for (const line of (v.diff || "(no earlier version recorded)\n").split("\n")) {
-      const span = document.createElement("span");
-      span.className = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" :
-        line.startsWith("-") && !line.startsWith("---") ? "del" : "";
-      span.textContent = line + "\n";
-      diff.appendChild(span);
-    }
+    drawDiff($("diff"), v.diff || (v.previousId === null ? "(no earlier version recorded)\n" :
+      v.statusDiff ? "(the object is the same: only its status changed, below)\n" : "(no difference)\n"));
+    $("status-changes").hidden = !v.statusDiff;
+    drawDiff($("status-diff"), v.statusDiff || "");
     document.body.dataset.version = String(id);
     $("version").scrollIntoView({block: "nearest"});
   } catch (e) { showError(e.message); }
