@@ -125,6 +125,16 @@ def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:
     return {b: [KindCount(g, *counts) for g, counts in sorted(kinds.items())] for b, kinds in merged.items()}
 
 
+def scope_counts(cache: Cache, *, start: int, end: int) -> list[tuple[str, str, int, int]]:
+    """``(gvk, namespace, op, n)``: the events of ``[start, end)`` per kind, namespace and operation, counted by the
+    database over the range of ``events_ts`` (an aggregate: its memory is the kinds and namespaces, not the rows)."""
+    rows = cache.conn.execute(
+        f"SELECT gvk, namespace, op, count(*) FROM events WHERE ts >= ? AND ts < ? AND op != {UNTRACKED} GROUP BY gvk, namespace, op",
+        (start, end),
+    ).fetchall()
+    return [(str(g), str(ns), int(o), int(n)) for g, ns, o, n in rows]
+
+
 def kinds_and_namespaces(cache: Cache) -> list[tuple[str, str, int]]:
     """``(gvk, namespace, events)`` of every kind and namespace the history holds (the counts 0005's triggers keep)."""
     counted = "CAST(sum(n) AS BIGINT) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"

@@ -16,6 +16,7 @@ from typing import IO, Any, Callable, Mapping
 from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.store import Cache, open_cache_readonly, viewing
 from kubectl_sktrace.view import api, exports
+from kubectl_sktrace.view.figures import Windows
 from kubectl_sktrace.view.rates import RateIndex
 from kubectl_sktrace.view.server import Answer, Download, ViewServer
 
@@ -60,10 +61,12 @@ def cache_api(location: str | CacheUrl, *, title: str, command_base: tuple[str, 
                 return read(cache, params)
         return answer
 
+    windows = Windows()
     return {
         "/api/overview": reading(lambda cache, _: api.overview(cache, title=title, command_base=command_base)),
         "/api/histogram": reading(lambda cache, params: api.histogram(cache, params, index=index)),
-        "/api/window": reading(lambda cache, params: api.window(cache, params, command_base=command_base, index=index)),
+        "/api/window": reading(lambda cache, params: api.window(cache, params, command_base=command_base, index=index,
+                                                                          windows=windows)),
         "/api/report": reading(lambda cache, params: api.report(cache, params, index=index)),
         "/api/objects": reading(api.objects),
         "/api/version": reading(api.version),

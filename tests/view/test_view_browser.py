@@ -144,6 +144,9 @@ def export_bytes(command: str, tmp_path: Path) -> bytes:
 def test_a_window_dragged_shows_its_export_command_and_downloads_those_bytes(page: Any, tmp_path: Path) -> None:
     whole_history(page)
     drag_window(page, 0.1, 0.8)
+    page.wait_for_selector("#count-report:not([hidden])")
+    settled(page)
+    page.click("#count-report")
     page.wait_for_selector("#report-summary")
     command = page.text_content("#command")
     assert command.startswith("kubectl sktrace export --cache ") and " -s 2026-11-25T10:" in command and " -t 2026-11-25T12:" in command

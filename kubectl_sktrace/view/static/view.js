@@ -329,13 +329,20 @@ function windowParams() {
 
 function renderWindow(answer) {
   $("window").hidden = false;
-  $("window-range").textContent = `${answer.from} – ${answer.to} (${duration(answer.end - answer.start)}, ${answer.events} recorded changes)`;
+  $("window-range").textContent = `${answer.from} – ${answer.to} (${duration(answer.end - answer.start)}, ${plural(answer.events, "recorded change")})`;
   const body = $("window-kinds").querySelector("tbody");
   body.replaceChildren();
   for (const k of answer.kinds) {
-    const row = body.insertRow();
-    for (const value of [k.gvk, k.applied, k.deleted, k.inferred]) row.insertCell().textContent = value;
+    const row = body.insertRow(), kept = answer.kept && answer.kept[k.gvk];
+    const keptText = answer.kept ? String(kept ? kept.applied + kept.deleted : 0) : "–";
+    for (const value of [k.gvk, k.applied, k.deleted, k.inferred, keptText]) row.insertCell().textContent = value;
   }
+  const counted = "kept" in answer;  // not for a trace file, which no filter exports again
+  $("window-kept").hidden = !counted;
+  $("window-kept").textContent = !counted ? "" : answer.kept ? `${answer.keptEvents} of ${plural(answer.events, "change")} are of the kinds ` +
+    "and namespaces the filters keep (owners, DaemonSets and labels are decided by the export: count what it holds)." :
+    `Kept by the filters: ${answer.keptWhy}.`;
+  $("count-kept").hidden = !counted || answer.kept !== null || !answer.keptWhy.endsWith("ask for it");
   const gaps = $("window-gaps");
   gaps.replaceChildren();
   for (const gap of answer.gaps) {
@@ -348,6 +355,8 @@ function renderWindow(answer) {
   $("command").textContent = answer.command;
   $("download").setAttribute("href", "/api/export?" + new URLSearchParams(windowParams()).toString());
   $("download").setAttribute("download", answer.fileName);
+  $("report").replaceChildren();
+  $("count-report").hidden = false;
 }
 
 function renderReport(report) {
@@ -355,14 +364,14 @@ function renderReport(report) {
   box.replaceChildren();
   const p = document.createElement("p");
   if (report.tooLarge) {
-    p.textContent = `${report.events} events: more than ${report.limit} to count here; the download writes them all.`;
+    p.textContent = `${plural(report.events, "event")}: more than ${report.limit} to count here; the download writes them all.`;
     box.appendChild(p);
     return;
   }
   const kinds = Object.entries(report.objectsPerKind).map(([k, n]) => `${k}: ${n}`).join(", ");
   p.id = "report-summary";
-  p.textContent = `The export holds ${report.events} events (${report.applied} applied, ${report.deleted} deleted after the start state), ` +
-    `${report.indexObjects} objects in the index (${kinds || "none"}), ${report.lifecycles} pod lifecycles.`;
+  p.textContent = `The export holds ${plural(report.events, "event")} (${report.applied} applied, ${report.deleted} deleted after the start state), ` +
+    `${plural(report.indexObjects, "object")} in the index (${kinds || "none"}), ${plural(report.lifecycles, "pod lifecycle")}.`;
   box.appendChild(p);
   for (const text of [...report.notes, ...report.warnings]) {
     const line = document.createElement("p");
@@ -372,25 +381,38 @@ function renderReport(report) {
   }
 }
 
-const loadWindow = debounce(async () => {
+// A window's figures come from the counts the cache keeps; what the filters keep is counted by the server in slices,
+// stopped there as soon as this page asks for another window (its tab and seq). What needs the export's full pass
+// (the report) comes only when asked.
+const TAB = randomKey();
+
+async function fetchWindow(pass) {
   if (!state.selection) return;
   const seq = ++state.seq.window;
   showError("");
-  let params;
   try {
-    params = windowParams();
+    const params = {...windowParams(), tab: TAB, seq};
+    if (pass) params.pass = "1";
     const answer = await api("/api/window", params);
-    if (seq !== state.seq.window) return;
+    if (seq !== state.seq.window || answer.superseded) return;
     renderWindow(answer);
     document.body.dataset.window = `${answer.start}:${answer.end}`;
-    if (answer.command === null) return;
-    $("report").textContent = "Counting what the export holds…";
-    const report = await api("/api/report", params);
+  } catch (e) { showError(e.message); }
+}
+
+const loadWindow = debounce(() => fetchWindow(false), 80);
+
+async function countReport() {
+  const seq = state.seq.window;
+  $("count-report").hidden = true;
+  $("report").textContent = "Counting what the export holds (it writes the window's every event)…";
+  try {
+    const report = await api("/api/report", windowParams());
     if (seq !== state.seq.window) return;
     renderReport(report);
-    document.body.dataset.report = `${answer.start}:${answer.end}`;
-  } catch (e) { showError(e.message); }
-}, 80);
+    document.body.dataset.report = `${state.selection.start}:${state.selection.end}`;
+  } catch (e) { $("report").textContent = ""; $("count-report").hidden = false; showError(e.message); }
+}
 
 // --- objects over time ---------------------------------------------------------------------------------------------
 
@@ -613,6 +635,8 @@ async function start() {
     $("select-mode").addEventListener("change", (e) => $("timeline").classList.toggle("select-mode", e.target.checked));
     $("filters").addEventListener("input", () => loadWindow());
     $("filters").addEventListener("change", () => loadWindow());
+    $("count-kept").addEventListener("click", () => fetchWindow(true));
+    $("count-report").addEventListener("click", countReport);
     $("download").addEventListener("click", (e) => downloadWindow(e).catch((err) => showError(err.message)));
     $("copy-command").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("command").textContent));
     for (const id of ["kind", "namespace"]) $(id).addEventListener("change", () => loadObjects(false));
