@@ -202,7 +202,7 @@ def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any,
         page.goto(server.url)
         page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
         findings = page.eval_on_selector_all("#findings li", "ls => ls.map(l => l.textContent)")
-        assert findings[0] == "validate: 2 errors, 1 warnings"
+        assert findings[0] == "validate: 2 errors, 1 warning"
         assert any(f.startswith("E0005 volume configmap missing: ") and "apps/v1.Deployment/shop/web" in f for f in findings)
         mark = page.locator(".finding-mark")
         assert mark.count() == 1 and mark.get_attribute("data-object") == "apps/v1.Deployment/shop/web"

@@ -566,13 +566,24 @@ async function loadVersion(id) {
   } catch (e) { showError(e.message); }
 }
 
-// A recorder writes while the page is open: its run, blind time and changes are read again now and then.
+// Each kind keeps its colour for as long as the page is open: a kind that appears later takes the next one.
+function colourKinds(kinds) {
+  const added = kinds.filter((k) => !(k.gvk in state.kindColour));
+  for (const k of added) state.kindColour[k.gvk] = KIND_COLOURS[Object.keys(state.kindColour).length % KIND_COLOURS.length];
+  return added;
+}
+
+// A recorder writes while the page is open: its run, blind time and changes are read again now and then. A view that
+// shows the whole history goes on showing it; one that ends now slides with it.
 async function refreshLive() {
   try {
-    const o = await api("/api/overview");
-    state.overview = {...state.overview, spans: o.spans, begin: o.begin, end: o.end, recording: o.recording};
-    drawTimeline();
-    fetchHistogram();
+    const o = await api("/api/overview"), old = state.overview, v = state.view;
+    state.overview = {...old, spans: o.spans, begin: o.begin, end: o.end, recording: o.recording};
+    const added = colourKinds(o.kinds);
+    if (added.length) { fillSelect($("kind"), added.map((k) => k.gvk)); drawLegend(); }
+    if (v.start <= old.begin && v.end >= old.end) wholeHistory();
+    else if (v.end >= old.end && o.end > old.end) setView(v.start + (o.end - old.end), v.end + (o.end - old.end));
+    else { drawTimeline(); fetchHistogram(); }
   } catch (e) { showError(e.message); }
 }
 
@@ -593,8 +604,8 @@ function showTrace(o) {
   const list = $("findings");
   list.hidden = false;
   const head = document.createElement("li");
-  head.textContent = `validate: ${o.findings.filter((f) => !f.code.startsWith("W")).length} errors, ` +
-    `${o.findings.filter((f) => f.code.startsWith("W")).length} warnings`;
+  head.textContent = `validate: ${plural(o.findings.filter((f) => !f.code.startsWith("W")).length, "error")}, ` +
+    `${plural(o.findings.filter((f) => f.code.startsWith("W")).length, "warning")}`;
   list.appendChild(head);
   for (const f of o.findings) {
     const li = document.createElement("li");
@@ -622,7 +633,7 @@ async function start() {
     const o = await api("/api/overview");
     state.overview = o;
     $("source").textContent = `${o.title}` + (o.context ? ` — context ${o.context}` : "") + (o.server ? ` (${o.server})` : "");
-    o.kinds.forEach((k, i) => { state.kindColour[k.gvk] = KIND_COLOURS[i % KIND_COLOURS.length]; });
+    colourKinds(o.kinds);
     fillSelect($("kind"), o.kinds.map((k) => k.gvk));
     fillSelect($("namespace"), o.namespaces);
     drawLegend();
