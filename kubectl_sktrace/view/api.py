@@ -6,6 +6,7 @@
   (``figures``: bounded, cancelled by the page's next window), its blind stretches, and the export command;
 - ``report``: what the export of the window holds, written by export's own code: only when asked, one at a time,
   below ``REPORT_LIMIT`` events;
+- ``decisions``: what ``export --dry-run`` says each rule decides of the window: only when asked, one at a time;
 - ``objects``: a page of objects of a kind and namespace, with their changes and pods in the range shown;
 - ``version``: one recorded version of an object and its diff from the previous one.
 
@@ -117,6 +118,17 @@ def report(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | 
         buffer = io.BytesIO()
         counted = exports.write_window(cache, exports.WindowRequest(**{**request.__dict__, "fmt": "sktrace"}), buffer)
         return exports.report_of(counted, buffer.getvalue())
+    finally:
+        _REPORTING.release()
+
+
+def decisions(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+    """Each rule in force and the objects it decides in the window, as ``export --dry-run`` prints them."""
+    request = exports.window_request(params)
+    if not _REPORTING.acquire(blocking=False):
+        raise UsageError("the view is already counting what an export holds; ask again when it is done")
+    try:
+        return exports.decisions(cache, request)
     finally:
         _REPORTING.release()
 

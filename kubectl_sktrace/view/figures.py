@@ -60,9 +60,9 @@ class Kept:
     reason: str = ""
 
 
-def scope_decider(request: exports.WindowRequest) -> Callable[[str, str], bool] | None:
+def scope_decider(request: exports.WindowRequest, cache: Cache) -> Callable[[str, str], bool] | None:
     """Whether the filters keep a kind and namespace; None when they read names or labels (decided per object)."""
-    filters = exports.filters(request)
+    filters = exports.filters(request, cache)
     rules = filters.rule_set()
     if any(rule.names or rule.selector is not None for rule in rules.rules):
         return None
@@ -76,7 +76,7 @@ def scope_decider(request: exports.WindowRequest) -> Callable[[str, str], bool] 
 
 def kept(cache: Cache, request: exports.WindowRequest, *, total: int, asked: bool, superseded: Callable[[], bool]) -> Kept:
     """What the filters keep of the window's ``total`` changes, per kind: (applied, deleted)."""
-    keeps = scope_decider(request)
+    keeps = scope_decider(request, cache)
     if keeps is None:
         return Kept(None, "the rules read names or labels: the export decides each object (count what it holds)")
     if total > PASS_LIMIT and not asked:

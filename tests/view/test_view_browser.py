@@ -132,11 +132,19 @@ def download(page: Any) -> bytes:
     return Path(event.value.path()).read_bytes()
 
 
-def export_bytes(command: str, tmp_path: Path) -> bytes:
+def export_bytes(command: str, tmp_path: Path, *, files: dict[str, str] | None = None) -> bytes:
+    """What the command writes, run in ``tmp_path`` with ``files`` there (a rule file, the anonymization key's)."""
     args = shlex.split(command)
+    env = {}
+    if args[0].startswith("SKTRACE_ANONYMIZE_KEY="):  # read from the file the page named: never the key on the command line
+        name = shlex.split(args.pop(0).split("=", 1)[1].removeprefix("$(cat ").removesuffix(")"))[0]
+        env["SKTRACE_ANONYMIZE_KEY"] = (files or {})[name]
     assert args[:3] == ["kubectl", "sktrace", "export"] and args[-2] == "-O"
+    for name, text in (files or {}).items():
+        (tmp_path / name).write_text(text)
     out = tmp_path / "cli-export"
-    result = CliRunner().invoke(cli, [*args[2:-2], "-O", str(out)], catch_exceptions=False)
+    args = [str(tmp_path / a) if files and a in files else a for a in args]
+    result = CliRunner(env=env).invoke(cli, [*args[2:-2], "-O", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return out.read_bytes()
 
@@ -159,10 +167,42 @@ def test_a_window_dragged_shows_its_export_command_and_downloads_those_bytes(pag
     page.fill("#include-namespaces", "shop")
     page.select_option("#transform", "sanitize")
     page.check("#anonymize")
-    page.wait_for_function("() => document.querySelector('#command').textContent.includes('--anonymize-key')")
+    page.wait_for_function("() => document.querySelector('#command').textContent.includes('--anonymize')")
     command = page.text_content("#command")
-    assert "--include-namespaces shop --transform sanitize --anonymize --anonymize-key " in command
-    assert download(page) == export_bytes(command, tmp_path)
+    key = page.input_value("#anonymize-key")
+    assert command.startswith('SKTRACE_ANONYMIZE_KEY="$(cat anonymize.key)" kubectl sktrace export ')
+    assert "--include-namespaces shop --transform sanitize --anonymize -O " in command and key not in command
+    assert download(page) == export_bytes(command, tmp_path, files={"anonymize.key": key})
+    page.uncheck("#anonymize")
+    page.select_option("#transform", "")
+    page.check("input[name=ns-mode][value=default]")
+
+
+def test_a_rule_chosen_in_the_page_downloads_what_the_command_line_writes_with_it(page: Any, tmp_path: Path) -> None:
+    whole_history(page)
+    drag_window(page, 0.0, 1.0)
+    page.wait_for_selector("#count-report:not([hidden])")
+    page.fill("#rules", "deny kind:ConfigMap name:batch-*\nallow namespace:shop")
+    page.select_option("#default", "deny")
+    page.fill("#selector", "app!=canary")
+    page.fill("#filters-text", "rules:\n  - deny: {kind: Job}\n")
+    page.wait_for_function("() => document.querySelector('#command').textContent.includes('--default deny')")
+    settled(page)
+    command = page.text_content("#command")
+    assert (" --filters rules.yaml -l 'app!=canary' --deny 'kind:ConfigMap name:batch-*' --allow namespace:shop --default deny -O "
+            in command), command
+    data = download(page)
+    assert data == export_bytes(command, tmp_path, files={"rules.yaml": "rules:\n  - deny: {kind: Job}\n"})
+    page.click("#count-decisions")
+    page.wait_for_selector("#decisions:not([hidden])")
+    rows = page.eval_on_selector_all("#decisions tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    args = [str(tmp_path / a) if a == "rules.yaml" else a for a in shlex.split(command)[2:-2]]
+    dry = CliRunner().invoke(cli, [*args, "--dry-run", "--summary", "json"], catch_exceptions=False)
+    assert dry.exit_code == 0, dry.output
+    expected = [[r["rule"], r["action"], r["from"].replace(str(tmp_path / "rules.yaml"), "rules.yaml"), str(r["objects"])]
+                for r in json.loads(dry.stdout)["rules"]]
+    assert expected == rows
+    assert len(rows) >= 4 and any(r[0] == "kind:Job" and r[3] != "0" for r in rows)
 
 
 def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any) -> None:

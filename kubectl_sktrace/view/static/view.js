@@ -319,10 +319,15 @@ function windowParams() {
   if (mode === "all") params.all_namespaces = "1";
   if (mode === "include") params.include_namespaces = $("include-namespaces").value.trim();
   if ($("cluster-scoped").checked) params.include_cluster_scoped = "1";
+  for (const [param, id] of [["selector", "selector"], ["rules", "rules"], ["default", "default"], ["filters_text", "filters-text"]]) {
+    if ($(id).value.trim()) params[param] = $(id).value;
+  }
+  if (params.filters_text) params.filters_name = $("filters-name").value.trim();
   if ($("anonymize").checked) {
     if (!$("anonymize-key").value.trim()) $("anonymize-key").value = randomKey();
     params.anonymize = "1";
     params.anonymize_key = $("anonymize-key").value.trim();
+    params.key_file = $("key-file").value.trim();
   }
   return params;
 }
@@ -357,6 +362,7 @@ function renderWindow(answer) {
   $("download").setAttribute("download", answer.fileName);
   $("report").replaceChildren();
   $("count-report").hidden = false;
+  $("decisions").hidden = true;
 }
 
 function renderReport(report) {
@@ -401,6 +407,22 @@ async function fetchWindow(pass) {
 }
 
 const loadWindow = debounce(() => fetchWindow(false), 80);
+
+async function countDecisions() {
+  const seq = state.seq.window;
+  try {
+    const answer = await api("/api/decisions", windowParams());
+    if (seq !== state.seq.window) return;
+    const body = $("decisions").querySelector("tbody");
+    body.replaceChildren();
+    for (const r of answer.rules) {
+      const row = body.insertRow();
+      for (const value of [r.rule, r.action, r.from, r.objects]) row.insertCell().textContent = value;
+    }
+    $("decisions").hidden = false;
+    document.body.dataset.decisions = `${answer.objectsExported}:${answer.objectsRecorded}`;
+  } catch (e) { showError(e.message); }
+}
 
 async function countReport() {
   const seq = state.seq.window;
@@ -648,6 +670,7 @@ async function start() {
     $("filters").addEventListener("change", () => loadWindow());
     $("count-kept").addEventListener("click", () => fetchWindow(true));
     $("count-report").addEventListener("click", countReport);
+    $("count-decisions").addEventListener("click", countDecisions);
     $("download").addEventListener("click", (e) => downloadWindow(e).catch((err) => showError(err.message)));
     $("copy-command").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("command").textContent));
     for (const id of ["kind", "namespace"]) $(id).addEventListener("change", () => loadObjects(false));
