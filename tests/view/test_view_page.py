@@ -91,7 +91,7 @@ def _misplaced_ticks(page: Any) -> list[tuple[float, float, float]]:
     axis = page.eval_on_selector_all("#timeline .axis line", "ls => ls.map(l => [Number(l.dataset.t), l.getBoundingClientRect().x])")
     assert len(axis) >= 2 and all(t == t for t, _ in axis), f"the timeline's axis names no instant: {axis}"
     (t1, x1), (t2, x2) = axis[0], axis[-1]
-    ticks = page.eval_on_selector_all("#objects rect.tick", "ts => ts.map(t => [t.querySelector('title').textContent, "
+    ticks = page.eval_on_selector_all("#objects rect.tick", "ts => ts.map(t => [t.dataset.what, "
                                       "t.getBoundingClientRect().x + t.getBoundingClientRect().width / 2])")
     assert len(ticks) > 10
     misplaced = []
@@ -117,7 +117,7 @@ def test_a_change_is_drawn_at_its_instant_on_the_timeline_s_axis_at_two_widths_a
         page.mouse.wheel(0, -100)
     settled(page)
     assert _misplaced_ticks(page) == []
-    page.locator(".tick-hit").first.click()  # a version opened below the rows: a page to scroll
+    page.locator("rect.tick").first.click()  # a version opened below the rows: a page to scroll
     page.wait_for_selector("#version:not([hidden])")
     page.set_viewport_size({"width": 900, "height": 300})  # the page scrolled down the rows: their axis stays in sight above them
     page.evaluate("() => window.scrollTo(0, document.querySelector('#objects').getBoundingClientRect().top + window.scrollY + 40)")
@@ -146,7 +146,7 @@ def test_a_row_says_how_many_of_its_changes_it_draws_when_not_all(page: Any) -> 
 
 
 def _open(page: Any, event_id: int) -> None:
-    page.locator(f".tick-hit[data-id='{event_id}']").click()
+    page.locator(f"rect.tick[data-id='{event_id}']").click()
     page.wait_for_selector(f"body[data-version='{event_id}']", state="attached")
 
 

@@ -197,7 +197,7 @@ function drawTimeline() {
   svg.dataset.end = String(state.view.end);
 }
 
-const fetchHistogram = debounce(async () => {
+async function histogramNow() {
   const seq = ++state.seq.histogram, svg = $("timeline");
   const buckets = Math.max(20, Math.floor(plotWidth(svg) / 4));
   try {
@@ -208,7 +208,9 @@ const fetchHistogram = debounce(async () => {
     if (!answer.complete) { later(fetchHistogram, 1000); return; }
     document.body.dataset.histogram = `${answer.start}:${answer.end}:${answer.width}`;
   } catch (e) { showError(e.message); }
-}, 60);
+}
+
+const fetchHistogram = debounce(histogramNow, 60);
 
 // The range shown stays within the history (and a little around it): zooming out ends at the whole history, a pan
 // stops at its ends, so no view is ever left holding no data.
@@ -222,7 +224,7 @@ function clamped(start, end) {
 function setView(start, end) {
   state.view = clamped(start, end);
   drawTimeline();
-  drawObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
+  moveObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
   fetchHistogram();
   refreshObjects();
 }
@@ -266,7 +268,7 @@ function installTimelineGestures() {
       const shift = dx / width * (drag.view.end - drag.view.start);
       state.view = clamped(drag.view.start - shift, drag.view.end - shift);
       drawTimeline();
-      drawObjects();
+      moveObjects();
     }
   });
   const end = () => {
@@ -274,9 +276,9 @@ function installTimelineGestures() {
     svg.classList.remove("selecting", "panning");
     if (drag.selecting && drag.moved && state.selection && state.selection.end > state.selection.start) {
       loadWindow();
-    } else if (!drag.selecting && drag.moved) {
-      fetchHistogram();
-      refreshObjects();
+    } else if (!drag.selecting && drag.moved) {  // the person let go: no pause to wait for
+      histogramNow();
+      loadObjects(false);
     }
     drag = null;
   };
@@ -468,22 +470,32 @@ function drawTicks(svg, width, y, node) {
   const x1 = Math.max(LEFT, xOf(node.first, width)), x2 = Math.min(LEFT + width, xOf(lifeEnd, width));
   if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
     `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
+  // one element a change (its hit area is its transparent stroke; view.css), its words in data-what, made a title on
+  // hover, and one click listener for the panel (installObjectGestures): a redraw at every zoom stays cheap
   for (const tick of node.ticks) {
     const x = xOf(tick.ts, width);
     if (x < LEFT || x > LEFT + width) continue;
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
-    const what = `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "");
     const short = kind.short ? (ROW_H - 4) / 2 : 0;
-    const mark = el("rect", {x: x - 1, y: y + 2 + short, width: 2, height: ROW_H - 4 - short, "data-id": tick.id, "data-object": node.id,
-      "data-ts": tick.ts, class: `tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
-    titled(mark, what);
-    const hit = el("rect", {x: x - 4, y: y, width: 8, height: ROW_H, class: "tick-hit", "data-id": tick.id}, svg);
-    titled(hit, what);
-    for (const node2 of [hit, mark]) node2.addEventListener("click", () => loadVersion(tick.id));
+    el("rect", {x: x - 1, y: y + 2 + short, width: 2, height: ROW_H - 4 - short, "data-id": tick.id, "data-object": node.id,
+      "data-ts": tick.ts, "data-what": `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : ""),
+      class: `tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
   }
 }
 
-function drawObjectRow(svg, width, y, node, depth) {
+function installObjectGestures() {
+  const svg = $("objects");
+  svg.addEventListener("click", (event) => {
+    const tick = event.target.closest && event.target.closest("rect.tick");
+    if (tick) loadVersion(Number(tick.dataset.id));
+  });
+  svg.addEventListener("pointerover", (event) => {
+    const tick = event.target.closest && event.target.closest("rect.tick");
+    if (tick && !tick.firstChild) titled(tick, tick.dataset.what);
+  });
+}
+
+function drawObjectRow(svg, plot, width, y, node, depth) {
   const v = state.view, indent = 4 + depth * 12;
   let x = indent;
   if (node.findings && node.findings.length) {  // validate's findings, beside the name they are about
@@ -495,7 +507,7 @@ function drawObjectRow(svg, width, y, node, depth) {
     rowLabel(node, depth));
   titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
   y += LABEL_H;
-  drawTicks(svg, width, y, node);
+  drawTicks(plot, width, y, node);
   let rowY = y + ROW_H;
   const lanes = [];  // pods that do not overlap share a lane: a workload's pods take a few rows, not one each
   let hidden = node.podsTotal - node.pods.length;
@@ -508,7 +520,7 @@ function drawObjectRow(svg, width, y, node, depth) {
     const p1 = Math.max(LEFT, xOf(pod.start, width)), p2 = Math.min(LEFT + width, xOf(pod.end === null ? v.end : pod.end, width));
     if (p2 > p1) {
       const bar = el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,
-        class: `pod ${pod.end === null ? "running" : "finished"}`}, svg);
+        class: `pod ${pod.end === null ? "running" : "finished"}`}, plot);
       titled(bar, `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`);
     }
   }
@@ -530,14 +542,30 @@ function drawObjectsAxis(width) {
   }
 }
 
+// When the range changes (a zoom, a pan), the rows drawn move at once to the new scale as they are: the time axis
+// maps linearly, so every mark's new x is a * x + b; they are drawn anew for the new range when its rows come.
+function moveObjects() {
+  const plot = $("objects-plot"), drawn = state.drawnView, v = state.view;
+  if (!plot || !drawn) { drawObjects(); return; }
+  const width = plotWidth($("timeline")), a = (drawn.end - drawn.start) / (v.end - v.start);
+  const b = LEFT + (drawn.start - v.start) / (v.end - v.start) * width - a * LEFT;
+  plot.setAttribute("transform", `matrix(${a},0,0,1,${b},0)`);
+  drawObjectsAxis(width);
+}
+
 function drawObjects() {
   const svg = $("objects");
   svg.replaceChildren();
   if (!state.view) return;
   const width = plotWidth($("timeline"));  // the timeline's mapping, whatever this panel's own width
   drawObjectsAxis(width);
+  // the rows' marks in one group, clipped to the plot: a pan moves it whole while the drag lasts (panObjects)
+  const clip = el("clipPath", {id: "objects-clip"}, el("defs", {}, svg));
+  el("rect", {x: LEFT, y: 0, width: width, height: 1e6}, clip);
+  const plot = el("g", {id: "objects-plot"}, el("g", {"clip-path": "url(#objects-clip)"}, svg));
+  state.drawnView = {...state.view};
   let y = 4;
-  for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, width, y, node, depth);
+  for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, plot, width, y, node, depth);
   if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
   svg.style.height = `${Math.max(30, y + 8)}px`;
   $("objects-count").textContent = `${state.objects.length} of ${plural(state.objectsTotal, "object")}`;
@@ -558,7 +586,7 @@ async function loadObjects(append) {
   } catch (e) { showError(e.message); }
 }
 
-const refreshObjects = debounce(() => loadObjects(false), 150);
+const refreshObjects = debounce(() => loadObjects(false), 60);
 
 function drawDiff(box, text) {
   box.replaceChildren();
@@ -662,6 +690,7 @@ async function start() {
     if (o.source === "trace") showTrace(o);
     if (o.begin === null) { showError("The cache holds no recording yet: record with 'kubectl sktrace start'."); return; }
     installTimelineGestures();
+    installObjectGestures();
     $("zoom-all").addEventListener("click", wholeHistory);
     $("zoom-in").addEventListener("click", () => zoom(0.5));
     $("zoom-out").addEventListener("click", () => zoom(2));
