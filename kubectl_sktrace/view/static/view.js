@@ -703,7 +703,7 @@ async function start() {
     $("download").addEventListener("click", (e) => downloadWindow(e).catch((err) => showError(err.message)));
     $("copy-command").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("command").textContent));
     for (const id of ["kind", "namespace"]) $(id).addEventListener("change", () => loadObjects(false));
-    $("search").addEventListener("input", debounce(() => loadObjects(false), 200));
+    $("search").addEventListener("input", debounce(() => loadObjects(false), 90));
     $("more-objects").addEventListener("click", () => loadObjects(true));
     wholeHistory();
     if (o.recording) setInterval(refreshLive, LIVE_SECONDS * 1000);
