@@ -182,3 +182,48 @@ def test_zooming_out_ten_notches_past_the_history_keeps_the_whole_history_in_vie
     settled(page)
     start, end = _range(page)
     assert start <= T0 and end >= T0 + 3600, (start, end)
+
+
+@pytest.fixture()
+def live(tmp_path: Path) -> Iterator[tuple[Path, Any]]:
+    """A cache a recorder is writing: its writer lock held, its run not stopped cleanly, stamped up to now."""
+    import time
+
+    from kubectl_sktrace.store.connection import WriterLock
+
+    path = tmp_path / "live.db"
+    now = int(time.time())
+    b = CacheBuilder(path)
+    b.run(started=now - 1800, stopped=now, clean=False)
+    for i in range(30):
+        b.apply(now - 1800 + 60 * i, _app("north", 1 + i % 3, watched=True, ready=1))
+    with WriterLock(path):
+        yield path, b
+    b.close()
+
+
+def test_a_view_that_ends_now_follows_the_recorder(browser: Any, live: tuple[Path, Any]) -> None:  # noqa: F811
+    from kubectl_sktrace.view.app import cache_api
+
+    path, builder = live
+    with serving(ViewServer(api=cache_api(str(path), title=str(path), command_base=()))) as server:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        try:
+            page = context.new_page()
+            page.goto(server.url)
+            page.wait_for_selector("body[data-ready][data-histogram][data-objects]", state="attached")
+            settled(page)
+            box = page.locator("#timeline").bounding_box()
+            page.mouse.move(box["x"] + box["width"] - 14, box["y"] + 100)  # the right edge: now
+            for _ in range(4):
+                page.mouse.wheel(0, -100)
+            settled(page)
+            start, end = _range(page)
+            with builder.cache.transaction() as conn:  # the recorder's heartbeat: its run reaches 60 s further
+                conn.execute("UPDATE runs SET stopped = stopped + 60")
+            page.wait_for_function(f"() => Number(document.querySelector('#timeline').dataset.end) > {end + 30}", timeout=30_000)
+            settled(page)
+            later_start, later_end = _range(page)
+            assert later_end - end == pytest.approx(60, abs=1) and later_start - start == pytest.approx(60, abs=1)
+        finally:
+            context.close()
