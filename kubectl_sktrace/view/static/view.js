@@ -210,7 +210,7 @@ async function histogramNow() {
   } catch (e) { showError(e.message); }
 }
 
-const fetchHistogram = debounce(histogramNow, 60);
+const fetchHistogram = debounce(histogramNow, 30);
 
 // The range shown stays within the history (and a little around it): zooming out ends at the whole history, a pan
 // stops at its ends, so no view is ever left holding no data.
@@ -586,7 +586,7 @@ async function loadObjects(append) {
   } catch (e) { showError(e.message); }
 }
 
-const refreshObjects = debounce(() => loadObjects(false), 60);
+const refreshObjects = debounce(() => loadObjects(false), 30);
 
 function drawDiff(box, text) {
   box.replaceChildren();
