@@ -362,6 +362,9 @@ function renderWindow(answer) {
   $("command").textContent = answer.command;
   $("download").setAttribute("href", "/api/export?" + new URLSearchParams(windowParams()).toString());
   $("download").setAttribute("download", answer.fileName);
+  const key = windowKey();
+  if (key === state.windowShown) return;  // the same window and filters asked again: what was counted stands
+  state.windowShown = key;
   $("report").replaceChildren();
   $("count-report").hidden = false;
   $("decisions").hidden = true;
@@ -410,11 +413,15 @@ async function fetchWindow(pass) {
 
 const loadWindow = debounce(() => fetchWindow(false), 80);
 
+// an answer stands while the window and the filters are those it was asked for (a focus leaving a field re-asks the
+// window's figures, which changes nothing of it)
+function windowKey() { return state.selection ? JSON.stringify(windowParams()) : ""; }
+
 async function countDecisions() {
-  const seq = state.seq.window;
+  const asked = windowKey();
   try {
     const answer = await api("/api/decisions", windowParams());
-    if (seq !== state.seq.window) return;
+    if (asked !== windowKey()) return;
     const body = $("decisions").querySelector("tbody");
     body.replaceChildren();
     for (const r of answer.rules) {
@@ -427,12 +434,12 @@ async function countDecisions() {
 }
 
 async function countReport() {
-  const seq = state.seq.window;
+  const asked = windowKey();
   $("count-report").hidden = true;
   $("report").textContent = "Counting what the export holds (it writes the window's every event)…";
   try {
     const report = await api("/api/report", windowParams());
-    if (seq !== state.seq.window) return;
+    if (asked !== windowKey()) return;
     renderReport(report);
     document.body.dataset.report = `${state.selection.start}:${state.selection.end}`;
   } catch (e) { $("report").textContent = ""; $("count-report").hidden = false; showError(e.message); }
