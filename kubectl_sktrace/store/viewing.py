@@ -125,6 +125,16 @@ def per_bucket(rows: list[Row]) -> dict[int, list[KindCount]]:
     return {b: [KindCount(g, *counts) for g, counts in sorted(kinds.items())] for b, kinds in merged.items()}
 
 
+def scope_counts(cache: Cache, *, start: int, end: int) -> list[tuple[str, str, int, int]]:
+    """``(gvk, namespace, op, n)``: the events of ``[start, end)`` per kind, namespace and operation, counted by the
+    database over the range of ``events_ts`` (an aggregate: its memory is the kinds and namespaces, not the rows)."""
+    rows = cache.conn.execute(
+        f"SELECT gvk, namespace, op, count(*) FROM events WHERE ts >= ? AND ts < ? AND op != {UNTRACKED} GROUP BY gvk, namespace, op",
+        (start, end),
+    ).fetchall()
+    return [(str(g), str(ns), int(o), int(n)) for g, ns, o, n in rows]
+
+
 def kinds_and_namespaces(cache: Cache) -> list[tuple[str, str, int]]:
     """``(gvk, namespace, events)`` of every kind and namespace the history holds (the counts 0005's triggers keep)."""
     counted = "CAST(sum(n) AS BIGINT) FROM event_counts" if cache.has_table("event_counts") else "count(*) FROM events"
@@ -171,10 +181,20 @@ def _escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def search_patterns(search: str) -> list[tuple[str, str]]:
+    """The LIKE patterns of a name search, by column: ``text`` matches the names that contain it; ``ns/text`` (one
+    slash) the objects whose ``namespace/name`` contains it (the namespace ends with ``ns``, the name starts with
+    ``text``), as the page writes an object."""
+    if "/" not in search:
+        return [("name", f"%{_escape_like(search)}%")] if search else []
+    namespace, name = search.split("/", 1)
+    return [("namespace", f"%{_escape_like(namespace)}"), ("name", f"{_escape_like(name)}%")]
+
+
 def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
                 offset: int, limit: int) -> tuple[list[ObjectRow], int]:
-    """A page of the objects of ``gvk`` (every kind: None) in ``namespace`` (every one: None) whose name contains
-    ``search`` (any case), by kind and name, with their changes and pods in ``[start, end)``; and how many match."""
+    """A page of the objects of ``gvk`` (every kind: None) in ``namespace`` (every one: None) that ``search`` finds (any
+    case; ``search_patterns``), by kind and name, with their changes and pods in ``[start, end)``; and how many match."""
     where, params = ["TRUE"], []
     if gvk is not None:
         where.append("gvk = ?")
@@ -182,9 +202,10 @@ def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search:
     if namespace is not None:
         where.append("namespace = ?")
         params.append(namespace)
-    if search:  # sqlite's LIKE ignores the case of ASCII letters (as far as its lower() folds); PostgreSQL's ILIKE does
-        where.append(f"name {'ILIKE' if cache.engine == 'postgresql' else 'LIKE'} ? ESCAPE '\\'")
-        params.append(f"%{_escape_like(search)}%")
+    like = f"{'ILIKE' if cache.engine == 'postgresql' else 'LIKE'} ? ESCAPE '\\'"
+    for column, pattern in search_patterns(search):  # sqlite's LIKE ignores the case of ASCII letters; PostgreSQL's ILIKE does
+        where.append(f"{column} {like}")
+        params.append(pattern)
     condition = " AND ".join(where)
     rows = cache.conn.execute(  # the total beside each row: one pass over the matches, not two
         f"SELECT gvk, namespace, name, last_ts, last_op, count(*) OVER () FROM {_objects(cache)} WHERE {condition} "

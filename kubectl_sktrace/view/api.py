@@ -2,8 +2,11 @@
 
 - ``overview``: the cache, its span, every run, offline stretch and blind stretch (``spans``), its kinds and namespaces;
 - ``histogram``: the rate of changes per kind in buckets of a nice width over the range shown;
-- ``window``: what a window holds per kind (counted by the database), its blind stretches, and the export command;
-- ``report``: what the export of the window holds, written by export's own code (below ``REPORT_LIMIT`` events);
+- ``window``: what a window holds per kind (from the counts the cache keeps), what of it the filters keep
+  (``figures``: bounded, cancelled by the page's next window), its blind stretches, and the export command;
+- ``report``: what the export of the window holds, written by export's own code: only when asked, one at a time,
+  below ``REPORT_LIMIT`` events;
+- ``decisions``: what ``export --dry-run`` says each rule decides of the window: only when asked, one at a time;
 - ``objects``: a page of objects of a kind and namespace, with their changes and pods in the range shown;
 - ``version``: one recorded version of an object and its diff from the previous one.
 
@@ -13,19 +16,21 @@ Each reads inside one snapshot of the cache (``history.read_snapshot``), so its 
 from __future__ import annotations
 
 import io
+import threading
 from typing import Any, Mapping
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.store import Cache, history, viewing
 from kubectl_sktrace.timeparse import format_time
-from kubectl_sktrace.view import exports, rates
-from kubectl_sktrace.view.diff import as_yaml, unified
+from kubectl_sktrace.view import exports, figures, rates
+from kubectl_sktrace.view.diff import as_yaml, changes
 from kubectl_sktrace.view.params import int_param, time_param
 from kubectl_sktrace.view.spans import CATEGORIES, LANES, Span, aligned, bucket_width, overlapping, timeline_spans
 
 MAX_BUCKETS = 2000
-REPORT_LIMIT = 300_000
-"""Events in a window above which the exact report waits for the download (export writes them all to count them)."""
+REPORT_LIMIT = 10_000
+"""Events in a window above which the export's report waits for the download: export writes them all to count them,
+in memory (~20 KB an event: 80,000 events took 1.5 GB)."""
 PAGE_LIMIT = 200
 
 
@@ -76,19 +81,28 @@ def _window_counts(cache: Cache, request: exports.WindowRequest, index: rates.Ra
     return viewing.per_bucket(rates.window_rows(index, cache, start=request.start, end=request.end)).get(0, [])
 
 
-def window(cache: Cache, params: Mapping[str, str], *, command_base: tuple[str, ...], index: rates.RateIndex | None = None) -> dict[str, Any]:
+def window(cache: Cache, params: Mapping[str, str], *, command_base: tuple[str, ...], index: rates.RateIndex | None = None,
+           windows: figures.Windows | None = None) -> dict[str, Any]:
     request = exports.window_request(params)
+    superseded = (windows or figures.Windows()).ask(params.get("tab", ""), int_param(params, "seq", 0))
     with history.read_snapshot(cache):
         counts = _window_counts(cache, request, index)
         spans = overlapping(_spans(cache), start=request.start, end=request.end)
-    total = sum(c.applied + c.deleted for c in counts)
+        total = sum(c.applied + c.deleted for c in counts)
+        try:
+            kept = figures.kept(cache, request, total=total, asked=params.get("pass") == "1", superseded=superseded)
+        except figures.Superseded:
+            return {"superseded": True}
     return {
         "start": request.start, "end": request.end, "from": format_time(request.start), "to": format_time(request.end),
         "events": total, "kinds": [{"gvk": c.gvk, "applied": c.applied, "deleted": c.deleted, "inferred": c.inferred} for c in counts],
-        "gaps": [s.to_dict() for s in spans if s.category != "run"],
+        "gaps": [s.to_dict() for s in spans if s.category != "run" and s.until > s.since],
         "command": exports.export_command(request, base=command_base), "fileName": request.file_name,
-        "exact": total <= REPORT_LIMIT,
+        "exact": total <= REPORT_LIMIT, **figures.as_answer(kept),
     }
+
+
+_REPORTING = threading.Lock()
 
 
 def report(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | None = None) -> dict[str, Any]:
@@ -98,9 +112,25 @@ def report(cache: Cache, params: Mapping[str, str], *, index: rates.RateIndex | 
         total = sum(c.applied + c.deleted for c in _window_counts(cache, request, index))
     if total > REPORT_LIMIT:
         return {"tooLarge": True, "events": total, "limit": REPORT_LIMIT}
-    buffer = io.BytesIO()
-    counted = exports.write_window(cache, exports.WindowRequest(**{**request.__dict__, "fmt": "sktrace"}), buffer)
-    return exports.report_of(counted, buffer.getvalue())
+    if not _REPORTING.acquire(blocking=False):
+        raise UsageError("the view is already counting what an export holds; ask again when it is done")
+    try:
+        buffer = io.BytesIO()
+        counted = exports.write_window(cache, exports.WindowRequest(**{**request.__dict__, "fmt": "sktrace"}), buffer)
+        return exports.report_of(counted, buffer.getvalue())
+    finally:
+        _REPORTING.release()
+
+
+def decisions(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+    """Each rule in force and the objects it decides in the window, as ``export --dry-run`` prints them."""
+    request = exports.window_request(params)
+    if not _REPORTING.acquire(blocking=False):
+        raise UsageError("the view is already counting what an export holds; ask again when it is done")
+    try:
+        return exports.decisions(cache, request)
+    finally:
+        _REPORTING.release()
 
 
 def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
@@ -137,9 +167,10 @@ def version(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     title = f"{found.key.gvk.kind}/{found.key.name}"
     before = f"{title} at {format_time(found.previous_ts)}" if found.previous_ts is not None else "(nothing before)"
     after = f"{title} at {format_time(found.ts)}" if found.body is not None else "(deleted)"
+    diff, status_diff = changes(found.previous_body, found.body, before_name=before, after_name=after)
     return {
         "id": found.id, "ts": found.ts, "at": format_time(found.ts), "recv": found.recv, "gvk": str(found.key.gvk),
         "namespace": found.key.namespace, "name": found.key.name, "uid": found.uid, "op": OP_WORDS.get(found.op, "applied"),
         "inferred": found.inferred, "yaml": as_yaml(found.body), "previousId": found.previous_id,
-        "diff": unified(found.previous_body, found.body, before_name=before, after_name=after),
+        "diff": diff, "statusDiff": status_diff,
     }

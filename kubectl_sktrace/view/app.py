@@ -7,7 +7,9 @@ then, a recorder may go on writing beside the view, and no connection is shared 
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 import sys
 import tempfile
 import webbrowser
@@ -16,6 +18,7 @@ from typing import IO, Any, Callable, Mapping
 from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.store import Cache, open_cache_readonly, viewing
 from kubectl_sktrace.view import api, exports
+from kubectl_sktrace.view.figures import Windows
 from kubectl_sktrace.view.rates import RateIndex
 from kubectl_sktrace.view.server import Answer, Download, ViewServer
 
@@ -60,11 +63,14 @@ def cache_api(location: str | CacheUrl, *, title: str, command_base: tuple[str, 
                 return read(cache, params)
         return answer
 
+    windows = Windows()
     return {
         "/api/overview": reading(lambda cache, _: api.overview(cache, title=title, command_base=command_base)),
         "/api/histogram": reading(lambda cache, params: api.histogram(cache, params, index=index)),
-        "/api/window": reading(lambda cache, params: api.window(cache, params, command_base=command_base, index=index)),
+        "/api/window": reading(lambda cache, params: api.window(cache, params, command_base=command_base, index=index,
+                                                                          windows=windows)),
         "/api/report": reading(lambda cache, params: api.report(cache, params, index=index)),
+        "/api/decisions": reading(api.decisions),
         "/api/objects": reading(api.objects),
         "/api/version": reading(api.version),
         "/api/export": reading(_download),
@@ -85,12 +91,34 @@ def can_open_browser() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def machine_addresses(bound: str) -> list[str]:
+    """The addresses other machines may reach a server bound to every address (0.0.0.0 or ::) at: this machine's
+    own that are not loopback (by address, since the server refuses a Host header that names a name): the one its
+    default route leaves from (a datagram socket connected, nothing sent), and those its name resolves to."""
+    if bound not in ("0.0.0.0", "::", ""):
+        return []  # the address printed is that one already
+    family = socket.AF_INET6 if bound == "::" else socket.AF_INET
+    found: set[str] = set()
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect(("2001:db8::1" if family == socket.AF_INET6 else "203.0.113.1", 9))  # documentation addresses
+            found.add(str(probe.getsockname()[0]))
+    except OSError:
+        pass
+    try:
+        found |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None, family, socket.SOCK_STREAM)}
+    except OSError:
+        pass
+    return sorted(a for a in found if not ipaddress.ip_address(a.split("%")[0]).is_loopback)[:3]
+
+
 def serve(server: ViewServer, *, what: str, open_browser: bool, out: IO[str] | None = None) -> None:
     """Say where, open a browser when asked and possible, and serve until ``server.stop`` (the CLI's Ctrl-C or SIGTERM)."""
     out = out or sys.stdout
     out.write(f"Viewing {what} at {server.url}\n")
     if server.address not in ("127.0.0.1", "::1", "localhost"):
-        out.write(f"(listening on {server.address}:{server.port})\n")
+        others = [f"http://{a if ':' not in a else f'[{a}]'}:{server.port}/#token={server.token}" for a in machine_addresses(server.address)]
+        out.write(f"(listening on {server.address}:{server.port}" + (f"; from another machine: {', '.join(others)}" if others else "") + ")\n")
     if open_browser and can_open_browser():
         webbrowser.open(server.browser_url())  # a one-time code: the browser's command line is anyone's to read
     elif open_browser:

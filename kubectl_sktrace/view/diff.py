@@ -1,7 +1,10 @@
 """An object's version as text and its difference from the previous one. Pure.
 
-Objects are shown as YAML with their keys in the order recorded (``sort_keys=False``), the form people read them in
-``kubectl get -o yaml``; the difference is a unified diff of those texts, three lines of context.
+Objects are shown as YAML with their keys in one canonical order (sorted at every level, as ``kubectl get -o yaml``
+prints them), whatever order they were recorded in: a list sends ``apiVersion`` and ``kind`` after ``spec``, a watch
+before it, and the same object must read the same. The difference (``changes``) is a unified diff of those texts,
+three lines of context, of the object without its ``status``, and the status's own difference apart: what the
+cluster reports about an object is no change of the object.
 
 ``difflib`` is quadratic in the lines it compares, and a recorded value may be megabytes (a ConfigMap's data, an env
 value of 20,000 lines). So the lines the two versions share at their start and end are set aside first (linear), and
@@ -25,7 +28,21 @@ _HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 def as_yaml(body: dict[str, Any] | None) -> str:
     if body is None:
         return ""
-    return str(yaml.safe_dump(body, sort_keys=False, default_flow_style=False, allow_unicode=True))
+    return str(yaml.safe_dump(body, sort_keys=True, default_flow_style=False, allow_unicode=True))
+
+
+def _without_status(body: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if body is None else {k: v for k, v in body.items() if k != "status"}
+
+
+def _status(body: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if body is None or body.get("status") is None else {"status": body["status"]}
+
+
+def changes(before: dict[str, Any] | None, after: dict[str, Any] | None, *, before_name: str, after_name: str) -> tuple[str, str]:
+    """``(the object's diff, its status's diff)`` from ``before`` to ``after``: each "" when that part is the same."""
+    return (unified(_without_status(before), _without_status(after), before_name=before_name, after_name=after_name),
+            unified(_status(before), _status(after), before_name=before_name, after_name=after_name))
 
 
 def unified(before: dict[str, Any] | None, after: dict[str, Any] | None, *, before_name: str, after_name: str) -> str:

@@ -20,7 +20,7 @@ from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace.files.format import Trace
 from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.reports.validation import RULES, check_trace
-from kubectl_sktrace.view.diff import as_yaml, unified
+from kubectl_sktrace.view.diff import as_yaml, changes
 from kubectl_sktrace.view.params import int_param, time_param
 from kubectl_sktrace.view.spans import aligned, bucket_width
 
@@ -129,7 +129,8 @@ class TraceIndex:
         start, end = time_param(params, "start"), time_param(params, "end")
         gvk, namespace, search = params.get("gvk") or None, params.get("namespace") or None, params.get("q", "").lower()
         keys = sorted((k for k in self.objects if (gvk is None or str(k.gvk) == gvk) and (namespace is None or k.namespace == namespace)
-                       and search in k.name.lower()), key=lambda k: (str(k.gvk), k.namespace, k.name))
+                       and search in (f"{k.namespace}/{k.name}" if "/" in search else k.name).lower()),
+                      key=lambda k: (str(k.gvk), k.namespace, k.name))
         offset, limit = max(0, int_param(params, "offset", 0)), min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
         return {"total": len(keys), "objects": [self._object(k, start=start, end=end) for k in keys[offset:offset + limit]],
                 "maxTicks": MAX_TICKS}
@@ -159,13 +160,14 @@ class TraceIndex:
         before = [self.rows[i] for i in self.objects[row.key] if i < row_id and self.rows[i].op == 0]
         previous = before[-1] if before else None
         title = f"{row.key.gvk.kind}/{row.key.name}"
+        diff, status_diff = changes(None if previous is None else previous.body, row.body if row.op == 0 else None,
+                                    before_name=f"{title} at {format_time(previous.ts)}" if previous else "(nothing before)",
+                                    after_name=f"{title} at {format_time(row.ts)}" if row.op == 0 else "(deleted)")
         return {
             "id": row.id, "ts": row.ts, "at": format_time(row.ts), "recv": row.ts, "gvk": str(row.key.gvk), "namespace": row.key.namespace,
             "name": row.key.name, "uid": _uid(row.body), "op": "applied" if row.op == 0 else "deleted",
             "inferred": False, "yaml": as_yaml(row.body), "previousId": None if previous is None else previous.id,
-            "diff": unified(None if previous is None else previous.body, row.body if row.op == 0 else None,
-                            before_name=f"{title} at {format_time(previous.ts)}" if previous else "(nothing before)",
-                            after_name=f"{title} at {format_time(row.ts)}" if row.op == 0 else "(deleted)"),
+            "diff": diff, "statusDiff": status_diff,
         }
 
 

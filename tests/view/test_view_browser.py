@@ -132,11 +132,19 @@ def download(page: Any) -> bytes:
     return Path(event.value.path()).read_bytes()
 
 
-def export_bytes(command: str, tmp_path: Path) -> bytes:
+def export_bytes(command: str, tmp_path: Path, *, files: dict[str, str] | None = None) -> bytes:
+    """What the command writes, run in ``tmp_path`` with ``files`` there (a rule file, the anonymization key's)."""
     args = shlex.split(command)
+    env = {}
+    if args[0].startswith("SKTRACE_ANONYMIZE_KEY="):  # read from the file the page named: never the key on the command line
+        name = shlex.split(args.pop(0).split("=", 1)[1].removeprefix("$(cat ").removesuffix(")"))[0]
+        env["SKTRACE_ANONYMIZE_KEY"] = (files or {})[name]
     assert args[:3] == ["kubectl", "sktrace", "export"] and args[-2] == "-O"
+    for name, text in (files or {}).items():
+        (tmp_path / name).write_text(text)
     out = tmp_path / "cli-export"
-    result = CliRunner().invoke(cli, [*args[2:-2], "-O", str(out)], catch_exceptions=False)
+    args = [str(tmp_path / a) if files and a in files else a for a in args]
+    result = CliRunner(env=env).invoke(cli, [*args[2:-2], "-O", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return out.read_bytes()
 
@@ -144,6 +152,9 @@ def export_bytes(command: str, tmp_path: Path) -> bytes:
 def test_a_window_dragged_shows_its_export_command_and_downloads_those_bytes(page: Any, tmp_path: Path) -> None:
     whole_history(page)
     drag_window(page, 0.1, 0.8)
+    page.wait_for_selector("#count-report:not([hidden])")
+    settled(page)
+    page.click("#count-report")
     page.wait_for_selector("#report-summary")
     command = page.text_content("#command")
     assert command.startswith("kubectl sktrace export --cache ") and " -s 2026-11-25T10:" in command and " -t 2026-11-25T12:" in command
@@ -156,10 +167,42 @@ def test_a_window_dragged_shows_its_export_command_and_downloads_those_bytes(pag
     page.fill("#include-namespaces", "shop")
     page.select_option("#transform", "sanitize")
     page.check("#anonymize")
-    page.wait_for_function("() => document.querySelector('#command').textContent.includes('--anonymize-key')")
+    page.wait_for_function("() => document.querySelector('#command').textContent.includes('--anonymize')")
     command = page.text_content("#command")
-    assert "--include-namespaces shop --transform sanitize --anonymize --anonymize-key " in command
-    assert download(page) == export_bytes(command, tmp_path)
+    key = page.input_value("#anonymize-key")
+    assert command.startswith('SKTRACE_ANONYMIZE_KEY="$(cat anonymize.key)" kubectl sktrace export ')
+    assert "--include-namespaces shop --transform sanitize --anonymize -O " in command and key not in command
+    assert download(page) == export_bytes(command, tmp_path, files={"anonymize.key": key})
+    page.uncheck("#anonymize")
+    page.select_option("#transform", "")
+    page.check("input[name=ns-mode][value=default]")
+
+
+def test_a_rule_chosen_in_the_page_downloads_what_the_command_line_writes_with_it(page: Any, tmp_path: Path) -> None:
+    whole_history(page)
+    drag_window(page, 0.0, 1.0)
+    page.wait_for_selector("#count-report:not([hidden])")
+    page.fill("#rules", "deny kind:ConfigMap name:batch-*\nallow namespace:shop")
+    page.select_option("#default", "deny")
+    page.fill("#selector", "app!=canary")
+    page.fill("#filters-text", "rules:\n  - deny: {kind: Job}\n")
+    page.wait_for_function("() => document.querySelector('#command').textContent.includes('--default deny')")
+    settled(page)
+    command = page.text_content("#command")
+    assert (" --filters rules.yaml -l 'app!=canary' --deny 'kind:ConfigMap name:batch-*' --allow namespace:shop --default deny -O "
+            in command), command
+    data = download(page)
+    assert data == export_bytes(command, tmp_path, files={"rules.yaml": "rules:\n  - deny: {kind: Job}\n"})
+    page.click("#count-decisions")
+    page.wait_for_selector("#decisions:not([hidden])")
+    rows = page.eval_on_selector_all("#decisions tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    args = [str(tmp_path / a) if a == "rules.yaml" else a for a in shlex.split(command)[2:-2]]
+    dry = CliRunner().invoke(cli, [*args, "--dry-run", "--summary", "json"], catch_exceptions=False)
+    assert dry.exit_code == 0, dry.output
+    expected = [[r["rule"], r["action"], r["from"].replace(str(tmp_path / "rules.yaml"), "rules.yaml"), str(r["objects"])]
+                for r in json.loads(dry.stdout)["rules"]]
+    assert expected == rows
+    assert len(rows) >= 4 and any(r[0] == "kind:Job" and r[3] != "0" for r in rows)
 
 
 def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any) -> None:
@@ -168,11 +211,13 @@ def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any
     page.wait_for_function("() => document.body.dataset.objects === 'front:2'")
     settled(page)
     labels = page.eval_on_selector_all(".row-label", "ts => ts.map(t => t.firstChild.textContent)")
-    assert labels[:2] == ["Deployment/frontend", "ReplicaSet/frontend-abc"]
+    assert labels[:2] == ["Deployment shop/frontend", "ReplicaSet shop/frontend-abc"]
     assert page.locator(".pod").count() == 2
     inferred = page.locator("rect.tick.inferred")
-    assert inferred.count() == 1 and "reconstructed after a gap" in inferred.locator("title").text_content()
-    page.locator(f".tick-hit[data-id='{inferred.get_attribute('data-id')}']").click()
+    assert inferred.count() == 1
+    inferred.hover()  # its words, as the hover text
+    assert "reconstructed after a gap" in inferred.locator("title").text_content()
+    inferred.click()
     page.wait_for_selector("#version:not([hidden])")
     assert page.text_content("#version-title") == "apps/v1.Deployment shop/frontend: applied 2026-11-25T10:20:30Z (reconstructed after a gap)"
     assert page.eval_on_selector_all("#diff .add", "ss => ss.map(s => s.textContent)") == ["+  replicas: 4\n"]
@@ -199,7 +244,7 @@ def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any,
         page.goto(server.url)
         page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
         findings = page.eval_on_selector_all("#findings li", "ls => ls.map(l => l.textContent)")
-        assert findings[0] == "validate: 2 errors, 1 warnings"
+        assert findings[0] == "validate: 2 errors, 1 warning"
         assert any(f.startswith("E0005 volume configmap missing: ") and "apps/v1.Deployment/shop/web" in f for f in findings)
         mark = page.locator(".finding-mark")
         assert mark.count() == 1 and mark.get_attribute("data-object") == "apps/v1.Deployment/shop/web"
@@ -215,15 +260,15 @@ def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any,
 def test_the_objects_rows_follow_the_page_s_width(page: Any) -> None:
     whole_history(page)
     page.wait_for_load_state("networkidle")  # the rows of the whole history drawn: no request to come before the resize
-    page.wait_for_selector("#objects rect")
+    page.wait_for_selector("#objects rect.life")
 
     def rows_right_edge() -> float:
-        return float(page.eval_on_selector_all("#objects rect", "rs => Math.max(...rs.map(r => r.getBoundingClientRect().right))"))
+        return float(page.eval_on_selector_all("#objects rect.life", "rs => Math.max(...rs.map(r => r.getBoundingClientRect().right))"))
 
     narrow = rows_right_edge()
     page.set_viewport_size({"width": 1800, "height": 900})
     try:
-        page.wait_for_function(f"() => Math.max(...[...document.querySelectorAll('#objects rect')].map(r => r.getBoundingClientRect().right)) > {narrow + 300}")
+        page.wait_for_function(f"() => Math.max(...[...document.querySelectorAll('#objects rect.life')].map(r => r.getBoundingClientRect().right)) > {narrow + 300}")
         assert rows_right_edge() > narrow + 300
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})

@@ -4,6 +4,7 @@ or SIGTERM, and the cache left exactly as it was."""
 from __future__ import annotations
 
 import http.client
+import re
 import signal
 import subprocess
 import urllib.parse
@@ -54,8 +55,20 @@ def test_another_address_is_served_with_a_warning(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         assert " at http://127.0.0.1:" in proc.stdout.readline()
-        assert proc.stdout.readline().startswith("(listening on 0.0.0.0:")
+        listening = proc.stdout.readline()
+        assert listening.startswith("(listening on 0.0.0.0:")
         assert proc.stdout.readline() == "Press Ctrl-C to stop.\n"
+        from kubectl_sktrace.view.app import machine_addresses
+
+        others = machine_addresses("0.0.0.0")
+        for address in others:  # printed, and answering there (by address: a name in the Host header is refused)
+            url = re.search(rf"http://{re.escape(address)}:\d+/#token=\S+(?=[,)])", listening)
+            assert url is not None, listening
+            parts = urllib.parse.urlsplit(url.group(0))
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+            conn.request("GET", "/api/overview", headers={"X-Sktrace-Token": parts.fragment.split("=", 1)[1]})
+            assert conn.getresponse().status == 200
+            conn.close()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:

@@ -79,6 +79,9 @@ def shoot_window(page: Any, path: Path) -> None:
     page.mouse.move(left + width * 0.93, box["y"] + 120, steps=8)
     page.mouse.up()
     page.keyboard.up("Shift")
+    page.wait_for_selector("#count-report:not([hidden])")
+    settled(page)
+    page.click("#count-report")
     page.wait_for_selector("#report-summary")
     settled(page)
     assert "kubectl sktrace export -s " in page.text_content("#command")
@@ -92,7 +95,7 @@ def shoot_objects(page: Any, path: Path) -> None:
     page.wait_for_function("() => document.body.dataset.objects === 'frontend:' + document.body.dataset.objects.split(':')[1] && "
                            "document.querySelectorAll('rect.tick').length > 1")
     settled(page)
-    page.locator("rect.tick-hit").nth(1).click()
+    page.locator("rect.tick").nth(1).click()
     page.wait_for_selector("#version:not([hidden])")
     page.locator("#objects-view").scroll_into_view_if_needed()
     page.evaluate("() => document.querySelector('#objects-view').scrollIntoView({block: 'start'})")

@@ -170,9 +170,9 @@ def test_counted_minutes_answer_as_the_database_does(tmp_path: Path, monkeypatch
                                {"gvk": "apps/v1.ReplicaSet", "applied": 1, "deleted": 0, "inferred": 0}]
 
 
-def _export(path: Path, tmp_path: Path, *args: str) -> bytes:
+def _export(path: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
     out = tmp_path / "cli.sktrace"
-    result = CliRunner().invoke(cli, ["export", *args, "-O", str(out)], catch_exceptions=False)
+    result = CliRunner(env=env).invoke(cli, ["export", *args, "-O", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return out.read_bytes()
 
@@ -185,13 +185,17 @@ def test_the_download_is_what_the_shown_command_writes(served: ViewServer, histo
     window = f"start={T0 + 900}&end={T0 + 7800}{query}"
     shown = answer(served, f"/api/window?{window}")
     command = shlex.split(shown["command"])
+    env = {}
+    if "anonymize=1" in query:  # the key is read from the file the page names, never put in the command
+        assert command.pop(0) == "SKTRACE_ANONYMIZE_KEY=$(cat anonymize.key)" and "00112233445566778899aabbccddeeff" not in shown["command"]
+        env["SKTRACE_ANONYMIZE_KEY"] = "00112233445566778899aabbccddeeff"
     assert command[:5] == ["kubectl", "sktrace", "export", "--cache", str(history_path)]
     assert command[5:9] == ["-s", "2026-11-25T10:15:00Z", "-t", "2026-11-25T12:10:00Z"]
     assert command[-2:] == ["-O", shown["fileName"]]
     status, headers, body = request(served, f"/api/export?{window}")
     assert status == 200, body
     assert headers["content-disposition"].startswith(f"attachment; filename=\"{shown['fileName']}\"")
-    assert body == _export(history_path, tmp_path, *command[3:-2])
+    assert body == _export(history_path, tmp_path, *command[3:-2], env=env)
 
 
 def test_the_report_is_export_s_own(served: ViewServer) -> None:
@@ -208,9 +212,20 @@ def test_the_report_is_export_s_own(served: ViewServer) -> None:
     ("start=1&end=5&all_namespaces=1&include_namespaces=a", "-A/--all-namespaces and --include-namespaces contradict each other; pass one of them"),
     ("start=1&end=5&anonymize=1&anonymize_key=12", "the anonymization key (--anonymize-key or $SKTRACE_ANONYMIZE_KEY) must be at least 32 hex "
                                                     "digits, as a run of --anonymize printed it; got 2 characters that are not"),
+    ("start=1&end=5&rules=keep%20namespace:a", "'keep namespace:a': a rule line is 'allow RULE' or 'deny RULE', as --allow and --deny take it"),
+    ("start=1&end=5&rules=deny%20color:red", "--deny 'color:red': cannot read 'color:red'; a rule is FIELD:VALUE terms separated by spaces, "
+                                              "FIELD one of namespace, name, kind, labels (e.g. 'namespace:shop kind:Deployment labels:tier=canary')"),
+    ("start=1&end=5&default=maybe", "--default 'maybe': use allow or deny"),
+    ("start=1&end=5&filters_text=rules:%20[&filters_name=r.yaml", None),
+    ("start=1&end=5&filters_text=a:%201&filters_name=r%3B%20rm%20-rf", "'r; rm -rf' is not a file name the page puts in a command "
+                                                                       "(letters, digits, '._/~-' and spaces)"),
 ])
-def test_bad_choices_get_export_s_one_line(served: ViewServer, query: str, message: str) -> None:
+def test_bad_choices_get_export_s_one_line(served: ViewServer, query: str, message: str | None) -> None:
     status, _, body = request(served, f"/api/window?{query}")
+    if message is None:  # a rule file that is no YAML: where, and what a rule file is
+        error = json.loads(body)["error"]
+        assert status == 400 and error.startswith("--filters r.yaml: not YAML (") and "\n" not in error
+        return
     assert (status, json.loads(body)) == (400, {"error": message})
 
 

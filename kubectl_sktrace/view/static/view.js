@@ -10,7 +10,7 @@ const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10
 const MIN_RANGE = 10;
 const MAX_POD_LANES = 6;
 const LIVE_SECONDS = 10;
-const LEFT = 90, LABELS = 290, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10;
+const LEFT = 90, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10, LABEL_H = 13, CHAR_W = 6.6;
 
 const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0,
   chosenTick: null, seq: {histogram: 0, objects: 0, window: 0, report: 0}};
@@ -113,13 +113,15 @@ function xOf(t, width, left = LEFT) { const v = state.view; return left + (t - v
 
 function tOf(x, width) { const v = state.view; return v.start + (x - LEFT) / width * (v.end - v.start); }
 
+// One axis for every panel: the timeline and the objects below it draw time with the same xOf (their SVGs are as wide,
+// their plots start at LEFT), so a change's tick and the histogram's bar of the same second line up to the pixel.
 function drawAxis(svg, width, top) {
-  const v = state.view, step = tickStep(v.end - v.start, width);
+  const v = state.view, step = tickStep(v.end - v.start, width), right = LEFT + width + RIGHT;
   const axis = el("g", {class: "axis"}, svg);
   for (let t = Math.ceil(v.start / step) * step; t <= v.end; t += step) {
-    const x = xOf(t, width);
-    el("line", {x1: x, x2: x, y1: 0, y2: top + 6, class: t % 86400 === 0 ? "major" : ""}, axis);
-    el("text", {x: x + 2, y: top + 18}, axis, tickLabel(t, step));
+    const x = xOf(t, width), label = tickLabel(t, step);
+    el("line", {x1: x, x2: x, y1: 0, y2: top + 6, class: t % 86400 === 0 ? "major" : "", "data-t": t}, axis);
+    if (x + 2 + label.length * CHAR_W <= right) el("text", {x: x + 2, y: top + 18}, axis, label);  // never cut at the edge
   }
   el("text", {x: 4, y: top + 18, class: "context"}, axis, iso(v.start).slice(0, step >= 86400 ? 7 : 10));
   $("range").textContent = `${iso(v.start)} – ${iso(v.end)} (${duration(v.end - v.start)}; ticks every ${duration(step)})`;
@@ -191,9 +193,11 @@ function drawTimeline() {
   drawAxis(svg, width, axisTop);
   svg.style.height = `${axisTop + AXIS_H}px`;
   drawSelection(svg, width, axisTop + 6);
+  svg.dataset.start = String(state.view.start);
+  svg.dataset.end = String(state.view.end);
 }
 
-const fetchHistogram = debounce(async () => {
+async function histogramNow() {
   const seq = ++state.seq.histogram, svg = $("timeline");
   const buckets = Math.max(20, Math.floor(plotWidth(svg) / 4));
   try {
@@ -204,28 +208,37 @@ const fetchHistogram = debounce(async () => {
     if (!answer.complete) { later(fetchHistogram, 1000); return; }
     document.body.dataset.histogram = `${answer.start}:${answer.end}:${answer.width}`;
   } catch (e) { showError(e.message); }
-}, 60);
+}
+
+const fetchHistogram = debounce(histogramNow, 30);
+
+// The range shown stays within the history (and a little around it): zooming out ends at the whole history, a pan
+// stops at its ends, so no view is ever left holding no data.
+function clamped(start, end) {
+  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02), lo = o.begin - pad, hi = o.end + pad;
+  const range = Math.min(Math.max(end - start, MIN_RANGE), hi - lo);
+  start = Math.min(Math.max(start, lo), hi - range);
+  return {start, end: start + range};
+}
 
 function setView(start, end) {
-  const o = state.overview, span = Math.max(MIN_RANGE, (o.end - o.begin) * 1.5);
-  let range = Math.min(Math.max(end - start, MIN_RANGE), span);
-  const middle = (start + end) / 2;
-  state.view = {start: middle - range / 2, end: middle + range / 2};
+  state.view = clamped(start, end);
   drawTimeline();
+  moveObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
   fetchHistogram();
   refreshObjects();
 }
 
+// the instant under the cursor stays under it (until the view reaches an end of the history)
 function zoom(factor, around) {
   const v = state.view, at = around === undefined ? (v.start + v.end) / 2 : around;
-  const start = at - (at - v.start) * factor, end = at + (v.end - at) * factor;
-  const range = Math.max(MIN_RANGE, end - start), share = (at - v.start) / (v.end - v.start);
+  const share = (at - v.start) / (v.end - v.start), range = Math.max(MIN_RANGE, (v.end - v.start) * factor);
   setView(at - range * share, at - range * share + range);
 }
 
 function wholeHistory() {
-  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02);
-  setView(o.begin - pad, o.end + pad);
+  const o = state.overview;
+  setView(o.begin - (o.end - o.begin), o.end + (o.end - o.begin));
 }
 
 function installTimelineGestures() {
@@ -253,8 +266,9 @@ function installTimelineGestures() {
       drawTimeline();
     } else if (drag.moved) {
       const shift = dx / width * (drag.view.end - drag.view.start);
-      state.view = {start: drag.view.start - shift, end: drag.view.end - shift};
+      state.view = clamped(drag.view.start - shift, drag.view.end - shift);
       drawTimeline();
+      moveObjects();
     }
   });
   const end = () => {
@@ -262,9 +276,9 @@ function installTimelineGestures() {
     svg.classList.remove("selecting", "panning");
     if (drag.selecting && drag.moved && state.selection && state.selection.end > state.selection.start) {
       loadWindow();
-    } else if (!drag.selecting && drag.moved) {
-      fetchHistogram();
-      refreshObjects();
+    } else if (!drag.selecting && drag.moved) {  // the person let go: no pause to wait for
+      histogramNow();
+      loadObjects(false);
     }
     drag = null;
   };
@@ -307,23 +321,35 @@ function windowParams() {
   if (mode === "all") params.all_namespaces = "1";
   if (mode === "include") params.include_namespaces = $("include-namespaces").value.trim();
   if ($("cluster-scoped").checked) params.include_cluster_scoped = "1";
+  for (const [param, id] of [["selector", "selector"], ["rules", "rules"], ["default", "default"], ["filters_text", "filters-text"]]) {
+    if ($(id).value.trim()) params[param] = $(id).value;
+  }
+  if (params.filters_text) params.filters_name = $("filters-name").value.trim();
   if ($("anonymize").checked) {
     if (!$("anonymize-key").value.trim()) $("anonymize-key").value = randomKey();
     params.anonymize = "1";
     params.anonymize_key = $("anonymize-key").value.trim();
+    params.key_file = $("key-file").value.trim();
   }
   return params;
 }
 
 function renderWindow(answer) {
   $("window").hidden = false;
-  $("window-range").textContent = `${answer.from} – ${answer.to} (${duration(answer.end - answer.start)}, ${answer.events} recorded changes)`;
+  $("window-range").textContent = `${answer.from} – ${answer.to} (${duration(answer.end - answer.start)}, ${plural(answer.events, "recorded change")})`;
   const body = $("window-kinds").querySelector("tbody");
   body.replaceChildren();
   for (const k of answer.kinds) {
-    const row = body.insertRow();
-    for (const value of [k.gvk, k.applied, k.deleted, k.inferred]) row.insertCell().textContent = value;
+    const row = body.insertRow(), kept = answer.kept && answer.kept[k.gvk];
+    const keptText = answer.kept ? String(kept ? kept.applied + kept.deleted : 0) : "–";
+    for (const value of [k.gvk, k.applied, k.deleted, k.inferred, keptText]) row.insertCell().textContent = value;
   }
+  const counted = "kept" in answer;  // not for a trace file, which no filter exports again
+  $("window-kept").hidden = !counted;
+  $("window-kept").textContent = !counted ? "" : answer.kept ? `${answer.keptEvents} of ${plural(answer.events, "change")} are of the kinds ` +
+    "and namespaces the filters keep (owners, DaemonSets and labels are decided by the export: count what it holds)." :
+    `Kept by the filters: ${answer.keptWhy}.`;
+  $("count-kept").hidden = !counted || answer.kept !== null || !answer.keptWhy.endsWith("ask for it");
   const gaps = $("window-gaps");
   gaps.replaceChildren();
   for (const gap of answer.gaps) {
@@ -336,6 +362,12 @@ function renderWindow(answer) {
   $("command").textContent = answer.command;
   $("download").setAttribute("href", "/api/export?" + new URLSearchParams(windowParams()).toString());
   $("download").setAttribute("download", answer.fileName);
+  const key = windowKey();
+  if (key === state.windowShown) return;  // the same window and filters asked again: what was counted stands
+  state.windowShown = key;
+  $("report").replaceChildren();
+  $("count-report").hidden = false;
+  $("decisions").hidden = true;
 }
 
 function renderReport(report) {
@@ -343,14 +375,14 @@ function renderReport(report) {
   box.replaceChildren();
   const p = document.createElement("p");
   if (report.tooLarge) {
-    p.textContent = `${report.events} events: more than ${report.limit} to count here; the download writes them all.`;
+    p.textContent = `${plural(report.events, "event")}: more than ${report.limit} to count here; the download writes them all.`;
     box.appendChild(p);
     return;
   }
   const kinds = Object.entries(report.objectsPerKind).map(([k, n]) => `${k}: ${n}`).join(", ");
   p.id = "report-summary";
-  p.textContent = `The export holds ${report.events} events (${report.applied} applied, ${report.deleted} deleted after the start state), ` +
-    `${report.indexObjects} objects in the index (${kinds || "none"}), ${report.lifecycles} pod lifecycles.`;
+  p.textContent = `The export holds ${plural(report.events, "event")} (${report.applied} applied, ${report.deleted} deleted after the start state), ` +
+    `${plural(report.indexObjects, "object")} in the index (${kinds || "none"}), ${plural(report.lifecycles, "pod lifecycle")}.`;
   box.appendChild(p);
   for (const text of [...report.notes, ...report.warnings]) {
     const line = document.createElement("p");
@@ -360,25 +392,58 @@ function renderReport(report) {
   }
 }
 
-const loadWindow = debounce(async () => {
+// A window's figures come from the counts the cache keeps; what the filters keep is counted by the server in slices,
+// stopped there as soon as this page asks for another window (its tab and seq). What needs the export's full pass
+// (the report) comes only when asked.
+const TAB = randomKey();
+
+async function fetchWindow(pass) {
   if (!state.selection) return;
   const seq = ++state.seq.window;
   showError("");
-  let params;
   try {
-    params = windowParams();
+    const params = {...windowParams(), tab: TAB, seq};
+    if (pass) params.pass = "1";
     const answer = await api("/api/window", params);
-    if (seq !== state.seq.window) return;
+    if (seq !== state.seq.window || answer.superseded) return;
     renderWindow(answer);
     document.body.dataset.window = `${answer.start}:${answer.end}`;
-    if (answer.command === null) return;
-    $("report").textContent = "Counting what the export holds…";
-    const report = await api("/api/report", params);
-    if (seq !== state.seq.window) return;
-    renderReport(report);
-    document.body.dataset.report = `${answer.start}:${answer.end}`;
   } catch (e) { showError(e.message); }
-}, 80);
+}
+
+const loadWindow = debounce(() => fetchWindow(false), 80);
+
+// an answer stands while the window and the filters are those it was asked for (a focus leaving a field re-asks the
+// window's figures, which changes nothing of it)
+function windowKey() { return state.selection ? JSON.stringify(windowParams()) : ""; }
+
+async function countDecisions() {
+  const asked = windowKey();
+  try {
+    const answer = await api("/api/decisions", windowParams());
+    if (asked !== windowKey()) return;
+    const body = $("decisions").querySelector("tbody");
+    body.replaceChildren();
+    for (const r of answer.rules) {
+      const row = body.insertRow();
+      for (const value of [r.rule, r.action, r.from, r.objects]) row.insertCell().textContent = value;
+    }
+    $("decisions").hidden = false;
+    document.body.dataset.decisions = `${answer.objectsExported}:${answer.objectsRecorded}`;
+  } catch (e) { showError(e.message); }
+}
+
+async function countReport() {
+  const asked = windowKey();
+  $("count-report").hidden = true;
+  $("report").textContent = "Counting what the export holds (it writes the window's every event)…";
+  try {
+    const report = await api("/api/report", windowParams());
+    if (asked !== windowKey()) return;
+    renderReport(report);
+    document.body.dataset.report = `${state.selection.start}:${state.selection.end}`;
+  } catch (e) { $("report").textContent = ""; $("count-report").hidden = false; showError(e.message); }
+}
 
 // --- objects over time ---------------------------------------------------------------------------------------------
 
@@ -395,32 +460,61 @@ function objectTree(rows) {
   return flat;
 }
 
-function drawObjectRow(svg, width, y, node, depth) {
-  const v = state.view, label = `${node.kind}/${node.name}` + (node.owner && depth === 0 && node.ownerName ? `  ← ${node.ownerName}` : "");
-  const text = el("text", {x: 4 + depth * 12, y: y + 13, class: "row-label" + (node.deleted ? " deleted" : "")}, svg,
-    label.length > 44 ? label.slice(0, 43) + "…" : label);
-  titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
-  if (node.findings && node.findings.length) {
-    const mark = el("text", {x: LABELS - 22, y: y + 13, class: "finding-mark", "data-object": node.id}, svg, `⚠${node.findings.length}`);
-    titled(mark, node.findings.map((f) => `${f.code} ${f.message}` + (f.ts === null ? "" : ` (at ${iso(f.ts)})`)).join("\n"));
-  }
+function plural(n, one, many) { return `${n} ${n === 1 ? one : many || one + "s"}`; }
+
+// Which object a row is: its kind, namespace and name (two namespaces' namesakes are two rows one tells apart), and how
+// much of it is drawn when not all: beyond a row's share, one change per slice of the range.
+function rowLabel(node, depth) {
+  let label = `${node.kind} ${node.namespace ? node.namespace + "/" : ""}${node.name}`;
+  if (node.owner && depth === 0 && node.ownerName) label += `  ← ${node.ownerName}`;
+  if (node.ticksTotal > node.ticks.length) label += `  (${node.ticks.length} of ${plural(node.ticksTotal, "change")} drawn)`;
+  return label;
+}
+
+function drawTicks(svg, width, y, node) {
+  const v = state.view;
   const lifeEnd = node.deleted ? node.last : Math.max(v.end, node.last);
-  const x1 = Math.max(LABELS, xOf(node.first, width, LABELS)), x2 = Math.min(LABELS + width, xOf(lifeEnd, width, LABELS));
+  const x1 = Math.max(LEFT, xOf(node.first, width)), x2 = Math.min(LEFT + width, xOf(lifeEnd, width));
   if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
     `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
+  // one element a change (its hit area is its transparent stroke; view.css), its words in data-what, made a title on
+  // hover, and one click listener for the panel (installObjectGestures): a redraw at every zoom stays cheap
   for (const tick of node.ticks) {
-    const x = xOf(tick.ts, width, LABELS);
-    if (x < LABELS || x > LABELS + width) continue;
+    const x = xOf(tick.ts, width);
+    if (x < LEFT || x > LEFT + width) continue;
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
-    const what = `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "");
     const short = kind.short ? (ROW_H - 4) / 2 : 0;
-    const mark = el("rect", {x: x - 1, y: y + 2 + short, width: 2, height: ROW_H - 4 - short, "data-id": tick.id, "data-object": node.id,
+    el("rect", {x: x - 1, y: y + 2 + short, width: 2, height: ROW_H - 4 - short, "data-id": tick.id, "data-object": node.id,
+      "data-ts": tick.ts, "data-what": `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : ""),
       class: `tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
-    titled(mark, what);
-    const hit = el("rect", {x: x - 4, y: y, width: 8, height: ROW_H, class: "tick-hit", "data-id": tick.id}, svg);
-    titled(hit, what);
-    for (const node2 of [hit, mark]) node2.addEventListener("click", () => loadVersion(tick.id));
   }
+}
+
+function installObjectGestures() {
+  const svg = $("objects");
+  svg.addEventListener("click", (event) => {
+    const tick = event.target.closest && event.target.closest("rect.tick");
+    if (tick) loadVersion(Number(tick.dataset.id));
+  });
+  svg.addEventListener("pointerover", (event) => {
+    const tick = event.target.closest && event.target.closest("rect.tick");
+    if (tick && !tick.firstChild) titled(tick, tick.dataset.what);
+  });
+}
+
+function drawObjectRow(svg, plot, width, y, node, depth) {
+  const v = state.view, indent = 4 + depth * 12;
+  let x = indent;
+  if (node.findings && node.findings.length) {  // validate's findings, beside the name they are about
+    const mark = el("text", {x, y: y + LABEL_H - 2, class: "finding-mark", "data-object": node.id}, svg, `⚠${node.findings.length}`);
+    titled(mark, node.findings.map((f) => `${f.code} ${f.message}` + (f.ts === null ? "" : ` (at ${iso(f.ts)})`)).join("\n"));
+    x += 24;
+  }
+  const text = el("text", {x, y: y + LABEL_H - 2, class: "row-label" + (node.deleted ? " deleted" : ""), "data-object": node.id}, svg,
+    rowLabel(node, depth));
+  titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
+  y += LABEL_H;
+  drawTicks(plot, width, y, node);
   let rowY = y + ROW_H;
   const lanes = [];  // pods that do not overlap share a lane: a workload's pods take a few rows, not one each
   let hidden = node.podsTotal - node.pods.length;
@@ -430,28 +524,58 @@ function drawObjectRow(svg, width, y, node, depth) {
     if (lane < 0 && lanes.length < MAX_POD_LANES) lane = lanes.push(-Infinity) - 1;
     if (lane < 0) { hidden += 1; continue; }
     lanes[lane] = until;
-    const p1 = Math.max(LABELS, xOf(pod.start, width, LABELS)), p2 = Math.min(LABELS + width, xOf(pod.end === null ? v.end : pod.end, width, LABELS));
+    const p1 = Math.max(LEFT, xOf(pod.start, width)), p2 = Math.min(LEFT + width, xOf(pod.end === null ? v.end : pod.end, width));
     if (p2 > p1) {
       const bar = el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,
-        class: `pod ${pod.end === null ? "running" : "finished"}`}, svg);
+        class: `pod ${pod.end === null ? "running" : "finished"}`}, plot);
       titled(bar, `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`);
     }
   }
   rowY += lanes.length * POD_H;
-  if (hidden > 0) el("text", {x: LABELS, y: rowY + 9, class: "row-label"}, svg, `+${hidden} more pods in this range`);
-  return rowY - y + (hidden > 0 ? 12 : 0);
+  if (hidden > 0) el("text", {x: LEFT, y: rowY + 9, class: "row-label"}, svg, `+${plural(hidden, "more pod")} in this range`);
+  return rowY - y + LABEL_H + (hidden > 0 ? 12 : 0);
+}
+
+// The objects' own copy of the timeline's axis, kept in sight above the rows as the page scrolls (view.css: sticky).
+function drawObjectsAxis(width) {
+  const svg = $("objects-axis");
+  svg.replaceChildren();
+  const v = state.view, step = tickStep(v.end - v.start, width), right = LEFT + width + RIGHT;
+  const axis = el("g", {class: "axis"}, svg);
+  for (let t = Math.ceil(v.start / step) * step; t <= v.end; t += step) {
+    const x = xOf(t, width), label = tickLabel(t, step);
+    el("line", {x1: x, x2: x, y1: 14, y2: 22, "data-t": t}, axis);
+    if (x + 2 + label.length * CHAR_W <= right) el("text", {x: x + 2, y: 12}, axis, label);
+  }
+}
+
+// When the range changes (a zoom, a pan), the rows drawn move at once to the new scale as they are: the time axis
+// maps linearly, so every mark's new x is a * x + b; they are drawn anew for the new range when its rows come.
+function moveObjects() {
+  const plot = $("objects-plot"), drawn = state.drawnView, v = state.view;
+  if (!plot || !drawn) { drawObjects(); return; }
+  const width = plotWidth($("timeline")), a = (drawn.end - drawn.start) / (v.end - v.start);
+  const b = LEFT + (drawn.start - v.start) / (v.end - v.start) * width - a * LEFT;
+  plot.setAttribute("transform", `matrix(${a},0,0,1,${b},0)`);
+  drawObjectsAxis(width);
 }
 
 function drawObjects() {
   const svg = $("objects");
   svg.replaceChildren();
   if (!state.view) return;
-  const width = Math.max(100, svg.clientWidth - LABELS - RIGHT);
+  const width = plotWidth($("timeline"));  // the timeline's mapping, whatever this panel's own width
+  drawObjectsAxis(width);
+  // the rows' marks in one group, clipped to the plot: a pan moves it whole while the drag lasts (panObjects)
+  const clip = el("clipPath", {id: "objects-clip"}, el("defs", {}, svg));
+  el("rect", {x: LEFT, y: 0, width: width, height: 1e6}, clip);
+  const plot = el("g", {id: "objects-plot"}, el("g", {"clip-path": "url(#objects-clip)"}, svg));
+  state.drawnView = {...state.view};
   let y = 4;
-  for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, width, y, node, depth);
+  for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, plot, width, y, node, depth);
   if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
   svg.style.height = `${Math.max(30, y + 8)}px`;
-  $("objects-count").textContent = `${state.objects.length} of ${state.objectsTotal} objects`;
+  $("objects-count").textContent = `${state.objects.length} of ${plural(state.objectsTotal, "object")}`;
   $("more-objects").hidden = state.objects.length >= state.objectsTotal;
 }
 
@@ -469,7 +593,18 @@ async function loadObjects(append) {
   } catch (e) { showError(e.message); }
 }
 
-const refreshObjects = debounce(() => loadObjects(false), 150);
+const refreshObjects = debounce(() => loadObjects(false), 30);
+
+function drawDiff(box, text) {
+  box.replaceChildren();
+  for (const line of text.split("\n")) {
+    const span = document.createElement("span");
+    span.className = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" :
+      line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+    span.textContent = line + "\n";
+    box.appendChild(span);
+  }
+}
 
 async function loadVersion(id) {
   try {
@@ -479,27 +614,33 @@ async function loadVersion(id) {
     $("version").hidden = false;
     $("version-title").textContent = `${v.gvk} ${v.namespace}/${v.name}: ${v.op} ${v.at}` + (v.inferred ? " (reconstructed after a gap)" : "");
     $("yaml").textContent = v.yaml || "(deleted: no body)";
-    const diff = $("diff");
-    diff.replaceChildren();
-    for (const line of (v.diff || "(no earlier version recorded)\n").split("\n")) {
-      const span = document.createElement("span");
-      span.className = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add" :
-        line.startsWith("-") && !line.startsWith("---") ? "del" : "";
-      span.textContent = line + "\n";
-      diff.appendChild(span);
-    }
+    drawDiff($("diff"), v.diff || (v.previousId === null ? "(no earlier version recorded)\n" :
+      v.statusDiff ? "(the object is the same: only its status changed, below)\n" : "(no difference)\n"));
+    $("status-changes").hidden = !v.statusDiff;
+    drawDiff($("status-diff"), v.statusDiff || "");
     document.body.dataset.version = String(id);
     $("version").scrollIntoView({block: "nearest"});
   } catch (e) { showError(e.message); }
 }
 
-// A recorder writes while the page is open: its run, blind time and changes are read again now and then.
+// Each kind keeps its colour for as long as the page is open: a kind that appears later takes the next one.
+function colourKinds(kinds) {
+  const added = kinds.filter((k) => !(k.gvk in state.kindColour));
+  for (const k of added) state.kindColour[k.gvk] = KIND_COLOURS[Object.keys(state.kindColour).length % KIND_COLOURS.length];
+  return added;
+}
+
+// A recorder writes while the page is open: its run, blind time and changes are read again now and then. A view that
+// shows the whole history goes on showing it; one that ends now slides with it.
 async function refreshLive() {
   try {
-    const o = await api("/api/overview");
-    state.overview = {...state.overview, spans: o.spans, begin: o.begin, end: o.end, recording: o.recording};
-    drawTimeline();
-    fetchHistogram();
+    const o = await api("/api/overview"), old = state.overview, v = state.view;
+    state.overview = {...old, spans: o.spans, begin: o.begin, end: o.end, recording: o.recording};
+    const added = colourKinds(o.kinds);
+    if (added.length) { fillSelect($("kind"), added.map((k) => k.gvk)); drawLegend(); }
+    if (v.start <= old.begin && v.end >= old.end) wholeHistory();
+    else if (v.end >= old.end && o.end > old.end) setView(v.start + (o.end - old.end), v.end + (o.end - old.end));
+    else { drawTimeline(); fetchHistogram(); }
   } catch (e) { showError(e.message); }
 }
 
@@ -520,8 +661,8 @@ function showTrace(o) {
   const list = $("findings");
   list.hidden = false;
   const head = document.createElement("li");
-  head.textContent = `validate: ${o.findings.filter((f) => !f.code.startsWith("W")).length} errors, ` +
-    `${o.findings.filter((f) => f.code.startsWith("W")).length} warnings`;
+  head.textContent = `validate: ${plural(o.findings.filter((f) => !f.code.startsWith("W")).length, "error")}, ` +
+    `${plural(o.findings.filter((f) => f.code.startsWith("W")).length, "warning")}`;
   list.appendChild(head);
   for (const f of o.findings) {
     const li = document.createElement("li");
@@ -549,23 +690,27 @@ async function start() {
     const o = await api("/api/overview");
     state.overview = o;
     $("source").textContent = `${o.title}` + (o.context ? ` — context ${o.context}` : "") + (o.server ? ` (${o.server})` : "");
-    o.kinds.forEach((k, i) => { state.kindColour[k.gvk] = KIND_COLOURS[i % KIND_COLOURS.length]; });
+    colourKinds(o.kinds);
     fillSelect($("kind"), o.kinds.map((k) => k.gvk));
     fillSelect($("namespace"), o.namespaces);
     drawLegend();
     if (o.source === "trace") showTrace(o);
     if (o.begin === null) { showError("The cache holds no recording yet: record with 'kubectl sktrace start'."); return; }
     installTimelineGestures();
+    installObjectGestures();
     $("zoom-all").addEventListener("click", wholeHistory);
     $("zoom-in").addEventListener("click", () => zoom(0.5));
     $("zoom-out").addEventListener("click", () => zoom(2));
     $("select-mode").addEventListener("change", (e) => $("timeline").classList.toggle("select-mode", e.target.checked));
     $("filters").addEventListener("input", () => loadWindow());
     $("filters").addEventListener("change", () => loadWindow());
+    $("count-kept").addEventListener("click", () => fetchWindow(true));
+    $("count-report").addEventListener("click", countReport);
+    $("count-decisions").addEventListener("click", countDecisions);
     $("download").addEventListener("click", (e) => downloadWindow(e).catch((err) => showError(err.message)));
     $("copy-command").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("command").textContent));
     for (const id of ["kind", "namespace"]) $(id).addEventListener("change", () => loadObjects(false));
-    $("search").addEventListener("input", debounce(() => loadObjects(false), 200));
+    $("search").addEventListener("input", debounce(() => loadObjects(false), 90));
     $("more-objects").addEventListener("click", () => loadObjects(true));
     wholeHistory();
     if (o.recording) setInterval(refreshLive, LIVE_SECONDS * 1000);
