@@ -64,10 +64,12 @@ class Decision:
 def spec_hash(spec: Any, known: LiveObject | None) -> tuple[int, int | None]:
     """``(hash, fingerprint)`` of a spec: the known hash when the live index took it of a spec with this fingerprint,
     else SimKube's walk. The fingerprint is Python's hash of the spec's ``marshal`` bytes (memory only: a process's
-    own; about a sixth of the walk's cost). Format 2 writes no back-references, so its bytes depend on the values
-    alone: the same bytes are the same values, hence the same spec hash. A spec marshal cannot write has none."""
+    own; a fraction of the walk's cost). marshal is exact, so the same bytes are the same values, hence the same spec
+    hash; equal values that share their parts otherwise (marshal refers back to an object held twice) may give other
+    bytes, which costs a walk, never a wrong hash: every spec the watch parses is shaped alike. A spec marshal cannot
+    write has none."""
     try:
-        fp = hash(marshal.dumps(spec, 2))
+        fp = hash(marshal.dumps(spec))
     except ValueError:
         return simkube_spec_hash(spec), None
     if known is not None and known.spec_fp == fp:
