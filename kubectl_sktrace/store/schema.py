@@ -123,6 +123,17 @@ objects.meta_hash, data_hash
 event_objects.last_op
                 reads 0 for an object whose last row is a revision (it exists), as the live index
                 ``event_objects_live`` needs: the triggers of 0006, replaced.
+
+What the API server's audit log filled in (0012, docs/coverage.md, ``kubectl sktrace backfill``):
+
+audit_fills     one row per gap a log filled: the run whose start ended it (``run_id``; ``partial`` 1: the time before
+                that run, the cache's first, where a log alone does not know the objects that never changed), the gap
+                (``since``, ``until``), the part of it the logs covered (``covered_since``, ``covered_until``), the
+                ``levels`` met ('Metadata', 'RequestResponse', comma-separated), the rows written from the logs
+                (``events``), the reconstructed rows they replaced (``replaced``) and the objects whose reconstruction
+                the logs did not account for, kept (``kept``).
+audit_rows      the ``events`` rows a log wrote (``event_id``), by fill: not inferred (their time is the API server's
+                own), not live either; what ``status``, ``export`` and the view tell apart.
 """
 
 from __future__ import annotations
@@ -423,6 +434,28 @@ MIGRATIONS: list[tuple[str, str]] = [
                 ORDER BY e.ts DESC, e.id DESC LIMIT 1)
             WHERE gvk = old.gvk AND namespace = old.namespace AND name = old.name AND last_id = old.id;
         END;
+        """,
+    ),
+    (
+        "0012_audit_backfill",
+        """
+        CREATE TABLE audit_fills (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL,
+            since REAL NOT NULL,
+            until REAL NOT NULL,
+            covered_since REAL,
+            covered_until REAL,
+            levels TEXT NOT NULL,
+            events INTEGER NOT NULL,
+            replaced INTEGER NOT NULL,
+            kept INTEGER NOT NULL,
+            partial INTEGER NOT NULL,
+            filled_at REAL NOT NULL,
+            UNIQUE (run_id, partial)
+        );
+        CREATE TABLE audit_rows (event_id INTEGER PRIMARY KEY, fill_id INTEGER NOT NULL);
+        CREATE INDEX audit_rows_fill ON audit_rows (fill_id);
         """,
     ),
 ]

@@ -1,0 +1,129 @@
+"""``backfill`` end to end, as a user runs it: the emulator writes its audit log while a workload runs with the recorder
+stopped; after ``kubectl sktrace backfill`` an export of the offline time holds what a recorder that stayed up holds."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.cli.test_cli_start import sktrace, start, start_background, stop, wait_synced
+from tests.emulator.test_emulator_server import call
+
+from kubectl_sktrace.trace.files.format import decode_trace
+from sktrace_emulator import Emulator, Workload
+
+pytestmark = pytest.mark.timeout(180)
+
+PATCH = {"Content-Type": "application/merge-patch+json"}
+
+
+def deployment(name: str, namespace: str, *, replicas: int = 1, image: str = "nginx:1.25") -> dict[str, Any]:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": image}]}}}}
+
+
+def job(name: str, namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"completions": 1, "parallelism": 1, "template": {"metadata": {"labels": {"job": name}},
+                     "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}
+
+
+def settle(wl: Workload, seconds: float = 1.05) -> None:
+    """Controllers act, then the clock moves past the second (a trace's resolution) before the next change."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        wl.step()
+        time.sleep(0.05)
+
+
+def offline_workload(emu: Emulator, wl: Workload) -> None:
+    """What happens while one recorder is stopped: scaled by the subresource and by a patch, re-imaged, deleted, created
+    and deleted, a namespace deleted, a Job whose pod starts and finishes."""
+    base = "/apis/apps/v1/namespaces/web/deployments"
+    assert call(emu, "PATCH", f"{base}/a/scale", {"spec": {"replicas": 3}}, headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emu, "PATCH", f"{base}/b", {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}},
+                headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emu, "PATCH", f"{base}/b", {"spec": {"replicas": 2}}, headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emu, "DELETE", f"{base}/c")[0] == 200
+    settle(wl)
+    assert call(emu, "POST", base, deployment("e", "web"))[0] == 201
+    settle(wl)
+    assert call(emu, "DELETE", f"{base}/e")[0] == 200
+    settle(wl)
+    assert call(emu, "DELETE", "/api/v1/namespaces/gone")[0] == 200
+    settle(wl)
+    assert call(emu, "POST", "/apis/batch/v1/namespaces/web/jobs", job("j", "web"))[0] == 201
+    settle(wl, 2.5)
+
+
+def export(cache: str, start_ts: float, end_ts: float, out: Path) -> list[tuple[int, str, str, Any]]:
+    done = sktrace("export", "--cache", cache, "-s", f"@{int(start_ts)}", "-t", f"@{int(end_ts)}", "-O", str(out), check=False)
+    assert done.returncode == 0, done.stderr
+    trace = decode_trace(out.read_bytes())
+    rows = []
+    for event in trace.events:
+        for obj in event["applied_objs"]:
+            meta = obj["metadata"]
+            rows.append((event["ts"], "applied", f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}", json.dumps(obj.get("spec"), sort_keys=True)))
+        for obj in event["deleted_objs"]:
+            meta = obj["metadata"]
+            rows.append((event["ts"], "deleted", f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}", None))
+    return rows
+
+
+def lifecycles(path: Path) -> dict[tuple[str, str], list[str]]:
+    """Each owner's pod lifecycles (a lifecycle per pod), sorted."""
+    trace = decode_trace(path.read_bytes())
+    return {owner: sorted(json.dumps(life, sort_keys=True) for lives in by_hash.values() for life in lives)
+            for owner, by_hash in trace.pod_lifecycles.items()}
+
+
+def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path) -> None:
+    emu, kubeconfig = emulator, emulator_kubeconfig
+    log = tmp_path / "audit.log"
+    emu.enable_audit(log)
+    wl = Workload(emu, start_delay=0.2, job_seconds=(0.5, 0.5))
+    for name in ("a", "b", "c"):
+        emu.create(deployment(name, "web"))
+    emu.create(deployment("d", "gone"))
+    settle(wl, 0.3)
+    up_cache, down_cache = str(tmp_path / "up.db"), str(tmp_path / "down.db")
+    up = start_background(kubeconfig, up_cache, duration="120")
+    wait_synced(up_cache, 1, up)
+    assert start(kubeconfig, down_cache).returncode == 0  # run 1, then stopped
+    settle(wl)
+    offline_since = time.time()
+    offline_workload(emu, wl)
+    settle(wl)
+    second = start(kubeconfig, down_cache)
+    assert second.returncode == 0, second.stderr
+    window_end = time.time()  # after the restart's reconciliation: both caches have recorded up to here
+    settle(wl)
+    stop(up)
+    emu.disable_audit()
+
+    before = export(down_cache, offline_since - 1, window_end, tmp_path / "before.sktrace")
+    filled = sktrace("backfill", "--cache", down_cache, "--audit-log", str(log), check=False)
+    assert filled.returncode == 0, filled.stderr
+    assert "filled from the audit log (RequestResponse, " in filled.stdout, filled.stdout
+
+    after = export(down_cache, offline_since - 1, window_end, tmp_path / "after.sktrace")
+    live = export(up_cache, offline_since - 1, window_end, tmp_path / "live.sktrace")
+    assert before != live  # today's reconstruction is blurred
+    assert [r[1:] for r in after] == [r[1:] for r in live], (after, live)
+    assert all(abs(a[0] - b[0]) <= 1 for a, b in zip(after, live))
+    assert lifecycles(tmp_path / "after.sktrace") == lifecycles(tmp_path / "live.sktrace")
+    assert sktrace("validate", str(tmp_path / "after.sktrace"), check=False).returncode == 0
+
+    again = sktrace("backfill", "--cache", down_cache, "--audit-log", str(log), check=False)
+    assert again.returncode == 0, again.stderr
+    export(down_cache, offline_since - 1, window_end, tmp_path / "again.sktrace")
+    assert (tmp_path / "again.sktrace").read_bytes() == (tmp_path / "after.sktrace").read_bytes()
