@@ -29,14 +29,17 @@ from kubectl_sktrace.audit.collect import Collected
 from kubectl_sktrace.audit.lines import Wanted
 from kubectl_sktrace.audit.replay import Planned, Replayed, Version, accounts_for, replay
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.model import GVK, POD, ObjKey
+from kubectl_sktrace.model import GVK, POD, ObjectHead, ObjKey
 from kubectl_sktrace.record import owners as owner_rules
 from kubectl_sktrace.record.changes import event_second, same_uid
 from kubectl_sktrace.store import backfill as store
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.recording import EventRow, OwnerRecord, Recording
 from kubectl_sktrace.store.versions import DELETED
-from kubectl_sktrace.tracerconfig import TracerConfig, stored_config
+from kubectl_sktrace.trace import lifecycle as lifecycles
+from kubectl_sktrace.tracerconfig import TracerConfig, TrackedObject, stored_config, watched_owner_kinds
+
+_NO_LIFECYCLE = TrackedObject()
 
 
 @dataclass
@@ -68,9 +71,15 @@ def wanted_kinds(cache: Cache) -> tuple[Wanted, dict[int, TracerConfig]]:
     plurals = _plurals(Recording(cache).load_discovery())
     kinds: dict[tuple[str, str], GVK] = {(POD.group, "pods"): POD}
     for cfg in configs.values():
-        for gvk in cfg.kinds:
+        for gvk in (*cfg.kinds, *owner_kinds(configs)):
             kinds[(gvk.group, plurals.get(gvk) or _plural(gvk.kind))] = gvk
     return Wanted(kinds), configs
+
+
+def owner_kinds(configs: dict[int, TracerConfig]) -> frozenset[GVK]:
+    """The kinds read only for pods' owner chains (ReplicaSets of Deployments): no run tracks them."""
+    tracked = {gvk for cfg in configs.values() for gvk in cfg.kinds}
+    return frozenset(g for cfg in configs.values() for g in watched_owner_kinds(cfg) if g not in tracked)
 
 
 def _plurals(docs: dict[str, Any]) -> dict[GVK, str]:
@@ -97,7 +106,7 @@ def _plural(kind: str) -> str:
 def check_same_cluster(cache: Cache, collected: Collected, *, force: bool) -> None:
     """Refuse a log that names no object the cache knows (another cluster's), unless ``force``."""
     uids = {r.uid for records in collected.writes.values() for r in records if r.uid}
-    uids |= {r.uid for r in collected.pod_deletions if r.uid}
+    uids |= set(collected.pods)
     if force or not uids or store.shares_objects(cache, sorted(uids)[:5000]):
         return
     raise UsageError(f"the audit log names {len(uids)} objects and none of them is in cache {cache.path}: it is another "
@@ -149,7 +158,7 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
     found = _by_key(store.reconstructed(cache, gap))
     record = store.fill_of(cache, gap, at=at)
     already = store.filled_rows(cache, record.id)
-    lookup = _owner_lookup(Recording(cache).load_owners(), cfg)
+    lookup = _owner_lookup(_owner_records(Recording(cache).load_owners(), collected), cfg)
     rows: list[tuple[Planned, ...]] = []
     for key, logged in collected.in_order():
         inside = [r for r in logged if _in_gap(r.at, gap)]
@@ -162,9 +171,7 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
         restart_rows = found.get(key, [])
         planned = _decide(cache, gap, key, walked, restart_rows, report)
         rows.append(tuple(p for p in planned if _identity(p) not in already))
-    for pod in collected.pod_deletions:
-        if _in_gap(pod.at, gap) and pod.removed is not False and pod.uid:
-            report.pods_ended += store.end_pod(cache, uid=pod.uid, ts=event_second(pod.at), since=gap.since, until=gap.until)
+    _pods(cache, gap, collected, lookup, cfg, report)
     after = store.last_event_id(cache)
     recording = Recording(cache)
     for planned_row in sorted((p for group in rows for p in group), key=lambda p: p.at):
@@ -173,6 +180,39 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
     store.mark_filled(cache, record.id, after=after)
     store.update_fill(cache, record, covered=report.covered, levels=report.levels, replaced=report.replaced, kept=report.kept, at=at)
     return report
+
+
+def _pods(cache: Cache, gap: store.Gap, collected: Collected, lookup: Any, cfg: TracerConfig, report: GapReport) -> None:
+    """Pods removed in the gap: an end the restart inferred moves to the logged deletion; a pod created and deleted
+    in the gap (the restart never saw it) gets its lifecycle, under the owner its chain gives, as the recorder would."""
+    recording = Recording(cache)
+    for uid, trail in sorted(collected.pods.items(), key=lambda item: (item[1].first_at or 0.0, item[0])):
+        if trail.removed_at is None or not _in_gap(trail.removed_at, gap):
+            continue
+        second = event_second(trail.removed_at)
+        if store.end_pod(cache, uid=uid, ts=second, since=gap.since, until=gap.until):
+            report.pods_ended += 1
+            continue
+        if trail.first_at is None or not _in_gap(trail.first_at, gap) or store.has_pod(cache, uid):
+            continue
+        head = ObjectHead(key=trail.key, uid=uid, resource_version="", created=None, owners=trail.owners)
+        chain = owner_rules.resolve_chain(head, lookup=lookup) if trail.owners else []
+        owner = owner_rules.lifecycle_owner(pod_key=trail.key, chain=chain,
+                                            is_tracked_lifecycle_owner=lambda key: bool((cfg.get(key.gvk) or _NO_LIFECYCLE).track_lifecycle))
+        ended = lifecycles.on_pod_gone(trail.life, ts=second)
+        recording.insert_pod(uid=uid, namespace=trail.key.namespace, name=trail.key.name, owner=owner,
+                             stable_hash=trail.stable_hash if owner is not None else None, start_ts=ended.start, end_ts=ended.end,
+                             first_seen=trail.first_at)
+        recording.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=False, live=False)
+        report.pods_ended += 1
+
+
+def _owner_records(table: dict[ObjKey, OwnerRecord], collected: Collected) -> dict[ObjKey, OwnerRecord]:
+    """The owners the cache met, and those the log shows (what was created offline), the log's last word first."""
+    out = dict(table)
+    for key, (_, uid, refs) in collected.owners.items():
+        out[key] = OwnerRecord(uid, refs)
+    return out
 
 
 def _decide(cache: Cache, gap: store.Gap, key: ObjKey, walked: Replayed, restart_rows: list[store.Row],

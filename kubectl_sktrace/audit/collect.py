@@ -11,14 +11,44 @@ API server writes them in one form, which sorts as the times do).
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 from kubectl_sktrace.audit import forms
 from kubectl_sktrace.audit.lines import MAX_LINE_BYTES, BadLine, Logged, Wanted, parse_time, read_line
 from kubectl_sktrace.audit.sources import TOO_LONG, Source, read_lines
-from kubectl_sktrace.model import POD, ObjKey
+from kubectl_sktrace.model import POD, ObjKey, OwnerRef
+from kubectl_sktrace.trace import hashing, lifecycle, sanitize
+
+OUTSIDE = "outside the offline gaps"
+
+
+@dataclass
+class PodTrail:
+    """A pod as the log tells it: its key, owners and stable spec hash (first body), its lifecycle so far (the
+    recorder's merge of what each body shows), when it was first written and when it was removed."""
+
+    key: ObjKey
+    owners: tuple[OwnerRef, ...] = ()
+    stable_hash: int | None = None
+    life: lifecycle.Lifecycle = field(default_factory=lambda: lifecycle.Lifecycle(None, None))
+    first_at: float | None = None
+    removed_at: float | None = None
+
+    def take(self, record: Logged) -> None:
+        if record.verb == "delete" and record.removed is not False:
+            self.removed_at = record.at if self.removed_at is None else max(self.removed_at, record.at)
+            return
+        if record.body is None:
+            return
+        if self.first_at is None or record.at < self.first_at:
+            self.first_at = record.at
+        if self.stable_hash is None:
+            self.owners = sanitize.owner_refs(record.body)
+            self.stable_hash = hashing.pod_spec_hash(record.body.get("spec") or {})
+        self.life, _ = lifecycle.merge_lifecycle(self.life, lifecycle.derive_lifecycle(record.body))
 
 MAX_BAD_SHOWN = 10
 _STAGE_AT = re.compile(rb'"stageTimestamp":"([0-9T:.+Z-]+)"')
@@ -29,13 +59,15 @@ class Collected:
     """What the log gives, gathered."""
 
     writes: dict[ObjKey, list[Logged]] = field(default_factory=dict)  # per object, in the order read
-    pod_deletions: list[Logged] = field(default_factory=list)
+    pods: dict[str, PodTrail] = field(default_factory=dict)  # by uid
+    owners: dict[ObjKey, tuple[float, str, tuple[OwnerRef, ...]]] = field(default_factory=dict)  # last (time, uid, refs)
     lines: int = 0
     read_bytes: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     bad: int = 0
     bad_shown: list[tuple[str, int, str]] = field(default_factory=list)  # (source, line, reason) of the first bad lines
     spans: list[tuple[float, float]] = field(default_factory=list)  # each source's first and last time
+    owner_kinds: frozenset[object] = frozenset()  # kinds read only for pods' owner chains
     _seen: set[tuple[str, ObjKey]] = field(default_factory=set)
 
     def add(self, record: Logged) -> None:
@@ -45,8 +77,12 @@ class Collected:
                 return
             self._seen.add((record.audit_id, record.key))
         if record.key.gvk == POD:
-            if record.verb == "delete":
-                self.pod_deletions.append(record)
+            if record.uid:
+                self.pods.setdefault(record.uid, PodTrail(record.key)).take(record)
+            return
+        if record.body is not None and record.uid and (record.key not in self.owners or self.owners[record.key][0] <= record.at):
+            self.owners[record.key] = (record.at, record.uid, sanitize.owner_refs(record.body))
+        if record.key.gvk in self.owner_kinds:
             return
         self.writes.setdefault(record.key, []).append(record)
 
@@ -61,9 +97,14 @@ class Collected:
             self.bad_shown.append((source, bad.line, bad.reason))
 
 
-def collect(sources: Iterable[Source], *, wanted: Wanted, lines_of: Callable[[Source], Iterator[tuple[int, bytes]]] = read_lines) -> Collected:
-    """Every source read, line by line, into one ``Collected``."""
-    out = Collected()
+def collect(sources: Iterable[Source], *, wanted: Wanted, within: Sequence[tuple[float, float]] | None = None,
+            owner_kinds: frozenset[object] = frozenset(), where: Callable[[bytes], str] | None = None,
+            lines_of: Callable[[Source], Iterator[tuple[int, bytes]]] = read_lines) -> Collected:
+    """Every source read, line by line, into one ``Collected``; ``within``: the only times wanted (the gaps), lines of
+    other times skipped before they are parsed (to the second: the exact test follows the parse) and counted under
+    ``where(time)``."""
+    out = Collected(owner_kinds=owner_kinds)
+    bounds = None if within is None else [(stamp(a - 2), stamp(b + 2)) for a, b in within]
     for source in sources:
         first: bytes | None = None
         last: bytes | None = None
@@ -74,14 +115,23 @@ def collect(sources: Iterable[Source], *, wanted: Wanted, lines_of: Callable[[So
                 out.bad_line(source.name, BadLine(number, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB"))
                 continue
             for event in forms.unwrap(raw):
-                stamp = _STAGE_AT.search(event, max(0, len(event) - 400)) or _STAGE_AT.search(event)
-                if stamp is not None:
-                    at = stamp.group(1)
+                found = _STAGE_AT.search(event, max(0, len(event) - 400)) or _STAGE_AT.search(event)
+                if found is not None:
+                    at = found.group(1)
                     first = at if first is None or at < first else first
                     last = at if last is None or at > last else last
+                    if bounds is not None and not any(a < at < b for a, b in bounds):
+                        out.skipped[where(at) if where is not None else OUTSIDE] += 1
+                        continue
                 _take(out, source.name, read_line(event, wanted=wanted, line=number))
         _span(out, first, last)
     return out
+
+
+def stamp(ts: float) -> bytes:
+    if ts in (float("inf"), float("-inf")):
+        return b"9999" if ts > 0 else b"0000"
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)).encode()
 
 
 def _take(out: Collected, source: str, given: tuple[Logged, ...] | str | BadLine) -> None:

@@ -5,7 +5,7 @@ An ``audit.k8s.io/v1`` Event (NOTES.md, "Audit log", measured on a v1.28 server)
 - it is the request's last stage (``ResponseComplete``; ``RequestReceived`` lines repeat the request without its
   answer) and it succeeded (2xx): failed requests change nothing;
 - it is a write (``create``, ``update``, ``patch``, ``delete``, ``deletecollection``): reads never change anything;
-- of a kind the cache tracks (``Wanted``), or a pod (whose deletion ends a lifecycle).
+- of a kind the cache tracks (``Wanted``), a pod (lifecycles), or an owner kind between them (a ReplicaSet: chains).
 
 What it then gives depends on its level: at ``RequestResponse`` the object after the write (``responseObject``) or,
 for the ``scale`` subresource, the Scale's ``spec.replicas``; a delete answered with a ``Status`` removed the object
@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Mapping
 
-from kubectl_sktrace.model import GVK, POD, SECRET, ObjKey
+from kubectl_sktrace.model import GVK, SECRET, ObjKey
 
 LEVELS = ("Metadata", "Request", "RequestResponse")  # "None" is never written
 WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 MAX_LINE_BYTES = 16 * 1024 * 1024  # the API server refuses bodies over 3 MB; a line of both bodies stays far below
 # why a line gives nothing, counted by the caller
-READ, FAILED, UNTRACKED, STAGE, NO_CHANGE = "reads", "failed requests", "kinds not tracked", "other stages", "without a change"
+READ, FAILED, UNTRACKED, STAGE = "reads", "failed requests", "kinds not tracked", "other stages"
 
 _VERB = re.compile(rb'"verb":"([a-z]*)"')
 _RESOURCE = re.compile(rb'"objectRef":\{"resource":"([^"\\]*)"')
@@ -45,15 +45,10 @@ class Wanted:
     """The kinds whose writes the cache takes, by the log's ``(apiGroup, resource)``."""
 
     kinds: Mapping[tuple[str, str], GVK]
-    deletes_only: frozenset[str] = frozenset({"pods"})  # of these only a deletion matters (a pod's lifecycle ends)
 
     @property
     def resources(self) -> frozenset[bytes]:
         return frozenset(resource.encode() for _, resource in self.kinds)
-
-    @property
-    def deletes_only_bytes(self) -> frozenset[bytes]:
-        return frozenset(resource.encode() for resource in self.deletes_only)
 
 
 @dataclass(frozen=True)
@@ -111,9 +106,6 @@ def _cheap_skip(raw: bytes, wanted: Wanted) -> str | None:
     resource = _RESOURCE.search(head)
     if resource is not None and resource.group(1) not in wanted.resources:
         return UNTRACKED
-    if resource is not None and verb is not None and resource.group(1) in wanted.deletes_only_bytes and \
-            verb.group(1) not in (b"delete", b"deletecollection"):
-        return NO_CHANGE
     return None
 
 
@@ -131,8 +123,6 @@ def event_gives(event: Mapping[str, Any], *, wanted: Wanted, line: int) -> tuple
     gvk = wanted.kinds.get((group, resource))
     if gvk is None:
         return UNTRACKED
-    if resource in wanted.deletes_only and not group and verb not in ("delete", "deletecollection"):
-        return NO_CHANGE
     code = (event.get("responseStatus") or {}).get("code")
     if not isinstance(code, int) or isinstance(code, bool):
         raise TypeError("responseStatus.code is not a number")
@@ -179,7 +169,7 @@ def _deletion(base: Logged, response: Any) -> Logged:
     meta = response.get("metadata") or {}
     uid = meta.get("uid") if isinstance(meta, dict) else None
     return _with(base, uid=uid if isinstance(uid, str) and uid else base.uid, removed=False,
-                 body=response if base.key.gvk != SECRET and base.key.gvk != POD else None)
+                 body=response if base.key.gvk != SECRET else None)
 
 
 def _collection(base: Logged, response: Any) -> tuple[Logged, ...]:

@@ -11,12 +11,14 @@ import contextlib
 from dataclasses import dataclass
 from typing import IO, Callable, ContextManager, Sequence
 
-from kubectl_sktrace.audit.backfill import GapReport, Outcome, check_same_cluster, fill, wanted_kinds
-from kubectl_sktrace.audit.collect import Collected, collect
+from kubectl_sktrace.audit.backfill import GapReport, Outcome, check_same_cluster, fill, owner_kinds, wanted_kinds
+from kubectl_sktrace.audit.collect import Collected, stamp, collect
 from kubectl_sktrace.audit.sources import expand
 from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.plural import counted
+from kubectl_sktrace.store.backfill import gaps
+from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.opening import open_cache
 from kubectl_sktrace.timeparse import format_duration, format_time
 
@@ -41,7 +43,8 @@ def run(location: str | CacheUrl, *, paths: Sequence[str], before_first: bool, f
                              "stop the recorder, then backfill") from None
         try:
             wanted, configs = wanted_kinds(cache)
-            collected = collect(sources, wanted=wanted)
+            within = [(g.since, g.until) for g in gaps(cache, before_first=before_first)]
+            collected = collect(sources, wanted=wanted, within=within, owner_kinds=owner_kinds(configs), where=_regions(cache))
             if collected.lines and collected.bad == collected.lines:
                 source, line, reason = collected.bad_shown[0]
                 raise UsageError(f"no line of the audit log is an audit Event ({source} line {line}: {reason}); nothing was "
@@ -54,10 +57,23 @@ def run(location: str | CacheUrl, *, paths: Sequence[str], before_first: bool, f
         return BackfillResult(str(cache.path), collected, outcome)
 
 
+def _regions(cache: Cache) -> Callable[[bytes], str]:
+    """Where a time outside the gaps falls, for the count of lines skipped there (the time as the log writes it)."""
+    first, last = cache.conn.execute("SELECT MIN(started), MAX(stopped) FROM runs").fetchone()
+
+    def where(at: bytes) -> str:
+        if first is not None and at < stamp(first):
+            return "before the cache's first run (--before-first-run fills it)"
+        if last is not None and at > stamp(last):
+            return "after the cache's last run"
+        return "in time observed live"
+    return where
+
+
 def summary_lines(result: BackfillResult) -> list[str]:
     """What backfill did, for people (stdout)."""
     c = result.collected
-    taken = sum(len(v) for v in c.writes.values()) + len(c.pod_deletions)
+    taken = sum(len(v) for v in c.writes.values())
     skipped = ", ".join(f"{reason} {n}" for reason, n in sorted(c.skipped.items()))
     lines = [f"read {counted(c.lines, 'line')} ({c.read_bytes / 1e6:.1f} MB): {counted(taken, 'write')} of tracked kinds"
              + (f"; skipped: {skipped}" if skipped else "")]
@@ -78,7 +94,7 @@ def _gap_lines(report: GapReport) -> list[str]:
             else f"gap {format_time(gap.since)} to {format_time(gap.until)} ({format_duration(gap.until - gap.since)}, before run {gap.run_id})")
     levels = ", ".join(sorted(report.levels)) or "no write"
     lines = [f"{what}: filled from the audit log ({levels}, {counted(report.written, 'event')} written, "
-             f"{report.replaced} reconstructed replaced, {counted(report.pods_ended, 'pod end')} timed)"]
+             f"{report.replaced} reconstructed replaced, {counted(report.pods_ended, 'pod lifecycle')} ended)"]
     if report.covered is None:
         lines.append("  the log covers none of it")
     elif not gap.partial and (report.covered[0] > gap.since + 1 or report.covered[1] < gap.until - 1):

@@ -169,6 +169,10 @@ def end_pod(cache: Cache, *, uid: str, ts: int, since: float, until: float) -> b
     return True
 
 
+def has_pod(cache: Cache, uid: str) -> bool:
+    return cache.conn.execute("SELECT 1 FROM pods WHERE uid = ?", (uid,)).fetchone() is not None
+
+
 def shares_objects(cache: Cache, uids: Iterable[str]) -> bool:
     """Whether any of these uids is one the cache recorded (a log of this cluster names some of them)."""
     for uid in uids:
