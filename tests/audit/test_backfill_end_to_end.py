@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +87,18 @@ def lifecycles(path: Path) -> dict[tuple[str, str], list[str]]:
             for owner, by_hash in trace.pod_lifecycles.items()}
 
 
-def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path) -> None:
-    emu, kubeconfig = emulator, emulator_kubeconfig
+@dataclass(frozen=True)
+class Scenario:
+    log: Path
+    up: str  # a cache whose recorder stayed up
+    down: str  # a cache whose recorder was stopped while the workload ran
+    since: float  # the offline time's start
+    until: float  # after the restart's reconciliation: both caches recorded up to here
+
+
+def run_scenario(emu: Emulator, kubeconfig: str, tmp_path: Path, policy: dict[str, Any] | None = None) -> Scenario:
     log = tmp_path / "audit.log"
-    emu.enable_audit(log)
+    emu.enable_audit(log, policy)
     wl = Workload(emu, start_delay=0.2, job_seconds=(0.5, 0.5))
     for name in ("a", "b", "c"):
         emu.create(deployment(name, "web"))
@@ -105,25 +114,52 @@ def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulat
     settle(wl)
     second = start(kubeconfig, down_cache)
     assert second.returncode == 0, second.stderr
-    window_end = time.time()  # after the restart's reconciliation: both caches have recorded up to here
+    window_end = time.time()
     settle(wl)
     stop(up)
     emu.disable_audit()
+    return Scenario(log, up_cache, down_cache, offline_since - 1, window_end)
 
-    before = export(down_cache, offline_since - 1, window_end, tmp_path / "before.sktrace")
-    filled = sktrace("backfill", "--cache", down_cache, "--audit-log", str(log), check=False)
+
+def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path) -> None:
+    sc = run_scenario(emulator, emulator_kubeconfig, tmp_path)
+    before = export(sc.down, sc.since, sc.until, tmp_path / "before.sktrace")
+    filled = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
     assert filled.returncode == 0, filled.stderr
     assert "filled from the audit log (RequestResponse, " in filled.stdout, filled.stdout
 
-    after = export(down_cache, offline_since - 1, window_end, tmp_path / "after.sktrace")
-    live = export(up_cache, offline_since - 1, window_end, tmp_path / "live.sktrace")
+    after = export(sc.down, sc.since, sc.until, tmp_path / "after.sktrace")
+    live = export(sc.up, sc.since, sc.until, tmp_path / "live.sktrace")
     assert before != live  # today's reconstruction is blurred
     assert [r[1:] for r in after] == [r[1:] for r in live], (after, live)
     assert all(abs(a[0] - b[0]) <= 1 for a, b in zip(after, live))
     assert lifecycles(tmp_path / "after.sktrace") == lifecycles(tmp_path / "live.sktrace")
     assert sktrace("validate", str(tmp_path / "after.sktrace"), check=False).returncode == 0
+    told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
+    assert "filled from the audit log (RequestResponse, 8 events)" in told.stderr, told.stderr
+    assert "Filled from the audit log" in sktrace("status", "--cache", sc.down).stdout
 
-    again = sktrace("backfill", "--cache", down_cache, "--audit-log", str(log), check=False)
+    again = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
     assert again.returncode == 0, again.stderr
-    export(down_cache, offline_since - 1, window_end, tmp_path / "again.sktrace")
+    export(sc.down, sc.since, sc.until, tmp_path / "again.sktrace")
     assert (tmp_path / "again.sktrace").read_bytes() == (tmp_path / "after.sktrace").read_bytes()
+
+
+def test_a_metadata_log_moves_deletions_to_their_logged_times_and_invents_no_body(emulator: Emulator, emulator_kubeconfig: str,
+                                                                                  tmp_path: Path) -> None:
+    sc = run_scenario(emulator, emulator_kubeconfig, tmp_path, {"rules": [{"level": "Metadata"}], "omitStages": ["RequestReceived"]})
+    before = export(sc.down, sc.since, sc.until, tmp_path / "before.sktrace")
+    filled = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
+    assert filled.returncode == 0, filled.stderr
+    assert "filled from the audit log (Metadata, " in filled.stdout, filled.stdout
+    after = export(sc.down, sc.since, sc.until, tmp_path / "after.sktrace")
+    live = export(sc.up, sc.since, sc.until, tmp_path / "live.sktrace")
+    deleted = {r[2]: r[0] for r in after if r[1] == "deleted"}
+    assert set(deleted) == {"Deployment/web/c", "Deployment/gone/d"}  # e was created and deleted offline: no body, not invented
+    live_deleted = {r[2]: r[0] for r in live if r[1] == "deleted"}
+    assert all(abs(deleted[k] - live_deleted[k]) <= 1 for k in deleted)
+    before_deleted = {r[2]: r[0] for r in before if r[1] == "deleted"}
+    assert all(before_deleted[k] > deleted[k] for k in deleted)  # the restart's time, moved back
+    assert [r for r in after if r[1] == "applied"] == [r for r in before if r[1] == "applied"]  # bodies: the reconstruction stands
+    told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
+    assert "filled from the audit log (Metadata, 2 events)" in told.stderr and "the log does not account for: reconstructed" in told.stderr
