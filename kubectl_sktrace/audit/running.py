@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import IO, Callable, ContextManager, Sequence
 
 from kubectl_sktrace.audit.backfill import GapReport, Outcome, check_same_cluster, fill, owner_kinds, wanted_kinds
+from kubectl_sktrace.audit.check import Disagreement, check, live_spans
 from kubectl_sktrace.audit.collect import Collected, stamp, collect
 from kubectl_sktrace.audit.sources import expand
 from kubectl_sktrace.errors import CacheError, UsageError
@@ -19,7 +20,7 @@ from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.store.backfill import gaps
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.opening import open_cache
+from kubectl_sktrace.store.opening import open_cache, open_cache_readonly
 from kubectl_sktrace.timeparse import format_duration, format_time
 
 
@@ -55,6 +56,26 @@ def run(location: str | CacheUrl, *, paths: Sequence[str], before_first: bool, f
             with contextlib.suppress(Exception):
                 lock.release()
         return BackfillResult(str(cache.path), collected, outcome)
+
+
+def run_check(location: str | CacheUrl, *, paths: Sequence[str], stdin: IO[bytes], open_url: Callable[[str], ContextManager[IO[bytes]]],
+              is_url: Callable[[str], bool]) -> tuple[Collected, int, list[Disagreement]]:
+    """``--check``: the logs compared with the time the cache observed live; the cache is only read."""
+    sources = expand(paths, stdin=stdin, open_url=open_url, is_url=is_url)
+    with open_cache_readonly(location) as cache:
+        wanted, configs = wanted_kinds(cache)
+        spans = live_spans(cache)
+        collected = collect(sources, wanted=wanted, within=spans, owner_kinds=owner_kinds(configs), where=lambda at: "outside time observed live")
+        checked, found = check(cache, collected, spans=spans, configs=configs)
+    return collected, checked, found
+
+
+def check_lines(collected: Collected, checked: int, found: list[Disagreement]) -> list[str]:
+    """What ``--check`` found, for people."""
+    head = f"checked {counted(checked, 'logged write')} in time observed live ({counted(collected.lines, 'line')} read): "
+    if not found:
+        return [head + "the recording agrees with the log"]
+    return [head + f"{counted(len(found), 'disagreement')}", *(f"  {d.line()}" for d in found)]
 
 
 def _regions(cache: Cache) -> Callable[[bytes], str]:
@@ -106,9 +127,8 @@ def _gap_lines(report: GapReport) -> list[str]:
     return lines
 
 
-def bad_lines(result: BackfillResult) -> list[str]:
+def bad_lines(c: Collected) -> list[str]:
     """The bad lines, for stderr: counted, the first named with their line numbers."""
-    c = result.collected
     if not c.bad:
         return []
     lines = [f"Warning: {counted(c.bad, 'bad line')} skipped (not audit Events):"]

@@ -21,8 +21,10 @@ from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path
 @click.option("--before-first-run", "before_first", is_flag=True,
               help="Also fill the time before the cache's first run (marked partial: objects that never changed in the log are not known).")
 @click.option("--force", "force", is_flag=True, help="Fill from a log that names no object the cache knows (another cluster's, as it seems).")
+@click.option("--check", "check", is_flag=True,
+              help="Write nothing: compare the log with the time the recorder observed live, and report where they disagree.")
 def backfill_command(kubeconfig: str | None, context: str | None, cache: str | None, audit_logs: tuple[str, ...], before_first: bool,
-                     force: bool) -> None:
+                     force: bool, check: bool) -> None:
     """Fill the cache's offline gaps from the cluster's own audit log.
 
     Only time no recorder observed is filled: a deletion found at a restart moves to its logged time, the changes made
@@ -34,14 +36,23 @@ def backfill_command(kubeconfig: str | None, context: str | None, cache: str | N
     Example:
       kubectl sktrace backfill --audit-log /var/log/kubernetes/audit/
       zcat audit-2026-11-28.log.gz | kubectl sktrace backfill --audit-log -
+      kubectl sktrace backfill --check --audit-log s3://logs/audit/2026-11-28.log.gz
     """
-    from kubectl_sktrace.audit.running import bad_lines, run, summary_lines
+    from kubectl_sktrace.audit.running import bad_lines, check_lines, run, run_check, summary_lines
     from kubectl_sktrace.trace.files.objectstore import open_object, protocol_of
 
     location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
+    if check:
+        collected, checked, found = run_check(location, paths=audit_logs, stdin=sys.stdin.buffer, open_url=open_object,
+                                              is_url=lambda path: protocol_of(path) is not None)
+        for line in bad_lines(collected):
+            click.echo(line, err=True)
+        for line in check_lines(collected, checked, found):
+            click.echo(line)
+        return
     result = run(location, paths=audit_logs, before_first=before_first, force=force, stdin=sys.stdin.buffer,
                  open_url=open_object, is_url=lambda path: protocol_of(path) is not None)
-    for line in bad_lines(result):
+    for line in bad_lines(result.collected):
         click.echo(line, err=True)
     for line in summary_lines(result):
         click.echo(line)

@@ -169,6 +169,14 @@ def end_pod(cache: Cache, *, uid: str, ts: int, since: float, until: float) -> b
     return True
 
 
+def rows_near(cache: Cache, key: ObjKey, *, op: int, since: float, until: float) -> list[Row]:
+    """The object's rows of ``op`` received in ``[since, until]`` (``--check``: what the recorder recorded near a logged write)."""
+    sql = (f"SELECT {_COLUMNS} FROM events e WHERE e.gvk = ? AND e.namespace = ? AND e.name = ? AND e.op = ? AND e.recv >= ? "
+           "AND e.recv <= ? ORDER BY e.ts, e.id")
+    finite = min(until, 1e18)
+    return [_row(cache, r) for r in cache.conn.execute(sql, (str(key.gvk), key.namespace, key.name, op, since, finite)).fetchall()]
+
+
 def has_pod(cache: Cache, uid: str) -> bool:
     return cache.conn.execute("SELECT 1 FROM pods WHERE uid = ?", (uid,)).fetchone() is not None
 

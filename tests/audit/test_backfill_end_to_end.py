@@ -163,3 +163,35 @@ def test_a_metadata_log_moves_deletions_to_their_logged_times_and_invents_no_bod
     assert [r for r in after if r[1] == "applied"] == [r for r in before if r[1] == "applied"]  # bodies: the reconstruction stands
     told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
     assert "filled from the audit log (Metadata, 2 events)" in told.stderr and "the log does not account for: reconstructed" in told.stderr
+
+
+def test_check_finds_nothing_in_time_observed_live_until_an_event_is_removed(emulator: Emulator, emulator_kubeconfig: str,
+                                                                              tmp_path: Path) -> None:
+    import sqlite3
+
+    log = tmp_path / "audit.log"
+    emulator.enable_audit(log)
+    wl = Workload(emulator, start_delay=0.2, job_seconds=(0.5, 0.5))
+    emulator.create(deployment("a", "web"))
+    cache = str(tmp_path / "live.db")
+    recorder = start_background(emulator_kubeconfig, cache, duration="60")
+    wait_synced(cache, 1, recorder)
+    settle(wl, 2.5)  # the sync's own second, and the check's slack, behind
+    assert call(emulator, "PATCH", "/apis/apps/v1/namespaces/web/deployments/a/scale", {"spec": {"replicas": 2}}, headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emulator, "POST", "/apis/apps/v1/namespaces/web/deployments", deployment("b", "web"))[0] == 201
+    settle(wl)
+    assert call(emulator, "DELETE", "/apis/apps/v1/namespaces/web/deployments/a")[0] == 200
+    settle(wl, 3.0)
+    stop(recorder)
+    emulator.disable_audit()
+    agreed = sktrace("backfill", "--check", "--cache", cache, "--audit-log", str(log))
+    assert agreed.stdout.startswith("checked ") and "the recording agrees with the log" in agreed.stdout, agreed.stdout
+    assert int(agreed.stdout.split()[1]) >= 3  # the scale, the create, the delete, and the controllers' status writes
+    conn = sqlite3.connect(cache)
+    with conn:
+        conn.execute("DELETE FROM events WHERE name = 'a' AND op = 0 AND id = (SELECT MAX(id) FROM events WHERE name = 'a' AND op = 0)")
+    conn.close()
+    found = sktrace("backfill", "--check", "--cache", cache, "--audit-log", str(log))
+    assert "1 disagreement" in found.stdout, found.stdout
+    assert "apps/v1.Deployment web/a: a spec change was logged (line" in found.stdout and "the recorder missed it" in found.stdout
