@@ -20,7 +20,7 @@ from kubectl_sktrace.audit import forms
 from kubectl_sktrace.audit.lines import MAX_LINE_BYTES, BadLine, Logged, Wanted, parse_time, read_line
 from kubectl_sktrace.audit.sources import TOO_LONG, Source, read_lines
 from kubectl_sktrace.model import POD, ObjKey, OwnerRef
-from kubectl_sktrace.trace import hashing, lifecycle, sanitize
+from kubectl_sktrace.trace import hashing, lifecycle, revisions, sanitize
 
 OUTSIDE = "outside the offline gaps"
 
@@ -68,6 +68,7 @@ class Collected:
     bad_shown: list[tuple[str, int, str]] = field(default_factory=list)  # (source, line, reason) of the first bad lines
     spans: list[tuple[float, float]] = field(default_factory=list)  # each source's first and last time
     owner_kinds: frozenset[object] = frozenset()  # kinds read only for pods' owner chains
+    created_pods: set[tuple[str, str]] = field(default_factory=set)  # (namespace, name) of the pods the log created
     _seen: set[tuple[str, ObjKey]] = field(default_factory=set)
 
     def add(self, record: Logged) -> None:
@@ -77,6 +78,8 @@ class Collected:
                 return
             self._seen.add((record.audit_id, record.key))
         if record.key.gvk == POD:
+            if record.verb == "create":
+                self.created_pods.add((record.key.namespace, record.key.name))
             if record.uid:
                 self.pods.setdefault(record.uid, PodTrail(record.key)).take(record)
             return
@@ -84,7 +87,11 @@ class Collected:
             self.owners[record.key] = (record.at, record.uid, sanitize.owner_refs(record.body))
         if record.key.gvk in self.owner_kinds:
             return
-        self.writes.setdefault(record.key, []).append(record)
+        kept = self.writes.setdefault(record.key, [])
+        if record.body is not None and kept and _same_version(kept[-1], record):
+            self.skipped["writes without a change"] += 1  # a status write: what the recorder's rule ignores, not held
+            return
+        kept.append(record)
 
     def in_order(self) -> Iterator[tuple[ObjKey, list[Logged]]]:
         """Each object's writes in time order (ties kept in the order read)."""
@@ -95,6 +102,17 @@ class Collected:
         self.bad += 1
         if len(self.bad_shown) < MAX_BAD_SHOWN:
             self.bad_shown.append((source, bad.line, bad.reason))
+
+
+def _same_version(before: Logged, after: Logged) -> bool:
+    """Whether a write leaves the object as the previous logged write did, by the recorder's fingerprints (the spec
+    hash, metadata and data): the later one is no change, whatever the level. Only writes read in time order compare."""
+    if before.body is None or after.body is None or before.uid != after.uid or before.at > after.at or after.subresource == "scale":
+        return False
+    if hashing.spec_hash(before.body.get("spec")) != hashing.spec_hash(after.body.get("spec")):
+        return False
+    a, b = (sanitize.sanitize(r.body, gvk=r.key.gvk) for r in (before, after))  # type: ignore[arg-type]
+    return revisions.metadata_hash(a) == revisions.metadata_hash(b) and revisions.data_hash(a) == revisions.data_hash(b)
 
 
 def collect(sources: Iterable[Source], *, wanted: Wanted, within: Sequence[tuple[float, float]] | None = None,
@@ -123,7 +141,7 @@ def collect(sources: Iterable[Source], *, wanted: Wanted, within: Sequence[tuple
                     if bounds is not None and not any(a < at < b for a, b in bounds):
                         out.skipped[where(at) if where is not None else OUTSIDE] += 1
                         continue
-                _take(out, source.name, read_line(event, wanted=wanted, line=number))
+                _take(out, source.name, read_line(event, wanted=wanted, line=number, pods=out.created_pods))
         _span(out, first, last)
     return out
 

@@ -52,7 +52,7 @@ def unwrap(raw: bytes) -> tuple[bytes, ...]:
 def _events(doc: dict[str, Any]) -> list[Any] | None:
     for key in ("logEvents", "events"):  # CloudWatch Logs: a subscription's document, filter-log-events output
         if isinstance(doc.get(key), list):
-            return [_text(e.get("message")) for e in doc[key] if isinstance(e, dict) and isinstance(e.get("message"), str)]
+            return [_text(str(e["message"])) for e in doc[key] if isinstance(e, dict) and isinstance(e.get("message"), str)]
     if isinstance(doc.get("records"), list):  # an event hub's batch of diagnostic records
         return [e for r in doc["records"] if isinstance(r, dict) for e in (_events(r) or ())]
     properties = doc.get("properties")
