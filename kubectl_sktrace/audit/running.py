@@ -114,8 +114,11 @@ def _gap_lines(report: GapReport) -> list[str]:
     what = (f"the time before run {gap.run_id} (partial: objects that never changed in the log are not known)" if gap.partial
             else f"gap {format_time(gap.since)} to {format_time(gap.until)} ({format_duration(gap.until - gap.since)}, before run {gap.run_id})")
     levels = ", ".join(sorted(report.levels)) or "no write"
-    lines = [f"{what}: filled from the audit log ({levels}, {counted(report.written, 'event')} written, "
-             f"{report.replaced} reconstructed replaced, {counted(report.pods_ended, 'pod lifecycle')} ended)"]
+    if not (report.written or report.replaced or report.pods_ended):
+        lines = [f"{what}: nothing new from the audit log ({levels}): what it gives is in the cache already"]
+    else:
+        lines = [f"{what}: filled from the audit log ({levels}, {counted(report.written, 'event')} written, "
+                 f"{report.replaced} reconstructed replaced, {counted(report.pods_ended, 'pod lifecycle')} ended)"]
     if report.covered is None:
         lines.append("  the log covers none of it")
     elif not gap.partial and (report.covered[0] > gap.since + 1 or report.covered[1] < gap.until - 1):
