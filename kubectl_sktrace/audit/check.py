@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kubectl_sktrace.audit.collect import Collected
 from kubectl_sktrace.audit.lines import Logged
-from kubectl_sktrace.audit.replay import Version
+from kubectl_sktrace.audit.replay import Version, object_of
 from kubectl_sktrace.model import ObjKey
 from kubectl_sktrace.record.changes import decide_applied, is_skipped_owned
 from kubectl_sktrace.store import backfill as store
@@ -96,13 +96,14 @@ def _disagreement(cache: Cache, event: Logged, known: Version | None, *, skip_ow
         if event.removed is False or known is None:
             return None, known, True
         return _expect(cache, event, op=DELETED, spec_hash=None, what=f"the deletion of uid {known.live.uid}"), None, True
-    if event.body is None:
+    obj = object_of(event, known)  # the object shown, or the last version with a Scale's replicas put in
+    if obj is None:
         return None, None, False
-    head = sanitize.read_head(event.body, event.key.gvk)
+    head = sanitize.read_head(obj, event.key.gvk)
     if is_skipped_owned(head, skip_owned=skip_owned):
         return None, known, True
-    body = sanitize.sanitize(event.body, gvk=event.key.gvk)
-    spec_hash = hashing.spec_hash(event.body.get("spec"))
+    body = sanitize.sanitize(obj, gvk=event.key.gvk)
+    spec_hash = hashing.spec_hash(obj.get("spec"))
     after = Version.of(uid=head.uid, spec_hash=spec_hash, body=body)
     decision = decide_applied(known=None if known is None else known.live, uid=head.uid, spec_hash=spec_hash,
                               meta_hash=after.live.meta_hash, data_hash=after.live.data_hash)

@@ -76,7 +76,7 @@ def replay(prior: Version | None, logged: Sequence[Logged], *, options: TrackedO
                 state = None
             complete = complete and event.removed is True
             continue
-        obj = _object_of(event, state)
+        obj = object_of(event, state)
         if obj is None:
             complete = False
             continue
@@ -88,7 +88,7 @@ def replay(prior: Version | None, logged: Sequence[Logged], *, options: TrackedO
     return Replayed(tuple(rows), state, complete, tuple(removals))
 
 
-def _object_of(event: Logged, state: Version | None) -> dict[str, Any] | None:
+def object_of(event: Logged, state: Version | None) -> dict[str, Any] | None:
     """The object a write leaves: the one it shows, or the last version with a Scale's replicas put in."""
     if event.body is not None:
         return event.body

@@ -120,3 +120,31 @@ def test_stdin_is_a_log_too(cache_builder: CacheBuilder) -> None:
     done = backfill(cache_builder.path, "--audit-log", "-", stdin=gzip.compress((delete_line(T0 + 42.5) + "\n").encode()))  # type: ignore[arg-type]
     assert done.exit_code == 0, done.output
     assert "1 event written" in done.output
+
+
+def test_either_engine_fills_a_gap_the_same(engine: str, tmp_path: Path) -> None:
+    """The store's SQL of backfill on sqlite and PostgreSQL: the restart's deletion replaced, twice is once."""
+    import io
+
+    from tests.conftest import location
+
+    from kubectl_sktrace.audit.running import run
+    from kubectl_sktrace.store import open_cache_readonly
+
+    builder = CacheBuilder(location(engine))
+    try:
+        offline_deletion(builder)
+    finally:
+        builder.close()
+    log = tmp_path / "audit.log"
+    log.write_text(delete_line(T0 + 42.5) + "\n")
+
+    def fill() -> list[tuple[Any, ...]]:
+        run(location(engine), paths=[str(log)], before_first=False, force=False, stdin=io.BytesIO(),
+            open_url=lambda url: io.BytesIO(), is_url=lambda path: False)
+        with open_cache_readonly(location(engine)) as cache:
+            return [tuple(r) for r in cache.conn.execute("SELECT ts, name, uid, op, inferred FROM events ORDER BY ts, id").fetchall()]
+
+    first = fill()
+    assert first == [(T0, "web", "uid-web", 0, 0), (T0 + 42, "web", "uid-web", 1, 0)]
+    assert fill() == first
