@@ -58,6 +58,14 @@ def history(cache: Path) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def events_of(cache: Path) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(cache)
+    try:
+        return conn.execute("SELECT id, ts, recv, gvk, namespace, name, uid, op, inferred FROM events ORDER BY ts, id").fetchall()
+    finally:
+        conn.close()
+
+
 def test_a_logged_deletion_replaces_the_restarts_and_twice_is_once(cache_builder: CacheBuilder, tmp_path: Path) -> None:
     offline_deletion(cache_builder)
     log = tmp_path / "audit.log"
@@ -148,3 +156,24 @@ def test_either_engine_fills_a_gap_the_same(engine: str, tmp_path: Path) -> None
     first = fill()
     assert first == [(T0, "web", "uid-web", 0, 0), (T0 + 42, "web", "uid-web", 1, 0)]
     assert fill() == first
+
+
+def create_line(ts: float, *, name: str = "web", uid: str = "uid-web", spec: dict[str, Any] | None = None, audit_id: str = "c1") -> str:
+    body = {**obj("Deployment", name, spec=spec or SPEC), "metadata": {"name": name, "namespace": "app", "uid": uid}}
+    event = json.loads(delete_line(ts, name=name, uid=uid, audit_id=audit_id))
+    event.update(verb="create", responseObject=body, responseStatus={"metadata": {}, "code": 201})
+    return json.dumps(event, separators=(",", ":"))
+
+
+def test_the_time_before_the_first_run_is_filled_only_when_asked_and_marked_partial(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    log = tmp_path / "audit.log"
+    log.write_text(create_line(T0 - 300.5) + "\n" + delete_line(T0 + 42.5) + "\n")
+    plain = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert plain.exit_code == 0 and "before the cache's first run (--before-first-run fills it) 1" in plain.output, plain.output
+    assert [r[1] for r in events_of(cache_builder.path)] == [T0, T0 + 42]
+    asked = backfill(cache_builder.path, "--audit-log", str(log), "--before-first-run")  # type: ignore[arg-type]
+    assert asked.exit_code == 0, asked.output
+    assert "the time before run 1 (partial: objects that never changed in the log are not known): filled from the audit log" in asked.output
+    assert [r[1:9] for r in events_of(cache_builder.path)] == [(T0 - 301, T0 - 300.5, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0),
+                        (T0 + 42, T0 + 42.5, "apps/v1.Deployment", "app", "web", "uid-web", 1, 0)]  # the creation replaces run 1's first sight
