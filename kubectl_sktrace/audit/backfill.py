@@ -163,7 +163,7 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
     for key, logged in collected.in_order():
         inside = [r for r in logged if _in_gap(r.at, gap)]
         options = cfg.get(key.gvk)
-        if not inside or options is None:
+        if not inside or options is None or (gap.gvk and str(key.gvk) != gap.gvk):
             continue
         report.levels |= {r.level for r in inside}
         prior = None if gap.partial else _version(store.version_before(cache, key, recv=gap.since))
@@ -171,7 +171,8 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
         restart_rows = found.get(key, [])
         planned = _decide(cache, gap, key, walked, restart_rows, report)
         rows.append(tuple(p for p in planned if _identity(p) not in already))
-    _pods(cache, gap, collected, lookup, cfg, report)
+    if gap.gvk in ("", str(POD)):
+        _pods(cache, gap, collected, lookup, cfg, report)
     after = store.last_event_id(cache)
     recording = Recording(cache)
     for planned_row in sorted((p for group in rows for p in group), key=lambda p: p.at):

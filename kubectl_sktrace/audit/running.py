@@ -111,8 +111,11 @@ def summary_lines(result: BackfillResult) -> list[str]:
 
 def _gap_lines(report: GapReport) -> list[str]:
     gap = report.gap
-    what = (f"the time before run {gap.run_id} (partial: objects that never changed in the log are not known)" if gap.partial
-            else f"gap {format_time(gap.since)} to {format_time(gap.until)} ({format_duration(gap.until - gap.since)}, before run {gap.run_id})")
+    if gap.partial:
+        what = f"the time before run {gap.run_id} (partial: objects that never changed in the log are not known)"
+    else:
+        span = f"{format_time(gap.since)} to {format_time(gap.until)} ({format_duration(gap.until - gap.since)}"
+        what = f"outage of {gap.gvk} {span}, run {gap.run_id})" if gap.gvk else f"gap {span}, before run {gap.run_id})"
     levels = ", ".join(sorted(report.levels)) or "no write"
     if not (report.written or report.replaced or report.pods_ended):
         lines = [f"{what}: nothing new from the audit log ({levels}): what it gives is in the cache already"]

@@ -204,6 +204,7 @@ class Filled:
     levels: tuple[str, ...]
     events: int
     kept: int
+    kind: str = ""  # an outage of this kind ('' : time between runs)
 
 
 def filled_lines(filled: Iterable[Filled], *, start: float, end: float) -> list[str]:
@@ -212,7 +213,8 @@ def filled_lines(filled: Iterable[Filled], *, start: float, end: float) -> list[
     for f in filled:
         if f.until <= start or f.since >= end:
             continue
-        line = (f"  {format_span(f.since, f.until)} filled from the audit log ({', '.join(f.levels) or 'no write'}, "
+        whose = f" ({f.kind}'s outage)" if f.kind else ""
+        line = (f"  {format_span(f.since, f.until)}{whose} filled from the audit log ({', '.join(f.levels) or 'no write'}, "
                 f"{counted(f.events, 'event')})")
         parts = []
         if f.covered_since is None or f.covered_until is None:

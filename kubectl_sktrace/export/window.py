@@ -391,7 +391,7 @@ def _coverage(cache: Cache, all_runs: list[history.Run], *, config: TracerConfig
     watched = {str(g) for g in config.tracked} | {str(POD)}
     unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
                   if u.since < end_ts and u.until > start_ts and u.gvk in watched]
-    filled = [Filled(f.since, f.until, f.covered_since, f.covered_until, f.levels, f.events, f.kept) for f in backfill.fills(cache)]
+    filled = [Filled(f.since, f.until, f.covered_since, f.covered_until, f.levels, f.events, f.kept, f.gvk) for f in backfill.fills(cache)]
     return _Coverage(blind=blind, unrecorded=unrecorded, unserved=history.not_served(cache, kinds=watched), pruned=pruned,
                      filled=filled)
 

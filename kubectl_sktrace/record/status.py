@@ -256,7 +256,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
 def filled_to_dict(status: CacheStatus, since: float) -> dict[str, Any]:
     """``filled``: the gaps the audit log filled (``backfill``), of the runs shown: per gap, from which levels, how many
     events; nothing when none was."""
-    return {"filled": [{"run": f.run_id, "from": None if f.partial else _time(f.since), "to": _time(f.until),
+    return {"filled": [{"run": f.run_id, "kind": f.gvk or "(no recorder ran)", "from": None if f.partial else _time(f.since), "to": _time(f.until),
              "filled": f"from the audit log ({', '.join(f.levels) or 'no write'}, {counted(f.events, 'event')})",
              "logCovers": None if f.covered_since is None else f"{_time(f.covered_since)} .. {_time(f.covered_until)}",
              "keptReconstructed": f.kept, "partial": f.partial}
@@ -362,7 +362,7 @@ def _filled_part(data: dict[str, Any]) -> list[str]:
     if not data.get("filled"):
         return []
     return ["", "Filled from the audit log (kubectl sktrace backfill; the rest of a gap stays reconstructed):",
-            render.render_table(data["filled"], "table", columns=["run", "from", "to", "filled", "logCovers", "keptReconstructed"])]
+            render.render_table(data["filled"], "table", columns=["run", "kind", "from", "to", "filled", "logCovers", "keptReconstructed"])]
 
 
 def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:

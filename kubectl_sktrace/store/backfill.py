@@ -17,19 +17,22 @@ from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.store.connection import from_db_hash
 from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.store.history import _UNTIL, NOT_BLIND
 from kubectl_sktrace.store.versions import APPLIED, DATA, METADATA, made_whole
 
 
 @dataclass(frozen=True)
 class Gap:
     """Time no recorder observed, ended by run ``run_id``'s start; ``mark``: the end of that run's initial sync (its
-    reconstruction was written by then); ``partial``: the time before the cache's first run (``since`` -inf)."""
+    reconstruction was written by then); ``partial``: the time before the cache's first run (``since`` -inf). Or a kind's
+    outage (``gvk``) within run ``run_id``: its catch-up (rows ``inferred``) was written by ``mark``."""
 
     run_id: int
     since: float
     until: float
     mark: float
     partial: bool = False
+    gvk: str = ""  # an outage of this kind within run ``run_id`` ('' : the time between runs)
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,11 @@ class Fill:
     replaced: int
     kept: int
     partial: bool
+    gvk: str = ""  # an outage of this kind ('' : the time between runs)
 
 
 def gaps(cache: Cache, *, before_first: bool) -> list[Gap]:
-    """The offline gaps, in time order; with ``before_first`` the time before the first run too."""
+    """The offline gaps and the kinds' outages, by their end; with ``before_first`` the time before the first run too."""
     rows = cache.conn.execute("SELECT id, started, synced, stopped FROM runs ORDER BY started, id").fetchall()
     out: list[Gap] = []
     if rows and before_first:
@@ -72,15 +76,34 @@ def gaps(cache: Cache, *, before_first: bool) -> list[Gap]:
         out.append(Gap(first[0], float("-inf"), first[1], first[2] if first[2] is not None else first[3], partial=True))
     for prev, run in zip(rows, rows[1:]):
         out.append(Gap(run[0], prev[3], run[1], run[2] if run[2] is not None else run[3]))
+    return sorted(out + _outages(cache), key=lambda g: (g.until, g.gvk))
+
+
+def _outages(cache: Cache) -> list[Gap]:
+    """Each kind's outages (and refusals, first lists): what is caught up after one is ``inferred`` and received before the
+    kind's next outage began, or its run ended (``mark``)."""
+    if not cache.has_table("coverage_gaps"):
+        return []
+    sql = (f"SELECT g.run_id, g.gvk, g.since, {_UNTIL}, r.stopped FROM coverage_gaps g JOIN runs r ON r.id = g.run_id "
+           f"WHERE g.cause NOT IN ({', '.join('?' * len(NOT_BLIND))}) ORDER BY g.run_id, g.gvk, g.since")
+    rows = [r for r in cache.conn.execute(sql, NOT_BLIND).fetchall() if r[3] > r[2]]
+    out = []
+    for i, (run_id, gvk, since, until, stopped) in enumerate(rows):
+        later = rows[i + 1] if i + 1 < len(rows) else None
+        mark = later[2] if later is not None and later[:2] == (run_id, gvk) else stopped
+        out.append(Gap(run_id, since, until, max(mark, until), gvk=gvk))
     return out
 
 
 def reconstructed(cache: Cache, gap: Gap) -> list[Row]:
-    """What the restart that ended ``gap`` wrote for what happened in it (see the module docstring), in history order."""
+    """What the restart that ended ``gap`` wrote for what happened in it (see the module docstring), or the catch-up of an
+    outage, in history order."""
     inferred = "" if gap.partial else " AND e.inferred = 1"
-    sql = (f"SELECT {_COLUMNS} FROM events e WHERE e.run_id = ? AND e.recv <= ?{inferred} "
+    kind = " AND e.gvk = ? AND e.recv >= ?" if gap.gvk else ""
+    sql = (f"SELECT {_COLUMNS} FROM events e WHERE e.run_id = ? AND e.recv <= ?{inferred}{kind} "
            "AND e.id NOT IN (SELECT event_id FROM audit_rows) ORDER BY e.ts, e.id")
-    return [_row(cache, r) for r in cache.conn.execute(sql, (gap.run_id, gap.mark + 1.0)).fetchall()]
+    params: tuple[Any, ...] = (gap.run_id, gap.mark + (0.0 if gap.gvk else 1.0)) + ((gap.gvk, gap.since) if gap.gvk else ())
+    return [_row(cache, r) for r in cache.conn.execute(sql, params).fetchall()]
 
 
 def version_before(cache: Cache, key: ObjKey, *, recv: float) -> Row | None:
@@ -116,13 +139,16 @@ def filled_rows(cache: Cache, fill_id: int) -> set[tuple[str, str, str, int, int
 
 def fill_of(cache: Cache, gap: Gap, *, at: float) -> Fill:
     """The gap's fill, made (empty) when it has none yet."""
-    row = cache.conn.execute(f"SELECT {_FILL} FROM audit_fills WHERE run_id = ? AND partial = ?", (gap.run_id, int(gap.partial))).fetchone()
+    since = gap.since if not gap.partial else gap.until
+    find = f"SELECT {_FILL} FROM audit_fills WHERE run_id = ? AND partial = ? AND gvk = ? AND since = ?"
+    key = (gap.run_id, int(gap.partial), gap.gvk, since)
+    row = cache.conn.execute(find, key).fetchone()
     if row is None:
         cache.conn.execute(
             "INSERT INTO audit_fills (run_id, since, until, covered_since, covered_until, levels, events, replaced, kept, partial, "
-            "filled_at) VALUES (?, ?, ?, NULL, NULL, '', 0, 0, 0, ?, ?)",
-            (gap.run_id, gap.since if not gap.partial else gap.until, gap.until, int(gap.partial), at))
-        row = cache.conn.execute(f"SELECT {_FILL} FROM audit_fills WHERE run_id = ? AND partial = ?", (gap.run_id, int(gap.partial))).fetchone()
+            "filled_at, gvk) VALUES (?, ?, ?, NULL, NULL, '', 0, 0, 0, ?, ?, ?)",
+            (gap.run_id, since, gap.until, int(gap.partial), at, gap.gvk))
+        row = cache.conn.execute(find, key).fetchone()
     return _fill(row)
 
 
@@ -206,11 +232,11 @@ def filled_event_ids(cache: Cache, *, start_ts: int, end_ts: int) -> set[int]:
     return {int(r[0]) for r in cache.conn.execute(sql, (start_ts, end_ts))}
 
 
-_FILL = "id, run_id, since, until, covered_since, covered_until, levels, events, replaced, kept, partial"
+_FILL = "id, run_id, since, until, covered_since, covered_until, levels, events, replaced, kept, partial, gvk"
 _LEVEL_ORDER = ["Metadata", "Request", "RequestResponse"]
 
 
 def _fill(row: tuple[Any, ...]) -> Fill:
     levels = tuple(x for x in str(row[6]).split(", ") if x)
     return Fill(int(row[0]), int(row[1]), float(row[2]), float(row[3]), row[4], row[5], levels, int(row[7]), int(row[8]),
-                int(row[9]), bool(row[10]))
+                int(row[9]), bool(row[10]), str(row[11]))

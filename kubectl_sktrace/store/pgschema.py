@@ -347,7 +347,8 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
             kept BIGINT NOT NULL,
             partial BIGINT NOT NULL,
             filled_at DOUBLE PRECISION NOT NULL,
-            UNIQUE (run_id, partial)
+            gvk {T} NOT NULL DEFAULT '',
+            UNIQUE (run_id, partial, gvk, since)
         );
         CREATE TABLE audit_rows (event_id BIGINT PRIMARY KEY, fill_id BIGINT NOT NULL);
         CREATE INDEX audit_rows_fill ON audit_rows (fill_id);

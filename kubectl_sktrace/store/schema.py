@@ -126,8 +126,9 @@ event_objects.last_op
 
 What the API server's audit log filled in (0012, docs/coverage.md, ``kubectl sktrace backfill``):
 
-audit_fills     one row per gap a log filled: the run whose start ended it (``run_id``; ``partial`` 1: the time before
-                that run, the cache's first, where a log alone does not know the objects that never changed), the gap
+audit_fills     one row per gap a log filled: the run whose start ended it, or in which a kind's outage was (``run_id``;
+                ``gvk`` that kind, '' for the time between runs; ``partial`` 1: the time before that run, the cache's
+                first, where a log alone does not know the objects that never changed), the gap
                 (``since``, ``until``), the part of it the logs covered (``covered_since``, ``covered_until``), the
                 ``levels`` met ('Metadata', 'RequestResponse', comma-separated), the rows written from the logs
                 (``events``), the reconstructed rows they replaced (``replaced``) and the objects whose reconstruction
@@ -452,7 +453,8 @@ MIGRATIONS: list[tuple[str, str]] = [
             kept INTEGER NOT NULL,
             partial INTEGER NOT NULL,
             filled_at REAL NOT NULL,
-            UNIQUE (run_id, partial)
+            gvk TEXT NOT NULL DEFAULT '',
+            UNIQUE (run_id, partial, gvk, since)
         );
         CREATE TABLE audit_rows (event_id INTEGER PRIMARY KEY, fill_id INTEGER NOT NULL);
         CREATE INDEX audit_rows_fill ON audit_rows (fill_id);

@@ -195,3 +195,34 @@ def test_check_finds_nothing_in_time_observed_live_until_an_event_is_removed(emu
     found = sktrace("backfill", "--check", "--cache", cache, "--audit-log", str(log))
     assert "1 disagreement" in found.stdout, found.stdout
     assert "apps/v1.Deployment web/a: a spec change was logged (line" in found.stdout and "the recorder missed it" in found.stdout
+
+
+def test_an_outage_is_filled_too(tmp_path: Path) -> None:
+    """An API outage within a run: the deletion the resumed watch caught up moves to its logged time."""
+    from tests.record.test_outages import NS, finish, record
+    from reliability_support import query, wait_rows
+
+    emu = Emulator(token="outage-token", bookmark_interval=0.2, seed=3).start()
+    try:
+        emu.enable_audit(tmp_path / "audit.log")
+        proc, _, cache = record(tmp_path, emu)
+        emu.stop()
+        time.sleep(0.5)
+        gone = time.time()
+        emu.delete("apps/v1", "Deployment", NS, "doomed")
+        deleted = time.time()
+        time.sleep(2.0)
+        emu.start()
+        wait_rows(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
+        wait_rows(cache, "SELECT 1 FROM coverage_gaps GROUP BY run_id HAVING sum(until IS NULL) = 0")
+        finish(proc)
+        emu.disable_audit()
+    finally:
+        emu.stop()
+    (caught,) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
+    assert caught[1] == 1 and caught[0] >= int(gone) + 2
+    done = sktrace("backfill", "--cache", str(cache), "--audit-log", str(tmp_path / "audit.log"), check=False)
+    assert done.returncode == 0, done.stderr
+    assert "outage of apps/v1.Deployment " in done.stdout and "filled from the audit log (RequestResponse, 1 event written" in done.stdout, done.stdout
+    ((ts, inferred),) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
+    assert int(gone) <= ts <= int(deleted) and inferred == 0
