@@ -21,6 +21,7 @@ caller counts it and names its line number.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -203,7 +204,7 @@ def _collection(base: Logged, response: Any) -> tuple[Logged, ...]:
 
 
 def _with(base: Logged, **changes: Any) -> Logged:
-    return Logged(**{**base.__dict__, **changes})
+    return dataclasses.replace(base, **changes)
 
 
 def _text(obj: Mapping[str, Any], key: str, default: str | None = None) -> str:
