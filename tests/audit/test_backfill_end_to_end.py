@@ -197,6 +197,7 @@ def test_check_finds_nothing_in_time_observed_live_until_an_event_is_removed(emu
     assert "apps/v1.Deployment web/a: a spec change was logged (line" in found.stdout and "the recorder missed it" in found.stdout
 
 
+@pytest.mark.slow
 def test_an_outage_is_filled_too(tmp_path: Path) -> None:
     """An API outage within a run: the deletion the resumed watch caught up moves to its logged time."""
     from tests.record.test_outages import NS, finish, record
