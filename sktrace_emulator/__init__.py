@@ -118,7 +118,7 @@ Public API::
     finished_status(pod, *, finished)   # objects as the demo and the benchmarks make them
 
 Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]
-[--framing per-event|batched] [--list-seconds-per-mb SECONDS]``.
+[--framing per-event|batched] [--list-seconds-per-mb SECONDS] [--audit-log-path FILE [--audit-policy-file FILE]]``.
 
 Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status), ``audit`` (the audit log and its policy),
 ``selectors`` and ``patches`` (what requests ask for), ``admission`` (what a new pod or service gets), ``crds`` (kinds that

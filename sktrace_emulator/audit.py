@@ -20,7 +20,9 @@ JSON line each, as on a real v1.28 server (docs: NOTES.md, "Audit log"):
   object; a write of the ``scale`` subresource answers the ``autoscaling/v1`` Scale; failed requests (403, 404, 409)
   are logged with their Status.
 
-Not matched: no ``ResponseStarted`` stage for watches (a watch is logged once it ends), no ``responseObject`` for
+The HTTP answer to a delete is not changed (the emulator answers the object it removed, as before): only the log records
+the Status a real server answers. Not matched: requests refused before their resource is known (401, unknown paths) are
+not logged; no ``ResponseStarted`` stage for watches (a watch is logged once it ends), no ``responseObject`` for
 lists and watches, no ``sourceIPs`` but 127.0.0.1, no annotations from admission or authorization; a write the
 emulator's controllers make is logged as one request of its own, by ``system:kube-controller-manager`` (a deletion
 they cascade: ``system:serviceaccount:kube-system:generic-garbage-collector``), with the path a client would use.
