@@ -81,7 +81,10 @@ class Collected:
             if record.verb == "create":
                 self.created_pods.add((record.key.namespace, record.key.name))
             if record.uid:
-                self.pods.setdefault(record.uid, PodTrail(record.key)).take(record)
+                trail = self.pods.setdefault(record.uid, PodTrail(record.key))
+                trail.take(record)
+                if trail.life.end is not None:  # finished: no status write can change its lifecycle (skipped unparsed)
+                    self.created_pods.discard((record.key.namespace, record.key.name))
             return
         if record.body is not None and record.uid and (record.key not in self.owners or self.owners[record.key][0] <= record.at):
             self.owners[record.key] = (record.at, record.uid, sanitize.owner_refs(record.body))
