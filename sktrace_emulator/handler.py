@@ -82,8 +82,8 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "sktrace-emulator"
     _seat = apf.Seat(None, 0)  # the APF seats of the request being served
     _raw = b""  # the body of the request being served, as it came (``_read_body``)
-    _audit: audit.Request | None = None  # the request being served, as the audit log tells it (when one is kept)
-    _answer = (0, b"")  # the status and body sent, for the audit log
+    _audit: audit.Request | None = None  # the request being served, as the audit log tells it; its answer's status and body:
+    _answer = (0, b"")
 
     def setup(self) -> None:
         super().setup()
@@ -98,6 +98,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_bytes(self, code: int, body: bytes, *, headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
         self._answer = (code, body)
+        self._audited()  # before the answer leaves: a client that read it finds the line written
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -198,14 +199,13 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:  # the client went away (broken pipe, reset, TLS EOF): nothing left to answer
             self.close_connection = True
         finally:
-            if self._audit is not None:
-                self._audited(self._audit)
+            self._audited()  # a watch, answered as it streamed
 
-    def _audited(self, request: audit.Request) -> None:
-        log, self._audit = self.emulator.store.audit, None
+    def _audited(self) -> None:
+        request, log, self._audit = self._audit, self.emulator.store.audit, None
         code, raw = self._answer if self._answer[0] else (200, b"")  # a watch streams: 200, no body
         self._answer = (0, b"")
-        if log is not None:
+        if request is not None and log is not None:
             gone = self.emulator.store.get(request.rtype, request.namespace if request.rtype.namespaced else "", request.name) is None
             log.answered(request, code=code, raw=raw, gone=gone)
 
