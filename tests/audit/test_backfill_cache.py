@@ -177,3 +177,15 @@ def test_the_time_before_the_first_run_is_filled_only_when_asked_and_marked_part
     assert "the time before run 1 (partial: objects that never changed in the log are not known): filled from the audit log" in asked.output
     assert [r[1:9] for r in events_of(cache_builder.path)] == [(T0 - 301, T0 - 300.5, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0),
                         (T0 + 42, T0 + 42.5, "apps/v1.Deployment", "app", "web", "uid-web", 1, 0)]  # the creation replaces run 1's first sight
+
+
+def test_a_copy_of_the_cache_keeps_what_the_log_filled(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    from kubectl_sktrace.store.copying import copy_cache
+
+    offline_deletion(cache_builder)
+    log = tmp_path / "audit.log"
+    log.write_text(delete_line(T0 + 42.5) + "\n")
+    assert backfill(cache_builder.path, "--audit-log", str(log)).exit_code == 0  # type: ignore[arg-type]
+    copy = tmp_path / "copy.db"
+    copy_cache(str(cache_builder.path), str(copy))
+    assert history(copy) == history(cache_builder.path)  # type: ignore[arg-type]
