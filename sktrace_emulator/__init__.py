@@ -99,6 +99,8 @@ Public API::
     emu.register_kind(group, version, kind, plural, *, namespaced=True)   # served at once, without a CRD
     emu.create(crd_object(group, kind, plural)); emu.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                "", f"{plural}.{group}")   # a kind that comes and goes, as a real server serves CRDs
+    emu.enable_audit(path, policy=None) / emu.disable_audit()   # the audit log (JSON lines) under an audit.k8s.io/v1
+                                          # Policy (a dict, or audit.Policy); None: RequestResponse for everything
     # fault knobs (HTTP requests only):
     emu.vanish(api_version, kind, namespace, name); emu.compact(); emu.force_410(kind=None)
     emu.drop_watches(); emu.fail(kind, status, *, count=1, retry_after=None); emu.set_delay(seconds)
@@ -116,9 +118,9 @@ Public API::
     finished_status(pod, *, finished)   # objects as the demo and the benchmarks make them
 
 Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]
-[--framing per-event|batched] [--list-seconds-per-mb SECONDS]``.
+[--framing per-event|batched] [--list-seconds-per-mb SECONDS] [--audit-log-path FILE [--audit-policy-file FILE]]``.
 
-Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status),
+Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status), ``audit`` (the audit log and its policy),
 ``selectors`` and ``patches`` (what requests ask for), ``admission`` (what a new pod or service gets), ``crds`` (kinds that
 come and go), ``state`` (the store: versions, history, deletion, garbage collection), ``discovery`` (the discovery
 documents), ``handler`` (the REST paths, watch streams), ``tables``

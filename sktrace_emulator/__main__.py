@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="a list page waits this long per MB before its first byte, as a real server encodes it (0: free)")
     serve.add_argument("--apf-seats", type=int, default=None, metavar="N",
                        help="API Priority and Fairness: the token's priority level has N seats and no queues (429 beyond)")
+    serve.add_argument("--audit-log-path", metavar="FILE", help="write the audit log here (JSON lines), as kube-apiserver's flag does")
+    serve.add_argument("--audit-policy-file", metavar="FILE", help="the audit.k8s.io/v1 Policy (YAML); default: RequestResponse for all")
     args = parser.parse_args(argv)
 
     emu = Emulator(token=args.token, port=args.port, bookmark_interval=args.bookmark_interval, history_limit=args.history_limit, tls=not args.no_tls and None,
@@ -66,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         count = build_large_state(emu, deployments=max(1, args.pods // 10), pods_per_deployment=10)
         print(f"built {count} pods in {time.perf_counter() - started:.2f} s", file=sys.stderr, flush=True)
     emu.throttle(args.apf_seats)
+    if args.audit_log_path:
+        import yaml
+
+        policy = yaml.safe_load(open(args.audit_policy_file, encoding="utf-8")) if args.audit_policy_file else None
+        emu.enable_audit(args.audit_log_path, policy)
     emu.start()
     emu.write_kubeconfig(args.kubeconfig_out)
     print(f"serving {emu.url}; kubeconfig written to {args.kubeconfig_out}", file=sys.stderr, flush=True)

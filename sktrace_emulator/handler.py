@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from sktrace_emulator import apf, discovery, openapi, scale
+from sktrace_emulator import apf, audit, discovery, openapi, scale
 from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
 from sktrace_emulator.selectors import (
     Filter,
@@ -82,6 +82,8 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "sktrace-emulator"
     _seat = apf.Seat(None, 0)  # the APF seats of the request being served
     _raw = b""  # the body of the request being served, as it came (``_read_body``)
+    _audit: audit.Request | None = None  # the request being served, as the audit log tells it; its answer's status and body:
+    _answer = (0, b"")
 
     def setup(self) -> None:
         super().setup()
@@ -95,6 +97,8 @@ class Handler(BaseHTTPRequestHandler):
     # plumbing
 
     def _send_bytes(self, code: int, body: bytes, *, headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
+        self._answer = (code, body)
+        self._audited()  # before the answer leaves: a client that read it finds the line written
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -137,6 +141,12 @@ class Handler(BaseHTTPRequestHandler):
             return yaml.safe_load(raw)
         except Exception:
             raise ApiError(400, "BadRequest", "the request body is not valid JSON") from None
+
+    def _request_object(self, verb: str) -> Any:
+        try:
+            return self._body() if verb in ("create", "update", "patch") else None
+        except ApiError:
+            return None
 
     def _read_chunked(self) -> bytes:
         chunks = []
@@ -188,6 +198,16 @@ class Handler(BaseHTTPRequestHandler):
                 pass
         except OSError:  # the client went away (broken pipe, reset, TLS EOF): nothing left to answer
             self.close_connection = True
+        finally:
+            self._audited()  # a watch, answered as it streamed
+
+    def _audited(self) -> None:
+        request, log, self._audit = self._audit, self.emulator.store.audit, None
+        code, raw = self._answer if self._answer[0] else (200, b"")  # a watch streams: 200, no body
+        self._answer = (0, b"")
+        if request is not None and log is not None:
+            gone = self.emulator.store.get(request.rtype, request.namespace if request.rtype.namespaced else "", request.name) is None
+            log.answered(request, code=code, raw=raw, gone=gone)
 
     # routing
 
@@ -225,6 +245,10 @@ class Handler(BaseHTTPRequestHandler):
         verb = _request_verb(self.command, name=name, watch=query.get("watch") in ("1", "true", "True"))
         # the API server's request info puts a namespace's own path inside that namespace
         scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
+        if self.emulator.store.audit is not None:
+            self._audit = audit.Request(verb, self.path, self.emulator.user, rtype, scope or "", name, subresource,
+                                        self.headers.get("User-Agent", ""), request_object=self._request_object(verb))
+            self.emulator.store.audit.begin(self._audit)
         if self.emulator.denies(verb, rtype, scope, name):
             raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
         failure = self.emulator.take_failure(rtype.kind)

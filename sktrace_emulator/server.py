@@ -21,7 +21,7 @@ import threading
 from http.server import ThreadingHTTPServer
 from typing import Any, Iterable
 
-from sktrace_emulator import apf
+from sktrace_emulator import apf, audit
 from sktrace_emulator.handler import LIST_SECONDS_PER_MB, Handler
 from sktrace_emulator.records import Failure, Obj, ResourceType
 from sktrace_emulator.selectors import Filter
@@ -148,6 +148,21 @@ class Emulator:
         kubelet rotates a bound token, and from now on the only one this server accepts (the old one expired)."""
         _replace_file(os.path.join(directory, "token"), token.encode())
         self.token = token
+
+    def enable_audit(self, path: str | os.PathLike[str], policy: audit.Policy | dict[str, Any] | None = None) -> audit.AuditLog:
+        """Write the audit log to ``path`` (appended, JSON lines) under ``policy`` (a Policy or its document; None:
+        every request at ``RequestResponse``, ``RequestReceived`` omitted), as ``--audit-log-path`` and
+        ``--audit-policy-file`` make a real API server do. ``disable_audit`` closes it."""
+        chosen = policy if isinstance(policy, audit.Policy) else audit.Policy.at_level("RequestResponse") if policy is None \
+            else audit.Policy.of(policy)
+        self.disable_audit()
+        self.store.audit = audit.AuditLog(open(path, "a", encoding="utf-8"), chosen)  # noqa: SIM115 - closed by disable_audit
+        return self.store.audit
+
+    def disable_audit(self) -> None:
+        log, self.store.audit = self.store.audit, None
+        if log is not None:
+            log.close()
 
     # direct state access
 

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable
 
 from sktrace_emulator import crds
 from sktrace_emulator.admission import SYSTEM_PRIORITIES, default_pod, default_service
+from sktrace_emulator.audit import AuditLog
 from sktrace_emulator.patches import json_patch, merge_patch, strategic_merge_patch
 from sktrace_emulator.records import (
     BUILTIN_TYPES,
@@ -90,6 +91,7 @@ class Store:
         self.histories: dict[ResourceType, History] = {}
         self.dependents: dict[str, set[tuple[ResourceType, str, str]]] = {}
         self.snapshots: dict[str, Snapshot] = {}
+        self.audit: AuditLog | None = None  # the audit log, off unless ``Emulator.enable_audit``
         for rtype in BUILTIN_TYPES:
             self.register(rtype)
 
@@ -217,6 +219,8 @@ class Store:
             for owner in stored.owner_uids:
                 self.dependents.setdefault(owner, set()).add((rtype, stored.namespace, stored.name))
         self.histories[rtype].append(Event(stored.rv, event_type, stored))
+        if self.audit is not None:
+            self.audit.committed(rtype, event_type, None if old is None else old.obj(), obj)
         self.changed.notify_all()
         return stored
 

@@ -28,8 +28,9 @@ WINGS = {
     "store": {"trace"},
     "record": {"trace", "kube", "store"},
     "export": {"trace", "store"},
+    "audit": {"trace", "store", "record"},
     "view": {"trace", "store", "export"},
-    "cli": {"trace", "kube", "store", "record", "export", "view"},
+    "cli": {"trace", "kube", "store", "record", "export", "view", "audit"},
 }
 # The root keeps what every wing shares; it imports nothing but itself.
 SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation", "safeyaml"}

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from kubectl_sktrace import __version__
-from kubectl_sktrace.cli import caches, exporting, recording, traces, transforming
+from kubectl_sktrace.cli import backfilling, caches, exporting, recording, traces, transforming
 from kubectl_sktrace.cli import viewing
 from kubectl_sktrace.cli.options import (
     CONTEXT_SETTINGS,
@@ -120,6 +120,7 @@ for _command in (recording.start, recording.status, exporting.export_command, ex
                  caches.cache_group):
     cli.add_command(_command)
 cli.add_command(viewing.view_command)
+cli.add_command(backfilling.backfill_command)
 
 
 COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"

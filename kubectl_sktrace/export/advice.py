@@ -193,10 +193,45 @@ def _kind_lines(refused: list[tuple[str, int, str]], absent: list[tuple[str, flo
                     "none of its objects existed then" for gvk, since, until in absent]
 
 
+@dataclass(frozen=True)
+class Filled:
+    """A gap the API server's audit log filled (``store/backfill.Fill``, said here): the gap, the part the log covered."""
+
+    since: float
+    until: float
+    covered_since: float | None
+    covered_until: float | None
+    levels: tuple[str, ...]
+    events: int
+    kept: int
+    kind: str = ""  # an outage of this kind ('' : time between runs)
+
+
+def filled_lines(filled: Iterable[Filled], *, start: float, end: float) -> list[str]:
+    """Per gap of the window that a log filled: what from (level, events), and the part the log left reconstructed."""
+    lines = []
+    for f in filled:
+        if f.until <= start or f.since >= end:
+            continue
+        whose = f" ({f.kind}'s outage)" if f.kind else ""
+        line = (f"  {format_span(f.since, f.until)}{whose} filled from the audit log ({', '.join(f.levels) or 'no write'}, "
+                f"{counted(f.events, 'event')})")
+        parts = []
+        if f.covered_since is None or f.covered_until is None:
+            parts.append("the log covers none of it: reconstructed")
+        else:
+            uncovered = [(a, b) for a, b in ((f.since, f.covered_since), (f.covered_until, f.until)) if b - a >= 1]
+            parts += [f"{format_span(a, b)} not in the log: reconstructed" for a, b in uncovered]
+        if f.kept:
+            parts.append(f"{counted(f.kept, 'object')} the log does not account for: reconstructed")
+        lines.append(line + (f"; {'; '.join(parts)}" if parts else ""))
+    return lines
+
+
 def coverage_block(
     *, start_ts: float, end_ts: float, blind: Iterable[tuple[float, float, str]],
     unrecorded: Iterable[tuple[str, int, str]] = (), inferred: int = 0, inferred_deleted: int = 0,
-    unserved: Iterable[tuple[str, float, float]] = (), pruned: int | None = None,
+    unserved: Iterable[tuple[str, float, float]] = (), pruned: int | None = None, filled: Iterable[Filled] = (),
 ) -> str | None:
     """What the trace of ``[start_ts, end_ts)`` is worth, in one block: the share of the window observed live,
     the stretches that were not (no recorder ran, an outage or a refusal: ``blind``; outages from ``LISTED_GAP_SECONDS``
@@ -213,6 +248,7 @@ def coverage_block(
     head = f"coverage: {_share(1 - unobserved / window)} of the window ({format_duration(window)}) observed live"
     lines = [head + ("; not observed:" if gaps else "")]
     lines += _gap_lines(gaps)
+    lines += filled_lines(filled, start=start_ts, end=end_ts)
     if pruned is not None:
         lines.append(f"  history before {format_time(pruned)} was pruned: objects and lifecycles before it are gone")
     lines += _kind_lines(refused, absent)

@@ -70,6 +70,7 @@ from kubectl_sktrace.export.advice import (
     NO_RECORDER,
     NOT_COMMITTED,
     PRUNED,
+    Filled,
     after_history,
     clamp_note,
     coverage_block,
@@ -93,7 +94,7 @@ from kubectl_sktrace.export.plan import Decisions, Plan, plan_objects
 from kubectl_sktrace.export.transforms import RewritingWriter
 from kubectl_sktrace.model import POD, CacheUrl
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.store import Cache, history, pruning
+from kubectl_sktrace.store import Cache, backfill, history, pruning
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
 from kubectl_sktrace.trace.reports import validation
@@ -364,6 +365,7 @@ class _Coverage:
     unrecorded: list[tuple[str, int, str]]
     unserved: list[tuple[str, float, float]]
     pruned: int | None  # the window reaches before this prune's cutoff
+    filled: list[Filled]  # gaps the audit log filled (``backfill``)
 
 
 def _pruned_into(cache: Cache, *, start_ts: int, end_ts: int, allow_empty: bool) -> int | None:
@@ -389,7 +391,9 @@ def _coverage(cache: Cache, all_runs: list[history.Run], *, config: TracerConfig
     watched = {str(g) for g in config.tracked} | {str(POD)}
     unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
                   if u.since < end_ts and u.until > start_ts and u.gvk in watched]
-    return _Coverage(blind=blind, unrecorded=unrecorded, unserved=history.not_served(cache, kinds=watched), pruned=pruned)
+    filled = [Filled(f.since, f.until, f.covered_since, f.covered_until, f.levels, f.events, f.kept, f.gvk) for f in backfill.fills(cache)]
+    return _Coverage(blind=blind, unrecorded=unrecorded, unserved=history.not_served(cache, kinds=watched), pruned=pruned,
+                     filled=filled)
 
 
 def _messages(
@@ -410,7 +414,7 @@ def _messages(
         )
     block = coverage_block(
         start_ts=start_ts, end_ts=end_ts, blind=coverage.blind, unrecorded=coverage.unrecorded, inferred=inferred,
-        inferred_deleted=inferred_deleted, unserved=coverage.unserved, pruned=coverage.pruned,
+        inferred_deleted=inferred_deleted, unserved=coverage.unserved, pruned=coverage.pruned, filled=coverage.filled,
     )
     if block:
         warnings.append(block)

@@ -239,6 +239,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         ],
         "retention": retention_to_dict(status),
         "pruned": pruned_to_dict(status),
+        **filled_to_dict(status, since),
         "configHistory": config_history(status),
         "kinds": [
             {"kind": k.gvk, "live": k.live, "applied": k.applied, "metadataChanges": k.metadata, "dataChanges": k.data,
@@ -250,6 +251,16 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
         "reconciliation": None if status.reconciliation is None else reconciliation_to_dict(status.reconciliation),
     }
+
+
+def filled_to_dict(status: CacheStatus, since: float) -> dict[str, Any]:
+    """``filled``: the gaps the audit log filled (``backfill``), of the runs shown: per gap, from which levels, how many
+    events; nothing when none was."""
+    return {"filled": [{"run": f.run_id, "kind": f.gvk or "(no recorder ran)", "from": None if f.partial else _time(f.since), "to": _time(f.until),
+             "filled": f"from the audit log ({', '.join(f.levels) or 'no write'}, {counted(f.events, 'event')})",
+             "logCovers": None if f.covered_since is None else f"{_time(f.covered_since)} .. {_time(f.covered_until)}",
+             "keptReconstructed": f.kept, "partial": f.partial}
+            for f in status.filled if f.until >= since]} if status.filled else {}
 
 
 def retention_to_dict(status: CacheStatus) -> dict[str, Any] | None:
@@ -347,12 +358,20 @@ def _runs_table(status: CacheStatus, data: dict[str, Any]) -> str:
     return title + "\n" + render.render_table(rows, "table", columns=["run", "started", "synced", "stopped", "duration", "state"])
 
 
+def _filled_part(data: dict[str, Any]) -> list[str]:
+    if not data.get("filled"):
+        return []
+    return ["", "Filled from the audit log (kubectl sktrace backfill; the rest of a gap stays reconstructed):",
+            render.render_table(data["filled"], "table", columns=["run", "kind", "from", "to", "filled", "logCovers", "keptReconstructed"])]
+
+
 def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
     """The gaps between runs, the outages and kinds not served of the runs shown, and what the latest run did not record."""
     parts: list[str] = []
     if data["gaps"]:
         parts += ["", "Gaps (not observed live; reconstructed by the next run's relist):",
                   render.render_table(data["gaps"], "table", columns=["from", "to", "duration"])]
+    parts += _filled_part(data)
     shown = {r["run"] for r in data["runs"]}
     outages = [g for g in status.outages if g.run_id in shown]
     if outages:

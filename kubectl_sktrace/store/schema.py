@@ -130,6 +130,18 @@ events.body, status  besides plain zlib (every row before 0012), zlib with the p
                 ``vocabulary.py`` (its id in the zlib header, and in ``meta`` as 'bodies.dictionary'), or for a
                 body of at most ``bodies.RAW_LIMIT`` bytes its msgpack bytes as they are. An older
                 kubectl-sktrace could read neither: 0012 keeps it out.
+
+What the API server's audit log filled in (0013, docs/coverage.md, ``kubectl sktrace backfill``):
+
+audit_fills     one row per gap a log filled: the run whose start ended it, or in which a kind's outage was (``run_id``;
+                ``gvk`` that kind, '' for the time between runs; ``partial`` 1: the time before that run, the cache's
+                first, where a log alone does not know the objects that never changed), the gap
+                (``since``, ``until``), the part of it the logs covered (``covered_since``, ``covered_until``), the
+                ``levels`` met ('Metadata', 'RequestResponse', comma-separated), the rows written from the logs
+                (``events``), the reconstructed rows they replaced (``replaced``) and the objects whose reconstruction
+                the logs did not account for, kept (``kept``).
+audit_rows      the ``events`` rows a log wrote (``event_id``), by fill: not inferred (their time is the API server's
+                own), not live either; what ``status``, ``export`` and the view tell apart.
 """
 
 from __future__ import annotations
@@ -436,6 +448,29 @@ MIGRATIONS: list[tuple[str, str]] = [
         "0012_body_dictionary",
         """
         INSERT INTO meta (key, value) VALUES ('bodies.dictionary', '794192494');
+        """,
+    ),
+    (
+        "0013_audit_backfill",
+        """
+        CREATE TABLE audit_fills (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL,
+            since REAL NOT NULL,
+            until REAL NOT NULL,
+            covered_since REAL,
+            covered_until REAL,
+            levels TEXT NOT NULL,
+            events INTEGER NOT NULL,
+            replaced INTEGER NOT NULL,
+            kept INTEGER NOT NULL,
+            partial INTEGER NOT NULL,
+            filled_at REAL NOT NULL,
+            gvk TEXT NOT NULL DEFAULT '',
+            UNIQUE (run_id, partial, gvk, since)
+        );
+        CREATE TABLE audit_rows (event_id INTEGER PRIMARY KEY, fill_id INTEGER NOT NULL);
+        CREATE INDEX audit_rows_fill ON audit_rows (fill_id);
         """,
     ),
 ]

@@ -22,6 +22,7 @@ from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import closest
 from kubectl_sktrace.reconciliation import Reconciliation
+from kubectl_sktrace.store.backfill import Fill, fills
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.trace.selection.rules import KindNames
 from kubectl_sktrace.store.history import (
@@ -95,6 +96,7 @@ class CacheStatus:
     unserved: tuple[UnrecordedKind, ...] = ()  # when kinds were not served during runs
     unobserved: tuple[UnrecordedKind, ...] = ()  # kinds not yet observed at runs' starts (until their first list)
     pruned: tuple[Pruned, ...] = ()  # what ``prune`` and ``--retain`` removed, the highest cutoff first
+    filled: tuple[Fill, ...] = ()  # gaps the API server's audit log filled (``backfill``, 0012)
 
 
 _RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config, {retain}"
@@ -186,7 +188,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         runs=tuple(runs), gaps=gaps, outages=outages, unrecorded=unrecorded, kinds=kinds, pods=pods, events=events,
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
         history_names=cache.history_names(), unserved=tuple(unserved_spans(cache)), unobserved=tuple(unobserved_spans(cache)),
-        pruned=tuple(prunes(cache)),
+        pruned=tuple(prunes(cache)), filled=tuple(fills(cache)),
     )
 
 

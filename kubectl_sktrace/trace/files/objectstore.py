@@ -101,6 +101,18 @@ def read_object(url: str) -> bytes:
     return data
 
 
+def open_object(url: str) -> IO[bytes]:
+    """The object at ``url`` opened for reading as a stream (an audit log is read line by line, never whole);
+    UsageError (one line naming the URL) when it cannot be opened."""
+    fs, path = _filesystem(url, verb="read")
+    try:
+        return fs.open(path, "rb")  # type: ignore[no-any-return]
+    except Exception as exc:
+        if isinstance(exc, FileNotFoundError) and _error_code(exc) != "NoSuchBucket":
+            raise UsageError(f"{url}: no such object; check the URL") from None
+        raise UsageError(f"{url}: {_reason(url, exc)}") from None
+
+
 def _filesystem(url: str, *, verb: str) -> tuple[Any, str]:
     """fsspec's filesystem for ``url`` and the path in it; UsageError naming what to install when it is missing."""
     protocol = protocol_of(url) or ""

@@ -1,0 +1,191 @@
+"""``backfill`` on a cache written as the recorder writes it: a restart's reconstruction replaced, twice is once,
+another cluster's log refused, hostile logs reported with the cache left as it was (the command in process)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+from tests.conftest import CacheBuilder, obj
+
+from kubectl_sktrace.audit.sources import AuditLogError
+from kubectl_sktrace.cli import cli
+
+T0 = 1_800_000_000  # 2027-01-15T08:00:00Z
+SPEC = {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}
+
+
+def stamp(ts: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def delete_line(ts: float, *, name: str = "web", uid: str = "uid-web", audit_id: str = "d1") -> str:
+    return json.dumps({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "auditID": audit_id, "stage": "ResponseComplete",
+        "requestURI": f"/apis/apps/v1/namespaces/app/deployments/{name}", "verb": "delete", "user": {"username": "alice"},
+        "objectRef": {"resource": "deployments", "namespace": "app", "name": name, "apiGroup": "apps", "apiVersion": "v1"},
+        "responseStatus": {"metadata": {}, "code": 200},
+        "responseObject": {"kind": "Status", "apiVersion": "v1", "status": "Success",
+                           "details": {"name": name, "group": "apps", "kind": "deployments", "uid": uid}},
+        "requestReceivedTimestamp": stamp(ts), "stageTimestamp": stamp(ts)}, separators=(",", ":"))
+
+
+def offline_deletion(builder: CacheBuilder) -> None:
+    """Run 1 records Deployment web; it is deleted while no recorder runs; run 2's restart records the deletion, inferred."""
+    builder.run(started=T0, stopped=T0 + 10)
+    builder.apply(T0, obj("Deployment", "web", spec=SPEC))
+    builder.run(started=T0 + 100, stopped=T0 + 110)
+    builder.delete(T0 + 100, obj("Deployment", "web"), inferred=True, recv=T0 + 100.5)
+
+
+def backfill(cache: Path, *args: str, stdin: bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, ["backfill", "--cache", str(cache), *args], prog_name="kubectl sktrace", input=stdin)
+
+
+def history(cache: Path) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(cache)
+    try:
+        rows = conn.execute("SELECT id, ts, recv, gvk, namespace, name, uid, op, inferred FROM events ORDER BY id").fetchall()
+        rows += conn.execute("SELECT * FROM audit_fills").fetchall() + conn.execute("SELECT * FROM audit_rows").fetchall()
+        return rows
+    finally:
+        conn.close()
+
+
+def events_of(cache: Path) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(cache)
+    try:
+        return conn.execute("SELECT id, ts, recv, gvk, namespace, name, uid, op, inferred FROM events ORDER BY ts, id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_logged_deletion_replaces_the_restarts_and_twice_is_once(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    log = tmp_path / "audit.log"
+    log.write_text(delete_line(T0 + 42.5) + "\n")
+    first = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert first.exit_code == 0, first.output
+    assert first.output.splitlines()[1] == ("gap 2027-01-15T08:00:10Z to 2027-01-15T08:01:40Z (1m30s, before run 2): filled from the "
+                                            "audit log (RequestResponse, 1 event written, 1 reconstructed replaced, 0 pod lifecycles ended)")
+    assert [r[1:9] for r in history(cache_builder.path)[:2]] == [
+        (T0, T0 + 0.25, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0),
+        (T0 + 42, T0 + 42.5, "apps/v1.Deployment", "app", "web", "uid-web", 1, 0)]
+    once = history(cache_builder.path)
+    assert backfill(cache_builder.path, "--audit-log", str(log)).exit_code == 0  # type: ignore[arg-type]
+    assert history(cache_builder.path)[:2] == once[:2] and len(history(cache_builder.path)) == len(once)
+
+
+def test_a_log_of_another_cluster_is_refused_unless_forced(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    log = tmp_path / "audit.log"
+    log.write_text(delete_line(T0 + 42.5, uid="someone-elses") + "\n")
+    before = history(cache_builder.path)
+    refused = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert refused.exit_code == 1
+    assert "Error: the audit log names 1 objects and none of them is in cache" in refused.output and "--force" in refused.output
+    assert history(cache_builder.path) == before
+    forced = backfill(cache_builder.path, "--audit-log", str(log), "--force")  # type: ignore[arg-type]
+    assert forced.exit_code == 0, forced.output
+    assert "1 object kept as reconstructed" in forced.output  # another uid: the restart's deletion is not accounted for
+
+
+def test_bad_lines_are_counted_and_named_and_the_rest_is_used(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    good = delete_line(T0 + 42.5)
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([good[:70], "not json", '{"verb": 3}', good, '{"kind":"Event","verb":"delete","objectRef":[]}']) + "\n")
+    done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert done.exit_code == 0, done.output
+    assert f"Warning: 4 bad lines skipped (not audit Events):\n  {log} line 1: not JSON (truncated?)\n  {log} line 2: not JSON (truncated?)\n" \
+           f"  {log} line 3: not an audit Event: verb is not a string\n  {log} line 5: not an audit Event: objectRef is not an object\n" in done.output
+    assert "1 event written" in done.output
+
+
+def test_a_hostile_log_writes_nothing(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    before = history(cache_builder.path)
+    garbage = tmp_path / "garbage.log"
+    garbage.write_bytes(b"\x00\xff" * 100 + b"\n[[[[\n" + b"{" * 100_000 + b"\n")
+    refused = backfill(cache_builder.path, "--audit-log", str(garbage))  # type: ignore[arg-type]
+    assert refused.exit_code == 1 and "Error: no line of the audit log is an audit Event" in refused.output
+    broken = tmp_path / "audit.log.gz"
+    broken.write_bytes(gzip.compress((delete_line(T0 + 42.5) + "\n").encode() * 3000)[:-40])
+    stopped = backfill(cache_builder.path, "--audit-log", str(broken))  # type: ignore[arg-type]
+    assert stopped.exit_code == 1 and "the gzip stream is broken" in stopped.output and "Traceback" not in stopped.output
+    assert isinstance(stopped.exception, SystemExit) and not isinstance(stopped.exception, AuditLogError)
+    assert history(cache_builder.path) == before
+
+
+def test_stdin_is_a_log_too(cache_builder: CacheBuilder) -> None:
+    offline_deletion(cache_builder)
+    done = backfill(cache_builder.path, "--audit-log", "-", stdin=gzip.compress((delete_line(T0 + 42.5) + "\n").encode()))  # type: ignore[arg-type]
+    assert done.exit_code == 0, done.output
+    assert "1 event written" in done.output
+
+
+def test_either_engine_fills_a_gap_the_same(engine: str, tmp_path: Path) -> None:
+    """The store's SQL of backfill on sqlite and PostgreSQL: the restart's deletion replaced, twice is once."""
+    import io
+
+    from tests.conftest import location
+
+    from kubectl_sktrace.audit.running import run
+    from kubectl_sktrace.store import open_cache_readonly
+
+    builder = CacheBuilder(location(engine))
+    try:
+        offline_deletion(builder)
+    finally:
+        builder.close()
+    log = tmp_path / "audit.log"
+    log.write_text(delete_line(T0 + 42.5) + "\n")
+
+    def fill() -> list[tuple[Any, ...]]:
+        run(location(engine), paths=[str(log)], before_first=False, force=False, stdin=io.BytesIO(),
+            open_url=lambda url: io.BytesIO(), is_url=lambda path: False)
+        with open_cache_readonly(location(engine)) as cache:
+            return [tuple(r) for r in cache.conn.execute("SELECT ts, name, uid, op, inferred FROM events ORDER BY ts, id").fetchall()]
+
+    first = fill()
+    assert first == [(T0, "web", "uid-web", 0, 0), (T0 + 42, "web", "uid-web", 1, 0)]
+    assert fill() == first
+
+
+def create_line(ts: float, *, name: str = "web", uid: str = "uid-web", spec: dict[str, Any] | None = None, audit_id: str = "c1") -> str:
+    body = {**obj("Deployment", name, spec=spec or SPEC), "metadata": {"name": name, "namespace": "app", "uid": uid}}
+    event = json.loads(delete_line(ts, name=name, uid=uid, audit_id=audit_id))
+    event.update(verb="create", responseObject=body, responseStatus={"metadata": {}, "code": 201})
+    return json.dumps(event, separators=(",", ":"))
+
+
+def test_the_time_before_the_first_run_is_filled_only_when_asked_and_marked_partial(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    log = tmp_path / "audit.log"
+    log.write_text(create_line(T0 - 300.5) + "\n" + delete_line(T0 + 42.5) + "\n")
+    plain = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert plain.exit_code == 0 and "before the cache's first run (--before-first-run fills it) 1" in plain.output, plain.output
+    assert [r[1] for r in events_of(cache_builder.path)] == [T0, T0 + 42]
+    asked = backfill(cache_builder.path, "--audit-log", str(log), "--before-first-run")  # type: ignore[arg-type]
+    assert asked.exit_code == 0, asked.output
+    assert "the time before run 1 (partial: objects that never changed in the log are not known): filled from the audit log" in asked.output
+    assert [r[1:9] for r in events_of(cache_builder.path)] == [(T0 - 301, T0 - 300.5, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0),
+                        (T0 + 42, T0 + 42.5, "apps/v1.Deployment", "app", "web", "uid-web", 1, 0)]  # the creation replaces run 1's first sight
+
+
+def test_a_copy_of_the_cache_keeps_what_the_log_filled(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    from kubectl_sktrace.store.copying import copy_cache
+
+    offline_deletion(cache_builder)
+    log = tmp_path / "audit.log"
+    log.write_text(delete_line(T0 + 42.5) + "\n")
+    assert backfill(cache_builder.path, "--audit-log", str(log)).exit_code == 0  # type: ignore[arg-type]
+    copy = tmp_path / "copy.db"
+    copy_cache(str(cache_builder.path), str(copy))
+    assert history(copy) == history(cache_builder.path)  # type: ignore[arg-type]

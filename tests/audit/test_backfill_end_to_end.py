@@ -1,0 +1,238 @@
+"""``backfill`` end to end, as a user runs it: the emulator writes its audit log while a workload runs with the recorder
+stopped; after ``kubectl sktrace backfill`` an export of the offline time holds what a recorder that stayed up holds."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.cli.test_cli_start import sktrace, start, start_background, stop, wait_synced
+from tests.emulator.test_emulator_server import call
+
+from kubectl_sktrace.trace.files.format import decode_trace
+from sktrace_emulator import Emulator, Workload
+
+pytestmark = pytest.mark.timeout(180)
+
+PATCH = {"Content-Type": "application/merge-patch+json"}
+
+
+def deployment(name: str, namespace: str, *, replicas: int = 1, image: str = "nginx:1.25") -> dict[str, Any]:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": image}]}}}}
+
+
+def job(name: str, namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"completions": 1, "parallelism": 1, "template": {"metadata": {"labels": {"job": name}},
+                     "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}
+
+
+def settle(wl: Workload, seconds: float = 1.05) -> None:
+    """Controllers act, then the clock moves past the second (a trace's resolution) before the next change."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        wl.step()
+        time.sleep(0.05)
+
+
+def offline_workload(emu: Emulator, wl: Workload) -> None:
+    """What happens while one recorder is stopped: scaled by the subresource and by a patch, re-imaged, deleted, created
+    and deleted, a namespace deleted, a Job whose pod starts and finishes."""
+    base = "/apis/apps/v1/namespaces/web/deployments"
+    assert call(emu, "PATCH", f"{base}/a/scale", {"spec": {"replicas": 3}}, headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emu, "PATCH", f"{base}/b", {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}},
+                headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emu, "PATCH", f"{base}/b", {"spec": {"replicas": 2}}, headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emu, "DELETE", f"{base}/c")[0] == 200
+    settle(wl)
+    assert call(emu, "POST", base, deployment("e", "web"))[0] == 201
+    settle(wl)
+    assert call(emu, "DELETE", f"{base}/e")[0] == 200
+    settle(wl)
+    assert call(emu, "DELETE", "/api/v1/namespaces/gone")[0] == 200
+    settle(wl)
+    assert call(emu, "POST", "/apis/batch/v1/namespaces/web/jobs", job("j", "web"))[0] == 201
+    settle(wl, 2.5)
+
+
+def export(cache: str, start_ts: float, end_ts: float, out: Path) -> list[tuple[int, str, str, Any]]:
+    done = sktrace("export", "--cache", cache, "-s", f"@{int(start_ts)}", "-t", f"@{int(end_ts)}", "-O", str(out), check=False)
+    assert done.returncode == 0, done.stderr
+    trace = decode_trace(out.read_bytes())
+    rows = []
+    for event in trace.events:
+        for obj in event["applied_objs"]:
+            meta = obj["metadata"]
+            rows.append((event["ts"], "applied", f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}", json.dumps(obj.get("spec"), sort_keys=True)))
+        for obj in event["deleted_objs"]:
+            meta = obj["metadata"]
+            rows.append((event["ts"], "deleted", f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}", None))
+    return rows
+
+
+def lifecycles(path: Path) -> dict[tuple[str, str], list[tuple[str, list[int]]]]:
+    """Each owner's pod lifecycles (a lifecycle per pod: its state and times), sorted."""
+    trace = decode_trace(path.read_bytes())
+    return {owner: sorted((state, times if isinstance(times, list) else [times]) for lives in by_hash.values() for life in lives
+                          for state, times in life.items())
+            for owner, by_hash in trace.pod_lifecycles.items()}
+
+
+def same_lifecycles(a: dict[tuple[str, str], list[tuple[str, list[int]]]], b: dict[tuple[str, str], list[tuple[str, list[int]]]]) -> bool:
+    """The same owners, pods and states, times within a second: the log's time is the write's, a live recorder's the
+    moment it received the watch event."""
+    return a.keys() == b.keys() and all(
+        len(a[k]) == len(b[k]) and all(sa == sb and len(ta) == len(tb) and all(abs(x - y) <= 1 for x, y in zip(ta, tb))
+                                       for (sa, ta), (sb, tb) in zip(a[k], b[k])) for k in a)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    log: Path
+    up: str  # a cache whose recorder stayed up
+    down: str  # a cache whose recorder was stopped while the workload ran
+    since: float  # the offline time's start
+    until: float  # after the restart's reconciliation: both caches recorded up to here
+
+
+def run_scenario(emu: Emulator, kubeconfig: str, tmp_path: Path, policy: dict[str, Any] | None = None) -> Scenario:
+    log = tmp_path / "audit.log"
+    emu.enable_audit(log, policy)
+    wl = Workload(emu, start_delay=0.2, job_seconds=(0.5, 0.5))
+    for name in ("a", "b", "c"):
+        emu.create(deployment(name, "web"))
+    emu.create(deployment("d", "gone"))
+    settle(wl, 0.3)
+    up_cache, down_cache = str(tmp_path / "up.db"), str(tmp_path / "down.db")
+    up = start_background(kubeconfig, up_cache, duration="120")
+    wait_synced(up_cache, 1, up)
+    assert start(kubeconfig, down_cache).returncode == 0  # run 1, then stopped
+    settle(wl)
+    offline_since = time.time()
+    offline_workload(emu, wl)
+    settle(wl)
+    second = start(kubeconfig, down_cache)
+    assert second.returncode == 0, second.stderr
+    window_end = time.time()
+    settle(wl)
+    stop(up)
+    emu.disable_audit()
+    return Scenario(log, up_cache, down_cache, offline_since - 1, window_end)
+
+
+def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path) -> None:
+    sc = run_scenario(emulator, emulator_kubeconfig, tmp_path)
+    before = export(sc.down, sc.since, sc.until, tmp_path / "before.sktrace")
+    filled = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
+    assert filled.returncode == 0, filled.stderr
+    assert "filled from the audit log (RequestResponse, " in filled.stdout, filled.stdout
+
+    after = export(sc.down, sc.since, sc.until, tmp_path / "after.sktrace")
+    live = export(sc.up, sc.since, sc.until, tmp_path / "live.sktrace")
+    assert before != live  # today's reconstruction is blurred
+    assert [r[1:] for r in after] == [r[1:] for r in live], (after, live)
+    assert all(abs(a[0] - b[0]) <= 1 for a, b in zip(after, live))
+    assert same_lifecycles(lifecycles(tmp_path / "after.sktrace"), lifecycles(tmp_path / "live.sktrace"))
+    assert sktrace("validate", str(tmp_path / "after.sktrace"), check=False).returncode == 0
+    told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
+    assert "filled from the audit log (RequestResponse, 8 events)" in told.stderr, told.stderr
+    assert "Filled from the audit log" in sktrace("status", "--cache", sc.down).stdout
+
+    again = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
+    assert again.returncode == 0, again.stderr
+    export(sc.down, sc.since, sc.until, tmp_path / "again.sktrace")
+    assert (tmp_path / "again.sktrace").read_bytes() == (tmp_path / "after.sktrace").read_bytes()
+
+
+def test_a_metadata_log_moves_deletions_to_their_logged_times_and_invents_no_body(emulator: Emulator, emulator_kubeconfig: str,
+                                                                                  tmp_path: Path) -> None:
+    sc = run_scenario(emulator, emulator_kubeconfig, tmp_path, {"rules": [{"level": "Metadata"}], "omitStages": ["RequestReceived"]})
+    before = export(sc.down, sc.since, sc.until, tmp_path / "before.sktrace")
+    filled = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
+    assert filled.returncode == 0, filled.stderr
+    assert "filled from the audit log (Metadata, " in filled.stdout, filled.stdout
+    after = export(sc.down, sc.since, sc.until, tmp_path / "after.sktrace")
+    live = export(sc.up, sc.since, sc.until, tmp_path / "live.sktrace")
+    deleted = {r[2]: r[0] for r in after if r[1] == "deleted"}
+    assert set(deleted) == {"Deployment/web/c", "Deployment/gone/d"}  # e was created and deleted offline: no body, not invented
+    live_deleted = {r[2]: r[0] for r in live if r[1] == "deleted"}
+    assert all(abs(deleted[k] - live_deleted[k]) <= 1 for k in deleted)
+    before_deleted = {r[2]: r[0] for r in before if r[1] == "deleted"}
+    assert all(before_deleted[k] > deleted[k] for k in deleted)  # the restart's time, moved back
+    assert [r for r in after if r[1] == "applied"] == [r for r in before if r[1] == "applied"]  # bodies: the reconstruction stands
+    told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
+    assert "filled from the audit log (Metadata, 2 events)" in told.stderr and "the log does not account for: reconstructed" in told.stderr
+
+
+def test_check_finds_nothing_in_time_observed_live_until_an_event_is_removed(emulator: Emulator, emulator_kubeconfig: str,
+                                                                              tmp_path: Path) -> None:
+    import sqlite3
+
+    log = tmp_path / "audit.log"
+    emulator.enable_audit(log)
+    wl = Workload(emulator, start_delay=0.2, job_seconds=(0.5, 0.5))
+    emulator.create(deployment("a", "web"))
+    cache = str(tmp_path / "live.db")
+    recorder = start_background(emulator_kubeconfig, cache, duration="60")
+    wait_synced(cache, 1, recorder)
+    settle(wl, 2.5)  # the sync's own second, and the check's slack, behind
+    assert call(emulator, "PATCH", "/apis/apps/v1/namespaces/web/deployments/a/scale", {"spec": {"replicas": 2}}, headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emulator, "POST", "/apis/apps/v1/namespaces/web/deployments", deployment("b", "web"))[0] == 201
+    settle(wl)
+    assert call(emulator, "DELETE", "/apis/apps/v1/namespaces/web/deployments/a")[0] == 200
+    settle(wl, 3.0)
+    stop(recorder)
+    emulator.disable_audit()
+    agreed = sktrace("backfill", "--check", "--cache", cache, "--audit-log", str(log))
+    assert agreed.stdout.startswith("checked ") and "the recording agrees with the log" in agreed.stdout, agreed.stdout
+    assert int(agreed.stdout.split()[1]) >= 3  # the scale, the create, the delete, and the controllers' status writes
+    conn = sqlite3.connect(cache)
+    with conn:
+        conn.execute("DELETE FROM events WHERE name = 'a' AND op = 0 AND id = (SELECT MAX(id) FROM events WHERE name = 'a' AND op = 0)")
+    conn.close()
+    found = sktrace("backfill", "--check", "--cache", cache, "--audit-log", str(log))
+    assert "1 disagreement" in found.stdout, found.stdout
+    assert "apps/v1.Deployment web/a: a spec change was logged (line" in found.stdout and "the recorder missed it" in found.stdout
+
+
+@pytest.mark.slow
+def test_an_outage_is_filled_too(tmp_path: Path) -> None:
+    """An API outage within a run: the deletion the resumed watch caught up moves to its logged time."""
+    from tests.record.test_outages import NS, finish, record
+    from reliability_support import query, wait_rows
+
+    emu = Emulator(token="outage-token", bookmark_interval=0.2, seed=3).start()
+    try:
+        emu.enable_audit(tmp_path / "audit.log")
+        proc, _, cache = record(tmp_path, emu)
+        emu.stop()
+        time.sleep(0.5)
+        gone = time.time()
+        emu.delete("apps/v1", "Deployment", NS, "doomed")
+        deleted = time.time()
+        time.sleep(2.0)
+        emu.start()
+        wait_rows(cache, "SELECT 1 FROM events WHERE name = 'doomed' AND op = 1")
+        wait_rows(cache, "SELECT 1 FROM coverage_gaps GROUP BY run_id HAVING sum(until IS NULL) = 0")
+        finish(proc)
+        emu.disable_audit()
+    finally:
+        emu.stop()
+    (caught,) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
+    assert caught[1] == 1 and caught[0] >= int(gone) + 2
+    done = sktrace("backfill", "--cache", str(cache), "--audit-log", str(tmp_path / "audit.log"), check=False)
+    assert done.returncode == 0, done.stderr
+    assert "outage of apps/v1.Deployment " in done.stdout and "filled from the audit log (RequestResponse, 1 event written" in done.stdout, done.stdout
+    ((ts, inferred),) = query(cache, "SELECT ts, inferred FROM events WHERE name = 'doomed' AND op = 1")
+    assert int(gone) <= ts <= int(deleted) and inferred == 0
