@@ -1,4 +1,4 @@
-"""The SQL of ``backfill`` (schema 0012, ``audit/backfill.py``): the cache's offline gaps, what a restart reconstructed
+"""The SQL of ``backfill`` (schema 0013, ``audit/backfill.py``): the cache's offline gaps, what a restart reconstructed
 in each, an object's version before a gap, and the writes of a fill: rows deleted, rows appended (``Recording``'s own
 ``append_event``), the fill's record. Both engines; the caller holds the writer lock and one transaction.
 
@@ -218,7 +218,7 @@ def shares_objects(cache: Cache, uids: Iterable[str]) -> bool:
 
 
 def fills(cache: Cache) -> list[Fill]:
-    """Every gap a log filled, in time order; none in a cache older than 0012 (read as it is)."""
+    """Every gap a log filled, in time order; none in a cache older than 0013 (read as it is)."""
     if not cache.has_table("audit_fills"):
         return []
     return [_fill(r) for r in cache.conn.execute(f"SELECT {_FILL} FROM audit_fills WHERE events > 0 OR replaced > 0 ORDER BY until, id")]
