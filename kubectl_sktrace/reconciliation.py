@@ -27,6 +27,8 @@ LIMIT = 10
 
 DELETED, CREATED, CHANGED = "deleted", "created", "changed"
 CHANGE_KINDS = (DELETED, CREATED, CHANGED)
+CHANGES_OF_A_VERSION = ("spec", "metadata", "data")
+"""What a changed object's new version changed, counted apart: ``trace/revisions``' words (SPEC, METADATA, DATA)."""
 
 T = TypeVar("T")
 
@@ -36,13 +38,15 @@ class OfflineChange:
     """One object the relist found changed. ``found``: when (the row's receive time). ``before``: deleted, the
     last sight (previous run's end or an outage's start); changed, the second of the last version recorded
     before; created, None. ``created``: the creation second when it lies in the gap, else None. ``detail``: of a
-    change, what changed in words (``spec changed``, ``labels changed: release=2026-11``), '' when not said."""
+    change, what changed in words (``spec changed``, ``labels changed: release=2026-11``), '' when not said, and
+    ``change`` which kind of change it is (``revisions.SPEC``, ``METADATA``, ``DATA``)."""
 
     key: ObjKey
     found: float
     before: float | None = None
     created: int | None = None
     detail: str = ""
+    change: str = ""  # of a change: what the new version changed (``revisions``: spec, metadata or data)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,7 @@ class KindReconciliation:
     deleted: Sample[OfflineChange]
     created: Sample[OfflineChange]
     changed: Sample[OfflineChange]
+    changed_by: tuple[tuple[str, int], ...] = ()  # the changes counted per kind of change (spec, metadata, data)
 
 
 @dataclass(frozen=True)
@@ -119,16 +124,21 @@ def summarize(
     """Group ``changes`` (``(DELETED|CREATED|CHANGED, change)``, in the order to show them) per kind, keeping
     the first ``limit`` of each group and of ``pods``. Kinds come out sorted by their GVK text."""
     groups: dict[GVK, dict[str, _Group[OfflineChange]]] = {}
+    by_change: dict[GVK, dict[str, int]] = {}
     for what, change in changes:
         per_kind = groups.get(change.key.gvk)
         if per_kind is None:
             per_kind = groups[change.key.gvk] = {k: _Group[OfflineChange](limit) for k in CHANGE_KINDS}
+            by_change[change.key.gvk] = dict.fromkeys(CHANGES_OF_A_VERSION, 0)
         per_kind[what].add(change)
+        if what == CHANGED and change.change in CHANGES_OF_A_VERSION:
+            by_change[change.key.gvk][change.change] += 1
     pod_group = _Group[OfflinePod](limit)
     for pod in pods:
         pod_group.add(pod)
     kinds = tuple(
-        KindReconciliation(gvk, g[DELETED].sample(), g[CREATED].sample(), g[CHANGED].sample())
+        KindReconciliation(gvk, g[DELETED].sample(), g[CREATED].sample(), g[CHANGED].sample(),
+                           tuple((c, n) for c, n in by_change[gvk].items() if n))
         for gvk, g in sorted(groups.items(), key=lambda kv: str(kv[0]))
     )
     return Reconciliation(run_id=run_id, offline_since=offline_since, offline_until=offline_until, synced=synced,
@@ -173,7 +183,7 @@ def reconciliation_to_dict(report: Reconciliation) -> dict[str, Any]:
             {"kind": str(k.gvk), **{
                 f"{what}WhileOffline": {"count": sample.count, "objects": _objects(sample, what), "more": sample.more}
                 for what, sample in (("deleted", k.deleted), ("created", k.created), ("changed", k.changed))
-            }}
+            }, "changedWhileOfflineBy": dict(k.changed_by)}
             for k in report.kinds
         ],
         "podsFinishedWhileOffline": {"count": report.pods.count, "pods": [_pod_row(p) for p in report.pods.items],
@@ -259,6 +269,8 @@ def reconciliation_brief(report: Reconciliation) -> list[str]:
     for kind in report.kinds:
         counts = [f"{s.count} {what}" for what, s in (("deleted", kind.deleted), ("created", kind.created), ("changed", kind.changed))
                   if s.count]
+        if kind.changed_by:
+            counts[-1] += f" ({', '.join(f'{n} {change}' for change, n in kind.changed_by)})"
         lines.append(f"  {kind.gvk}: {', '.join(counts)} while offline")
     if report.pods.count:
         lines.append(f"  pods: {report.pods.count} finished while offline")

@@ -278,3 +278,17 @@ def test_the_queries_use_the_indexes(tmp_path: Path) -> None:
     assert "SEARCH p USING INDEX events_uid (uid=? AND rowid<?)" in changes, changes
     assert "SCAN" not in changes.replace("USE TEMP B-TREE", ""), changes
     assert "SEARCH pods USING INDEX pods_end (end_ts>? AND end_ts<?)" in pods, pods
+
+
+def test_the_changes_are_counted_by_what_they_changed() -> None:
+    from kubectl_sktrace.reconciliation import CHANGES_OF_A_VERSION, reconciliation_brief, reconciliation_to_dict
+    from kubectl_sktrace.trace import revisions
+
+    assert CHANGES_OF_A_VERSION == (revisions.SPEC, revisions.METADATA, revisions.DATA)
+    deploy = GVK.parse("apps/v1.Deployment")
+    changes = [(CHANGED, OfflineChange(ObjKey(deploy, "ns", f"d{i}"), found=T0 + 100, before=T0, change=change))
+               for i, change in enumerate(["metadata", "spec", "metadata", "data"])]
+    report = summarize(run_id=2, offline_since=T0, offline_until=T0 + 90, synced=T0 + 100, changes=changes, pods=[])
+    assert report.kinds[0].changed_by == (("spec", 1), ("metadata", 2), ("data", 1))
+    assert reconciliation_brief(report)[1] == "  apps/v1.Deployment: 4 changed (1 spec, 2 metadata, 1 data) while offline"
+    assert reconciliation_to_dict(report)["kinds"][0]["changedWhileOfflineBy"] == {"spec": 1, "metadata": 2, "data": 1}

@@ -113,7 +113,7 @@ def _changes(cache: Cache, params: dict[str, float], last_seen: dict[str, float]
         else:
             described[gvk_text] = shown = described.get(gvk_text, 0) + 1
             before_ts, detail = _what_changed(cache, op=op, row_id=row_id, before_id=before, words=shown <= LIMIT)
-            yield CHANGED, OfflineChange(key, found=recv, before=before_ts, detail=detail)
+            yield CHANGED, OfflineChange(key, found=recv, before=before_ts, detail=detail, change=CHANGE_OF_OP.get(op, SPEC))
 
 
 def _what_changed(cache: Cache, *, op: int, row_id: int, before_id: int, words: bool) -> tuple[float, str]:
