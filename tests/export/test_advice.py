@@ -105,8 +105,13 @@ def test_merge_blind(spans, expected):
         ([(H + 61, H + 63, "no recorder ran")], [], (0, 0),
          "coverage: 99.9% of the window (1h00m00s) observed live; not observed:\n"
          "  2027-01-15T08:01:01Z–08:01:03Z (2s, no recorder ran)"),
+        ([(H + 61, H + 61.4, "no recorder ran"), (H + 70, H + 71, "no recorder ran")], [], (0, 0),
+         "coverage: 99.9% of the window (1h00m00s) observed live; not observed:\n"
+         "  2027-01-15T08:01:10Z–08:01:11Z (1s, no recorder ran)\n"
+         "  and 1 gap shorter than 5s"),
     ],
-    ids=["all-observed", "one-outage", "many-gaps", "never-100-percent-with-a-gap", "reconstructed-only", "a-short-stop-is-listed"],
+    ids=["all-observed", "one-outage", "many-gaps", "never-100-percent-with-a-gap", "reconstructed-only", "a-short-stop-is-listed",
+         "a-handover-under-a-second-is-counted-not-listed"],
 )
 def test_coverage_block(blind, unrecorded, inferred, expected):
     block = coverage_block(start_ts=H, end_ts=H + 3600, blind=blind, unrecorded=unrecorded, inferred=inferred[0],
