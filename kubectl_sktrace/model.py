@@ -174,13 +174,15 @@ class LiveObject:
     fingerprints of its metadata and data last recorded (``trace/revisions``; None: not known, a cache recorded
     before schema 0011); kept in the cache's ``objects`` table and in the recorder's memory alike. ``spec_fp``, in
     memory only, is the fingerprint of the spec that hash was taken of (``changes.spec_hash``; None: not known):
-    a spec with the same fingerprint has the same hash, so the recorder walks a spec only when it changed."""
+    a spec with the same fingerprint has the same hash, so the recorder walks a spec only when it changed;
+    ``meta_fp`` the same for the metadata fingerprint (``changes.metadata_hash``)."""
 
     uid: str
     spec_hash: int
     meta_hash: int | None = None
     data_hash: int | None = None
     spec_fp: int | None = None
+    meta_fp: int | None = None
 
 
 # the password of the user info (which ends at the authority's last "@"), and secret-looking query values

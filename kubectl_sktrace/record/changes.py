@@ -37,6 +37,8 @@ from typing import Any
 from kubectl_sktrace.model import LiveObject, ObjectHead, ObjKey
 from kubectl_sktrace.trace.hashing import spec_hash as simkube_spec_hash
 from kubectl_sktrace.trace.revisions import DATA, METADATA, SPEC
+from kubectl_sktrace.trace.revisions import data_hash as revisions_data_hash
+from kubectl_sktrace.trace.revisions import metadata_hash as revisions_metadata_hash
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Decision:
     meta_hash: int | None = None
     data_hash: int | None = None
     spec_fp: int | None = None
+    meta_fp: int | None = None
 
     @property
     def apply(self) -> bool:
@@ -58,7 +61,7 @@ class Decision:
 
     def live(self, uid: str) -> LiveObject:
         """The live index's entry once recorded."""
-        return LiveObject(uid, self.spec_hash, self.meta_hash, self.data_hash, self.spec_fp)
+        return LiveObject(uid, self.spec_hash, self.meta_hash, self.data_hash, self.spec_fp, self.meta_fp)
 
 
 def spec_hash(spec: Any, known: LiveObject | None) -> tuple[int, int | None]:
@@ -77,24 +80,46 @@ def spec_hash(spec: Any, known: LiveObject | None) -> tuple[int, int | None]:
     return simkube_spec_hash(spec), fp
 
 
+def fingerprints(obj: Mapping[str, Any], known: LiveObject | None) -> dict[str, Any]:
+    """``decide_applied``'s fingerprints of an object (spec hash, metadata and data fingerprints), each taken again
+    only when what it covers changed since the live index's entry."""
+    spec, spec_fp = spec_hash(obj.get("spec"), known)
+    meta, meta_fp = metadata_hash(obj, known)
+    return {"spec_hash": spec, "spec_fp": spec_fp, "meta_hash": meta, "meta_fp": meta_fp, "data_hash": revisions_data_hash(obj)}
+
+
+def metadata_hash(obj: Mapping[str, Any], known: LiveObject | None) -> tuple[int, int | None]:
+    """``(revisions.metadata_hash, fingerprint)`` of an object: the known one when the live index took it of labels,
+    annotations and owner references with this fingerprint (``spec_hash``'s, of those three), else computed."""
+    meta = obj.get("metadata")
+    fields = (meta.get("labels"), meta.get("annotations"), meta.get("ownerReferences")) if isinstance(meta, dict) else None
+    try:
+        fp = hash(marshal.dumps(fields))
+    except ValueError:
+        return revisions_metadata_hash(obj), None
+    if known is not None and known.meta_fp == fp and known.meta_hash is not None:
+        return known.meta_hash, fp
+    return revisions_metadata_hash(obj), fp
+
+
 def same_uid(a: str, b: str) -> bool:
     """Whether two uids name the same object; an empty uid is unknown and matches any."""
     return a == b or not a or not b
 
 
 def decide_applied(*, known: LiveObject | None, uid: str, spec_hash: int, meta_hash: int | None = None,
-                   data_hash: int | None = None, spec_fp: int | None = None) -> Decision:
+                   data_hash: int | None = None, spec_fp: int | None = None, meta_fp: int | None = None) -> Decision:
     """What an added, modified or listed object with ``uid`` and these fingerprints means, given what is known."""
     if known is None:
-        return Decision(False, SPEC, spec_hash, meta_hash, data_hash, spec_fp)
+        return Decision(False, SPEC, spec_hash, meta_hash, data_hash, spec_fp, meta_fp)
     if not same_uid(known.uid, uid):
-        return Decision(True, SPEC, spec_hash, meta_hash, data_hash, spec_fp)
+        return Decision(True, SPEC, spec_hash, meta_hash, data_hash, spec_fp, meta_fp)
     if known.spec_hash != spec_hash:
-        return Decision(False, SPEC, spec_hash, meta_hash, data_hash, spec_fp)
+        return Decision(False, SPEC, spec_hash, meta_hash, data_hash, spec_fp, meta_fp)
     data = _differs(known.data_hash, data_hash)
     if data or _differs(known.meta_hash, meta_hash):
-        return Decision(False, DATA if data else METADATA, spec_hash, meta_hash, data_hash, spec_fp)
-    return Decision(False, None, spec_hash, _kept(known.meta_hash, meta_hash), _kept(known.data_hash, data_hash), spec_fp)
+        return Decision(False, DATA if data else METADATA, spec_hash, meta_hash, data_hash, spec_fp, meta_fp)
+    return Decision(False, None, spec_hash, _kept(known.meta_hash, meta_hash), _kept(known.data_hash, data_hash), spec_fp, meta_fp)
 
 
 def _differs(known: int | None, now: int | None) -> bool:

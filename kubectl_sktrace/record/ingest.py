@@ -356,9 +356,7 @@ class Ingest:
             return False
         live = self.live.setdefault(gvk, {})
         known = live.get(head.key)
-        spec_hash, spec_fp = changes.spec_hash(obj.get("spec"), known)
-        decision = changes.decide_applied(known=known, uid=head.uid, spec_hash=spec_hash, spec_fp=spec_fp,
-                                          meta_hash=revisions.metadata_hash(obj), data_hash=revisions.data_hash(obj))
+        decision = changes.decide_applied(known=known, uid=head.uid, **changes.fingerprints(obj, known))
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
         ts = changes.event_second(recv)
@@ -378,7 +376,7 @@ class Ingest:
                 self.stats_for(gvk).caught_up += 1
         elif known is not None and (now := decision.live(known.uid)) != known:
             # the spec's fingerprint (memory only), or those a cache before 0011 did not keep
-            live[head.key] = now if replace(now, spec_fp=known.spec_fp) == known else self._upsert(head.key, now)
+            live[head.key] = now if replace(now, spec_fp=known.spec_fp, meta_fp=known.meta_fp) == known else self._upsert(head.key, now)
         return True
 
     def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, decision: changes.Decision,

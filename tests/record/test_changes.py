@@ -175,3 +175,21 @@ def test_a_spec_is_walked_for_its_hash_only_when_its_fingerprint_changed(monkeyp
     assert changes.spec_hash(changed, known)[0] == real(changed) != first and len(walked) == 2
     assert changes.spec_hash({**spec, "replicas": 2.0}, known)[0] == real({**spec, "replicas": 2.0})  # 2.0 is not 2
     assert changes.spec_hash(spec, LiveObject("u1", first))[0] == first and len(walked) == 4  # no fingerprint known: walked
+
+
+def test_the_metadata_fingerprint_is_taken_again_only_when_labels_annotations_or_owners_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken: list[object] = []
+    real = changes.revisions_metadata_hash
+    monkeypatch.setattr(changes, "revisions_metadata_hash", lambda obj: taken.append(obj) or real(obj))
+    text = '{"metadata": {"name": "web", "labels": {"app": "web"}, "annotations": {"note": "a"}, "resourceVersion": "1"}}'
+    obj = json.loads(text)
+    first, fp = changes.metadata_hash(obj, None)
+    assert first == real(obj) and len(taken) == 1
+    known = LiveObject("u1", 1, meta_hash=first, meta_fp=fp)
+    again = json.loads(text.replace('"resourceVersion": "1"', '"resourceVersion": "2"'))  # a status change's next version
+    assert changes.metadata_hash(again, known) == (first, fp) and len(taken) == 1
+    relabelled = json.loads(text.replace('"app": "web"', '"app": "web", "tier": "front"'))
+    assert changes.metadata_hash(relabelled, known)[0] == real(relabelled) != first and len(taken) == 2
+    leader = json.loads(text.replace('"note": "a"', '"note": "a", "control-plane.alpha.kubernetes.io/leader": "{}"'))
+    assert changes.metadata_hash(leader, known)[0] == first and len(taken) == 3  # taken again, and still unchanged
+    assert changes.metadata_hash(obj, LiveObject("u1", 1, meta_fp=fp))[0] == first and len(taken) == 4  # no hash known: taken
