@@ -172,10 +172,11 @@ def _share(observed: float) -> str:
 
 def _gap_lines(gaps: list[Blind]) -> list[str]:
     """The stretches not observed: those a person must see (no recorder, not committed, pruned, 5 s or longer), the
-    first ``MAX_LISTED_GAPS``; the rest counted. A stretch under a second (a restart's handover) is counted, never
-    listed: its span would read ``16:14:40Z–16:14:40Z (0s)``."""
-    listed = [g for g in gaps if g.until - g.since >= LISTED_GAP_SECONDS
-              or (g.until - g.since >= 1 and any(c in g.causes for c in ALWAYS_LISTED))]
+    first ``MAX_LISTED_GAPS``; the rest counted. A time between runs under a second (a restart's handover) is counted,
+    never listed: its span would read ``16:14:40Z–16:14:40Z (0s, no recorder ran)``."""
+    def must_see(gap: Blind) -> bool:
+        return any(c in gap.causes for c in ALWAYS_LISTED) and (gap.until - gap.since >= 1 or gap.causes != (NO_RECORDER,))
+    listed = [g for g in gaps if must_see(g) or g.until - g.since >= LISTED_GAP_SECONDS]
     lines = [f"  {format_span(gap.since, gap.until)} ({format_duration(gap.until - gap.since)}, {', '.join(gap.causes)})"
              for gap in listed[:MAX_LISTED_GAPS]]
     more = len(listed) - MAX_LISTED_GAPS
