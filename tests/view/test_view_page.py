@@ -145,6 +145,12 @@ def test_a_row_says_how_many_of_its_changes_it_draws_when_not_all(page: Any) -> 
     assert drawn < CHURN and label.endswith(f"({drawn} of {CHURN} changes drawn)")
 
 
+def test_a_tick_drawn_for_several_changes_says_how_many_and_every_change_is_accounted_for(page: Any) -> None:
+    words = page.eval_on_selector_all("#objects rect.tick[data-object='v1.ConfigMap/north/settings']", "ts => ts.map(t => t.dataset.what)")
+    stands_for = [int(m.group(1)) if (m := re.search(r"\(drawn for (\d+) changes of its \S+ column\)", w)) else 1 for w in words]
+    assert max(stands_for) > 1 and sum(stands_for) == CHURN
+
+
 def _open(page: Any, event_id: int) -> None:
     page.locator(f"rect.tick[data-id='{event_id}']").click()
     page.wait_for_selector(f"body[data-version='{event_id}']", state="attached")

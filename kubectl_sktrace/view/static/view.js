@@ -25,6 +25,10 @@ function el(name, attrs, parent, text) {
   return node;
 }
 
+// text made safe inside markup (an attribute's quotes included): the names come from the cluster or a trace file
+const ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;"};
+function markup(text) { return String(text).replace(/[&<>"']/g, (c) => ENTITIES[c]); }
+
 function titled(node, text) { el("title", {}, node, text); return node; }
 
 function showError(message) { $("error").textContent = message || ""; }
@@ -72,6 +76,25 @@ function debounce(fn, ms) {
   return (...args) => {
     if (timer === null) working(1); else clearTimeout(timer);
     timer = setTimeout(async () => { timer = null; try { await fn(...args); } finally { working(-1); } }, ms);
+  };
+}
+
+// At once when nothing waits, then at most once per ms while inputs keep coming (wheel notches, keys typed): the
+// first input of a gesture is answered without a pause, the rest of it with the last input's arguments.
+function eager(fn, ms) {
+  let timer = null, waiting = null;
+  const quiet = () => {
+    timer = null;
+    if (waiting === null) return;
+    const args = waiting;
+    waiting = null;
+    timer = setTimeout(quiet, ms);
+    Promise.resolve(fn(...args)).finally(() => working(-1));
+  };
+  return (...args) => {
+    if (waiting === null) working(1);
+    waiting = args;
+    if (timer === null) quiet();
   };
 }
 
@@ -210,7 +233,7 @@ async function histogramNow() {
   } catch (e) { showError(e.message); }
 }
 
-const fetchHistogram = debounce(histogramNow, 30);
+const fetchHistogram = eager(histogramNow, 30);
 
 // The range shown stays within the history (and a little around it): zooming out ends at the whole history, a pan
 // stops at its ends, so no view is ever left holding no data.
@@ -285,7 +308,11 @@ function installTimelineGestures() {
   svg.addEventListener("pointerup", end);
   svg.addEventListener("pointercancel", end);
   new ResizeObserver(() => { if (state.view) { drawTimeline(); fetchHistogram(); } }).observe(svg);
-  new ResizeObserver(() => { if (state.view) drawObjects(); }).observe($("objects"));  // the rows follow the page's width too
+  let objectsWidth = 0;  // the rows follow the page's width too; their own height, set as they are drawn, is no resize
+  new ResizeObserver(() => {
+    const width = $("objects").clientWidth;
+    if (state.view && width !== objectsWidth) { objectsWidth = width; drawObjects(); }
+  }).observe($("objects"));
 }
 
 function drawLegend() {
@@ -477,17 +504,23 @@ function drawTicks(svg, width, y, node) {
   const x1 = Math.max(LEFT, xOf(node.first, width)), x2 = Math.min(LEFT + width, xOf(lifeEnd, width));
   if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
     `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
+  const column = duration(state.tickColumn), object = markup(node.id);  // a tick drawn for a column's changes says how many
   // one element a change (its hit area is its transparent stroke; view.css), its words in data-what, made a title on
-  // hover, and one click listener for the panel (installObjectGestures): a redraw at every zoom stays cheap
+  // hover, one click listener for the panel (installObjectGestures), and a row's ticks parsed from one string: thousands
+  // of ticks are made in a few milliseconds, where as many createElementNS and setAttribute took most of a redraw
+  const marks = [];
   for (const tick of node.ticks) {
     const x = xOf(tick.ts, width);
     if (x < LEFT || x > LEFT + width) continue;
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
     const short = kind.short ? (ROW_H - 4) / 2 : 0;
-    el("rect", {x: x - 1, y: y + 2 + short, width: 2, height: ROW_H - 4 - short, "data-id": tick.id, "data-object": node.id,
-      "data-ts": tick.ts, "data-what": `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : ""),
-      class: `tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
+    const what = `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "") +
+      (tick.n > 1 ? ` (drawn for ${tick.n} changes of its ${column} column)` : "");
+    marks.push(`<rect x="${x - 1}" y="${y + 2 + short}" width="2" height="${ROW_H - 4 - short}" data-id="${Number(tick.id)}" ` +
+      `data-object="${object}" data-ts="${Number(tick.ts)}" data-what="${markup(what)}" ` +
+      `class="tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}"/>`);
   }
+  svg.insertAdjacentHTML("beforeend", marks.join(""));
 }
 
 function installObjectGestures() {
@@ -497,8 +530,8 @@ function installObjectGestures() {
     if (tick) loadVersion(Number(tick.dataset.id));
   });
   svg.addEventListener("pointerover", (event) => {
-    const tick = event.target.closest && event.target.closest("rect.tick");
-    if (tick && !tick.firstChild) titled(tick, tick.dataset.what);
+    const mark = event.target.closest && event.target.closest("rect.tick, rect.pod");
+    if (mark && !mark.firstChild) titled(mark, mark.dataset.what);
   });
 }
 
@@ -526,9 +559,8 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
     lanes[lane] = until;
     const p1 = Math.max(LEFT, xOf(pod.start, width)), p2 = Math.min(LEFT + width, xOf(pod.end === null ? v.end : pod.end, width));
     if (p2 > p1) {
-      const bar = el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,
-        class: `pod ${pod.end === null ? "running" : "finished"}`}, plot);
-      titled(bar, `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`);
+      el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,  // its words made a title on hover
+        class: `pod ${pod.end === null ? "running" : "finished"}`, "data-what": `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`}, plot);
     }
   }
   rowY += lanes.length * POD_H;
@@ -582,18 +614,20 @@ function drawObjects() {
 async function loadObjects(append) {
   const seq = ++state.seq.objects;
   const params = {gvk: $("kind").value, namespace: $("namespace").value, q: $("search").value.trim(),
-    start: Math.floor(state.view.start), end: Math.ceil(state.view.end), offset: append ? state.objects.length : 0, limit: 20};
+    start: Math.floor(state.view.start), end: Math.ceil(state.view.end), offset: append ? state.objects.length : 0, limit: 20,
+    width: plotWidth($("timeline"))};  // a row's changes come one per 2 px column at most: bounded by the page, not the history
   try {
     const answer = await api("/api/objects", params);
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
     state.objectsTotal = answer.total;
+    state.tickColumn = (params.end - params.start) / answer.maxTicks;
     drawObjects();
     document.body.dataset.objects = `${params.q}:${answer.total}`;
   } catch (e) { showError(e.message); }
 }
 
-const refreshObjects = debounce(() => loadObjects(false), 30);
+const refreshObjects = eager(() => loadObjects(false), 30);
 
 function drawDiff(box, text) {
   box.replaceChildren();
@@ -710,7 +744,7 @@ async function start() {
     $("download").addEventListener("click", (e) => downloadWindow(e).catch((err) => showError(err.message)));
     $("copy-command").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("command").textContent));
     for (const id of ["kind", "namespace"]) $(id).addEventListener("change", () => loadObjects(false));
-    $("search").addEventListener("input", debounce(() => loadObjects(false), 90));
+    $("search").addEventListener("input", eager(() => loadObjects(false), 90));
     $("more-objects").addEventListener("click", () => loadObjects(true));
     wholeHistory();
     if (o.recording) setInterval(refreshLive, LIVE_SECONDS * 1000);
