@@ -125,6 +125,20 @@ def test_a_change_is_drawn_at_its_instant_on_the_timeline_s_axis_at_two_widths_a
     assert axis is not None and 0 <= axis["y"] <= 2 and page.locator("#objects-axis line").count() >= 2
 
 
+def test_a_pan_inside_the_range_the_rows_were_asked_for_is_drawn_from_what_the_page_has(page: Any) -> None:
+    box = page.locator("#timeline").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 100)
+    page.mouse.wheel(0, -100)
+    settled(page)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/api/objects" in request.url else None)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2 - 150, box["y"] + 100, steps=4)
+    page.mouse.up()
+    settled(page)
+    assert asked == [] and _misplaced_ticks(page) == []
+
+
 def _labels(page: Any) -> list[str]:
     return list(page.eval_on_selector_all("#objects .row-label", "ts => ts.map(t => t.firstChild.textContent)"))
 

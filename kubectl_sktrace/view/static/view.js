@@ -12,7 +12,7 @@ const MAX_POD_LANES = 6;
 const LIVE_SECONDS = 10;
 const LEFT = 90, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10, LABEL_H = 13, CHAR_W = 6.6;
 
-const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0,
+const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0, rows: null, labels: new Map(),
   chosenTick: null, seq: {histogram: 0, objects: 0, window: 0, report: 0}};
 
 const $ = (id) => document.getElementById(id);
@@ -237,8 +237,13 @@ const fetchHistogram = eager(histogramNow, 30);
 
 // The range shown stays within the history (and a little around it): zooming out ends at the whole history, a pan
 // stops at its ends, so no view is ever left holding no data.
+function bounds() {
+  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02);
+  return {lo: o.begin - pad, hi: o.end + pad};
+}
+
 function clamped(start, end) {
-  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02), lo = o.begin - pad, hi = o.end + pad;
+  const {lo, hi} = bounds();
   const range = Math.min(Math.max(end - start, MIN_RANGE), hi - lo);
   start = Math.min(Math.max(start, lo), hi - range);
   return {start, end: start + range};
@@ -247,8 +252,9 @@ function clamped(start, end) {
 function setView(start, end) {
   state.view = clamped(start, end);
   drawTimeline();
-  moveObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
   fetchHistogram();
+  if (rowsHold()) { drawObjects(); return; }  // what the page has is true of the new range: drawn at its scale, nothing asked
+  moveObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
   refreshObjects();
 }
 
@@ -301,7 +307,8 @@ function installTimelineGestures() {
       loadWindow();
     } else if (!drag.selecting && drag.moved) {  // the person let go: no pause to wait for
       histogramNow();
-      loadObjects(false);
+      if (!rowsHold()) loadObjects(false);
+      else relabel();  // the marks of the range asked are drawn already, and moved with the drag
     }
     drag = null;
   };
@@ -494,33 +501,37 @@ function plural(n, one, many) { return `${n} ${n === 1 ? one : many || one + "s"
 function rowLabel(node, depth) {
   let label = `${node.kind} ${node.namespace ? node.namespace + "/" : ""}${node.name}`;
   if (node.owner && depth === 0 && node.ownerName) label += `  ← ${node.ownerName}`;
-  if (node.ticksTotal > node.ticks.length) label += `  (${node.ticks.length} of ${plural(node.ticksTotal, "change")} drawn)`;
+  if (node.ticksTotal <= node.ticks.length) return label;
+  const n = (ticks) => ticks.reduce((sum, t) => sum + (t.n || 1), 0);
+  if (n(node.ticks) !== node.ticksTotal) return `${label}  (${node.ticks.length} of ${plural(node.ticksTotal, "change")} drawn)`;
+  // each tick stands for its column's changes: of the range shown, its ticks there and the changes they stand for
+  const v = state.view, shown = node.ticks.filter((t) => t.ts >= v.start && t.ts < v.end), changes = n(shown);
+  if (changes > shown.length) label += `  (${shown.length} of ${plural(changes, "change")} drawn)`;
   return label;
 }
 
 function drawTicks(svg, width, y, node) {
-  const v = state.view;
-  const lifeEnd = node.deleted ? node.last : Math.max(v.end, node.last);
-  const x1 = Math.max(LEFT, xOf(node.first, width)), x2 = Math.min(LEFT + width, xOf(lifeEnd, width));
+  const {lo, hi, until} = state.marksSpan;
+  const lifeEnd = node.deleted ? node.last : Math.max(until, node.last);
+  const x1 = Math.max(lo, xOf(node.first, width)), x2 = Math.min(hi, xOf(lifeEnd, width));
   if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
     `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
   const column = duration(state.tickColumn), object = markup(node.id);  // a tick drawn for a column's changes says how many
   // one element a change (its hit area is its transparent stroke; view.css), its words in data-what, made a title on
   // hover, one click listener for the panel (installObjectGestures), and a row's ticks parsed from one string: thousands
   // of ticks are made in a few milliseconds, where as many createElementNS and setAttribute took most of a redraw
-  const marks = [];
+  const marks = [], beyond = [];  // those in sight first; the rest of the range asked, clipped, for a pan to bring in
   for (const tick of node.ticks) {
     const x = xOf(tick.ts, width);
-    if (x < LEFT || x > LEFT + width) continue;
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
     const short = kind.short ? (ROW_H - 4) / 2 : 0;
     const what = `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "") +
       (tick.n > 1 ? ` (drawn for ${tick.n} changes of its ${column} column)` : "");
-    marks.push(`<rect x="${x - 1}" y="${y + 2 + short}" width="2" height="${ROW_H - 4 - short}" data-id="${Number(tick.id)}" ` +
+    (x < LEFT || x > LEFT + width ? beyond : marks).push(`<rect x="${x - 1}" y="${y + 2 + short}" width="2" height="${ROW_H - 4 - short}" data-id="${Number(tick.id)}" ` +
       `data-object="${object}" data-ts="${Number(tick.ts)}" data-what="${markup(what)}" ` +
       `class="tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}"/>`);
   }
-  svg.insertAdjacentHTML("beforeend", marks.join(""));
+  svg.insertAdjacentHTML("beforeend", marks.join("") + beyond.join(""));
 }
 
 function installObjectGestures() {
@@ -536,7 +547,7 @@ function installObjectGestures() {
 }
 
 function drawObjectRow(svg, plot, width, y, node, depth) {
-  const v = state.view, indent = 4 + depth * 12;
+  const {lo, hi, until} = state.marksSpan, indent = 4 + depth * 12;
   let x = indent;
   if (node.findings && node.findings.length) {  // validate's findings, beside the name they are about
     const mark = el("text", {x, y: y + LABEL_H - 2, class: "finding-mark", "data-object": node.id}, svg, `⚠${node.findings.length}`);
@@ -545,6 +556,7 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
   }
   const text = el("text", {x, y: y + LABEL_H - 2, class: "row-label" + (node.deleted ? " deleted" : ""), "data-object": node.id}, svg,
     rowLabel(node, depth));
+  state.labels.set(node.id, {text, node, depth});
   titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
   y += LABEL_H;
   drawTicks(plot, width, y, node);
@@ -557,7 +569,7 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
     if (lane < 0 && lanes.length < MAX_POD_LANES) lane = lanes.push(-Infinity) - 1;
     if (lane < 0) { hidden += 1; continue; }
     lanes[lane] = until;
-    const p1 = Math.max(LEFT, xOf(pod.start, width)), p2 = Math.min(LEFT + width, xOf(pod.end === null ? v.end : pod.end, width));
+    const p1 = Math.max(lo, xOf(pod.start, width)), p2 = Math.min(hi, xOf(pod.end === null ? until : pod.end, width));
     if (p2 > p1) {
       el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,  // its words made a title on hover
         class: `pod ${pod.end === null ? "running" : "finished"}`, "data-what": `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`}, plot);
@@ -592,6 +604,11 @@ function moveObjects() {
   drawObjectsAxis(width);
 }
 
+// After a pan, what the labels say of the range shown (how many of a row's changes are drawn in it).
+function relabel() {
+  for (const {text, node, depth} of state.labels.values()) text.firstChild.nodeValue = rowLabel(node, depth);
+}
+
 function drawObjects() {
   const svg = $("objects");
   svg.replaceChildren();
@@ -603,6 +620,9 @@ function drawObjects() {
   el("rect", {x: LEFT, y: 0, width: width, height: 1e6}, clip);
   const plot = el("g", {id: "objects-plot"}, el("g", {"clip-path": "url(#objects-clip)"}, svg));
   state.drawnView = {...state.view};
+  const v = state.view, rows = state.rows && state.rows.start <= v.start && state.rows.end >= v.end ? state.rows : v;
+  state.marksSpan = {lo: Math.min(LEFT, xOf(rows.start, width)), hi: Math.max(LEFT + width, xOf(rows.end, width)), until: rows.end};
+  state.labels = new Map();
   let y = 4;
   for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, plot, width, y, node, depth);
   if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
@@ -611,16 +631,33 @@ function drawObjects() {
   $("more-objects").hidden = state.objects.length >= state.objectsTotal;
 }
 
+// The rows are asked for a wider range than shown (half a view more on each side, within the history), so that a pan
+// inside it is drawn from what the page has, at once, and asks nothing.
+function rowsRange() {
+  const v = state.view, {lo, hi} = bounds(), margin = (v.end - v.start) / 2;
+  return {start: Math.floor(Math.max(v.start - margin, lo)), end: Math.ceil(Math.min(v.end + margin, hi)), span: v.end - v.start};
+}
+
+// Whether the rows drawn are still true of the range shown: it lies within the range they were asked for, at the
+// scale they were asked at or wider, or closer in while every row holds all its changes and pods (nothing was left out).
+function rowsHold() {
+  const f = state.rows, v = state.view;
+  if (!f || v.start < f.start || v.end > f.end) return false;
+  return v.end - v.start >= f.span || state.objects.every((r) => r.ticksTotal === r.ticks.length && r.podsTotal === r.pods.length);
+}
+
 async function loadObjects(append) {
-  const seq = ++state.seq.objects;
+  const seq = ++state.seq.objects, range = append && state.rows ? state.rows : rowsRange();
   const params = {gvk: $("kind").value, namespace: $("namespace").value, q: $("search").value.trim(),
-    start: Math.floor(state.view.start), end: Math.ceil(state.view.end), offset: append ? state.objects.length : 0, limit: 20,
-    width: plotWidth($("timeline"))};  // a row's changes come one per 2 px column at most: bounded by the page, not the history
+    start: range.start, end: range.end, offset: append ? state.objects.length : 0, limit: 20,
+    // a row's changes come one per 2 px column at most: bounded by the page, not the history
+    width: Math.round(plotWidth($("timeline")) * (range.end - range.start) / range.span)};
   try {
     const answer = await api("/api/objects", params);
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
     state.objectsTotal = answer.total;
+    state.rows = range;
     state.tickColumn = (params.end - params.start) / answer.maxTicks;
     drawObjects();
     document.body.dataset.objects = `${params.q}:${answer.total}`;
