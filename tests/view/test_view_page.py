@@ -139,6 +139,16 @@ def test_a_pan_inside_the_range_the_rows_were_asked_for_is_drawn_from_what_the_p
     assert asked == [] and _misplaced_ticks(page) == []
 
 
+def test_a_zoom_that_would_ask_what_the_page_has_asks_nothing_and_is_drawn_at_its_instant(page: Any) -> None:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/api/objects" in request.url else None)
+    box = page.locator("#timeline").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 100)
+    page.mouse.wheel(0, -100)  # the rows were asked for the whole history, and would be again, in as many columns
+    settled(page)
+    assert asked == [] and _misplaced_ticks(page) == []
+
+
 def _labels(page: Any) -> list[str]:
     return list(page.eval_on_selector_all("#objects .row-label", "ts => ts.map(t => t.firstChild.textContent)"))
 

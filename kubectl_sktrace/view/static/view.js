@@ -253,7 +253,7 @@ function setView(start, end) {
   state.view = clamped(start, end);
   drawTimeline();
   fetchHistogram();
-  if (rowsHold()) { drawObjects(); return; }  // what the page has is true of the new range: drawn at its scale, nothing asked
+  if (rowsHold()) { rescaleObjects(); return; }  // what the page has is true of the new range: moved to its scale, nothing asked
   moveObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
   refreshObjects();
 }
@@ -514,7 +514,8 @@ function drawTicks(svg, width, y, node) {
   const {lo, hi, until} = state.marksSpan;
   const lifeEnd = node.deleted ? node.last : Math.max(until, node.last);
   const x1 = Math.max(lo, xOf(node.first, width)), x2 = Math.min(hi, xOf(lifeEnd, width));
-  if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
+  if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : ""),
+    "data-from": node.first, "data-to": lifeEnd}, svg),
     `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
   const column = duration(state.tickColumn), object = markup(node.id);  // a tick drawn for a column's changes says how many
   // one element a change (its hit area is its transparent stroke; view.css), its words in data-what, made a title on
@@ -572,7 +573,7 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
     const p1 = Math.max(lo, xOf(pod.start, width)), p2 = Math.min(hi, xOf(pod.end === null ? until : pod.end, width));
     if (p2 > p1) {
       el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,  // its words made a title on hover
-        class: `pod ${pod.end === null ? "running" : "finished"}`, "data-what": `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`}, plot);
+        class: `pod ${pod.end === null ? "running" : "finished"}`, "data-from": pod.start, "data-to": pod.end === null ? until : pod.end, "data-what": `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`}, plot);
     }
   }
   rowY += lanes.length * POD_H;
@@ -609,6 +610,37 @@ function relabel() {
   for (const {text, node, depth} of state.labels.values()) text.firstChild.nodeValue = rowLabel(node, depth);
 }
 
+// A zoom the rows drawn hold: each mark moved to the new scale where it is (its times are on it), none made anew;
+// the ticks gone out of sight put after those in it.
+function rescaleObjects() {
+  const plot = $("objects-plot");
+  if (!plot) { drawObjects(); return; }
+  const width = plotWidth($("timeline")), {lo, hi} = marksSpan(width), gone = [];
+  plot.removeAttribute("transform");
+  for (const tick of plot.querySelectorAll("rect.tick")) {
+    const x = xOf(Number(tick.dataset.ts), width);
+    tick.setAttribute("x", x - 1);
+    if (x < LEFT || x > LEFT + width) gone.push(tick);
+  }
+  plot.append(...gone);
+  for (const bar of plot.querySelectorAll("rect[data-from]")) {
+    const x1 = Math.max(lo, xOf(Number(bar.dataset.from), width)), x2 = Math.min(hi, xOf(Number(bar.dataset.to), width));
+    bar.setAttribute("x", x1);
+    bar.setAttribute("width", Math.max(bar.classList.contains("pod") ? 1 : 0, x2 - x1));
+  }
+  state.drawnView = {...state.view};
+  drawObjectsAxis(width);
+  relabel();
+}
+
+// Where the marks of the rows' range lie on the plot's axis (beyond the plot, clipped), and the time a mark without
+// an end runs to.
+function marksSpan(width) {
+  const v = state.view, rows = state.rows && state.rows.start <= v.start && state.rows.end >= v.end ? state.rows : v;
+  state.marksSpan = {lo: Math.min(LEFT, xOf(rows.start, width)), hi: Math.max(LEFT + width, xOf(rows.end, width)), until: rows.end};
+  return state.marksSpan;
+}
+
 function drawObjects() {
   const svg = $("objects");
   svg.replaceChildren();
@@ -620,8 +652,7 @@ function drawObjects() {
   el("rect", {x: LEFT, y: 0, width: width, height: 1e6}, clip);
   const plot = el("g", {id: "objects-plot"}, el("g", {"clip-path": "url(#objects-clip)"}, svg));
   state.drawnView = {...state.view};
-  const v = state.view, rows = state.rows && state.rows.start <= v.start && state.rows.end >= v.end ? state.rows : v;
-  state.marksSpan = {lo: Math.min(LEFT, xOf(rows.start, width)), hi: Math.max(LEFT + width, xOf(rows.end, width)), until: rows.end};
+  marksSpan(width);
   state.labels = new Map();
   let y = 4;
   for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, plot, width, y, node, depth);
@@ -638,26 +669,32 @@ function rowsRange() {
   return {start: Math.floor(Math.max(v.start - margin, lo)), end: Math.ceil(Math.min(v.end + margin, hi)), span: v.end - v.start};
 }
 
+// The plot's width over a range asked: a row's changes come one per 2 px column at most (bounded by the page, not
+// the history), and the server answers min(its limit, width / 2) columns.
+function rowsWidth(range) { return Math.round(plotWidth($("timeline")) * (range.end - range.start) / range.span); }
+
 // Whether the rows drawn are still true of the range shown: it lies within the range they were asked for, at the
-// scale they were asked at or wider, or closer in while every row holds all its changes and pods (nothing was left out).
+// scale they were asked at or wider, or closer in while every row holds all its changes and pods (nothing was left out),
+// or when asking again would ask the same range in as many columns (a zoom within the whole history).
 function rowsHold() {
   const f = state.rows, v = state.view;
   if (!f || v.start < f.start || v.end > f.end) return false;
-  return v.end - v.start >= f.span || state.objects.every((r) => r.ticksTotal === r.ticks.length && r.podsTotal === r.pods.length);
+  if (v.end - v.start >= f.span || state.objects.every((r) => r.ticksTotal === r.ticks.length && r.podsTotal === r.pods.length)) return true;
+  const again = rowsRange(), wanted = Math.floor(rowsWidth(again) / 2);
+  return again.start === f.start && again.end === f.end &&
+    (wanted === f.columns || (wanted > f.columns && Math.floor(f.width / 2) > f.columns));
 }
 
 async function loadObjects(append) {
   const seq = ++state.seq.objects, range = append && state.rows ? state.rows : rowsRange();
   const params = {gvk: $("kind").value, namespace: $("namespace").value, q: $("search").value.trim(),
-    start: range.start, end: range.end, offset: append ? state.objects.length : 0, limit: 20,
-    // a row's changes come one per 2 px column at most: bounded by the page, not the history
-    width: Math.round(plotWidth($("timeline")) * (range.end - range.start) / range.span)};
+    start: range.start, end: range.end, offset: append ? state.objects.length : 0, limit: 20, width: rowsWidth(range)};
   try {
     const answer = await api("/api/objects", params);
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
     state.objectsTotal = answer.total;
-    state.rows = range;
+    state.rows = {...range, width: params.width, columns: answer.maxTicks};
     state.tickColumn = (params.end - params.start) / answer.maxTicks;
     drawObjects();
     document.body.dataset.objects = `${params.q}:${answer.total}`;
