@@ -746,6 +746,7 @@ async function refreshLive() {
     state.overview = {...old, spans: o.spans, begin: o.begin, end: o.end, recording: o.recording};
     const added = colourKinds(o.kinds);
     if (added.length) { fillSelect($("kind"), added.map((k) => k.gvk)); drawLegend(); }
+    if (o.end > old.end && v.end >= old.end) state.rows = null;  // the rows shown end now: what they hold has grown
     if (v.start <= old.begin && v.end >= old.end) wholeHistory();
     else if (v.end >= old.end && o.end > old.end) setView(v.start + (o.end - old.end), v.end + (o.end - old.end));
     else { drawTimeline(); fetchHistogram(); }
