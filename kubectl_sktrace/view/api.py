@@ -32,6 +32,8 @@ REPORT_LIMIT = 10_000
 """Events in a window above which the export's report waits for the download: export writes them all to count them,
 in memory (~20 KB an event: 80,000 events took 1.5 GB)."""
 PAGE_LIMIT = 200
+TICK_PX = 2
+"""A change's tick is 2 px wide on the page: a row's changes are answered per column of that width."""
 
 
 def _spans(cache: Cache) -> list[Span]:
@@ -134,13 +136,17 @@ def decisions(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+    """A page of objects; a row's changes answered one per column at most: ``MAX_TICKS`` columns, or fewer when the
+    plot's ``width`` holds fewer ticks of ``TICK_PX`` (what the page can draw apart): bounded by pixels, not changes."""
     start, end = time_param(params, "start"), time_param(params, "end")
     limit = min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
+    width = int_param(params, "width", 0)
+    columns = min(viewing.MAX_TICKS, max(1, width // TICK_PX)) if width > 0 else viewing.MAX_TICKS
     with history.read_snapshot(cache):
         rows, total = viewing.object_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
                                           search=params.get("q", ""), start=start, end=end, offset=max(0, int_param(params, "offset", 0)),
-                                          limit=limit)
-    return {"total": total, "objects": [_object(r) for r in rows], "maxTicks": viewing.MAX_TICKS}
+                                          limit=limit, columns=columns)
+    return {"total": total, "objects": [_object(r) for r in rows], "maxTicks": columns}
 
 
 def _object(row: viewing.ObjectRow) -> dict[str, Any]:
@@ -150,7 +156,7 @@ def _object(row: viewing.ObjectRow) -> dict[str, Any]:
         "id": f"{row.key.gvk}/{row.key.namespace}/{row.key.name}", "first": row.first_ts, "last": row.last_ts, "deleted": row.deleted,
         "owner": None if owner is None else f"{owner.gvk}/{owner.namespace}/{owner.name}",
         "ownerName": None if owner is None else f"{owner.gvk.kind}/{owner.name}",
-        "ticks": [{"id": t.id, "ts": t.ts, "op": t.op, "inferred": t.inferred} for t in row.ticks], "ticksTotal": row.ticks_total,
+        "ticks": [{"id": t.id, "ts": t.ts, "op": t.op, "inferred": t.inferred, "n": t.n} for t in row.ticks], "ticksTotal": row.ticks_total,
         "pods": [{"name": p.name, "start": p.start, "end": p.end, "live": p.live} for p in row.pods], "podsTotal": row.pods_total,
     }
 

@@ -147,7 +147,7 @@ class TraceIndex:
             "first": rows[0].ts, "last": rows[-1].ts, "deleted": rows[-1].op == 1,
             "owner": None if owner is None else f"{owner.gvk}/{owner.namespace}/{owner.name}",
             "ownerName": None if owner is None else f"{owner.gvk.kind}/{owner.name}",
-            "ticks": [{"id": r.id, "ts": r.ts, "op": r.op, "inferred": False} for r in ticks[:MAX_TICKS]], "ticksTotal": len(ticks),
+            "ticks": [{"id": r.id, "ts": r.ts, "op": r.op, "inferred": False, "n": 1} for r in ticks[:MAX_TICKS]], "ticksTotal": len(ticks),
             "pods": [{"name": f"pod {n + 1}", "start": s, "end": e, "live": e is None} for n, (s, e) in enumerate(shown[:60])],
             "podsTotal": len(shown), "findings": self.findings.get(key, []),
         }

@@ -125,6 +125,30 @@ def test_a_change_is_drawn_at_its_instant_on_the_timeline_s_axis_at_two_widths_a
     assert axis is not None and 0 <= axis["y"] <= 2 and page.locator("#objects-axis line").count() >= 2
 
 
+def test_a_pan_inside_the_range_the_rows_were_asked_for_is_drawn_from_what_the_page_has(page: Any) -> None:
+    box = page.locator("#timeline").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 100)
+    page.mouse.wheel(0, -100)
+    settled(page)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/api/objects" in request.url else None)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2 - 150, box["y"] + 100, steps=4)
+    page.mouse.up()
+    settled(page)
+    assert asked == [] and _misplaced_ticks(page) == []
+
+
+def test_a_zoom_that_would_ask_what_the_page_has_asks_nothing_and_is_drawn_at_its_instant(page: Any) -> None:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/api/objects" in request.url else None)
+    box = page.locator("#timeline").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 100)
+    page.mouse.wheel(0, -100)  # the rows were asked for the whole history, and would be again, in as many columns
+    settled(page)
+    assert asked == [] and _misplaced_ticks(page) == []
+
+
 def _labels(page: Any) -> list[str]:
     return list(page.eval_on_selector_all("#objects .row-label", "ts => ts.map(t => t.firstChild.textContent)"))
 
@@ -143,6 +167,12 @@ def test_a_row_says_how_many_of_its_changes_it_draws_when_not_all(page: Any) -> 
     label = next(text for text in _labels(page) if text.startswith("ConfigMap north/settings"))
     drawn = page.locator("#objects rect.tick[data-object='v1.ConfigMap/north/settings']").count()
     assert drawn < CHURN and label.endswith(f"({drawn} of {CHURN} changes drawn)")
+
+
+def test_a_tick_drawn_for_several_changes_says_how_many_and_every_change_is_accounted_for(page: Any) -> None:
+    words = page.eval_on_selector_all("#objects rect.tick[data-object='v1.ConfigMap/north/settings']", "ts => ts.map(t => t.dataset.what)")
+    stands_for = [int(m.group(1)) if (m := re.search(r"\(drawn for (\d+) changes of its \S+ column\)", w)) else 1 for w in words]
+    assert max(stands_for) > 1 and sum(stands_for) == CHURN
 
 
 def _open(page: Any, event_id: int) -> None:

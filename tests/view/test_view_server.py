@@ -241,6 +241,15 @@ def test_objects_are_grouped_under_owners_with_their_ticks_and_pods(served: View
     assert (cart["deleted"], cart["last"], [t["op"] for t in cart["ticks"]]) == (True, T0 + 7200, [0, 1])
 
 
+@pytest.mark.parametrize(("width", "stands_for"), [(2, [3]), (4, [1, 2]), (4000, [1, 1, 1])],
+                         ids=["one column", "two columns", "wider than its changes"])
+def test_a_row_s_changes_come_one_per_column_of_the_page_s_width_each_saying_how_many_it_stands_for(
+        served: ViewServer, width: int, stands_for: list[int]) -> None:
+    frontend = answer(served, f"/api/objects?q=frontend&gvk=apps/v1.Deployment&start={T0}&end={T0 + 2000}&width={width}")["objects"][0]
+    # its changes at +10 s, +1000 s and +1230 s: in two columns of 1000 s, one in the first, two in the second
+    assert [t["n"] for t in frontend["ticks"]] == stands_for and frontend["ticksTotal"] == 3
+
+
 def test_a_version_and_its_diff(served: ViewServer) -> None:
     frontend = answer(served, f"/api/objects?q=frontend&gvk=apps/v1.Deployment&start={T0}&end={T0 + 9000}")["objects"][0]
     version = answer(served, f"/api/version?id={frontend['ticks'][2]['id']}")

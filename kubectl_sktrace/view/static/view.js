@@ -12,7 +12,7 @@ const MAX_POD_LANES = 6;
 const LIVE_SECONDS = 10;
 const LEFT = 90, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10, LABEL_H = 13, CHAR_W = 6.6;
 
-const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0,
+const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0, rows: null, labels: new Map(),
   chosenTick: null, seq: {histogram: 0, objects: 0, window: 0, report: 0}};
 
 const $ = (id) => document.getElementById(id);
@@ -24,6 +24,10 @@ function el(name, attrs, parent, text) {
   if (parent) parent.appendChild(node);
   return node;
 }
+
+// text made safe inside markup (an attribute's quotes included): the names come from the cluster or a trace file
+const ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;"};
+function markup(text) { return String(text).replace(/[&<>"']/g, (c) => ENTITIES[c]); }
 
 function titled(node, text) { el("title", {}, node, text); return node; }
 
@@ -72,6 +76,25 @@ function debounce(fn, ms) {
   return (...args) => {
     if (timer === null) working(1); else clearTimeout(timer);
     timer = setTimeout(async () => { timer = null; try { await fn(...args); } finally { working(-1); } }, ms);
+  };
+}
+
+// At once when nothing waits, then at most once per ms while inputs keep coming (wheel notches, keys typed): the
+// first input of a gesture is answered without a pause, the rest of it with the last input's arguments.
+function eager(fn, ms) {
+  let timer = null, waiting = null;
+  const quiet = () => {
+    timer = null;
+    if (waiting === null) return;
+    const args = waiting;
+    waiting = null;
+    timer = setTimeout(quiet, ms);
+    Promise.resolve(fn(...args)).finally(() => working(-1));
+  };
+  return (...args) => {
+    if (waiting === null) working(1);
+    waiting = args;
+    if (timer === null) quiet();
   };
 }
 
@@ -210,12 +233,17 @@ async function histogramNow() {
   } catch (e) { showError(e.message); }
 }
 
-const fetchHistogram = debounce(histogramNow, 30);
+const fetchHistogram = eager(histogramNow, 30);
 
 // The range shown stays within the history (and a little around it): zooming out ends at the whole history, a pan
 // stops at its ends, so no view is ever left holding no data.
+function bounds() {
+  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02);
+  return {lo: o.begin - pad, hi: o.end + pad};
+}
+
 function clamped(start, end) {
-  const o = state.overview, pad = Math.max(1, (o.end - o.begin) * 0.02), lo = o.begin - pad, hi = o.end + pad;
+  const {lo, hi} = bounds();
   const range = Math.min(Math.max(end - start, MIN_RANGE), hi - lo);
   start = Math.min(Math.max(start, lo), hi - range);
   return {start, end: start + range};
@@ -224,8 +252,9 @@ function clamped(start, end) {
 function setView(start, end) {
   state.view = clamped(start, end);
   drawTimeline();
-  moveObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
   fetchHistogram();
+  if (rowsHold()) { rescaleObjects(); return; }  // what the page has is true of the new range: moved to its scale, nothing asked
+  moveObjects();  // what is fetched already, at the new scale at once; the range's own rows follow
   refreshObjects();
 }
 
@@ -278,14 +307,19 @@ function installTimelineGestures() {
       loadWindow();
     } else if (!drag.selecting && drag.moved) {  // the person let go: no pause to wait for
       histogramNow();
-      loadObjects(false);
+      if (!rowsHold()) loadObjects(false);
+      else relabel();  // the marks of the range asked are drawn already, and moved with the drag
     }
     drag = null;
   };
   svg.addEventListener("pointerup", end);
   svg.addEventListener("pointercancel", end);
   new ResizeObserver(() => { if (state.view) { drawTimeline(); fetchHistogram(); } }).observe(svg);
-  new ResizeObserver(() => { if (state.view) drawObjects(); }).observe($("objects"));  // the rows follow the page's width too
+  let objectsWidth = 0;  // the rows follow the page's width too; their own height, set as they are drawn, is no resize
+  new ResizeObserver(() => {
+    const width = $("objects").clientWidth;
+    if (state.view && width !== objectsWidth) { objectsWidth = width; drawObjects(); }
+  }).observe($("objects"));
 }
 
 function drawLegend() {
@@ -467,27 +501,38 @@ function plural(n, one, many) { return `${n} ${n === 1 ? one : many || one + "s"
 function rowLabel(node, depth) {
   let label = `${node.kind} ${node.namespace ? node.namespace + "/" : ""}${node.name}`;
   if (node.owner && depth === 0 && node.ownerName) label += `  ← ${node.ownerName}`;
-  if (node.ticksTotal > node.ticks.length) label += `  (${node.ticks.length} of ${plural(node.ticksTotal, "change")} drawn)`;
+  if (node.ticksTotal <= node.ticks.length) return label;
+  const n = (ticks) => ticks.reduce((sum, t) => sum + (t.n || 1), 0);
+  if (n(node.ticks) !== node.ticksTotal) return `${label}  (${node.ticks.length} of ${plural(node.ticksTotal, "change")} drawn)`;
+  // each tick stands for its column's changes: of the range shown, its ticks there and the changes they stand for
+  const v = state.view, shown = node.ticks.filter((t) => t.ts >= v.start && t.ts < v.end), changes = n(shown);
+  if (changes > shown.length) label += `  (${shown.length} of ${plural(changes, "change")} drawn)`;
   return label;
 }
 
 function drawTicks(svg, width, y, node) {
-  const v = state.view;
-  const lifeEnd = node.deleted ? node.last : Math.max(v.end, node.last);
-  const x1 = Math.max(LEFT, xOf(node.first, width)), x2 = Math.min(LEFT + width, xOf(lifeEnd, width));
-  if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : "")}, svg),
+  const {lo, hi, until} = state.marksSpan;
+  const lifeEnd = node.deleted ? node.last : Math.max(until, node.last);
+  const x1 = Math.max(lo, xOf(node.first, width)), x2 = Math.min(hi, xOf(lifeEnd, width));
+  if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : ""),
+    "data-from": node.first, "data-to": lifeEnd}, svg),
     `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
+  const column = duration(state.tickColumn), object = markup(node.id);  // a tick drawn for a column's changes says how many
   // one element a change (its hit area is its transparent stroke; view.css), its words in data-what, made a title on
-  // hover, and one click listener for the panel (installObjectGestures): a redraw at every zoom stays cheap
+  // hover, one click listener for the panel (installObjectGestures), and a row's ticks parsed from one string: thousands
+  // of ticks are made in a few milliseconds, where as many createElementNS and setAttribute took most of a redraw
+  const marks = [], beyond = [];  // those in sight first; the rest of the range asked, clipped, for a pan to bring in
   for (const tick of node.ticks) {
     const x = xOf(tick.ts, width);
-    if (x < LEFT || x > LEFT + width) continue;
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
     const short = kind.short ? (ROW_H - 4) / 2 : 0;
-    el("rect", {x: x - 1, y: y + 2 + short, width: 2, height: ROW_H - 4 - short, "data-id": tick.id, "data-object": node.id,
-      "data-ts": tick.ts, "data-what": `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : ""),
-      class: `tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}`}, svg);
+    const what = `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "") +
+      (tick.n > 1 ? ` (drawn for ${tick.n} changes of its ${column} column)` : "");
+    (x < LEFT || x > LEFT + width ? beyond : marks).push(`<rect x="${x - 1}" y="${y + 2 + short}" width="2" height="${ROW_H - 4 - short}" data-id="${Number(tick.id)}" ` +
+      `data-object="${object}" data-ts="${Number(tick.ts)}" data-what="${markup(what)}" ` +
+      `class="tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}"/>`);
   }
+  svg.insertAdjacentHTML("beforeend", marks.join("") + beyond.join(""));
 }
 
 function installObjectGestures() {
@@ -497,13 +542,13 @@ function installObjectGestures() {
     if (tick) loadVersion(Number(tick.dataset.id));
   });
   svg.addEventListener("pointerover", (event) => {
-    const tick = event.target.closest && event.target.closest("rect.tick");
-    if (tick && !tick.firstChild) titled(tick, tick.dataset.what);
+    const mark = event.target.closest && event.target.closest("rect.tick, rect.pod");
+    if (mark && !mark.firstChild) titled(mark, mark.dataset.what);
   });
 }
 
 function drawObjectRow(svg, plot, width, y, node, depth) {
-  const v = state.view, indent = 4 + depth * 12;
+  const {lo, hi, until} = state.marksSpan, indent = 4 + depth * 12;
   let x = indent;
   if (node.findings && node.findings.length) {  // validate's findings, beside the name they are about
     const mark = el("text", {x, y: y + LABEL_H - 2, class: "finding-mark", "data-object": node.id}, svg, `⚠${node.findings.length}`);
@@ -512,6 +557,7 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
   }
   const text = el("text", {x, y: y + LABEL_H - 2, class: "row-label" + (node.deleted ? " deleted" : ""), "data-object": node.id}, svg,
     rowLabel(node, depth));
+  state.labels.set(node.id, {text, node, depth});
   titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
   y += LABEL_H;
   drawTicks(plot, width, y, node);
@@ -524,11 +570,10 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
     if (lane < 0 && lanes.length < MAX_POD_LANES) lane = lanes.push(-Infinity) - 1;
     if (lane < 0) { hidden += 1; continue; }
     lanes[lane] = until;
-    const p1 = Math.max(LEFT, xOf(pod.start, width)), p2 = Math.min(LEFT + width, xOf(pod.end === null ? v.end : pod.end, width));
+    const p1 = Math.max(lo, xOf(pod.start, width)), p2 = Math.min(hi, xOf(pod.end === null ? until : pod.end, width));
     if (p2 > p1) {
-      const bar = el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,
-        class: `pod ${pod.end === null ? "running" : "finished"}`}, plot);
-      titled(bar, `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`);
+      el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,  // its words made a title on hover
+        class: `pod ${pod.end === null ? "running" : "finished"}`, "data-from": pod.start, "data-to": pod.end === null ? until : pod.end, "data-what": `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`}, plot);
     }
   }
   rowY += lanes.length * POD_H;
@@ -560,6 +605,42 @@ function moveObjects() {
   drawObjectsAxis(width);
 }
 
+// After a pan, what the labels say of the range shown (how many of a row's changes are drawn in it).
+function relabel() {
+  for (const {text, node, depth} of state.labels.values()) text.firstChild.nodeValue = rowLabel(node, depth);
+}
+
+// A zoom the rows drawn hold: each mark moved to the new scale where it is (its times are on it), none made anew;
+// the ticks gone out of sight put after those in it.
+function rescaleObjects() {
+  const plot = $("objects-plot");
+  if (!plot) { drawObjects(); return; }
+  const width = plotWidth($("timeline")), {lo, hi} = marksSpan(width), gone = [];
+  plot.removeAttribute("transform");
+  for (const tick of plot.querySelectorAll("rect.tick")) {
+    const x = xOf(Number(tick.dataset.ts), width);
+    tick.setAttribute("x", x - 1);
+    if (x < LEFT || x > LEFT + width) gone.push(tick);
+  }
+  plot.append(...gone);
+  for (const bar of plot.querySelectorAll("rect[data-from]")) {
+    const x1 = Math.max(lo, xOf(Number(bar.dataset.from), width)), x2 = Math.min(hi, xOf(Number(bar.dataset.to), width));
+    bar.setAttribute("x", x1);
+    bar.setAttribute("width", Math.max(bar.classList.contains("pod") ? 1 : 0, x2 - x1));
+  }
+  state.drawnView = {...state.view};
+  drawObjectsAxis(width);
+  relabel();
+}
+
+// Where the marks of the rows' range lie on the plot's axis (beyond the plot, clipped), and the time a mark without
+// an end runs to.
+function marksSpan(width) {
+  const v = state.view, rows = state.rows && state.rows.start <= v.start && state.rows.end >= v.end ? state.rows : v;
+  state.marksSpan = {lo: Math.min(LEFT, xOf(rows.start, width)), hi: Math.max(LEFT + width, xOf(rows.end, width)), until: rows.end};
+  return state.marksSpan;
+}
+
 function drawObjects() {
   const svg = $("objects");
   svg.replaceChildren();
@@ -571,6 +652,8 @@ function drawObjects() {
   el("rect", {x: LEFT, y: 0, width: width, height: 1e6}, clip);
   const plot = el("g", {id: "objects-plot"}, el("g", {"clip-path": "url(#objects-clip)"}, svg));
   state.drawnView = {...state.view};
+  marksSpan(width);
+  state.labels = new Map();
   let y = 4;
   for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, plot, width, y, node, depth);
   if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
@@ -579,21 +662,46 @@ function drawObjects() {
   $("more-objects").hidden = state.objects.length >= state.objectsTotal;
 }
 
+// The rows are asked for a wider range than shown (half a view more on each side, within the history), so that a pan
+// inside it is drawn from what the page has, at once, and asks nothing.
+function rowsRange() {
+  const v = state.view, {lo, hi} = bounds(), margin = (v.end - v.start) / 2;
+  return {start: Math.floor(Math.max(v.start - margin, lo)), end: Math.ceil(Math.min(v.end + margin, hi)), span: v.end - v.start};
+}
+
+// The plot's width over a range asked: a row's changes come one per 2 px column at most (bounded by the page, not
+// the history), and the server answers min(its limit, width / 2) columns.
+function rowsWidth(range) { return Math.round(plotWidth($("timeline")) * (range.end - range.start) / range.span); }
+
+// Whether the rows drawn are still true of the range shown: it lies within the range they were asked for, at the
+// scale they were asked at or wider, or closer in while every row holds all its changes and pods (nothing was left out),
+// or when asking again would ask the same range in as many columns (a zoom within the whole history).
+function rowsHold() {
+  const f = state.rows, v = state.view;
+  if (!f || v.start < f.start || v.end > f.end) return false;
+  if (v.end - v.start >= f.span || state.objects.every((r) => r.ticksTotal === r.ticks.length && r.podsTotal === r.pods.length)) return true;
+  const again = rowsRange(), wanted = Math.floor(rowsWidth(again) / 2);
+  return again.start === f.start && again.end === f.end &&
+    (wanted === f.columns || (wanted > f.columns && Math.floor(f.width / 2) > f.columns));
+}
+
 async function loadObjects(append) {
-  const seq = ++state.seq.objects;
+  const seq = ++state.seq.objects, range = append && state.rows ? state.rows : rowsRange();
   const params = {gvk: $("kind").value, namespace: $("namespace").value, q: $("search").value.trim(),
-    start: Math.floor(state.view.start), end: Math.ceil(state.view.end), offset: append ? state.objects.length : 0, limit: 20};
+    start: range.start, end: range.end, offset: append ? state.objects.length : 0, limit: 20, width: rowsWidth(range)};
   try {
     const answer = await api("/api/objects", params);
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
     state.objectsTotal = answer.total;
+    state.rows = {...range, width: params.width, columns: answer.maxTicks};
+    state.tickColumn = (params.end - params.start) / answer.maxTicks;
     drawObjects();
     document.body.dataset.objects = `${params.q}:${answer.total}`;
   } catch (e) { showError(e.message); }
 }
 
-const refreshObjects = debounce(() => loadObjects(false), 30);
+const refreshObjects = eager(() => loadObjects(false), 30);
 
 function drawDiff(box, text) {
   box.replaceChildren();
@@ -638,6 +746,7 @@ async function refreshLive() {
     state.overview = {...old, spans: o.spans, begin: o.begin, end: o.end, recording: o.recording};
     const added = colourKinds(o.kinds);
     if (added.length) { fillSelect($("kind"), added.map((k) => k.gvk)); drawLegend(); }
+    if (o.end > old.end && v.end >= old.end) state.rows = null;  // the rows shown end now: what they hold has grown
     if (v.start <= old.begin && v.end >= old.end) wholeHistory();
     else if (v.end >= old.end && o.end > old.end) setView(v.start + (o.end - old.end), v.end + (o.end - old.end));
     else { drawTimeline(); fetchHistogram(); }
@@ -710,7 +819,7 @@ async function start() {
     $("download").addEventListener("click", (e) => downloadWindow(e).catch((err) => showError(err.message)));
     $("copy-command").addEventListener("click", () => navigator.clipboard && navigator.clipboard.writeText($("command").textContent));
     for (const id of ["kind", "namespace"]) $(id).addEventListener("change", () => loadObjects(false));
-    $("search").addEventListener("input", debounce(() => loadObjects(false), 90));
+    $("search").addEventListener("input", eager(() => loadObjects(false), 90));
     $("more-objects").addEventListener("click", () => loadObjects(true));
     wholeHistory();
     if (o.recording) setInterval(refreshLive, LIVE_SECONDS * 1000);
