@@ -210,6 +210,21 @@ class Filled:
     kind: str = ""  # an outage of this kind ('' : time between runs)
 
 
+def filled_words(f: Filled) -> str:
+    """What a log filled of a gap: ``filled from the audit log (RequestResponse, 4 events)``, and the parts it left
+    reconstructed (``export``'s coverage block, the view's time axis)."""
+    parts = []
+    if f.covered_since is None or f.covered_until is None:
+        parts.append("the log covers none of it: reconstructed")
+    else:
+        uncovered = [(a, b) for a, b in ((f.since, f.covered_since), (f.covered_until, f.until)) if b - a >= 1]
+        parts += [f"{format_span(a, b)} not in the log: reconstructed" for a, b in uncovered]
+    if f.kept:
+        parts.append(f"{counted(f.kept, 'object')} the log does not account for: reconstructed")
+    words = f"filled from the audit log ({', '.join(f.levels) or 'no write'}, {counted(f.events, 'event')})"
+    return words + (f"; {'; '.join(parts)}" if parts else "")
+
+
 def filled_lines(filled: Iterable[Filled], *, start: float, end: float) -> list[str]:
     """Per gap of the window that a log filled: what from (level, events), and the part the log left reconstructed."""
     lines = []
@@ -217,17 +232,7 @@ def filled_lines(filled: Iterable[Filled], *, start: float, end: float) -> list[
         if f.until <= start or f.since >= end:
             continue
         whose = f" ({f.kind}'s outage)" if f.kind else ""
-        line = (f"  {format_span(f.since, f.until)}{whose} filled from the audit log ({', '.join(f.levels) or 'no write'}, "
-                f"{counted(f.events, 'event')})")
-        parts = []
-        if f.covered_since is None or f.covered_until is None:
-            parts.append("the log covers none of it: reconstructed")
-        else:
-            uncovered = [(a, b) for a, b in ((f.since, f.covered_since), (f.covered_until, f.until)) if b - a >= 1]
-            parts += [f"{format_span(a, b)} not in the log: reconstructed" for a, b in uncovered]
-        if f.kept:
-            parts.append(f"{counted(f.kept, 'object')} the log does not account for: reconstructed")
-        lines.append(line + (f"; {'; '.join(parts)}" if parts else ""))
+        lines.append(f"  {format_span(f.since, f.until)}{whose} {filled_words(f)}")
     return lines
 
 

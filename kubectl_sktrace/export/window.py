@@ -391,9 +391,13 @@ def _coverage(cache: Cache, all_runs: list[history.Run], *, config: TracerConfig
     watched = {str(g) for g in config.tracked} | {str(POD)}
     unrecorded = [(u.gvk, u.run_id, u.cause) for u in history.unrecorded_kinds(cache)
                   if u.since < end_ts and u.until > start_ts and u.gvk in watched]
-    filled = [Filled(f.since, f.until, f.covered_since, f.covered_until, f.levels, f.events, f.kept, f.gvk) for f in backfill.fills(cache)]
     return _Coverage(blind=blind, unrecorded=unrecorded, unserved=history.not_served(cache, kinds=watched), pruned=pruned,
-                     filled=filled)
+                     filled=audit_fills(cache))
+
+
+def audit_fills(cache: Cache) -> list[Filled]:
+    """The gaps an audit log filled (``backfill``), as the coverage block and the view's time axis say them."""
+    return [Filled(f.since, f.until, f.covered_since, f.covered_until, f.levels, f.events, f.kept, f.gvk) for f in backfill.fills(cache)]
 
 
 def _messages(

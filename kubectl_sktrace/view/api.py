@@ -20,7 +20,8 @@ import threading
 from typing import Any, Mapping
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.store import Cache, backfill, history, viewing
+from kubectl_sktrace.export.window import audit_fills
+from kubectl_sktrace.store import Cache, history, viewing
 from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.view import exports, figures, rates
 from kubectl_sktrace.view.diff import as_yaml, changes
@@ -39,7 +40,7 @@ TICK_PX = 2
 def _spans(cache: Cache) -> list[Span]:
     unrecorded = history.unrecorded_kinds(cache) + history.unserved_spans(cache)
     return timeline_spans(runs=history.runs(cache), gaps=history.coverage_gaps(cache), unrecorded=unrecorded,
-                          running=cache.writer_active(), fills=backfill.fills(cache))
+                          running=cache.writer_active(), fills=audit_fills(cache))
 
 
 def overview(cache: Cache, *, title: str, command_base: tuple[str, ...]) -> dict[str, Any]:

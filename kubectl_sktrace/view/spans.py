@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from kubectl_sktrace.export.advice import Filled, filled_words
 from kubectl_sktrace.model import CAUSE_FORBIDDEN, CAUSE_NOT_SERVED
-from kubectl_sktrace.plural import counted
-from kubectl_sktrace.store.backfill import Fill
 from kubectl_sktrace.store.history import CAUSE_FAILED, CoverageGap, Run, UnrecordedKind, uncovered
 from kubectl_sktrace.timeparse import format_duration, format_span
 
@@ -52,26 +51,19 @@ def _named(what: str, since: float, until: float, kinds: Iterable[str] = ()) -> 
     return f"{what} {format_span(since, until)} ({format_duration(until - since)})" + (f": {listed}" if listed else "")
 
 
-def filled(name: str, since: float, until: float, fills: Iterable[Fill], *, kinds: Iterable[str] = ()) -> str:
-    """A blind stretch's name, with what the audit log filled of it (``backfill``) in export's words: ``filled from
-    the audit log (RequestResponse, 4 events)``, and the part it left reconstructed; as it was when none did."""
+def filled(name: str, since: float, until: float, fills: Iterable[Filled], *, kinds: Iterable[str] = ()) -> str:
+    """A blind stretch's name, with what an audit log filled of it (``backfill``) in export's words
+    (``advice.filled_words``); as it was when none did."""
     wanted = set(kinds)
     for fill in fills:
-        same = fill.gvk in wanted if fill.gvk else not wanted  # a kind's outage, or the time between runs
-        if not same or fill.until <= since or fill.since >= until:
-            continue
-        name += f"; filled from the audit log ({', '.join(fill.levels) or 'no write'}, {counted(fill.events, 'event')})"
-        if fill.covered_since is None or fill.covered_until is None:
-            name += ", the log covers none of it: reconstructed"
-        elif fill.covered_since - fill.since >= 1 or fill.until - fill.covered_until >= 1:
-            name += f", the log covers {format_span(fill.covered_since, fill.covered_until)}: the rest reconstructed"
-        if fill.kept:
-            name += f", {counted(fill.kept, 'object')} the log does not account for: reconstructed"
+        same = fill.kind in wanted if fill.kind else not wanted  # a kind's outage, or the time between runs
+        if same and fill.until > since and fill.since < until:
+            name += f"; {filled_words(fill)}"
     return name
 
 
 def timeline_spans(*, runs: list[Run], gaps: list[CoverageGap], unrecorded: list[UnrecordedKind], running: bool,
-                   fills: Iterable[Fill] = ()) -> list[Span]:
+                   fills: Iterable[Filled] = ()) -> list[Span]:
     """Every span of the history, in time order: the runs, the time between them (with what an audit log filled of
     it), the outages and refusals (merged per run and cause, as ``status`` lists them), the kinds given up, and when
     kinds were not served."""

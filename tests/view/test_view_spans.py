@@ -1,8 +1,8 @@
-"""The time axis's spans say what an audit log filled of a blind stretch, in export's words (``kubectl sktrace backfill``)."""
+"""The time axis's spans say what an audit log filled of a blind stretch, in export's words (``advice.filled_words``)."""
 
 from __future__ import annotations
 
-from kubectl_sktrace.store.backfill import Fill
+from kubectl_sktrace.export.advice import Filled
 from kubectl_sktrace.store.history import CoverageGap, Run
 from kubectl_sktrace.view.spans import timeline_spans
 
@@ -12,7 +12,7 @@ RUNS = [Run(id=1, started=T0, synced=T0 + 1, stopped=T0 + 600, clean=True, confi
 OUTAGE = CoverageGap(run_id=2, since=T0 + 1300, until=T0 + 1360, cause="API unreachable", kinds=("apps/v1.Deployment",))
 
 
-def _named(fills: list[Fill]) -> dict[str, str]:
+def _named(fills: list[Filled]) -> dict[str, str]:
     spans = timeline_spans(runs=RUNS, gaps=[OUTAGE], unrecorded=[], running=False, fills=fills)
     return {s.category: s.name for s in spans if s.category != "run"}
 
@@ -23,12 +23,12 @@ def test_a_stretch_no_log_filled_is_named_as_before() -> None:
 
 
 def test_the_time_between_runs_and_a_kind_s_outage_say_what_the_log_filled() -> None:
-    between = Fill(1, 2, T0 + 600, T0 + 1200, T0 + 600, T0 + 1100, ("RequestResponse",), 4, 2, 1, False)
-    outage = Fill(2, 2, T0 + 1300, T0 + 1360, None, None, ("Metadata",), 0, 1, 0, False, "apps/v1.Deployment")
-    other_kind = Fill(3, 2, T0 + 1300, T0 + 1360, T0 + 1300, T0 + 1360, ("RequestResponse",), 9, 0, 0, False, "v1.ConfigMap")
+    between = Filled(T0 + 600, T0 + 1200, T0 + 600, T0 + 1100, ("RequestResponse",), 4, 1)
+    outage = Filled(T0 + 1300, T0 + 1360, None, None, ("Metadata",), 0, 0, "apps/v1.Deployment")
+    other_kind = Filled(T0 + 1300, T0 + 1360, T0 + 1300, T0 + 1360, ("RequestResponse",), 9, 0, "v1.ConfigMap")
     named = _named([between, outage, other_kind])
     assert named["offline"] == ("no recorder ran: 2027-01-15T08:10:00Z–08:20:00Z (10m00s); filled from the audit log "
-                                "(RequestResponse, 4 events), the log covers 2027-01-15T08:10:00Z–08:18:20Z: the rest "
-                                "reconstructed, 1 object the log does not account for: reconstructed")
+                                "(RequestResponse, 4 events); 2027-01-15T08:18:20Z–08:20:00Z not in the log: reconstructed; "
+                                "1 object the log does not account for: reconstructed")
     assert named["outage"] == ("API unreachable 2027-01-15T08:21:40Z–08:22:40Z (1m00s): apps/v1.Deployment; filled from the "
-                               "audit log (Metadata, 0 events), the log covers none of it: reconstructed")
+                               "audit log (Metadata, 0 events); the log covers none of it: reconstructed")
