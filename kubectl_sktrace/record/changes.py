@@ -36,6 +36,7 @@ from typing import Any
 
 from kubectl_sktrace.model import LiveObject, ObjectHead, ObjKey
 from kubectl_sktrace.trace.hashing import spec_hash as simkube_spec_hash
+from kubectl_sktrace.trace.hashing import spec_hash_by_parts
 from kubectl_sktrace.trace.revisions import DATA, METADATA, SPEC
 from kubectl_sktrace.trace.revisions import data_hash as revisions_data_hash
 from kubectl_sktrace.trace.revisions import metadata_hash as revisions_metadata_hash
@@ -70,14 +71,17 @@ def spec_hash(spec: Any, known: LiveObject | None) -> tuple[int, int | None]:
     own; a fraction of the walk's cost). marshal is exact, so the same bytes are the same values, hence the same spec
     hash; equal values that share their parts otherwise (marshal refers back to an object held twice) may give other
     bytes, which costs a walk, never a wrong hash: every spec the watch parses is shaped alike. A spec marshal cannot
-    write has none."""
+    write has none. The spec of a known object that changed is hashed by its members (``hashing.spec_hash_by_parts``):
+    a large member it shares with a spec hashed so before (its pod template, most often) is not walked again."""
     try:
         fp = hash(marshal.dumps(spec))
     except ValueError:
         return simkube_spec_hash(spec), None
-    if known is not None and known.spec_fp == fp:
+    if known is None:
+        return simkube_spec_hash(spec), fp
+    if known.spec_fp == fp:
         return known.spec_hash, fp
-    return simkube_spec_hash(spec), fp
+    return spec_hash_by_parts(spec), fp
 
 
 def fingerprints(obj: Mapping[str, Any], known: LiveObject | None) -> dict[str, Any]:

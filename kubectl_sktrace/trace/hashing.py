@@ -18,6 +18,7 @@ uses) would have parsed it.
 from __future__ import annotations
 
 import json
+import marshal
 import struct
 from typing import Any, Callable
 
@@ -35,6 +36,10 @@ _PER_POD = frozenset({"nodeName", "serviceAccount", "serviceAccountName"})
 _MEMO: dict[str, int] = {}  # canonical JSON of a stable spec (nulls kept) -> its hash, the most recent first out
 _MEMO_LIMIT = 1024
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False, check_circular=False).encode
+_PARTS: dict[bytes, bytes] = {}  # marshal bytes of a large part of a spec -> its stream, the oldest first out
+_PARTS_HELD = [0]  # bytes of the keys and streams _PARTS holds
+_PARTS_LIMIT = 16 << 20
+_PART_MIN = 512  # marshal bytes below which a member is walked: looking it up would cost about as much
 
 
 def siphash13_pure(data: bytes) -> int:
@@ -126,6 +131,61 @@ def _feed(value: Any, out: bytearray) -> None:
         out += _PACK_F64(value + 0.0)  # -0.0 + 0.0 == +0.0
     else:
         _feed(_as_json_type(value), out)
+
+
+def spec_hash_by_parts(value: object) -> int:
+    """``spec_hash``, with the stream of each large member of the spec (an object or array whose ``marshal`` bytes
+    reach ``_PART_MIN``: a workload's pod template, most of its spec) remembered by those bytes, so that a spec that
+    changed elsewhere (its replicas, its strategy) walks only what is not remembered.
+
+    For a spec that changed since it was last hashed (the recorder hashes a spec again only then), not for one
+    seen first: a member not remembered costs its ``marshal`` besides its walk. The memo is exact: the same marshal
+    bytes are the same values, hence the same stream (equal values marshal may write otherwise, a list and a tuple,
+    keys in another order, cost a walk, never a wrong hash). It holds at most ``_PARTS_LIMIT`` bytes, the oldest
+    members going first."""
+    if type(value) is not dict:
+        return spec_hash(value)
+    out = bytearray()
+    for key in sorted(value):
+        if type(key) is not str:
+            raise TypeError(f"cannot hash an object key of type {type(key).__name__}: JSON keys are strings")
+        out += _key_bytes(key)
+        _feed_part(value[key], out)
+    return siphash13(bytes(out))
+
+
+def _feed_part(value: Any, out: bytearray) -> None:
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        _feed(value, out)
+        return
+    try:
+        key = marshal.dumps(value)
+    except ValueError:  # what marshal cannot write (a subclass of a JSON type) is walked
+        _feed(value, out)
+        return
+    if len(key) < _PART_MIN:
+        _feed(value, out)
+        return
+    stream = _PARTS.get(key)
+    if stream is None:
+        part = bytearray()
+        _feed(value, part)
+        stream = bytes(part)
+        _remember_part(key, stream)
+    out += stream
+
+
+def _remember_part(key: bytes, stream: bytes) -> None:
+    size = len(key) + len(stream)
+    while _PARTS and _PARTS_HELD[0] + size > _PARTS_LIMIT:
+        oldest = next(iter(_PARTS))
+        dropped = _PARTS.pop(oldest, None)
+        if dropped is not None:
+            _PARTS_HELD[0] -= len(oldest) + len(dropped)
+    if size <= _PARTS_LIMIT and key not in _PARTS:
+        _PARTS[key] = stream
+        _PARTS_HELD[0] += size
 
 
 def _as_json_type(value: Any) -> Any:

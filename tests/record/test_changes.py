@@ -164,6 +164,8 @@ def test_a_spec_is_walked_for_its_hash_only_when_its_fingerprint_changed(monkeyp
     walked: list[object] = []
     real = changes.simkube_spec_hash
     monkeypatch.setattr(changes, "simkube_spec_hash", lambda spec: walked.append(spec) or real(spec))
+    by_parts = changes.spec_hash_by_parts
+    monkeypatch.setattr(changes, "spec_hash_by_parts", lambda spec: walked.append(spec) or by_parts(spec))
     text = '{"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}}'
     spec = json.loads(text)["spec"]
     first, fp = changes.spec_hash(spec, None)

@@ -168,3 +168,60 @@ def test_the_remembered_hash_never_stands_for_a_spec_that_only_compares_equal(va
     other = _pod_spec("node-3", value)
     assert hashing.pod_spec_hash(other) == hashing.spec_hash(hashing.stable_pod_spec(other))
     assert hashing.pod_spec_hash(other) != hashing.pod_spec_hash(_pod_spec("node-1", True))
+
+
+def _workload_spec(image: str = "registry.example/shop/cart:1.4.2", flag: Any = True) -> dict[str, Any]:
+    """A Deployment's spec whose pod template is well past ``_PART_MIN`` when marshalled."""
+    container = {"name": "cart", "image": image, "args": ["--port=8080", "--verbose"], "readOnly": flag,
+                 "env": [{"name": f"SETTING_{i}", "value": f"value number {i}"} for i in range(12)],
+                 "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}}
+    return {"replicas": 3, "selector": {"matchLabels": {"app": "cart"}}, "minReadySeconds": 5,
+            "template": {"metadata": {"labels": {"app": "cart", "tier": "web"}}, "spec": {"containers": [container]}}}
+
+
+def test_a_spec_hashed_by_its_members_has_simkubes_hash_on_every_vector() -> None:
+    for param in SPEC_VECTORS + FIXTURE_VECTORS:
+        value, expected = param.values
+        assert hashing.spec_hash_by_parts(value) == expected
+        assert hashing.spec_hash_by_parts(value) == expected  # again, with its members remembered
+
+
+def test_a_spec_changed_outside_its_template_does_not_walk_the_template_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = _workload_spec()
+    assert hashing.spec_hash_by_parts(spec) == hashing.spec_hash(spec)
+    walked: list[object] = []
+    real = hashing._feed
+    monkeypatch.setattr(hashing, "_feed", lambda value, out: walked.append(value) or real(value, out))
+    scaled = {**spec, "replicas": 4}
+    by_parts = hashing.spec_hash_by_parts(scaled)
+    assert not any(value is spec["template"] or value is spec["template"]["spec"] for value in walked)
+    assert len(walked) < 10, walked  # the replicas, the selector, minReadySeconds: not the template's values
+    monkeypatch.setattr(hashing, "_feed", real)
+    assert by_parts == hashing.spec_hash(scaled) != hashing.spec_hash(spec)
+
+
+@pytest.mark.parametrize("change", ["image", "bool-as-int", "bool-as-float", "tuple", "key-order"])
+def test_a_remembered_member_never_stands_for_one_that_only_compares_equal_or_differs(change: str) -> None:
+    """The memo is keyed by marshal's exact bytes: ``True``, ``1`` and ``1.0`` hash apart, as the walk has them;
+    a tuple for a list, or keys in another order, hash as the walk has them too (a miss, never a wrong hash)."""
+    spec = _workload_spec()
+    hashing.spec_hash_by_parts(spec)
+    other = {"image": _workload_spec(image="registry.example/shop/cart:1.4.3"), "bool-as-int": _workload_spec(flag=1),
+             "bool-as-float": _workload_spec(flag=1.0), "tuple": {**spec, "template": {**spec["template"], "spec": {
+                 "containers": tuple(spec["template"]["spec"]["containers"])}}},
+             "key-order": {**spec, "template": dict(reversed(list(spec["template"].items())))}}[change]
+    assert hashing.spec_hash_by_parts(other) == hashing.spec_hash(other)
+    assert (hashing.spec_hash(other) == hashing.spec_hash(spec)) == (change in ("tuple", "key-order"))
+
+
+def test_the_members_remembered_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hashing, "_PARTS", {})
+    monkeypatch.setattr(hashing, "_PARTS_HELD", [0])
+    monkeypatch.setattr(hashing, "_PARTS_LIMIT", 20_000)
+    specs = [_workload_spec(image=f"registry.example/shop/cart:{i}") for i in range(40)]
+    for spec in specs:
+        assert hashing.spec_hash_by_parts(spec) == hashing.spec_hash(spec)
+        assert 0 < hashing._PARTS_HELD[0] <= 20_000
+    assert hashing._PARTS_HELD[0] == sum(len(k) + len(v) for k, v in hashing._PARTS.items())
+    assert 1 < len(hashing._PARTS) < 40  # the oldest went first
+    assert hashing.spec_hash_by_parts(specs[-1]) == hashing.spec_hash(specs[-1])
