@@ -62,7 +62,8 @@ from kubectl_sktrace.kube.serviceaccount import TokenFile, check_ca_file
 from kubectl_sktrace.model import GVK
 
 log = logging.getLogger(__name__)
-exec_log = logging.getLogger("kubectl_sktrace.kube.exec")  # an exec plugin's failure, as the loader logs its own
+# an exec plugin's failure, logged where the loader logs its own (outside ours: _load_credentials reports it)
+exec_log = logging.getLogger("kubernetes.config.kube_config")
 request_log = logging.getLogger("kubectl_sktrace.kube.requests")
 
 CONNECT_TIMEOUT = 10.0
