@@ -354,7 +354,10 @@ def _self_signed() -> tuple[bytes, bytes]:
 def _server_context(client_ca: bytes | None) -> tuple[ssl.SSLContext, bytes]:
     """The TLS context serving ``_self_signed``'s certificate, and that certificate. With ``client_ca``, every client
     must present a certificate it signed (``CERT_REQUIRED``): stricter than a real API server, which asks for one,
-    checks it in its authenticator and answers 401 (or tries a token) when it does not verify."""
+    checks it in its authenticator and answers 401 (or tries a token) when it does not verify. That context speaks
+    TLS 1.2 at most, so that a refused certificate is an alert inside the handshake, which the client always reads:
+    over TLS 1.3 the alert follows the client's first request, and closing the connection may lose it (the client
+    then sees an EOF, a third of the time on loopback)."""
     cert, key = _self_signed()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     with tempfile.TemporaryDirectory(prefix="sktrace-emulator-") as tmp:
@@ -366,4 +369,5 @@ def _server_context(client_ca: bytes | None) -> tuple[ssl.SSLContext, bytes]:
     if client_ca is not None:
         context.load_verify_locations(cadata=client_ca.decode())
         context.verify_mode = ssl.CERT_REQUIRED
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
     return context, cert
