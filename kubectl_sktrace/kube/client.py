@@ -10,6 +10,9 @@ and 410.
 Guarantees:
 
 - Nothing is written to the user's kubeconfig: the loader gets a dict copy and no persister.
+- No credential is written to any file: the ``*-data`` fields are taken out of that copy and an exec plugin's
+  certificate and key are kept from the loader (``_exec_in_memory``), which would write them to temp files removed only
+  at a clean exit; they make the pool's ``ssl.SSLContext`` in memory (``tls``), anew at each (re)load.
 - 401 rebuilds the configuration from the kubeconfig once (re-running an exec plugin, re-reading a token
   file) and retries; in a pod, the service account's token is also read again as soon as the kubelet rotates
   it (``serviceaccount``); a second 401 is a KubeError saying to log in again.
