@@ -212,3 +212,25 @@ def test_certificate_authority_data_that_is_no_certificate_is_one_line(tmp_path,
                                "certificate or crl found); check certificate-authority of the cluster of context "
                                "'emulator' in your kubeconfig, or the server's certificate")
     assert left_in(temp_dir) == []
+
+
+@pytest.mark.parametrize(("server_name", "error"), [
+    ("localhost", None),
+    ("cluster.example", "TLS certificate check failed for {url} (certificate verify failed: Hostname mismatch, certificate "
+                        "is not valid for 'cluster.example'.); check certificate-authority of the cluster of context "
+                        "'emulator' in your kubeconfig, or the server's certificate"),
+], ids=["a-name-of-the-certificate", "another-name"])
+def test_tls_server_name_is_the_name_checked(tmp_path, server, pki, temp_dir, server_name, error):
+    """``tls-server-name``: the name sent (SNI) and checked against the server's certificate instead of the URL's host."""
+    path = kubeconfig(server, tmp_path / "config", pki["alice"])
+    doc = json.loads(path.read_text())
+    doc["clusters"][0]["cluster"]["tls-server-name"] = server_name
+    path.write_text(json.dumps(doc))
+    kube = connect(path)
+    if error is None:
+        assert kube.list_page(PODS, namespace=None)["items"] == []
+    else:
+        with pytest.raises(KubeError) as info:
+            kube.list_page(PODS, namespace=None)
+        assert str(info.value) == error.format(url=server.url)
+    assert left_in(temp_dir) == []
