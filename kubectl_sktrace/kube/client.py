@@ -374,7 +374,7 @@ def _take_tls_data(config: dict[str, Any]) -> Held:
             values.pop(field, None)
             try:
                 decoded = base64.standard_b64decode(data.encode() if isinstance(data, str) else data)
-            except (binascii.Error, TypeError, AttributeError) as exc:
+            except (binascii.Error, TypeError) as exc:
                 raise ValueError(f"{field}-data is not base64: {exc}") from exc
             setattr(held, slot, tls.Pem(data=decoded))
     return held

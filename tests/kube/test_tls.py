@@ -234,3 +234,15 @@ def test_tls_server_name_is_the_name_checked(tmp_path, server, pki, temp_dir, se
             kube.list_page(PODS, namespace=None)
         assert str(info.value) == error.format(url=server.url)
     assert left_in(temp_dir) == []
+
+
+def test_key_data_that_is_not_base64_is_one_line(tmp_path, server, pki, temp_dir):
+    path = kubeconfig(server, tmp_path / "config", pki["alice"])
+    doc = json.loads(path.read_text())
+    doc["users"][0]["user"]["client-key-data"] = "abc"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(KubeError) as info:
+        connect(path)
+    assert str(info.value) == ("cannot load the credentials of context 'emulator': client-key-data is not base64: "
+                               "Incorrect padding; fix the user and cluster entries in your kubeconfig")
+    assert left_in(temp_dir) == []
