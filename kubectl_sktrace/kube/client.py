@@ -183,12 +183,14 @@ class Kube:
         api = ApiClient(configuration)
         host = configuration.host.rstrip("/")
         if host.startswith("https:"):
-            files = tls.TlsFiles(verify=bool(configuration.verify_ssl), ca=held.ca or tls.Pem(path=configuration.ssl_ca_cert),
-                                 cert=held.cert or tls.Pem(path=configuration.cert_file),
-                                 key=held.key or tls.Pem(path=configuration.key_file))
+            # what the loader left in the configuration are paths of the user's own files
+            material = tls.TlsMaterial(verify=bool(configuration.verify_ssl),
+                                       ca=held.ca or tls.Pem(path=configuration.ssl_ca_cert),
+                                       cert=held.cert or tls.Pem(path=configuration.cert_file),
+                                       key=held.key or tls.Pem(path=configuration.key_file))
             # the pool's connections use this context as it is: urllib3 reads no CA, certificate or key file
             api.rest_client.pool_manager.connection_pool_kw.update(
-                ssl_context=tls.client_context(files, host=host, context=self.target.context),
+                ssl_context=tls.client_context(material, host=host, context=self.target.context),
                 ca_certs=None, cert_file=None, key_file=None)
         old, self._api = self._api, api
         self._host = host

@@ -44,7 +44,7 @@ class Pem:
 
 
 @dataclass(frozen=True)
-class TlsFiles:
+class TlsMaterial:
     """What a context is built from."""
 
     verify: bool
@@ -53,18 +53,18 @@ class TlsFiles:
     key: Pem = Pem()
 
 
-def client_context(files: TlsFiles, *, host: str, context: str) -> ssl.SSLContext:
+def client_context(material: TlsMaterial, *, host: str, context: str) -> ssl.SSLContext:
     """The TLS context for ``host``; a CA or a client certificate that cannot be loaded is a one-line KubeError."""
-    ssl_context = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED if files.verify else ssl.CERT_NONE)
-    if files.verify:
+    ssl_context = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED if material.verify else ssl.CERT_NONE)
+    if material.verify:
         try:
-            with _readable(files.ca or Pem(path=_default_bundle())) as path:
+            with _readable(material.ca or Pem(path=_default_bundle())) as path:
                 ssl_context.load_verify_locations(cafile=path)
         except (ssl.SSLError, OSError) as exc:
             raise certificate_authority_error(_reason(exc), host=host, context=context) from exc
-    if files.cert:
+    if material.cert:
         try:
-            with _readable(files.cert) as cert, _readable(files.key) as key:
+            with _readable(material.cert) as cert, _readable(material.key) as key:
                 ssl_context.load_cert_chain(cert, key or None, password=_no_password)
         except (ssl.SSLError, OSError, _EncryptedKey) as exc:
             raise client_certificate_error(_reason(exc), context=context) from exc
