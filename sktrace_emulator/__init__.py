@@ -57,8 +57,9 @@ What it matches of a real API server (Kubernetes v1.28, measured: docs/architect
 - **TLS.** A self-signed certificate for 127.0.0.1 from the ``openssl`` command (https by default, because
   kubectl sends a bearer token only over https); Python's ``ssl``, not Go's TLS stack, so record sizes and
   handshake costs differ.
-- **Auth and RBAC.** One bearer token (401 otherwise); no client certificates, impersonation, or access
-  reviews. RBAC only as ``grant_view`` (a RoleBinding to ``view`` in some namespaces) or ``grant_rules`` (one
+- **Auth and RBAC.** One bearer token (401 otherwise) or, with ``client_ca``, client certificates that CA signed,
+  whose common name is the user (``pki`` makes them); a connection without one is refused in the TLS handshake, at
+  TLS 1.2 at most (stricter than a real server, which answers 401). No impersonation or access reviews. RBAC only as ``grant_view`` (a RoleBinding to ``view`` in some namespaces) or ``grant_rules`` (one
   ClusterRole or Role's rules), with the server's 403 messages word for word; priority and fairness (429) only through
   ``fail``. Either may change mid-run, as a role edited on a real server: the next request is judged by the new
   grant, while a watch already open keeps streaming (a real server authorizes a request once, when it arrives).
@@ -84,8 +85,11 @@ Public API::
                                           # bearer tokens only over https); the CA is in emu.ca_pem
                    framing="per-event",   # one chunk per watch event, as a real server; "batched": a burst
                                           # per chunk, to measure a reader's ceiling (not what a server does)
-                   list_seconds_per_mb=0.023)   # a list page waits this long per MB of its body before its
+                   list_seconds_per_mb=0.023,   # a list page waits this long per MB of its body before its
                                           # first byte, as a real server encodes it; 0: pages cost nothing
+                   client_ca=None)        # PEM of a CA: every client must present a certificate it signed
+    emu.write_kubeconfig(path, client_certificate=pki.client_certificate(ca, "alice"))   # the user: its cert and key
+    pki.self_signed(common_name) -> (cert, key); pki.client_certificate(ca, user, *, groups=()) -> (cert, key)
     emu.start() / emu.stop() / with Emulator() as emu: ...
     emu.url; emu.port; emu.write_kubeconfig(path, *, context="emulator", namespace="default") -> str
     emu.write_service_account(dir, *, namespace="default") -> env   # a pod's token, ca.crt and namespace files,
@@ -118,7 +122,8 @@ Public API::
     finished_status(pod, *, finished)   # objects as the demo and the benchmarks make them
 
 Standalone: ``python -m sktrace_emulator serve --kubeconfig-out FILE [--workload NAME] [--rate N]
-[--framing per-event|batched] [--list-seconds-per-mb SECONDS] [--audit-log-path FILE [--audit-policy-file FILE]]``.
+[--framing per-event|batched] [--list-seconds-per-mb SECONDS] [--audit-log-path FILE [--audit-policy-file FILE]]
+[--client-certificates]``.
 
 Modules, no I/O below ``server``: ``records`` (kinds, objects, events, snapshots, the error Status), ``audit`` (the audit log and its policy),
 ``selectors`` and ``patches`` (what requests ask for), ``admission`` (what a new pod or service gets), ``crds`` (kinds that
@@ -126,7 +131,8 @@ come and go), ``state`` (the store: versions, history, deletion, garbage collect
 documents), ``handler`` (the REST paths, watch streams), ``tables``
 (Table output for ``kubectl get``), ``server`` (the ``Emulator``
 facade: HTTP(S) server, kubeconfig, fault knobs), ``builders`` (objects as controllers make them),
-``workload`` (controllers, kubelet, load), ``bulk`` (fast paths for benchmarks), ``__main__`` (the command).
+``workload`` (controllers, kubelet, load), ``bulk`` (fast paths for benchmarks), ``pki`` (certificates, by the
+openssl command), ``__main__`` (the command).
 """
 
 from sktrace_emulator.builders import (

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from sktrace_emulator import Emulator
+from sktrace_emulator import Emulator, pki
 from sktrace_emulator.builders import deployment_object
 from sktrace_emulator.bulk import RestartStorm, build_large_state
 from sktrace_emulator.handler import LIST_SECONDS_PER_MB
@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--bookmark-interval", type=float, default=60.0)
     serve.add_argument("--history-limit", type=int, default=200_000, help="events kept per kind for watch replay")
     serve.add_argument("--no-tls", action="store_true", help="plain http (kubectl will not send the token)")
+    serve.add_argument("--client-certificates", action="store_true",
+                       help="require a client certificate signed by the server's own client CA, as kind's and kubeadm's "
+                            "admin kubeconfigs use; the kubeconfig written holds one for kubernetes-admin instead of the token")
     serve.add_argument("--framing", choices=list(FRAMINGS), default="per-event",
                        help="watch streams: one chunk per event, as a real API server (default), or a burst per chunk (a reader's ceiling)")
     serve.add_argument("--list-seconds-per-mb", type=float, default=LIST_SECONDS_PER_MB, metavar="SECONDS",
@@ -61,8 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--audit-policy-file", metavar="FILE", help="the audit.k8s.io/v1 Policy (YAML); default: RequestResponse for all")
     args = parser.parse_args(argv)
 
+    if args.client_certificates and args.no_tls:
+        parser.error("--client-certificates needs TLS: leave out --no-tls")
+    client_ca = pki.self_signed("sktrace-emulator-client-ca") if args.client_certificates else None
     emu = Emulator(token=args.token, port=args.port, bookmark_interval=args.bookmark_interval, history_limit=args.history_limit, tls=not args.no_tls and None,
-                   framing=args.framing, list_seconds_per_mb=args.list_seconds_per_mb)
+                   framing=args.framing, list_seconds_per_mb=args.list_seconds_per_mb, client_ca=client_ca and client_ca[0])
     if args.workload in ("large", "storm"):
         started = time.perf_counter()
         count = build_large_state(emu, deployments=max(1, args.pods // 10), pods_per_deployment=10)
@@ -74,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         policy = yaml.safe_load(open(args.audit_policy_file, encoding="utf-8")) if args.audit_policy_file else None
         emu.enable_audit(args.audit_log_path, policy)
     emu.start()
-    emu.write_kubeconfig(args.kubeconfig_out)
+    emu.write_kubeconfig(args.kubeconfig_out, client_certificate=client_ca and pki.client_certificate(
+        client_ca, "kubernetes-admin", groups=("system:masters",)))
     print(f"serving {emu.url}; kubeconfig written to {args.kubeconfig_out}", file=sys.stderr, flush=True)
     if args.service_account_out:
         env = emu.write_service_account(args.service_account_out)

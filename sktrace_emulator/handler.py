@@ -56,8 +56,6 @@ class Serving(Protocol):
     the faults a test armed."""
 
     store: Store
-    token: str
-    user: str
     port: int
     framing: str
     bookmark_interval: float
@@ -66,6 +64,8 @@ class Serving(Protocol):
     unauthorized: int
     delay: float
     apf: apf.PriorityLevel | None
+
+    def authenticate(self, authorization: str, connection: Any) -> str: ...
 
     def denies(self, verb: str, rtype: ResourceType, namespace: str | None, name: str = "") -> bool: ...
 
@@ -82,6 +82,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "sktrace-emulator"
     _seat = apf.Seat(None, 0)  # the APF seats of the request being served
     _raw = b""  # the body of the request being served, as it came (``_read_body``)
+    _user = ""  # who sent it: ``Emulator.authenticate``
     _audit: audit.Request | None = None  # the request being served, as the audit log tells it; its answer's status and body:
     _answer = (0, b"")
 
@@ -178,10 +179,7 @@ class Handler(BaseHTTPRequestHandler):
             self._raw = self._read_body()
             if emu.delay:
                 time.sleep(emu.delay)
-            scheme, _, token = self.headers.get("Authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or token != emu.token:  # the scheme is case-insensitive, as the API server's
-                emu.unauthorized += 1
-                raise ApiError(401, "Unauthorized", "Unauthorized")
+            self._user = emu.authenticate(self.headers.get("Authorization", ""), self.connection)
             split = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
             parts = [p for p in split.path.split("/") if p]
@@ -246,15 +244,15 @@ class Handler(BaseHTTPRequestHandler):
         # the API server's request info puts a namespace's own path inside that namespace
         scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
         if self.emulator.store.audit is not None:
-            self._audit = audit.Request(verb, self.path, self.emulator.user, rtype, scope or "", name, subresource,
+            self._audit = audit.Request(verb, self.path, self._user, rtype, scope or "", name, subresource,
                                         self.headers.get("User-Agent", ""), request_object=self._request_object(verb))
             self.emulator.store.audit.begin(self._audit)
         if self.emulator.denies(verb, rtype, scope, name):
-            raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
+            raise forbidden(user=self._user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
         failure = self.emulator.take_failure(rtype.kind)
         if failure is not None:
             if failure.status == 403:
-                raise forbidden(user=self.emulator.user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
+                raise forbidden(user=self._user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
             reason = _REASONS.get(failure.status, "InternalError")
             message = "Unauthorized" if failure.status == 401 else f"emulated failure {failure.status}"
             raise ApiError(failure.status, reason, message, retry_after=failure.retry_after)

@@ -14,16 +14,15 @@ import json
 import os
 import shutil
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
 from http.server import ThreadingHTTPServer
 from typing import Any, Iterable
 
-from sktrace_emulator import apf, audit
+from sktrace_emulator import apf, audit, pki
 from sktrace_emulator.handler import LIST_SECONDS_PER_MB, Handler
-from sktrace_emulator.records import Failure, Obj, ResourceType
+from sktrace_emulator.records import ApiError, Failure, Obj, ResourceType
 from sktrace_emulator.selectors import Filter
 from sktrace_emulator.state import Store
 
@@ -49,6 +48,7 @@ class Emulator:
         tls: bool | None = None,
         framing: str = "per-event",
         list_seconds_per_mb: float = LIST_SECONDS_PER_MB,
+        client_ca: bytes | None = None,
     ) -> None:
         if framing not in FRAMINGS:
             raise ValueError(f"framing must be one of {', '.join(FRAMINGS)}, not {framing!r}")
@@ -57,6 +57,9 @@ class Emulator:
         self.token = token
         self.unauthorized = 0  # requests answered 401 (a wrong or expired token)
         self.tls = shutil.which("openssl") is not None if tls is None else tls
+        if client_ca is not None and not self.tls:
+            raise ValueError("client certificates need TLS (tls=True and the openssl command)")
+        self.client_ca = client_ca  # PEM: every connection must present a certificate this CA signed
         self.ca_pem = b""
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -82,7 +85,7 @@ class Emulator:
         self._httpd = _Server(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         if self.tls:
-            context, self.ca_pem = _self_signed_context()
+            context, self.ca_pem = _server_context(self.client_ca)
             # the handshake happens on the first read, in the connection's own thread
             self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.port = self._httpd.server_address[1]
@@ -114,17 +117,22 @@ class Emulator:
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
-    def write_kubeconfig(self, path: str | os.PathLike[str], *, context: str = "emulator", namespace: str = "default") -> str:
+    def write_kubeconfig(self, path: str | os.PathLike[str], *, context: str = "emulator", namespace: str = "default",
+                         client_certificate: tuple[bytes, bytes] | None = None) -> str:
         """Write a kubeconfig (JSON, which is YAML) with this server, its CA, its bearer token and one context
-        whose namespace is ``namespace``."""
+        whose namespace is ``namespace``; with ``client_certificate`` (``(certificate, key)`` PEM), the user is that
+        certificate and its key (``client-certificate-data``, ``client-key-data``) instead of the token."""
         cluster: Obj = {"server": self.url}
         if self.tls:
             cluster["certificate-authority-data"] = base64.b64encode(self.ca_pem).decode()
+        user: Obj = {"token": self.token} if client_certificate is None else {
+            "client-certificate-data": base64.b64encode(client_certificate[0]).decode(),
+            "client-key-data": base64.b64encode(client_certificate[1]).decode()}
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": context, "cluster": cluster}],
-            "users": [{"name": context, "user": {"token": self.token}}],
+            "users": [{"name": context, "user": user}],
             "contexts": [{"name": context, "context": {"cluster": context, "user": context, "namespace": namespace}}],
             "current-context": context,
             "preferences": {},
@@ -273,6 +281,20 @@ class Emulator:
             if user is not None:
                 self.user = user
 
+    def authenticate(self, authorization: str, connection: Any) -> str:
+        """The user a request comes from, as the API server's authenticators find it: the common name of the client
+        certificate the TLS handshake verified (``client_ca``), else the bearer token's user; 401 when neither."""
+        peer: Any = connection.getpeercert() if isinstance(connection, ssl.SSLSocket) else None
+        for rdn in (peer or {}).get("subject", ()):
+            for key, value in rdn:
+                if key == "commonName":
+                    return str(value)
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or token != self.token:  # the scheme is case-insensitive, as the API server's
+            self.unauthorized += 1
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        return self.user
+
     def denies(self, verb: str, rtype: ResourceType, namespace: str | None, name: str = "") -> bool:
         if self._rules is not None:
             bound, rules = self._rules
@@ -322,21 +344,30 @@ class _Server(ThreadingHTTPServer):
 
 
 @functools.lru_cache(maxsize=1)
-def _self_signed_context() -> tuple[ssl.SSLContext, bytes]:
-    """A TLS context with a self-signed certificate for 127.0.0.1, made by the openssl command once per
-    process. TLS is on by default because kubectl sends a bearer token only over https."""
+def _self_signed() -> tuple[bytes, bytes]:
+    """The serving certificate for 127.0.0.1 and its key, made by the openssl command once per process. TLS is on by
+    default because kubectl sends a bearer token only over https."""
+    return pki.self_signed("sktrace-emulator", extensions=("subjectAltName=IP:127.0.0.1,DNS:localhost",))
+
+
+@functools.lru_cache(maxsize=8)
+def _server_context(client_ca: bytes | None) -> tuple[ssl.SSLContext, bytes]:
+    """The TLS context serving ``_self_signed``'s certificate, and that certificate. With ``client_ca``, every client
+    must present a certificate it signed (``CERT_REQUIRED``): stricter than a real API server, which asks for one,
+    checks it in its authenticator and answers 401 (or tries a token) when it does not verify. That context speaks
+    TLS 1.2 at most, so that a refused certificate is an alert inside the handshake, which the client always reads:
+    over TLS 1.3 the alert follows the client's first request, and closing the connection may lose it (the client
+    then sees an EOF, a third of the time on loopback)."""
+    cert, key = _self_signed()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     with tempfile.TemporaryDirectory(prefix="sktrace-emulator-") as tmp:
-        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-        subprocess.run(
-            [
-                "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", key, "-out", cert, "-days", "3650", "-subj", "/CN=sktrace-emulator",
-                "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-        with open(cert, "rb") as fh:
-            return context, fh.read()
+        cert_path, key_path = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        for path, data in ((cert_path, cert), (key_path, key)):
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as fh:
+                fh.write(data)
+        context.load_cert_chain(cert_path, key_path)
+    if client_ca is not None:
+        context.load_verify_locations(cadata=client_ca.decode())
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+    return context, cert

@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
-from reliability_support import Recorder, private_env, run_cli
+from reliability_support import Recorder, assert_one_error, private_env, run_cli
 
 from kubectl_sktrace.store.bodies import packed_body
 
@@ -220,3 +221,79 @@ def test_emulator_and_recorder_listen_on_loopback_only(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def _pem_body(pem: bytes) -> bytes:
+    """The first 48 base64 bytes of a PEM's body: what any file holding it (raw, not re-encoded) contains."""
+    return b"".join(line for line in pem.splitlines() if not line.startswith(b"-----"))[:48]
+
+
+def _files_holding(directory: Path, pems: dict[str, bytes]) -> list[str]:
+    found = []
+    for path in sorted(directory.rglob("*")):
+        data = path.read_bytes() if path.is_file() else b""
+        found += [f"{path.relative_to(directory)}: {name}" for name, pem in pems.items() if _pem_body(pem) in data]
+    return found
+
+
+def _open_memory_files(pid: int) -> list[str]:
+    targets = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            targets.append(os.readlink(fd))
+        except OSError:
+            continue
+    return [target for target in targets if target.startswith("/memfd:")]
+
+
+@pytest.fixture(scope="module")
+def clients() -> dict[str, tuple[bytes, bytes]]:
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    from sktrace_emulator import pki
+
+    ca = pki.self_signed("clients")
+    return {"ca": ca, "alice": pki.client_certificate(ca, "alice"), "bob": pki.client_certificate(ca, "bob"),
+            "stranger": pki.client_certificate(pki.self_signed("another-cluster's-clients"), "alice")}
+
+
+def test_no_certificate_or_key_is_in_a_file_while_recording_or_after_a_kill(tmp_path: Path, clients: dict[str, Any]) -> None:
+    """A kubeconfig with the cluster's CA, a client certificate and its key as ``*-data`` fields (kind's, kubeadm's):
+    the recording authenticates with the certificate over mutual TLS, and the system temp directory it is given holds
+    none of them while it runs nor after a SIGKILL, which runs no exit hook."""
+    from sktrace_emulator import Emulator
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with Emulator(client_ca=clients["ca"][0], seed=15) as emu:
+        kubeconfig = tmp_path / "kubeconfig"
+        emu.write_kubeconfig(kubeconfig, client_certificate=clients["alice"])
+        pems = {"client key": clients["alice"][1], "client certificate": clients["alice"][0], "cluster CA": emu.ca_pem}
+        rec = Recorder(kubeconfig=kubeconfig, cache=tmp_path / "cache.db", home=tmp_path, log=tmp_path / "rec.log",
+                       env={"TMPDIR": str(temp)})
+        assert rec.wait_for("initial sync done", timeout=60), rec.output()
+        running, memory_files = _files_holding(temp, pems), _open_memory_files(rec.proc.pid)
+        assert rec.kill() == -signal.SIGKILL
+    assert running == [], "while recording"
+    assert _files_holding(temp, pems) == [], "after the kill"
+    assert memory_files == [], "each memory file is closed once loaded"
+
+
+@pytest.mark.parametrize(("client", "problem", "fix"), [
+    pytest.param("stranger", "refused the TLS handshake ([SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca): it does "
+                 "not accept the client certificate of context 'emulator'", "check client-certificate and client-key of "
+                 "its user in your kubeconfig", id="signed-by-another-ca"),
+    pytest.param("mismatched", "cannot use the client certificate of context 'emulator' ([X509: KEY_VALUES_MISMATCH] key "
+                 "values mismatch)", "check client-certificate and client-key", id="key-of-another-certificate"),
+])
+def test_a_client_certificate_that_cannot_be_used_is_one_line(tmp_path: Path, clients: dict[str, Any], client: str,
+                                                              problem: str, fix: str) -> None:
+    from sktrace_emulator import Emulator
+
+    pair = clients["stranger"] if client == "stranger" else (clients["alice"][0], clients["bob"][1])
+    with Emulator(client_ca=clients["ca"][0], seed=16) as emu:
+        kubeconfig = tmp_path / "kubeconfig"
+        emu.write_kubeconfig(kubeconfig, client_certificate=pair)
+        run = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(tmp_path / "cache.db"), "--duration", "5s"],
+                      home=tmp_path, timeout=90)
+    assert_one_error(run, problem, fix)

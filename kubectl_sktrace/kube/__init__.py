@@ -2,6 +2,7 @@
 
 - ``kubeconfig``: kubectl's loading rules, contexts, in-cluster credentials (§10), without the ``kubernetes`` package;
 - ``client``: kubeconfig credentials, the 401 reload and the requests (the only importer of ``kubernetes``);
+- ``tls``: the TLS context built in memory, so that no certificate or key of the user's is left in a file;
 - ``lazy``: the ``kubernetes`` package loaded without its typed API (its models and API classes);
 - ``cluster``: ``ClusterClient``, the surface the recorder is typed against;
 - ``stream`` and ``chunked``: reading responses and watch streams, the watchdog that stops a blocked read;

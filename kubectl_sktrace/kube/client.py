@@ -10,6 +10,9 @@ and 410.
 Guarantees:
 
 - Nothing is written to the user's kubeconfig: the loader gets a dict copy and no persister.
+- No credential is written to any file: the ``*-data`` fields are taken out of that copy and an exec plugin's
+  certificate and key are kept from the loader (``_exec_in_memory``), which would write them to temp files removed only
+  at a clean exit; they make the pool's ``ssl.SSLContext`` in memory (``tls``), anew at each (re)load.
 - 401 rebuilds the configuration from the kubeconfig once (re-running an exec plugin, re-reading a token
   file) and retries; in a pod, the service account's token is also read again as soon as the kubelet rotates
   it (``serviceaccount``); a second 401 is a KubeError saying to log in again.
@@ -28,13 +31,17 @@ credential refresh and rebuild are serialized by a lock.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
+import functools
 import logging
 import os
 import shutil
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -43,7 +50,7 @@ import urllib3
 
 from kubectl_sktrace import __version__
 from kubectl_sktrace.errors import ForbiddenError, KubeError
-from kubectl_sktrace.kube import discovery, stream
+from kubectl_sktrace.kube import discovery, stream, tls
 from kubectl_sktrace.kube.discovery import Documents, Resource
 from kubectl_sktrace.kube.errors import (
     NotFound,
@@ -58,6 +65,8 @@ from kubectl_sktrace.kube.serviceaccount import TokenFile, check_ca_file
 from kubectl_sktrace.model import GVK
 
 log = logging.getLogger(__name__)
+# an exec plugin's failure, logged where the loader logs its own (outside ours: _load_credentials reports it)
+exec_log = logging.getLogger("kubernetes.config.kube_config")
 request_log = logging.getLogger("kubectl_sktrace.kube.requests")
 
 CONNECT_TIMEOUT = 10.0
@@ -82,6 +91,7 @@ class Kube:
         self._generation = 0
         self._api: Any = None
         self._token: TokenFile | None = None  # in a pod: the service account's token, read again when rotated
+        self._renew_at: float | None = None  # when an exec plugin's client certificate expires (epoch seconds)
         self._host = target.cluster_server
         self._watchdog = stream.Watchdog()
 
@@ -163,22 +173,35 @@ class Kube:
         from kubernetes.client import ApiClient, Configuration
 
         configuration = Configuration()
-        self._load_credentials(configuration)
+        held = self._load_credentials(configuration)
         configuration.connection_pool_maxsize = POOL_MAXSIZE
         if not configuration.verify_ssl:
             # kubectl warns once; urllib3 would warn on every request, flooding the live status line
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
             if self._api is None:
                 log.warning("context %r skips TLS verification (insecure-skip-tls-verify)", self.target.context)
-        old = self._api
-        self._api = ApiClient(configuration)
-        self._host = configuration.host.rstrip("/")
+        api = ApiClient(configuration)
+        host = configuration.host.rstrip("/")
+        if host.startswith("https:"):
+            # what the loader left in the configuration are paths of the user's own files
+            material = tls.TlsMaterial(verify=bool(configuration.verify_ssl),
+                                       ca=held.ca or tls.Pem(path=configuration.ssl_ca_cert),
+                                       cert=held.cert or tls.Pem(path=configuration.cert_file),
+                                       key=held.key or tls.Pem(path=configuration.key_file))
+            # the pool's connections use this context as it is: urllib3 reads no CA, certificate or key file
+            api.rest_client.pool_manager.connection_pool_kw.update(
+                ssl_context=tls.client_context(material, host=host, context=self.target.context),
+                ca_certs=None, cert_file=None, key_file=None)
+        old, self._api = self._api, api
+        self._host = host
+        self._renew_at = held.expires
         self._generation += 1
         if old is not None:
             old.rest_client.pool_manager.clear()
 
-    def _load_credentials(self, configuration: Any) -> None:
-        """Fill ``configuration`` from the kubeconfig (or the pod's service account); one-line errors.
+    def _load_credentials(self, configuration: Any) -> Held:
+        """Fill ``configuration`` from the kubeconfig (or the pod's service account); one-line errors. Returns the
+        certificates and key held in memory, never given to the loader (``tls``).
 
         The loader only logs an exec credential plugin's failure and goes on without credentials (the server
         would then answer 401): a plugin that is missing or fails is reported here instead, as kubectl does."""
@@ -189,15 +212,16 @@ class Kube:
             _check_installed(plugin, context=self.target.context)
         try:
             with _loader_errors() as failures:
-                self._run_loader(configuration)
+                held = self._run_loader(configuration)
         except (ConfigException, OSError, KeyError, ValueError) as exc:
             detail = " ".join(str(exc).split()) or type(exc).__name__
             raise KubeError(f"cannot load the credentials of context {self.target.context!r}: {detail}; "
                             "fix the user and cluster entries in your kubeconfig") from exc
         if plugin is not None and failures:
             raise exec_failed(str(plugin.get("command")), failures[0], context=self.target.context)
+        return held
 
-    def _run_loader(self, configuration: Any) -> None:
+    def _run_loader(self, configuration: Any) -> Held:
         if self.target.in_cluster:
             # not the client's InClusterConfigLoader: it reads the server from os.environ, not from the target,
             # and its token from a file it re-reads only once a minute (serviceaccount.py)
@@ -205,16 +229,22 @@ class Kube:
             configuration.ssl_ca_cert = check_ca_file(self.target.config["ca-file"])
             self._token = TokenFile(self.target.config["token-file"])
             self._token.bearer()
-        else:
-            from kubernetes.config.kube_config import KubeConfigLoader
+            return Held()
+        from kubernetes.config.kube_config import KubeConfigLoader
 
-            loader = KubeConfigLoader(config_dict=copy.deepcopy(self.target.config),
-                                      active_context=self.target.context, config_persister=None)
-            loader.load_and_set(configuration)
+        config = copy.deepcopy(self.target.config)
+        held = _take_tls_data(config)
+        loader = KubeConfigLoader(config_dict=config, active_context=self.target.context, config_persister=None)
+        loader._load_from_exec_plugin = functools.partial(_exec_in_memory, loader, held)
+        loader.load_and_set(configuration)
+        return held
 
     def _snapshot(self) -> tuple[int, Any, str, dict[str, str]]:
         """The current pool and headers; the client's refresh hook renews an expiring token here."""
         with self._lock:
+            if self._renew_at is not None and time.time() >= self._renew_at:
+                log.info("the client certificate of context %r has expired: running its exec plugin again", self.target.context)
+                self._rebuild()
             configuration = self._api.configuration
             headers = {"Accept": "application/json", "User-Agent": f"kubectl-sktrace/{__version__}"}
             for setting in configuration.auth_settings().values():
@@ -317,13 +347,76 @@ def _check_installed(plugin: Mapping[str, Any], *, context: str) -> None:
         raise exec_not_found(command, install_hint=hint if isinstance(hint, str) else None, context=context)
 
 
+@dataclass
+class Held:
+    """What is kept from the loader, in memory: the kubeconfig's ``*-data`` fields, decoded, and the certificate and
+    key an exec plugin printed, with their expiry (epoch seconds)."""
+
+    ca: tls.Pem = tls.Pem()
+    cert: tls.Pem = tls.Pem()
+    key: tls.Pem = tls.Pem()
+    expires: float | None = None
+
+
+# each ``*-data`` field, the field naming a file that it overrides, and where it goes
+_TLS_DATA = (("clusters", "cluster", "certificate-authority", "ca"), ("users", "user", "client-certificate", "cert"),
+             ("users", "user", "client-key", "key"))
+
+
+def _take_tls_data(config: dict[str, Any]) -> Held:
+    """Remove the ``*-data`` fields (and the file fields they override, as in kubectl) from ``config`` before the
+    loader sees them, which would write them to temp files; return them decoded."""
+    held = Held()
+    for section, entry, field, slot in _TLS_DATA:
+        for item in config.get(section) or []:
+            values = (item or {}).get(entry)
+            if not isinstance(values, dict) or not values.get(f"{field}-data"):
+                continue
+            data = values.pop(f"{field}-data")
+            values.pop(field, None)
+            try:
+                decoded = base64.standard_b64decode(data.encode() if isinstance(data, str) else data)
+            except (binascii.Error, TypeError) as exc:
+                raise ValueError(f"{field}-data is not base64: {exc}") from exc
+            setattr(held, slot, tls.Pem(data=decoded))
+    return held
+
+
+def _exec_in_memory(loader: Any, held: Held) -> bool | None:
+    """The loader's ``_load_from_exec_plugin`` keeping a client certificate and key in ``held`` instead of writing
+    them to temp files; also what its refresh hook runs when an exec token expires. Errors are logged, as it does."""
+    from kubernetes.config.dateutil import parse_rfc3339
+    from kubernetes.config.exec_provider import ExecProvider
+
+    if "exec" not in loader._user:
+        return None
+    try:
+        status = ExecProvider(loader._user["exec"], loader._get_base_path(loader._cluster.path), loader._cluster).run()
+        if "token" in status:
+            loader.token = f"Bearer {status['token']}"
+        elif "clientCertificateData" in status and "clientKeyData" in status:
+            held.cert, held.key = tls.Pem(data=status["clientCertificateData"].encode()), tls.Pem(data=status["clientKeyData"].encode())
+            loader.cert_file = loader.key_file = None  # so the loader does not read the user's own, as in its version
+        else:
+            missing = "clientKeyData" if "clientCertificateData" in status else "token or clientCertificateData"
+            exec_log.error("exec: missing %s field in plugin output", missing)
+            return None
+        if "expirationTimestamp" in status:
+            loader.expiry = parse_rfc3339(status["expirationTimestamp"])
+            held.expires = loader.expiry.timestamp() if "token" not in status else None
+        return True
+    except Exception as exc:  # noqa: BLE001 - the loader's own handling: logged, reported by _load_credentials
+        exec_log.error("%s", exc)
+        return None
+
+
 class _Collect(logging.Handler):
     def __init__(self, into: list[str]) -> None:
         super().__init__(logging.ERROR)
         self.into = into
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.module == "kube_config":
+        if record.module == "kube_config" or record.name == exec_log.name:
             self.into.append(record.getMessage())
 
 

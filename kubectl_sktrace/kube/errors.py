@@ -143,10 +143,12 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 def transport_error(exc: BaseException, *, host: str, context: str) -> KubeError:
     """Map a urllib3 failure to a one-line error: TLS problems are permanent, the rest retryable."""
     reason = root_reason(exc)
+    if _refuses_our_certificate(reason):
+        return KubeError(f"the API server at {host} refused the TLS handshake ({reason}): it does not accept the client "
+                         f"certificate of context {context!r}; {_CLIENT_CERTIFICATE_FIX}")
     if isinstance(exc, urllib3.exceptions.SSLError) or "CERTIFICATE_VERIFY_FAILED" in reason:
         if "CERTIFICATE_VERIFY_FAILED" in reason or "certificate" in reason.lower() or "hostname" in reason.lower():
-            return KubeError(f"TLS certificate check failed for {host} ({reason}); check certificate-authority "
-                             f"of the cluster of context {context!r} in your kubeconfig, or the server's certificate")
+            return certificate_authority_error(reason, host=host, context=context)
         return TransientError(f"TLS connection to {host} failed ({reason}); retrying")
     if isinstance(exc, (urllib3.exceptions.ReadTimeoutError, TimeoutError)):
         return SilentConnectionError(f"no data from {host} in time (read timed out); the connection is presumed dead")
@@ -154,6 +156,29 @@ def transport_error(exc: BaseException, *, host: str, context: str) -> KubeError
         return TransientError(f"cannot reach the API server at {host} ({reason}); check that the cluster is up "
                               f"and that the server URL of context {context!r} is right")
     return TransientError(f"connection to {host} broken ({reason})")
+
+
+def certificate_authority_error(reason: str, *, host: str, context: str) -> KubeError:
+    """The server's certificate cannot be checked: it is not signed by the CA of the kubeconfig, or that CA is unreadable."""
+    return KubeError(f"TLS certificate check failed for {host} ({reason}); check certificate-authority "
+                     f"of the cluster of context {context!r} in your kubeconfig, or the server's certificate")
+
+
+def client_certificate_error(reason: str, *, context: str) -> KubeError:
+    """The client certificate or its key cannot be loaded (unreadable, not PEM, a key of another certificate)."""
+    return KubeError(f"cannot use the client certificate of context {context!r} ({reason}); {_CLIENT_CERTIFICATE_FIX}")
+
+
+_CLIENT_CERTIFICATE_FIX = ("check client-certificate and client-key of its user in your kubeconfig (or what its exec "
+                           "plugin prints)")
+# TLS alerts a server sends when it does not accept the client's certificate (OpenSSL's words, lowercase)
+_REFUSED_CERTIFICATE = ("alert certificate", "alert bad certificate", "alert unknown ca", "alert unsupported certificate",
+                        "alert access denied", "alert decrypt error")
+
+
+def _refuses_our_certificate(reason: str) -> bool:
+    lowered = reason.lower()
+    return any(alert in lowered for alert in _REFUSED_CERTIFICATE)
 
 
 def root_reason(exc: BaseException) -> str:
@@ -168,7 +193,7 @@ def root_reason(exc: BaseException) -> str:
         if isinstance(item, socket.gaierror):
             return "host name not resolved"
         if isinstance(item, OSError) and item.strerror:
-            return item.strerror
+            return item.strerror.split(" (_ssl.c")[0]
     first = exc.args[0] if exc.args else None
     text = " ".join((first if isinstance(first, str) else str(exc)).split())
     if ": " in text and "object at 0x" in text:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -113,3 +114,30 @@ def test_serve_help_describes_each_workload() -> None:
     flat = " ".join(result.stdout.split())
     assert "none: an empty cluster whose controllers and kubelet act on what you create" in flat
     assert "demo (default):" in flat and "storm:" in flat
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+def test_serve_with_client_certificates_lets_in_only_its_certificate_and_names_its_user(tmp_path: Path) -> None:
+    """``--client-certificates``: the kubeconfig's user is a certificate of the server's client CA (kubeadm's
+    ``kubernetes-admin``); real kubectl gets in with it, and with the token alone the handshake is refused."""
+    kubeconfig = tmp_path / "kc"
+    proc = subprocess.Popen([sys.executable, "-m", "sktrace_emulator", "serve", "--kubeconfig-out", str(kubeconfig),
+                             "--workload", "none", "--client-certificates", "--audit-log-path", str(tmp_path / "audit.log")],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None and proc.stderr.readline().startswith("serving https://127.0.0.1:")
+        doc = json.loads(kubeconfig.read_text())
+        assert sorted(doc["users"][0]["user"]) == ["client-certificate-data", "client-key-data"]
+        got = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "namespace", "kube-system", "-o", "name"],
+                             capture_output=True, text=True, timeout=20)
+        assert (got.returncode, got.stdout) == (0, "namespace/kube-system\n"), got.stderr
+        users = {json.loads(line)["user"]["username"] for line in (tmp_path / "audit.log").read_text().splitlines()}
+        assert "kubernetes-admin" in users, users  # kubectl's requests, beside the controllers' own
+        doc["users"][0]["user"] = {"token": "emulator-token"}
+        (tmp_path / "token-only").write_text(json.dumps(doc))
+        refused = subprocess.run(["kubectl", "--kubeconfig", str(tmp_path / "token-only"), "get", "namespaces"],
+                                 capture_output=True, text=True, timeout=20)
+        assert refused.returncode != 0 and "tls: handshake failure" in refused.stderr, refused.stderr
+    finally:
+        proc.kill()
+        proc.wait()
