@@ -360,4 +360,11 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX audit_rows_fill ON audit_rows (fill_id);
         """,
     ),
+    (
+        "0014_object_index_inferred",
+        """
+        DROP INDEX events_object;
+        CREATE INDEX events_object ON events (gvk, namespace, name, ts, id, recv, op, inferred);
+        """,
+    ),
 ]

@@ -142,6 +142,9 @@ audit_fills     one row per gap a log filled: the run whose start ended it, or i
                 the logs did not account for, kept (``kept``).
 audit_rows      the ``events`` rows a log wrote (``event_id``), by fill: not inferred (their time is the API server's
                 own), not live either; what ``status``, ``export`` and the view tell apart.
+
+events_object   carries ``inferred`` last (0014): an object's changes as the view draws them (time, operation, whether
+                reconstructed) are read from the index alone, never from the rows' pages.
 """
 
 from __future__ import annotations
@@ -471,6 +474,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         CREATE TABLE audit_rows (event_id INTEGER PRIMARY KEY, fill_id INTEGER NOT NULL);
         CREATE INDEX audit_rows_fill ON audit_rows (fill_id);
+        """,
+    ),
+    (
+        "0014_object_index_inferred",
+        """
+        DROP INDEX events_object;
+        CREATE INDEX events_object ON events (gvk, namespace, name, ts, id, recv, op, inferred);
         """,
     ),
 ]

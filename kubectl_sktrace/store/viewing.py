@@ -215,9 +215,22 @@ def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search:
         "ORDER BY gvk, namespace, name LIMIT ? OFFSET ?",
         [*params, limit, offset],
     ).fetchall()
-    # the total apart: a window function beside the rows would materialize every match (45 ms over 55k objects)
-    total = int(cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition}", params).fetchone()[0])
+    total = _matches(cache, condition, params, rows, offset=offset, limit=limit)
     return [_object_row(cache, row, start=start, end=end, columns=columns) for row in rows], total
+
+
+def _matches(cache: Cache, condition: str, params: list[Any], rows: list[Any], *, offset: int, limit: int) -> int:
+    """How many objects ``condition`` finds, the page ``rows`` read: one walk of the objects in all, the page's and this
+    one's (a count of every match beside the page would walk them twice: a name search over 505k objects, twice).
+    A page short of ``limit`` ended the walk: its objects are the last. A full one: the matches after its last row
+    are counted from there, along the primary key. Past the end (no row at an offset): counted whole."""
+    if 0 < len(rows) < limit or (not rows and offset == 0):
+        return offset + len(rows)
+    if not rows:
+        return int(cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition}", params).fetchone()[0])
+    after = cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition} AND (gvk, namespace, name) > (?, ?, ?)",
+                               [*params, *rows[-1][:3]]).fetchone()[0]
+    return offset + len(rows) + int(after)
 
 
 def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int, columns: int) -> ObjectRow:
@@ -242,20 +255,23 @@ def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int, col
 def _ticks(cache: Cache, ident: tuple[Any, ...], *, start: int, end: int, columns: int) -> tuple[tuple[Tick, ...], int]:
     """The object's rows in ``[start, end)`` and how many there are; beyond ``columns``, one per column of ``columns``
     even slices of the range (the page's pixel columns: what it can draw apart), the column's deletion when it has one,
-    else its first row by id, with how many changes it stands for (``Tick.n``). Times and operations come from
-    ``events_object`` alone; the kept rows' own time and whether reconstructed, by id."""
+    else its first row by id, with how many changes it stands for (``Tick.n``). Two walks of the object's range of
+    ``events_object``: its columns (the total their sum), then the rows kept, their time, operation and whether
+    reconstructed from the index alone (0014: it carries ``inferred``; an older cache reads that of the rows kept)."""
     where = f"WHERE gvk = ? AND namespace = ? AND name = ? AND ts >= ? AND ts < ? AND op != {UNTRACKED}"
     hint = _by_object(cache)
-    total = int(cache.conn.execute(f"SELECT count(*) FROM events{hint} {where}", (*ident, start, end)).fetchone()[0])
-    if total <= columns:
-        kept = {int(i): 1 for (i,) in cache.conn.execute(f"SELECT id FROM events{hint} {where}", (*ident, start, end))}
-    else:
-        kept = {int(i): int(n) for i, n in cache.conn.execute(
-            f"SELECT coalesce(max(CASE WHEN op = 1 THEN id END), min(id)), count(*) FROM events{hint} {where} "
-            "GROUP BY (ts - ?) * ? / ?", (*ident, start, end, start, columns, max(1, end - start)))}
+    kept = {int(i): int(n) for i, n in cache.conn.execute(
+        f"SELECT coalesce(max(CASE WHEN op = 1 THEN id END), min(id)), count(*) FROM events{hint} {where} "
+        "GROUP BY (ts - ?) * ? / ?", (*ident, start, end, start, columns, max(1, end - start)))}
+    total = sum(kept.values())
     if not kept:
-        return (), total
-    rows = cache.conn.execute(f"SELECT id, ts, op, inferred FROM events WHERE id IN ({', '.join('?' * len(kept))})", list(kept)).fetchall()
+        return (), 0
+    read = f"SELECT id, ts, op, inferred FROM events{hint} {where}"
+    if total <= columns:  # every row its own tick
+        rows = cache.conn.execute(read, (*ident, start, end)).fetchall()
+        kept = dict.fromkeys((int(row[0]) for row in rows), 1)
+    else:
+        rows = cache.conn.execute(f"{read} AND id IN ({', '.join('?' * len(kept))})", (*ident, start, end, *kept)).fetchall()
     ticks = sorted((Tick(int(i), int(t), int(o), bool(f), kept[int(i)]) for i, t, o, f in rows), key=lambda tick: (tick.ts, tick.id))
     return tuple(ticks), total
 
