@@ -193,11 +193,8 @@ def search_patterns(search: str) -> list[tuple[str, str]]:
     return [("namespace", f"%{_escape_like(namespace)}"), ("name", f"{_escape_like(name)}%")]
 
 
-def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
-                offset: int, limit: int, columns: int = MAX_TICKS) -> tuple[list[ObjectRow], int]:
-    """A page of the objects of ``gvk`` (every kind: None) in ``namespace`` (every one: None) that ``search`` finds (any
-    case; ``search_patterns``), by kind and name, with their changes (at most one per ``columns`` even slices of the
-    range: ``_ticks``) and pods in ``[start, end)``; and how many match."""
+def _found(cache: Cache, *, gvk: str | None, namespace: str | None, search: str) -> tuple[str, list[Any]]:
+    """The condition on ``_objects`` of the objects of ``gvk`` in ``namespace`` that ``search`` finds, and its parameters."""
     where, params = ["TRUE"], []
     if gvk is not None:
         where.append("gvk = ?")
@@ -209,28 +206,42 @@ def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search:
     for column, pattern in search_patterns(search):  # sqlite's LIKE ignores the case of ASCII letters; PostgreSQL's ILIKE does
         where.append(f"{column} {like}")
         params.append(pattern)
-    condition = " AND ".join(where)
+    return " AND ".join(where), params
+
+
+def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
+                offset: int, limit: int, columns: int = MAX_TICKS, count: bool = True) -> tuple[list[ObjectRow], int | None]:
+    """A page of the objects of ``gvk`` (every kind: None) in ``namespace`` (every one: None) that ``search`` finds (any
+    case; ``search_patterns``), by kind and name, with their changes (at most one per ``columns`` even slices of the
+    range: ``_ticks``) and pods in ``[start, end)``; and how many match: None when not ``count`` and the page was full
+    (``object_total`` counts those after its last object: the page's walk and that count walk the objects once)."""
+    condition, params = _found(cache, gvk=gvk, namespace=namespace, search=search)
     rows = cache.conn.execute(  # the page by the primary key's order: LIMIT stops the walk, whatever the history's size
         f"SELECT gvk, namespace, name, last_ts, last_op FROM {_objects(cache)} WHERE {condition} "
         "ORDER BY gvk, namespace, name LIMIT ? OFFSET ?",
         [*params, limit, offset],
     ).fetchall()
-    total = _matches(cache, condition, params, rows, offset=offset, limit=limit)
+    if 0 < len(rows) < limit or (not rows and offset == 0):
+        total: int | None = offset + len(rows)  # a page short of its limit ended the walk: its objects are the last
+    elif count or not rows:  # a full page: the matches after its last row; past the end (no row at an offset): all
+        total = object_total(cache, gvk=gvk, namespace=namespace, search=search, after=tuple(rows[-1][:3]) if rows else None,
+                             before=offset + len(rows))
+    else:
+        total = None
     return [_object_row(cache, row, start=start, end=end, columns=columns) for row in rows], total
 
 
-def _matches(cache: Cache, condition: str, params: list[Any], rows: list[Any], *, offset: int, limit: int) -> int:
-    """How many objects ``condition`` finds, the page ``rows`` read: one walk of the objects in all, the page's and this
-    one's (a count of every match beside the page would walk them twice: a name search over 505k objects, twice).
-    A page short of ``limit`` ended the walk: its objects are the last. A full one: the matches after its last row
-    are counted from there, along the primary key. Past the end (no row at an offset): counted whole."""
-    if 0 < len(rows) < limit or (not rows and offset == 0):
-        return offset + len(rows)
-    if not rows:
+def object_total(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, after: tuple[str, str, str] | None = None,
+                 before: int = 0) -> int:
+    """How many objects ``object_page`` finds: ``before`` (those up to the object ``after``, by the primary key's order)
+    and those after it, counted from there along the primary key (a count of every match beside the page would walk
+    them twice: a name search over 505k objects, twice)."""
+    condition, params = _found(cache, gvk=gvk, namespace=namespace, search=search)
+    if after is None:
         return int(cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition}", params).fetchone()[0])
-    after = cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition} AND (gvk, namespace, name) > (?, ?, ?)",
-                               [*params, *rows[-1][:3]]).fetchone()[0]
-    return offset + len(rows) + int(after)
+    counted = cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition} AND (gvk, namespace, name) > (?, ?, ?)",
+                                 [*params, *after]).fetchone()[0]
+    return before + int(counted)
 
 
 def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int, columns: int) -> ObjectRow:

@@ -110,6 +110,17 @@ function later(fn, ms) {  // a retry, counted as work to come
 
 function iso(t) { return new Date(t * 1000).toISOString().replace(".000Z", "Z"); }
 
+// iso() of a whole second, its day's part made once a day: thousands of ticks are worded in a redraw.
+const isoDays = new Map();
+function isoSecond(t) {
+  const day = Math.floor(t / 86400), s = t - day * 86400;
+  if (!Number.isInteger(t)) return iso(t);
+  let date = isoDays.get(day);
+  if (date === undefined) { date = iso(day * 86400).slice(0, 11); isoDays.set(day, date); }
+  const two = (n) => (n < 10 ? "0" : "") + n;
+  return `${date}${two(Math.floor(s / 3600))}:${two(Math.floor(s % 3600 / 60))}:${two(s % 60)}Z`;
+}
+
 function duration(seconds) {
   seconds = Math.round(seconds);
   const d = Math.floor(seconds / 86400), h = Math.floor(seconds % 86400 / 3600), m = Math.floor(seconds % 3600 / 60), s = seconds % 60;

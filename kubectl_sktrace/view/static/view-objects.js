@@ -49,10 +49,11 @@ function drawTicks(svg, width, y, node) {
     const x = xOf(tick.ts, width);
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
     const short = kind.short ? (ROW_H - 4) / 2 : 0;
-    const what = `${kind.words} ${iso(tick.ts)}` + (tick.inferred ? " (reconstructed after a gap)" : "") +
-      (tick.n > 1 ? ` (drawn for ${tick.n} changes of its ${column} column)` : "");
+    // words of our own and digits: nothing in them to make safe for markup
+    const what = `${kind.words} ${isoSecond(Number(tick.ts))}` + (tick.inferred ? " (reconstructed after a gap)" : "") +
+      (tick.n > 1 ? ` (drawn for ${Number(tick.n)} changes of its ${column} column)` : "");
     (x < LEFT || x > LEFT + width ? beyond : marks).push(`<rect x="${x - 1}" y="${y + 2 + short}" width="2" height="${ROW_H - 4 - short}" data-id="${Number(tick.id)}" ` +
-      `data-object="${object}" data-ts="${Number(tick.ts)}" data-what="${markup(what)}" ` +
+      `data-object="${object}" data-ts="${Number(tick.ts)}" data-what="${what}" ` +
       `class="tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}"/>`);
   }
   svg.insertAdjacentHTML("beforeend", marks.join("") + beyond.join(""));
@@ -181,8 +182,15 @@ function drawObjects() {
   for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, plot, width, y, node, depth);
   if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
   svg.style.height = `${Math.max(30, y + 8)}px`;
-  $("objects-count").textContent = `${state.objects.length} of ${plural(state.objectsTotal, "object")}`;
-  $("more-objects").hidden = state.objects.length >= state.objectsTotal;
+  showObjectsCount();
+}
+
+// How many objects the search finds: counted apart when a page is full (asked while the rows are drawn).
+function showObjectsCount() {
+  const total = state.objectsTotal;
+  $("objects-count").textContent = total === null ? `${state.objects.length} of more, counting…` :
+    `${state.objects.length} of ${plural(total, "object")}`;
+  $("more-objects").hidden = total !== null && state.objects.length >= total;
 }
 
 // The rows are asked for a wider range than shown (half a view more on each side, within the history), so that a pan
@@ -213,14 +221,25 @@ async function loadObjects(append) {
   const params = {gvk: $("kind").value, namespace: $("namespace").value, q: $("search").value.trim(),
     start: range.start, end: range.end, offset: append ? state.objects.length : 0, limit: 20, width: rowsWidth(range)};
   try {
-    const answer = await api("/api/objects", params);
+    const answer = await api("/api/objects", {...params, total: 0});
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
+    // a full page comes without its total: counted from its last object on while these rows are drawn
+    const last = state.objects[state.objects.length - 1], counting = answer.total !== null ? null :
+      api("/api/objects-total", {gvk: params.gvk, namespace: params.namespace, q: params.q, after: last.id, before: state.objects.length});
     state.objectsTotal = answer.total;
     state.rows = {...range, width: params.width, columns: answer.maxTicks};
     state.tickColumn = (params.end - params.start) / answer.maxTicks;
+    if (counting) await new Promise((go) => setTimeout(go));  // the count's request leaves before the rows are drawn
+    if (seq !== state.seq.objects) return;
     drawObjects();
-    document.body.dataset.objects = `${params.q}:${answer.total}`;
+    if (counting) {
+      const {total} = await counting;
+      if (seq !== state.seq.objects) return;
+      state.objectsTotal = total;
+      showObjectsCount();
+    }
+    document.body.dataset.objects = `${params.q}:${state.objectsTotal}`;
   } catch (e) { showError(e.message); }
 }
 

@@ -1,0 +1,83 @@
+"""How many objects a search finds, as the page says it (Debian's chromium through Playwright): a page of rows that is
+full comes without its total, counted from its last object on while the rows are drawn, and the page says it when
+it comes; a page short of its limit ended the walk and says its total at once.
+
+The history: one run, 45 ConfigMaps named ``cm-00`` … ``cm-44`` in one namespace (the page asks 20 rows at a time)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import CacheBuilder, obj
+from test_view_browser import browser  # noqa: F401  (fixture)
+from viewsupport import serving, settled
+
+from kubectl_sktrace.view.server import ViewServer
+
+pytestmark = pytest.mark.slow
+T0 = 1_795_600_800  # 2026-11-25T10:00:00Z
+OBJECTS = 45
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ViewServer]:
+    from kubectl_sktrace.view.app import cache_api
+
+    path = tmp_path_factory.mktemp("count") / "cache.db"
+    b = CacheBuilder(path)
+    try:
+        b.run(started=T0, stopped=T0 + 3600)
+        for i in range(OBJECTS):
+            b.apply(T0 + 10 + i, obj("ConfigMap", f"cm-{i:02d}", "shop"))
+    finally:
+        b.close()
+    with serving(ViewServer(api=cache_api(str(path), title=str(path), command_base=("--cache", str(path))))) as served:
+        yield served
+
+
+@pytest.fixture()
+def page(browser: Any, server: ViewServer) -> Iterator[Any]:  # noqa: F811
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda e: errors.append(str(e)))
+    asked: list[str] = []
+    opened.on("request", lambda request: asked.append(request.url.split("/api/", 1)[1]) if "/api/objects" in request.url else None)
+    opened.goto(server.url)
+    opened.wait_for_selector("body[data-ready][data-histogram][data-objects]")
+    settled(opened)
+    opened.asked = asked
+    yield opened
+    context.close()
+    assert errors == []
+
+
+def test_a_full_page_of_rows_is_drawn_then_its_total_counted_from_its_last_object(page: Any) -> None:
+    assert page.text_content("#objects-count") == f"20 of {OBJECTS} objects"
+    assert page.get_attribute("body", "data-objects") == f":{OBJECTS}"
+    rows, total = page.asked
+    assert rows.startswith("objects?") and "total=0" in rows
+    assert total.startswith("objects-total?") and "after=v1.ConfigMap%2Fshop%2Fcm-19" in total and "before=20" in total
+    page.asked.clear()
+    page.click("#more-objects")
+    page.wait_for_function("() => document.querySelector('#objects-count').textContent.startsWith('40 of')")
+    settled(page)
+    assert page.text_content("#objects-count") == f"40 of {OBJECTS} objects" and page.is_visible("#more-objects")
+    assert [a.split("?")[0] for a in page.asked] == ["objects", "objects-total"]
+    page.click("#more-objects")  # the last five: a page short of its limit says its total itself
+    page.wait_for_function("() => document.querySelector('#objects-count').textContent.startsWith('45 of')")
+    settled(page)
+    assert page.text_content("#objects-count") == f"{OBJECTS} of {OBJECTS} objects" and not page.is_visible("#more-objects")
+    assert [a.split("?")[0] for a in page.asked] == ["objects", "objects-total", "objects"]
+
+
+def test_a_search_that_finds_fewer_than_a_page_says_its_total_without_a_count(page: Any) -> None:
+    page.asked.clear()
+    page.fill("#search", "cm-1")
+    page.wait_for_selector("body[data-objects='cm-1:10']", state="attached")
+    settled(page)
+    assert page.text_content("#objects-count") == "10 of 10 objects"
+    (rows,) = page.asked  # asked without its total, which the walk that ended short gave
+    assert rows.startswith("objects?") and "total=0" in rows
