@@ -143,8 +143,12 @@ audit_fills     one row per gap a log filled: the run whose start ended it, or i
 audit_rows      the ``events`` rows a log wrote (``event_id``), by fill: not inferred (their time is the API server's
                 own), not live either; what ``status``, ``export`` and the view tell apart.
 
-events_object   carries ``inferred`` last (0014): an object's changes as the view draws them (time, operation, whether
+What the view reads from indexes alone (0014):
+
+events_object   carries ``inferred`` last: an object's changes as the view draws them (time, operation, whether
                 reconstructed) are read from the index alone, never from the rows' pages.
+pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a range are found and counted in the index,
+                only those drawn are read.
 """
 
 from __future__ import annotations
@@ -477,10 +481,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        "0014_object_index_inferred",
+        "0014_view_indexes",
         """
         DROP INDEX events_object;
         CREATE INDEX events_object ON events (gvk, namespace, name, ts, id, recv, op, inferred);
+        DROP INDEX pods_owner;
+        CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name, start_ts, end_ts);
         """,
     ),
 ]
