@@ -224,10 +224,14 @@ async function loadObjects(append) {
     const answer = await api("/api/objects", {...params, total: 0});
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
-    // a full page comes without its total: counted from its last object on while these rows are drawn
-    const last = state.objects[state.objects.length - 1], counting = answer.total !== null ? null :
+    // a full page comes without its total: counted from its last object on while these rows are drawn, once for a
+    // search (the total is of every time: a zoom, a pan or the next page asks it again only while a recorder writes)
+    const found = JSON.stringify([params.gvk, params.namespace, params.q]), last = state.objects[state.objects.length - 1];
+    const known = state.counted && state.counted.found === found && !state.overview.recording ? state.counted.total : null;
+    const counting = answer.total !== null || known !== null ? null :
       api("/api/objects-total", {gvk: params.gvk, namespace: params.namespace, q: params.q, after: last.id, before: state.objects.length});
-    state.objectsTotal = answer.total;
+    state.objectsTotal = answer.total !== null ? answer.total : known;
+    if (state.objectsTotal !== null) state.counted = {found, total: state.objectsTotal};
     state.rows = {...range, width: params.width, columns: answer.maxTicks};
     state.tickColumn = (params.end - params.start) / answer.maxTicks;
     if (counting) await new Promise((go) => setTimeout(go));  // the count's request leaves before the rows are drawn
@@ -237,6 +241,7 @@ async function loadObjects(append) {
       const {total} = await counting;
       if (seq !== state.seq.objects) return;
       state.objectsTotal = total;
+      state.counted = {found, total};
       showObjectsCount();
     }
     document.body.dataset.objects = `${params.q}:${state.objectsTotal}`;
