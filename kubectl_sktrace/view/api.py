@@ -8,7 +8,7 @@
   below ``REPORT_LIMIT`` events;
 - ``decisions``: what ``export --dry-run`` says each rule decides of the window: only when asked, one at a time;
 - ``objects``: a page of objects of a kind and namespace, with their changes and pods in the range shown;
-- ``objects_total``: how many objects a search finds, counted after the page's last one (asked while the page draws);
+- ``objects_total``: how many objects a search finds (asked beside its rows), or after one of them;
 - ``version``: one recorded version of an object and its diff from the previous one.
 
 Each reads inside one snapshot of the cache (``history.read_snapshot``), so its figures agree with one another.
@@ -140,7 +140,7 @@ def decisions(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
 def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     """A page of objects; a row's changes answered one per column at most: ``MAX_TICKS`` columns, or fewer when the
     plot's ``width`` holds fewer ticks of ``TICK_PX`` (what the page can draw apart): bounded by pixels, not changes.
-    With ``total=0``, a full page comes without its total (null): the page asks ``objects_total`` for it while it draws."""
+    With ``total=0``, a full page comes without its total (null): the page asks ``objects_total`` beside it."""
     start, end = time_param(params, "start"), time_param(params, "end")
     limit = min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
     width = int_param(params, "width", 0)

@@ -220,24 +220,23 @@ async function loadObjects(append) {
   const seq = ++state.seq.objects, range = append && state.rows ? state.rows : rowsRange();
   const params = {gvk: $("kind").value, namespace: $("namespace").value, q: $("search").value.trim(),
     start: range.start, end: range.end, offset: append ? state.objects.length : 0, limit: 20, width: rowsWidth(range)};
+  // The total of a search is of every time: counted once (again only while a recorder writes), beside the rows, which
+  // come without it: the count runs while the server reads the rows, not after them (a page short of its limit says
+  // its total itself, and the count is not waited for)
+  const found = JSON.stringify([params.gvk, params.namespace, params.q]);
+  const known = state.counted && state.counted.found === found && !state.overview.recording ? state.counted.total : null;
+  const counting = known !== null ? null : api("/api/objects-total", {gvk: params.gvk, namespace: params.namespace, q: params.q});
+  if (counting) counting.catch(() => {});  // said where it is awaited
   try {
     const answer = await api("/api/objects", {...params, total: 0});
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
-    // a full page comes without its total: counted from its last object on while these rows are drawn, once for a
-    // search (the total is of every time: a zoom, a pan or the next page asks it again only while a recorder writes)
-    const found = JSON.stringify([params.gvk, params.namespace, params.q]), last = state.objects[state.objects.length - 1];
-    const known = state.counted && state.counted.found === found && !state.overview.recording ? state.counted.total : null;
-    const counting = answer.total !== null || known !== null ? null :
-      api("/api/objects-total", {gvk: params.gvk, namespace: params.namespace, q: params.q, after: last.id, before: state.objects.length});
     state.objectsTotal = answer.total !== null ? answer.total : known;
     if (state.objectsTotal !== null) state.counted = {found, total: state.objectsTotal};
     state.rows = {...range, width: params.width, columns: answer.maxTicks};
     state.tickColumn = (params.end - params.start) / answer.maxTicks;
-    if (counting) await new Promise((go) => setTimeout(go));  // the count's request leaves before the rows are drawn
-    if (seq !== state.seq.objects) return;
     drawObjects();
-    if (counting) {
+    if (state.objectsTotal === null) {
       const {total} = await counting;
       if (seq !== state.seq.objects) return;
       state.objectsTotal = total;
