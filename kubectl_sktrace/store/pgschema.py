@@ -360,4 +360,13 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX audit_rows_fill ON audit_rows (fill_id);
         """,
     ),
+    (
+        "0014_view_indexes",
+        """
+        DROP INDEX events_object;
+        CREATE INDEX events_object ON events (gvk, namespace, name, ts, id, recv, op, inferred);
+        DROP INDEX pods_owner;
+        CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name, start_ts, end_ts);
+        """,
+    ),
 ]

@@ -142,6 +142,13 @@ audit_fills     one row per gap a log filled: the run whose start ended it, or i
                 the logs did not account for, kept (``kept``).
 audit_rows      the ``events`` rows a log wrote (``event_id``), by fill: not inferred (their time is the API server's
                 own), not live either; what ``status``, ``export`` and the view tell apart.
+
+What the view reads from indexes alone (0014):
+
+events_object   carries ``inferred`` last: an object's changes as the view draws them (time, operation, whether
+                reconstructed) are read from the index alone, never from the rows' pages.
+pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a range are found and counted in the index,
+                only those drawn are read.
 """
 
 from __future__ import annotations
@@ -471,6 +478,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         CREATE TABLE audit_rows (event_id INTEGER PRIMARY KEY, fill_id INTEGER NOT NULL);
         CREATE INDEX audit_rows_fill ON audit_rows (fill_id);
+        """,
+    ),
+    (
+        "0014_view_indexes",
+        """
+        DROP INDEX events_object;
+        CREATE INDEX events_object ON events (gvk, namespace, name, ts, id, recv, op, inferred);
+        DROP INDEX pods_owner;
+        CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name, start_ts, end_ts);
         """,
     ),
 ]

@@ -193,11 +193,8 @@ def search_patterns(search: str) -> list[tuple[str, str]]:
     return [("namespace", f"%{_escape_like(namespace)}"), ("name", f"{_escape_like(name)}%")]
 
 
-def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
-                offset: int, limit: int, columns: int = MAX_TICKS) -> tuple[list[ObjectRow], int]:
-    """A page of the objects of ``gvk`` (every kind: None) in ``namespace`` (every one: None) that ``search`` finds (any
-    case; ``search_patterns``), by kind and name, with their changes (at most one per ``columns`` even slices of the
-    range: ``_ticks``) and pods in ``[start, end)``; and how many match."""
+def _found(cache: Cache, *, gvk: str | None, namespace: str | None, search: str) -> tuple[str, list[Any]]:
+    """The condition on ``_objects`` of the objects of ``gvk`` in ``namespace`` that ``search`` finds, and its parameters."""
     where, params = ["TRUE"], []
     if gvk is not None:
         where.append("gvk = ?")
@@ -209,15 +206,42 @@ def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search:
     for column, pattern in search_patterns(search):  # sqlite's LIKE ignores the case of ASCII letters; PostgreSQL's ILIKE does
         where.append(f"{column} {like}")
         params.append(pattern)
-    condition = " AND ".join(where)
+    return " AND ".join(where), params
+
+
+def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
+                offset: int, limit: int, columns: int = MAX_TICKS, count: bool = True) -> tuple[list[ObjectRow], int | None]:
+    """A page of the objects of ``gvk`` (every kind: None) in ``namespace`` (every one: None) that ``search`` finds (any
+    case; ``search_patterns``), by kind and name, with their changes (at most one per ``columns`` even slices of the
+    range: ``_ticks``) and pods in ``[start, end)``; and how many match: None when not ``count`` and the page was full
+    (``object_total`` counts those after its last object: the page's walk and that count walk the objects once)."""
+    condition, params = _found(cache, gvk=gvk, namespace=namespace, search=search)
     rows = cache.conn.execute(  # the page by the primary key's order: LIMIT stops the walk, whatever the history's size
         f"SELECT gvk, namespace, name, last_ts, last_op FROM {_objects(cache)} WHERE {condition} "
         "ORDER BY gvk, namespace, name LIMIT ? OFFSET ?",
         [*params, limit, offset],
     ).fetchall()
-    # the total apart: a window function beside the rows would materialize every match (45 ms over 55k objects)
-    total = int(cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition}", params).fetchone()[0])
+    if 0 < len(rows) < limit or (not rows and offset == 0):
+        total: int | None = offset + len(rows)  # a page short of its limit ended the walk: its objects are the last
+    elif count or not rows:  # a full page: the matches after its last row; past the end (no row at an offset): all
+        total = object_total(cache, gvk=gvk, namespace=namespace, search=search, after=tuple(rows[-1][:3]) if rows else None,
+                             before=offset + len(rows))
+    else:
+        total = None
     return [_object_row(cache, row, start=start, end=end, columns=columns) for row in rows], total
+
+
+def object_total(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, after: tuple[str, str, str] | None = None,
+                 before: int = 0) -> int:
+    """How many objects ``object_page`` finds: ``before`` (those up to the object ``after``, by the primary key's order)
+    and those after it, counted from there along the primary key (a count of every match beside the page would walk
+    them twice: a name search over 505k objects, twice)."""
+    condition, params = _found(cache, gvk=gvk, namespace=namespace, search=search)
+    if after is None:
+        return int(cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition}", params).fetchone()[0])
+    counted = cache.conn.execute(f"SELECT count(*) FROM {_objects(cache)} WHERE {condition} AND (gvk, namespace, name) > (?, ?, ?)",
+                                 [*params, *after]).fetchone()[0]
+    return before + int(counted)
 
 
 def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int, columns: int) -> ObjectRow:
@@ -242,20 +266,23 @@ def _object_row(cache: Cache, row: tuple[Any, ...], *, start: int, end: int, col
 def _ticks(cache: Cache, ident: tuple[Any, ...], *, start: int, end: int, columns: int) -> tuple[tuple[Tick, ...], int]:
     """The object's rows in ``[start, end)`` and how many there are; beyond ``columns``, one per column of ``columns``
     even slices of the range (the page's pixel columns: what it can draw apart), the column's deletion when it has one,
-    else its first row by id, with how many changes it stands for (``Tick.n``). Times and operations come from
-    ``events_object`` alone; the kept rows' own time and whether reconstructed, by id."""
+    else its first row by id, with how many changes it stands for (``Tick.n``). Two walks of the object's range of
+    ``events_object``: its columns (the total their sum), then the rows kept, their time, operation and whether
+    reconstructed from the index alone (0014: it carries ``inferred``; an older cache reads that of the rows kept)."""
     where = f"WHERE gvk = ? AND namespace = ? AND name = ? AND ts >= ? AND ts < ? AND op != {UNTRACKED}"
     hint = _by_object(cache)
-    total = int(cache.conn.execute(f"SELECT count(*) FROM events{hint} {where}", (*ident, start, end)).fetchone()[0])
-    if total <= columns:
-        kept = {int(i): 1 for (i,) in cache.conn.execute(f"SELECT id FROM events{hint} {where}", (*ident, start, end))}
-    else:
-        kept = {int(i): int(n) for i, n in cache.conn.execute(
-            f"SELECT coalesce(max(CASE WHEN op = 1 THEN id END), min(id)), count(*) FROM events{hint} {where} "
-            "GROUP BY (ts - ?) * ? / ?", (*ident, start, end, start, columns, max(1, end - start)))}
+    kept = {int(i): int(n) for i, n in cache.conn.execute(
+        f"SELECT coalesce(max(CASE WHEN op = 1 THEN id END), min(id)), count(*) FROM events{hint} {where} "
+        "GROUP BY (ts - ?) * ? / ?", (*ident, start, end, start, columns, max(1, end - start)))}
+    total = sum(kept.values())
     if not kept:
-        return (), total
-    rows = cache.conn.execute(f"SELECT id, ts, op, inferred FROM events WHERE id IN ({', '.join('?' * len(kept))})", list(kept)).fetchall()
+        return (), 0
+    read = f"SELECT id, ts, op, inferred FROM events{hint} {where}"
+    if total <= columns:  # every row its own tick
+        rows = cache.conn.execute(read, (*ident, start, end)).fetchall()
+        kept = dict.fromkeys((int(row[0]) for row in rows), 1)
+    else:
+        rows = cache.conn.execute(f"{read} AND id IN ({', '.join('?' * len(kept))})", (*ident, start, end, *kept)).fetchall()
     ticks = sorted((Tick(int(i), int(t), int(o), bool(f), kept[int(i)]) for i, t, o, f in rows), key=lambda tick: (tick.ts, tick.id))
     return tuple(ticks), total
 
@@ -265,12 +292,12 @@ def _pods_of(cache: Cache, key: ObjKey, *, start: int, end: int) -> tuple[tuple[
     condition = ("owner_gvk = ? AND owner_namespace = ? AND owner_name = ? AND start_ts IS NOT NULL AND start_ts < ? "
                  "AND (end_ts IS NULL OR end_ts >= ?)")
     params = (str(key.gvk), key.namespace, key.name, end, start)
-    rows = cache.conn.execute(  # the total beside each row: one pass over the owner's pods
-        f"SELECT name, uid, start_ts, end_ts, live, count(*) OVER () FROM pods WHERE {condition} ORDER BY start_ts, id LIMIT ?",
-        (*params, MAX_PODS),
+    rows = cache.conn.execute(  # those drawn found in pods_owner (0014: it carries the times), only they read
+        f"SELECT name, uid, start_ts, end_ts, live FROM pods WHERE id IN (SELECT id FROM pods WHERE {condition} ORDER BY start_ts, id "
+        "LIMIT ?) ORDER BY start_ts, id", (*params, MAX_PODS),
     ).fetchall()
-    total = int(rows[0][5]) if rows else 0
-    return tuple(PodLife(str(n), str(u), s, e, bool(live)) for n, u, s, e, live, _ in rows), total
+    total = len(rows) if len(rows) < MAX_PODS else int(cache.conn.execute(f"SELECT count(*) FROM pods WHERE {condition}", params).fetchone()[0])
+    return tuple(PodLife(str(n), str(u), s, e, bool(live)) for n, u, s, e, live in rows), total
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@
   below ``REPORT_LIMIT`` events;
 - ``decisions``: what ``export --dry-run`` says each rule decides of the window: only when asked, one at a time;
 - ``objects``: a page of objects of a kind and namespace, with their changes and pods in the range shown;
+- ``objects_total``: how many objects a search finds (asked beside its rows), or after one of them;
 - ``version``: one recorded version of an object and its diff from the previous one.
 
 Each reads inside one snapshot of the cache (``history.read_snapshot``), so its figures agree with one another.
@@ -138,7 +139,8 @@ def decisions(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
 
 def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     """A page of objects; a row's changes answered one per column at most: ``MAX_TICKS`` columns, or fewer when the
-    plot's ``width`` holds fewer ticks of ``TICK_PX`` (what the page can draw apart): bounded by pixels, not changes."""
+    plot's ``width`` holds fewer ticks of ``TICK_PX`` (what the page can draw apart): bounded by pixels, not changes.
+    With ``total=0``, a full page comes without its total (null): the page asks ``objects_total`` beside it."""
     start, end = time_param(params, "start"), time_param(params, "end")
     limit = min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
     width = int_param(params, "width", 0)
@@ -146,8 +148,21 @@ def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     with history.read_snapshot(cache):
         rows, total = viewing.object_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
                                           search=params.get("q", ""), start=start, end=end, offset=max(0, int_param(params, "offset", 0)),
-                                          limit=limit, columns=columns)
+                                          limit=limit, columns=columns, count=params.get("total") != "0")
     return {"total": total, "objects": [_object(r) for r in rows], "maxTicks": columns}
+
+
+def objects_total(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+    """How many objects a search finds: ``before`` (the objects of the pages the page holds, up to the object ``after``,
+    its id ``gvk/namespace/name``) and those after it."""
+    after = params.get("after", "")
+    key = tuple(after.rsplit("/", 2)) if after else None
+    if key is not None and len(key) != 3:
+        raise UsageError(f"after={after[:80]!r} is not an object's id (kind/namespace/name)")
+    with history.read_snapshot(cache):
+        total = viewing.object_total(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
+                                     search=params.get("q", ""), after=key, before=max(0, int_param(params, "before", 0)) if key else 0)
+    return {"total": total}
 
 
 def _object(row: viewing.ObjectRow) -> dict[str, Any]:

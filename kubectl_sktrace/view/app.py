@@ -72,6 +72,7 @@ def cache_api(location: str | CacheUrl, *, title: str, command_base: tuple[str, 
         "/api/report": reading(lambda cache, params: api.report(cache, params, index=index)),
         "/api/decisions": reading(api.decisions),
         "/api/objects": reading(api.objects),
+        "/api/objects-total": reading(api.objects_total),
         "/api/version": reading(api.version),
         "/api/export": reading(_download),
     }

@@ -205,6 +205,26 @@ def test_a_rule_chosen_in_the_page_downloads_what_the_command_line_writes_with_i
     assert len(rows) >= 4 and any(r[0] == "kind:Job" and r[3] != "0" for r in rows)
 
 
+def test_the_page_says_the_rules_decide_the_window_s_figures_and_not_the_timeline_s_counts(page: Any) -> None:
+    whole_history(page)
+    drag_window(page, 0.0, 1.0)
+    page.wait_for_selector("#count-report:not([hidden])")
+    page.fill("#selector", "")
+    settled(page)
+    bars = "g.histogram rect.bar"
+    before = page.eval_on_selector_all(bars, "rs => rs.map(r => r.dataset.count)")
+    page.fill("#selector", "app=no-such-app")  # keeps nothing: the window's figures say so, the timeline's do not change
+    page.wait_for_function("() => document.querySelector('#command').textContent.includes('no-such-app')")
+    settled(page)
+    scope = page.locator("#filters-scope")
+    assert scope.is_visible()
+    assert "the window's figures and its command follow them" in scope.text_content()
+    assert "The timeline above counts every recorded change, whatever they keep" in " ".join(scope.text_content().split())
+    assert page.eval_on_selector_all(bars, "rs => rs.map(r => r.dataset.count)") == before != []
+    page.fill("#selector", "")
+    settled(page)
+
+
 def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any) -> None:
     whole_history(page)
     page.fill("#search", "front")
