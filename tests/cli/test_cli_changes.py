@@ -136,7 +136,7 @@ def test_labels_annotations_and_data_are_recorded_reconciled_counted_shown_and_d
         ids = [i for (i,) in opened.conn.execute("SELECT id FROM events WHERE name = 'quokka-api' ORDER BY id")]
         annotated, rolled = api.version(opened, {"id": str(ids[2])}), api.version(opened, {"id": str(ids[3])})
         page = api.objects(opened, {"start": "0", "end": str(int(time.time()) + 60), "q": "quokka-api"})
-    (drawn,) = page["objects"]  # the page's ticks: op 3 is drawn as a metadata change (view.js TICK_KINDS)
+    (drawn,) = page["objects"]  # the page's ticks: op 3 is drawn as a metadata change (view-timeline.js TICK_KINDS)
     assert [t["op"] for t in drawn["ticks"]] == [0, 3, 3, 0, 3]
     assert annotated["op"] == "metadata changed" and annotated["ts"] == note[0]
     assert "+    note: hello" in annotated["diff"] and "image" not in annotated["diff"]
