@@ -13,26 +13,16 @@ from typing import Any
 
 import pytest
 from conftest import location
+from olderschema import assert_refused_at, at_schema
 
-from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.store import open_cache, open_cache_readonly, pgschema, schema, viewing
+from kubectl_sktrace.store import open_cache, open_cache_readonly, schema, viewing
 from kubectl_sktrace.store.recording import EventRow, Recording
 
 pytestmark = pytest.mark.timeout(120)
 
 DEPLOY = GVK("apps", "v1", "Deployment")
 T0 = 1_800_000_000
-
-
-def _at_schema_13(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The cache code as the version before 0014 had it (its migrations end at 0013)."""
-    patch = monkeypatch.context()
-    context = patch.__enter__()
-    context.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:13])
-    context.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", 13)
-    context.setattr("kubectl_sktrace.store.postgres.PG_MIGRATIONS", pgschema.PG_MIGRATIONS[:13])
-    return patch
 
 
 def _record(where: Any, *, objects: int = 3, changes: int = 12, pods: int = 0) -> None:
@@ -78,7 +68,7 @@ def _index_columns(cache: Any, index: str = "events_object") -> list[str]:
 def test_a_cache_before_0014_is_read_as_it_is_then_migrates_and_reads_the_same(engine: str, monkeypatch: pytest.MonkeyPatch,
                                                                                 columns: int) -> None:
     where = location(engine)
-    patch = _at_schema_13(monkeypatch)
+    patch = at_schema(monkeypatch, 13)
     try:
         _record(where, pods=viewing.MAX_PODS + 5)
     finally:
@@ -106,14 +96,7 @@ def test_a_cache_before_0014_is_read_as_it_is_then_migrates_and_reads_the_same(e
 def test_a_kubectl_sktrace_before_0014_refuses_a_migrated_cache(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     where = location(engine)
     _record(where)
-    patch = _at_schema_13(monkeypatch)
-    try:
-        with pytest.raises(CacheError, match="newer than this kubectl-sktrace knows"):
-            open_cache(where, create=False).close()
-        with pytest.raises(CacheError, match="newer than this kubectl-sktrace knows"):
-            open_cache_readonly(where).close()
-    finally:
-        patch.__exit__(None, None, None)
+    assert_refused_at(where, monkeypatch, 13)
 
 
 def _statements(cache: Any, **page: Any) -> list[str]:

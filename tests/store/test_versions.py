@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from conftest import location
+from olderschema import assert_refused_at, at_schema
 
-from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, LiveObject, ObjKey
-from kubectl_sktrace.store import history, open_cache, open_cache_readonly, pgschema, schema
+from kubectl_sktrace.store import history, open_cache, open_cache_readonly, schema
 from kubectl_sktrace.store.recording import EventRow, Recording
 from kubectl_sktrace.store.status import cache_status
 from kubectl_sktrace.store.versions import METADATA
@@ -31,18 +31,8 @@ def _body(labels: dict[str, str], replicas: int = 1) -> dict[str, Any]:
             "spec": {"replicas": replicas}, "status": {"replicas": replicas}}
 
 
-def _at_schema_10(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The cache code as the version before 0011 had it (its migrations end at 0010)."""
-    patch = monkeypatch.context()
-    context = patch.__enter__()
-    context.setattr("kubectl_sktrace.store.connection.MIGRATIONS", schema.MIGRATIONS[:10])
-    context.setattr("kubectl_sktrace.store.connection.SCHEMA_VERSION", 10)
-    context.setattr("kubectl_sktrace.store.postgres.PG_MIGRATIONS", pgschema.PG_MIGRATIONS[:10])
-    return patch
-
-
 def _record_before_0011(where: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    patch = _at_schema_10(monkeypatch)
+    patch = at_schema(monkeypatch, 10)
     try:
         with open_cache(where, create=True) as cache:
             rec = Recording(cache)
@@ -92,14 +82,7 @@ def test_a_kubectl_sktrace_before_0011_refuses_a_migrated_cache(engine: str, tmp
     _record_before_0011(where, monkeypatch)
     with open_cache(where, create=False):
         pass  # migrated to 0011
-    patch = _at_schema_10(monkeypatch)
-    try:
-        with pytest.raises(CacheError, match="newer than this kubectl-sktrace knows"):
-            open_cache(where, create=False).close()
-        with pytest.raises(CacheError, match="newer than this kubectl-sktrace knows"):
-            open_cache_readonly(where).close()
-    finally:
-        patch.__exit__(None, None, None)
+    assert_refused_at(where, monkeypatch, 10)
 
 
 def test_a_prune_keeps_the_last_revision_and_its_base(engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

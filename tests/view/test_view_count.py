@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 from conftest import CacheBuilder, obj
 from test_view_browser import browser  # noqa: F401  (fixture)
-from viewsupport import serving, settled
+from viewsupport import opened_page, serving, settled
 
 from kubectl_sktrace.view.server import ViewServer
 
@@ -39,19 +39,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ViewServer]:
 
 @pytest.fixture()
 def page(browser: Any, server: ViewServer) -> Iterator[Any]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda e: errors.append(str(e)))
     asked: list[str] = []
-    opened.on("request", lambda request: asked.append(request.url.split("/api/", 1)[1]) if "/api/objects" in request.url else None)
-    opened.goto(server.url)
-    opened.wait_for_selector("body[data-ready][data-histogram][data-objects]")
-    settled(opened)
-    opened.asked = asked
-    yield opened
-    context.close()
-    assert errors == []
+    with opened_page(browser, server.url, asked=asked) as opened:
+        opened.asked = asked
+        yield opened
 
 
 def _asked(page: Any) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 from conftest import CacheBuilder, obj
 from test_view_browser import browser  # noqa: F401  (fixture)
-from viewsupport import serving, settled
+from viewsupport import opened_page, serving, settled
 
 from kubectl_sktrace.store.viewing import MAX_TICKS
 from kubectl_sktrace.view.server import ViewServer
@@ -69,16 +69,8 @@ def server(history: tuple[Path, dict[str, int]]) -> Iterator[ViewServer]:
 
 @pytest.fixture()
 def page(browser: Any, server: ViewServer) -> Iterator[Any]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda e: errors.append(str(e)))
-    opened.goto(server.url)
-    opened.wait_for_selector("body[data-ready][data-histogram][data-objects]")
-    settled(opened)
-    yield opened
-    context.close()
-    assert errors == []
+    with opened_page(browser, server.url) as opened:
+        yield opened
 
 
 def _seconds(text: str) -> float:

@@ -130,3 +130,23 @@ def settled(page: Any) -> None:
     a test reads or clicks next are not about to be replaced (Playwright reads a selector's elements and evaluates on
     them in two steps, and a redraw between the two leaves detached elements, with no computed style)."""
     page.wait_for_function("() => (document.body.dataset.busy || '0') === '0'")
+
+
+@contextlib.contextmanager
+def opened_page(browser: Any, url: str, *, asked: list[str] | None = None) -> Iterator[Any]:
+    """A fresh tab (1280×900) at ``url``, the whole history drawn; no script error in it by the end. ``asked``: the
+    objects' requests it makes are noted there (the path after ``/api/``)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    if asked is not None:
+        page.on("request", lambda request: asked.append(request.url.split("/api/", 1)[1]) if "/api/objects" in request.url else None)
+    page.goto(url)
+    page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
+    settled(page)
+    try:
+        yield page
+    finally:
+        context.close()
+    assert errors == []
