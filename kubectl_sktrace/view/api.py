@@ -26,7 +26,7 @@ from kubectl_sktrace.store import Cache, history, viewing
 from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.view import exports, figures, rates
 from kubectl_sktrace.view.diff import as_yaml, changes
-from kubectl_sktrace.view.params import int_param, time_param
+from kubectl_sktrace.view.params import int_param, search_param, time_param
 from kubectl_sktrace.view.spans import CATEGORIES, LANES, Span, aligned, bucket_width, overlapping, timeline_spans
 
 MAX_BUCKETS = 2000
@@ -147,7 +147,7 @@ def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     columns = min(viewing.MAX_TICKS, max(1, width // TICK_PX)) if width > 0 else viewing.MAX_TICKS
     with history.read_snapshot(cache):
         rows, total = viewing.object_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
-                                          search=params.get("q", ""), start=start, end=end, offset=max(0, int_param(params, "offset", 0)),
+                                          search=search_param(params), start=start, end=end, offset=max(0, int_param(params, "offset", 0)),
                                           limit=limit, columns=columns, count=params.get("total") != "0")
     return {"total": total, "objects": [_object(r) for r in rows], "maxTicks": columns}
 
@@ -161,7 +161,7 @@ def objects_total(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
         raise UsageError(f"after={after[:80]!r} is not an object's id (kind/namespace/name)")
     with history.read_snapshot(cache):
         total = viewing.object_total(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
-                                     search=params.get("q", ""), after=key, before=max(0, int_param(params, "before", 0)) if key else 0)
+                                     search=search_param(params), after=key, before=max(0, int_param(params, "before", 0)) if key else 0)
     return {"total": total}
 
 

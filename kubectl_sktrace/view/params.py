@@ -38,3 +38,16 @@ def time_param(params: Mapping[str, str], name: str) -> int:
     if not is_printable_time(value):
         raise UsageError(f"{name}={value} is not a time between the years 2 and 9998 (unix seconds)")
     return value
+
+
+MAX_SEARCH = 253 + 1 + 63
+"""The longest name search that can find anything: a namespace (63 characters at most), a slash and a name (253)."""
+
+
+def search_param(params: Mapping[str, str], name: str = "q") -> str:
+    """The name search ``name`` ("" when absent); longer than ``MAX_SEARCH`` it could find no object, and the database
+    would refuse its pattern as too complex."""
+    text = params.get(name, "")
+    if len(text) > MAX_SEARCH:
+        raise UsageError(f"{name} is {len(text)} characters long; no namespace/name is longer than {MAX_SEARCH}")
+    return text

@@ -21,7 +21,7 @@ from kubectl_sktrace.trace.files.format import Trace
 from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.reports.validation import RULES, check_trace
 from kubectl_sktrace.view.diff import as_yaml, changes
-from kubectl_sktrace.view.params import int_param, time_param
+from kubectl_sktrace.view.params import int_param, search_param, time_param
 from kubectl_sktrace.view.spans import aligned, bucket_width
 
 PAGE_LIMIT = 200
@@ -127,7 +127,7 @@ class TraceIndex:
 
     def objects_page(self, params: Mapping[str, str]) -> dict[str, Any]:
         start, end = time_param(params, "start"), time_param(params, "end")
-        gvk, namespace, search = params.get("gvk") or None, params.get("namespace") or None, params.get("q", "").lower()
+        gvk, namespace, search = params.get("gvk") or None, params.get("namespace") or None, search_param(params).lower()
         keys = sorted((k for k in self.objects if (gvk is None or str(k.gvk) == gvk) and (namespace is None or k.namespace == namespace)
                        and search in (f"{k.namespace}/{k.name}" if "/" in search else k.name).lower()),
                       key=lambda k: (str(k.gvk), k.namespace, k.name))
