@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 from conftest import assert_valid_trace
-from viewsupport import T0, history_path, served, settled  # noqa: F401  (fixtures)
+from viewsupport import T0, drawn_ticks, history_path, open_tick, point_at, served, settled  # noqa: F401  (fixtures)
 
 from kubectl_sktrace.cli import cli
 from kubectl_sktrace.view.server import ViewServer
@@ -233,12 +233,10 @@ def test_an_object_found_by_name_and_its_change_against_the_one_before(page: Any
     labels = page.eval_on_selector_all(".row-label", "ts => ts.map(t => t.firstChild.textContent)")
     assert labels[:2] == ["Deployment shop/frontend", "ReplicaSet shop/frontend-abc"]
     assert page.locator(".pod").count() == 2
-    inferred = page.locator("rect.tick.inferred")
-    assert inferred.count() == 1
-    inferred.hover()  # its words, as the hover text
-    assert "reconstructed after a gap" in inferred.locator("title").text_content()
-    inferred.click()
-    page.wait_for_selector("#version:not([hidden])")
+    inferred = drawn_ticks(page, kind="inferred")
+    assert len(inferred) == 1
+    assert "reconstructed after a gap" in point_at(page, inferred[0])["title"]  # its words, as the hover text
+    open_tick(page, inferred[0])
     assert page.text_content("#version-title") == "apps/v1.Deployment shop/frontend: applied 2026-11-25T10:20:30Z (reconstructed after a gap)"
     assert page.eval_on_selector_all("#diff .add", "ss => ss.map(s => s.textContent)") == ["+  replicas: 4\n"]
     assert page.eval_on_selector_all("#diff .del", "ss => ss.map(s => s.textContent)") == ["-  replicas: 2\n"]

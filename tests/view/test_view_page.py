@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 from conftest import CacheBuilder, obj
 from test_view_browser import browser  # noqa: F401  (fixture)
-from viewsupport import opened_page, serving, settled
+from viewsupport import drawn_ticks, open_tick, opened_page, point_at, serving, settled
 
 from kubectl_sktrace.store.viewing import MAX_TICKS
 from kubectl_sktrace.view.server import ViewServer
@@ -23,6 +23,7 @@ from kubectl_sktrace.view.server import ViewServer
 pytestmark = pytest.mark.slow
 T0 = 1_795_600_800  # 2026-11-25T10:00:00Z
 CHURN = MAX_TICKS + 50
+LEFT, RIGHT = 90, 12  # the plot's margins (view-base.js)
 
 
 def _app(namespace: str, replicas: int, *, watched: bool, ready: int) -> dict[str, Any]:
@@ -77,23 +78,33 @@ def _seconds(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def iso_second(t: float) -> str:
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def in_sight(page: Any, ticks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Those of ``ticks`` on the plot, where a person sees them (the rest are clipped, drawn for a pan to bring in)."""
+    box = page.locator("#objects").bounding_box()
+    return [t for t in ticks if box["x"] + LEFT <= t["x"] <= box["x"] + box["width"] - RIGHT]
+
+
 def _misplaced_ticks(page: Any) -> list[tuple[float, float, float]]:
     """Each drawn change whose tick is more than 2 px from where the timeline's own axis puts its instant: (its time,
     where it is, where the axis says)."""
     axis = page.eval_on_selector_all("#timeline .axis line", "ls => ls.map(l => [Number(l.dataset.t), l.getBoundingClientRect().x])")
     assert len(axis) >= 2 and all(t == t for t, _ in axis), f"the timeline's axis names no instant: {axis}"
     (t1, x1), (t2, x2) = axis[0], axis[-1]
-    ticks = page.eval_on_selector_all("#objects rect.tick", "ts => ts.map(t => [t.dataset.what, "
-                                      "t.getBoundingClientRect().x + t.getBoundingClientRect().width / 2])")
+    ticks = drawn_ticks(page)
     assert len(ticks) > 10
     misplaced = []
-    for title, x in ticks:
-        when = re.search(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)", title)
-        assert when is not None, title
-        t = _seconds(when.group(1))
+    for tick in ticks:
+        t, x = tick["ts"], tick["x"]
         expected = x1 + (t - t1) * (x2 - x1) / (t2 - t1)
         if abs(x - expected) > 2:
             misplaced.append((t, round(x, 1), round(expected, 1)))
+    # and a tick pointed at is the change of that instant: its words say it
+    middle = min(ticks, key=lambda tick: abs(tick["x"] - (x1 + x2) / 2))
+    assert iso_second(middle["ts"]) in point_at(page, middle)["what"]
     return misplaced
 
 
@@ -109,8 +120,7 @@ def test_a_change_is_drawn_at_its_instant_on_the_timeline_s_axis_at_two_widths_a
         page.mouse.wheel(0, -100)
     settled(page)
     assert _misplaced_ticks(page) == []
-    page.locator("rect.tick").first.click()  # a version opened below the rows: a page to scroll
-    page.wait_for_selector("#version:not([hidden])")
+    open_tick(page, in_sight(page, drawn_ticks(page))[0])  # a version opened below the rows: a page to scroll
     page.set_viewport_size({"width": 900, "height": 300})  # the page scrolled down the rows: their axis stays in sight above them
     page.evaluate("() => window.scrollTo(0, document.querySelector('#objects').getBoundingClientRect().top + window.scrollY + 40)")
     axis = page.locator("#objects-axis").bounding_box()
@@ -157,30 +167,41 @@ def test_two_namesakes_in_two_namespaces_are_told_apart_and_found_by_namespace_a
 
 def test_a_row_says_how_many_of_its_changes_it_draws_when_not_all(page: Any) -> None:
     label = next(text for text in _labels(page) if text.startswith("ConfigMap north/settings"))
-    drawn = page.locator("#objects rect.tick[data-object='v1.ConfigMap/north/settings']").count()
+    drawn = len(drawn_ticks(page, "v1.ConfigMap/north/settings"))
     assert drawn < CHURN and label.endswith(f"({drawn} of {CHURN} changes drawn)")
 
 
+def test_a_row_draws_its_changes_as_a_few_marks_not_an_element_each(page: Any) -> None:
+    """What a search costs the browser grows with the rows and the kinds of mark, not with their changes."""
+    assert len(drawn_ticks(page, "v1.ConfigMap/north/settings")) > 100
+    marks = page.eval_on_selector_all("#objects-plot [data-object='v1.ConfigMap/north/settings']", "ms => ms.map(m => m.tagName)")
+    assert marks == ["path"]
+
+
 def test_a_tick_drawn_for_several_changes_says_how_many_and_every_change_is_accounted_for(page: Any) -> None:
-    words = page.eval_on_selector_all("#objects rect.tick[data-object='v1.ConfigMap/north/settings']", "ts => ts.map(t => t.dataset.what)")
+    ticks = drawn_ticks(page, "v1.ConfigMap/north/settings")
+    assert in_sight(page, ticks) == ticks  # the whole history is in view: each of them is pointed at
+    words = [point_at(page, tick)["what"] for tick in ticks]
+    assert len(set(words)) == len(ticks)
     stands_for = [int(m.group(1)) if (m := re.search(r"\(drawn for (\d+) changes of its \S+ column\)", w)) else 1 for w in words]
     assert max(stands_for) > 1 and sum(stands_for) == CHURN
 
 
-def _open(page: Any, event_id: int) -> None:
-    page.locator(f"rect.tick[data-id='{event_id}']").click()
-    page.wait_for_selector(f"body[data-version='{event_id}']", state="attached")
+def _open(page: Any, event_id: int, namespace: str, at: int) -> None:
+    """The change ``event_id``, opened by a click on its tick: its app's row in ``namespace``, at the instant ``at``."""
+    tick = next(t for t in drawn_ticks(page, f"apps/v1.Deployment/{namespace}/quokka-api") if t["ts"] == at)
+    assert open_tick(page, tick) == event_id
 
 
 def test_the_diff_of_a_list_then_watch_pair_shows_only_the_changed_field_and_the_status_apart(page: Any, history: Any) -> None:
     ids = history[1]
-    _open(page, ids["north-watched"])
+    _open(page, ids["north-watched"], "north", T0 + 700)
     assert page.eval_on_selector_all("#diff .add", "ss => ss.map(s => s.textContent)") == ["+  replicas: 3\n"]
     assert page.eval_on_selector_all("#diff .del", "ss => ss.map(s => s.textContent)") == ["-  replicas: 2\n"]
     assert page.locator("#status-changes").is_visible() and not page.locator("#status-diff").is_visible()
     page.click("#status-changes summary")
     assert "+  readyReplicas: 2\n" in page.eval_on_selector_all("#status-diff .add", "ss => ss.map(s => s.textContent)")
-    _open(page, ids["south-watched"])  # the same object but its status: no change of the object
+    _open(page, ids["south-watched"], "south", T0 + 2500)  # the same object but its status: no change of the object
     assert page.locator("#diff .add, #diff .del").count() == 0
     assert page.text_content("#diff").startswith("(the object is the same: only its status changed")
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 from reliability_support import run_cli
 from test_view_browser import CHROMIUM, launch
-from viewsupport import serving, settled
+from viewsupport import drawn_ticks, open_tick, serving, settled
 
 from kubectl_sktrace.view.app import cache_api, rate_index
 from kubectl_sktrace.view.server import ViewServer
@@ -93,10 +93,9 @@ def shoot_objects(page: Any, path: Path) -> None:
     page.select_option("#namespace", "shop")
     page.fill("#search", "frontend")
     page.wait_for_function("() => document.body.dataset.objects === 'frontend:' + document.body.dataset.objects.split(':')[1] && "
-                           "document.querySelectorAll('rect.tick').length > 1")
+                           "document.querySelectorAll('path.ticks').length > 0")
     settled(page)
-    page.locator("rect.tick").nth(1).click()
-    page.wait_for_selector("#version:not([hidden])")
+    open_tick(page, drawn_ticks(page)[1])
     page.locator("#objects-view").scroll_into_view_if_needed()
     page.evaluate("() => document.querySelector('#objects-view').scrollIntoView({block: 'start'})")
     page.screenshot(path=str(path))

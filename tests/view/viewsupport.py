@@ -150,3 +150,41 @@ def opened_page(browser: Any, url: str, *, asked: list[str] | None = None) -> It
     finally:
         context.close()
     assert errors == []
+
+
+# The changes drawn in the objects' panel, read from what is drawn: each row's ticks are subpaths of a path a kind of
+# mark (``M x y h2 v h h-2 z``, in the order of the instants its data-ts lists), placed where the page shows them.
+_DRAWN_TICKS = """(selector) => [...document.querySelectorAll(selector)].flatMap((path) => {
+  const ts = path.dataset.ts.split(' ').map(Number), ctm = path.getScreenCTM();
+  return [...path.getAttribute('d').matchAll(/M(-?[\\d.]+) (-?[\\d.]+)h2v(-?[\\d.]+)h-2z/g)].map((m, i) => {
+    const at = new DOMPoint(Number(m[1]) + 1, Number(m[2]) + Number(m[3]) / 2).matrixTransform(ctm);
+    return {object: path.dataset.object, kind: path.getAttribute('class'), ts: ts[i], x: at.x, y: at.y};
+  });
+})"""
+
+
+def drawn_ticks(page: Any, object_id: str | None = None, kind: str = "") -> list[dict[str, Any]]:
+    """Each change drawn (of ``object_id``'s row, of a ``kind`` of mark such as ``inferred``): its object, its mark's
+    classes, its instant and its centre on the page (x, y), the ones in sight and those clipped beyond alike."""
+    selector = "#objects path.ticks" + (f".{kind}" if kind else "") + (f"[data-object='{object_id}']" if object_id else "")
+    return list(page.evaluate(_DRAWN_TICKS, selector))
+
+
+def point_at(page: Any, tick: dict[str, Any]) -> dict[str, str]:
+    """The pointer put on a drawn tick, as a person aims at it (the page scrolled to it first when out of sight): what the
+    page says of it (its words, the change it opens). The tick's y follows the scroll."""
+    tick["y"] -= page.evaluate("""(y) => { const before = window.scrollY;
+      if (y < 0 || y >= window.innerHeight) window.scrollBy(0, y - window.innerHeight / 2);
+      return window.scrollY - before; }""", tick["y"])
+    page.mouse.move(tick["x"], tick["y"])
+    page.wait_for_selector("#tick-hover[data-id]", state="attached")
+    return dict(page.eval_on_selector("#tick-hover", "m => ({id: m.dataset.id, what: m.dataset.what, title: m.textContent, "
+                                                    "object: m.dataset.object})"))
+
+
+def open_tick(page: Any, tick: dict[str, Any]) -> int:
+    """A click on a drawn tick; the id of the change it opened, once its version is shown."""
+    event_id = int(point_at(page, tick)["id"])
+    page.mouse.click(tick["x"], tick["y"])
+    page.wait_for_selector(f"body[data-version='{event_id}']", state="attached")
+    return event_id

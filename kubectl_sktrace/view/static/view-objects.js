@@ -33,40 +33,88 @@ function rowLabel(node, depth) {
   return label;
 }
 
-function drawTicks(svg, width, y, node) {
+// A row's changes, one path per kind of mark (a subpath a change) in a group of the row's own: a few elements a row
+// where an element a change made thousands to parse, style and paint at every search. Which change is under the
+// pointer is found by its x (tickAt), and its words are made when it is hovered. Each path lists its changes' instants
+// (data-ts), in the order of its subpaths.
+function tickMarkup(node, y, width) {
+  const paths = new Map();
+  for (const tick of node.ticks) {
+    const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
+    const cls = kind.cls + (tick.inferred ? " inferred" : ""), short = kind.short ? (ROW_H - 4) / 2 : 0;
+    let path = paths.get(cls);
+    if (!path) paths.set(cls, path = {d: [], ts: []});
+    path.d.push(`M${Math.round((xOf(tick.ts, width) - 1) * 10) / 10} ${y + 2 + short}h2v${ROW_H - 4 - short}h-2z`);
+    path.ts.push(Number(tick.ts));
+  }
+  const object = markup(node.id);  // the rest is digits and words of our own: nothing in them to make safe for markup
+  let marks = "";
+  for (const [cls, path] of paths) {
+    marks += `<path class="ticks ${cls}" data-object="${object}" data-ts="${path.ts.join(" ")}" d="${path.d.join("")}"/>`;
+  }
+  const chosen = node.ticks.find((t) => t.id === state.chosenTick);
+  if (chosen) marks += `<rect class="tick-chosen" x="${xOf(chosen.ts, width) - 1}" y="${y + 1}" width="2" height="${ROW_H - 2}" data-id="${Number(chosen.id)}"/>`;
+  return marks;
+}
+
+function drawTicks(plot, width, y, node) {
   const {lo, hi, until} = state.marksSpan;
   const lifeEnd = node.deleted ? node.last : Math.max(until, node.last);
   const x1 = Math.max(lo, xOf(node.first, width)), x2 = Math.min(hi, xOf(lifeEnd, width));
   if (x2 > x1) titled(el("rect", {x: x1, y: y + 4, width: x2 - x1, height: ROW_H - 8, class: "life" + (node.deleted ? " deleted" : ""),
-    "data-from": node.first, "data-to": lifeEnd}, svg),
+    "data-from": node.first, "data-to": lifeEnd}, plot),
     `${node.name}: first recorded ${iso(node.first)}` + (node.deleted ? `, deleted ${iso(node.last)}` : ", exists"));
-  const column = duration(state.tickColumn), object = markup(node.id);  // a tick drawn for a column's changes says how many
-  // one element a change (its hit area is its transparent stroke; view.css), its words in data-what, made a title on
-  // hover, one click listener for the panel (installObjectGestures), and a row's ticks parsed from one string: thousands
-  // of ticks are made in a few milliseconds, where as many createElementNS and setAttribute took most of a redraw
-  const marks = [], beyond = [];  // those in sight first; the rest of the range asked, clipped, for a pan to bring in
-  for (const tick of node.ticks) {
-    const x = xOf(tick.ts, width);
-    const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
-    const short = kind.short ? (ROW_H - 4) / 2 : 0;
-    // words of our own and digits: nothing in them to make safe for markup
-    const what = `${kind.words} ${isoSecond(Number(tick.ts))}` + (tick.inferred ? " (reconstructed after a gap)" : "") +
-      (tick.n > 1 ? ` (drawn for ${Number(tick.n)} changes of its ${column} column)` : "");
-    (x < LEFT || x > LEFT + width ? beyond : marks).push(`<rect x="${x - 1}" y="${y + 2 + short}" width="2" height="${ROW_H - 4 - short}" data-id="${Number(tick.id)}" ` +
-      `data-object="${object}" data-ts="${Number(tick.ts)}" data-what="${what}" ` +
-      `class="tick ${kind.cls}${tick.inferred ? " inferred" : ""}${state.chosenTick === tick.id ? " chosen" : ""}"/>`);
+  const group = el("g", {class: "row-ticks"}, plot);
+  group.insertAdjacentHTML("beforeend", tickMarkup(node, y, width));
+  state.tickRows.push({node, y, group});
+}
+
+// The words of a change's tick: what changed and when, and what it stands for when drawn for its column's changes.
+function tickWords(tick) {
+  const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];
+  return `${kind.words} ${isoSecond(Number(tick.ts))}` + (tick.inferred ? " (reconstructed after a gap)" : "") +
+    (tick.n > 1 ? ` (drawn for ${Number(tick.n)} changes of its ${duration(state.tickColumn)} column)` : "");
+}
+
+const TICK_REACH = 4;  // px either side of a tick that point at it, as its 2 px and a margin to aim at
+
+// The change drawn nearest the pointer, within reach, on the row under it: where the range shown puts it now (a pan
+// that moves the drawn rows moves them onto the same mapping).
+function tickAt(event) {
+  const svg = $("objects"), point = new DOMPoint(event.clientX, event.clientY).matrixTransform(svg.getScreenCTM().inverse());
+  const width = plotWidth($("timeline"));
+  if (point.x < LEFT || point.x > LEFT + width) return null;
+  const row = state.tickRows.find((r) => point.y >= r.y && point.y < r.y + ROW_H);
+  let found = null, gap = TICK_REACH;
+  for (const tick of row ? row.node.ticks : []) {
+    const off = Math.abs(xOf(tick.ts, width) - point.x);
+    if (off <= gap) { found = tick; gap = off; }
   }
-  svg.insertAdjacentHTML("beforeend", marks.join("") + beyond.join(""));
+  return found && {tick: found, row, x: xOf(found.ts, width)};
+}
+
+// The tick under the pointer, ringed, its words its title (and in data-what), its change in data-id.
+function pointAt(hit) {
+  const mark = $("tick-hover");
+  if (!mark) return;
+  $("objects").classList.toggle("on-tick", Boolean(hit));
+  if (!hit) { mark.setAttribute("visibility", "hidden"); mark.removeAttribute("data-id"); return; }
+  const words = tickWords(hit.tick);
+  for (const [k, v] of Object.entries({x: hit.x - 1, y: hit.row.y + 2, visibility: "visible", "data-id": Number(hit.tick.id),
+    "data-object": hit.row.node.id, "data-what": words})) mark.setAttribute(k, v);
+  mark.firstChild.textContent = words;
 }
 
 function installObjectGestures() {
   const svg = $("objects");
   svg.addEventListener("click", (event) => {
-    const tick = event.target.closest && event.target.closest("rect.tick");
-    if (tick) loadVersion(Number(tick.dataset.id));
+    const hit = tickAt(event);
+    if (hit) loadVersion(Number(hit.tick.id));
   });
+  svg.addEventListener("pointermove", (event) => pointAt(tickAt(event)));
+  svg.addEventListener("pointerleave", () => pointAt(null));
   svg.addEventListener("pointerover", (event) => {
-    const mark = event.target.closest && event.target.closest("rect.tick, rect.pod");
+    const mark = event.target.closest && event.target.closest("rect.pod");
     if (mark && !mark.firstChild) titled(mark, mark.dataset.what);
   });
 }
@@ -134,19 +182,17 @@ function relabel() {
   for (const {text, node, depth} of state.labels.values()) text.firstChild.nodeValue = rowLabel(node, depth);
 }
 
-// A zoom the rows drawn hold: each mark moved to the new scale where it is (its times are on it), none made anew;
-// the ticks gone out of sight put after those in it.
+// A zoom the rows drawn hold: each row's ticks drawn anew at the new scale from what the page has, its other marks moved
+// where they are (their times are on them).
 function rescaleObjects() {
   const plot = $("objects-plot");
   if (!plot) { drawObjects(); return; }
-  const width = plotWidth($("timeline")), {lo, hi} = marksSpan(width), gone = [];
+  const width = plotWidth($("timeline")), {lo, hi} = marksSpan(width);
   plot.removeAttribute("transform");
-  for (const tick of plot.querySelectorAll("rect.tick")) {
-    const x = xOf(Number(tick.dataset.ts), width);
-    tick.setAttribute("x", x - 1);
-    if (x < LEFT || x > LEFT + width) gone.push(tick);
+  for (const row of state.tickRows) {
+    row.group.replaceChildren();
+    row.group.insertAdjacentHTML("beforeend", tickMarkup(row.node, row.y, width));
   }
-  plot.append(...gone);
   for (const bar of plot.querySelectorAll("rect[data-from]")) {
     const x1 = Math.max(lo, xOf(Number(bar.dataset.from), width)), x2 = Math.min(hi, xOf(Number(bar.dataset.to), width));
     bar.setAttribute("x", x1);
@@ -174,12 +220,15 @@ function drawObjects() {
   // the rows' marks in one group, clipped to the plot: a pan moves it whole while the drag lasts (panObjects)
   const clip = el("clipPath", {id: "objects-clip"}, el("defs", {}, svg));
   el("rect", {x: LEFT, y: 0, width: width, height: 1e6}, clip);
-  const plot = el("g", {id: "objects-plot"}, el("g", {"clip-path": "url(#objects-clip)"}, svg));
+  const clipped = el("g", {"clip-path": "url(#objects-clip)"}, svg), plot = el("g", {id: "objects-plot"}, clipped);
   state.drawnView = {...state.view};
   marksSpan(width);
   state.labels = new Map();
+  state.tickRows = [];
   let y = 4;
   for (const {node, depth} of objectTree(state.objects)) y += drawObjectRow(svg, plot, width, y, node, depth);
+  // the ring of the tick pointed at: outside the plot's group, on the range shown whatever a pan did to the group
+  titled(el("rect", {id: "tick-hover", x: 0, y: 0, width: 2, height: ROW_H - 4, visibility: "hidden"}, clipped), "");
   if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
   svg.style.height = `${Math.max(30, y + 8)}px`;
   showObjectsCount();
