@@ -104,7 +104,7 @@ def main() -> None:
     # The payload directory is our own cache: keep its bytecode even under PYTHONDONTWRITEBYTECODE,
     # or every run recompiles the kubernetes client.
     sys.dont_write_bytecode = False
-    from kubectl_sktrace.cli import main as cli_main
+    from kubectl_sktrace.__main__ import main as cli_main
 
     cli_main()
 

@@ -675,6 +675,23 @@ def test_hostile_duration(tmp_path: Path, text: str, problem: str) -> None:
     assert snapshot([cache]) == before
 
 
+RETAIN_CASES = [("no-unit", "30", "invalid --retain '30': give it a unit, like '30d' (30 days) or '30h'", "only 30 seconds of history"),
+                ("words", "a month", "invalid duration 'a month'", "'90s'")]
+
+
+@pytest.mark.parametrize(("text", "problem", "fix"), [pytest.param(t, p, f, id=i) for i, t, p, f in RETAIN_CASES])
+def test_hostile_retain(tmp_path: Path, text: str, problem: str, fix: str) -> None:
+    """``--retain 30`` meant as 30 days is refused, not read as 30 seconds that would prune the history away."""
+    cache = tmp_path / "cache.db"
+    _cache(cache)
+    before = snapshot([cache])
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(UNREACHABLE_KUBECONFIG)
+    run = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--retain", text], home=tmp_path)
+    assert_one_error(run, problem, fix)
+    assert snapshot([cache]) == before
+
+
 KUBECONFIG_CASES: list[tuple[str, Callable[[Path], None], list[str], str, str]] = [
     ("missing", lambda p: None, [], "does not exist", "check the path"),
     ("empty", lambda p: p.write_text(""), [], "no current-context", "pass --context NAME"),

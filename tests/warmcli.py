@@ -98,7 +98,7 @@ def _child(argv: list[str], env: dict[str, str], cwd: str, fds: list[int]) -> No
         os.environ.update(env)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         sys.argv = argv
-        from kubectl_sktrace.cli import main
+        from kubectl_sktrace.__main__ import main
 
         try:
             main()

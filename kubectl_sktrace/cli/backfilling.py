@@ -7,11 +7,12 @@ import sys
 import click
 
 from kubectl_sktrace.cli.completion import complete_contexts, complete_files
-from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path, verbosity_option
+from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path, note, quiet_option, verbosity_option
 
 
 @click.command("backfill", cls=SktraceCommand)
 @verbosity_option
+@quiet_option
 @click.option("--kubeconfig", "kubeconfig", metavar="FILE", shell_complete=complete_files, help="Path to the kubeconfig file (locates the default cache).")
 @click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts, help="The kubeconfig context whose default cache to fill.")
 @cache_option
@@ -46,13 +47,13 @@ def backfill_command(kubeconfig: str | None, context: str | None, cache: str | N
         collected, checked, found = run_check(location, paths=audit_logs, stdin=sys.stdin.buffer, open_url=open_object,
                                               is_url=lambda path: protocol_of(path) is not None)
         for line in bad_lines(collected):
-            click.echo(line, err=True)
+            note(line)
         for line in check_lines(collected, checked, found):
             click.echo(line)
         return
     result = run(location, paths=audit_logs, before_first=before_first, force=force, stdin=sys.stdin.buffer,
                  open_url=open_object, is_url=lambda path: protocol_of(path) is not None)
-    for line in bad_lines(result.collected):
-        click.echo(line, err=True)
+    for line in bad_lines(result.collected):  # a warning: --quiet leaves it out
+        note(line)
     for line in summary_lines(result):
         click.echo(line)

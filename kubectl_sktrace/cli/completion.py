@@ -156,7 +156,24 @@ class KubectlComplete(ShellComplete):
 
     def complete(self) -> str:
         args, incomplete = self.get_completion_args()
-        return format_kubectl(self.get_completions(args, incomplete))
+        return format_kubectl(self.get_completions(_global_value_first(args, self.cli), incomplete))
+
+
+def _global_value_first(args: list[str], cli: click.Command) -> list[str]:
+    """A global flag typed before the command (``kubectl sktrace --context <TAB>``) completes its values as it does
+    after one: those words are read as ``status``'s, which takes every global flag (the command line hoists them so)."""
+    from kubectl_sktrace.cli.globalflags import GLOBAL_FLAGS
+
+    valued = {spelling for flag in GLOBAL_FLAGS if flag.takes_value for spelling in flag.spellings}
+    commands = getattr(cli, "commands", {})
+    if not args or args[-1] not in valued:
+        return args
+    i = 0
+    while i < len(args):  # the words before the command: global flags, and the values of those that take one
+        if args[i] in commands:
+            return args
+        i += 2 if args[i] in valued else 1
+    return ["status", *args]
 
 
 def kubectl_complete(cli: click.Command, words: Sequence[str]) -> str:

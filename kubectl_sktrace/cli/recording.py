@@ -32,7 +32,7 @@ from kubectl_sktrace.cli.options import (
 @click.option("--health-port", "health_port", type=click.IntRange(0, 65535), metavar="PORT",
               help="Serve /healthz (200 while committing), /readyz (200 once synced, every kind watched) and /metrics "
                    "(Prometheus) on this port, on every interface: for a Deployment's probes and a scraper.")
-@click.option("--retain", metavar="DUR", help="Prune history older than this while recording, e.g. 30d, every hour; an export of "
+@click.option("--retain", metavar="DUR", help="Prune history older than this (with its unit: 30d, 12h) while recording, every hour; an export of "
                                               "the retained time reads all it did before (as 'prune' keeps it).")
 @quiet_option
 @output_option

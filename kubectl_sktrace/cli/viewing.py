@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import click
 
-from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path, verbosity_option, warn
+from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path, quiet_option, verbosity_option, warn
 from kubectl_sktrace.cli.completion import complete_contexts, complete_files
 from kubectl_sktrace.errors import UsageError
 
@@ -38,6 +38,7 @@ def command_base(*, cache: str | None, kubeconfig: str | None, context: str | No
 
 @click.command("view", cls=SktraceCommand)
 @verbosity_option
+@quiet_option
 @click.option("--kubeconfig", "kubeconfig", metavar="FILE", shell_complete=complete_files,
               help="Path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config): its context names the default cache.")
 @click.option("--context", "context", metavar="NAME", shell_complete=complete_contexts, help="The kubeconfig context whose cache to view.")
@@ -65,6 +66,7 @@ def view_command(kubeconfig: str | None, context: str | None, cache: str | None,
       kubectl sktrace view --cache postgresql://sktrace@db.example/traces --context prod --no-browser
       ssh -L 8750:127.0.0.1:8750 recorder-host kubectl sktrace view --port 8750 --no-browser
     """
+    import ipaddress
     import signal
     import threading
 
@@ -77,10 +79,10 @@ def view_command(kubeconfig: str | None, context: str | None, cache: str | None,
         api, what, fill = _cache_view(cache=cache, kubeconfig=kubeconfig, context=context)
     else:
         api, what, fill = _trace_view(trace)
-    if address != LOOPBACK:
+    server = ViewServer(api=api, address=address, port=port)
+    if not ipaddress.ip_address(server.address.split("%")[0]).is_loopback:  # as bound: 'localhost' is this machine's alone
         warn(f"listening on {address}, not {LOOPBACK}: whoever reaches it and learns the address's token reads the whole history; "
              "prefer the default with 'ssh -L' or 'kubectl port-forward'")
-    server = ViewServer(api=api, address=address, port=port)
     if fill is not None:
         threading.Thread(target=fill, name="rates", daemon=True).start()
     for stop in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C, or a service manager: a clean stop, even where SIGINT was ignored

@@ -59,7 +59,8 @@ def empty_trace_reason(
             why, hint = "no recording in the cache has finished listing the cluster", "record with 'kubectl sktrace start' first"
         elif end_ts <= history_start:
             first = format_time(history_start)
-            why = f"the window ends at {format_time(end_ts)}, before the cache's history starts at {first}"
+            # the first list's end, not the run's start that the other notes and status name: no object is known before it
+            why = f"the window ends at {format_time(end_ts)}, before the cache's first recording had listed the cluster ({first})"
             hint = f"pass an --end-time after {first}"
         else:
             why = f"the cache recorded no object before {format_time(end_ts)}"

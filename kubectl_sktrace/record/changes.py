@@ -157,9 +157,12 @@ def creation_second(created: float, *, ts: int, recv: float, gap: float | None, 
     After an offline gap that began at ``gap``: created while offline, at its creation time (inferred). At a kind's
     first list of a run with no history before it (``start``: the run's start; a new cache, a kind newly tracked):
     created before the start, it existed then, recorded at the start (the spec at that time is the one first seen);
-    created since, at its creation time (a reconstructed creation, inferred). Else at the list."""
+    created since, at its creation time (a reconstructed creation, inferred). Else at the list.
+
+    ``creationTimestamp`` has whole seconds: an object created in the second the gap began in (after the last run
+    stopped, since that run did not see it) carries that second, which is before the gap's instant."""
     if gap is not None:
-        return (min(ts, int(created)) if gap < created < recv else ts), inferred
+        return (min(ts, int(created)) if math.floor(gap) <= created < recv else ts), inferred
     if start is not None and created < recv:
         if created <= start:
             return event_second(start), inferred

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol, TypeVar
 
+from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.pruning import (
@@ -78,8 +80,14 @@ class PassReport:
 
 
 def retention_policy(retain: str | None) -> RetentionPolicy | None:
-    """``--retain DUR`` (``timeparse``'s durations); None without it."""
-    return None if retain is None else RetentionPolicy(retain=parse_duration(retain))
+    """``--retain DUR`` (``timeparse``'s durations, with a unit); None without it. A bare number is refused: it would
+    be seconds, and ``--retain 30`` meant as 30 days would prune all but the last 30 seconds of the history."""
+    if retain is None:
+        return None
+    if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", retain):
+        raise UsageError(f"invalid --retain {retain!r}: give it a unit, like '{retain.strip()}d' ({retain.strip()} days) or "
+                         f"'{retain.strip()}h'; a number alone would keep only {retain.strip()} seconds of history")
+    return RetentionPolicy(retain=parse_duration(retain))
 
 
 def cutoff_at(now: float, retain: float) -> int:

@@ -256,6 +256,7 @@ class Session:
             run.synced_at = self.clock()
             run.writer.mark_synced(run.run_id, run.synced_at)
             self.progress.synced(run.synced_at - run.started)
+            self._check_namespace(run)
             run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
             if self.retention is not None:  # --retain: its passes start once the history is whole
@@ -434,6 +435,26 @@ class Session:
         except KubeError as exc:
             log.info("cannot GET owner %s: %s", key, exc)
             return None
+
+    def _check_namespace(self, run: _Run) -> None:
+        """``-n NS`` and nothing listed in it: a namespace that does not exist (a typo, most likely) is said, once the
+        lists are done; one that exists and is empty, or that this user may not GET, is not."""
+        if not self.namespace:
+            return
+        with run.writer.hold():
+            listed = sum(run.ingest.stats_for(g).listed for g in run.watched)
+        if listed:
+            return
+        from kubectl_sktrace.kube.discovery import Resource
+
+        namespaces = Resource(GVK("", "v1", "Namespace"), "namespaces", namespaced=False, verbs=frozenset({"get"}))
+        try:
+            found = self.kube.get(namespaces, namespace=None, name=self.namespace)
+        except KubeError:
+            return
+        if found is None:
+            self._warn(f"namespace {self.namespace!r} does not exist: nothing was listed in it; recording what is created "
+                       f"there (a typo? 'kubectl get namespaces' lists them)")
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)

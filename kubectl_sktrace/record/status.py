@@ -361,15 +361,17 @@ def _runs_table(status: CacheStatus, data: dict[str, Any]) -> str:
 def _filled_part(data: dict[str, Any]) -> list[str]:
     if not data.get("filled"):
         return []
+    rows = [{**f, "log covers": f["logCovers"], "kept reconstructed": f["keptReconstructed"]} for f in data["filled"]]
     return ["", "Filled from the audit log (kubectl sktrace backfill; the rest of a gap stays reconstructed):",
-            render.render_table(data["filled"], "table", columns=["run", "kind", "from", "to", "filled", "logCovers", "keptReconstructed"])]
+            render.render_table(rows, "table", columns=["run", "kind", "from", "to", "filled", "log covers", "kept reconstructed"])]
 
 
 def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
     """The gaps between runs, the outages and kinds not served of the runs shown, and what the latest run did not record."""
     parts: list[str] = []
     if data["gaps"]:
-        parts += ["", "Gaps (not observed live; reconstructed by the next run's relist):",
+        how = "the next run's relist, unless filled from the audit log below" if data.get("filled") else "the next run's relist"
+        parts += ["", f"Gaps (not observed live; reconstructed by {how}):",
                   render.render_table(data["gaps"], "table", columns=["from", "to", "duration"])]
     parts += _filled_part(data)
     shown = {r["run"] for r in data["runs"]}

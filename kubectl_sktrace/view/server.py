@@ -29,6 +29,7 @@ What it guarantees:
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import json
@@ -162,8 +163,10 @@ class ViewServer:
         server_class = _IPv6Server if ":" in address else _BoundedServer
         try:
             self.httpd = server_class((address, port), handler)
-        except OSError as exc:
-            raise SktraceError(f"cannot listen on {address}:{port} ({exc.strerror or exc}); pass another --port, or 0 for any free one") from None
+        except OSError as exc:  # the port taken or not ours to take, or no such address on this machine
+            fix = "pass another --port, or 0 for any free one" if exc.errno in (errno.EADDRINUSE, errno.EACCES) else \
+                "pass an address of this machine to --address (127.0.0.1, the default; 0.0.0.0 for every one)"
+            raise SktraceError(f"cannot listen on {address}:{port} ({exc.strerror or exc}); {fix}") from None
         self.address, self.port = str(self.httpd.server_address[0]), int(self.httpd.server_address[1])
 
     @property

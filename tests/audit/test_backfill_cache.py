@@ -80,6 +80,10 @@ def test_a_logged_deletion_replaces_the_restarts_and_twice_is_once(cache_builder
     once = history(cache_builder.path)
     assert backfill(cache_builder.path, "--audit-log", str(log)).exit_code == 0  # type: ignore[arg-type]
     assert history(cache_builder.path)[:2] == once[:2] and len(history(cache_builder.path)) == len(once)
+    status = CliRunner().invoke(cli, ["status", "--cache", str(cache_builder.path)], prog_name="kubectl sktrace").output
+    assert "Gaps (not observed live; reconstructed by the next run's relist, unless filled from the audit log below):" in status
+    filled = status.split("Filled from the audit log (kubectl sktrace backfill; the rest of a gap stays reconstructed):\n", 1)[1]
+    assert filled.splitlines()[0].split() == ["RUN", "KIND", "FROM", "TO", "FILLED", "LOG", "COVERS", "KEPT", "RECONSTRUCTED"]
 
 
 def test_a_log_of_another_cluster_is_refused_unless_forced(cache_builder: CacheBuilder, tmp_path: Path) -> None:
@@ -106,6 +110,8 @@ def test_bad_lines_are_counted_and_named_and_the_rest_is_used(cache_builder: Cac
     assert f"Warning: 4 bad lines skipped (not audit Events):\n  {log} line 1: not JSON (truncated?)\n  {log} line 2: not JSON (truncated?)\n" \
            f"  {log} line 3: not an audit Event: verb is not a string\n  {log} line 5: not an audit Event: objectRef is not an object\n" in done.output
     assert "1 event written" in done.output
+    quiet = backfill(cache_builder.path, "--audit-log", str(log), "--quiet")  # type: ignore[arg-type]
+    assert quiet.exit_code == 0 and "bad line" not in quiet.output and quiet.output.startswith("read 5 lines")  # the report stays
 
 
 def test_a_hostile_log_writes_nothing(cache_builder: CacheBuilder, tmp_path: Path) -> None:

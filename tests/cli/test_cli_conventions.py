@@ -396,3 +396,38 @@ def test_status_of_a_namespace_never_seen_says_so(tmp_path: Path) -> None:
         1, "", f"Error: cache {cache} never saw namespace {'shpo'} (no object was recorded there); did you mean -n shop?\n")
     assert run(["status", "--cache", str(cache), "-n", "nope"]) == (
         1, "", f"Error: cache {cache} never saw namespace nope (no object was recorded there); it knows app, default, shop\n")
+
+
+# An interrupt while Python loads the program: a hook that raises KeyboardInterrupt at one of the command line's
+# imports, as a Ctrl-C in the first tenth of a second of `kubectl sktrace start` does at whichever import it falls in.
+_INTERRUPTED_AT_IMPORT = """
+import sys
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "kubectl_sktrace.cli.backfilling":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["kubectl-sktrace", "version"]
+from kubectl_sktrace.__main__ import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_program_loads_is_an_interrupt_not_a_traceback() -> None:
+    run = subprocess.run([sys.executable, "-c", _INTERRUPTED_AT_IMPORT], capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout, run.stderr) == (130, "", "Interrupted.\n")
+
+
+def test_the_executables_enter_through_the_interrupt_boundary() -> None:
+    from importlib.metadata import entry_points
+
+    scripts = {e.name: e.value for e in entry_points(group="console_scripts") if e.name.endswith("sktrace")}
+    assert scripts == {"kubectl-sktrace": "kubectl_sktrace.__main__:main", "kubectl_complete-sktrace": "kubectl_sktrace.__main__:complete_main"}
+    assert "from kubectl_sktrace.__main__ import main" in (Path(__file__).resolve().parents[2] / "krew" / "bootstrap.py").read_text()
+
+
+def test_every_command_that_can_warn_takes_quiet() -> None:
+    """The README's promise: ``--quiet``, spelled and meaning the same, on each command that can print a warning."""
+    warning = {"backfill", "export", "inspect", "prune", "start", "status", "transform", "validate", "view"}
+    quiet = {name for name, command in cli.commands.items() if any("--quiet" in p.opts for p in command.params)}
+    assert warning <= quiet, sorted(warning - quiet)

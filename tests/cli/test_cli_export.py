@@ -174,8 +174,9 @@ def test_a_window_before_the_history_is_an_error_that_leaves_the_old_file_alone(
     result = invoke(["export", "--cache", str(recorded.path), "-s", f"@{NOW - 9000}", "-t", f"@{NOW - 8000}", "-O", str(out)])
     assert result.exit_code == 1
     assert result.stderr == (
-        "Error: the trace would hold no objects: the window ends at 2027-01-15T05:46:40Z, before the cache's history starts at "
-        "2027-01-15T07:00:00Z; pass an --end-time after 2027-01-15T07:00:00Z, or pass --allow-empty to write it anyway\n"
+        "Error: the trace would hold no objects: the window ends at 2027-01-15T05:46:40Z, before the cache's first recording had "
+        "listed the cluster (2027-01-15T07:00:00Z); pass an --end-time after 2027-01-15T07:00:00Z, or pass --allow-empty to write it "
+        "anyway\n"
     )
     assert out.read_bytes() == b"the old trace"
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("cache.db")) == ["t.sktrace"]

@@ -472,6 +472,17 @@ def test_one_namespace_is_recorded_and_the_scope_is_kept(emu: Emulator, kubeconf
     )
 
 
+def test_a_namespace_that_does_not_exist_is_said_one_that_is_empty_is_not(emu: Emulator, kubeconfig: str, tmp_path: Path) -> None:
+    make_deployment(emu, "web", replicas=1)
+    typo = start(kubeconfig, str(tmp_path / "typo.db"), "-n", "defualt")
+    assert typo.returncode == 0
+    assert ("Warning: namespace 'defualt' does not exist: nothing was listed in it; recording what is created there "
+            "(a typo? 'kubectl get namespaces' lists them)\n") in typo.stderr
+    emu.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "quiet"}})
+    empty = start(kubeconfig, str(tmp_path / "empty.db"), "-n", "quiet")
+    assert empty.returncode == 0 and "Warning" not in empty.stderr, empty.stderr
+
+
 def test_a_kind_the_server_does_not_serve_is_a_warning_while_others_record(emu: Emulator, kubeconfig: str, cache: str,
                                                                            tmp_path: Path) -> None:
     config = tmp_path / "tracer.yaml"

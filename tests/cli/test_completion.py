@@ -100,6 +100,10 @@ def test_contexts_from_the_kubeconfig(home: Path, kubeconfig: Path, monkeypatch:
     assert complete("export", "--kubeconfig", str(kubeconfig), "--context=", ) == ["dev", "prod", "staging", ":4"]
     monkeypatch.setenv("KUBECONFIG", f"{home}/missing{os.pathsep}{kubeconfig}")
     assert complete("status", "--context", "s") == ["staging", ":4"]
+    # before the command, as kubectl users type global flags: the same values, then the commands after them
+    assert complete("--context", "") == ["dev", "prod", "staging", ":4"]
+    assert complete("--kubeconfig", str(kubeconfig), "--context", "p") == ["prod", ":4"]
+    assert complete("--context", "prod", "exp")[0].startswith("export\t")
 
 
 def test_no_kubeconfig_or_a_broken_one_completes_to_nothing(home: Path, tmp_path: Path) -> None:

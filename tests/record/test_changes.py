@@ -148,12 +148,14 @@ def test_status_and_label_changes_record_nothing_with_real_hash() -> None:
 @pytest.mark.parametrize(("created", "gap", "start", "inferred", "expected"), [
     (50.0, 100.0, None, True, (130, True)),  # after an offline gap, created before it: at the list
     (110.5, 100.0, None, True, (110, True)),  # created while offline: at its creation time
+    (100.0, 100.6, None, True, (100, True)),  # created in the second the gap began in, after the run stopped: that second
+    (99.0, 100.6, None, True, (130, True)),  # the second before it: the stopped run saw it, or it was not created then
     (50.0, None, 100.2, False, (100, False)),  # a first list with no history: existed at the run's start
     (100.2, None, 100.2, False, (100, False)),  # created at the start itself
     (120.7, None, 100.2, False, (120, True)),  # created after the start, before the list: reconstructed
     (131.0, None, 100.2, False, (130, False)),  # created after the list began (a clock ahead): at the list
     (50.0, None, None, False, (130, False)),  # not a first list: at the list
-], ids=["offline-before-gap", "offline-in-gap", "first-list-existed", "first-list-at-start", "first-list-since",
+], ids=["offline-before-gap", "offline-in-gap", "offline-in-the-gap-s-first-second", "offline-second-before-gap", "first-list-existed", "first-list-at-start", "first-list-since",
         "first-list-clock-ahead", "later-list"])
 def test_creation_second(created: float, gap: float | None, start: float | None, inferred: bool,
                          expected: tuple[int, bool]) -> None:

@@ -60,6 +60,10 @@ def test_retention_policy_reads_the_flag() -> None:
     assert retention_policy("30d") == RetentionPolicy(retain=30 * 86400, every=DEFAULT_EVERY) and DEFAULT_EVERY == 3600
     with pytest.raises(UsageError, match="invalid duration 'a month'"):
         retention_policy("a month")
+    assert retention_policy("30s") == RetentionPolicy(retain=30, every=DEFAULT_EVERY)  # a unit, even seconds, is meant
+    for bare in ("30", " 7 ", "1.5"):
+        with pytest.raises(UsageError, match=r"give it a unit, like '.*d' \(.* days\)"):
+            retention_policy(bare)
 
 
 def test_pass_line() -> None:

@@ -91,3 +91,40 @@ def test_with_no_kubeconfig_view_offers_the_caches_it_finds(tmp_path: Path) -> N
     found = run_cli(["view", "--no-browser"], home=tmp_path)
     line = assert_one_error(found, "holds prod.db (context view-test)", f"kubectl sktrace view --cache {state / 'prod.db'}")
     assert list(state.iterdir()) == [state / "prod.db"], "a command that only reads writes nothing"
+
+
+def _served(tmp_path: Path, *flags: str) -> tuple[str, str, str]:
+    """``view`` of a history with ``flags``, stopped as soon as it prints where it listens: its first line, the rest of
+    its stdout and its stderr."""
+    cache = tmp_path / "cache.db"
+    build_history(cache)
+    proc = subprocess.Popen([EXE, "view", "--cache", str(cache), "--no-browser", *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=private_env(tmp_path), text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return first, out, err
+
+
+def test_localhost_is_this_machine_s_alone_no_warning_and_quiet_silences_the_warning_of_another_address(tmp_path: Path) -> None:
+    first, _, err = _served(tmp_path / "a", "--address", "localhost")
+    assert " at http://127.0.0.1:" in first and err == ""
+    first, out, err = _served(tmp_path / "b", "--address", "0.0.0.0", "--quiet")
+    assert " at http://127.0.0.1:" in first and "(listening on 0.0.0.0:" in out and err == ""
+
+
+def test_an_address_this_machine_does_not_have_names_the_address_as_the_fix(tmp_path: Path) -> None:
+    from reliability_support import assert_one_error, run_cli
+
+    cache = tmp_path / "cache.db"
+    build_history(cache)
+    before = cache.read_bytes()
+    for address in ("203.0.113.77", "no-such-host.invalid"):
+        run = run_cli(["view", "--cache", str(cache), "--no-browser", "--address", address], home=tmp_path)
+        assert_one_error(run, f"cannot listen on {address}:0", "pass an address of this machine to --address (127.0.0.1, the default")
+    assert cache.read_bytes() == before
