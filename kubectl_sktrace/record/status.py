@@ -366,12 +366,16 @@ def _filled_part(data: dict[str, Any]) -> list[str]:
             render.render_table(rows, "table", columns=["run", "kind", "from", "to", "filled", "log covers", "kept reconstructed"])]
 
 
+def _gaps_title(data: dict[str, Any]) -> str:
+    how = "the next run's relist, unless filled from the audit log below" if data.get("filled") else "the next run's relist"
+    return f"Gaps (not observed live; reconstructed by {how}):"
+
+
 def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
     """The gaps between runs, the outages and kinds not served of the runs shown, and what the latest run did not record."""
     parts: list[str] = []
     if data["gaps"]:
-        how = "the next run's relist, unless filled from the audit log below" if data.get("filled") else "the next run's relist"
-        parts += ["", f"Gaps (not observed live; reconstructed by {how}):",
+        parts += ["", _gaps_title(data),
                   render.render_table(data["gaps"], "table", columns=["from", "to", "duration"])]
     parts += _filled_part(data)
     shown = {r["run"] for r in data["runs"]}
