@@ -94,21 +94,23 @@ def test_with_no_kubeconfig_view_offers_the_caches_it_finds(tmp_path: Path) -> N
 
 
 def _served(tmp_path: Path, *flags: str) -> tuple[str, str, str]:
-    """``view`` of a history with ``flags``, stopped as soon as it prints where it listens: its first line, the rest of
-    its stdout and its stderr."""
+    """``view`` of a history with ``flags``, stopped once it has said where it listens (its lines up to "Press Ctrl-C to
+    stop."): its first line, the rest of its stdout and its stderr."""
     cache = tmp_path / "cache.db"
     build_history(cache)
     proc = subprocess.Popen([EXE, "view", "--cache", str(cache), "--no-browser", *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, env=private_env(tmp_path), text=True)
     try:
         assert proc.stdout is not None
-        first = proc.stdout.readline()
+        first, said = proc.stdout.readline(), ""
+        while not said.endswith("Press Ctrl-C to stop.\n") and proc.poll() is None:
+            said += proc.stdout.readline()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
-    return first, out, err
+    return first, said + out, err
 
 
 def test_localhost_is_this_machine_s_alone_no_warning_and_quiet_silences_the_warning_of_another_address(tmp_path: Path) -> None:
