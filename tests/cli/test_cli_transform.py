@@ -300,6 +300,8 @@ def test_a_missing_trace_and_a_directory_as_program(shop_trace: Path, tmp_path: 
     out = str(tmp_path / "out.sktrace")
     assert run("transform", str(tmp_path / "none.sktrace"), "sanitize", "-O", out) == (
         1, "", f"Error: {tmp_path / 'none.sktrace'}: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'\n")
+    assert run("transform", str(tmp_path / "none.sktrace"), "sanitize") == (  # the trace that is not there first, then -O
+        1, "", f"Error: {tmp_path / 'none.sktrace'}: no such file; check the path, or write a trace with 'kubectl sktrace export -O FILE'\n")
     assert run("transform", str(shop_trace), str(tmp_path), "-O", out) == (
         1, "", f"Error: cannot read the SKEL file {tmp_path}: it is a directory; pass a SKEL file's path\n")
     assert run("transform", "-", "sanitize", "-O", out, input=b'{"version": 2}') == (
