@@ -185,8 +185,9 @@ class LiveObject:
     meta_fp: int | None = None
 
 
-# the password of the user info (which ends at the authority's last "@"), and secret-looking query values
-_URL_PASSWORD = re.compile(r"^([^:/?#]+://[^:/?#@]*):[^/?#]*@")
+# the password of the user info, to the URL's last "@" (a password may hold an unencoded "@" or "/": more is masked,
+# never less), and secret-looking query values
+_URL_PASSWORD = re.compile(r"^([^:/?#]+://[^:/?#@]*):.*@")
 _URL_SECRET_PARAM = re.compile(r"([?&][^=&#]*(?:pass|pwd|secret|token|key|sig|credential)[^=&#]*=)[^&#]*", re.IGNORECASE)
 _DATABASE_URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 

@@ -551,6 +551,29 @@ def test_a_cache_url_is_refused_or_names_its_database(tmp_path: Path, monkeypatc
     assert _tree(tmp_path) == before
 
 
+@pytest.mark.parametrize(("given", "expected"), [
+    pytest.param({"args": ["--cache", " postgresql://alice:hunter2@127.0.0.1:1/traces"]}, "cannot connect to postgresql://alice:****@127.0.0.1:1/traces",
+                 id="a-space-before"),
+    pytest.param({"env": {"SKTRACE_CACHE": "postgresql://alice:hunter2@127.0.0.1:1/traces\n"}},
+                 "cannot connect to postgresql://alice:****@127.0.0.1:1/traces", id="a-secret-s-newline"),
+    pytest.param({"args": ["--cache", "postgresql:/alice:hunter2@127.0.0.1:1/traces"]},
+                 "--cache postgresql:/…: not a PostgreSQL URL (a file of that name is not meant either); write it "
+                 "postgresql://user@host:port/database", id="one-slash"),
+    pytest.param({"args": ["--cache", "postgresql://alice:p@ss/w:d@127.0.0.1:1/traces"]},
+                 "cannot connect to postgresql://alice:****@127.0.0.1:1/traces", id="unencoded-at-and-slash"),
+])
+def test_a_database_url_as_typed_or_pasted_is_read_as_one_or_refused_and_its_password_never_shown(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: dict[str, Any], expected: str) -> None:
+    """A space or a newline around the URL (a Secret made --from-file ends with one), or a slash missing, is no local
+    file under a directory named after the URL, its password in the name."""
+    monkeypatch.chdir(tmp_path)
+    before = _tree(tmp_path)
+    run = run_cli(["status", *given.get("args", [])], home=tmp_path, env=given.get("env"))
+    line = assert_one_error(run, expected)
+    assert "hunter2" not in run.stderr + run.stdout and "ss/w:d" not in run.stderr, line
+    assert _tree(tmp_path) == before
+
+
 # --- times, selectors and paths given to export and prune --------------------------------------------------
 
 EXPORT_ARG_CASES: list[tuple[str, list[str], str, str]] = [

@@ -28,8 +28,9 @@ def cache_group() -> None:
 def copy_command(source: str, destination: str, context: str | None, output: str) -> None:
     """Copy the history of SRC into a new cache DST (a file path or a postgresql:// URL).
 
-    Every row is copied as it is, so DST exports the same trace as SRC for any window. SRC is only read;
-    DST must not hold a history yet, and is written in one transaction. In a database, the history is
+    Every row is copied as it is, so DST exports the same trace as SRC for any window. SRC is only read (stop
+    its recorder first: a run still recording reads 'crashed' in the copy); DST must not hold a history yet, and
+    is written in one transaction. In a database, the history is
     registered under its context and its cluster's identity, so that a recorder of the same cluster (the
     in-cluster one, say) continues it whatever its context's name.
 
@@ -46,4 +47,5 @@ def copy_command(source: str, destination: str, context: str | None, output: str
     check_cache_location(source)
     check_cache_location(destination)
     result = copy_cache(CacheUrl(source, context) if is_database_url(source) else source, destination, context=context)
-    click.echo(render.render_mapping({"source": result.source, "destination": result.destination, "rows": result.rows}, output))
+    rows: object = result.rows if output != "table" else ", ".join(f"{table} {n}" for table, n in result.rows.items() if n) or "none"
+    click.echo(render.render_mapping({"source": result.source, "destination": result.destination, "rows": rows}, output))

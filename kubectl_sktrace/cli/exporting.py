@@ -220,7 +220,8 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
     from kubectl_sktrace.store.prune import for_people, prune_cache
     from kubectl_sktrace.timeparse import parse_time
 
-    cutoff = parse_time(before, now=time.time())
-    report = prune_cache(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), before=cutoff, dry_run=dry_run)
+    now = time.time()
+    cutoff = parse_time(before, now=now)
+    report = prune_cache(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), before=cutoff, dry_run=dry_run, now=now)
     mapping = report.as_mapping()
     click.echo(render.render_mapping(for_people(mapping) if output == "table" else mapping, output))

@@ -117,8 +117,9 @@ def _local_cache(ctx: click.Context, param: click.Parameter, value: str | None) 
     if value:
         from kubectl_sktrace.kube.kubeconfig import check_cache_location
 
+        value = value.strip()  # a space pasted before it, the newline a Secret made --from-file ends with
         check_cache_location(value)
-    return value
+    return value or None
 
 
 def cache_option(f: F) -> F:

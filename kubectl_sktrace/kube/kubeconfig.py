@@ -136,12 +136,19 @@ def names_no_cluster(*, kubeconfig: str | None, environ: Mapping[str, str] = os.
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
+_MISSPELT_DATABASE_URL = re.compile(r"^postgres(?:ql)?:(?!//)/?", re.IGNORECASE)  # postgresql:/…, postgres:host/…
+
+
 def check_cache_location(cache: str) -> None:
     """Refuse a ``--cache`` URL other than a PostgreSQL database's (``s3://…``, ``file://…``): a URL taken as a
     path would create a directory named after its scheme."""
     if _URL.match(cache) and not is_database_url(cache):
         raise UsageError(f"--cache {mask_url(cache)}: only local sqlite files and postgresql:// URLs are supported; "
                          "pass a file path or a postgresql://user@host:port/database URL")
+    scheme = _MISSPELT_DATABASE_URL.match(cache)
+    if scheme:  # its credentials are not printed: the URL cannot be parsed to find them
+        raise UsageError(f"--cache {scheme.group(0)}…: not a PostgreSQL URL (a file of that name is not meant either); "
+                         "write it postgresql://user@host:port/database")
 
 
 def resolve_cache_path(*, cache: str | None, kubeconfig: str | None, context: str | None,

@@ -84,7 +84,7 @@ def retention_policy(retain: str | None) -> RetentionPolicy | None:
     be seconds, and ``--retain 30`` meant as 30 days would prune all but the last 30 seconds of the history."""
     if retain is None:
         return None
-    if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", retain):
+    if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", retain) and float(retain) > 0:  # zero: the duration's own error says it
         raise UsageError(f"invalid --retain {retain!r}: give it a unit, like '{retain.strip()}d' ({retain.strip()} days) or "
                          f"'{retain.strip()}h'; a number alone would keep only {retain.strip()} seconds of history")
     return RetentionPolicy(retain=parse_duration(retain))

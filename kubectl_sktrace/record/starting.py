@@ -53,7 +53,8 @@ def start(options: StartOptions, *, progress: ProgressView) -> Summary:
     health = None if board is None or metrics is None or options.health_port is None else HealthServer(
         options.health_port, board, pages={"/metrics": metrics.exposition})
     if health is not None:
-        progress.note(f"Health: http://:{health.port}/healthz (committing), /readyz (synced and watching every kind), /metrics.")
+        progress.note(f"Health, on every interface: http://127.0.0.1:{health.port}/healthz (committing), /readyz (synced and watching "
+                      "every kind), /metrics.")
 
     def record(cache: Cache, kube: Any, server: str, cluster_uid: str) -> Summary:
         identity = Identity(server=server, cluster_uid=cluster_uid or "", context=target.context, namespace=namespace or "")

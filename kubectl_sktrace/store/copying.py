@@ -9,7 +9,9 @@ histories. The whole copy is one transaction: a copy that fails leaves the desti
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import Iterator
 
 from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import CacheUrl, ClusterId
@@ -87,11 +89,21 @@ def copy_cache(source: Location, destination: str, *, context: str | None = None
     ``destination``, a file or a database. A database's history is named ``context``, else the source's
     recorded context, and registered with the source's cluster identity (kube-system uid and server), so that a
     recorder of that cluster under another context name continues it."""
-    with open_cache_readonly(source) as src:
+    with _as_argument("SRC"), open_cache_readonly(source) as src:
         target: Location = destination
         cluster = None
         if database_target(destination) is not None:
             target = CacheUrl(destination, context or src.get_meta("cluster.context") or "default")
             cluster = ClusterId(src.get_meta("cluster.uid") or "", src.get_meta("cluster.server") or "", src.get_meta("scope.namespace") or "")
-        with open_cache(target, create=True, cluster=cluster, adopt=False) as dst, dst.writer_lock():
+        with _as_argument("DST"), open_cache(target, create=True, cluster=cluster, adopt=False) as dst, dst.writer_lock():
             return copy_history(src, dst)
+
+
+@contextlib.contextmanager
+def _as_argument(name: str) -> Iterator[None]:
+    """The store's errors name ``--cache``, the flag of every other command; ``cache copy`` takes SRC and DST."""
+    try:
+        yield
+    except CacheError as exc:
+        text = str(exc).replace("pass another --cache FILE", f"pass another {name}").replace("with --cache", f"as {name}")
+        raise CacheError(text.replace("into a new --cache", f"into a new {name}")) from None

@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kubectl_sktrace.errors import CacheError
+from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.store import history
+from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.opening import open_cache, open_cache_readonly
 from kubectl_sktrace.store.pruning import (
     PrunePlan,
@@ -51,14 +53,17 @@ def for_people(mapping: dict[str, object]) -> dict[str, object]:
     return {_WORDS.get(key, key): ("yes" if value else "no") if isinstance(value, bool) else value for key, value in mapping.items()}
 
 
-def prune_cache(path: str | CacheUrl, *, before: float, dry_run: bool = False) -> PruneReport:
+def prune_cache(path: str | CacheUrl, *, before: float, dry_run: bool = False, now: float | None = None) -> PruneReport:
     """Prune the cache at ``path`` of history before ``before`` (Unix seconds, rounded down); with
-    ``dry_run``, only count what would go."""
+    ``dry_run``, only count what would go. With ``now``, a cut later than both now and the cache's last record is
+    refused: it would cut what a recorder writes next too, and leave no window to export until then."""
     cutoff = math.floor(before)
     if dry_run:
         with open_cache_readonly(path) as cache:
+            _refuse_a_cut_to_come(cache, cutoff, now)
             return PruneReport(cache=str(cache.path), before=cutoff, result=plan_prune(cache, before=cutoff))
     with open_cache(path, create=False) as cache:
+        _refuse_a_cut_to_come(cache, cutoff, now)
         lock = cache.writer_lock()
         try:
             lock.acquire()
@@ -73,3 +78,12 @@ def prune_cache(path: str | CacheUrl, *, before: float, dry_run: bool = False) -
         where = str(cache.path)
     return PruneReport(cache=where, before=cutoff, result=result)
 
+
+def _refuse_a_cut_to_come(cache: Cache, cutoff: int, now: float | None) -> None:
+    if now is None:
+        return
+    runs = history.runs(cache)
+    last = max(now, runs[-1].stopped if runs else now)
+    if cutoff > last:
+        raise UsageError(f"--before {format_time(cutoff)} is in the future (it is {format_time(now)}); prune cuts the past: "
+                         "pass a time before now, like -7d")

@@ -145,6 +145,18 @@ def test_prunes_table_speaks_words_not_python_or_camel_case(recorded):
         assert word not in dry.stdout + done.stdout
 
 
+def test_prune_before_a_time_to_come_is_refused_and_the_cache_untouched(recorded):
+    """A cut in the future would remove what a recorder writes next too, and no window could be exported until then."""
+    before = recorded.path.read_bytes()
+    for when in ("+1000d", "2999-01-01T00:00:00Z"):  # past the history recorded (it ends in 2027) and now
+        for dry in ([], ["--dry-run"]):
+            result = invoke(["prune", "--cache", str(recorded.path), "--before", when, *dry])
+            assert result.exit_code == 1 and result.stdout == ""
+            assert result.stderr.startswith("Error: --before ") and "is in the future (it is " in result.stderr
+            assert result.stderr.endswith("prune cuts the past: pass a time before now, like -7d\n") and result.stderr.count("\n") == 1
+    assert recorded.path.read_bytes() == before
+
+
 def test_prune_needs_before(recorded):
     result = invoke(["prune", "--cache", str(recorded.path)])
     assert result.exit_code == 2

@@ -94,7 +94,7 @@ def test_a_pod_records_with_its_service_account_through_a_token_rotation_and_sto
         emulator: Emulator, recorder: tuple[subprocess.Popen[bytes], Path, Path, Path, dict[str, str]], tmp_path: Path) -> None:
     proc, cache, out, err, env = recorder
     deployment(emulator, "before")
-    health = wait("the health line", lambda: re.search(r"Health: http://:(\d+)/healthz", err.read_text()))
+    health = wait("the health line", lambda: re.search(r"Health, on every interface: http://127.0.0.1:(\d+)/healthz", err.read_text()))
     port = int(health.group(1))
     wait("readiness", lambda: probe(port, "/readyz")[0] == 200)
     assert probe(port, "/healthz")[0] == 200
@@ -133,7 +133,7 @@ def test_a_pod_records_with_its_service_account_through_a_token_rotation_and_sto
 def test_an_api_outage_makes_the_recorder_unready_but_not_dead(
         emulator: Emulator, recorder: tuple[subprocess.Popen[bytes], Path, Path, Path, dict[str, str]]) -> None:
     proc, _, _, err, _ = recorder
-    health = wait("the health line", lambda: re.search(r"Health: http://:(\d+)/healthz", err.read_text()))
+    health = wait("the health line", lambda: re.search(r"Health, on every interface: http://127.0.0.1:(\d+)/healthz", err.read_text()))
     port = int(health.group(1))
     wait("readiness", lambda: probe(port, "/readyz")[0] == 200)
     emulator.stop()  # the control plane goes away: connections refused, watches cut

@@ -201,6 +201,7 @@ def test_resolve_cache_path(tmp_path, two_files):
         pytest.param("postgresql://alice:hunter2@db:5432/traces", "postgresql://alice:****@db:5432/traces", id="password"),
         pytest.param("postgresql://alice:p@ss@db/traces", "postgresql://alice:****@db/traces", id="password-with-at"),
         pytest.param("postgresql://:hunter2@db/traces", "postgresql://:****@db/traces", id="password-only"),
+        pytest.param("postgresql://alice:p@ss/w:d@db:5432/t", "postgresql://alice:****@db:5432/t", id="password-with-at-and-slash"),
         pytest.param("postgresql://alice@db/traces", "postgresql://alice@db/traces", id="user-only"),
         pytest.param("postgresql://db:5432/traces", "postgresql://db:5432/traces", id="port-is-no-password"),
         pytest.param("postgresql://db/t?sslmode=require&password=x#f", "postgresql://db/t?sslmode=require&password=****#f", id="query"),

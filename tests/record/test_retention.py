@@ -61,6 +61,8 @@ def test_retention_policy_reads_the_flag() -> None:
     with pytest.raises(UsageError, match="invalid duration 'a month'"):
         retention_policy("a month")
     assert retention_policy("30s") == RetentionPolicy(retain=30, every=DEFAULT_EVERY)  # a unit, even seconds, is meant
+    with pytest.raises(UsageError, match="it must be longer than zero"):  # not "give it a unit, like '0d'"
+        retention_policy("0")
     for bare in ("30", " 7 ", "1.5"):
         with pytest.raises(UsageError, match=r"give it a unit, like '.*d' \(.* days\)"):
             retention_policy(bare)

@@ -321,7 +321,7 @@ def test_a_real_recording_copied_between_engines_exports_the_same_bytes(tmp_path
     back = run_cli(["cache", "copy", pg_url, str(tmp_path / "back.db")], home=tmp_path)
     assert back.code == 0, back.describe()
     for again in ([str(tmp_path / "rec.db"), pg_url], [pg_url, str(tmp_path / "back.db")]):  # a copy never merges two histories
-        assert_one_error(run_cli(["cache", "copy", *again], home=tmp_path), "already holds a history; copy into a new --cache")
+        assert_one_error(run_cli(["cache", "copy", *again], home=tmp_path), "already holds a history; copy into a new DST")
     ((first_ts, last_ts),) = _rows(str(tmp_path / "rec.db"), "SELECT min(ts), max(ts) FROM events")
     traces = {}
     for name, cache in [("sqlite", str(tmp_path / "rec.db")), ("postgresql", pg_url), ("back", str(tmp_path / "back.db"))]:
