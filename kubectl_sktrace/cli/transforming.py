@@ -179,12 +179,9 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
       kubectl sktrace transform incident.sktrace -o yaml | less
     """
     from kubectl_sktrace import render
-    from kubectl_sktrace.trace.files import objectstore
-    from kubectl_sktrace.trace.files.format import open_source
     from kubectl_sktrace.trace.transform import review_sentence, transform_sentence, transform_summary, transform_to
 
-    if trace != "-" and not objectstore.is_remote(trace):  # a trace that is not there is said first, before what -O lacks
-        open_source(trace).close()
+    _readable(trace)
     output_file, fmt = _destination(output_file, fmt=fmt, summary=summary)
     program = load_skel(skel_file) if skel_file is not None else None  # a syntax error before anything is read or written
     rule_filter = transform_rules(filters_file=filters_file, selector=selector, allow=allow, deny=deny, default=default)
@@ -216,6 +213,15 @@ def _say_rules(rule_filter: RuleFilter, *, table: bool) -> None:
         warn(warning)
     if table:
         note(render.render_table(rule_filter.summary(), "table", columns=["rule", "action", "from", "objects"]))
+
+
+def _readable(trace: str) -> None:
+    """A local trace that is not there (or not readable) is said first, before what the command line lacks."""
+    from kubectl_sktrace.trace.files import objectstore
+    from kubectl_sktrace.trace.files.format import open_source
+
+    if trace != "-" and not objectstore.is_remote(trace):
+        open_source(trace).close()
 
 
 def _destination(output_file: str | None, *, fmt: str, summary: str) -> tuple[str, str]:

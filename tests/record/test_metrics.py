@@ -148,7 +148,7 @@ class PortNotes(Notes):
 
     def note(self, message: str) -> None:
         super().note(message)
-        if message.startswith("Health: "):
+        if message.startswith("Health, on every interface: "):
             self.port.set()
 
 
@@ -175,7 +175,7 @@ def test_a_scrape_during_a_real_run(emulator: Any, emulator_kubeconfig: str, tmp
     recorder = threading.Thread(target=start, args=(options,), kwargs={"progress": notes}, daemon=True)
     recorder.start()
     assert notes.port.wait(20)
-    port = int(re.search(r"http://:(\d+)/", next(line for line in notes.lines if line.startswith("Health: "))).group(1))  # type: ignore[union-attr]
+    port = int(re.search(r"http://127.0.0.1:(\d+)/", next(line for line in notes.lines if line.startswith("Health, on every interface: "))).group(1))  # type: ignore[union-attr]
     found: dict[str, float] = {}
     for _ in range(60):  # until the Deployment is recorded and the sync done
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
