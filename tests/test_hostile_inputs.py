@@ -574,6 +574,16 @@ def test_a_database_url_as_typed_or_pasted_is_read_as_one_or_refused_and_its_pas
     assert _tree(tmp_path) == before
 
 
+def test_cache_copy_reads_a_pasted_database_url_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "laptop.db"
+    _cache(source)
+    monkeypatch.chdir(tmp_path)
+    before = _tree(tmp_path)
+    run = run_cli(["cache", "copy", str(source), " postgresql://alice:hunter2@127.0.0.1:1/traces\n"], home=tmp_path)
+    assert_one_error(run, "cannot connect to postgresql://alice:****@127.0.0.1:1/traces")
+    assert "hunter2" not in run.stderr + run.stdout and _tree(tmp_path) == before
+
+
 # --- times, selectors and paths given to export and prune --------------------------------------------------
 
 EXPORT_ARG_CASES: list[tuple[str, list[str], str, str]] = [

@@ -44,6 +44,7 @@ def copy_command(source: str, destination: str, context: str | None, output: str
     from kubectl_sktrace.model import CacheUrl, is_database_url
     from kubectl_sktrace.store.copying import copy_cache
 
+    source, destination = source.strip(), destination.strip()  # as --cache: a URL pasted with a space or a newline
     check_cache_location(source)
     check_cache_location(destination)
     result = copy_cache(CacheUrl(source, context) if is_database_url(source) else source, destination, context=context)
