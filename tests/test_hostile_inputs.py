@@ -574,6 +574,20 @@ def test_a_database_url_as_typed_or_pasted_is_read_as_one_or_refused_and_its_pas
     assert _tree(tmp_path) == before
 
 
+@pytest.mark.parametrize("command", [["status"], ["start", "--duration", "2s"], ["prune", "--before", "-1d"], ["cache", "copy", "{source}"]],
+                         ids=["status", "start", "prune", "copy-dst"])
+def test_a_cache_name_longer_than_a_file_name_can_be_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    source = tmp_path / "laptop.db"
+    _cache(source)
+    (tmp_path / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
+    long = str(tmp_path / ("a" * 5000))
+    args = [a.replace("{source}", str(source)) for a in command] + ([long] if command[0] == "cache" else ["--cache", long])
+    if command[0] == "start":
+        args += ["--kubeconfig", str(tmp_path / "kubeconfig")]
+    line = assert_one_error(run_cli(args, home=tmp_path), "as a cache (File name too long); pass another")
+    assert len(line) < 400 and "unexpected" not in line
+
+
 def test_cache_copy_reads_a_pasted_database_url_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = tmp_path / "laptop.db"
     _cache(source)
@@ -718,10 +732,7 @@ def test_hostile_retain(tmp_path: Path, text: str, problem: str, fix: str) -> No
     cache = tmp_path / "cache.db"
     _cache(cache)
     before = snapshot([cache])
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(UNREACHABLE_KUBECONFIG)
-    run = run_cli(["start", "--kubeconfig", str(kubeconfig), "--cache", str(cache), "--retain", text], home=tmp_path)
-    assert_one_error(run, problem, fix)
+    assert_one_error(_start(tmp_path, "--retain", text, cache=cache), problem, fix)
     assert snapshot([cache]) == before
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from pathlib import Path
 import time
@@ -99,7 +100,7 @@ def _removed_unless_recorded(cache_path: str | Path) -> Iterator[None]:
     read later as a cache where nothing was recorded yet, as if a recorder had run."""
     from kubectl_sktrace.store import remove_unused
 
-    created = not Path(cache_path).expanduser().exists()
+    created = not os.path.exists(os.path.expanduser(cache_path))  # False for a name no file can have, too
     try:
         yield
     except BaseException:

@@ -238,6 +238,14 @@ def _identity(path: Path) -> tuple[int, ...]:
 
 def _check_path(path: Path, *, must_exist: bool) -> bool:
     """Whether a cache file exists at ``path``; a CacheError for what can never be one."""
+    try:
+        return _check_file(path, must_exist=must_exist)
+    except OSError as exc:  # a name too long, a loop of links: no cache can be there
+        shown = str(path) if len(str(path)) <= 120 else str(path)[:100] + "…"
+        raise CacheError(f"cannot use {shown} as a cache ({exc.strerror or exc}); pass another --cache FILE") from None
+
+
+def _check_file(path: Path, *, must_exist: bool) -> bool:
     if path.is_dir():
         raise CacheError(f"cache {path} is a directory; pass a file path with --cache")
     if not path.exists():

@@ -217,7 +217,7 @@ function drawObjects() {
   if (!state.view) return;
   const width = plotWidth($("timeline"));  // the timeline's mapping, whatever this panel's own width
   drawObjectsAxis(width);
-  // the rows' marks in one group, clipped to the plot: a pan moves it whole while the drag lasts (panObjects)
+  // the rows' marks in one group, clipped to the plot: a pan moves it whole while the drag lasts (moveObjects)
   const clip = el("clipPath", {id: "objects-clip"}, el("defs", {}, svg));
   el("rect", {x: LEFT, y: 0, width: width, height: 1e6}, clip);
   const clipped = el("g", {"clip-path": "url(#objects-clip)"}, svg), plot = el("g", {id: "objects-plot"}, clipped);
