@@ -125,11 +125,20 @@ def trace_with_findings(path: Path) -> None:
     path.write_bytes(encode_trace(trace))
 
 
+# nothing in flight, and each panel drawn for the timeline's width as laid out now (a resize not yet drawn is work to
+# come: its observer redraws at the next frame, which may be after busy reads "0")
+_SETTLED = """() => {
+  const timeline = document.querySelector('#timeline'), width = timeline ? String(timeline.clientWidth) : '';
+  return (document.body.dataset.busy || '0') === '0'
+    && [...document.querySelectorAll('#timeline, #objects')].every(panel => !panel.dataset.drawnFor || panel.dataset.drawnFor === width);
+}"""
+
+
 def settled(page: Any) -> None:
     """The page has drawn what it will keep (body[data-busy] "0": no request in flight, no redraw waiting): the elements
     a test reads or clicks next are not about to be replaced (Playwright reads a selector's elements and evaluates on
     them in two steps, and a redraw between the two leaves detached elements, with no computed style)."""
-    page.wait_for_function("() => (document.body.dataset.busy || '0') === '0'")
+    page.wait_for_function(_SETTLED)
 
 
 @contextlib.contextmanager

@@ -216,6 +216,7 @@ function drawObjects() {
   svg.replaceChildren();
   if (!state.view) return;
   const width = plotWidth($("timeline"));  // the timeline's mapping, whatever this panel's own width
+  svg.dataset.drawnFor = String($("timeline").clientWidth);
   drawObjectsAxis(width);
   // the rows' marks in one group, clipped to the plot: a pan moves it whole while the drag lasts (moveObjects)
   const clip = el("clipPath", {id: "objects-clip"}, el("defs", {}, svg));

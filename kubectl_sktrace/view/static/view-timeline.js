@@ -83,6 +83,7 @@ function drawTimeline() {
   const svg = $("timeline");
   svg.replaceChildren();
   if (!state.view) return;
+  svg.dataset.drawnFor = String(svg.clientWidth);
   const width = plotWidth(svg);
   const lanes = drawLanes(svg, width);
   drawHistogram(svg, width, lanes + 4);
@@ -188,12 +189,16 @@ function installTimelineGestures() {
   };
   svg.addEventListener("pointerup", end);
   svg.addEventListener("pointercancel", end);
-  new ResizeObserver(() => { if (state.view) { drawTimeline(); fetchHistogram(); } }).observe(svg);
-  let objectsWidth = 0;  // the rows follow the page's width too; their own height, set as they are drawn, is no resize
-  new ResizeObserver(() => {
-    const width = $("objects").clientWidth;
-    if (state.view && width !== objectsWidth) { objectsWidth = width; drawObjects(); }
-  }).observe($("objects"));
+  // A new width redraws both panels on the timeline's mapping; a height they set as they draw is no resize. Each panel
+  // says in data-drawn-for the width it was drawn for: a script waits for both to match the timeline's before it reads.
+  const resized = () => {
+    if (!state.view) return;
+    const width = String(svg.clientWidth);
+    if (svg.dataset.drawnFor !== width) { drawTimeline(); fetchHistogram(); }
+    if ($("objects").dataset.drawnFor !== width) drawObjects();
+  };
+  new ResizeObserver(resized).observe(svg);
+  new ResizeObserver(resized).observe($("objects"));
 }
 
 function drawLegend() {
