@@ -29,8 +29,10 @@ def parse_duration(text: str) -> float:
         seconds = float(value)
     elif _DURATION_FULL.match(value):
         seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION.findall(value))
+    elif value[:1] in "+-" and (_DURATION_FULL.match(value[1:]) or re.fullmatch(r"\d+(?:\.\d+)?", value[1:])):
+        raise UsageError(f"invalid duration {text!r}: a duration has no sign; did you mean '{value[1:]}'?")
     else:
-        raise UsageError(f"invalid duration {text!r}: use a number with a unit, like '90s', '10m', '2h' or '1h30m'")
+        raise UsageError(f"invalid duration {text!r}: use a number with a unit, like '90s', '10m', '2h', '1d' or '1h30m'")
     if seconds <= 0:
         raise UsageError(f"invalid duration {text!r}: it must be longer than zero")
     return seconds

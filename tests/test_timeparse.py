@@ -23,7 +23,8 @@ def test_parse_duration(text, seconds) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize(("text", "message"), [("10x", "invalid duration '10x': use a number with a unit"), ("0s", "it must be longer than zero"), ("", "invalid duration")])
+@pytest.mark.parametrize(("text", "message"), [("10x", "invalid duration '10x': use a number with a unit, like '90s', '10m', '2h', '1d' or '1h30m'"),
+                                                         ("-30d", "invalid duration '-30d': a duration has no sign; did you mean '30d'"), ("0s", "it must be longer than zero"), ("", "invalid duration")])
 def test_parse_duration_rejects(text, message) -> None:
     with pytest.raises(UsageError, match=message):
         parse_duration(text)

@@ -452,7 +452,7 @@ def test_secrets_tracked_through_the_config_are_stored_without_values(emu: Emula
 def test_bad_duration_is_a_usage_error(kubeconfig: str, cache: str) -> None:
     result = sktrace("start", "--kubeconfig", kubeconfig, "--cache", cache, "--duration", "soon", check=False)
     assert result.returncode == 1
-    assert result.stderr == "Error: invalid duration 'soon': use a number with a unit, like '90s', '10m', '2h' or '1h30m'\n"
+    assert result.stderr == "Error: invalid duration 'soon': use a number with a unit, like '90s', '10m', '2h', '1d' or '1h30m'\n"
 
 
 # -- scope and served kinds --------------------------------------------------------------------------------

@@ -206,6 +206,42 @@ def test_the_diff_of_a_list_then_watch_pair_shows_only_the_changed_field_and_the
     assert page.text_content("#diff").startswith("(the object is the same: only its status changed")
 
 
+def _focused(page: Any) -> str | None:
+    return page.evaluate("() => document.activeElement && document.activeElement.dataset.object || null")
+
+
+def test_without_a_mouse_a_person_steps_through_a_row_s_changes_and_opens_one(page: Any, history: Any) -> None:
+    ids, app = history[1], "apps/v1.Deployment/north/quokka-api"
+    rows = page.eval_on_selector_all("#objects text.row-label[data-object]", "ts => ts.map(t => t.dataset.object)")
+    page.focus("#search")
+    for _ in range(5):  # past the search box and what follows it, to the first row's name
+        page.keyboard.press("Tab")
+        if _focused(page):
+            break
+    assert _focused(page) == rows[0]
+    for _ in range(rows.index(app)):
+        page.keyboard.press("ArrowDown")
+    assert _focused(page) == app
+    page.keyboard.press("Tab")  # the rows are one stop of the tab order, which comes back to the row it left
+    assert _focused(page) is None
+    page.keyboard.press("Shift+Tab")
+    assert _focused(page) == app
+    said = []
+    for key in ["ArrowRight", "ArrowRight", "ArrowRight", "Home", "End"]:
+        page.keyboard.press(key)
+        said.append((page.get_attribute("#tick-hover", "data-id"), page.text_content("#tick-said")))
+    listed, watched = (str(ids["north-listed"]), f"spec applied {iso_second(T0 + 100)}"), (str(ids["north-watched"]), f"spec applied {iso_second(T0 + 700)}")
+    assert said == [listed, watched, watched, listed, watched]
+    assert page.get_attribute("#tick-hover", "visibility") == "visible"
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"body[data-version='{ids['north-watched']}']", state="attached")
+    settled(page)
+    assert page.eval_on_selector_all("#diff .add", "ss => ss.map(s => s.textContent)") == ["+  replicas: 3\n"]
+    assert _focused(page) == app and page.get_attribute("#tick-hover", "data-id") == str(ids["north-watched"])  # drawn anew, kept
+    page.keyboard.press("Escape")
+    assert page.get_attribute("#tick-hover", "visibility") == "hidden" and page.text_content("#tick-said") == ""
+
+
 def _range(page: Any) -> tuple[float, float]:
     match = re.match(r"(\S+) – (\S+) ", page.text_content("#range"))
     assert match is not None

@@ -105,8 +105,55 @@ function pointAt(hit) {
   mark.firstChild.textContent = words;
 }
 
+// The keyboard's way to a change: a row's name takes the focus (Tab; up and down go from row to row), left and right
+// step through its changes drawn in the range shown (Home and End: the first and last), each ringed as a pointer rings
+// it and said in #tick-said (a live region); Enter or Space opens it, Escape lets it go. The change stays chosen while
+// the rows are drawn anew.
+const KEY_STEPS = {ArrowRight: 1, ArrowLeft: -1, Home: -Infinity, End: Infinity};
+
+function stepTick(node, key) {
+  const v = state.view, ticks = node.ticks.filter((t) => t.ts >= v.start && t.ts <= v.end).sort((a, b) => a.ts - b.ts || a.id - b.id);
+  if (!ticks.length) return null;
+  const at = state.keyTick && state.keyTick.object === node.id ? ticks.findIndex((t) => t.id === state.keyTick.id) : -1;
+  const step = KEY_STEPS[key], next = at < 0 && Number.isFinite(step) ? (step < 0 ? ticks.length - 1 : 0) : at + step;
+  return ticks[Math.min(Math.max(next, 0), ticks.length - 1)];
+}
+
+// The change the keyboard chose, ringed where the range shown puts it (after a redraw, a zoom), when its row is drawn.
+function ringKeyTick() {
+  const row = state.keyTick && state.tickRows.find((r) => r.node.id === state.keyTick.object);
+  const tick = row && row.node.ticks.find((t) => t.id === state.keyTick.id);
+  if (tick) pointAt({tick, row, x: xOf(tick.ts, plotWidth($("timeline")))});
+  return tick;
+}
+
+function onRowKey(event) {
+  const label = event.target.closest && event.target.closest("text.row-label[data-object]");
+  const row = label && state.tickRows.find((r) => r.node.id === label.dataset.object);
+  if (!row) return;
+  state.keyRow = row.node.id;
+  if (event.key in KEY_STEPS) {
+    const tick = stepTick(row.node, event.key);
+    state.keyTick = tick && {object: row.node.id, id: tick.id};
+    if (!ringKeyTick()) pointAt(null);
+    $("tick-said").textContent = tick ? tickWords(tick) : "no change of this object in the range shown";
+  } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    const labels = [...state.labels.values()], at = labels.findIndex((l) => l.text === label);
+    const next = labels[at + (event.key === "ArrowDown" ? 1 : -1)];
+    if (next) { label.setAttribute("tabindex", -1); next.text.setAttribute("tabindex", 0); next.text.focus(); }
+  } else if ((event.key === "Enter" || event.key === " ") && state.keyTick && state.keyTick.object === row.node.id) {
+    loadVersion(Number(state.keyTick.id));
+  } else if (event.key === "Escape") {
+    state.keyTick = null;
+    pointAt(null);
+    $("tick-said").textContent = "";
+  } else return;
+  event.preventDefault();
+}
+
 function installObjectGestures() {
   const svg = $("objects");
+  svg.addEventListener("keydown", onRowKey);
   svg.addEventListener("click", (event) => {
     const hit = tickAt(event);
     if (hit) loadVersion(Number(hit.tick.id));
@@ -127,8 +174,8 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
     titled(mark, node.findings.map((f) => `${f.code} ${f.message}` + (f.ts === null ? "" : ` (at ${iso(f.ts)})`)).join("\n"));
     x += 24;
   }
-  const text = el("text", {x, y: y + LABEL_H - 2, class: "row-label" + (node.deleted ? " deleted" : ""), "data-object": node.id}, svg,
-    rowLabel(node, depth));
+  const text = el("text", {x, y: y + LABEL_H - 2, class: "row-label" + (node.deleted ? " deleted" : ""), "data-object": node.id,
+    tabindex: -1}, svg, rowLabel(node, depth));
   state.labels.set(node.id, {text, node, depth});
   titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
   y += LABEL_H;
@@ -201,6 +248,7 @@ function rescaleObjects() {
   state.drawnView = {...state.view};
   drawObjectsAxis(width);
   relabel();
+  ringKeyTick();
 }
 
 // Where the marks of the rows' range lie on the plot's axis (beyond the plot, clipped), and the time a mark without
@@ -212,7 +260,7 @@ function marksSpan(width) {
 }
 
 function drawObjects() {
-  const svg = $("objects");
+  const svg = $("objects"), focused = svg.contains(document.activeElement) ? document.activeElement.dataset.object : null;
   svg.replaceChildren();
   if (!state.view) return;
   const width = plotWidth($("timeline"));  // the timeline's mapping, whatever this panel's own width
@@ -232,6 +280,10 @@ function drawObjects() {
   titled(el("rect", {id: "tick-hover", x: 0, y: 0, width: 2, height: ROW_H - 4, visibility: "hidden"}, clipped), "");
   if (!state.objects.length) el("text", {x: 8, y: 18, class: "row-label"}, svg, "No object matches.");
   svg.style.height = `${Math.max(30, y + 8)}px`;
+  // one row's name in the tab order (the one the keyboard was on, else the first); it keeps the focus, its change its ring
+  const label = state.labels.get(focused || state.keyRow) || state.labels.values().next().value;
+  if (label) label.text.setAttribute("tabindex", 0);
+  if (label && focused) { label.text.focus({preventScroll: true}); ringKeyTick(); }
   showObjectsCount();
 }
 
