@@ -8,7 +8,7 @@
   below ``REPORT_LIMIT`` events;
 - ``decisions``: what ``export --dry-run`` says each rule decides of the window: only when asked, one at a time;
 - ``objects``: a page of objects of a kind and namespace, with their changes and pods in the range shown;
-- ``objects_total``: how many objects a search finds (asked beside its rows), or after one of them;
+- ``objects_total``: how many objects a search finds (asked beside its rows);
 - ``version``: one recorded version of an object and its diff from the previous one.
 
 Each reads inside one snapshot of the cache (``history.read_snapshot``), so its figures agree with one another.
@@ -153,15 +153,10 @@ def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def objects_total(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
-    """How many objects a search finds: ``before`` (the objects of the pages the page holds, up to the object ``after``,
-    its id ``gvk/namespace/name``) and those after it."""
-    after = params.get("after", "")
-    key = tuple(after.rsplit("/", 2)) if after else None
-    if key is not None and len(key) != 3:
-        raise UsageError(f"after={after[:80]!r} is not an object's id (kind/namespace/name)")
+    """How many objects a search finds, of every time: asked beside a full page of its rows, counted while they are read."""
     with history.read_snapshot(cache):
         total = viewing.object_total(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
-                                     search=search_param(params), after=key, before=max(0, int_param(params, "before", 0)) if key else 0)
+                                     search=search_param(params))
     return {"total": total}
 
 
