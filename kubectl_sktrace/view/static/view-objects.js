@@ -248,7 +248,7 @@ function rescaleObjects() {
   state.drawnView = {...state.view};
   drawObjectsAxis(width);
   relabel();
-  ringKeyTick();
+  if ($("objects").contains(document.activeElement)) ringKeyTick();  // the keyboard's change moved with its row
 }
 
 // Where the marks of the rows' range lie on the plot's axis (beyond the plot, clipped), and the time a mark without
