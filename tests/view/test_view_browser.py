@@ -287,6 +287,7 @@ def test_the_objects_rows_follow_the_page_s_width(page: Any) -> None:
     page.set_viewport_size({"width": 1800, "height": 900})
     try:
         page.wait_for_function(f"() => Math.max(...[...document.querySelectorAll('#objects rect.life')].map(r => r.getBoundingClientRect().right)) > {narrow + 300}")
+        settled(page)  # drawn for the width laid out: no redraw to come between reading the rows and measuring them
         assert rows_right_edge() > narrow + 300
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})
