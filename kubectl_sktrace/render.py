@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from tabulate import tabulate
 
+from kubectl_sktrace.terminal import escape
+
 FORMATS = ("table", "json", "yaml")
 
 
@@ -26,13 +28,15 @@ def dump(data: object, fmt: str) -> str:
 
 
 def _cell(value: Any) -> Any:
+    """A cell's text; a cluster's control characters made visible before the table is laid out (a carriage return
+    would otherwise split its row: ``terminal``)."""
     if value is None:
         return "-"
     if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) if value else "-"
+        return escape(", ".join(str(v) for v in value)) if value else "-"
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=False)
-    return value
+    return escape(value) if isinstance(value, str) else value
 
 
 def render_mapping(data: dict[str, Any], fmt: str) -> str:

@@ -33,7 +33,7 @@ WINGS = {
     "cli": {"trace", "kube", "store", "record", "export", "view", "audit"},
 }
 # The root keeps what every wing shares; it imports nothing but itself.
-SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation", "safeyaml"}
+SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation", "safeyaml", "terminal"}
 MAX_ROOT_MODULES = 12
 
 # third-party or stdlib package -> the modules allowed to import it
@@ -228,6 +228,25 @@ def test_every_yaml_read_goes_through_the_one_bounded_loader() -> None:
     reads = re.compile(r"\byaml\.(?:safe_load|load|full_load|unsafe_load|compose|load_all|safe_load_all)\b")
     offenders = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if p.name != "safeyaml.py" and reads.search(p.read_text()))
     assert offenders == []
+
+
+# where text reaches a terminal: click's and Python's own ways to print
+_PRINTS = r"\bclick\.(?:echo|secho)\(|(?<![.\w])print\(|\bsys\.(?:stdout|stderr)\.write\("
+# each place allowed, and why: the one door (escaping), what Ctrl-C prints before anything is loaded, and the writers
+# that escape what they write (the view's log line, the progress line, the completion's answer)
+_PRINTERS = {"cli/options.py": 1, "__main__.py": 1, "view/server.py": 1, "record/progress.py": 0, "cli/__init__.py": 1}
+
+
+def test_every_printed_line_goes_through_the_one_escaping_door() -> None:
+    """``cli.options.say`` prints the commands' text, escaped (``terminal.escape``): a name or a message a cluster or a
+    trace chose never reaches a terminal as a command to it. Any other print is an offender."""
+    import re
+
+    prints = re.compile(_PRINTS)
+    found = {str(p.relative_to(PACKAGE)): len(prints.findall(p.read_text())) for p in PACKAGE.rglob("*.py")}
+    assert {name: n for name, n in found.items() if n and name not in _PRINTERS} == {}
+    assert {name: found.get(name, 0) for name in _PRINTERS} == _PRINTERS
+    assert prints.search("    click.echo(text)") and prints.search("print(x)") and not prints.search("self.print(x)")
 
 
 def _owner_allows(package: str, module: str) -> bool:

@@ -21,14 +21,16 @@ from kubectl_sktrace.cli import backfilling, caches, exporting, recording, trace
 from kubectl_sktrace.cli import viewing
 from kubectl_sktrace.cli.options import (
     CONTEXT_SETTINGS,
-    TRACEBACK_VERBOSITY,
     SktraceCommand,
+    TRACEBACK_VERBOSITY,
     _state,
     configure_logging,
     output_option,
+    say,
     verbosity_option,
 )
 from kubectl_sktrace.errors import SktraceError, UsageError
+from kubectl_sktrace.terminal import escape
 
 
 RECURSION_LIMIT = 20_000
@@ -42,13 +44,13 @@ class SktraceGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:
-            click.echo(ctx.get_help())
+            say(ctx.get_help())
             ctx.exit(0)
         from kubectl_sktrace.cli.globalflags import hoist_global_flags, lacks_command
 
         if lacks_command(args, commands=self.commands) and not ctx.resilient_parsing:
             if {"-h", "--help"} & set(args):
-                click.echo(ctx.get_help())
+                say(ctx.get_help())
                 ctx.exit(0)
             error = UsageError("the flags need a command to go with, e.g. 'kubectl sktrace --context NAME status'; "
                                "'kubectl sktrace --help' lists the commands")
@@ -66,7 +68,7 @@ class SktraceGroup(click.Group):
             _report(str(exc), exc)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
-            click.echo("Interrupted.", err=True)
+            say("Interrupted.", err=True)
             sys.exit(130)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
             raise
@@ -81,7 +83,7 @@ class SktraceGroup(click.Group):
 def _report(message: str, exc: BaseException) -> None:
     if _state["verbosity"] >= TRACEBACK_VERBOSITY:
         traceback.print_exception(exc, file=sys.stderr)
-    click.echo(f"Error: {message}", err=True)
+    say(f"Error: {message}", err=True)
 
 
 @click.group(cls=SktraceGroup, context_settings=CONTEXT_SETTINGS)
@@ -111,7 +113,7 @@ def version(output: str) -> None:
     from kubectl_sktrace.trace.files import format as traceformat
 
     info = {"plugin": __version__, "traceFormat": traceformat.FORMAT_VERSION, "cacheSchema": store.SCHEMA_VERSION}
-    click.echo(render.render_mapping(info, output))
+    say(render.render_mapping(info, output))
 
 
 
@@ -130,7 +132,7 @@ def complete_main() -> None:
     """The ``kubectl_complete-sktrace`` executable: kubectl's plugin completion protocol (``cli/completion.py``)."""
     from kubectl_sktrace.cli.completion import kubectl_complete
 
-    sys.stdout.write(kubectl_complete(cli, sys.argv[1:]) + "\n")
+    sys.stdout.write(escape(kubectl_complete(cli, sys.argv[1:])) + "\n")  # names a cluster chose, as every line
     sys.stdout.flush()
 
 

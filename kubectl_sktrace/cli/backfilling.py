@@ -7,7 +7,15 @@ import sys
 import click
 
 from kubectl_sktrace.cli.completion import complete_contexts, complete_files
-from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path, note, quiet_option, verbosity_option
+from kubectl_sktrace.cli.options import (
+    SktraceCommand,
+    cache_option,
+    cache_path,
+    note,
+    quiet_option,
+    say,
+    verbosity_option,
+)
 
 
 @click.command("backfill", cls=SktraceCommand)
@@ -49,11 +57,11 @@ def backfill_command(kubeconfig: str | None, context: str | None, cache: str | N
         for line in bad_lines(collected):
             note(line)
         for line in check_lines(collected, checked, found):
-            click.echo(line)
+            say(line)
         return
     result = run(location, paths=audit_logs, before_first=before_first, force=force, stdin=sys.stdin.buffer,
                  open_url=open_object, is_url=lambda path: protocol_of(path) is not None)
     for line in bad_lines(result.collected):  # a warning: --quiet leaves it out
         note(line)
     for line in summary_lines(result):
-        click.echo(line)
+        say(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kubectl_sktrace.cli.completion import complete_contexts, complete_files
-from kubectl_sktrace.cli.options import SktraceCommand, output_option, verbosity_option
+from kubectl_sktrace.cli.options import SktraceCommand, output_option, say, verbosity_option
 
 
 @click.group("cache")
@@ -49,4 +49,4 @@ def copy_command(source: str, destination: str, context: str | None, output: str
     check_cache_location(destination)
     result = copy_cache(CacheUrl(source, context) if is_database_url(source) else source, destination, context=context)
     rows: object = result.rows if output != "table" else ", ".join(f"{table} {n}" for table, n in result.rows.items() if n) or "none"
-    click.echo(render.render_mapping({"source": result.source, "destination": result.destination, "rows": rows}, output))
+    say(render.render_mapping({"source": result.source, "destination": result.destination, "rows": rows}, output))

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import click
 
-from kubectl_sktrace.cli.options import F, cache_path
+from kubectl_sktrace.cli.options import F, cache_path, say
 
 
 def _timeline_options(f: F, *, window: bool) -> F:
@@ -74,7 +74,7 @@ def status_timeline(f: F) -> F:
         with open_cache_readonly(path) as opened:
             window = window_trace(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, all_changes=True)
         for note in window.report.notes:
-            click.echo(f"Note: {note}", err=True)
+            say(f"Note: {note}", err=True)
         _draw_timeline(window.trace, title=f"Cache {path}", top=top, width=width, ascii_only=ascii_only,
                        start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps)
         return None
@@ -100,6 +100,6 @@ def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None
         raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")
     columns = width if width is not None else max(timeline.MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
     charset = timeline.charset_for(sys.stdout.encoding, ascii_only=ascii_only)
-    click.echo(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps))
+    say(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps))
 
 

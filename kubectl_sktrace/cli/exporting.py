@@ -18,6 +18,7 @@ from kubectl_sktrace.cli.options import (
     note,
     output_option,
     quiet_option,
+    say,
     verbosity_option,
     warn,
 )
@@ -137,7 +138,7 @@ def export_command(
     if dry_run is not None:
         decisions = decide_cache(location, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status,
                                  list_objects=dry_run == "objects").as_mapping()
-        return click.echo(decisions_text(decisions) if summary == "table" else render.dump(decisions, summary))
+        return say(decisions_text(decisions) if summary == "table" else render.dump(decisions, summary))
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
     report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,
                        allow_empty=allow_empty, stdout=sys.stdout.buffer, program=program, anonymize_key=key, all_changes=all_changes,
@@ -166,7 +167,7 @@ def _say(report: ExportReport, *, where: str, summary: str, program: Program | N
     from kubectl_sktrace.trace.transform import review_sentence, transform_note
 
     if summary != "table":
-        click.echo(render.dump(report.as_mapping(output=where), summary))
+        say(render.dump(report.as_mapping(output=where), summary))
         must_read(review_sentence(report.anonymization))
         return
     for text in report.notes:
@@ -224,4 +225,4 @@ def prune_command(kubeconfig: str | None, context: str | None, cache: str | None
     cutoff = parse_time(before, now=now)
     report = prune_cache(cache_path(cache=cache, kubeconfig=kubeconfig, context=context), before=cutoff, dry_run=dry_run, now=now)
     mapping = report.as_mapping()
-    click.echo(render.render_mapping(for_people(mapping) if output == "table" else mapping, output))
+    say(render.render_mapping(for_people(mapping) if output == "table" else mapping, output))

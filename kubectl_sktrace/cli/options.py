@@ -18,6 +18,7 @@ from kubectl_sktrace.cli.completion import (
 )
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import CacheUrl, is_database_url
+from kubectl_sktrace.terminal import escape
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +33,13 @@ DEBUG_VERBOSITY = 4
 REQUEST_VERBOSITY = 3
 
 
+class _EscapingFormatter(logging.Formatter):
+    """Log lines carry what a cluster said (a watch's error, a Status message): escaped as every printed line is."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return escape(super().format(record))
+
+
 def configure_logging(verbosity: int, *, quiet: bool = False) -> None:
     """Logs go to stderr. Below debug verbosity only our own records pass: the kubernetes client logs
     failures (of an exec credential plugin, say) on the root logger, and those would precede, and repeat
@@ -42,7 +50,7 @@ def configure_logging(verbosity: int, *, quiet: bool = False) -> None:
         level = logging.ERROR
     handler = logging.StreamHandler(sys.stderr)
     fmt = "Warning: %(message)s" if verbosity <= 0 else "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    handler.setFormatter(logging.Formatter(fmt))
+    handler.setFormatter(_EscapingFormatter(fmt))
     if verbosity < DEBUG_VERBOSITY:
         handler.addFilter(lambda record: record.name.startswith("kubectl_sktrace"))
     logging.basicConfig(level=level, handlers=[handler], force=True)
@@ -82,22 +90,28 @@ def quiet_option(f: F) -> F:
     )(f)
 
 
+def say(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """The one way the commands print text (tests/test_layers.py holds it): escaped for a terminal (``terminal``),
+    on stdout, or stderr with ``err``."""
+    click.echo(escape(text), err=err, nl=nl)
+
+
 def warn(message: str) -> None:
     """A ``Warning:`` line on stderr, unless ``--quiet``."""
     if not _state["quiet"]:
-        click.echo(f"Warning: {message}", err=True)
+        say(f"Warning: {message}", err=True)
 
 
 def note(message: str) -> None:
     """A line of information on stderr, unless ``--quiet``."""
     if not _state["quiet"]:
-        click.echo(message, err=True)
+        say(message, err=True)
 
 
 def must_read(message: str | None) -> None:
     """A line on stderr that ``--quiet`` does not hide: what a person must read before sharing a file."""
     if message:
-        click.echo(message, err=True)
+        say(message, err=True)
 
 
 def kube_options(f: F) -> F:

@@ -15,6 +15,7 @@ from kubectl_sktrace.cli.options import (
     kube_options,
     output_option,
     quiet_option,
+    say,
     verbosity_option,
 )
 
@@ -74,14 +75,14 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
     with progress.routed_logs(view):
         summary = recorder.start(options, progress=view)
     if output != "table":
-        click.echo(render.render_mapping(runsummary.summary_to_dict(summary), output))
+        say(render.render_mapping(runsummary.summary_to_dict(summary), output))
     else:  # the summary is what start is asked for: --quiet silences stderr only
         synced = "" if summary.synced is not None else " (stopped before the initial sync finished)"
-        click.echo(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
+        say(f"Recorded {counted(summary.events, 'event')} in {format_duration(summary.stopped - summary.started)} "
                    f"into {summary.cache} (run {summary.run_id}){synced}.")
-        click.echo(render.render_table(list(runsummary.iter_rows(summary)), "table"))
+        say(render.render_table(list(runsummary.iter_rows(summary)), "table"))
         for line in runsummary.coverage_lines(summary):
-            click.echo(line)
+            say(line)
 
 
 @click.command(cls=SktraceCommand)
@@ -111,5 +112,5 @@ def status(kubeconfig: str | None, context: str | None, namespace: str | None, a
     from kubectl_sktrace.record import status as status_module
 
     namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
-    click.echo(status_module.status_text(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace,
+    say(status_module.status_text(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace,
                                          runs=status_module.parse_runs(runs), fmt=output))

@@ -15,6 +15,7 @@ from kubectl_sktrace.cli.options import (
     kube_options,
     output_option,
     quiet_option,
+    say,
     verbosity_option,
 )
 from kubectl_sktrace.errors import UsageError
@@ -32,7 +33,7 @@ def config_command() -> None:
     """
     from kubectl_sktrace import tracerconfig
 
-    click.echo(tracerconfig.config_to_yaml(tracerconfig.default_config()), nl=False)
+    say(tracerconfig.config_to_yaml(tracerconfig.default_config()), nl=False)
 
 
 @click.command("rbac", cls=SktraceCommand, short_help="Print the Role or ClusterRole and binding that start needs.")
@@ -64,7 +65,7 @@ def rbac_command(kubeconfig: str | None, context: str | None, namespace: str | N
 
     options = RbacOptions(config_path=config_path, namespace=namespace_scope(namespace=namespace, all_namespaces=all_namespaces),
                           service_account=service_account, user=user, kubeconfig=kubeconfig, context=context)
-    click.echo(rbac_manifest(options), nl=False)
+    say(rbac_manifest(options), nl=False)
 
 
 @click.command("inspect", cls=SktraceCommand, short_help="Summarize a SimKube v2 trace file.")
@@ -87,7 +88,7 @@ def inspect_command(trace: str, with_events: bool, output: str) -> None:
     """
     from kubectl_sktrace.trace.reports import inspection
 
-    click.echo(inspection.render_inspection(inspection.inspect_trace(trace, with_events=with_events, stdin=sys.stdin.buffer), output))
+    say(inspection.render_inspection(inspection.inspect_trace(trace, with_events=with_events, stdin=sys.stdin.buffer), output))
 
 
 @click.command("validate", cls=SktraceCommand, short_help="Check a trace as SimKube would; exit 1 on errors.")
@@ -119,9 +120,9 @@ def validate_command(trace: str, output: str) -> None:
     except TraceFormatError as exc:
         if output == "table":
             raise
-        click.echo(validation.render_unreadable(trace, str(exc), output))
+        say(validation.render_unreadable(trace, str(exc), output))
         sys.exit(1)
-    click.echo(validation.render_validation(report, output))
+    say(validation.render_validation(report, output))
     if report.has_errors:
         sys.exit(1)
 
@@ -167,14 +168,14 @@ def demo_command(cache: str | None, output_file: str, record_seconds: int, serve
     """
     from kubectl_sktrace.cli import demo
 
-    def say(text: str) -> None:
-        click.echo(text)
+    def narrate(text: str) -> None:
+        say(text)
         sys.stdout.flush()
 
     if serve:
         from kubectl_sktrace.cli import serving
 
-        sys.exit(serving.serve(kubeconfig_out=kubeconfig_out, workload=workload, say=say))
+        sys.exit(serving.serve(kubeconfig_out=kubeconfig_out, workload=workload, say=narrate))
     options = demo.DemoOptions(output_file=output_file, cache=cache, record_seconds=record_seconds, verbosity=_state["verbosity"])
-    result = demo.run_demo(options, say=say)
-    say(demo.closing_words(result, output_file=output_file))
+    result = demo.run_demo(options, say=narrate)
+    narrate(demo.closing_words(result, output_file=output_file))

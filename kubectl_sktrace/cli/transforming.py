@@ -9,7 +9,7 @@ import click
 
 from kubectl_sktrace.cli.completion import complete_files, complete_summary_formats, complete_trace_formats, complete_transforms
 from kubectl_sktrace.cli.filtering import rule_options, transform_rules
-from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, verbosity_option, warn
+from kubectl_sktrace.cli.options import SktraceCommand, must_read, note, quiet_option, say, verbosity_option, warn
 from kubectl_sktrace.errors import UsageError
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _print_skel_reference(ctx: click.Context, param: click.Parameter, value: boo
     if value and not ctx.resilient_parsing:
         from kubectl_sktrace.trace.skel.reference import REFERENCE
 
-        click.echo(REFERENCE, nl=False)
+        say(REFERENCE, nl=False)
         ctx.exit()
 
 
@@ -191,7 +191,7 @@ def transform_command(trace: str, skel_file: str | None, output_file: str | None
                           rule_filter=rule_filter, options=options)
     if summary != "table":
         rules = {} if rule_filter is None else {"rules": rule_filter.summary()}
-        click.echo(render.render_mapping({**report.as_mapping(), **rules}, summary))
+        say(render.render_mapping({**report.as_mapping(), **rules}, summary))
     elif program is not None:
         note(transform_summary(report))
     if rule_filter is not None:

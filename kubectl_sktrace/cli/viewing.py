@@ -8,7 +8,15 @@ from typing import Any, Callable
 
 import click
 
-from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path, quiet_option, verbosity_option, warn
+from kubectl_sktrace.cli.options import (
+    SktraceCommand,
+    cache_option,
+    cache_path,
+    quiet_option,
+    say,
+    verbosity_option,
+    warn,
+)
 from kubectl_sktrace.cli.completion import complete_contexts, complete_files
 from kubectl_sktrace.errors import UsageError
 
@@ -91,7 +99,7 @@ def view_command(kubeconfig: str | None, context: str | None, cache: str | None,
         serve(server, what=what, open_browser=not no_browser)
     except KeyboardInterrupt:
         pass
-    click.echo("Stopped.")
+    say("Stopped.")
 
 
 def _cache_view(*, cache: str | None, kubeconfig: str | None, context: str | None) -> tuple[dict[str, Any], str, Callable[[], None] | None]:

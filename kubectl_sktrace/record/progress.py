@@ -29,6 +29,7 @@ from typing import Callable, Iterator, TextIO
 
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import counted
+from kubectl_sktrace.terminal import escape
 from kubectl_sktrace.reconciliation import Reconciliation, reconciliation_lines
 from kubectl_sktrace.record.ingest import KindStats
 from kubectl_sktrace.timeparse import format_duration
@@ -140,7 +141,7 @@ class Progress:
 
     def _rewrite(self, text: str) -> None:
         with self._lock:
-            self._status = text
+            self._status = text = escape(text)  # its kinds are a cluster's; the control sequences, ours alone
             self._write(CLEAR_LINE + fit(text, self.columns()))
 
     def _line(self, text: str) -> None:
@@ -148,7 +149,7 @@ class Progress:
         with self._lock:
             status = self._status
             self._clear()
-            self._write(text + "\n")
+            self._write(escape(text) + "\n")
             if status is not None:
                 self._status = status
                 self._write(fit(status, self.columns()))

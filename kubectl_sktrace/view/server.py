@@ -47,6 +47,7 @@ from importlib import resources
 from typing import IO, Any, Callable, Mapping
 
 from kubectl_sktrace.errors import SktraceError
+from kubectl_sktrace.terminal import escape
 
 STATIC_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                 ".svg": "image/svg+xml"}
@@ -144,7 +145,7 @@ class _IPv6Server(_BoundedServer):
 
 def _log(line: str) -> None:
     try:
-        sys.stderr.write(f"view: {line}\n")
+        sys.stderr.write(f"view: {escape(line)}\n")  # a request's path is any local user's
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
