@@ -30,8 +30,9 @@ A window that has ended exports the same bytes every time, however much is recor
 recorder still runs, after it stopped, after later restarts): the trace depends only on what the cache had
 recorded before the window end. The store says until when that record is final (``history.known_until``):
 the window end itself when a synced recorder was running then, else the last heartbeat of a synced run
-before it (the end falls in a gap, or before a restarted recorder finished its initial lists). Everything
-is read as of that time:
+before it (the end falls in a gap, or before a restarted recorder finished its initial lists), carried into a
+gap as far as a ``RequestResponse`` audit log filled it (``backfill.final_until``). Everything is read as of that
+time:
 
 - events received after it are left out of the state, the window, the index and the filters' decisions,
   even when stamped earlier (a restart stamps an object created while offline with its creation time, and
@@ -186,6 +187,13 @@ def _runs(cache: Cache) -> list[history.Run]:
     return found
 
 
+def _known(cache: Cache, all_runs: list[history.Run], *, end_ts: int) -> float:
+    """Until when the window's record is final: ``history.known_until``, carried into a gap an audit log filled
+    (``backfill.final_until``)."""
+    known = history.known_until(all_runs, end=end_ts)
+    return backfill.final_until(known, end=end_ts, fills=backfill.fills(cache)) if known < end_ts else known
+
+
 def _clamped_start(all_runs: list[history.Run], *, start_ts: int, end_ts: int) -> tuple[int, list[str]]:
     """The window's start, moved to the cache's first second when it starts earlier (and the note saying so)."""
     history_start = math.floor(all_runs[0].started)  # the second the first run began in: no event of it is earlier
@@ -203,7 +211,7 @@ def decide_window(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFi
     with history.read_snapshot(cache), relaxed_gc():
         all_runs = _runs(cache)
         start_ts, _ = _clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
-        known = history.known_until(all_runs, end=end_ts)
+        known = _known(cache, all_runs, end_ts=end_ts)
         plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status,
                             list_objects=list_objects)
     return plan.decisions_report(start_ts=start_ts, end_ts=end_ts)
@@ -232,7 +240,7 @@ def export_trace(
         if start_ts > all_runs[-1].stopped and not allow_empty:
             raise EmptyTraceError(after_history(start_ts=start_ts, end_ts=end_ts, last=all_runs[-1].stopped, running=cache.writer_active()))
         pruned = _pruned_into(cache, start_ts=start_ts, end_ts=end_ts, allow_empty=allow_empty)
-        known = history.known_until(all_runs, end=end_ts)
+        known = _known(cache, all_runs, end_ts=end_ts)
         config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else
         rewriter = make_rewriter(program, key=anonymize_key, options=anonymize_options, start_ts=start_ts)
         plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)

@@ -224,6 +224,20 @@ def fills(cache: Cache) -> list[Fill]:
     return [_fill(r) for r in cache.conn.execute(f"SELECT {_FILL} FROM audit_fills WHERE events > 0 OR replaced > 0 ORDER BY until, id")]
 
 
+def final_until(known: float, *, end: float, fills: Iterable[Fill]) -> float:
+    """Until when the record of what happened before ``end`` is final, once logs filled gaps: ``known``
+    (``history.known_until``: the last heartbeat when ``end`` falls in a gap), or, when ``end`` falls in a gap between
+    runs that a ``RequestResponse`` log filled from the gap's start on, as far as that log reached, up to ``end``. The
+    log's rows are stamped, and received, at the times the API server answered (``recv``), so an export reading up to
+    there reads them, and what the restart reconstructed later (received at its sync) stays out, as before. Pure."""
+    for fill in fills:
+        if fill.gvk or fill.partial or fill.levels != ("RequestResponse",) or not fill.since <= known <= end < fill.until:
+            continue
+        if fill.covered_since is not None and fill.covered_until is not None and fill.covered_since <= fill.since:
+            return max(known, min(end, fill.covered_until))
+    return known
+
+
 def filled_event_ids(cache: Cache, *, start_ts: int, end_ts: int) -> set[int]:
     """The ids of the rows a log wrote in ``[start_ts, end_ts)``: what the view draws as filled, not reconstructed."""
     if not cache.has_table("audit_rows"):

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 from tests.conftest import CacheBuilder, obj
 
@@ -195,3 +196,27 @@ def test_a_copy_of_the_cache_keeps_what_the_log_filled(cache_builder: CacheBuild
     copy = tmp_path / "copy.db"
     copy_cache(str(cache_builder.path), str(copy))
     assert history(copy) == history(cache_builder.path)  # type: ignore[arg-type]
+
+
+def _fill(**overrides: Any) -> Any:
+    from kubectl_sktrace.store.backfill import Fill
+
+    values: dict[str, Any] = dict(id=1, run_id=2, since=100.0, until=200.0, covered_since=50.0, covered_until=180.0,
+                                  levels=("RequestResponse",), events=4, replaced=1, kept=0, partial=False)
+    values.update(overrides)
+    return Fill(**values)
+
+
+@pytest.mark.parametrize(("fill", "end", "final"), [
+    (_fill(), 150, 150),  # the log reached past the window's end: the record is final there
+    (_fill(covered_until=120.0), 150, 120),  # as far as the log reached
+    (_fill(levels=("Metadata", "RequestResponse")), 150, 100),  # a level without bodies: changes stand reconstructed
+    (_fill(covered_since=110.0), 150, 100),  # the log starts after the gap does: the time between is unknown
+    (_fill(partial=True), 150, 100),
+    (_fill(gvk="v1.Pod"), 150, 100),  # a kind's outage: the run was recording, known is its own
+    (_fill(), 250, 100),  # the end is past this gap
+], ids=["covered", "covered-in-part", "metadata", "starts-late", "before-first-run", "outage", "another-gap"])
+def test_a_window_ending_in_a_gap_is_final_as_far_as_a_request_response_log_filled_it(fill: Any, end: float, final: float) -> None:
+    from kubectl_sktrace.store.backfill import final_until
+
+    assert final_until(100.0, end=end, fills=[fill]) == final

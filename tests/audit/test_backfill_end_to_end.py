@@ -4,6 +4,7 @@ stopped; after ``kubectl sktrace backfill`` an export of the offline time holds 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,14 @@ def export(cache: str, start_ts: float, end_ts: float, out: Path) -> list[tuple[
     return rows
 
 
+def _query(cache: str, sql: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(cache)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
 def lifecycles(path: Path) -> dict[tuple[str, str], list[tuple[str, list[int]]]]:
     """Each owner's pod lifecycles (a lifecycle per pod: its state and times), sorted."""
     trace = decode_trace(path.read_bytes())
@@ -147,6 +156,12 @@ def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulat
     told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
     assert "filled from the audit log (RequestResponse, 8 events)" in told.stderr, told.stderr
     assert "Filled from the audit log" in sktrace("status", "--cache", sc.down).stdout
+
+    # a window that ends inside the gap: what the log wrote before its end, as the recorder that stayed up recorded it
+    logged = sorted({ts for (ts,) in _query(sc.down, "SELECT e.ts FROM events e JOIN audit_rows a ON a.event_id = e.id")})
+    end = logged[len(logged) // 2] + 1
+    inside, live_inside = export(sc.down, sc.since, end, tmp_path / "inside.sktrace"), export(sc.up, sc.since, end, tmp_path / "live-inside.sktrace")
+    assert any(r[0] > int(sc.since) for r in inside) and [r[1:] for r in inside] == [r[1:] for r in live_inside], (inside, live_inside)
 
     again = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
     assert again.returncode == 0, again.stderr
