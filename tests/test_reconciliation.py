@@ -259,6 +259,33 @@ def test_status_shows_the_latest_report_and_writes_nothing(emulator: Emulator, k
     assert {name: os.stat(Path(cache).parent / name).st_mtime_ns for name in files} == mtimes
 
 
+def test_the_version_before_a_restart_s_change_is_the_last_in_the_history_not_the_last_written(tmp_path: Path) -> None:
+    """An audit log fills the time before the first run after later runs were written: its rows are the newest written
+    and the oldest in time. The restart after them compares with the version the run before it recorded."""
+    from tests.conftest import CacheBuilder, obj
+
+    path = tmp_path / "cache.db"
+    b = CacheBuilder(path)
+    spec = {"replicas": 1}
+    try:
+        b.run(started=T0, stopped=T0 + 10)
+        b.apply(int(T0), obj("Deployment", "web", spec=spec))
+        b.run(started=T0 + 100, stopped=T0 + 110, synced=T0 + 101)
+        labelled = obj("Deployment", "web", spec=spec)
+        labelled["metadata"]["labels"] = {"tier": "canary"}
+        b.apply(int(T0 + 100), labelled, inferred=True)
+        b.apply(int(T0 - 60), obj("Deployment", "web", spec=spec), recv=T0 - 60)  # the log's row before the first run, written now
+        b.run(started=T0 + 200, stopped=T0 + 210, synced=T0 + 201)
+        scaled = obj("Deployment", "web", spec={"replicas": 2})
+        scaled["metadata"]["labels"] = {"tier": "canary"}
+        b.apply(int(T0 + 200), scaled, inferred=True)
+    finally:
+        b.close()
+    (kind,) = report_of(str(path), run_id=3).kinds
+    (change,) = kind.changed.items
+    assert (change.before, change.detail) == (T0 + 100, "spec changed"), change
+
+
 # -- bounded work on a large history ------------------------------------------------------------------------------
 
 
@@ -275,7 +302,7 @@ def test_the_queries_use_the_indexes(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert "SEARCH e USING INDEX events_ts (ts>? AND ts<?)" in changes, changes
-    assert "SEARCH p USING INDEX events_uid (uid=? AND rowid<?)" in changes, changes
+    assert "SEARCH p USING INDEX events_object (gvk=? AND namespace=? AND name=? AND ts<?)" in changes, changes
     assert "SCAN" not in changes.replace("USE TEMP B-TREE", ""), changes
     assert "SEARCH pods USING INDEX pods_end (end_ts>? AND end_ts<?)" in pods, pods
 

@@ -10,7 +10,7 @@ relies only on what the recorder wrote (the schema docstring):
   gap and of R's initial sync, whatever the size of the history. Kinds that R tracks for the first time (or
   tracks otherwise) were listed without inference: they are not "created while offline";
 - an applied row (or a revision: 0011) is a creation when no earlier version of that object has its uid
-  (``events_uid``: a point lookup per row), else a change, said in words from the two versions' metadata and data
+  (``events_object``: one step back from the row in the object's history), else a change, said in words from the two versions' metadata and data
   (``revisions.describe``: ``labels changed: release=2026-11``), for the first ``LIMIT`` of each kind;
 - pods finished while offline: an end in ``[floor(gap start), R.started]`` (``pods_end``), first seen by R's
   sync at the latest: the vanished ones carry the restart second as an inferred end.
@@ -45,14 +45,15 @@ from kubectl_sktrace.store.versions import DELETED as _DELETED
 from kubectl_sktrace.trace.revisions import SPEC, describe
 
 # the run's inferred rows of its initial sync, each version with the id of the last earlier version of the same
-# object under the same uid (NULL: never recorded before, a creation)
+# object under the same uid in the history's order (ts, id), not in the order rows were written: an audit log fills a
+# gap, or the time before the first run, after later rows were written (NULL: never recorded before, a creation)
 _CHANGES = f"""
     SELECT e.gvk, e.namespace, e.name, e.op, e.ts, e.recv, e.id,
            CASE WHEN e.op IN ({VERSIONS}) THEN (
                SELECT p.id FROM events p
-               WHERE p.uid = e.uid AND p.id < e.id AND p.op IN ({VERSIONS})
-                 AND p.gvk = e.gvk AND p.namespace = e.namespace AND p.name = e.name
-               ORDER BY p.id DESC LIMIT 1) END AS before
+               WHERE p.gvk = e.gvk AND p.namespace = e.namespace AND p.name = e.name AND (p.ts, p.id) < (e.ts, e.id)
+                 AND p.uid = e.uid AND p.op IN ({VERSIONS})
+               ORDER BY p.ts DESC, p.id DESC LIMIT 1) END AS before
     FROM events e
     WHERE e.ts >= :low AND e.ts <= :synced AND e.run_id = :run AND e.inferred = 1 AND e.op IN ({_DELETED}, {VERSIONS})
       AND e.recv <= :synced
