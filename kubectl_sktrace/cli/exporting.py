@@ -137,7 +137,7 @@ def export_command(
     filters = _kinds_resolved(location := cache_path(cache=cache, kubeconfig=kubeconfig, context=context), filters)
     if dry_run is not None:
         decisions = decide_cache(location, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status,
-                                 list_objects=dry_run == "objects").as_mapping()
+                                 list_objects=dry_run == "objects", allow_empty=allow_empty).as_mapping()
         return say(decisions_text(decisions) if summary == "table" else render.dump(decisions, summary))
     key, fresh = anonymization_key(anonymize=anonymize, anonymize_key=anonymize_key)
     report = export_to(location, output_file, start_ts=start_ts, end_ts=end_ts, filters=filters, keep_status=keep_status, fmt=fmt,

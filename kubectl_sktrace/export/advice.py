@@ -72,6 +72,20 @@ def empty_trace_reason(
     return f"the trace would hold no objects: {why}; {hint}, or pass --allow-empty to write it anyway"
 
 
+def misspelt_namespaces(wanted: frozenset[str] | None, recorded: list[str]) -> str | None:
+    """The refusal of namespaces asked for (-n, --include-namespaces) that the cache never recorded while one close to
+    each is recorded: ``did you mean …?``, the flags meant, those asked right kept. None when every name asked was
+    recorded or none is close to one (a namespace created later, nothing recorded in it yet: the trace says so)."""
+    if not wanted:
+        return None
+    hint = _typo_hint(sorted(wanted), recorded)
+    if hint is None:
+        return None
+    unseen = [name for name in sorted(wanted) if name not in recorded]
+    return (f"the cache never saw namespace {', '.join(unseen)} (no object was recorded there); {hint} "
+            "(--allow-empty exports it as asked)")
+
+
 def _typo_hint(wanted: list[str], recorded: list[str]) -> str | None:
     """``did you mean -n shop?`` when a namespace asked for holds nothing and is close to one that does."""
     guesses = {name: closest(name, recorded) for name in wanted if name not in recorded}

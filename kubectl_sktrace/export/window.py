@@ -67,13 +67,12 @@ import yaml
 
 from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import CacheError, ConfigError, EmptyTraceError, UsageError
+from kubectl_sktrace.export import bounds
 from kubectl_sktrace.export.advice import (
     NO_RECORDER,
     NOT_COMMITTED,
     PRUNED,
     Filled,
-    after_history,
-    clamp_note,
     coverage_block,
     default_namespace_note,
     empty_trace_reason,
@@ -180,38 +179,18 @@ def _config_in_force(cache: Cache, all_runs: list[history.Run], *, at: float) ->
     return parse_config(data, source=source)
 
 
-def _runs(cache: Cache) -> list[history.Run]:
-    found = history.runs(cache)
-    if not found:
-        raise CacheError(f"cache {cache.path} holds no recording yet; record first with 'kubectl sktrace start'")
-    return found
-
-
-def _known(cache: Cache, all_runs: list[history.Run], *, end_ts: int) -> float:
-    """Until when the window's record is final: ``history.known_until``, carried into a gap an audit log filled
-    (``backfill.final_until``)."""
-    known = history.known_until(all_runs, end=end_ts)
-    return backfill.final_until(known, end=end_ts, fills=backfill.fills(cache)) if known < end_ts else known
-
-
-def _clamped_start(all_runs: list[history.Run], *, start_ts: int, end_ts: int) -> tuple[int, list[str]]:
-    """The window's start, moved to the cache's first second when it starts earlier (and the note saying so)."""
-    history_start = math.floor(all_runs[0].started)  # the second the first run began in: no event of it is earlier
-    if start_ts < history_start < end_ts:
-        return history_start, [clamp_note(history_start=history_start, asked=start_ts)]
-    return start_ts, []
-
-
 def decide_window(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, program: Program | None = None,
-                  keep_status: bool = False, list_objects: bool = False) -> Decisions:
+                  keep_status: bool = False, list_objects: bool = False, allow_empty: bool = False) -> Decisions:
     """What ``export_trace`` would decide of each object of the window, without writing it (``export --dry-run``; with
-    ``list_objects``, each object's verdict too: ``--dry-run=objects``)."""
+    ``list_objects``, each object's verdict too: ``--dry-run=objects``); what the export refuses, refused alike."""
     if end_ts <= start_ts:
         raise UsageError(f"the window [{start_ts}, {end_ts}) is empty; pass an end time after the start time")
     with history.read_snapshot(cache), relaxed_gc():
-        all_runs = _runs(cache)
-        start_ts, _ = _clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
-        known = _known(cache, all_runs, end_ts=end_ts)
+        all_runs = bounds.runs(cache)
+        start_ts, _ = bounds.clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
+        if not allow_empty:
+            bounds.refuse_what_export_refuses(cache, all_runs, start_ts=start_ts, end_ts=end_ts, filters=filters)
+        known = bounds.known_until(cache, all_runs, end_ts=end_ts)
         plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status,
                             list_objects=list_objects)
     return plan.decisions_report(start_ts=start_ts, end_ts=end_ts)
@@ -235,12 +214,12 @@ def export_trace(
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     with history.read_snapshot(cache), relaxed_gc():
-        all_runs = _runs(cache)
-        start_ts, notes = _clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
-        if start_ts > all_runs[-1].stopped and not allow_empty:
-            raise EmptyTraceError(after_history(start_ts=start_ts, end_ts=end_ts, last=all_runs[-1].stopped, running=cache.writer_active()))
+        all_runs = bounds.runs(cache)
+        start_ts, notes = bounds.clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
+        if not allow_empty:
+            bounds.refuse_what_export_refuses(cache, all_runs, start_ts=start_ts, end_ts=end_ts, filters=filters)
         pruned = _pruned_into(cache, start_ts=start_ts, end_ts=end_ts, allow_empty=allow_empty)
-        known = _known(cache, all_runs, end_ts=end_ts)
+        known = bounds.known_until(cache, all_runs, end_ts=end_ts)
         config = _config_in_force(cache, all_runs, at=known)  # a damaged cache says so before anything else
         rewriter = make_rewriter(program, key=anonymize_key, options=anonymize_options, start_ts=start_ts)
         plan = plan_objects(cache, start_ts=start_ts, end_ts=end_ts, known=known, filters=filters, program=program, keep_status=keep_status)
@@ -489,10 +468,10 @@ def export_sentence(report: ExportReport, *, where: str) -> str:
 
 
 def decide_cache(cache_path: str | CacheUrl, *, start_ts: int, end_ts: int, filters: ExportFilters, program: Program | None = None,
-                 keep_status: bool = False, list_objects: bool = False) -> Decisions:
+                 keep_status: bool = False, list_objects: bool = False, allow_empty: bool = False) -> Decisions:
     """``export --dry-run``: ``decide_window`` on the cache at ``cache_path``, opened read-only."""
     from kubectl_sktrace.store import open_cache_readonly
 
     with open_cache_readonly(cache_path) as opened:
         return decide_window(opened, start_ts=start_ts, end_ts=end_ts, filters=filters, program=program, keep_status=keep_status,
-                             list_objects=list_objects)
+                             list_objects=list_objects, allow_empty=allow_empty)

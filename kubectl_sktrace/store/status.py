@@ -222,10 +222,15 @@ def known_namespaces(cache: Cache) -> list[str]:
     return sorted(str(ns) for (ns,) in rows if ns)
 
 
-def _check_seen(cache: Cache, namespace: str) -> None:
-    table = "event_counts WHERE n > 0" if cache.has_table("event_counts") else "events"  # per-namespace counts, since 0005
+def recorded_namespaces(cache: Cache) -> list[str]:
+    """Every namespace the cache recorded an object or a pod in, sorted (``event_counts`` since 0005: small)."""
+    table = "event_counts WHERE n > 0" if cache.has_table("event_counts") else "events"
     with_events = {str(ns) for (ns,) in cache.conn.execute(f"SELECT DISTINCT namespace FROM {table}") if ns}
-    known = sorted(with_events.union(known_namespaces(cache)))
+    return sorted(with_events.union(known_namespaces(cache)))
+
+
+def _check_seen(cache: Cache, namespace: str) -> None:
+    known = recorded_namespaces(cache)
     if namespace in known:
         return
     guess = closest(namespace, known)

@@ -383,11 +383,19 @@ def test_a_time_without_its_sign_suggests_the_relative_one(tmp_path: Path, value
 def test_export_with_a_namespace_typo_says_did_you_mean(tmp_path: Path) -> None:
     cache = build_cache(tmp_path / "c.db")
     window = ["--cache", str(cache), "-s", f"@{NOW - 3600}", "-t", f"@{NOW}", "-O", str(tmp_path / "t.sktrace")]
-    assert run(["export", *window, "-n", "shpo"]) == (
-        1, "", "Error: the trace would hold no objects: all 4 objects are outside namespace shpo (in app, default, shop); "
-               "did you mean -n shop? (--allow-empty writes it anyway)\n")
+    typo = (1, "", "Error: the cache never saw namespace shpo (no object was recorded there); did you mean -n shop? "
+                   "(--allow-empty exports it as asked)\n")
+    assert run(["export", *window, "-n", "shpo"]) == typo
+    assert run(["export", *window, "-n", "shpo", "--dry-run"]) == typo  # the preview refuses what the export refuses
     assert run(["export", *window, "--include-namespaces", "shpo,ap"])[2].endswith(
-        "; did you mean --include-namespaces app,shop? (--allow-empty writes it anyway)\n")
+        "; did you mean --include-namespaces app,shop? (--allow-empty exports it as asked)\n")
+    # one namespace right, one misspelt: refused too, not a trace without the second
+    assert run(["export", *window, "--include-namespaces", "shop,ap"]) == (
+        1, "", "Error: the cache never saw namespace ap (no object was recorded there); did you mean --include-namespaces app,shop? "
+               "(--allow-empty exports it as asked)\n")
+    assert run(["export", *window, "--include-namespaces", "shop,ap", "--allow-empty"])[0] == 0
+    assert run(["export", "--cache", str(cache), "-s", f"@{NOW + 3600}", "-t", f"@{NOW + 7200}", "--dry-run"])[2].startswith(
+        "Error: the window")  # a window after everything recorded: refused by the preview as by the export
 
 
 def test_status_of_a_namespace_never_seen_says_so(tmp_path: Path) -> None:
