@@ -30,6 +30,7 @@ from kubectl_sktrace.audit.lines import Wanted
 from kubectl_sktrace.audit.replay import Planned, Replayed, Version, accounts_for, replay
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, POD, ObjectHead, ObjKey
+from kubectl_sktrace.plural import counted
 from kubectl_sktrace.record import owners as owner_rules
 from kubectl_sktrace.record.changes import event_second, same_uid
 from kubectl_sktrace.store import backfill as store
@@ -109,7 +110,7 @@ def check_same_cluster(cache: Cache, collected: Collected, *, force: bool) -> No
     uids |= set(collected.pods)
     if force or not uids or store.shares_objects(cache, sorted(uids)[:5000]):
         return
-    raise UsageError(f"the audit log names {len(uids)} objects and none of them is in cache {cache.path}: it is another "
+    raise UsageError(f"the audit log names {counted(len(uids), 'object')} and none of them is in cache {cache.path}: it is another "
                      "cluster's log (or another cache's); pass the log of the cluster this cache records, or --force to "
                      "backfill it anyway")
 
@@ -257,7 +258,8 @@ def _by_key(rows: Iterable[store.Row]) -> dict[ObjKey, list[store.Row]]:
 
 
 def _covered(spans: list[tuple[float, float]], gap: store.Gap) -> tuple[float, float] | None:
-    inside = [(max(a, gap.since), min(b, gap.until)) for a, b in spans if min(b, gap.until) > max(a, gap.since)]
+    # a source of one line (or of lines in one instant) covers that instant: a span of no length, inside the gap
+    inside = [(max(a, gap.since), min(b, gap.until)) for a, b in spans if min(b, gap.until) >= max(a, gap.since)]
     if not inside:
         return None
     return min(a for a, _ in inside), max(b for _, b in inside)

@@ -73,6 +73,8 @@ def run_check(location: str | CacheUrl, *, paths: Sequence[str], stdin: IO[bytes
 def check_lines(collected: Collected, checked: int, found: list[Disagreement]) -> list[str]:
     """What ``--check`` found, for people."""
     head = f"checked {counted(checked, 'logged write')} in time observed live ({counted(collected.lines, 'line')} read): "
+    if not checked:  # nothing compared is no agreement: the log may be of another time, or of another cluster
+        return [head + "nothing to compare: the log has no write of a tracked kind in the time the cache observed live"]
     if not found:
         return [head + "the recording agrees with the log"]
     return [head + f"{counted(len(found), 'disagreement')}", *(f"  {d.line()}" for d in found)]
@@ -125,8 +127,8 @@ def _gap_lines(report: GapReport) -> list[str]:
     if report.covered is None:
         lines.append("  the log covers none of it")
     elif not gap.partial and (report.covered[0] > gap.since + 1 or report.covered[1] < gap.until - 1):
-        lines.append(f"  the log covers {format_time(report.covered[0])} to {format_time(report.covered[1])} of it; "
-                     "the rest stays reconstructed")
+        first, last = (format_time(t) for t in report.covered)
+        lines.append(f"  the log covers {first if first == last else f'{first} to {last}'} of it; the rest stays reconstructed")
     if report.kept:
         lines.append(f"  {counted(report.kept, 'object')} kept as reconstructed: the log does not account for "
                      f"{'it' if report.kept == 1 else 'them'} (writes whose level hides the object, or writes missing)")

@@ -94,8 +94,10 @@ def test_a_log_of_another_cluster_is_refused_unless_forced(cache_builder: CacheB
     before = history(cache_builder.path)
     refused = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
     assert refused.exit_code == 1
-    assert "Error: the audit log names 1 objects and none of them is in cache" in refused.output and "--force" in refused.output
+    assert "Error: the audit log names 1 object and none of them is in cache" in refused.output and "--force" in refused.output
     assert history(cache_builder.path) == before
+    checked = backfill(cache_builder.path, "--check", "--audit-log", str(log))  # type: ignore[arg-type]
+    assert checked.exit_code == 0 and "nothing to compare" in checked.output and "agrees" not in checked.output, checked.output
     forced = backfill(cache_builder.path, "--audit-log", str(log), "--force")  # type: ignore[arg-type]
     assert forced.exit_code == 0, forced.output
     assert "1 object kept as reconstructed" in forced.output  # another uid: the restart's deletion is not accounted for
@@ -220,3 +222,12 @@ def test_a_window_ending_in_a_gap_is_final_as_far_as_a_request_response_log_fill
     from kubectl_sktrace.store.backfill import final_until
 
     assert final_until(100.0, end=end, fills=[fill]) == final
+
+
+def test_a_log_of_one_line_in_a_gap_covers_its_instant(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    log = tmp_path / "audit.log"
+    log.write_text(delete_line(T0 + 50) + "\n")
+    filled = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert filled.exit_code == 0, filled.output
+    assert "  the log covers 2027-01-15T08:00:50Z of it; the rest stays reconstructed" in filled.output.splitlines(), filled.output
