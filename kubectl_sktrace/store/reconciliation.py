@@ -48,7 +48,7 @@ from kubectl_sktrace.trace.revisions import SPEC, describe
 # object under the same uid in the history's order (ts, id), not in the order rows were written: an audit log fills a
 # gap, or the time before the first run, after later rows were written (NULL: never recorded before, a creation)
 _CHANGES = f"""
-    SELECT e.gvk, e.namespace, e.name, e.op, e.ts, e.recv, e.id,
+    SELECT e.gvk, e.namespace, e.name, e.uid, e.op, e.ts, e.recv, e.id,
            CASE WHEN e.op IN ({VERSIONS}) THEN (
                SELECT p.id FROM events p
                WHERE p.gvk = e.gvk AND p.namespace = e.namespace AND p.name = e.name AND (p.ts, p.id) < (e.ts, e.id)
@@ -57,7 +57,7 @@ _CHANGES = f"""
     FROM events e
     WHERE e.ts >= :low AND e.ts <= :synced AND e.run_id = :run AND e.inferred = 1 AND e.op IN ({_DELETED}, {VERSIONS})
       AND e.recv <= :synced
-    ORDER BY e.gvk, e.namespace, e.name, e.id
+    ORDER BY e.gvk, e.namespace, e.name, e.ts, e.id
 """
 
 _PODS = """
@@ -98,23 +98,49 @@ def _last_sight(cache: Cache, *, previous_run: int, stopped: float) -> dict[str,
     return {gvk: float(since) for gvk, since in rows}
 
 
+def _changes_sql(cache: Cache) -> str:
+    """``_CHANGES``, with the rows an audit log wrote in the gap in place of the reconstruction they replaced (0013)."""
+    return _CHANGES.replace("e.inferred = 1", "(e.inferred = 1 OR e.id IN (SELECT event_id FROM audit_rows))") \
+        if cache.has_table("audit_rows") else _CHANGES
+
+
 def _changes(cache: Cache, params: dict[str, float], last_seen: dict[str, float], *, default: float,
              until: float) -> Iterator[tuple[str, OfflineChange]]:
+    """One outcome per object and uid (a restart writes one row for each; an audit log, each write it logged), two for
+    one created and deleted in the gap, in the report's order."""
     gvks: dict[str, GVK] = {}
     described: dict[str, int] = {}
-    for gvk_text, namespace, name, op, ts, recv, row_id, before in cache.conn.execute(_CHANGES, params):
+    rows: list[tuple[ObjKey, int, int, float, int, int | None]] = []
+    life: tuple[ObjKey, str] | None = None
+    for gvk_text, namespace, name, uid, op, ts, recv, row_id, before in cache.conn.execute(_changes_sql(cache), params):
         gvk = gvks.get(gvk_text)
         if gvk is None:
             gvk = gvks[gvk_text] = GVK.parse(gvk_text)
         key = ObjKey(gvk, namespace, name)
-        if op == _DELETED:
-            yield DELETED, OfflineChange(key, found=recv, before=last_seen.get(gvk_text, default))
-        elif before is None:
-            yield CREATED, OfflineChange(key, found=recv, created=ts if ts <= until else None)
-        else:
-            described[gvk_text] = shown = described.get(gvk_text, 0) + 1
-            before_ts, detail = _what_changed(cache, op=op, row_id=row_id, before_id=before, words=shown <= LIMIT)
-            yield CHANGED, OfflineChange(key, found=recv, before=before_ts, detail=detail, change=CHANGE_OF_OP.get(op, SPEC))
+        if rows and life != (key, uid):
+            yield from _outcome(cache, rows, last_seen, default=default, until=until, described=described)
+            rows = []
+        life = (key, uid)
+        rows.append((key, op, ts, recv, row_id, before))
+    if rows:
+        yield from _outcome(cache, rows, last_seen, default=default, until=until, described=described)
+
+
+def _outcome(cache: Cache, rows: list[tuple[ObjKey, int, int, float, int, int | None]], last_seen: dict[str, float], *, default: float,
+             until: float, described: dict[str, int]) -> Iterator[tuple[str, OfflineChange]]:
+    key, first_op, first_ts, first_recv, _, first_before = rows[0]
+    _, last_op, _, last_recv, last_id, _ = rows[-1]
+    gvk_text = str(key.gvk)
+    created = first_op != _DELETED and first_before is None
+    if created:
+        yield CREATED, OfflineChange(key, found=first_recv, created=first_ts if first_ts <= until else None)
+    if last_op == _DELETED:
+        yield DELETED, OfflineChange(key, found=last_recv, before=last_seen.get(gvk_text, default))
+    elif not created and first_before is not None:
+        op = APPLIED if any(r[1] == APPLIED for r in rows) else last_op  # a spec change among them says so first
+        described[gvk_text] = shown = described.get(gvk_text, 0) + 1
+        before_ts, detail = _what_changed(cache, op=op, row_id=last_id, before_id=first_before, words=shown <= LIMIT)
+        yield CHANGED, OfflineChange(key, found=last_recv, before=before_ts, detail=detail, change=CHANGE_OF_OP.get(op, SPEC))
 
 
 def _what_changed(cache: Cache, *, op: int, row_id: int, before_id: int, words: bool) -> tuple[float, str]:
