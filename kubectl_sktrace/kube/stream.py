@@ -228,6 +228,8 @@ def json_object(data: bytes, host: str, *, what: str) -> dict[str, Any]:
         value = loads(data)
     except ValueError as exc:
         raise TransientError(f"malformed {what} from {host} ({exc})") from exc
+    except RecursionError:  # json's parser (orjson says it as a ValueError)
+        raise TransientError(f"malformed {what} from {host} (JSON nested too deeply)") from None
     if not isinstance(value, dict):
         raise TransientError(f"malformed {what} from {host}: expected a JSON object")
     return value
