@@ -170,6 +170,44 @@ def test_json_nested_too_deeply_is_a_malformed_answer_with_the_standard_librarys
         kube.list_page(PODS, namespace="ns")
 
 
+def test_a_huge_error_body_is_read_no_further_than_its_start(tmp_path):
+    """A server answering 500 with a body as long as it likes (no length: it ends when the connection closes): the error
+    is one line from the body's first characters, and the client stops reading after ``ERROR_BODY_LIMIT`` bytes
+    (what the server managed to send is that, plus what the sockets' buffers hold)."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    sent = [0]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(20)
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n")
+            block = b"x" * (1 << 20)
+            try:
+                for _ in range(64):
+                    conn.sendall(block)
+                    sent[0] += len(block)
+            except OSError:
+                pass  # the client closed the connection
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with pytest.raises(TransientError) as info:
+            connect(tmp_path, url).list_page(PODS, namespace=None)
+        thread.join(timeout=20)
+    finally:
+        listener.close()
+    assert str(info.value) == f"the API server at {url} failed (500) on /api/v1/pods: " + "x" * 200
+    assert sent[0] <= 16 << 20, f"{sent[0] >> 20} MB of the body were read"
+
+
 def test_410_on_list_is_expired(tmp_path, api_server):
     api_server.route("/api/v1/pods", Reply(410, {"kind": "Status", "code": 410, "reason": "Expired",
                                                   "message": "The provided continue parameter is too old"}))
