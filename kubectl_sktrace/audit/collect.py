@@ -135,7 +135,12 @@ def collect(sources: Iterable[Source], *, wanted: Wanted, within: Sequence[tuple
             if raw is TOO_LONG:
                 out.bad_line(source.name, BadLine(number, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB"))
                 continue
-            for event in forms.unwrap(raw):
+            try:
+                events = forms.unwrap(raw)
+            except forms.UnreadableLine as exc:
+                out.bad_line(source.name, BadLine(number, str(exc)))
+                continue
+            for event in events:
                 found = _STAGE_AT.search(event, max(0, len(event) - 400)) or _STAGE_AT.search(event)
                 if found is not None:
                     at = found.group(1)

@@ -18,7 +18,8 @@ Supported, each from its provider's documentation (README, "Backfill from the au
   group).
 
 Anything else is passed on as it is, and read (or counted bad) as an Event. A wrapper that cannot be read is passed on
-whole, so that it is counted as one bad line with its line number.
+whole, so that it is counted as one bad line with its line number; one whose columns cannot be read (JSON text nested
+too deeply) raises ``UnreadableLine``, counted the same way.
 """
 
 from __future__ import annotations
@@ -45,8 +46,15 @@ def unwrap(raw: bytes) -> tuple[bytes, ...]:
         return (raw,)
     if not isinstance(doc, dict) or doc.get("kind") == "Event":
         return (raw,)
-    events = _events(doc)
-    return (raw,) if events is None else tuple(e if isinstance(e, bytes) else _DUMPS(e).encode() for e in events)
+    try:
+        events = _events(doc)
+        return (raw,) if events is None else tuple(e if isinstance(e, bytes) else _DUMPS(e).encode() for e in events)
+    except RecursionError:  # a column holding JSON text nested deeper than Python's parser goes
+        raise UnreadableLine("JSON nested too deeply") from None
+
+
+class UnreadableLine(ValueError):
+    """A line of a known form whose content cannot be read: one bad line, with this reason."""
 
 
 def _events(doc: dict[str, Any]) -> list[Any] | None:

@@ -88,12 +88,16 @@ def read_line(raw: bytes, *, wanted: Wanted, line: int, pods: Container[tuple[st
         return skipped
     try:
         event = json.loads(raw)
-    except (ValueError, RecursionError):
+    except RecursionError:
+        return BadLine(line, "JSON nested too deeply")
+    except ValueError:
         return BadLine(line, "not JSON (truncated?)")
     if not isinstance(event, dict):
         return BadLine(line, "not an audit Event (a JSON object)")
     try:
         return event_gives(event, wanted=wanted, line=line)
+    except RecursionError:  # a body nested deeper than the recorder's rules walk
+        return BadLine(line, "JSON nested too deeply")
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return BadLine(line, f"not an audit Event: {_why(exc)}")
 

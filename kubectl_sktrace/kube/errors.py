@@ -123,7 +123,7 @@ def status_message(body: bytes) -> str:
     """The ``message`` of a Status body, or the start of whatever else the body is."""
     try:
         status = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return " ".join(body.decode("utf-8", "replace").split())[:200] or "no details"
     if isinstance(status, dict):
         return str(status.get("message") or status.get("reason") or "no details")

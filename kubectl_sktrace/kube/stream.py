@@ -53,6 +53,9 @@ macOS), so that a server's writes do not wait for the reader (a real API server 
 unresponsive). A busy stream is paused less (down to ``COALESCE_MIN``), a slower one up to ``COALESCE_MAX``."""
 WAITED = 0.001
 """A read that took longer than this waited for data: the stream is paced, not backlogged."""
+ERROR_BODY_LIMIT = 64 << 10
+"""Bytes of an error answer's body read at most: a Status, whose message is the error's, is far shorter; the rest of a
+longer body is never read (an 800 MB body was read whole, and held, before its first characters made the error)."""
 GUARD_LINGER = 60.0
 """Seconds a watchdog thread waits on a stop event no stream uses any more before it ends."""
 
@@ -213,13 +216,19 @@ def read_json(resp: Any, host: str) -> dict[str, Any]:
 
 
 def drain(resp: Any) -> bytes:
-    """The body of an error response, and the connection back to the pool."""
+    """The start of an error response's body, ``ERROR_BODY_LIMIT`` bytes at most, and the connection back to the pool:
+    reused when the body ended there, closed when some of it was left unread (a server may send any amount)."""
+    body, whole = b"", False
     try:
-        return bytes(resp.read())
+        body = bytes(resp.read(ERROR_BODY_LIMIT))
+        whole = len(body) < ERROR_BODY_LIMIT
     except urllib3.exceptions.HTTPError:
-        return b""
+        pass
     finally:
+        if not whole:
+            resp.close()
         resp.release_conn()
+    return body
 
 
 def json_object(data: bytes, host: str, *, what: str) -> dict[str, Any]:
@@ -228,6 +237,8 @@ def json_object(data: bytes, host: str, *, what: str) -> dict[str, Any]:
         value = loads(data)
     except ValueError as exc:
         raise TransientError(f"malformed {what} from {host} ({exc})") from exc
+    except RecursionError:  # json's parser (orjson says it as a ValueError)
+        raise TransientError(f"malformed {what} from {host} (JSON nested too deeply)") from None
     if not isinstance(value, dict):
         raise TransientError(f"malformed {what} from {host}: expected a JSON object")
     return value

@@ -11,6 +11,11 @@
 - A new cache directory is created 0700 and a new file 0600.
 - One writer per cache: ``WriterLock`` holds ``flock`` on a sidecar ``<cache>.lock`` for the whole run;
   the kernel releases it when the process dies, so a crashed recorder never blocks the next one.
+- A writer (start, backfill, prune, cache copy's destination) uses only files of its own user that no other user
+  may read or write: the cache, its ``-wal`` and ``-shm``, and the lock file, which is never a symbolic link (it
+  is opened with ``O_NOFOLLOW``, so that a link planted in a shared directory cannot make the writer truncate the
+  file it points to). Anything else is refused with the fix (``chmod 600``, another ``--cache``). A reader may
+  read any cache its user can read.
 
 Reading without writing (``open_cache_readonly``, for status, export and ``prune --dry-run``): the file is
 opened read-only, never migrated, and nothing is created beside it. An absent path, an empty file, a
@@ -40,6 +45,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Iterator
 
@@ -184,9 +190,12 @@ def open_cache(path: str | os.PathLike[str], *, create: bool) -> SqliteCache:
         _check_header(cache_path)
     else:
         _create_file(cache_path)
+    for log in (Path(f"{cache_path}-wal"), Path(f"{cache_path}-shm")):  # before sqlite reads them
+        _check_private(log, "cache", missing_ok=True)
     conn = _connect(cache_path, str(cache_path))
     with _closed_on_failure(cache_path, conn):
-        _check_ours(cache_path, conn, fresh_ok=True)
+        _check_ours(cache_path, conn, fresh_ok=True)  # another program's file is told as such, whatever its mode
+        _check_private(cache_path, "cache")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         _migrate(cache_path, conn)
@@ -271,6 +280,29 @@ def _create_file(path: Path) -> None:
         raise CacheError(f"cannot create cache {path} ({exc.strerror}); choose a writable location with --cache") from exc
 
 
+def _check_private(path: Path, what: str, *, missing_ok: bool = False) -> None:
+    """A CacheError unless the file at ``path`` (a link followed) belongs to this user and no other user may read or
+    write it: a writer never writes where another user could change or read the history."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise CacheError(f"{what} {path} disappeared while it was opened; run the command again") from None
+    except OSError as exc:
+        raise CacheError(f"cannot use {what} {path} ({exc.strerror}); check its permissions") from exc
+    _refuse_shared(path, st, what)
+
+
+def _refuse_shared(path: Path, st: os.stat_result, what: str) -> None:
+    if st.st_uid != os.geteuid():
+        raise CacheError(f"{what} {path} belongs to another user (uid {st.st_uid}); a writer uses only files of its own user: "
+                         "pass another --cache FILE")
+    if st.st_mode & 0o077:
+        raise CacheError(f"{what} {path} may be read or written by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
+                         f"run 'chmod 600 {path}', then run the command again")
+
+
 def _check_header(path: Path) -> None:
     try:
         with open(path, "rb") as handle:
@@ -349,10 +381,7 @@ class WriterLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise CacheError(f"cannot create lock file {self.path} ({exc.strerror}); choose a writable location with --cache") from exc
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -364,6 +393,26 @@ class WriterLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
+
+    def _open(self) -> int:
+        """The lock file, opened (created 0600 when absent) without following a symbolic link, and checked to be a
+        regular file of this user that no other user may read or write."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if os.path.islink(self.path):
+                raise CacheError(f"lock file {self.path} is a symbolic link, which a writer never follows (it would overwrite "
+                                 f"the file it points to): remove the link ('rm {self.path}') or pass another --cache FILE") from None
+            raise CacheError(f"cannot create lock file {self.path} ({exc.strerror}); choose a writable location with --cache") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise CacheError(f"lock file {self.path} is not a regular file; remove it or pass another --cache FILE")
+            _refuse_shared(self.path, st, "lock file")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def holder(self) -> str:
         """Who holds the lock, for a message: ``pid N``."""
@@ -418,7 +467,7 @@ def writer_active(cache_path: str | os.PathLike[str]) -> bool:
     """Whether a process holds the writer lock of the cache now. Probed read-only: no lock file is created
     where none exists (then no writer ever ran, or none since the file was removed)."""
     try:
-        fd = os.open(WriterLock(cache_path).path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(WriterLock(cache_path).path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return False
     try:

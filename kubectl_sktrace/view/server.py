@@ -20,8 +20,10 @@ What it guarantees:
   refused and its connection closed (the body is never read as a next request); the cache is opened read-only
   for each request (``store.open_cache_readonly``: never migrated or created, a snapshot while a recorder writes).
 - **Bounded work per client**: at most ``MAX_CONNECTIONS`` connections at once (more are closed at once), an idle
-  one closed after ``IDLE_SECONDS``, headers over ``MAX_HEADER_BYTES`` refused with 431 before anything reads
-  them; a client that goes away costs one line on stderr, never a traceback.
+  one closed after ``IDLE_SECONDS``, one whose request's line and headers are not all there ``REQUEST_HEAD_SECONDS``
+  after their first byte closed then (a client trickling them could hold a slot for good), headers over
+  ``MAX_HEADER_BYTES`` refused with 431 before anything reads them; a client that goes away costs one line on
+  stderr, never a traceback.
 - **The page runs only our own files**: a strict Content-Security-Policy (``'self'`` only, no inline script), no
   frames, no referrer, nothing cached by the browser.
 - It listens on 127.0.0.1 unless told otherwise, and serves until ``stop`` (Ctrl-C or SIGTERM in the CLI).
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import errno
 import hmac
+import io
 import ipaddress
 import json
 import secrets
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import IO, Any, Callable, Mapping
+from typing import IO, Any, Callable, Mapping, cast
 
 from kubectl_sktrace.errors import SktraceError
 from kubectl_sktrace.terminal import escape
@@ -66,6 +69,9 @@ CODE_SECONDS = 120
 """How long a one-time code waits for its use: a browser's cold start, with room."""
 MAX_CONNECTIONS = 64
 IDLE_SECONDS = 30
+REQUEST_HEAD_SECONDS = 15
+"""Seconds a request's line and headers may take from their first byte: a browser sends them at once, and a slow link
+a few seconds; past this the connection is closed."""
 MAX_HEADER_BYTES = 16 << 10
 MAX_HEADERS = 64
 MAX_PARAMS = 100
@@ -151,6 +157,47 @@ def _log(line: str) -> None:
         pass
 
 
+class _HeadReader(io.RawIOBase):
+    """A connection's reads, bounded while a request's line and headers come in: from their first byte, a read waits
+    only for what is left of ``REQUEST_HEAD_SECONDS``, and none starts past it (the TimeoutError closes the connection,
+    as a silence of ``IDLE_SECONDS`` does)."""
+
+    def __init__(self, raw: io.RawIOBase, sock: socket.socket) -> None:
+        super().__init__()
+        self._raw, self._sock = raw, sock
+        self._waiting = False
+        self._deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def expect_head(self) -> None:
+        """The next request is awaited as any silence is; its first byte starts its deadline."""
+        self._waiting, self._deadline = True, None
+        self._sock.settimeout(IDLE_SECONDS)
+
+    def head_read(self) -> None:
+        """The request's line and headers are in: the connection's reads and writes wait ``IDLE_SECONDS`` again."""
+        self._waiting, self._deadline = False, None
+        self._sock.settimeout(IDLE_SECONDS)
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self._deadline is not None:
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request's line and headers took too long")
+            self._sock.settimeout(min(IDLE_SECONDS, left))
+        count = self._raw.readinto(buffer)
+        if count and self._waiting:
+            self._waiting, self._deadline = False, time.monotonic() + REQUEST_HEAD_SECONDS
+        return count
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
 class ViewServer:
     """The server over an ``api`` of endpoints (path -> answer); ``address`` and ``port`` as bound (port 0: any free one)."""
 
@@ -228,8 +275,21 @@ def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
                 return  # an idle connection closed, as promised: no failure
             _log(f"a request from {self.client_address[0]} failed: {format % args}")
 
+        def setup(self) -> None:
+            super().setup()
+            self.head = _HeadReader(cast(io.BufferedReader, self.rfile).detach(), self.connection)
+            self.rfile = io.BufferedReader(self.head)
+
+        def handle_one_request(self) -> None:
+            self.head.expect_head()
+            super().handle_one_request()
+
         def parse_request(self) -> bool:
-            if not super().parse_request():
+            try:
+                parsed = super().parse_request()
+            finally:
+                self.head.head_read()
+            if not parsed:
                 return False
             size = sum(len(name) + len(value) for name, value in self.headers.items())
             if size > MAX_HEADER_BYTES or len(self.headers) > MAX_HEADERS:

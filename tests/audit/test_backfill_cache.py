@@ -117,6 +117,24 @@ def test_bad_lines_are_counted_and_named_and_the_rest_is_used(cache_builder: Cac
     assert quiet.exit_code == 0 and "bad line" not in quiet.output and quiet.output.startswith("read 5 lines")  # the report stays
 
 
+def test_json_nested_too_deeply_is_a_bad_line_in_every_form(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    """An AKS row whose column holds JSON text nested 100,000 deep, an Event nested as deep, and one nested just shallow
+    enough for the parser: each is one bad line with its reason, and the good line is used."""
+    offline_deletion(cache_builder)
+    deep = "[" * 100_000 + "]" * 100_000
+    aks = json.dumps({"AuditId": "a", "Verb": "create", "RequestObject": deep})
+    native = delete_line(T0 + 40)[:-1] + ',"requestObject":' + deep + "}"
+    shallow = json.loads(delete_line(T0 + 41, name="api", uid="uid-api", audit_id="d2"))
+    shallow["verb"], shallow["responseObject"] = "create", obj("Deployment", "api", spec={**SPEC, "x": json.loads("[" * 900 + "]" * 900)})
+    shallow["responseObject"]["metadata"].update(namespace="app", uid="uid-api")
+    log = tmp_path / "deep.log"
+    log.write_text("\n".join([aks, native, json.dumps(shallow), delete_line(T0 + 42.5)]) + "\n")
+    done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert done.exit_code == 0 and "unexpected" not in done.output, done.output
+    assert f"  {log} line 1: JSON nested too deeply\n  {log} line 2: JSON nested too deeply\n" in done.output, done.output
+    assert "1 event written" in done.output
+
+
 def test_a_hostile_log_writes_nothing(cache_builder: CacheBuilder, tmp_path: Path) -> None:
     offline_deletion(cache_builder)
     before = history(cache_builder.path)

@@ -653,3 +653,30 @@ def test_a_failed_start_into_a_cache_that_holds_runs_leaves_it_as_it_was(emu: Em
     plugin.chmod(0o755)
     assert start(exec_user_kubeconfig(kubeconfig, tmp_path, {"command": str(plugin)}), cache).returncode == 1
     assert Path(cache).exists() and query(cache, "SELECT count(*) FROM runs") == [(1,)]
+
+
+def test_a_cache_other_users_may_write_is_refused_with_the_fix(emu: Emulator, kubeconfig: str, cache: str) -> None:
+    assert start(kubeconfig, cache).returncode == 0
+    Path(cache).chmod(0o666)
+    before = Path(cache).read_bytes()
+    refused = start(kubeconfig, cache)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (f"Error: cache {cache} may be read or written by other users (mode 0666); "
+                              f"run 'chmod 600 {cache}', then run the command again\n")
+    assert Path(cache).read_bytes() == before
+    assert sktrace("status", "--cache", cache).returncode == 0  # reading it is no write
+    Path(cache).chmod(0o600)
+    assert start(kubeconfig, cache).returncode == 0
+
+
+def test_a_symlinked_lock_file_is_refused_and_the_file_it_points_to_kept(emu: Emulator, kubeconfig: str, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("a week of notes\n")
+    (shared / "team.db.lock").symlink_to(victim)
+    refused = start(kubeconfig, str(shared / "team.db"))
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.startswith(f"Error: lock file {shared}/team.db.lock is a symbolic link"), refused.stderr
+    assert f"remove the link ('rm {shared}/team.db.lock')" in refused.stderr
+    assert victim.read_text() == "a week of notes\n"

@@ -200,6 +200,7 @@ def test_the_demo_waits_while_the_recorder_is_still_creating_its_cache(tmp_path:
 
     path = tmp_path / "cache.db"
     assert not _recording_synced(str(path))
+    path.touch(mode=0o600)  # as a recorder creates it
     creating = sqlite3.connect(path, isolation_level=None)
     creating.execute("PRAGMA journal_mode = WAL")
     creating.execute("BEGIN IMMEDIATE")

@@ -146,6 +146,68 @@ def test_watch_ends_cleanly_when_the_server_ends_the_stream(tmp_path, api_server
     assert [e["type"] for e in kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=5)] == ["ADDED"]
 
 
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_json_nested_too_deeply_is_a_malformed_answer_with_the_standard_librarys_parser(tmp_path, api_server, monkeypatch):
+    """The krew package parses with json (no orjson), whose parser raises RecursionError: a list page, a watch line or
+    an error's Status nested 100,000 deep is the same one-line error as any malformed answer."""
+    from kubectl_sktrace.kube import stream
+
+    monkeypatch.setattr(stream, "loads", json.loads)
+    api_server.route("/api/v1/pods", Reply(lines=[b'{"kind":"PodList","items":' + DEEP + b"}"]))
+    api_server.route("/api/v1/pods", Reply(lines=[{"type": "ADDED", "object": pod("a", "2")}, b'{"type":"ADDED","object":' + DEEP + b"}\n"]),
+                     when=lambda seen: seen.query.get("watch") == "true")
+    api_server.route("/api/v1/namespaces/ns/pods", Reply(500, lines=[DEEP]))
+    kube = connect(tmp_path, api_server.url)
+    with pytest.raises(TransientError, match=f"^malformed response from {api_server.url} \\(JSON nested too deeply\\)$"):
+        kube.list_page(PODS, namespace=None)
+    stream_ = kube.watch(PODS, namespace=None, resource_version="1", timeout_seconds=5)
+    assert next(stream_)["type"] == "ADDED"
+    with pytest.raises(TransientError, match=f"^malformed watch event from {api_server.url} \\(JSON nested too deeply\\)$"):
+        next(stream_)
+    with pytest.raises(TransientError, match=f"^the API server at {api_server.url} failed \\(500\\) on /api/v1/namespaces/ns/pods: \\[+$"):
+        kube.list_page(PODS, namespace="ns")
+
+
+def test_a_huge_error_body_is_read_no_further_than_its_start(tmp_path):
+    """A server answering 500 with a body as long as it likes (no length: it ends when the connection closes): the error
+    is one line from the body's first characters, and the client stops reading after ``ERROR_BODY_LIMIT`` bytes
+    (what the server managed to send is that, plus what the sockets' buffers hold)."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    sent = [0]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(20)
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n")
+            block = b"x" * (1 << 20)
+            try:
+                for _ in range(64):
+                    conn.sendall(block)
+                    sent[0] += len(block)
+            except OSError:
+                pass  # the client closed the connection
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with pytest.raises(TransientError) as info:
+            connect(tmp_path, url).list_page(PODS, namespace=None)
+        thread.join(timeout=20)
+    finally:
+        listener.close()
+    assert str(info.value) == f"the API server at {url} failed (500) on /api/v1/pods: " + "x" * 200
+    assert sent[0] <= 16 << 20, f"{sent[0] >> 20} MB of the body were read"
+
+
 def test_410_on_list_is_expired(tmp_path, api_server):
     api_server.route("/api/v1/pods", Reply(410, {"kind": "Status", "code": 410, "reason": "Expired",
                                                   "message": "The provided continue parameter is too old"}))

@@ -100,6 +100,7 @@ def test_a_cache_a_recorder_is_creating_is_empty_to_a_reader_not_foreign(tmp_pat
     """Between sqlite's header and the first migration's commit, a reader sees an sqlite file with no tables:
     it is told the cache holds no recording yet (EmptyCacheError), not that the file belongs to another program."""
     path = tmp_path / "c.db"
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))  # as a recorder creates it
     creating = sqlite3.connect(path, isolation_level=None)
     creating.execute("PRAGMA journal_mode = WAL")
     creating.execute("BEGIN IMMEDIATE")
@@ -169,7 +170,7 @@ def test_a_first_migration_committing_mid_check_never_looks_foreign(tmp_path: Pa
 
 def test_start_records_into_an_empty_file(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
-    path.touch()
+    path.touch(mode=0o600)
     with open_cache(path, create=True) as cache:
         assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
@@ -189,6 +190,85 @@ def test_the_writer_probe_creates_no_lock_file(tmp_path: Path) -> None:
     with WriterLock(path):
         assert writer_active(path)
     assert not writer_active(path)
+
+
+def test_a_symlinked_lock_file_is_refused_and_the_file_it_points_to_kept(tmp_path: Path) -> None:
+    path = tmp_path / "shared" / "team.db"
+    _recorded(path)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"someone's notes\n")
+    Path(f"{path}.lock").symlink_to(victim)
+    with pytest.raises(CacheError) as info:
+        WriterLock(path).acquire()
+    assert str(info.value) == (f"lock file {path}.lock is a symbolic link, which a writer never follows (it would overwrite the file "
+                               f"it points to): remove the link ('rm {path}.lock') or pass another --cache FILE")
+    assert victim.read_bytes() == b"someone's notes\n"
+    Path(f"{path}.lock").unlink()
+    Path(f"{path}.lock").symlink_to(tmp_path / "absent")  # a dangling link is not followed to create its target either
+    with pytest.raises(CacheError, match="is a symbolic link"):
+        WriterLock(path).acquire()
+    assert not (tmp_path / "absent").exists()
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o644, 0o620, 0o604], ids=lambda m: f"{m:04o}")
+def test_a_writer_refuses_a_cache_other_users_may_read_or_write_and_a_reader_reads_it(tmp_path: Path, mode: int) -> None:
+    path = tmp_path / "c.db"
+    _recorded(path)
+    path.chmod(mode)
+    before = path.read_bytes()
+    for create in (True, False):
+        with pytest.raises(CacheError) as info:
+            open_cache(path, create=create)
+        assert str(info.value) == (f"cache {path} may be read or written by other users (mode {mode:04o}); "
+                                   f"run 'chmod 600 {path}', then run the command again")
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.db"]
+    with open_cache_readonly(path) as cache:
+        assert cache.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+
+
+def test_a_writer_refuses_a_log_or_a_lock_file_other_users_may_write(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    _recorded(path)
+    wal = Path(f"{path}-wal")
+    wal.write_bytes(b"")
+    wal.chmod(0o666)
+    with pytest.raises(CacheError, match=f"^cache {wal} may be read or written by other users \\(mode 0666\\); run 'chmod 600"):
+        open_cache(path, create=False)
+    wal.unlink()
+    lock = Path(f"{path}.lock")
+    lock.write_text("123\n")
+    lock.chmod(0o646)
+    with pytest.raises(CacheError, match=f"^lock file {lock} may be read or written by other users \\(mode 0646\\)"):
+        WriterLock(path).acquire()
+    assert lock.read_text() == "123\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_a_writer_refuses_files_of_another_user(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    _recorded(path)
+    os.chown(path, 4242, -1)
+    with pytest.raises(CacheError, match=f"^cache {path} belongs to another user \\(uid 4242\\); .*pass another --cache FILE$"):
+        open_cache(path, create=False)
+    os.chown(path, os.geteuid(), -1)
+    lock = Path(f"{path}.lock")
+    lock.write_text("")
+    lock.chmod(0o600)
+    os.chown(lock, 4242, -1)
+    with pytest.raises(CacheError, match=f"^lock file {lock} belongs to another user"):
+        WriterLock(path).acquire()
+
+
+def test_a_cache_the_product_created_is_private_and_opens_again_for_writing(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "c.db"
+    with open_cache(path, create=True) as cache, cache.writer_lock():
+        with cache.transaction() as conn:
+            conn.execute("INSERT INTO runs (started, stopped, pid, config) VALUES (1, 2, 1, '')")
+        modes = {p.name: p.stat().st_mode & 0o777 for p in path.parent.iterdir()}
+    assert modes == {"c.db": 0o600, "c.db-wal": 0o600, "c.db-shm": 0o600, "c.db.lock": 0o600}
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    with open_cache(path, create=False) as cache, cache.writer_lock():
+        assert cache.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
 
 
 def _schema_2_cache(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,6 +83,51 @@ def test_a_one_time_code_authorizes_one_request_within_its_time() -> None:
         assert request(server, f"/api/session?code={code}", token=None)[0] == 403
 
 
+def test_a_request_trickled_a_byte_at_a_time_is_closed_at_its_deadline_and_others_are_answered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client sending its headers a byte a second would hold a connection's slot for good (each byte comes well
+    inside ``IDLE_SECONDS``): it is closed ``REQUEST_HEAD_SECONDS`` after its first byte (made 2 s here), while a request
+    whose parts come a little apart, inside that time, is answered."""
+    import socket
+    import time
+
+    from kubectl_sktrace.view import server as view_server
+
+    assert 5 <= getattr(view_server, "REQUEST_HEAD_SECONDS", 30) <= 20  # a browser's headers, with room; far less than held for good
+    monkeypatch.setattr(view_server, "REQUEST_HEAD_SECONDS", 2, raising=False)
+    server = ViewServer(api={"/api/answer": lambda params: dict(params)})
+    with serving(server):
+        trickle = socket.create_connection(("127.0.0.1", server.port), timeout=1)
+        head = f"GET /api/answer HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-Padding: {'x' * 30}\r\n".encode()
+        started, closed_after = time.monotonic(), None
+        try:
+            for byte in head:
+                try:
+                    trickle.sendall(bytes([byte]))
+                    if trickle.recv(1) == b"":
+                        closed_after = time.monotonic() - started
+                        break
+                except TimeoutError:
+                    pass  # still open: a second went by
+                except ConnectionError:
+                    closed_after = time.monotonic() - started
+                    break
+                if time.monotonic() - started > 6:
+                    break
+        finally:
+            trickle.close()
+        assert closed_after is not None and 1.5 < closed_after < 4, closed_after
+        slow = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        try:
+            for part in (b"GET /api/answer?x=1 HTTP/1.1\r\n", f"Host: 127.0.0.1:{server.port}\r\n".encode(),
+                         f"{TOKEN_HEADER}: {server.token}\r\nConnection: close\r\n\r\n".encode()):
+                slow.sendall(part)
+                time.sleep(0.4)
+            assert slow.makefile("rb").readline().startswith(b"HTTP/1.1 200 ")
+        finally:
+            slow.close()
+        assert request(server, "/api/answer")[0] == 200
+
+
 @pytest.mark.parametrize("host, allowed", [
     ("127.0.0.1:8750", True), ("localhost:9000", True), ("LOCALHOST", True), ("[::1]:8750", True), ("10.1.2.3", True),
     ("attacker.example:8750", False), ("127.0.0.1.nip.io", False), ("localhost.attacker.example", False), ("", False), (None, False),
