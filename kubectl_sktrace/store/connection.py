@@ -11,8 +11,8 @@
 - A new cache directory is created 0700 and a new file 0600.
 - One writer per cache: ``WriterLock`` holds ``flock`` on a sidecar ``<cache>.lock`` for the whole run;
   the kernel releases it when the process dies, so a crashed recorder never blocks the next one.
-- A writer (start, backfill, prune, cache copy's destination) uses only files of its own user that no other user
-  may read or write: the cache, its ``-wal`` and ``-shm``, and the lock file, which is never a symbolic link (it
+- A writer (start, backfill, prune, cache copy's destination) uses only files of its own user that users outside its
+  group may not read or write: the cache, its ``-wal`` and ``-shm``, and the lock file, which is never a symbolic link (it
   is opened with ``O_NOFOLLOW``, so that a link planted in a shared directory cannot make the writer truncate the
   file it points to). Anything else is refused with the fix (``chmod 600``, another ``--cache``). A reader may
   read any cache its user can read.
@@ -298,7 +298,7 @@ def _refuse_shared(path: Path, st: os.stat_result, what: str) -> None:
     if st.st_uid != os.geteuid():
         raise CacheError(f"{what} {path} belongs to another user (uid {st.st_uid}); a writer uses only files of its own user: "
                          "pass another --cache FILE")
-    if st.st_mode & 0o077:
+    if st.st_mode & 0o007:  # the group's bits are the owner's choice: a volume's fsGroup sets them on every restart
         raise CacheError(f"{what} {path} may be read or written by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
                          f"run 'chmod 600 {path}', then run the command again")
 
