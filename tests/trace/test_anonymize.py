@@ -190,7 +190,7 @@ def test_no_original_name_namespace_or_image_is_left(name: str) -> None:
     originals |= {k.split("/")[-1] for keys in before.index.values() for k in keys}
     originals |= {k.split("/")[0] for keys in before.index.values() for k in keys}
     originals -= KEPT_NAMESPACES | KEPT_VALUES
-    originals = {s for s in originals if not s.isdigit()}  # numbers are kept: they name nothing
+    originals = {s for s in originals if not s.isdigit()}  # a short number is found anywhere in the bytes (a count, a digest)
     assert originals
     assert sorted(s for s in originals if traceformat.dumps_object(s) in data) == []
     assert sorted(s for s in originals if s.encode() in data) == []  # not even inside a path or a longer string

@@ -4,13 +4,16 @@ An object is walked with the types of its fields (``apischema``: the field names
 type, as the ``kubernetes`` package's models declare them). Kept as they are:
 
 - the field names of the built-in types, ``apiVersion`` and ``kind`` (a custom resource's too: they are reported
-  for review), numbers, booleans and timestamps (typed so), and any string that is a number, a quantity, a
-  percentage, a duration or a timestamp (``pseudonyms``);
-- the values of the fields whose values Kubernetes defines (``ENUMS``: ``restartPolicy``, ``imagePullPolicy``,
+  for review), numbers, booleans and timestamps (typed so);
+- a string that is a number, a quantity, a percentage or a duration only in a field typed to hold one (``vocabulary``:
+  resource quantities, ``sizeLimit``, an HPA's target values, int-or-string fields such as ``maxSurge`` or a probe's
+  ``port``; ``Gt``/``Lt`` selector values). In a free-text field (an env value, a command's argument, a hostname, a
+  label's value, ConfigMap data, a custom resource's string) every string is replaced, whatever it looks like;
+- the values of the fields whose values Kubernetes defines (``vocabulary.ENUMS``: ``restartPolicy``, ``imagePullPolicy``,
   ``protocol``, ``operator``, ``effect``, strategy and Service types, …), cron schedules, IANA time zones;
-- the well-known label and annotation keys (``kubernetes.io/``, ``k8s.io/`` and their subdomains, values replaced),
-  the values of the node labels the scheduler reads (os, arch; zone, region and instance type, reported), the
-  standard resource names (``cpu``, ``memory``, ``hugepages-2Mi``, …).
+- Kubernetes' well-known label, annotation and taint keys (``wellknown``; their values replaced), the values of the
+  node labels the scheduler reads (os and arch when they are Go's names; zone, region and instance type; all
+  reported for review), the standard resource names (``cpu``, ``memory``, ``hugepages-2Mi``, …).
 
 Every other string is replaced by its keyed pseudonym, in the shape its place needs (``pseudonyms``): values, and
 the keys of every map an owner fills (labels, annotations, node selectors, ConfigMap and Secret data, resource
@@ -31,56 +34,14 @@ from typing import Any, Callable, Iterator
 
 from kubectl_sktrace.trace.anonymizing import apischema
 from kubectl_sktrace.trace.files.format import strict_packer
-from kubectl_sktrace.trace.anonymizing.pseudonyms import Hit, Pseudonyms, Role
+from kubectl_sktrace.trace.anonymizing.pseudonyms import NUMBER_FORMAT, Hit, Pseudonyms, Role
+from kubectl_sktrace.trace.anonymizing.vocabulary import ENUMS, TYPED
 from kubectl_sktrace.trace.sanitize import DROPPED_ANNOTATIONS
 
 Handler = Callable[[Any], Any]
 FieldHandler = Handler | Role | None  # None: kept as it is; a Role: a string field, read in place
 PodSpecs = list[tuple[dict[str, Any], dict[str, Any]]]
 
-_CAPABILITIES = ("ALL", "AUDIT_CONTROL", "AUDIT_READ", "AUDIT_WRITE", "BLOCK_SUSPEND", "BPF", "CHECKPOINT_RESTORE", "CHOWN",
-                 "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "IPC_LOCK", "IPC_OWNER", "KILL", "LEASE", "LINUX_IMMUTABLE",
-                 "MAC_ADMIN", "MAC_OVERRIDE", "MKNOD", "NET_ADMIN", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_RAW", "PERFMON",
-                 "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYSLOG", "SYS_ADMIN", "SYS_BOOT", "SYS_CHROOT", "SYS_MODULE", "SYS_NICE",
-                 "SYS_PACCT", "SYS_PTRACE", "SYS_RAWIO", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "WAKE_ALARM")
-# the values Kubernetes defines, by field name (the models do not say which strings are enums)
-ENUMS: dict[str, frozenset[str]] = {field: frozenset(values) for field, values in {
-    "restartPolicy": ("Always", "OnFailure", "Never", "NotRequired", "RestartContainer"),
-    "imagePullPolicy": ("Always", "Never", "IfNotPresent"),
-    "protocol": ("TCP", "UDP", "SCTP"),
-    "operator": ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Equal"),
-    "effect": ("NoSchedule", "PreferNoSchedule", "NoExecute"),
-    "dnsPolicy": ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"),
-    "concurrencyPolicy": ("Allow", "Forbid", "Replace"),
-    "type": ("RollingUpdate", "Recreate", "OnDelete", "ClusterIP", "NodePort", "LoadBalancer", "ExternalName", "Opaque",
-             "kubernetes.io/service-account-token", "kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson",
-             "kubernetes.io/basic-auth", "kubernetes.io/ssh-auth", "kubernetes.io/tls", "bootstrap.kubernetes.io/token",
-             "RuntimeDefault", "Localhost", "Unconfined", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket",
-             "CharDevice", "BlockDevice", "Resource", "Pods", "Object", "External", "ContainerResource", "Utilization", "Value",
-             "AverageValue", "Percent"),
-    "scheme": ("HTTP", "HTTPS"),
-    "terminationMessagePolicy": ("File", "FallbackToLogsOnError"),
-    "preemptionPolicy": ("PreemptLowerPriority", "Never"),
-    "podManagementPolicy": ("OrderedReady", "Parallel"),
-    "whenUnsatisfiable": ("DoNotSchedule", "ScheduleAnyway"),
-    "nodeAffinityPolicy": ("Honor", "Ignore"), "nodeTaintsPolicy": ("Honor", "Ignore"),
-    "externalTrafficPolicy": ("Cluster", "Local"), "internalTrafficPolicy": ("Cluster", "Local"),
-    "sessionAffinity": ("ClientIP", "None"),
-    "ipFamilyPolicy": ("SingleStack", "PreferDualStack", "RequireDualStack"), "ipFamilies": ("IPv4", "IPv6"),
-    "completionMode": ("NonIndexed", "Indexed"), "podReplacementPolicy": ("TerminatingOrFailed", "Failed"),
-    "fsGroupChangePolicy": ("OnRootMismatch", "Always"), "mountPropagation": ("None", "HostToContainer", "Bidirectional"),
-    "recursiveReadOnly": ("Disabled", "IfPossible", "Enabled"), "pathType": ("Exact", "Prefix", "ImplementationSpecific"),
-    "policyTypes": ("Ingress", "Egress"), "accessModes": ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"),
-    "volumeMode": ("Filesystem", "Block"), "persistentVolumeReclaimPolicy": ("Retain", "Delete", "Recycle"),
-    "whenDeleted": ("Retain", "Delete"), "whenScaled": ("Retain", "Delete"), "selectPolicy": ("Max", "Min", "Disabled"),
-    "unhealthyPodEvictionPolicy": ("IfHealthyBudget", "AlwaysAllow"), "action": ("FailJob", "Ignore", "Count", "FailIndex"),
-    "medium": ("", "Memory", "HugePages"), "procMount": ("Default", "Unmasked"), "resourceName": ("cpu", "memory"),
-    "schedulerName": ("default-scheduler",), "priorityClassName": ("system-cluster-critical", "system-node-critical"),
-    "finalizers": ("foregroundDeletion", "orphan"), "add": _CAPABILITIES, "drop": _CAPABILITIES,
-    "appProtocol": ("http", "https", "h2c", "grpc", "tcp", "udp", "ws", "wss", "kubernetes.io/h2c", "kubernetes.io/ws",
-                    "kubernetes.io/wss"),
-    "supplementalGroupsPolicy": ("Merge", "Strict"), "signal": ("SIGTERM", "SIGKILL", "SIGINT", "SIGQUIT", "SIGHUP"),
-}.items()}
 _CRON_FIELD = r"(?:[0-9*?/,#LW-]|JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC|SUN|MON|TUE|WED|THU|FRI|SAT)+"
 _CRON = re.compile(rf"@(?:yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}(?: +{_CRON_FIELD}){{4}}", re.I)
 _STANDARD_RESOURCES = frozenset({"cpu", "memory", "storage", "ephemeral-storage", "pods", "services", "secrets", "configmaps",
@@ -106,12 +67,17 @@ _MODEL_ROLES = {
     **{(model, "key"): "label_key" for model in ("V1Toleration", "V1LabelSelectorRequirement", "V1NodeSelectorRequirement",
                                                  "V1TopologySelectorLabelRequirement")},
     **{(model, "key"): "data_key" for model in ("V1KeyToPath", "V1ConfigMapKeySelector", "V1SecretKeySelector")},
-    ("V1Toleration", "value"): "label_value", ("V1ResourceFieldSelector", "resource"): "resource_field",
+    ("V1Toleration", "value"): "label_value", ("V1Taint", "key"): "label_key", ("V1Taint", "value"): "label_value",
+    ("V1ResourceFieldSelector", "resource"): "resource_field",
     ("V2ResourceMetricSource", "name"): "resource_name", ("V2ContainerResourceMetricSource", "name"): "resource_name",
 }
+_VERSION = re.compile(r"V[0-9]+(?:alpha[0-9]+|beta[0-9]+)?(?=[A-Z])")
+_INDEXES = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 _LABEL_MAPS = frozenset({"labels", "annotations", "nodeSelector", "matchLabels", "selector"})
 _RESOURCE_MAPS = frozenset({"limits", "requests", "capacity", "allocatable", "hard", "used", "overhead", "default",
-                            "defaultRequest", "max", "min", "maxLimitRequestRatio", "allocatedResources"})
+                            "defaultRequest", "max", "min", "maxLimitRequestRatio", "allocatedResources", "podFixed",
+                            "consumedCapacity"})
 _DATA_MAPS = {("V1ConfigMap", "data"): True, ("V1ConfigMap", "binaryData"): False, ("V1Secret", "data"): False,
               ("V1Secret", "stringData"): False}  # True: text values get pseudonyms; False: base64 values become ""
 # what a downward-API env variable or volume may read (``fieldRef.fieldPath``, ``resourceFieldRef.resource``)
@@ -139,6 +105,11 @@ def _time_zones() -> frozenset[str]:
 
 def _kept(value: Any) -> Hit:
     return (value, None, None)
+
+
+def _typed(model: str | None, field: str) -> str | None:
+    """The role of a string field typed to hold a number (``TYPED``), else None."""
+    return TYPED.get((_VERSION.sub("", model, count=1), field)) if model else None
 
 
 def _unknown(value: Any) -> Any:  # marks a field the model does not declare
@@ -177,13 +148,15 @@ class Walker:
             "name": name, "namespace": names.role("namespace"), "uid": names.role("uid"), "image": names.role("image"),
             "path": names.role("path"), "text": names.role("text"), "generate_name": names.role("generate_name"),
             "label_key": names.role("label_key", "label and annotation keys"), "env_name": names.role("env_name"),
-            "port_name": names.role("port_name"), "ip": names.role("ip"), "keep": names.custom(_kept),
+            "port_name": names.role("port_name"), "port": names.role("port"), "ip": names.role("ip"), "keep": names.custom(_kept),
             "data_key": names.role("name", "ConfigMap and Secret keys"),
             "label_value": names.role("name", "label and annotation values"),
             "cron": names.custom(lambda v: _kept(v) if _CRON.fullmatch(v) else name[v]),
             "time_zone": names.custom(lambda v: _kept(v) if v in _time_zones() else name[v]),
             "field_path": names.custom(self._field_path), "resource_name": names.custom(self._resource_name),
             "resource_field": names.custom(lambda v: _kept(v) if _RESOURCE_FIELD.fullmatch(v) else name[v]),
+            "quantity": names.custom(lambda v: _kept(v) if NUMBER_FORMAT.fullmatch(v) else name[v]),
+            "indexes": names.custom(lambda v: _kept(v) if _INDEXES.fullmatch(v) else name[v]),
         }
 
     def object(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -356,16 +329,19 @@ class Walker:
 
         self._models[name] = (handlers, walk)  # before the fields' handlers: a model may hold itself (JSONSchemaProps)
         for field, type_ in fields.items():
-            inline = type_ == "str" and field not in ENUMS
+            inline = (type_ == "str" or type_ == "object" and _typed(name, field) is not None) and field not in ENUMS
             handlers[field] = self._string_role(name, field) if inline else self._handler(name, field, type_)
         handlers.update(dict.fromkeys(_DROPPED.get(name, ()), _dropped))
         return handlers, walk
 
     def _requirement(self, value: dict[str, Any], out: dict[str, Any]) -> None:
-        """A selector's requirement: its values renamed as the values of its key's labels (so that it still selects)."""
+        """A selector's requirement: its values renamed as the values of its key's labels (so that it still selects);
+        the integer a ``Gt`` or ``Lt`` compares with kept (the API reads it as a number)."""
         key, values = value.get("key"), value.get("values")
         if isinstance(key, str) and isinstance(values, list):
-            out["values"] = [self.names.label_value(key, v) if isinstance(v, str) else v for v in values]
+            compared = value.get("operator") in ("Gt", "Lt")
+            out["values"] = [v if compared and isinstance(v, str) and _INTEGER.fullmatch(v) else
+                             self.names.label_value(key, v) if isinstance(v, str) else v for v in values]
 
     def _handler(self, model: str, field: str, type_: str) -> Handler | None:
         if type_ in _KEPT_TYPES:
@@ -394,8 +370,10 @@ class Walker:
         return found
 
     def _string_role(self, model: str | None, field: str) -> Role:
-        """The role of a string field: by the model's field where the name alone is ambiguous, else by its name."""
-        return self._roles[_MODEL_ROLES.get((model or "", field)) or _FIELD_ROLES.get(field, "name")]
+        """The role of a string field: by its type where it holds a number, by the model's field where the name alone is
+        ambiguous, else by its name."""
+        role = _typed(model, field) or _MODEL_ROLES.get((model or "", field)) or _FIELD_ROLES.get(field, "name")
+        return self._roles[role]
 
     def _role_handler(self, role: Role, field: str | None, enum: frozenset[str] | None = None) -> Handler:
         """A string by its role's remembered pseudonym, counted; anything else untyped."""
@@ -420,8 +398,10 @@ class Walker:
             return self._keyed_map(self._roles["data_key"], self._role_handler(self._roles["text"], field) if text else blank)
         if field in _LABEL_MAPS and item_type == "str":
             return self._label_map(DROPPED_ANNOTATIONS if field == "annotations" else ())
-        item = self._handler(model, field, item_type)
-        return self._keyed_map(self._roles["resource_name"] if field in _RESOURCE_MAPS else names.role("name", "map keys"), item)
+        if field in _RESOURCE_MAPS:  # resource names, each with its quantity
+            quantities = self._role_handler(self._roles["quantity"], field) if item_type == "str" else self._handler(model, field, item_type)
+            return self._keyed_map(self._roles["resource_name"], quantities)
+        return self._keyed_map(names.role("name", "map keys"), self._handler(model, field, item_type))
 
     def _keyed_map(self, key_role: Role, item: Handler | None) -> Handler:
         """A map: each key by its role's pseudonym, each value by ``item`` (None: kept as it is)."""

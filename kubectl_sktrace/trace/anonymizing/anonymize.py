@@ -7,16 +7,17 @@ the distinct pod specs of each owner of lifecycles packed in a spool (``format.B
 temporary file), and bounded memos of pseudonyms and pod specs (``allowlist``), never the events.
 
 Guarantees. What is kept is Kubernetes' own vocabulary, by allow-list (``allowlist``, docs/anonymize.md): field
-names, enum values, numbers, quantities, timestamps, apiVersions and kinds, well-known label keys. Every other
-string, and every key of a map an owner fills (labels, annotations, node selectors, data, resources), is
-replaced by its keyed pseudonym (``pseudonyms``) in a shape valid in its place, the same string by the same
+names, enum values, numbers, quantities and timestamps where the field's type holds one, apiVersions and kinds,
+Kubernetes' well-known label keys. Every other string, and every key of a map an owner fills (labels, annotations,
+node selectors, data, resources), is replaced by its keyed pseudonym (``pseudonyms``) in a shape valid in its place, the same string by the same
 pseudonym everywhere, so that the trace replays the same: selectors still select, ``configMapKeyRef.key`` still
 names a key of its ConfigMap, a toleration still matches its taint, owners and references still resolve. The keys
 of ``index`` (``ns/name``) and ``pod_lifecycles`` (``[owner_gvk, "ns/name"]``) are renamed to match. The same key
 gives identical output, so two exports with one key line up; a different key, other names.
 
 ``report`` says how many strings were replaced in each kind of place, and which kept values a reviewer should
-look at (zone, region and instance type labels, custom resources' kinds, label values kept on request).
+look at (every label value kept: zone, region, instance type, os and arch; custom resources' kinds, label values kept
+on request).
 
 Dropped, because they only repeat what is replaced or describe the source cluster: ``status`` (SimKube
 drops it on import), ``metadata.managedFields`` and ``selfLink``, the annotations the recorder drops too

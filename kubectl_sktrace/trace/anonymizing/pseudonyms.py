@@ -16,14 +16,16 @@ namespaces ``default``, ``kube-system``, ``kube-public`` and ``kube-node-lease``
 (every namespace's ServiceAccount) and ``kube-root-ca.crt`` (every namespace's CA ConfigMap) and the
 ``kube-api-access-*`` volumes (which the stable pod spec, docs/spec.md §8.4, recognizes by that prefix);
 the values ``""``, ``true`` and ``false``; the image tag ``latest`` and the absence of a tag (both decide the
-default ``imagePullPolicy``); a string that is a number, a quantity (``250m``, ``1Gi``), a percentage, a duration
-(``1h30m``) or an RFC 3339 timestamp, in every role alike (so that a name ``1`` and a label value ``1`` stay equal),
-except an image's tag: ``ledger:7.0`` names a product's release as ``ledger:1.2.3`` does, and is replaced.
+default ``imagePullPolicy``); a port given by its number (``port``: a numeric string in an int-or-string port). A
+string that looks like a number, a quantity or a timestamp is replaced like any other in every role here (a name
+``1`` and a label value ``1`` get the same pseudonym, so they stay equal): only the fields whose type says they hold
+one keep it (``NUMBER_FORMAT``, read by ``allowlist`` for resource quantities, ``maxSurge`` and the like).
 
-Shapes, each valid where Kubernetes validates its role: label and annotation keys keep a well-known prefix
-(``kubernetes.io/``, ``k8s.io/`` and their subdomains) whole, else become ``obj-…`` or ``obj-…/obj-…`` (a
-qualified name); env variable names ``E_…`` (a C identifier); port names ``p-`` and 13 characters (an IANA service
-name, at most 15); IP addresses a keyed address of the same family in 10.0.0.0/8 or fd00::/8.
+Shapes, each valid where Kubernetes validates its role: a label or annotation key is kept when it is one of
+Kubernetes' well-known keys (``wellknown``); another key under one of Kubernetes' prefixes keeps that prefix and
+gets its name replaced (``kubernetes.io/obj-…``); any other key becomes ``obj-…`` or ``obj-…/obj-…`` (a qualified
+name); env variable names ``E_…`` (a C identifier); port names ``p-`` and 13 characters (an IANA service name, at most
+15); IP addresses a keyed address of the same family in 10.0.0.0/8 or fd00::/8.
 
 ``replaced`` counts the strings replaced per kind of place, ``review`` the kept values a reviewer should look at
 (each a list appended to as strings are met, ``tally`` and ``reviewed``, counted when read: an append costs half a
@@ -44,6 +46,8 @@ from collections import Counter
 from typing import Any, Callable
 
 from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.trace.anonymizing.wellknown import (KUBERNETES_PREFIXES, NODE_LABEL_VALUES, REVIEWED_NODE_LABELS,
+                                                          WELL_KNOWN_KEYS)
 
 KEY_BYTES = 32
 KEPT_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
@@ -58,19 +62,14 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _MEMO_LIMIT = 1 << 18  # the pseudonyms remembered, every role's and the digests together
 _BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
 _BASE32_PAIRS = [_BASE32[i >> 5] + _BASE32[i & 31] for i in range(1024)]
-_KEPT_FORMAT = re.compile(
+# what a field typed as a quantity, an int-or-string or a duration may hold and keep: numbers, quantities,
+# percentages, durations, timestamps. Never applied to a free-text field (``allowlist`` decides by the field's type).
+NUMBER_FORMAT = re.compile(
     r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i|%)?"  # numbers, quantities, percentages
     r"|(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+"  # durations
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"  # timestamps
 )
-WELL_KNOWN_PREFIXES = ("kubernetes.io", "k8s.io")
-# node labels that the scheduler reads and simulated nodes carry: their values are kept
-NODE_LABELS = frozenset({"kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/arch"})
-# kept too, and reported for review: they describe the source cluster's cloud
-REVIEWED_NODE_LABELS = frozenset({
-    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region", "node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type",
-})
+_PORT_NUMBER = re.compile(r"[0-9]{1,5}")
 FIELD_KEYS = frozenset({"metadata.name", "metadata.namespace", "spec.nodeName"})  # a node selector's matchFields
 
 
@@ -113,8 +112,9 @@ class Pseudonyms:
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in block))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in block))
         self._digests: dict[str, str] = {}  # an original -> its digest ("" when kept as it is), whatever its role
-        self._kept_keys = NODE_LABELS | REVIEWED_NODE_LABELS | keep_label_values
-        self._reviewed_keys = REVIEWED_NODE_LABELS | keep_label_values
+        self._kept_keys = REVIEWED_NODE_LABELS | keep_label_values  # every value kept, and reported
+        # the values kept of a node label the scheduler reads (Go's names of systems and processors), reported too
+        self._kept_values = {key: values for key, values in NODE_LABEL_VALUES.items() if key not in keep_label_values}
         self.tally: list[str] = []  # the place of each string replaced since ``replaced`` was read
         self.reviewed: list[str] = []  # each kept value to review since ``review`` was read
         self._replaced: Counter[str] = Counter()
@@ -211,6 +211,10 @@ class Pseudonyms:
         """A port's name, or a port named by a Service or a probe: an IANA service name (15 characters at most)."""
         return self._use(self.role("port_name"), value)
 
+    def port(self, value: str) -> str:
+        """An int-or-string port (``targetPort``, a probe's ``port``): a number kept, a name as ``port_name``."""
+        return self._use(self.role("port"), value)
+
     def ip(self, value: str) -> str:
         """An IP address: a keyed one of the same family (``None`` and ``""``, a headless Service's, kept)."""
         return self._use(self.role("ip"), value)
@@ -255,39 +259,27 @@ class Pseudonyms:
         return outer.digest()
 
     def _digest(self, value: str) -> str:
-        """The first 80 bits of the HMAC in lowercase base32 (RFC 4648's alphabet), two characters per 10 bits;
-        ``""`` for a string kept as it is (a number, a quantity, …)."""
+        """The first 80 bits of the HMAC in lowercase base32 (RFC 4648's alphabet), two characters per 10 bits,
+        remembered; whatever the value looks like (a number too)."""
         digest = self._digests.get(value)
         if digest is None:
-            digest = "" if _KEPT_FORMAT.fullmatch(value) else self._keyed(value)
+            digest = self._keyed(value)
             self.remembered += 1
             self._digests[value] = digest
         return digest
 
     def _keyed(self, value: str) -> str:
-        """The digest of ``_digest``, whatever the value looks like."""
+        """The digest of ``_digest``, computed."""
         n, pairs = int.from_bytes(self._mac(value.encode())[:_DIGEST_BYTES], "big"), _BASE32_PAIRS
         return (pairs[n >> 70] + pairs[(n >> 60) & 1023] + pairs[(n >> 50) & 1023] + pairs[(n >> 40) & 1023]
                 + pairs[(n >> 30) & 1023] + pairs[(n >> 20) & 1023] + pairs[(n >> 10) & 1023] + pairs[n & 1023])
 
     def _pseudonym(self, prefix: str, value: str, shape: Callable[[str], str] | None = None) -> str:
-        """``prefix`` and the digest of ``value`` (in ``shape``), or ``value`` itself when it is kept; recorded."""
+        """``prefix`` and the digest of ``value`` (in ``shape``); recorded."""
         digest = self._digest(value)
-        if not digest:
-            return value
         result = prefix + digest if shape is None else shape(prefix + digest)
         if self.record is not None:
             self.record[(value, prefix)] = result
-        return result
-
-    def _tag(self, tag: str) -> str:
-        """An image tag's ``t-`` pseudonym, also of a tag that looks like a number (``7.0``, ``3``): a version names a
-        product's release, and only ``latest`` (kept by the caller) decides anything in the replay."""
-        if not _KEPT_FORMAT.fullmatch(tag):
-            return self._pseudonym("t-", tag)
-        result = "t-" + self._keyed(tag)
-        if self.record is not None:
-            self.record[(tag, "t-")] = result
         return result
 
     @staticmethod
@@ -305,20 +297,25 @@ class Pseudonyms:
         return self._counted(place, value, self._pseudonym("obj-", value))
 
     def _label_key_hit(self, value: str, place: str) -> Hit:
+        if not value or value in WELL_KNOWN_KEYS or value in FIELD_KEYS:
+            return (value, None, None)
         prefix, slash, rest = value.rpartition("/")
-        if slash and (prefix in WELL_KNOWN_PREFIXES or prefix.endswith((".kubernetes.io", ".k8s.io"))) or value in FIELD_KEYS:
-            return (value, None, None)
-        if not value:
-            return (value, None, None)
-        renamed = f"{self._pseudonym('obj-', prefix)}/{self._pseudonym('obj-', rest)}" if slash else self._pseudonym("obj-", value)
-        return self._counted(place, value, renamed)
+        if not slash:
+            return self._counted(place, value, self._pseudonym("obj-", value))
+        # a prefix of Kubernetes' own is public vocabulary, the name after it an owner's choice; any other prefix
+        # (team.kubernetes.io too) may name the company, and is replaced with the name
+        head = prefix if prefix in KUBERNETES_PREFIXES else self._pseudonym("obj-", prefix)
+        return self._counted(place, value, f"{head}/{self._pseudonym('obj-', rest)}")
 
     def _label_value_hit(self, pair: tuple[str, str]) -> Hit:
         key, value = pair
         if value in KEPT_VALUES:
             return (value, None, None)
         if key in self._kept_keys:
-            return (value, None, f"values of the label {key} kept" if key in self._reviewed_keys else None)
+            return (value, None, f"values of the label {key} kept")
+        kept_values = self._kept_values.get(key)
+        if kept_values is not None and value in kept_values:
+            return (value, None, f"values of the label {key} kept")
         if key == NAMESPACE_LABEL:
             return self._namespace[value]
         if _UUID.match(value):
@@ -331,9 +328,14 @@ class Pseudonyms:
         return self._counted("env variable names", value, self._pseudonym("E_", value, str.upper))
 
     def _port_name_hit(self, value: str) -> Hit:
-        if not value or _KEPT_FORMAT.fullmatch(value):
+        if not value:
             return (value, None, None)
         return self._counted("port names", value, self._pseudonym("p-", value, lambda name: name[:15]))
+
+    def _port_hit(self, value: str) -> Hit:
+        if _PORT_NUMBER.fullmatch(value):
+            return (value, None, None)
+        return self._port_name_hit(value)
 
     def _ip_hit(self, value: str) -> Hit:
         try:
@@ -375,7 +377,8 @@ class Pseudonyms:
         repository, tag = (rest[:colon], rest[colon + 1:]) if colon > rest.rfind("/") else (rest, None)
         out = self._pseudonym("img-", repository) if repository else repository
         if tag is not None:
-            out += ":" + (tag if tag in KEPT_TAGS else self._tag(tag))
+            # a tag that looks like a number (7.0, 3) is replaced too: a version names a product's release
+            out += ":" + (tag if tag in KEPT_TAGS else self._pseudonym("t-", tag))
         if at:
             algorithm, _, hex_digest = digest.partition(":")
             out += f"@{algorithm}:{(self._mac(digest.encode()).hex() * 4)[:len(hex_digest)]}"
