@@ -348,8 +348,8 @@ Cache = Path | Database
 
 def _connect(cache: Cache) -> Any:
     """A connection of its own on either engine, whose ``execute(sql, params)`` takes ``?`` placeholders."""
-    if isinstance(cache, Path):
-        return sqlite3.connect(cache, timeout=10)
+    if isinstance(cache, Path):  # never creates the file (mode=rw): the recorder makes it, 0600, and refuses one of 0644
+        return sqlite3.connect(f"file:{cache}?mode=rw", uri=True, timeout=10)
     import psycopg
 
     conn = psycopg.connect(cache.url, autocommit=True)

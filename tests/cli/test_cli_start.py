@@ -68,7 +68,7 @@ def start_background(kubeconfig: str, cache: str, *extra: str, duration: str = "
 
 
 def query(cache: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(cache)
+    conn = sqlite3.connect(f"file:{cache}?mode=rw", uri=True)  # never creates it: a recorder refuses a cache of 0644
     try:
         return conn.execute(sql, params).fetchall()
     finally:

@@ -144,7 +144,7 @@ def test_apply_a_crd_and_its_objects(emulator: Emulator, emulator_kubeconfig: st
 
 def _query(cache: Path, sql: str) -> list[tuple[Any, ...]]:
     try:
-        conn = sqlite3.connect(cache)
+        conn = sqlite3.connect(f"file:{cache}?mode=rw", uri=True)  # never creates it: a recorder refuses a cache of 0644
     except sqlite3.OperationalError:
         return []
     try:
