@@ -166,7 +166,10 @@ def resolve_cache_path(*, cache: str | None, kubeconfig: str | None, context: st
         check_cache_location(cache)
         return Path(os.path.expanduser(cache))
     if context:
-        return default_cache_path(context, environ=environ)
+        path = default_cache_path(context, environ=environ)
+        if not path.exists():  # no history of that name: a context the kubeconfig lacks is a typo, said as start says it
+            _check_context(context, kubeconfig=kubeconfig, environ=environ)
+        return path
     files = _kubeconfig_files(kubeconfig=kubeconfig, environ=environ)
     if not files:
         if _in_cluster_target(environ) is not None:
@@ -175,6 +178,18 @@ def resolve_cache_path(*, cache: str | None, kubeconfig: str | None, context: st
                         "pass --cache FILE or --context NAME")
     merged = _merge([(path, _load_file(path)) for path in files])
     return default_cache_path(_context_name(merged, context=None, files=files), environ=environ)
+
+
+def _check_context(name: str, *, kubeconfig: str | None, environ: Mapping[str, str]) -> None:
+    """KubeError when a kubeconfig exists and has no context ``name`` (none at all: nothing to check it against)."""
+    files = _kubeconfig_files(kubeconfig=kubeconfig, environ=environ)
+    if not files:
+        return
+    contexts = _merge([(path, _load_file(path)) for path in files])["contexts"]
+    if name not in contexts:
+        available = ", ".join(sorted(contexts)) or "none"
+        raise KubeError(f"context {name!r} not found in {_describe(files)}, and no cache records it; available contexts: "
+                        f"{available}; pass --context with one of them, or --cache FILE")
 
 
 def _current_context_name(*, kubeconfig: str | None, environ: Mapping[str, str]) -> str | None:

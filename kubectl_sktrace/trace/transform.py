@@ -71,8 +71,10 @@ def parse_key(text: str) -> bytes:
     except ValueError:
         key = b""
     if len(key) < _MIN_KEY_BYTES:
+        hexadecimal = all(c in "0123456789abcdefABCDEF" for c in digits)
+        got = f"{len(digits)} hex digits" if hexadecimal else f"{len(digits)} characters, not all of them hex digits"
         raise UsageError(f"the anonymization key (--anonymize-key or ${KEY_ENV}) must be at least {2 * _MIN_KEY_BYTES} hex digits, "
-                         f"as a run of --anonymize printed it; got {len(digits)} characters that are not")
+                         f"as a run of --anonymize printed it; got {got}")
     return key
 
 

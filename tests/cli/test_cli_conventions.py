@@ -66,6 +66,20 @@ def write_kubeconfig(path: Path, context: str) -> Path:
 # --- global flags before the command ------------------------------------------------------------------
 
 
+def test_a_misspelt_context_with_no_cache_is_named_as_start_names_it(tmp_path: Path) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "prod")
+    env = {**no_cluster_env(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}
+    assert run(["status", "--kubeconfig", str(kubeconfig), "--context", "nope"], env=env) == (
+        1, "", f"Error: context 'nope' not found in kubeconfig {kubeconfig}, and no cache records it; available contexts: other, prod; "
+               "pass --context with one of them, or --cache FILE\n")
+    missing = default_cache_path("prod", environ={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert run(["status", "--kubeconfig", str(kubeconfig), "--context", "prod"], env=env)[2] == (  # a context, no cache yet
+        f"Error: no cache at {missing}; record one first with 'kubectl sktrace start' or pass --cache FILE\n")
+    retired = default_cache_path("retired", environ={"XDG_STATE_HOME": str(tmp_path / "state")})
+    build_cache(retired)  # the history of a context the kubeconfig no longer has is still read
+    assert run(["status", "--kubeconfig", str(kubeconfig), "--context", "retired", "-o", "json"], env=env)[0] == 0
+
+
 def test_global_flags_before_the_command_work_as_after_it(tmp_path: Path) -> None:
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "prod")
     env = {**no_cluster_env(tmp_path), "XDG_STATE_HOME": str(tmp_path / "state")}

@@ -276,7 +276,10 @@ def test_a_command_that_cannot_apply_names_itself_and_the_object_and_writes_noth
                      id="no-such-skel-file"),
         pytest.param(["--anonymize", "--anonymize-key", "abc"],
                      "the anonymization key (--anonymize-key or $SKTRACE_ANONYMIZE_KEY) must be at least 32 hex digits, as a run of "
-                     "--anonymize printed it; got 3 characters that are not", id="bad-key"),
+                     "--anonymize printed it; got 3 hex digits", id="bad-key"),
+        pytest.param(["--anonymize", "--anonymize-key", "not-a-key"],
+                     "the anonymization key (--anonymize-key or $SKTRACE_ANONYMIZE_KEY) must be at least 32 hex digits, as a run of "
+                     "--anonymize printed it; got 9 characters, not all of them hex digits", id="not-hex-key"),
         pytest.param(["sanitize", "--anonymize-key", KEY], "--anonymize-key is given without --anonymize; add --anonymize, or leave the key out",
                      id="key-without-anonymize"),
         pytest.param(["sanitize", "-o", "out.sktrace"],

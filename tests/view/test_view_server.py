@@ -256,7 +256,7 @@ def test_the_report_is_export_s_own(served: ViewServer) -> None:
     ("start=1&end=5&transform=/etc/passwd", "--transform '/etc/passwd': the page offers the built-in transforms (sanitize)"),
     ("start=1&end=5&all_namespaces=1&include_namespaces=a", "-A/--all-namespaces and --include-namespaces contradict each other; pass one of them"),
     ("start=1&end=5&anonymize=1&anonymize_key=12", "the anonymization key (--anonymize-key or $SKTRACE_ANONYMIZE_KEY) must be at least 32 hex "
-                                                    "digits, as a run of --anonymize printed it; got 2 characters that are not"),
+                                                    "digits, as a run of --anonymize printed it; got 2 hex digits"),
     ("start=1&end=5&rules=keep%20namespace:a", "'keep namespace:a': a rule line is 'allow RULE' or 'deny RULE', as --allow and --deny take it"),
     ("start=1&end=5&rules=deny%20color:red", "--deny 'color:red': cannot read 'color:red'; a rule is FIELD:VALUE terms separated by spaces, "
                                               "FIELD one of namespace, name, kind, labels (e.g. 'namespace:shop kind:Deployment labels:tier=canary')"),
