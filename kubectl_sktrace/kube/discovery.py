@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from kubectl_sktrace.kube.rbac import rbac_hint
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.plural import closest
 
 Documents = dict[str, dict[str, Any]]
 
@@ -71,6 +72,15 @@ def resources_from_discovery(group_version: str, doc: Mapping[str, Any]) -> dict
         out.setdefault(gvk, Resource(gvk=gvk, plural=name, namespaced=bool(entry.get("namespaced")),
                                      verbs=frozenset(entry.get("verbs") or ())))
     return out
+
+
+def misspelt_kind(gvk: GVK, docs: Mapping[str, dict[str, Any]]) -> GVK | None:
+    """The kind its group-version serves that ``gvk`` (which it does not serve) is most likely a typo of
+    (``apps/v1.Statefulset``: ``apps/v1.StatefulSet``), or None."""
+    doc = docs.get(gvk.group_version)
+    served = {g.kind: g for g in resources_from_discovery(gvk.group_version, doc)} if doc else {}
+    guess = closest(gvk.kind, served)
+    return served[guess] if guess is not None else None
 
 
 def discover(gvks: Iterable[GVK], *, cached: Mapping[str, dict[str, Any]],

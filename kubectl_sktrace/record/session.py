@@ -335,7 +335,14 @@ class Session:
         if docs:
             self.rec.save_discovery(docs, fetched=self.clock())
         self._discovery = {**cached, **docs}
+        from kubectl_sktrace.kube.discovery import misspelt_kind
+
         missing = [g for g in self.config.tracked if g not in resources]
+        for gvk in missing:  # a kind its group-version serves by another spelling: a typo, never to be recorded
+            meant = misspelt_kind(gvk, self._discovery)
+            if meant is not None:
+                self._warn(f"{gvk} is not served by this cluster: did you mean {meant}? (a kind is spelt as discovery "
+                           "spells it, case included); nothing of it is recorded until the config names it right")
         if len(missing) == len(self.config.tracked):
             raise KubeError(
                 "none of the configured kinds is served by this cluster ("

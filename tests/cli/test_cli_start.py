@@ -508,6 +508,16 @@ def test_a_kind_the_server_does_not_serve_is_a_warning_while_others_record(emu: 
     )
 
 
+def test_a_kind_spelt_otherwise_than_discovery_spells_it_is_named_with_the_kind_meant(emu: Emulator, kubeconfig: str, cache: str,
+                                                                                      tmp_path: Path) -> None:
+    config = tmp_path / "tracer.yaml"
+    config.write_text("trackedObjects:\n  apps/v1.Statefulset: {}\n  apps/v1.Deployment: {}\n")
+    result = start(kubeconfig, cache, "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    assert ("Warning: apps/v1.Statefulset is not served by this cluster: did you mean apps/v1.StatefulSet? (a kind is spelt "
+            "as discovery spells it, case included); nothing of it is recorded until the config names it right") in result.stderr.splitlines()
+
+
 def test_sigterm_is_a_prompt_clean_stop(emu: Emulator, kubeconfig: str, cache: str) -> None:
     proc = start_background(kubeconfig, cache, duration="60")
     wait_synced(cache, 1, proc)
