@@ -242,6 +242,31 @@ def test_without_a_mouse_a_person_steps_through_a_row_s_changes_and_opens_one(pa
     assert page.get_attribute("#tick-hover", "visibility") == "hidden" and page.text_content("#tick-said") == ""
 
 
+def test_without_a_mouse_a_person_moves_the_range_and_picks_it_as_the_window(page: Any) -> None:
+    page.focus("#zoom-all")
+    for _ in range(8):  # the toolbar's buttons and the checkbox, then the chart
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.id") == "timeline":
+            break
+    assert page.evaluate("() => document.activeElement.id") == "timeline"
+    whole = _range(page)
+    for key in ["+", "+"]:
+        page.keyboard.press(key)
+    settled(page)
+    zoomed = _range(page)
+    assert zoomed[1] - zoomed[0] < (whole[1] - whole[0]) / 3
+    page.keyboard.press("ArrowLeft")
+    settled(page)
+    earlier = _range(page)
+    assert earlier[0] < zoomed[0] and abs((earlier[1] - earlier[0]) - (zoomed[1] - zoomed[0])) <= 1
+    page.keyboard.press("Enter")
+    page.wait_for_selector("body[data-window]", state="attached")
+    settled(page)
+    start, end = (int(x) for x in page.get_attribute("body", "data-window").split(":"))
+    assert abs(start - earlier[0]) <= 1 and abs(end - earlier[1]) <= 1 and page.locator("#window").is_visible()
+    assert page.locator("#download").is_visible()  # the export's command and its download, reached from here by Tab
+
+
 def _range(page: Any) -> tuple[float, float]:
     match = re.match(r"(\S+) – (\S+) ", page.text_content("#range"))
     assert match is not None

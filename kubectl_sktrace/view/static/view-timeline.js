@@ -140,6 +140,23 @@ function zoom(factor, around) {
   setView(at - range * share, at - range * share + range);
 }
 
+// by a fifth of the range shown, earlier (-1) or later (1): a pan without a pointer
+function pan(direction) {
+  const v = state.view, shift = direction * (v.end - v.start) / 5;
+  setView(v.start + shift, v.end + shift);
+}
+
+// the range shown, within the history, picked as the window: a window without a pointer
+function pickShown() {
+  const v = state.view, o = state.overview;
+  state.selection = {start: Math.floor(Math.max(v.start, o.begin)), end: Math.ceil(Math.min(v.end, o.end))};
+  drawTimeline();
+  loadWindow();
+}
+
+const TIMELINE_KEYS = {ArrowLeft: () => pan(-1), ArrowRight: () => pan(1), "+": () => zoom(0.5), "=": () => zoom(0.5),
+  "-": () => zoom(2), Home: () => wholeHistory(), Enter: () => pickShown()};
+
 function wholeHistory() {
   const o = state.overview;
   setView(o.begin - (o.end - o.begin), o.end + (o.end - o.begin));
@@ -147,6 +164,12 @@ function wholeHistory() {
 
 function installTimelineGestures() {
   const svg = $("timeline");
+  svg.addEventListener("keydown", (event) => {
+    const act = TIMELINE_KEYS[event.key];
+    if (!act || event.altKey || event.ctrlKey || event.metaKey) return;
+    event.preventDefault();
+    act();
+  });
   svg.addEventListener("wheel", (event) => {
     event.preventDefault();
     const width = plotWidth(svg), x = event.offsetX;

@@ -81,6 +81,9 @@ async function start() {
     $("zoom-all").addEventListener("click", wholeHistory);
     $("zoom-in").addEventListener("click", () => zoom(0.5));
     $("zoom-out").addEventListener("click", () => zoom(2));
+    $("pan-earlier").addEventListener("click", () => pan(-1));
+    $("pan-later").addEventListener("click", () => pan(1));
+    $("pick-shown").addEventListener("click", pickShown);
     $("select-mode").addEventListener("change", (e) => $("timeline").classList.toggle("select-mode", e.target.checked));
     $("filters").addEventListener("input", () => loadWindow());
     $("filters").addEventListener("change", () => loadWindow());
