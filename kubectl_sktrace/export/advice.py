@@ -91,7 +91,7 @@ def _typo_hint(wanted: list[str], recorded: list[str]) -> str | None:
     guesses = {name: closest(name, recorded) for name in wanted if name not in recorded}
     if not any(guesses.values()):
         return None
-    fixed = [guesses.get(name) or name for name in wanted]
+    fixed = sorted({guesses.get(name) or name for name in wanted})  # a typo of a namespace also asked right: once
     return f"did you mean -n {fixed[0]}?" if len(fixed) == 1 else f"did you mean --include-namespaces {','.join(fixed)}?"
 
 
