@@ -242,22 +242,25 @@ def test_a_window_ending_in_a_gap_is_final_as_far_as_a_request_response_log_fill
     assert final_until(100.0, end=end, fills=[fill]) == final
 
 
-def test_a_log_of_one_line_in_a_gap_covers_its_instant(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+def _deletion_logged_at(cache_builder: CacheBuilder, tmp_path: Path, at: float) -> Result:
+    """``offline_deletion``, then a backfill from a log of one line: that deletion, at ``at``."""
     offline_deletion(cache_builder)
     log = tmp_path / "audit.log"
-    log.write_text(delete_line(T0 + 50) + "\n")
+    log.write_text(delete_line(at) + "\n")
     filled = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
     assert filled.exit_code == 0, filled.output
+    return filled
+
+
+def test_a_log_of_one_line_in_a_gap_covers_its_instant(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    filled = _deletion_logged_at(cache_builder, tmp_path, T0 + 50)
     assert "  the log covers 2027-01-15T08:00:50Z of it; the rest stays reconstructed" in filled.output.splitlines(), filled.output
 
 
 def test_what_a_log_filled_stays_in_the_restart_s_report_and_its_deletions_count_as_offline(cache_builder: CacheBuilder,
                                                                                            tmp_path: Path) -> None:
     """The report said what the restart found; once a log replaced it, the report says what the log recorded."""
-    offline_deletion(cache_builder)
-    log = tmp_path / "audit.log"
-    log.write_text(delete_line(T0 + 50) + "\n")
-    assert backfill(cache_builder.path, "--audit-log", str(log)).exit_code == 0  # type: ignore[arg-type]
+    _deletion_logged_at(cache_builder, tmp_path, T0 + 50)
     status = CliRunner().invoke(cli, ["status", "--cache", str(cache_builder.path)]).output
     assert "  apps/v1.Deployment: 1 deleted while offline" in status.splitlines(), status
     kinds = status.split("Kinds:\n", 1)[1].splitlines()
