@@ -18,7 +18,7 @@ from kubectl_sktrace.audit.sources import expand
 from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.store.backfill import gaps
+from kubectl_sktrace.store.backfill import fills, gaps
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.opening import open_cache, open_cache_readonly
 from kubectl_sktrace.timeparse import format_duration, format_time
@@ -83,10 +83,12 @@ def check_lines(collected: Collected, checked: int, found: list[Disagreement]) -
 def _regions(cache: Cache) -> Callable[[bytes], str]:
     """Where a time outside the gaps falls, for the count of lines skipped there (the time as the log writes it)."""
     first, last = cache.conn.execute("SELECT MIN(started), MAX(stopped) FROM runs").fetchone()
+    filled = any(f.partial for f in fills(cache))  # an earlier --before-first-run wrote what these lines give
+    before = "before the cache's first run (" + ("filled by an earlier --before-first-run" if filled else "--before-first-run fills it") + ")"
 
     def where(at: bytes) -> str:
         if first is not None and at < stamp(first):
-            return "before the cache's first run (--before-first-run fills it)"
+            return before
         if last is not None and at > stamp(last):
             return "after the cache's last run"
         return "in time observed live"

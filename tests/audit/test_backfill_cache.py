@@ -204,6 +204,8 @@ def test_the_time_before_the_first_run_is_filled_only_when_asked_and_marked_part
     assert "the time before run 1 (partial: objects that never changed in the log are not known): filled from the audit log" in asked.output
     assert [r[1:9] for r in events_of(cache_builder.path)] == [(T0 - 301, T0 - 300.5, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0),
                         (T0 + 42, T0 + 42.5, "apps/v1.Deployment", "app", "web", "uid-web", 1, 0)]  # the creation replaces run 1's first sight
+    again = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert "before the cache's first run (filled by an earlier --before-first-run) 1" in again.output, again.output
 
 
 def test_a_copy_of_the_cache_keeps_what_the_log_filled(cache_builder: CacheBuilder, tmp_path: Path) -> None:
