@@ -71,6 +71,7 @@ class KindNotices:
     def __init__(self, *, warn: Callable[[str], None], note: Callable[[str], None]) -> None:
         self._warn = warn
         self._note = note
+        self.meant: dict[GVK, GVK] = {}  # a kind not served -> the kind of another spelling its group-version serves
 
     def report(self, news: list[KindNews], *, failed: dict[GVK, BaseException]) -> None:
         """Tell each piece of news; a kind recorded again leaves ``failed`` (the kinds refused, for /readyz)."""
@@ -84,6 +85,9 @@ class KindNotices:
         if news.state == FORBIDDEN:
             self._warn(f"{news.detail}; {gvk} is not recorded until it may be read (asked again at least every "
                        f"{longest_wait(FORBIDDEN):.0f}s)")
+        elif news.state == NOT_SERVED and gvk in self.meant:  # a typo in the config: said as one, never to be served
+            self._warn(f"{gvk} is not served by this cluster: did you mean {self.meant[gvk]}? (a kind is spelt as discovery "
+                       "spells it, case included); nothing of it is recorded until the config names it right")
         elif news.state == NOT_SERVED:
             self._warn(f"{gvk} is not served by the API server since {at} ({news.detail}): none of its objects can exist "
                        f"meanwhile; it is recorded once it is served (checked at least every {longest_wait(NOT_SERVED):.0f}s)")

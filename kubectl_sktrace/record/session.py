@@ -338,11 +338,10 @@ class Session:
         from kubectl_sktrace.kube.discovery import misspelt_kind
 
         missing = [g for g in self.config.tracked if g not in resources]
-        for gvk in missing:  # a kind its group-version serves by another spelling: a typo, never to be recorded
+        for gvk in missing:  # a kind its group-version serves by another spelling: a typo, said so when it is not served
             meant = misspelt_kind(gvk, self._discovery)
             if meant is not None:
-                self._warn(f"{gvk} is not served by this cluster: did you mean {meant}? (a kind is spelt as discovery "
-                           "spells it, case included); nothing of it is recorded until the config names it right")
+                self._kind_notices.meant[gvk] = meant
         if len(missing) == len(self.config.tracked):
             raise KubeError(
                 "none of the configured kinds is served by this cluster ("
