@@ -166,7 +166,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         entry[column[op]] += n
         if op == DELETED and inferred:
             entry[3] += n
-    for gvk, n in _logged_deletions(cache, where, params):  # deletions an audit log moved to their time: offline too
+    for gvk, n in _logged_deletions(cache, namespace):  # deletions an audit log moved to their time: offline too
         counts.setdefault(gvk, [0] * 6)[3] += n
     for gvk, n in conn.execute(f"SELECT gvk, count(*) FROM objects WHERE TRUE {where} GROUP BY gvk", params):
         counts.setdefault(gvk, [0] * 6)[0] = n
@@ -224,13 +224,15 @@ def known_namespaces(cache: Cache) -> list[str]:
     return sorted(str(ns) for (ns,) in rows if ns)
 
 
-def _logged_deletions(cache: Cache, where: str, params: tuple[str, ...]) -> list[tuple[str, int]]:
-    """Per kind, the deletions an audit log wrote in the time no recorder saw (``backfill``: audit_rows, few)."""
+def _logged_deletions(cache: Cache, namespace: str | None) -> list[tuple[str, int]]:
+    """Per kind, the deletions an audit log wrote in the time no recorder saw (``backfill``: audit_rows, few), of
+    ``namespace`` only when given."""
     if not cache.has_table("audit_rows"):
         return []
+    where, params = ("AND e.namespace = ?", (namespace,)) if namespace is not None else ("", ())
     rows = cache.conn.execute(
-        f"SELECT e.gvk, count(*) FROM audit_rows a JOIN events e ON e.id = a.event_id WHERE e.op = {DELETED} "
-        f"{where.replace('namespace', 'e.namespace')} GROUP BY e.gvk", params)
+        f"SELECT e.gvk, count(*) FROM audit_rows a JOIN events e ON e.id = a.event_id WHERE e.op = {DELETED} {where} "
+        "GROUP BY e.gvk", params)
     return [(str(gvk), int(n)) for gvk, n in rows]
 
 
