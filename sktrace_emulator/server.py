@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import shutil
+import socket
 import ssl
 import sys
 import tempfile
@@ -65,6 +66,7 @@ class Emulator:
         self.bookmark_interval = bookmark_interval
         self.store = Store(history_limit=history_limit, continue_ttl=continue_ttl, seed=seed)
         self._httpd: ThreadingHTTPServer | None = None
+        self._reserved: socket.socket | None = None  # the port while stopped (``_held``)
         self._thread: threading.Thread | None = None
         self._knob_lock = threading.Lock()
         self._failures: list[Failure] = []
@@ -82,6 +84,9 @@ class Emulator:
 
     def start(self) -> Emulator:
         handler = type("BoundHandler", (Handler,), {"emulator": self})
+        if self._reserved is not None:  # started again after a stop: on the port held since
+            self._reserved.close()
+            self._reserved = None
         self._httpd = _Server(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         if self.tls:
@@ -100,6 +105,7 @@ class Emulator:
             self._httpd.server_close()
             self._httpd = None
             self.drop_watches()  # as a stopped API server does, end the watches of connections accepted meanwhile
+            self._reserved = _held(self.port)
 
     def serve_forever(self) -> None:
         """Block until the server thread ends (the standalone command)."""
@@ -331,6 +337,20 @@ def _replace_file(path: str, data: bytes) -> None:
     with open(tmp, "wb") as fh:
         fh.write(data)
     os.replace(tmp, path)
+
+
+def _held(port: int) -> socket.socket | None:
+    """The port of a stopped server, bound without listening: a connection to it is refused, as to a stopped API
+    server, and no other socket of the machine (another test's server, a client's ephemeral port) takes it meanwhile,
+    so that ``start`` binds it again (an outage test restarts the server where its clients look for it)."""
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the closed server's connections linger in TIME_WAIT
+    try:
+        held.bind(("127.0.0.1", port))
+    except OSError:
+        held.close()
+        return None
+    return held
 
 
 class _Server(ThreadingHTTPServer):
