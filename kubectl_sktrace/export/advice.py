@@ -72,16 +72,21 @@ def empty_trace_reason(
     return f"the trace would hold no objects: {why}; {hint}, or pass --allow-empty to write it anyway"
 
 
+MAX_TYPOS = 20
+"""Namespaces asked for and never recorded that are looked at for a typo (each is compared with every one recorded)."""
+
+
 def misspelt_namespaces(wanted: frozenset[str] | None, recorded: list[str]) -> str | None:
     """The refusal of namespaces asked for (-n, --include-namespaces) that the cache never recorded while one close to
     each is recorded: ``did you mean …?``, the flags meant, those asked right kept. None when every name asked was
     recorded or none is close to one (a namespace created later, nothing recorded in it yet: the trace says so)."""
-    if not wanted:
+    known = set(recorded)
+    unseen = [name for name in sorted(wanted or ()) if name not in known]
+    if not unseen or len(unseen) > MAX_TYPOS:  # that many names not recorded are no typos: a list from elsewhere
         return None
-    hint = _typo_hint(sorted(wanted), recorded)
+    hint = _typo_hint(sorted(wanted or ()), recorded)
     if hint is None:
         return None
-    unseen = [name for name in sorted(wanted) if name not in recorded]
     return (f"the cache never saw namespace {', '.join(unseen)} (no object was recorded there); {hint} "
             "(--allow-empty exports it as asked)")
 

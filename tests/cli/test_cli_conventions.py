@@ -408,6 +408,8 @@ def test_export_with_a_namespace_typo_says_did_you_mean(tmp_path: Path) -> None:
         1, "", "Error: the cache never saw namespace ap (no object was recorded there); did you mean --include-namespaces app,shop? "
                "(--allow-empty exports it as asked)\n")
     assert run(["export", *window, "--include-namespaces", "shop,ap", "--allow-empty"])[0] == 0
+    many = ",".join(["shop", *(f"team-{i}" for i in range(40))])  # a list from elsewhere, not typos: each name is not compared
+    assert run(["export", *window, "--include-namespaces", many])[0] == 0
     assert run(["export", *window, "--include-namespaces", "shop,shpo"])[2].endswith(  # the typo of one asked right
         "; did you mean -n shop? (--allow-empty exports it as asked)\n")
     assert run(["export", "--cache", str(cache), "-s", f"@{NOW + 3600}", "-t", f"@{NOW + 7200}", "--dry-run"])[2].startswith(
