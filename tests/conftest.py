@@ -34,7 +34,9 @@ from kubectl_sktrace.tracerconfig import TracerConfig, parse_config
 # --- the tiers ---------------------------------------------------------------------------------------------
 
 # fixtures that start a server, a database or a process
-SLOW_FIXTURES = {"emulator", "emulator_kubeconfig", "pg_server", "pg_url", "s3_server", "s3"}
+SLOW_FIXTURES = {"emulator", "emulator_kubeconfig", "pg_server", "pg_url", "s3_server", "s3", "real_cluster", "private_plane"}
+# fixtures of a real API server: their tests are the real tier (-m real)
+REAL_FIXTURES = {"real_cluster", "private_plane"}
 # modules whose every test runs the product or a server in a subprocess, or drives a terminal
 SLOW_MODULES = {
     "test_crash", "test_faults", "test_outages", "test_concurrency",  # the reliability suites: kill, cut, race
@@ -60,6 +62,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         postgres = param is not None and param.params.get("engine") == "postgresql"
         if fixtures & SLOW_FIXTURES or postgres or item.path.stem in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if fixtures & REAL_FIXTURES:
+            item.add_marker(pytest.mark.real)
     items.sort(key=_run_order)
 
 
@@ -516,3 +520,76 @@ def s3(s3_server: S3Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Store]
 
 
 # --- end object storage -----------------------------------------------------------------------------------
+
+
+# --- a real API server (the real tier: ``@pytest.mark.real``, tests/realk8s.py) -------------------------------
+
+import realk8s  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's controller (or the one process of a run without workers) makes the directory in which the first
+    worker that needs it starts the shared control plane; workers inherit its path through the environment."""
+    if hasattr(config, "workerinput") or realk8s.SHARED_ENV in os.environ:
+        return
+    import tempfile
+
+    os.environ[realk8s.SHARED_ENV] = tempfile.mkdtemp(prefix="sktrace-real-")
+    config.stash[_REAL_OWNER] = True
+
+
+_REAL_OWNER = pytest.StashKey[bool]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After every worker finished: stop the shared control plane, and fail the run if a process or port is left."""
+    if not session.config.stash.get(_REAL_OWNER, False):
+        return
+    left = realk8s.tear_down_shared(Path(os.environ[realk8s.SHARED_ENV]))
+    if left:
+        session.config.stash[_REAL_LEFT] = left
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_REAL_LEFT = pytest.StashKey[list]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    why = realk8s.unavailable()
+    if why is not None and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(f"real tier: {why}")
+    for line in config.stash.get(_REAL_LEFT, []):
+        terminalreporter.write_line(f"real tier: left behind after the run: {line}", red=True)
+
+
+@pytest.fixture(scope="session")
+def real_cluster() -> realk8s.ControlPlane:
+    """The run's real control plane (kube-apiserver v1.28, its controller manager, etcd, a fake kubelet; the audit
+    log on at RequestResponse for writes), shared by every test and worker: isolate by namespace."""
+    why = realk8s.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    return realk8s.shared(Path(os.environ[realk8s.SHARED_ENV]))
+
+
+@pytest.fixture
+def private_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., realk8s.ControlPlane]]:
+    """Make a control plane of the test's own (for what would disturb others: an outage), stopped after it; the
+    test fails if a process or port of it is left behind."""
+    why = realk8s.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    planes: list[realk8s.ControlPlane] = []
+
+    def make(**env: str) -> realk8s.ControlPlane:
+        plane = realk8s.ControlPlane.create(tmp_path_factory.mktemp("plane"))
+        planes.append(plane)
+        plane.up(**env)
+        return plane
+
+    yield make
+    left = [line for plane in planes for line in plane.down()]
+    assert not left, f"left behind by a private control plane: {left}"
+
+
+# --- end a real API server ------------------------------------------------------------------------------------
