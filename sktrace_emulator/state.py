@@ -492,4 +492,5 @@ class Store:
     @staticmethod
     def _not_found(rtype: ResourceType, name: str) -> ApiError:
         group = f".{rtype.group}" if rtype.group else ""
-        return ApiError(404, "NotFound", f'{rtype.plural}{group} "{name}" not found')
+        details = {"name": name, **({"group": rtype.group} if rtype.group else {}), "kind": rtype.plural}  # as kube-apiserver names it
+        return ApiError(404, "NotFound", f'{rtype.plural}{group} "{name}" not found', details=details)
