@@ -37,6 +37,13 @@ def every_kind_failed(
     return KubeError(f"no tracked kind can be watched ({failures[failed[0]]}); check the cluster and the config")
 
 
+def _account_namespace(user: str) -> str | None:
+    """A service account's own namespace (``system:serviceaccount:NS:NAME``, as a 403 names it): where it is usually
+    bound, and a better guess than the kubeconfig's namespace, which a token's kubeconfig often leaves at 'default'."""
+    parts = user.split(":")
+    return parts[2] if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"] and parts[2] else None
+
+
 def _forbidden_advice(
     *, tracked: list[GVK], failed: list[GVK], refused: list[ForbiddenError], resources: Mapping[GVK, Any],
     namespace: str | None, context_namespace: str | None,
@@ -46,7 +53,8 @@ def _forbidden_advice(
     names = [resources[g].rbac_name for g in [*tracked, POD] if g in resources]
     cluster = namespace is None and all(e.cluster_scope for e in refused)
     scope = " at the cluster scope" if cluster else f" in namespace {namespace!r}" if namespace else ""
-    ns = context_namespace if context_namespace != namespace else None
+    likely = _account_namespace(refused[0].user) or context_namespace
+    ns = likely if likely != namespace else None
     first = ""
     if ns and all(resources[g].namespaced for g in failed):
         first = f"you may only have access to namespace {ns!r}: record it with -n {ns}, or "

@@ -419,10 +419,15 @@ def test_a_user_who_may_view_one_namespace_is_warned_once_per_kind_then_told_to_
      "'team-a': record it with -n team-a, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
      "cronjobs.batch, and list and watch on pods: 'kubectl sktrace rbac -n team-b --user jane [--config FILE]' prints the Role and binding to "
      "apply, or track other kinds with --config"),
-], ids=["no-context-namespace", "another-namespace"])
+    ("default", [],  # a service account's token in a kubeconfig left at 'default' (measured on a real API server)
+     "Error: forbidden to list and watch every tracked kind at the cluster scope; you may only have access to namespace "
+     "'team-a': record it with -n team-a, or grant get, list and watch on deployments.apps, statefulsets.apps, jobs.batch, "
+     "cronjobs.batch, and list and watch on pods: 'kubectl sktrace rbac --service-account team-a:recorder [--config FILE]' prints "
+     "the ClusterRole and binding to apply, or track other kinds with --config"),
+], ids=["no-context-namespace", "another-namespace", "a-service-account-s-own-namespace"])
 def test_refused_everywhere_the_error_puts_a_namespace_first(emu: Emulator, tmp_path: Path, context_namespace: str,
                                                              args: list[str], expected: str) -> None:
-    emu.grant_view(["team-a"], user="jane")
+    emu.grant_view(["team-a"], user="system:serviceaccount:team-a:recorder" if "--service-account" in expected else "jane")
     kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", namespace=context_namespace)
     refused = run_cli(["start", "--kubeconfig", kubeconfig, "--duration", "10s", *args], home=tmp_path)
     assert refused.code == 1 and refused.error_lines() == [expected], refused.describe()
