@@ -136,6 +136,21 @@ class ControlPlane:
         done = subprocess.run([str(self.root / "up.sh")], env=full, capture_output=True, text=True, timeout=180)
         if done.returncode != 0:
             raise RuntimeError(f"the real control plane in {self.root} did not come up:\n{done.stdout}\n{done.stderr}")
+        if env.get("KCM", "1") != "0":
+            self._settle()
+
+    def _settle(self, timeout: float = 60) -> None:
+        """Until the controller manager has done what a cluster of users has long had done: the aggregated
+        ClusterRoles filled (``view`` is empty on a new control plane until its controller runs, and a RoleBinding to it
+        grants nothing), the ``default`` service account made."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            view = self.kubectl("get", "clusterrole", "view", "-o", "json", check=False)
+            account = self.kubectl("-n", "default", "get", "serviceaccount", "default", check=False)
+            if view.returncode == 0 and json.loads(view.stdout).get("rules") and account.returncode == 0:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"the real control plane in {self.root} did not settle within {timeout:.0f} s")
 
     def healthy(self) -> bool:
         return subprocess.run([str(self.root / "status.sh")], capture_output=True, timeout=60).returncode == 0
