@@ -28,7 +28,10 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from reliability_support import Recorder
 
 KIT = Path(__file__).resolve().parents[1].parent / "shared" / "realk8s"
 SHARED_ENV = "SKTRACE_REAL_SHARED"
@@ -249,3 +252,58 @@ def tear_down_shared(base: Path) -> list[str]:
     if not left:
         shutil.rmtree(base, ignore_errors=True)
     return left
+
+
+# --- the recorder on it ---------------------------------------------------------------------------------------
+
+CONFIG = """\
+trackedObjects:
+  apps/v1.Deployment:
+    podSpecTemplatePaths: [/spec/template]
+    trackLifecycle: true
+  v1.ConfigMap: {}
+"""
+DEPLOY, CONFIGMAP = "apps/v1.Deployment", "v1.ConfigMap"
+
+
+def deployment(namespace: str, name: str, *, replicas: int = 1, image: str = "nginx:1.25") -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "main", "image": image}]}}},
+    }
+
+
+def configmap(namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+def versions(cache: Path, gvk: str, namespace: str, name: str) -> list[int]:
+    """The ops of one object's rows, in recorded order."""
+    from reliability_support import query
+
+    return [row[0] for row in query(cache, "SELECT op FROM events WHERE gvk = ? AND namespace = ? AND name = ? ORDER BY id",
+                                    gvk, namespace, name)]
+
+
+def wait_for_op(cache: Path, gvk: str, namespace: str, name: str, op: int, *, count: int = 1, timeout: float = 60) -> None:
+    """Until the recorder committed ``count`` rows of ``op`` for one object (it commits within its cadence)."""
+    from reliability_support import wait_rows
+
+    wait_rows(cache, "SELECT 1 FROM events WHERE gvk = ? AND namespace = ? AND name = ? AND op = ? "
+                     "GROUP BY gvk HAVING count(*) >= ?", gvk, namespace, name, op, count, timeout=timeout)
+
+
+def start_recorder(plane: ControlPlane, cache: Path, home: Path, tmp_path: Path, *args: str) -> Recorder:
+    """``kubectl sktrace start`` of ``CONFIG`` on this control plane, once it records changes."""
+    from reliability_support import Recorder
+
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+    recorder = Recorder(kubeconfig=plane.kubeconfig, cache=cache, home=home, log=tmp_path / "recorder.log",
+                        args=["--config", str(config), "--duration", "200", *args])
+    assert recorder.wait_for("recording changes", timeout=90), recorder.output()
+    return recorder
+
+

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from kubectl_sktrace.store.versions import APPLIED, DELETED
-from realk8s import ControlPlane
+from realk8s import CONFIG, ControlPlane, DEPLOY, deployment, versions, wait_for_op
 from reliability_support import Recorder, query, run_cli
-from test_real_recording import CONFIG, DEPLOY, deployment, versions, wait_for_op
 
 pytestmark = [pytest.mark.timeout(240)]
 

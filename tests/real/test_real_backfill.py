@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from kubectl_sktrace.store.versions import APPLIED, DELETED, METADATA
-from realk8s import ControlPlane
-from reliability_support import query, run_cli
-from test_real_recording import deployment, start_recorder, wait_rows
+from realk8s import ControlPlane, deployment, start_recorder
+from reliability_support import query, run_cli, wait_rows
 
 pytestmark = [pytest.mark.timeout(240)]
 

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from kubectl_sktrace.store.versions import APPLIED, DELETED
-from realk8s import ControlPlane
+from realk8s import ControlPlane, versions, wait_for_op
 from reliability_support import Recorder, query
-from test_real_recording import versions, wait_for_op
 
 pytestmark = [pytest.mark.timeout(240)]
 

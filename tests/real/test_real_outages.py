@@ -17,9 +17,8 @@ from typing import Callable
 import pytest
 
 from kubectl_sktrace.store.versions import APPLIED, DELETED
-from realk8s import ControlPlane
+from realk8s import CONFIG, ControlPlane, DEPLOY, deployment, wait_for_op
 from reliability_support import Recorder, query, run_cli, wait_rows
-from test_real_recording import CONFIG, DEPLOY, deployment, wait_for_op
 
 pytestmark = [pytest.mark.timeout(300)]
 

@@ -22,44 +22,16 @@ from kubectl_sktrace.store.connection import from_db_hash
 from kubectl_sktrace.store.versions import APPLIED, DATA, DELETED, METADATA
 from kubectl_sktrace.store.viewing import Version, version
 from kubectl_sktrace.trace.hashing import spec_hash
-from realk8s import ControlPlane
-from reliability_support import Recorder, query, run_cli, wait_rows
+from realk8s import CONFIGMAP, DEPLOY, ControlPlane, configmap, deployment, start_recorder, versions, wait_for_op
+from reliability_support import query, run_cli, wait_rows
 
 pytestmark = [pytest.mark.timeout(240)]
 
-CONFIG = """\
-trackedObjects:
-  apps/v1.Deployment:
-    podSpecTemplatePaths: [/spec/template]
-    trackLifecycle: true
-  v1.ConfigMap: {}
-"""
-DEPLOY, CONFIGMAP = "apps/v1.Deployment", "v1.ConfigMap"
-
-
-def deployment(namespace: str, name: str, *, replicas: int = 1, image: str = "nginx:1.25") -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "main", "image": image}]}}},
-    }
-
-
-def configmap(namespace: str, name: str, data: dict[str, str]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
-
-
-def versions(cache: Path, gvk: str, namespace: str, name: str) -> list[int]:
-    """The ops of one object's rows, in recorded order."""
-    return [row[0] for row in query(cache, "SELECT op FROM events WHERE gvk = ? AND namespace = ? AND name = ? ORDER BY id",
-                                    gvk, namespace, name)]
-
-
-def wait_for_op(cache: Path, gvk: str, namespace: str, name: str, op: int, *, count: int = 1, timeout: float = 60) -> None:
-    """Until the recorder committed ``count`` rows of ``op`` for one object (it commits within its cadence)."""
-    wait_rows(cache, "SELECT 1 FROM events WHERE gvk = ? AND namespace = ? AND name = ? AND op = ? "
-                     "GROUP BY gvk HAVING count(*) >= ?", gvk, namespace, name, op, count, timeout=timeout)
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
 
 
 def last_version(cache: Path, gvk: str, namespace: str, name: str) -> Version:
@@ -88,22 +60,6 @@ def assert_live_matches_server(cache: Path, plane: ControlPlane, gvk: str, names
     assert body is not None
     assert body.get("spec") == server.get("spec") and body.get("data") == server.get("data")
     assert body["metadata"].get("labels") == server["metadata"].get("labels")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-def start_recorder(plane: ControlPlane, cache: Path, home: Path, tmp_path: Path, *args: str) -> Recorder:
-    config = tmp_path / "config.yaml"
-    config.write_text(CONFIG)
-    recorder = Recorder(kubeconfig=plane.kubeconfig, cache=cache, home=home, log=tmp_path / "recorder.log",
-                        args=["--config", str(config), "--duration", "200", *args])
-    assert recorder.wait_for("recording changes", timeout=90), recorder.output()
-    return recorder
 
 
 def test_a_live_recording_holds_every_change_the_server_made_and_its_last_state(real_cluster: ControlPlane, tmp_path: Path, home: Path) -> None:
