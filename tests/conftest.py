@@ -49,10 +49,12 @@ SLOW_MODULES = {
 }
 
 
-# the modules whose tests take longest (a recorder killed and restarted, readers racing it, archives built and
-# installed): run first, so that parallel workers share them and finish together rather than wait on one
-LONGEST_MODULES = ("test_crash", "test_concurrency", "test_krew", "test_store_contract", "test_pg_identity",
-                   "test_objectstore", "test_faults", "test_outages", "test_demo", "test_cli_start")
+# the modules whose tests take longest (a real control plane stopped and started, a recorder killed and restarted,
+# readers racing it, archives built and installed): run first, so that parallel workers share them and finish
+# together rather than wait on one
+LONGEST_MODULES = ("test_real_outages", "test_real_access", "test_real_differential", "test_crash", "test_concurrency", "test_krew",
+                   "test_store_contract", "test_pg_identity", "test_objectstore", "test_faults", "test_outages", "test_demo",
+                   "test_cli_start")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
