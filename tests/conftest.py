@@ -558,7 +558,8 @@ _REAL_LEFT = pytest.StashKey[list]()
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     why = realk8s.unavailable()
-    if why is not None and not hasattr(config, "workerinput"):
+    skipped = terminalreporter.stats.get("skipped", [])
+    if why is not None and any(why in str(getattr(report, "longrepr", "")) for report in skipped):
         terminalreporter.write_line(f"real tier: {why}")
     for line in config.stash.get(_REAL_LEFT, []):
         terminalreporter.write_line(f"real tier: left behind after the run: {line}", red=True)
