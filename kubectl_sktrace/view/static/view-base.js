@@ -8,6 +8,10 @@
 const SVG = "http://www.w3.org/2000/svg";
 // distinct from the colours of the stretches (view.css): a kind is never mistaken for an outage or a refusal
 const KIND_COLOURS = ["#1e88e5", "#ffb300", "#00897b", "#d81b60", "#3949ab", "#c0ca33", "#6d4c41", "#00acc1", "#f06292", "#827717"];
+// past the ten, a hue each by the golden angle, in two lightnesses: never a colour two kinds share
+function kindColour(n) {
+  return n < KIND_COLOURS.length ? KIND_COLOURS[n] : `hsl(${Math.round((n * 137.508) % 360)}, 60%, ${n % 2 ? 38 : 55}%)`;
+}
 const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800,
   1209600, 2419200, 7257600, 31536000];
 const MIN_RANGE = 10;

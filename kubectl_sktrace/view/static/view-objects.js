@@ -37,14 +37,16 @@ function rowLabel(node, depth) {
 // where an element a change made thousands to parse, style and paint at every search. Which change is under the
 // pointer is found by its x (tickAt), and its words are made when it is hovered. Each path lists its changes' instants
 // (data-ts), in the order of its subpaths.
+const TICK_SHAPES = {tall: [0, ROW_H], mid: [2, ROW_H - 4], upper: [2, (ROW_H - 4) / 2], lower: [2 + (ROW_H - 4) / 2, (ROW_H - 4) / 2]};
+
 function tickMarkup(node, y, width) {
   const paths = new Map();
   for (const tick of node.ticks) {
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
-    const cls = kind.cls + (tick.inferred ? " inferred" : ""), short = kind.short ? (ROW_H - 4) / 2 : 0;
+    const cls = kind.cls + (tick.inferred ? " inferred" : ""), [top, height] = TICK_SHAPES[kind.shape];
     let path = paths.get(cls);
     if (!path) paths.set(cls, path = {d: [], ts: []});
-    path.d.push(`M${Math.round((xOf(tick.ts, width) - 1) * 10) / 10} ${y + 2 + short}h2v${ROW_H - 4 - short}h-2z`);
+    path.d.push(`M${Math.round((xOf(tick.ts, width) - 1) * 10) / 10} ${y + top}h2v${height}h-2z`);
     path.ts.push(Number(tick.ts));
   }
   const object = markup(node.id);  // the rest is digits and words of our own: nothing in them to make safe for markup
