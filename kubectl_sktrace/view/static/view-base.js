@@ -19,7 +19,7 @@ const MAX_POD_LANES = 6;
 const LIVE_SECONDS = 10;
 const LEFT = 90, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10, LABEL_H = 13, CHAR_W = 6.6;
 
-const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0, counted: null, rows: null, labels: new Map(),
+const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0, objectsChanged: null, counted: null, rows: null, labels: new Map(),
   tickRows: [], chosenTick: null, keyTick: null, keyRow: null, seq: {histogram: 0, objects: 0, window: 0, report: 0}};
 
 const $ = (id) => document.getElementById(id);

@@ -290,10 +290,12 @@ function drawObjects() {
 }
 
 // How many objects the search finds: counted apart when a page is full (asked while the rows are drawn).
+// The objects changed in the range asked come first (most changes first), the others after: the count says how many.
 function showObjectsCount() {
-  const total = state.objectsTotal;
-  $("objects-count").textContent = total === null ? `${state.objects.length} of more, counting…` :
-    `${state.objects.length} of ${plural(total, "object")}`;
+  const total = state.objectsTotal, changed = state.objectsChanged;
+  const first = changed === null || changed === undefined ? "" : `; ${plural(changed, "object")} changed in the range drawn, listed first`;
+  $("objects-count").textContent = (total === null ? `${state.objects.length} of more, counting…` :
+    `${state.objects.length} of ${plural(total, "object")}`) + first;
   $("more-objects").hidden = total !== null && state.objects.length >= total;
 }
 
@@ -335,6 +337,7 @@ async function loadObjects(append) {
     const answer = await api("/api/objects", {...params, total: 0});
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
+    if (!append) state.objectsChanged = answer.changed;
     state.objectsTotal = answer.total !== null ? answer.total : known;
     if (state.objectsTotal !== null) state.counted = {found, total: state.objectsTotal};
     state.rows = {...range, width: params.width, columns: answer.maxTicks};
