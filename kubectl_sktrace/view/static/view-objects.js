@@ -293,7 +293,10 @@ function drawObjects() {
 // The objects changed in the range asked come first (most changes first), the others after: the count says how many.
 function showObjectsCount() {
   const total = state.objectsTotal, changed = state.objectsChanged;
-  const first = changed === null || changed === undefined ? "" : `; ${plural(changed, "object")} changed in the range drawn, listed first`;
+  // said when it tells something: some of them changed in the range drawn (listed first), or none did
+  const some = changed !== null && changed !== undefined && (total === null || changed < total);
+  const first = !some ? "" : changed ? `; ${plural(changed, "object")} changed in the range drawn, listed first` :
+    "; none changed in the range drawn";
   $("objects-count").textContent = (total === null ? `${state.objects.length} of more, counting…` :
     `${state.objects.length} of ${plural(total, "object")}`) + first;
   $("more-objects").hidden = total !== null && state.objects.length >= total;
