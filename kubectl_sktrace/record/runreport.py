@@ -43,7 +43,10 @@ def run_to_dict(status: CacheStatus, report: Reconciliation, *, now: float | Non
     data = status_to_dict(status, runs=None, now=now)
     run = next(r for r in data["runs"] if r["run"] == run_id)
     before = next((g for g in data["gaps"] if g["to"] == run["started"]), None) if report.offline_since is not None else None
-    mine = lambda entries: [e for e in entries if e.get("run") == run_id]  # noqa: E731
+
+    def mine(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in entries if e.get("run") == run_id]
+
     return {
         "cache": status.path, "run": run, "offlineBefore": before, "filled": mine(data.get("filled", [])),
         "outages": mine(data["outages"]), "notServed": mine(data["notServed"]), "notYetObserved": mine(data["notYetObserved"]),

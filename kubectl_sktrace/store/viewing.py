@@ -251,9 +251,9 @@ def active_page(cache: Cache, *, gvk: str | None, namespace: str | None, search:
     name: a zoom shows what happened in it before objects whose whole life lies elsewhere."""
     changed = changed_in_range(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end)
     if changed is None:
-        rows, total = object_page(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end, offset=offset, limit=limit,
+        rows, known = object_page(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end, offset=offset, limit=limit,
                                   columns=columns, count=count)
-        return ObjectPage(rows, total, None)
+        return ObjectPage(rows, known, None)
     lasts = [cache.conn.execute(f"SELECT gvk, namespace, name, last_ts, last_op FROM {_objects(cache)} WHERE gvk = ? AND namespace = ? "
                                 "AND name = ?", key).fetchone() for key in changed[offset:offset + limit]]
     page = [tuple(row) for row in lasts if row is not None]
