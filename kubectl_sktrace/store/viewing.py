@@ -247,8 +247,9 @@ def changed_in_range(cache: Cache, *, gvk: str | None, namespace: str | None, se
 
 def active_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
                 offset: int, limit: int, columns: int = MAX_TICKS, count: bool = True) -> ObjectPage:
-    """``object_page``, the objects changed in ``[start, end)`` first (``changed_in_range``), then the others by kind and
-    name: a zoom shows what happened in it before objects whose whole life lies elsewhere."""
+    """``object_page`` in the order a range is read in: the objects changed in ``[start, end)`` first
+    (``changed_in_range``), then, by kind and name, those that lived through it unchanged (their life drawn), then
+    those with nothing in it (gone before it, or born after): a zoom shows what happened in it first."""
     changed = changed_in_range(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end)
     if changed is None:
         rows, known = object_page(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end, offset=offset, limit=limit,
@@ -257,18 +258,38 @@ def active_page(cache: Cache, *, gvk: str | None, namespace: str | None, search:
     lasts = [cache.conn.execute(f"SELECT gvk, namespace, name, last_ts, last_op FROM {_objects(cache)} WHERE gvk = ? AND namespace = ? "
                                 "AND name = ?", key).fetchone() for key in changed[offset:offset + limit]]
     page = [tuple(row) for row in lasts if row is not None]
-    if len(page) < limit:  # past the changed ones: those without a change in the range, by kind and name
-        condition, params = _found(cache, gvk=gvk, namespace=namespace, search=search)
-        page += cache.conn.execute(
-            f"SELECT gvk, namespace, name, last_ts, last_op FROM {_aliased(cache)} WHERE {condition} AND NOT EXISTS ("
-            f"SELECT 1 FROM events e{_by_object(cache)} WHERE e.gvk = o.gvk AND e.namespace = o.namespace AND e.name = o.name "
-            f"AND e.ts >= ? AND e.ts < ? AND e.op != {UNTRACKED}) ORDER BY gvk, namespace, name LIMIT ? OFFSET ?",
-            [*params, start, end, limit - len(page), max(0, offset - len(changed))]).fetchall()
+    if len(page) < limit:
+        page += _unchanged(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end, offset=max(0, offset - len(changed)),
+                           limit=limit - len(page))
     if 0 < len(page) < limit or (not page and offset == 0):
         total: int | None = offset + len(page)
     else:
         total = object_total(cache, gvk=gvk, namespace=namespace, search=search) if count or not page else None
     return ObjectPage([_object_row(cache, row, start=start, end=end, columns=columns) for row in page], total, len(changed))
+
+
+def _unchanged(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int, offset: int,
+               limit: int) -> list[tuple[Any, ...]]:
+    """The objects a search finds without a change in ``[start, end)``: those alive in it, then those not, each part
+    by kind and name along the objects' key order (one probe of ``events_object`` a row: the walk stops at ``limit``);
+    a part the ``offset`` passes whole is counted to be skipped."""
+    condition, params = _found(cache, gvk=gvk, namespace=namespace, search=search)
+    probe = f"SELECT 1 FROM events e{_by_object(cache)} WHERE e.gvk = o.gvk AND e.namespace = o.namespace AND e.name = o.name"
+    unchanged = f"{condition} AND NOT EXISTS ({probe} AND e.ts >= ? AND e.ts < ? AND e.op != {UNTRACKED})"
+    alive = f"(o.last_op != {DELETED} OR o.last_ts >= ?) AND EXISTS ({probe} AND e.ts < ?)"
+    page: list[tuple[Any, ...]] = []
+    for part in (f"{unchanged} AND {alive}", f"{unchanged} AND NOT ({alive})"):
+        where = [*params, start, end, start, end]
+        if len(page) >= limit:
+            break
+        found = cache.conn.execute(f"SELECT gvk, namespace, name, last_ts, last_op FROM {_aliased(cache)} WHERE {part} "
+                                   "ORDER BY gvk, namespace, name LIMIT ? OFFSET ?", [*where, limit - len(page), offset]).fetchall()
+        if found:
+            page += [tuple(row) for row in found]
+            offset = 0
+        elif offset:
+            offset = max(0, offset - int(cache.conn.execute(f"SELECT count(*) FROM {_aliased(cache)} WHERE {part}", where).fetchone()[0]))
+    return page
 
 
 def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,

@@ -136,10 +136,16 @@ class TraceIndex:
         return {"total": len(self._found(params))}
 
     def objects_page(self, params: Mapping[str, str]) -> dict[str, Any]:
-        """As a cache's: the objects changed in the range first, the most changes first, then the others by kind and name."""
+        """As a cache's: the objects changed in the range first, the most changes first, then those alive in it, then the
+        others, each by kind and name."""
         start, end = time_param(params, "start"), time_param(params, "end")
         changes = {k: sum(1 for i in self.objects[k] if start <= self.rows[i].ts < end) for k in self._found(params)}
-        keys = sorted(changes, key=lambda k: -changes[k])  # stable: by kind and name among equals
+
+        def alive(key: ObjKey) -> bool:
+            first, last = self.rows[self.objects[key][0]], self.rows[self.objects[key][-1]]
+            return first.ts < end and (last.op != 1 or last.ts >= start)
+
+        keys = sorted(changes, key=lambda k: (-changes[k], not changes[k] and not alive(k)))  # stable: by kind and name among equals
         offset, limit = max(0, int_param(params, "offset", 0)), min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
         return {"total": len(keys), "changed": sum(1 for n in changes.values() if n),
                 "objects": [self._object(k, start=start, end=end) for k in keys[offset:offset + limit]], "maxTicks": MAX_TICKS}

@@ -1,5 +1,6 @@
 """The objects' rows of a range: those changed in it first, the most changes first, then the others by kind and name
-(a zoom shows what happened in it, not objects whose whole life lies elsewhere); pages of them list each object once.
+then those that lived through it unchanged, then those with nothing in it (a zoom shows what happened in it first, not
+objects whose whole life lies elsewhere); pages of them list each object once.
 For a cache and for a trace alike."""
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def test_the_objects_changed_in_a_zoom_come_first_the_most_changes_first(tmp_pat
     rest = answer({**ask, "offset": "20"})
     every = [(o["gvk"], o["name"]) for o in first["objects"] + rest["objects"]]
     assert len(every) == len(set(every)) == 37  # each object once, across the pages
-    assert every[4:] == sorted(every[4:])  # the others by kind and name
+    assert every[4:24] == sorted(every[4:24]) and {n for _, n in every[4:24]} == {f"cm-{i:02}" for i in range(20)}  # alive, unchanged
+    assert every[24:] == sorted(every[24:]) and {n for _, n in every[24:]} == {f"job-{i:02}" for i in range(13)}
 
 
 def test_a_range_with_more_changes_than_can_be_ranked_lists_by_kind_and_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
