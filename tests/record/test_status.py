@@ -238,3 +238,5 @@ Offline 2027-01-15T08:01:00Z → 09:00:00 (59m00s), reconciled by run 2:
     missing = CliRunner().invoke(cli, ["status", "--cache", path, "--run", "4"])
     assert (missing.exit_code, missing.stdout) == (1, "")
     assert missing.stderr == f"Error: cache {path} has no run 4; its runs are 1–3 (kubectl sktrace status --runs all lists them)\n"
+    both = CliRunner().invoke(cli, ["status", "--cache", path, "--run", "2", "--timeline"])
+    assert both.exit_code == 2 and both.stderr.endswith("Error: --timeline draws a window (-s, -t) and --run N reports one run; pass one of them\n")
