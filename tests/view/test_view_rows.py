@@ -80,3 +80,30 @@ def test_a_range_with_more_changes_than_can_be_ranked_lists_by_kind_and_name(tmp
     with open_cache_readonly(tmp_path / "cache.db") as cache:
         page = viewing.active_page(cache, gvk=None, namespace=None, search="", start=ZOOM[0], end=ZOOM[1], offset=0, limit=20)
     assert page.changed is None and [r.key.name for r in page.rows][:2] == ["job-00", "job-01"]
+
+
+@pytest.mark.slow  # a browser
+def test_zoomed_in_the_page_lists_what_changed_there_first_and_says_how_many(tmp_path: Path) -> None:
+    from test_view_browser import CHROMIUM, launch
+    from viewsupport import opened_page, serving, settled
+
+    from kubectl_sktrace.view.app import cache_api
+    from kubectl_sktrace.view.server import ViewServer
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
+    build(tmp_path / "cache.db")
+    path = str(tmp_path / "cache.db")
+    with serving(ViewServer(api=cache_api(path, title=path, command_base=()))) as server, sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            with opened_page(browser, server.url) as page:
+                page.evaluate(f"() => setView({ZOOM[0] + 50}, {ZOOM[1] - 50})")  # what the wheel and the buttons call
+                page.wait_for_function("() => document.querySelector('#objects-count').textContent.includes('changed')")
+                settled(page)
+                labels = page.eval_on_selector_all("#objects text.row-label[data-object]", "ts => ts.map(t => t.firstChild.nodeValue)")
+                assert labels[:4] == [f"ConfigMap shop/cm-{i}" for i in (23, 22, 21, 20)], labels
+                assert page.text_content("#objects-count") == "20 of 37 objects; 4 objects changed in the range drawn, listed first"
+        finally:
+            browser.close()
