@@ -69,6 +69,7 @@ def _clean(text: str) -> bool:
     return not any(c in text for c in UNSAFE)
 
 
+@pytest.mark.slow  # the console script, run
 def test_a_trace_s_hostile_name_is_printed_visible_and_kept_in_json(tmp_path: Path, hostile_trace: Path) -> None:
     shown = run_cli(["inspect", str(hostile_trace)], home=tmp_path)
     assert shown.code == 0 and VISIBLE in shown.stdout and _clean(shown.stdout + shown.stderr)
@@ -78,6 +79,7 @@ def test_a_trace_s_hostile_name_is_printed_visible_and_kept_in_json(tmp_path: Pa
     assert timeline.code == 0 and "evil\\x1b]52" in timeline.stdout and _clean(timeline.stdout), timeline.stdout
 
 
+@pytest.mark.slow  # the console script, run
 def test_a_recorded_hostile_name_and_an_error_that_quotes_a_file_are_printed_visible(tmp_path: Path) -> None:
     cache = tmp_path / "cache.db"
     b, now = CacheBuilder(cache), int(time.time())

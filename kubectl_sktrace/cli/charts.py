@@ -59,6 +59,8 @@ def status_timeline(f: F) -> F:
             return f(**kwargs)
         if kwargs.get("output", "table") != "table":
             raise click.UsageError("--timeline draws a chart; leave out -o/--output")
+        if kwargs.get("run_id") is not None:
+            raise click.UsageError("--timeline draws a window (-s, -t) and --run N reports one run; pass one of them")
         namespace = kwargs.get("namespace")
         if namespace and kwargs.get("all_namespaces"):
             raise click.UsageError("use either -n/--namespace or -A/--all-namespaces, not both")

@@ -8,6 +8,7 @@ import click
 
 from kubectl_sktrace.cli.charts import status_timeline
 from kubectl_sktrace.cli.completion import complete_files
+from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.cli.options import (
     SktraceCommand,
     _state,
@@ -90,11 +91,13 @@ def start(kubeconfig: str | None, context: str | None, namespace: str | None, al
 @cache_option
 @output_option
 @click.option("--runs", "runs", default="10", show_default=True, metavar="N|all", help="Show the last N recording runs, or all of them.")
+@click.option("--run", "run_id", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Show run N alone: its time, the offline time before it, its blind time and its reconciliation report.")
 @quiet_option
 @verbosity_option
 @status_timeline
 def status(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-           output: str, runs: str) -> None:
+           output: str, runs: str, run_id: int | None) -> None:
     """Show what the cache holds: cluster, recording runs and gaps, counts per kind, pods, size.
 
     Needs no cluster, and works while a recorder is writing to the cache. -n NS counts only the kinds, events
@@ -106,11 +109,19 @@ def status(kubeconfig: str | None, context: str | None, namespace: str | None, a
       kubectl sktrace status
       kubectl sktrace status -n shop --runs all
       kubectl sktrace status --cache team-a.db -o json
+      kubectl sktrace status --run 3
       kubectl sktrace status --timeline -s -1h
     """
     from kubectl_sktrace.cli.globalflags import namespace_scope
     from kubectl_sktrace.record import status as status_module
 
     namespace = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
+    if run_id is not None:
+        from kubectl_sktrace.record import runreport
+
+        if namespace is not None:
+            raise UsageError(f"--run {run_id} reports a run of the whole recording; leave -n/--namespace out")
+        say(runreport.render_run(*runreport.load_run(cache=cache, kubeconfig=kubeconfig, context=context, run_id=run_id), output))
+        return
     say(status_module.status_text(cache=cache, kubeconfig=kubeconfig, context=context, namespace=namespace,
                                          runs=status_module.parse_runs(runs), fmt=output))

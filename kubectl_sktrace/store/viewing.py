@@ -48,6 +48,12 @@ def _objects(cache: Cache) -> str:
     return "event_objects" if cache.has_column("event_objects", "last_op") else _LAST_ROWS
 
 
+def _aliased(cache: Cache) -> str:
+    """``_objects`` named ``o``."""
+    objects = _objects(cache)
+    return objects if objects.endswith(" AS o") else f"{objects} AS o"
+
+
 def _by_object(cache: Cache) -> str:
     """sqlite's hint to read an object's rows through ``events_object`` (schema 0005), which its planner may not choose."""
     return " INDEXED BY events_object" if cache.has_table("event_objects") else ""
@@ -207,6 +213,83 @@ def _found(cache: Cache, *, gvk: str | None, namespace: str | None, search: str)
         where.append(f"{column} {like}")
         params.append(pattern)
     return " AND ".join(where), params
+
+
+ACTIVE_BOUND = 20_000
+"""Changes in a range up to which the objects changed in it are listed first, most changes first (counted over the
+range of ``events_ts``); past it (a range that long holds changes of most objects anyway) by kind and name alone."""
+
+
+@dataclass(frozen=True)
+class ObjectPage:
+    """A page of objects, how many match (None: not counted), and how many changed in the range (listed first; None:
+    the range holds more than ``ACTIVE_BOUND`` changes, and every object is listed by kind and name)."""
+
+    rows: list[ObjectRow]
+    total: int | None
+    changed: int | None
+
+
+def changed_in_range(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int,
+                     end: int) -> list[tuple[str, str, str]] | None:
+    """The objects a search finds that changed in ``[start, end)``, the most changes first (then by kind and name);
+    None when the range holds more than ``ACTIVE_BOUND`` changes (its count walks at most that far)."""
+    many = cache.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM events WHERE ts >= ? AND ts < ? AND op != {UNTRACKED} LIMIT ?) AS r",
+                              (start, end, ACTIVE_BOUND + 1)).fetchone()[0]
+    if many > ACTIVE_BOUND:
+        return None
+    condition, params = _found(cache, gvk=gvk, namespace=namespace, search=search)
+    rows = cache.conn.execute(
+        f"SELECT gvk, namespace, name, count(*) AS n FROM events WHERE ts >= ? AND ts < ? AND op != {UNTRACKED} AND {condition} "
+        "GROUP BY gvk, namespace, name ORDER BY n DESC, gvk, namespace, name", [start, end, *params]).fetchall()
+    return [(str(g), str(ns), str(n)) for g, ns, n, _ in rows]
+
+
+def active_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,
+                offset: int, limit: int, columns: int = MAX_TICKS, count: bool = True) -> ObjectPage:
+    """``object_page`` in the order a range is read in: the objects changed in ``[start, end)`` first
+    (``changed_in_range``), then, by kind and name, those that lived through it unchanged (their life drawn), then
+    those with nothing in it (gone before it, or born after): a zoom shows what happened in it first."""
+    changed = changed_in_range(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end)
+    if changed is None:
+        rows, known = object_page(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end, offset=offset, limit=limit,
+                                  columns=columns, count=count)
+        return ObjectPage(rows, known, None)
+    lasts = [cache.conn.execute(f"SELECT gvk, namespace, name, last_ts, last_op FROM {_objects(cache)} WHERE gvk = ? AND namespace = ? "
+                                "AND name = ?", key).fetchone() for key in changed[offset:offset + limit]]
+    page = [tuple(row) for row in lasts if row is not None]
+    if len(page) < limit:
+        page += _unchanged(cache, gvk=gvk, namespace=namespace, search=search, start=start, end=end, offset=max(0, offset - len(changed)),
+                           limit=limit - len(page))
+    if 0 < len(page) < limit or (not page and offset == 0):
+        total: int | None = offset + len(page)
+    else:
+        total = object_total(cache, gvk=gvk, namespace=namespace, search=search) if count or not page else None
+    return ObjectPage([_object_row(cache, row, start=start, end=end, columns=columns) for row in page], total, len(changed))
+
+
+def _unchanged(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int, offset: int,
+               limit: int) -> list[tuple[Any, ...]]:
+    """The objects a search finds without a change in ``[start, end)``: those alive in it, then those not, each part
+    by kind and name along the objects' key order (one probe of ``events_object`` a row: the walk stops at ``limit``);
+    a part the ``offset`` passes whole is counted to be skipped."""
+    condition, params = _found(cache, gvk=gvk, namespace=namespace, search=search)
+    probe = f"SELECT 1 FROM events e{_by_object(cache)} WHERE e.gvk = o.gvk AND e.namespace = o.namespace AND e.name = o.name"
+    unchanged = f"{condition} AND NOT EXISTS ({probe} AND e.ts >= ? AND e.ts < ? AND e.op != {UNTRACKED})"
+    alive = f"(o.last_op != {DELETED} OR o.last_ts >= ?) AND EXISTS ({probe} AND e.ts < ?)"
+    page: list[tuple[Any, ...]] = []
+    for part in (f"{unchanged} AND {alive}", f"{unchanged} AND NOT ({alive})"):
+        where = [*params, start, end, start, end]
+        if len(page) >= limit:
+            break
+        found = cache.conn.execute(f"SELECT gvk, namespace, name, last_ts, last_op FROM {_aliased(cache)} WHERE {part} "
+                                   "ORDER BY gvk, namespace, name LIMIT ? OFFSET ?", [*where, limit - len(page), offset]).fetchall()
+        if found:
+            page += [tuple(row) for row in found]
+            offset = 0
+        elif offset:
+            offset = max(0, offset - int(cache.conn.execute(f"SELECT count(*) FROM {_aliased(cache)} WHERE {part}", where).fetchone()[0]))
+    return page
 
 
 def object_page(cache: Cache, *, gvk: str | None, namespace: str | None, search: str, start: int, end: int,

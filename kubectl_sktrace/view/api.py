@@ -138,18 +138,20 @@ def decisions(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
-    """A page of objects; a row's changes answered one per column at most: ``MAX_TICKS`` columns, or fewer when the
-    plot's ``width`` holds fewer ticks of ``TICK_PX`` (what the page can draw apart): bounded by pixels, not changes.
+    """A page of objects, those changed in the range first (most changes first: ``changed`` of them; null when the range
+    holds too many changes to rank, and every object is by kind and name); a row's changes answered one per column at
+    most: ``MAX_TICKS`` columns, or fewer when the plot's ``width`` holds fewer ticks of ``TICK_PX`` (what the page can
+    draw apart): bounded by pixels, not changes.
     With ``total=0``, a full page comes without its total (null): the page asks ``objects_total`` beside it."""
     start, end = time_param(params, "start"), time_param(params, "end")
     limit = min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
     width = int_param(params, "width", 0)
     columns = min(viewing.MAX_TICKS, max(1, width // TICK_PX)) if width > 0 else viewing.MAX_TICKS
     with history.read_snapshot(cache):
-        rows, total = viewing.object_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
-                                          search=search_param(params), start=start, end=end, offset=max(0, int_param(params, "offset", 0)),
-                                          limit=limit, columns=columns, count=params.get("total") != "0")
-    return {"total": total, "objects": [_object(r) for r in rows], "maxTicks": columns}
+        page = viewing.active_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
+                                   search=search_param(params), start=start, end=end, offset=max(0, int_param(params, "offset", 0)),
+                                   limit=limit, columns=columns, count=params.get("total") != "0")
+    return {"total": page.total, "changed": page.changed, "objects": [_object(r) for r in page.rows], "maxTicks": columns}
 
 
 def objects_total(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:

@@ -19,11 +19,14 @@ What it guarantees:
 - **Nothing changes anything.** Only GET (and HEAD) are served, other methods get 405; a request with a body is
   refused and its connection closed (the body is never read as a next request); the cache is opened read-only
   for each request (``store.open_cache_readonly``: never migrated or created, a snapshot while a recorder writes).
-- **Bounded work per client**: at most ``MAX_CONNECTIONS`` connections at once (more are closed at once), an idle
-  one closed after ``IDLE_SECONDS``, one whose request's line and headers are not all there ``REQUEST_HEAD_SECONDS``
-  after their first byte closed then (a client trickling them could hold a slot for good), headers over
-  ``MAX_HEADER_BYTES`` refused with 431 before anything reads them; a client that goes away costs one line on
-  stderr, never a traceback.
+- **Bounded work per client, and no client locks the others out**: at most ``MAX_CONNECTIONS`` connections at once.
+  Every local client comes from 127.0.0.1, so no cap per address can tell an attacker from the page: when all are
+  taken, a new connection closes the one that has waited longest for a request's line and headers (one that has
+  sent no whole request, or sits idle between two), and is itself refused only when every one is answering a
+  request. A new connection's request line and headers must be in within ``REQUEST_HEAD_SECONDS`` of its
+  accept, a later request's within as long from its first byte (a client trickling them could hold a slot for
+  good); an idle one is closed after ``IDLE_SECONDS``; headers over ``MAX_HEADER_BYTES`` are refused with 431
+  before anything reads them; a client that goes away costs one line on stderr, never a traceback.
 - **The page runs only our own files**: a strict Content-Security-Policy (``'self'`` only, no inline script), no
   frames, no referrer, nothing cached by the browser.
 - It listens on 127.0.0.1 unless told otherwise, and serves until ``stop`` (Ctrl-C or SIGTERM in the CLI).
@@ -114,31 +117,64 @@ def host_allowed(host: str | None) -> bool:
 
 
 class _BoundedServer(ThreadingHTTPServer):
-    """A thread per connection, ``MAX_CONNECTIONS`` at most (one more is closed unanswered), a longer listen queue, and
-    one line on stderr for a connection that failed (a client gone, a reset), never a traceback."""
+    """A thread per connection, ``MAX_CONNECTIONS`` at most, a longer listen queue, and one line on stderr for a
+    connection that failed (a client gone, a reset), never a traceback. When every slot is taken, the connection that
+    has waited longest for a request is closed to make room (``waiting``, oldest first); with none waiting, the new
+    one is closed unanswered."""
 
     request_queue_size = 128
     daemon_threads = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.lock = threading.Lock()
+        self.open: set[socket.socket] = set()
+        self.waiting: dict[socket.socket, None] = {}  # the connections awaiting a request, the longest waiting first
         super().__init__(*args, **kwargs)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            self.shutdown_request(request)
-            return
+        with self.lock:
+            if len(self.open) >= MAX_CONNECTIONS and not self._make_room():
+                self.shutdown_request(request)
+                return
+            self.open.add(request)
+            self.waiting[request] = None
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.slots.release()
+            self._forget(request)
             raise
+
+    def _make_room(self) -> bool:
+        """Close the connection that has waited longest for a request (under ``lock``): its thread reads the end of
+        it and finishes. False when every connection is answering one."""
+        oldest = next(iter(self.waiting), None)
+        if oldest is None:
+            return False
+        del self.waiting[oldest]
+        self.open.discard(oldest)
+        try:
+            oldest.shutdown(socket.SHUT_RDWR)  # not closed here: its own thread still holds the descriptor
+        except OSError:
+            pass
+        return True
+
+    def awaiting(self, request: socket.socket, waits: bool) -> None:
+        """A connection starts waiting for its next request (the last in line to be closed), or has one to answer."""
+        with self.lock:
+            self.waiting.pop(request, None)
+            if waits and request in self.open:
+                self.waiting[request] = None
+
+    def _forget(self, request: socket.socket) -> None:
+        with self.lock:
+            self.open.discard(request)
+            self.waiting.pop(request, None)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            self._forget(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         failure = sys.exc_info()[1]
@@ -158,23 +194,26 @@ def _log(line: str) -> None:
 
 
 class _HeadReader(io.RawIOBase):
-    """A connection's reads, bounded while a request's line and headers come in: from their first byte, a read waits
-    only for what is left of ``REQUEST_HEAD_SECONDS``, and none starts past it (the TimeoutError closes the connection,
-    as a silence of ``IDLE_SECONDS`` does)."""
+    """A connection's reads, bounded while a request's line and headers come in: from the connection's accept (its
+    first request) or from their first byte (a later one), a read waits only for what is left of
+    ``REQUEST_HEAD_SECONDS``, and none starts past it (the TimeoutError closes the connection, as a silence of
+    ``IDLE_SECONDS`` does)."""
 
     def __init__(self, raw: io.RawIOBase, sock: socket.socket) -> None:
         super().__init__()
         self._raw, self._sock = raw, sock
         self._waiting = False
-        self._deadline: float | None = None
+        self._deadline: float | None = time.monotonic() + REQUEST_HEAD_SECONDS
 
     def readable(self) -> bool:
         return True
 
     def expect_head(self) -> None:
-        """The next request is awaited as any silence is; its first byte starts its deadline."""
-        self._waiting, self._deadline = True, None
-        self._sock.settimeout(IDLE_SECONDS)
+        """The next request is awaited as any silence is (the first one, from the accept); its first byte starts its
+        deadline."""
+        if self._deadline is None:
+            self._waiting = True
+            self._sock.settimeout(IDLE_SECONDS)
 
     def head_read(self) -> None:
         """The request's line and headers are in: the connection's reads and writes wait ``IDLE_SECONDS`` again."""
@@ -282,6 +321,7 @@ def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
 
         def handle_one_request(self) -> None:
             self.head.expect_head()
+            cast(_BoundedServer, self.server).awaiting(self.connection, True)
             super().handle_one_request()
 
         def parse_request(self) -> bool:
@@ -289,6 +329,7 @@ def _handler(server: ViewServer) -> type[BaseHTTPRequestHandler]:
                 parsed = super().parse_request()
             finally:
                 self.head.head_read()
+                cast(_BoundedServer, self.server).awaiting(self.connection, False)
             if not parsed:
                 return False
             size = sum(len(name) + len(value) for name, value in self.headers.items())

@@ -125,15 +125,30 @@ class TraceIndex:
                 "kinds": [{"gvk": g, "applied": a, "deleted": d, "inferred": 0} for g, (a, d) in sorted(counts.items())],
                 "gaps": [], "command": None, "fileName": None, "exact": False}
 
-    def objects_page(self, params: Mapping[str, str]) -> dict[str, Any]:
-        start, end = time_param(params, "start"), time_param(params, "end")
+    def _found(self, params: Mapping[str, str]) -> list[ObjKey]:
         gvk, namespace, search = params.get("gvk") or None, params.get("namespace") or None, search_param(params).lower()
-        keys = sorted((k for k in self.objects if (gvk is None or str(k.gvk) == gvk) and (namespace is None or k.namespace == namespace)
+        return sorted((k for k in self.objects if (gvk is None or str(k.gvk) == gvk) and (namespace is None or k.namespace == namespace)
                        and search in (f"{k.namespace}/{k.name}" if "/" in search else k.name).lower()),
                       key=lambda k: (str(k.gvk), k.namespace, k.name))
+
+    def objects_total(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """How many objects a search finds (the page asks it beside a full page of rows, as of a cache)."""
+        return {"total": len(self._found(params))}
+
+    def objects_page(self, params: Mapping[str, str]) -> dict[str, Any]:
+        """As a cache's: the objects changed in the range first, the most changes first, then those alive in it, then the
+        others, each by kind and name."""
+        start, end = time_param(params, "start"), time_param(params, "end")
+        changes = {k: sum(1 for i in self.objects[k] if start <= self.rows[i].ts < end) for k in self._found(params)}
+
+        def alive(key: ObjKey) -> bool:
+            first, last = self.rows[self.objects[key][0]], self.rows[self.objects[key][-1]]
+            return first.ts < end and (last.op != 1 or last.ts >= start)
+
+        keys = sorted(changes, key=lambda k: (-changes[k], not changes[k] and not alive(k)))  # stable: by kind and name among equals
         offset, limit = max(0, int_param(params, "offset", 0)), min(PAGE_LIMIT, max(1, int_param(params, "limit", 50)))
-        return {"total": len(keys), "objects": [self._object(k, start=start, end=end) for k in keys[offset:offset + limit]],
-                "maxTicks": MAX_TICKS}
+        return {"total": len(keys), "changed": sum(1 for n in changes.values() if n),
+                "objects": [self._object(k, start=start, end=end) for k in keys[offset:offset + limit]], "maxTicks": MAX_TICKS}
 
     def _object(self, key: ObjKey, *, start: int, end: int) -> dict[str, Any]:
         rows = [self.rows[i] for i in self.objects[key]]
@@ -180,4 +195,4 @@ def _uid(body: dict[str, Any]) -> str:
 def trace_api(index: TraceIndex) -> dict[str, Any]:
     """The endpoints over a trace (no report and no download: a trace is already one)."""
     return {"/api/overview": lambda _: index.overview(), "/api/histogram": index.histogram, "/api/window": index.window,
-            "/api/objects": index.objects_page, "/api/version": index.version}
+            "/api/objects": index.objects_page, "/api/objects-total": index.objects_total, "/api/version": index.version}

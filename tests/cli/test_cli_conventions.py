@@ -439,6 +439,7 @@ main()
 """
 
 
+@pytest.mark.slow  # a process of its own
 def test_ctrl_c_while_the_program_loads_is_an_interrupt_not_a_traceback() -> None:
     run = subprocess.run([sys.executable, "-c", _INTERRUPTED_AT_IMPORT], capture_output=True, text=True, timeout=60)
     assert (run.returncode, run.stdout, run.stderr) == (130, "", "Interrupted.\n")

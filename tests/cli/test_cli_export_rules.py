@@ -359,6 +359,7 @@ def test_a_rule_file_over_the_size_limit_is_refused_at_once(cluster, tmp_path, b
                                                     "holds; pass a file of rules (a few lines each)\n")
 
 
+@pytest.mark.slow  # parses a rule file of the size limit: seconds of CPU
 def test_a_rule_file_at_the_size_limit_with_a_bad_last_rule_names_it_soon(cluster, tmp_path):
     rules = tmp_path / "rules.yaml"
     line = "  - allow: namespace:shop labels:app=web\n"

@@ -90,6 +90,7 @@ def test_the_429_is_what_kube_apiserver_writes(emu: Emulator) -> None:
     assert ok.status == 200 and ok.read()
 
 
+@pytest.mark.slow  # waits for a watch's start
 def test_a_watch_holds_its_seat_only_while_it_starts(emu: Emulator) -> None:
     level = emu.throttle(1)
     assert level is not None

@@ -116,6 +116,7 @@ def test_watch_declares_a_silent_connection_dead_after_the_idle_timeout(tmp_path
     assert 0.4 < time.monotonic() - started < 1.5
 
 
+@pytest.mark.slow  # waits past a timeout
 def test_a_watch_is_presumed_dead_only_when_silent_past_its_own_timeout_and_the_grace(tmp_path, api_server, monkeypatch):
     # a real server ends a healthy stream at its timeoutSeconds, however quiet the kind: silence past that is death
     import kubectl_sktrace.kube.client as client

@@ -183,6 +183,7 @@ def _rows(rec: Recording) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+@pytest.mark.slow  # waits for a bound
 @pytest.mark.parametrize("ended_by", ["duration", "signal", "bound"])
 def test_a_stuck_writer_ends_the_run_on_time_with_what_was_committed(rec: Recording, monkeypatch: pytest.MonkeyPatch,
                                                                      ended_by: str) -> None:

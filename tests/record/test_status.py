@@ -195,3 +195,48 @@ def test_the_retention_of_the_last_run_running_or_not(rec: Recording) -> None:
     assert "\nretention        30d (the last run, 1, pruned what was older while it recorded)\n" in render_status(status, "table")
     rec.begin_run(started=T0 + 120, pid=12, config_yaml="")
     assert status_to_dict(cache_status(rec.cache))["retention"] is None and "\nretention " not in render_status(cache_status(rec.cache), "table")
+
+
+def _third_run(rec: Recording) -> None:
+    """A run 3 after another gap, which found Deployment a gone: the latest report is now run 3's."""
+    run3 = rec.begin_run(started=T0 + 7200, pid=13, config_yaml="")
+    with rec.batch():
+        rec.append_event(run3, EventRow(ts=int(T0) + 7200, recv=T0 + 7200, key=ObjKey(DEPLOY, "ns", "a"), uid="a", op=OP_DELETED,
+                                        inferred=True))
+        rec.delete_object(ObjKey(DEPLOY, "ns", "a"))
+        rec.mark_synced(run3, T0 + 7201)
+    rec.stop_run(run3, T0 + 7260, clean=True)
+
+
+def test_any_run_s_report_and_blind_time_can_be_read_again(rec: Recording) -> None:
+    from click.testing import CliRunner
+
+    from kubectl_sktrace.cli import cli
+
+    record_two_runs(rec)
+    _third_run(rec)
+    path = str(rec.cache.path)
+    shown = CliRunner().invoke(cli, ["status", "--cache", path, "--run", "2"])
+    assert (shown.exit_code, shown.stderr) == (0, "")
+    assert shown.stdout == """Run 2 of 3: 2027-01-15T09:00:00Z – 2027-01-15T09:02:00Z (2m00s), clean; synced 2027-01-15T09:00:01Z
+Offline before it: 2027-01-15T08:01:00Z – 2027-01-15T09:00:00Z (59m00s)
+Blind time during it: none (every kind watched throughout)
+
+Reconciliation of run 2 (-o json names the objects):
+Offline 2027-01-15T08:01:00Z → 09:00:00 (59m00s), reconciled by run 2:
+  apps/v1.Deployment: 1 deleted while offline
+  pods: 1 finished while offline
+"""
+    data = json.loads(CliRunner().invoke(cli, ["status", "--cache", path, "--run", "2", "-o", "json"]).stdout)
+    assert data["run"]["run"] == 2 and data["offlineBefore"] == {"from": "2027-01-15T08:01:00Z", "to": "2027-01-15T09:00:00Z",
+                                                                "duration": "59m00s"}
+    assert data["reconciliation"]["kinds"][0]["deletedWhileOffline"]["objects"][0]["name"] == "b"
+    latest = json.loads(CliRunner().invoke(cli, ["status", "--cache", path, "--run", "3", "-o", "json"]).stdout)
+    assert latest["reconciliation"] == json.loads(render_status(cache_status(rec.cache), "json"))["reconciliation"]
+    first = CliRunner().invoke(cli, ["status", "--cache", path, "--run", "1"])
+    assert first.exit_code == 0 and "Offline before it: nothing" in first.stdout
+    missing = CliRunner().invoke(cli, ["status", "--cache", path, "--run", "4"])
+    assert (missing.exit_code, missing.stdout) == (1, "")
+    assert missing.stderr == f"Error: cache {path} has no run 4; its runs are 1–3 (kubectl sktrace status --runs all lists them)\n"
+    both = CliRunner().invoke(cli, ["status", "--cache", path, "--run", "2", "--timeline"])
+    assert both.exit_code == 2 and both.stderr.endswith("Error: --timeline draws a window (-s, -t) and --run N reports one run; pass one of them\n")

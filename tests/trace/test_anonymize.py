@@ -473,6 +473,7 @@ def _as_trace(draw: st.DrawFn, objects: list[dict[str, Any]], lifecycles: tracef
     return traceformat.Trace(version=2, config=config, events=events, index=index, pod_lifecycles=lifecycles)
 
 
+@pytest.mark.slow  # anonymizes whole fixtures: seconds of CPU
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
 def test_anonymization_keeps_every_count_and_owner_relation_inspect_reports(trace: traceformat.Trace) -> None:
@@ -482,6 +483,7 @@ def test_anonymization_keeps_every_count_and_owner_relation_inspect_reports(trac
     assert anonymizer.rehashed.index_recomputed == sum(map(len, trace.index.values())) - 1  # all but "gone-before"
 
 
+@pytest.mark.slow  # anonymizes whole fixtures: seconds of CPU
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads())
 def test_one_key_gives_identical_bytes_and_another_key_other_names(trace: traceformat.Trace) -> None:

@@ -223,6 +223,7 @@ def check_shapes(objs: list[dict[str, Any]]) -> None:
     assert all(QUALIFIED.fullmatch(k) for k in [*pod["nodeSelector"], *container["resources"]["requests"], pod["tolerations"][0]["key"]])
 
 
+@pytest.mark.slow  # anonymizes whole fixtures: seconds of CPU
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects())
 def test_no_owner_string_survives_and_the_vocabulary_does(objs: list[dict[str, Any]]) -> None:
@@ -259,6 +260,7 @@ _ANY = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) |
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([("apps/v1", "Deployment"), ("v1", "Pod"), ("v1", "Namespace"), ("widgets.example.com/v1", "Widget"),
                         ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "Service")]), _ANY, _ANY)
+@pytest.mark.slow  # hundreds of generated objects: seconds of CPU
 def test_an_object_of_any_shape_is_anonymized_without_an_error(kind: tuple[str, str], spec: Any, metadata: Any) -> None:
     """A trace may hold what a built-in type does not declare (a newer API, a damaged object): never an exception. (Its
     integers are msgpack's: 64 bits.)"""

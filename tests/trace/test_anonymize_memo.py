@@ -8,6 +8,7 @@ import copy
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,6 +72,7 @@ def run(events: list[dict[str, Any]], *, memo: bool, budget: int = allowlist._SU
         return out, (anonymizer.report(), anonymizer.pseudonym_map())
 
 
+@pytest.mark.slow  # hundreds of generated objects: seconds of CPU
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects(), st.sampled_from([allowlist._SUBTREE_BYTES, 600]))
 def test_remembered_subtrees_give_the_bytes_of_a_plain_walk(objs: list[dict[str, Any]], budget: int) -> None:
@@ -80,6 +82,7 @@ def test_remembered_subtrees_give_the_bytes_of_a_plain_walk(objs: list[dict[str,
     assert run(events, memo=True, budget=budget) == run(events, memo=False)
 
 
+@pytest.mark.slow  # hundreds of generated objects: seconds of CPU
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(KINDS), _ANY, _ANY, _ANY)
 def test_remembered_subtrees_of_any_shape_give_the_bytes_of_a_plain_walk(kind: tuple[str, str], container: Any, spec: Any,
@@ -96,6 +99,7 @@ def test_remembered_subtrees_of_any_shape_give_the_bytes_of_a_plain_walk(kind: t
     assert run(events, memo=True, budget=100, tables=False) == plain
 
 
+@pytest.mark.slow  # hundreds of generated objects: seconds of CPU
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects(), st.sampled_from([1, 2, 7, 50]))
 def test_remembered_pseudonyms_give_what_computing_each_gives(objs: list[dict[str, Any]], limit: int) -> None:
@@ -108,6 +112,7 @@ def test_remembered_pseudonyms_give_what_computing_each_gives(objs: list[dict[st
         assert run(events, memo=True) == remembered
 
 
+@pytest.mark.slow  # hundreds of generated objects: seconds of CPU
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objects())
 def test_a_memo_paused_and_resumed_gives_the_bytes_of_a_plain_walk(objs: list[dict[str, Any]]) -> None:

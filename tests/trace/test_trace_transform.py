@@ -230,3 +230,14 @@ def test_source_is_read_in_chunks_not_whole(tmp_path: Path) -> None:
         assert sum(1 for _ in reader.events()) == 12000
         reader.finish()
     assert len(sizes) > 3 and all(0 < size <= 1 << 20 for size in sizes) and path.stat().st_size > 2 << 20
+
+
+def test_the_spec_says_what_the_pipeline_does_with_an_event_that_comes_without_objects() -> None:
+    """One rule, as the test above holds the code to it: every sentence of docs/spec.md about an event that comes
+    without objects says it is kept (the program's leaving one without objects is another rule: dropped)."""
+    import re
+
+    spec = (Path(__file__).resolve().parents[2] / "docs" / "spec.md").read_text()
+    text = re.sub(r"\s+", " ", spec)
+    said = [s for s in re.split(r"(?<=[.)])\s", text) if re.search(r"event (that )?(comes|came) (with no object|without objects?)", s)]
+    assert said and all("kept" in s and "dropped, even" not in s for s in said), said

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 from conftest import assert_valid_trace
-from viewsupport import T0, drawn_ticks, history_path, open_tick, point_at, served, settled  # noqa: F401  (fixtures)
+from viewsupport import T0, drawn_ticks, failures, history_path, open_tick, point_at, served, settled  # noqa: F401  (fixtures)
 
 from kubectl_sktrace.cli import cli
 from kubectl_sktrace.view.server import ViewServer
@@ -41,8 +41,7 @@ def browser() -> Iterator[Any]:
 def page(browser: Any, served: ViewServer) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda e: errors.append(str(e)))
+    errors = failures(opened)
     opened.goto(served.url)
     opened.wait_for_selector("body[data-ready][data-histogram][data-objects]")
     settled(opened)
@@ -259,8 +258,10 @@ def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any,
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()
+        errors = failures(page)
         page.goto(server.url)
         page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
+        settled(page)
         findings = page.eval_on_selector_all("#findings li", "ls => ls.map(l => l.textContent)")
         assert findings[0] == "validate: 2 errors, 1 warning"
         assert any(f.startswith("E0005 volume configmap missing: ") and "apps/v1.Deployment/shop/web" in f for f in findings)
@@ -268,6 +269,7 @@ def test_a_trace_file_shows_validate_s_findings_beside_its_objects(browser: Any,
         assert mark.count() == 1 and mark.get_attribute("data-object") == "apps/v1.Deployment/shop/web"
         assert mark.locator("title").text_content().startswith("W0000 status is present")
         assert page.locator("#export-part").is_hidden() and page.locator("rect.span").count() == 0
+        assert errors == []  # nothing asked that a trace's server does not serve
     finally:
         context.close()
         server.stop()
@@ -367,9 +369,12 @@ def test_the_browser_view_starts_gets_a_one_time_code_not_the_token(browser: Any
         first = browser.new_context()
         try:
             opened = first.new_page()
+            errors = failures(opened)
             opened.goto(address)
             opened.wait_for_selector("body[data-ready][data-objects]")
+            settled(opened)
             assert opened.url == f"http://{printed.netloc}/"
+            assert errors == []
         finally:
             first.close()
         second = browser.new_context()  # whoever read the command line, once the browser used it

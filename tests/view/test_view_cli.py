@@ -130,3 +130,33 @@ def test_an_address_this_machine_does_not_have_names_the_address_as_the_fix(tmp_
         run = run_cli(["view", "--cache", str(cache), "--no-browser", "--address", address], home=tmp_path)
         assert_one_error(run, f"cannot listen on {address}:0", "pass an address of this machine to --address (127.0.0.1, the default")
     assert cache.read_bytes() == before
+
+
+def _sigint_caught(pid: int) -> bool:
+    """Whether the process has a handler for SIGINT (``SigCgt`` in /proc/PID/status, a mask of signals)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught & (1 << (signal.SIGINT - 1)))
+
+
+def test_view_started_in_the_background_by_a_shell_stops_on_kill_int_even_while_it_loads(tmp_path: Path) -> None:
+    """A shell starts `view &` with SIGINT ignored; the view honours it from its first instruction: here while it waits
+    for a trace on its standard input (before it serves anything), as Ctrl-C would stop it there."""
+    import signal as signals
+    import time
+
+    proc = subprocess.Popen([EXE, "view", "-", "--no-browser"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=private_env(tmp_path), text=True,
+                            preexec_fn=lambda: signals.signal(signals.SIGINT, signals.SIG_IGN))  # what `cmd &` in a script does
+    try:
+        deadline = time.monotonic() + 30
+        while not _sigint_caught(proc.pid):  # the program runs (a handler is Python's own): it is past its first instruction
+            assert proc.poll() is None and time.monotonic() < deadline, "SIGINT is still ignored: kill -INT would do nothing"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert (proc.returncode, out, err) == (130, "", "Interrupted.\n")

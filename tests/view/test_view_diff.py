@@ -55,6 +55,7 @@ def test_a_huge_value_is_summarized_in_bounded_work(before: list[str], after: li
     assert diff.count("\n") == 3
 
 
+@pytest.mark.slow  # diffs a huge value: a second of CPU
 def test_a_small_change_in_a_huge_value_is_still_shown_line_by_line() -> None:
     value = "\n".join(f"line {i}" for i in range(20_000))
     before, after = {"data": {"env": value}}, {"data": {"env": value.replace("line 12345\n", "line 12345 changed\n")}}

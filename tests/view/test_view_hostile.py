@@ -25,6 +25,7 @@ from kubectl_sktrace.view import server
 
 IDLE_SECONDS = getattr(server, "IDLE_SECONDS", 30)  # the defaults: what the same test asks of the view before issue 35
 MAX_CONNECTIONS = getattr(server, "MAX_CONNECTIONS", 64)
+REQUEST_HEAD_SECONDS = getattr(server, "REQUEST_HEAD_SECONDS", 15)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -126,25 +127,17 @@ def test_clients_that_hang_up_cost_one_line_each_and_no_traceback(view: View) ->
     assert len(lines) <= 70 and all(line.startswith("view: a request from 127.0.0.1 failed: ") for line in lines), err
 
 
-def test_connections_are_bounded_and_an_idle_one_is_closed(view: View) -> None:
+def test_connections_are_bounded_the_longest_waiting_make_room_and_a_silent_one_is_closed(view: View) -> None:
     idle = [view.connect() for _ in range(MAX_CONNECTIONS + 40)]
     try:
-        for sock in idle[MAX_CONNECTIONS + 5:]:  # past the bound (a few may still be queued as earlier ones close)
+        for sock in idle[:35]:  # the oldest, which sent nothing, closed to make room for the newer (a few may still be queued)
             sock.settimeout(10)
-            assert sock.recv(1) == b"", "a connection past the bound is closed unanswered"
+            assert sock.recv(1) == b"", "a connection waiting longest is closed when the bound is reached"
         started = time.monotonic()
-        idle[0].settimeout(IDLE_SECONDS + 60)
-        assert idle[0].recv(1) == b"", "an idle connection is closed"
-        assert time.monotonic() - started <= IDLE_SECONDS + 60
-        deadline = time.monotonic() + IDLE_SECONDS + 60
-        while time.monotonic() < deadline:  # once the idle ones are closed, the view answers again
-            try:
-                if view.ask("/api/overview")[0] == 200:
-                    break
-            except (ConnectionError, http.client.RemoteDisconnected):
-                time.sleep(0.5)
-        else:
-            raise AssertionError("the view never answered again")
+        idle[-1].settimeout(REQUEST_HEAD_SECONDS + 60)
+        assert idle[-1].recv(1) == b"", "a connection that sends no request is closed"
+        assert time.monotonic() - started <= REQUEST_HEAD_SECONDS + 60
+        assert view.ask("/api/overview")[0] == 200
         for _ in range(MAX_CONNECTIONS):  # requests started and left unfinished, every slot taken: stopping waits for none
             idle.append(view.connect())
             idle[-1].sendall(b"GET /api/overview HTTP/1.1\r\n")
@@ -154,6 +147,68 @@ def test_connections_are_bounded_and_an_idle_one_is_closed(view: View) -> None:
     finally:
         for sock in idle:
             sock.close()
+
+
+class _Flood:
+    """A local attacker: ``count`` connections that send nothing, each reopened as soon as the view closes it, and one
+    slow reader (a pipeline of requests whose answers it never reads), until ``stop``."""
+
+    def __init__(self, view: View, count: int) -> None:
+        import threading
+
+        self.view, self.count, self.reopened = view, count, 0
+        self.done = threading.Event()
+        self.slow = view.connect()
+        self.slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.slow.sendall(b"GET /static/view-objects.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2000)
+        self.thread = threading.Thread(target=self._hold, daemon=True)
+        self.thread.start()
+
+    def _hold(self) -> None:
+        import selectors
+
+        watch = selectors.DefaultSelector()
+        while not self.done.is_set():
+            while len(watch.get_map()) < self.count:  # up to the count again, each closed one reopened
+                try:
+                    watch.register(self.view.connect(), selectors.EVENT_READ)
+                except OSError:
+                    break  # refused or reset: tried again at the next turn
+            for key, _ in watch.select(timeout=0.05):
+                watch.unregister(key.fileobj)
+                key.fileobj.close()  # type: ignore[union-attr]
+                self.reopened += 1
+        for key in list(watch.get_map().values()):
+            key.fileobj.close()  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=30)
+        self.slow.close()
+
+
+def test_two_hundred_silent_connections_and_a_slow_reader_do_not_keep_the_page_out(tmp_path: Path) -> None:
+    """Every local client is 127.0.0.1: an attacker holding far more connections than the bound, reopening each one
+    the view closes, and a slow reader, leave the page's own requests answered, each within a second."""
+    build_history(tmp_path / "cache.db")
+    view = _start(["--cache", str(tmp_path / "cache.db")], tmp_path)
+    flood = _Flood(view, 200)
+    try:
+        deadline = time.monotonic() + 30
+        while flood.reopened < 100:  # the bound reached, the attacker's connections closed and opened again
+            assert time.monotonic() < deadline and flood.thread.is_alive()
+            time.sleep(0.05)
+        waits = []
+        for path in ["/", "/static/view.js", "/api/overview", "/api/version?id=1", "/api/overview"] * 4:
+            started = time.monotonic()
+            status, _ = view.ask(path)
+            waits.append(time.monotonic() - started)
+            assert status == 200, path
+        assert max(waits) < 1, waits
+    finally:
+        flood.stop()
+        out, err, _ = view.stop()
+    assert out == "Stopped.\n" and "Traceback" not in err
 
 
 def test_an_oversized_header_is_refused_before_it_costs_anything(view: View) -> None:

@@ -83,6 +83,7 @@ def test_a_one_time_code_authorizes_one_request_within_its_time() -> None:
         assert request(server, f"/api/session?code={code}", token=None)[0] == 403
 
 
+@pytest.mark.slow  # waits for a deadline
 def test_a_request_trickled_a_byte_at_a_time_is_closed_at_its_deadline_and_others_are_answered(monkeypatch: pytest.MonkeyPatch) -> None:
     """A client sending its headers a byte a second would hold a connection's slot for good (each byte comes well
     inside ``IDLE_SECONDS``): it is closed ``REQUEST_HEAD_SECONDS`` after its first byte (made 2 s here), while a request

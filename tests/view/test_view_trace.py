@@ -52,3 +52,18 @@ def test_a_trace_and_a_cache_together_are_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["view", "t.sktrace", "--cache", str(tmp_path / "c.db")])
     assert (result.exit_code, result.stderr) == (
         1, "Error: TRACE and --cache/--context/--kubeconfig each name what to view; pass one of them\n")
+
+
+def test_every_endpoint_the_page_asks_of_a_trace_is_served(index: TraceIndex) -> None:
+    """What the page's scripts ask whatever the source is (the export's own endpoints only where the page shows its
+    window's export part, which a trace has not) is served for a trace: no 404 in the page's console."""
+    import re
+    from importlib import resources
+
+    from kubectl_sktrace.view.tracefile import trace_api
+
+    static = resources.files("kubectl_sktrace.view").joinpath("static")
+    asked = {m for f in static.iterdir() if f.name.endswith(".js") for m in re.findall(r'api\("(/api/[a-z-]+)"', f.read_text())}
+    exports = {"/api/report", "/api/decisions", "/api/code"}  # the window's export part, hidden for a trace
+    assert asked - exports and not (asked - exports) - set(trace_api(index)), sorted(asked - exports - set(trace_api(index)))
+    assert trace_api(index)["/api/objects-total"]({"gvk": "", "namespace": "", "q": "web"}) == {"total": 1}

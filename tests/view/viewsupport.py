@@ -141,14 +141,22 @@ def settled(page: Any) -> None:
     page.wait_for_function(_SETTLED)
 
 
+def failures(page: Any) -> list[str]:
+    """What goes wrong in ``page`` from now on, as a list a test asserts empty at its end: a script's error, and any
+    answer of 400 or more to what the page asked (an endpoint the server does not serve, a request it refuses)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("response", lambda r: errors.append(f"{r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
+    return errors
+
+
 @contextlib.contextmanager
 def opened_page(browser: Any, url: str, *, asked: list[str] | None = None) -> Iterator[Any]:
     """A fresh tab (1280×900) at ``url``, the whole history drawn; no script error in it by the end. ``asked``: the
     objects' requests it makes are noted there (the path after ``/api/``)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    errors = failures(page)
     if asked is not None:
         page.on("request", lambda request: asked.append(request.url.split("/api/", 1)[1]) if "/api/objects" in request.url else None)
     page.goto(url)

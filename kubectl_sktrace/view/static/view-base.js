@@ -8,6 +8,10 @@
 const SVG = "http://www.w3.org/2000/svg";
 // distinct from the colours of the stretches (view.css): a kind is never mistaken for an outage or a refusal
 const KIND_COLOURS = ["#1e88e5", "#ffb300", "#00897b", "#d81b60", "#3949ab", "#c0ca33", "#6d4c41", "#00acc1", "#f06292", "#827717"];
+// past the ten, a hue each by the golden angle, in two lightnesses: never a colour two kinds share
+function kindColour(n) {
+  return n < KIND_COLOURS.length ? KIND_COLOURS[n] : `hsl(${Math.round((n * 137.508) % 360)}, 60%, ${n % 2 ? 38 : 55}%)`;
+}
 const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800,
   1209600, 2419200, 7257600, 31536000];
 const MIN_RANGE = 10;
@@ -15,7 +19,7 @@ const MAX_POD_LANES = 6;
 const LIVE_SECONDS = 10;
 const LEFT = 90, RIGHT = 12, AXIS_H = 34, LANE_H = 16, HIST_H = 140, ROW_H = 18, POD_H = 10, LABEL_H = 13, CHAR_W = 6.6;
 
-const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0, counted: null, rows: null, labels: new Map(),
+const state = {overview: null, view: null, selection: null, histogram: null, kindColour: {}, objects: [], objectsTotal: 0, objectsChanged: null, counted: null, rows: null, labels: new Map(),
   tickRows: [], chosenTick: null, keyTick: null, keyRow: null, seq: {histogram: 0, objects: 0, window: 0, report: 0}};
 
 const $ = (id) => document.getElementById(id);

@@ -37,14 +37,16 @@ function rowLabel(node, depth) {
 // where an element a change made thousands to parse, style and paint at every search. Which change is under the
 // pointer is found by its x (tickAt), and its words are made when it is hovered. Each path lists its changes' instants
 // (data-ts), in the order of its subpaths.
+const TICK_SHAPES = {tall: [0, ROW_H], mid: [2, ROW_H - 4], upper: [2, (ROW_H - 4) / 2], lower: [2 + (ROW_H - 4) / 2, (ROW_H - 4) / 2]};
+
 function tickMarkup(node, y, width) {
   const paths = new Map();
   for (const tick of node.ticks) {
     const kind = TICK_KINDS[tick.op] || TICK_KINDS[0];  // a metadata or data change is drawn apart from a spec change
-    const cls = kind.cls + (tick.inferred ? " inferred" : ""), short = kind.short ? (ROW_H - 4) / 2 : 0;
+    const cls = kind.cls + (tick.inferred ? " inferred" : ""), [top, height] = TICK_SHAPES[kind.shape];
     let path = paths.get(cls);
     if (!path) paths.set(cls, path = {d: [], ts: []});
-    path.d.push(`M${Math.round((xOf(tick.ts, width) - 1) * 10) / 10} ${y + 2 + short}h2v${ROW_H - 4 - short}h-2z`);
+    path.d.push(`M${Math.round((xOf(tick.ts, width) - 1) * 10) / 10} ${y + top}h2v${height}h-2z`);
     path.ts.push(Number(tick.ts));
   }
   const object = markup(node.id);  // the rest is digits and words of our own: nothing in them to make safe for markup
@@ -288,10 +290,15 @@ function drawObjects() {
 }
 
 // How many objects the search finds: counted apart when a page is full (asked while the rows are drawn).
+// The objects changed in the range asked come first (most changes first), the others after: the count says how many.
 function showObjectsCount() {
-  const total = state.objectsTotal;
-  $("objects-count").textContent = total === null ? `${state.objects.length} of more, counting…` :
-    `${state.objects.length} of ${plural(total, "object")}`;
+  const total = state.objectsTotal, changed = state.objectsChanged;
+  // said when it tells something: some of them changed in the range drawn (listed first), or none did
+  const some = changed !== null && changed !== undefined && (total === null || changed < total);
+  const first = !some ? "" : changed ? `; ${plural(changed, "object")} changed in the range drawn, listed first` :
+    "; none changed in the range drawn";
+  $("objects-count").textContent = (total === null ? `${state.objects.length} of more, counting…` :
+    `${state.objects.length} of ${plural(total, "object")}`) + first;
   $("more-objects").hidden = total !== null && state.objects.length >= total;
 }
 
@@ -307,12 +314,15 @@ function rowsRange() {
 function rowsWidth(range) { return Math.round(plotWidth($("timeline")) * (range.end - range.start) / range.span); }
 
 // Whether the rows drawn are still true of the range shown: it lies within the range they were asked for, at the
-// scale they were asked at or wider, or closer in while every row holds all its changes and pods (nothing was left out),
-// or when asking again would ask the same range in as many columns (a zoom within the whole history).
+// scale they were asked at or wider, or closer in while every object is on the page and every row holds all its
+// changes and pods (nothing was left out: with objects still to come, a closer range lists other ones first), or when
+// asking again would ask the same range in as many columns (a zoom within the whole history).
 function rowsHold() {
   const f = state.rows, v = state.view;
   if (!f || v.start < f.start || v.end > f.end) return false;
-  if (v.end - v.start >= f.span || state.objects.every((r) => r.ticksTotal === r.ticks.length && r.podsTotal === r.pods.length)) return true;
+  const whole = state.objectsTotal !== null && state.objects.length >= state.objectsTotal &&
+    state.objects.every((r) => r.ticksTotal === r.ticks.length && r.podsTotal === r.pods.length);
+  if (v.end - v.start >= f.span || whole) return true;
   const again = rowsRange(), wanted = Math.floor(rowsWidth(again) / 2);
   return again.start === f.start && again.end === f.end &&
     (wanted === f.columns || (wanted > f.columns && Math.floor(f.width / 2) > f.columns));
@@ -333,6 +343,7 @@ async function loadObjects(append) {
     const answer = await api("/api/objects", {...params, total: 0});
     if (seq !== state.seq.objects) return;
     state.objects = append ? state.objects.concat(answer.objects) : answer.objects;
+    if (!append) state.objectsChanged = answer.changed;
     state.objectsTotal = answer.total !== null ? answer.total : known;
     if (state.objectsTotal !== null) state.counted = {found, total: state.objectsTotal};
     state.rows = {...range, width: params.width, columns: answer.maxTicks};

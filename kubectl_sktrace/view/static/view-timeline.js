@@ -31,20 +31,23 @@ function drawLanes(svg, width) {
   for (const span of state.overview.spans) {
     if (span.until < state.view.start || span.since > state.view.end) continue;
     const x1 = Math.max(LEFT, xOf(span.since, width)), x2 = Math.min(LEFT + width, xOf(span.until, width));
-    const y = lanes.indexOf(span.lane) * (LANE_H + 4);
-    const rect = el("rect", {x: x1, y: y, width: Math.max(1, x2 - x1), height: LANE_H, class: `span span-${span.category}`,
+    // no recorder: a thin bar between the runs' full ones, told apart by its shape as well as its grey
+    const thin = span.category === "offline" ? LANE_H / 3 : 0, y = lanes.indexOf(span.lane) * (LANE_H + 4) + thin;
+    const rect = el("rect", {x: x1, y: y, width: Math.max(1, x2 - x1), height: LANE_H - 2 * thin, class: `span span-${span.category}`,
       "data-category": span.category, "data-since": span.since, "data-until": span.until}, group);
     titled(rect, span.name);
   }
   return lanes.length * (LANE_H + 4);
 }
 
-// a tick per recorded row: its op (0 new or spec, 1 deleted, 3 metadata, 4 data) as a class, words and height
+// a tick per recorded row: its op (0 new or spec, 1 deleted, 3 metadata, 4 data) as a class, words and shape besides
+// its colour (for whoever tells hues apart poorly): a deletion the row's whole height, a spec change a little less,
+// a metadata change the upper half, a data change the lower half
 const TICK_KINDS = {
-  0: {cls: "applied", words: "spec applied", short: false},
-  1: {cls: "deleted", words: "deleted", short: false},
-  3: {cls: "metadata", words: "labels, annotations or owners changed", short: true},
-  4: {cls: "data", words: "data changed", short: true},
+  0: {cls: "applied", words: "spec applied", shape: "mid"},
+  1: {cls: "deleted", words: "deleted", shape: "tall"},
+  3: {cls: "metadata", words: "labels, annotations or owners changed", shape: "upper"},
+  4: {cls: "data", words: "data changed", shape: "lower"},
 };
 
 function drawHistogram(svg, width, top) {
@@ -224,20 +227,31 @@ function installTimelineGestures() {
   new ResizeObserver(resized).observe($("objects"));
 }
 
+// Every mark the page draws, in the legend: a swatch of its colour and shape and the words it stands for. Each entry
+// names the marks it describes (data-marks, a selector), so that what is drawn and what the legend says are one.
 function drawLegend() {
   const legend = $("legend");
   legend.replaceChildren();
-  const item = (colourClass, colour, text) => {
-    const span = document.createElement("span");
-    const swatch = document.createElement("span");
-    swatch.className = "swatch " + (colourClass || "");
+  const item = (marks, swatchClass, colour, text) => {
+    const span = document.createElement("span"), swatch = document.createElement("span");
+    span.className = "legend-item";
+    span.dataset.marks = marks;
+    swatch.className = "swatch " + swatchClass;
     if (colour) swatch.style.background = colour;
     span.append(swatch, text);
     legend.appendChild(span);
   };
-  const names = {run: "run", offline: "no recorder ran", outage: "outage", forbidden: "forbidden", "not-served": "not served",
-    "watch-failed": "watch failed (kind given up)"};
-  for (const c of state.overview.categories) item(`legend-${c}`, getComputedStyle(document.documentElement).getPropertyValue(`--${c}`), names[c]);
-  for (const [kind, colour] of Object.entries(state.kindColour)) item("", colour, kind);
-  for (const op of [0, 3, 4]) item(`tick-${TICK_KINDS[op].cls}`, null, `mark: ${TICK_KINDS[op].words}`);
+  const names = {run: "run (observed live)", offline: "no recorder ran", filled: "exact from the audit log (filled by backfill)",
+    outage: "outage", forbidden: "forbidden", "not-served": "not served", "watch-failed": "watch failed (kind given up)"};
+  for (const c of state.overview.categories) item(`rect.span-${c}`, `span-swatch legend-${c}`, null, names[c]);
+  for (const [kind, colour] of Object.entries(state.kindColour)) item(`rect.bar[data-kind=${JSON.stringify(kind)}]`, "", colour, `changes: ${kind}`);
+  for (const op of [0, 1, 3, 4]) {
+    const kind = TICK_KINDS[op];
+    item(`path.ticks.${kind.cls}:not(.inferred)`, `tick-${kind.cls}`, null, `mark: ${kind.words}`);
+  }
+  item("path.ticks.inferred", "tick-inferred", null, "mark: reconstructed after a gap (hollow)");
+  item("rect.life:not(.deleted)", "life-exists", null, "object exists");
+  item("rect.life.deleted", "life-deleted", null, "object, until its deletion");
+  item("rect.pod.running", "pod-running", null, "pod running");
+  item("rect.pod.finished", "pod-finished", null, "pod finished (outlined)");
 }

@@ -5,7 +5,7 @@
 // Each kind keeps its colour for as long as the page is open: a kind that appears later takes the next one.
 function colourKinds(kinds) {
   const added = kinds.filter((k) => !(k.gvk in state.kindColour));
-  for (const k of added) state.kindColour[k.gvk] = KIND_COLOURS[Object.keys(state.kindColour).length % KIND_COLOURS.length];
+  for (const k of added) state.kindColour[k.gvk] = kindColour(Object.keys(state.kindColour).length);
   return added;
 }
 

@@ -1,0 +1,122 @@
+"""The legend and the marks, read from the page in a real browser (Debian's chromium through Playwright): every mark
+drawn is named in the legend in its own colour, no colour stands for two things, marks that sit side by side differ in
+shape as well as hue, and time an audit log filled is told from time nobody saw.
+
+The history: viewsupport's (two runs, the time between them, outages, a refusal, reconstructed changes, pods), plus a
+metadata change and a data change, and an audit log that filled part of the time between the runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import CacheBuilder, obj
+from test_view_browser import browser  # noqa: F401  (fixture)
+from viewsupport import T0, build_history, drawn_ticks, opened_page, serving
+
+from kubectl_sktrace.view.server import ViewServer
+
+pytestmark = pytest.mark.slow
+FILLED = (T0 + 4000, T0 + 6000)  # the part of the time between the runs (T0+3600 – T0+7200) the log covered
+
+
+def build(path: Path) -> None:
+    build_history(path)
+    b = CacheBuilder(path)
+    try:
+        labelled = b.apply(T0 + 2200, obj("ConfigMap", "settings", "shop", labels={"tier": "config"}))
+        data = b.apply(T0 + 2400, obj("ConfigMap", "settings", "shop"))
+        with b.cache.transaction() as conn:
+            conn.execute("UPDATE events SET op = 3 WHERE id = ?", (labelled,))
+            conn.execute("UPDATE events SET op = 4 WHERE id = ?", (data,))
+            conn.execute("INSERT INTO audit_fills (run_id, since, until, covered_since, covered_until, levels, events, replaced, kept, partial,"
+                         " filled_at, gvk) VALUES (2, ?, ?, ?, ?, 'RequestResponse', 3, 0, 0, 0, ?, '')",
+                         (T0 + 3600, T0 + 7200, *FILLED, T0 + 9000))
+    finally:
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:  # noqa: F811
+    from kubectl_sktrace.view.app import cache_api
+
+    path = tmp_path_factory.mktemp("legend") / "cache.db"
+    build(path)
+    with serving(ViewServer(api=cache_api(str(path), title=str(path), command_base=("--cache", str(path))))) as server:
+        with opened_page(browser, server.url) as opened:
+            yield opened
+
+
+# each legend entry: the marks it names, its words, its swatch's colour and border; each mark drawn: its classes and
+# what paints it, and the entries whose marks it is
+_READ = """() => {
+  const legend = [...document.querySelectorAll('#legend > *')].map((item) => {
+    const swatch = getComputedStyle(item.querySelector('.swatch'));
+    return {marks: item.dataset.marks || null, words: item.textContent, colour: swatch.backgroundColor, border: swatch.borderStyle};
+  });
+  const marks = [...document.querySelectorAll('rect.span, rect.bar, path.ticks, rect.life, rect.pod')].map((mark) => {
+    const style = getComputedStyle(mark);
+    return {what: mark.tagName + '.' + mark.getAttribute('class').replace(/ /g, '.'), fill: style.fill, dashed: style.strokeDasharray !== 'none',
+      entries: legend.filter((entry) => entry.marks && mark.matches(entry.marks)).map((entry) => entry.words)};
+  });
+  return {legend, marks};
+}"""
+
+
+def test_every_mark_is_in_the_legend_in_its_own_colour_and_no_colour_says_two_things(page: Any) -> None:
+    read = page.evaluate(_READ)
+    legend, marks = read["legend"], read["marks"]
+    assert all(entry["marks"] for entry in legend), [e["words"] for e in legend if not e["marks"]]
+    colours = [entry["colour"] for entry in legend]
+    assert len(set(colours)) == len(colours), sorted(colours)  # no colour stands for two things
+    kinds = {m["what"] for m in marks}
+    for expected in ("rect.span.span-run", "rect.span.span-offline", "rect.span.span-filled", "rect.span.span-outage",
+                     "path.ticks.applied", "path.ticks.deleted.inferred", "path.ticks.applied.inferred", "path.ticks.metadata",
+                     "path.ticks.data", "rect.life", "rect.life.deleted", "rect.pod.running", "rect.pod.finished", "rect.bar"):
+        assert expected in kinds, (expected, sorted(kinds))
+    by_words = {entry["words"]: entry for entry in legend}
+    for mark in marks:
+        assert len(mark["entries"]) == 1, mark  # every mark named, once
+        entry = by_words[mark["entries"][0]]
+        assert mark["fill"] == entry["colour"], (mark, entry)  # in the colour its entry shows
+        assert mark["dashed"] == (entry["border"] == "dashed"), (mark, entry)  # hollow marks, a dashed swatch
+    words = set(by_words)
+    assert {"mark: deleted", "mark: reconstructed after a gap (hollow)", "pod running", "pod finished (outlined)",
+            "exact from the audit log (filled by backfill)"} <= words, sorted(words)
+
+
+def _boxes(page: Any, selector: str) -> list[dict[str, float]]:
+    return list(page.eval_on_selector_all(selector, "ms => ms.map(m => { const b = m.getBBox(); return {y: b.y, height: b.height}; })"))
+
+
+def test_marks_side_by_side_differ_in_shape_not_only_in_hue(page: Any) -> None:
+    """For whoever tells hues apart poorly: a run's bar and the thin bar of no recorder; a deletion the row's whole
+    height, a spec change less, a metadata change its upper half and a data change its lower half; a finished pod
+    outlined beside a running one's solid bar."""
+    run, offline = _boxes(page, "rect.span-run")[0], _boxes(page, "rect.span-offline")[0]
+    assert offline["height"] <= run["height"] / 2
+    shapes = {}
+    for op in ("applied", "deleted", "metadata", "data"):
+        ticks = drawn_ticks(page, kind=op)
+        d = page.eval_on_selector(f"#objects path.ticks.{op}", "p => p.getAttribute('d')")
+        first = re.match(r"M(-?[\d.]+) (-?[\d.]+)h2v(-?[\d.]+)h-2z", d)
+        assert ticks and first, op
+        shapes[op] = (ticks[0]["object"], float(first[2]), float(first[3]))  # its row, its top, its height
+    assert shapes["deleted"][2] > shapes["applied"][2] > shapes["metadata"][2] == shapes["data"][2]
+    assert shapes["metadata"][0] == shapes["data"][0] and shapes["metadata"][1] + shapes["metadata"][2] <= shapes["data"][1]
+    finished = page.eval_on_selector("rect.pod.finished", "m => getComputedStyle(m).stroke")
+    running = page.eval_on_selector("rect.pod.running", "m => getComputedStyle(m).stroke")
+    assert (running, finished != "none") == ("none", True)
+
+
+def test_time_an_audit_log_filled_has_its_own_class_colour_and_words(page: Any) -> None:
+    filled = page.eval_on_selector_all("rect.span-filled", "rs => rs.map(r => [r.getAttribute('class'), Number(r.dataset.since), "
+                                                         "Number(r.dataset.until), r.querySelector('title').textContent])")
+    assert [(c, s, u) for c, s, u, _ in filled] == [("span span-filled", *FILLED)]
+    assert filled[0][3].startswith("exact from the audit log: 2026-11-25T11:06:40Z–11:40:00Z (33m20s); "
+                                   "filled from the audit log (RequestResponse, 3 events)"), filled[0][3]
+    offline = page.eval_on_selector("rect.span-offline", "r => [r.getAttribute('class'), getComputedStyle(r).fill]")
+    colour = page.eval_on_selector("rect.span-filled", "r => getComputedStyle(r).fill")
+    assert offline[0] == "span span-offline" and offline[1] != colour
