@@ -217,7 +217,7 @@ class Past:
         chunk: list[PastObject] = []
         for row in rows:
             assert row.body is not None
-            obj = kubectl_form(row.body, key=row.key, uid=row.uid)
+            obj = kubectl_form(row.body, key=row.key, uid=row.uid, created=row.created)
             if scope.selects(row.key, obj):
                 chunk.append(PastObject(kind, row.key, row.uid, obj, row.ts, row.id, row.run_id, self._known(row, whole)))
             if len(chunk) >= 500:
@@ -331,7 +331,7 @@ def _change(kind: Kind, before: attime.Row | None, row: attime.Row, scope: Scope
 def _selected(row: attime.Row | None, scope: Scope) -> dict[str, Any] | None:
     if row is None or not row.applies or row.body is None:
         return None
-    obj = kubectl_form(row.body, key=row.key, uid=row.uid)
+    obj = kubectl_form(row.body, key=row.key, uid=row.uid, created=row.created)
     return obj if scope.selects(row.key, obj) else None
 
 
