@@ -202,3 +202,10 @@ def recorded_kinds(cache: Cache) -> list[str]:
     """The GVKs of every recorded object's kind."""
     table = "event_counts WHERE n > 0" if cache.has_table("event_counts") else "events"
     return sorted(str(g) for (g,) in cache.conn.execute(f"SELECT DISTINCT gvk FROM {table}").fetchall())
+
+
+def pods_of(cache: Cache, key: ObjKey) -> list[tuple[str, str, int | None, int | None, bool]]:
+    """``(name, uid, start_ts, end_ts, end_inferred)`` of the pods whose lifecycle owner is ``key``, first recorded first."""
+    rows = cache.conn.execute("SELECT name, uid, start_ts, end_ts, end_inferred FROM pods WHERE owner_gvk = ? AND owner_namespace = ? "
+                              "AND owner_name = ? ORDER BY id", (str(key.gvk), key.namespace, key.name)).fetchall()
+    return [(str(n), str(u), None if s is None else int(s), None if e is None else int(e), bool(i)) for n, u, s, e, i in rows]
