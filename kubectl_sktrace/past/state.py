@@ -178,7 +178,8 @@ class Past:
             return None
         if self._fills is None:
             self._fills = attime.audit_fills(self.cache)
-        if any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until for gvk, since, until in self._fills):
+        # a log fills the tracked kinds' objects; of pods only their lifecycles (``audit/collect``): their objects stay unknown
+        if kind.gvk != POD and any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until for gvk, since, until in self._fills):
             return Knowledge(AUDIT, gap)
         return Knowledge(UNKNOWN, gap)
 
