@@ -185,7 +185,7 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
         past = Past(opened)
         kind = past.kind(term)
         scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kubeconfig, context=context, kind=kind), names, selector, field_selector)
-        start = when - replay if replay is not None else when
+        start = when if replay is None else max(when - replay, past.begins() or when)  # a replay from the beginning at most
         second = past.second(start)
         found = _sorted(list(past.objects_at(kind, scope, start)), sort_by)
         missing = [n for n in names if n not in {o.key.name for o in found}]

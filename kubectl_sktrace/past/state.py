@@ -155,6 +155,10 @@ class Past:
         """The recorded kind ``term`` names as kubectl takes it (``deploy``, ``deployments.apps``, ``apps/v1.Deployment``)."""
         return resolve(self.kinds(), term)
 
+    def begins(self) -> int | None:
+        """The second of the history's first row (None: no history yet)."""
+        return attime.first_second(self.cache)
+
     def second(self, at: float) -> int:
         """T's whole second, checked: a UsageError when T is before the history, in the future, or not a time."""
         if not math.isfinite(at):

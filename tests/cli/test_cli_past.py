@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import queue
 import subprocess
 import time
 from pathlib import Path
@@ -218,3 +219,58 @@ def test_hostile_questions_get_one_line_exit_1_and_leave_the_cache_as_it_was(emu
     assert len(lines) == 1 and lines[0].startswith("Error: ") and said in lines[0], done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
     assert _digest(cache) == before
+
+
+def _line_with(lines: "queue.Queue[str]", word: str, timeout: float = 20) -> str:
+    """The next line of the watch's output holding ``word`` (the recorder commits within a second; the watch looks twice one)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            line = lines.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        if word in line:
+            return line
+    raise AssertionError(f"no line with {word!r} in {timeout} s")
+
+
+def _reader(proc: subprocess.Popen[str]) -> "queue.Queue[str]":
+    import threading
+
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    return lines
+
+
+def test_watch_replays_then_follows_a_running_recorder_read_only(emulator: Emulator, emulator_kubeconfig: str, engine: str) -> None:
+    import os
+    import sys
+
+    emulator.create(deployment("early", NS))
+    recorder = start_background(emulator_kubeconfig, engine, duration="120")
+    watcher = None
+    try:
+        for name in ("early", "mid"):
+            wait = time.time() + 20
+            while time.time() < wait and name not in sktrace("get", "deploy", "-n", NS, "--cache", engine, check=False).stdout:
+                time.sleep(0.2)
+            if name == "early":
+                time.sleep(1.1)  # "mid" in a second of its own, after the state the watch begins with
+                assert call(emulator, "POST", DEPLOYS, deployment("mid", NS))[0] == 201
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        watcher = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace", "get", "deploy", "-n", NS, "-w", "--since", "1h", "--cache", engine],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        lines = _reader(watcher)
+        assert _line_with(lines, "NAME").split()[:2] == ["NAME", "READY"]  # the state at the history's beginning, headed
+        assert _line_with(lines, "early").split()[0] == "early"
+        assert _line_with(lines, "mid").split()[0] == "mid"  # then what happened since, replayed
+        assert call(emulator, "POST", DEPLOYS, deployment("later", NS))[0] == 201
+        assert _line_with(lines, "later").split()[0] == "later"  # and what the recorder commits now
+        assert call(emulator, "DELETE", f"{DEPLOYS}/early")[0] == 200
+        assert _line_with(lines, "early").split()[0] == "early"  # a deletion prints the object's last row, as kubectl's
+    finally:
+        if watcher is not None:
+            watcher.kill()
+            watcher.communicate()
+        stop(recorder)
