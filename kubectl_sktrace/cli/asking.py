@@ -106,12 +106,13 @@ def _sorted(found: list[Any], sort_by: str | None) -> list[Any]:
 
 def _render(found: list[Any], kind: Any, *, output: str | None, second: int, namespace_column: bool, show_labels: bool,
             no_headers: bool, single: bool) -> str:
-    from kubectl_sktrace import render
+    import yaml
+
     from kubectl_sktrace.past import jsonpath, printing
 
     if output in ("json", "yaml"):
         data = found[0].obj if single and len(found) == 1 else printing.as_list(found)
-        return json.dumps(data, indent=4) if output == "json" else render.dump(data, "yaml")
+        return json.dumps(data, indent=4) if output == "json" else yaml.safe_dump(data, sort_keys=True, default_flow_style=False).rstrip("\n")
     if output == "name":
         return "\n".join(printing.name_line(o) for o in found)
     if output is not None and output.startswith("jsonpath="):

@@ -330,7 +330,8 @@ def _change(kind: Kind, before: attime.Row | None, row: attime.Row, scope: Scope
     if new is not None:
         if old == new:
             return  # a row of nothing the history shows (a pod's node, dropped)
-        what = "created" if old is None else _what(old, new, row.op)
+        what = _what(old, new, row.op) if old is not None else "created" if row.created is None or row.created >= row.ts - 1 else \
+            f"first recorded (created {format_time(row.created)})"
         yield Change(ADDED if old is None else MODIFIED, row.ts, row.id, kind, row.key, row.uid, new, what, how, row.run_id)
     elif old is not None and before is not None:
         what = "deleted" if not row.applies else "left the selector"
