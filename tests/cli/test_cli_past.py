@@ -160,6 +160,12 @@ def test_the_past_equals_what_kubectl_showed_at_each_second_on_both_engines(emul
             told = sktrace("get", "deploy", "-n", NS, "--cache", cache, "--at", f"@{second}")
             assert "known (" in told.stderr and "audit log" in told.stderr and "gap nobody observed" not in told.stderr, told.stderr
 
+    trace = tmp_path / "window.sktrace"
+    sktrace("export", "--cache", cache, "-s", f"@{shots[0][0]}", "-t", f"@{shots[5][0] + 1}", "-O", str(trace))
+    for second, seen in shots[:6]:  # a trace keeps the specs (labels and data only with --revisions): the same specs
+        kept = sktrace("get", "deploy", "-n", NS, "--trace", str(trace), "--at", f"@{second}", "-o", "json").stdout
+        assert {o["metadata"]["name"]: o["spec"] for o in json.loads(kept)["items"]} == {n: o["spec"] for n, o in seen["deployments"].items()}
+
     told = json.loads(sktrace("history", "deploy/web", "-n", NS, "--cache", cache, "-o", "json").stdout)
     lives = told["lives"]
     assert len(lives) == 2 and lives[0]["uid"] != lives[1]["uid"]
