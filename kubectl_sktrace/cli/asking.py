@@ -36,8 +36,11 @@ def _time(text: str, what: str) -> float:
 
 
 def _open(cache: str | None, kubeconfig: str | None, context: str | None) -> Any:
+    """The cache, read-only; the cyclic collector relaxed while its objects are decoded (``relaxed_gc``)."""
     from kubectl_sktrace.store import open_cache_readonly
+    from kubectl_sktrace.trace.files.format import relaxed_gc
 
+    relaxed_gc().__enter__()  # for the rest of this short-lived command: every object decoded is acyclic
     return open_cache_readonly(cache_path(cache=cache, kubeconfig=kubeconfig, context=context))
 
 
