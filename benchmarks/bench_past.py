@@ -67,6 +67,40 @@ def busiest(cache: Path) -> tuple[str, str, int, int, int]:
     return ns, name, n, first, last
 
 
+def many_versions(directory: Path, versions: int) -> Path:
+    """A cache of one Deployment scaled ``versions`` times, a second apart (the recorder's own schema and bodies)."""
+    import random
+    import sqlite3
+
+    from kubectl_sktrace.store import open_cache
+    from kubectl_sktrace.store.bodies import encode_body
+    from kubectl_sktrace.trace.sanitize import sanitize
+    from kubectl_sktrace.model import GVK
+    from sktrace_emulator.builders import deployment_object
+
+    path = directory / f"versions-{versions}.db"
+    if path.exists():
+        return path
+    with open_cache(path, create=True) as cache, cache.transaction() as conn:
+        conn.execute("INSERT INTO runs (id, started, synced, stopped, clean, pid, config) VALUES (1, ?, ?, ?, 1, 1, '')",
+                     (T0 - 1, T0, T0 + versions + 1))
+    base = deployment_object("shop", "web", replicas=1, rng=random.Random(1))
+    rows = []
+    for n in range(versions):
+        body = sanitize({**base, "spec": {**base["spec"], "replicas": n % 50 + 1}}, gvk=GVK("apps", "v1", "Deployment"))
+        blob, status = encode_body(body)
+        rows.append((T0 + n, T0 + n + 0.1, 1, "apps/v1.Deployment", "shop", "web", "uid-web", 0, 0, n, None, blob, status))
+    conn2 = sqlite3.connect(path)
+    with conn2:
+        conn2.executemany("INSERT INTO events (ts, recv, run_id, gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    conn2.close()
+    return path
+
+
+T0 = 1_788_220_800
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, required=True)
@@ -103,6 +137,9 @@ def main() -> None:
     print(f"history deploy/NAME ({len(out.splitlines()) - 1} versions): {told:.3f} s")
     day, out = timed(SKTRACE + ["diff", "--from", f"@{at}", "--to", f"@{at + 86400}", "-o", "name", *base], repeat=max(1, args.repeat // 2), ok=(0, 1))
     print(f"diff over a day -o name ({len(out.splitlines())} objects changed): {day:.3f} s")
+    deep = many_versions(args.dir, 10_000)
+    told, out = timed(SKTRACE + ["history", "deploy/web", "-n", "shop", "--cache", str(deep)], repeat=args.repeat)
+    print(f"history deploy/NAME ({len(out.splitlines()) - 1} versions): {told:.3f} s")
     print(f"peak RSS of the processes measured: {peak_mb():.0f} MB")
 
 
