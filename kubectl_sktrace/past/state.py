@@ -276,11 +276,16 @@ class Past:
         return attime.last_id(self.cache)
 
     def _as_changes(self, rows: Iterator[attime.Row], by_gvk: dict[Any, Kind], scope: Scope) -> Iterator[Change]:
-        previous: dict[ObjKey, attime.Row | None] = {}
+        previous: dict[ObjKey, tuple[attime.Row | None, dict[str, Any] | None]] = {}
         for row in rows:
-            before = previous[row.key] if row.key in previous else attime.row_before(self.cache, row)
-            previous[row.key] = row
-            yield from _change(by_gvk[row.key.gvk], before, row, scope)
+            if row.key in previous:
+                before, old = previous[row.key]
+            else:
+                before = attime.row_before(self.cache, row)
+                old = _selected(before, scope)
+            new = _selected(row, scope)
+            previous[row.key] = (row, new)
+            yield from _change(by_gvk[row.key.gvk], before, row, old, new)
 
     # one object's lives
 
@@ -288,12 +293,14 @@ class Past:
         """Every life of one name, oldest first: each object (uid) from its creation to its deletion, its changes."""
         found: list[tuple[str, list[Change]]] = []
         before: attime.Row | None = None
+        old: dict[str, Any] | None = None
         for row in attime.object_rows(self.cache, ObjKey(kind.gvk, namespace, name)):
-            for change in _change(kind, before, row, Scope()):
+            new = _selected(row, Scope())
+            for change in _change(kind, before, row, old, new):
                 if change.type == ADDED or not found:
                     found.append((change.uid, []))
                 found[-1][1].append(change)
-            before = row
+            before, old = row, new
         return [Life(uid, tuple(changes)) for uid, changes in found]
 
     # between two times
@@ -325,10 +332,9 @@ def _differences(kind: Kind, key: ObjKey, old: PastObject | None, new: PastObjec
         yield Difference(kind, key, old, new)
 
 
-def _change(kind: Kind, before: attime.Row | None, row: attime.Row, scope: Scope) -> Iterator[Change]:
-    """The watch events one row makes after ``before`` (the object's previous row) for a watcher of ``scope``."""
-    old = _selected(before, scope)
-    new = _selected(row, scope)
+def _change(kind: Kind, before: attime.Row | None, row: attime.Row, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterator[Change]:
+    """The watch events one row makes after ``before`` (the object's previous row); ``old`` and ``new`` the two versions
+    as a watcher's scope sees them (``_selected``: None where it sees no object)."""
     how = AUDIT if row.audit else RECONSTRUCTED if row.inferred else LIVE
     if old is not None and new is not None and before is not None and before.uid != row.uid:
         yield Change(DELETED, row.ts, row.id, kind, row.key, before.uid, old, "deleted", how, row.run_id)
