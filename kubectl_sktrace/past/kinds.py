@@ -11,6 +11,7 @@ from typing import Any
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.plural import closest
 from kubectl_sktrace.store import attime
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.trace.selection.selectors import quoted
@@ -95,4 +96,6 @@ def resolve(kinds: list[Kind], term: str) -> Kind:
     if match:
         return match[0]
     known = ", ".join(sorted(k.plural for k in kinds)) or "none"
-    raise UsageError(f"the cache recorded no kind {quoted(text)} (recorded: {known}); give a kind as kubectl names it, like 'deploy'")
+    meant = closest(text.lower().partition(".")[0], [name for k in kinds for name in k.names()])
+    hint = f"did you mean {meant!r}?" if meant else "give a kind as kubectl names it, like 'deploy'"
+    raise UsageError(f"the cache recorded no kind {quoted(text)} (recorded: {known}); {hint}")
