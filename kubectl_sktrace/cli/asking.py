@@ -135,12 +135,15 @@ def _render(found: list[Any], kind: Any, *, output: str | None, second: int, nam
     return table.text
 
 
-def _watch_rows(past_of: Any, kinds: list[Any], scope: Any, after_row: int) -> Iterator[list[Any]]:
-    """The changes a running recorder writes, a batch at a time, the cache opened anew for each look."""
+def _watch_rows(opener: Any, kinds: list[Any], scope: Any, after_row: int) -> Iterator[list[Any]]:
+    """The changes a running recorder writes, a batch at a time, the cache opened anew for each look (a PostgreSQL
+    reader sees the snapshot it opened)."""
+    from kubectl_sktrace.past.state import Past
+
     while True:
         time.sleep(POLL)
-        with past_of() as past:
-            news, after_row = past.follow(kinds, scope, after_row=after_row)
+        with opener() as opened:
+            news, after_row = Past(opened).follow(kinds, scope, after_row=after_row)
         if news:
             yield news
 
@@ -261,7 +264,7 @@ def _nothing(found: list[Any], names: Sequence[str], scope: Any, second: int) ->
 def _follow(replayed: list[Any], opener: Any, kind: Any, scope: Any, after_row: int, *, output: str | None, namespace_column: bool,
             show_labels: bool) -> None:
     """--watch: the replayed changes, then what a running recorder commits, a line (or an object) each."""
-    from kubectl_sktrace.past.state import Past, PastObject
+    from kubectl_sktrace.past.state import PastObject
 
     def printed(changes: list[Any]) -> None:
         for change in changes:
@@ -270,16 +273,7 @@ def _follow(replayed: list[Any], opener: Any, kind: Any, scope: Any, after_row: 
                         no_headers=True, single=True))
 
     printed(replayed)
-
-    class _Opened:
-        def __enter__(self) -> Any:
-            self.cache = opener()
-            return Past(self.cache.__enter__())
-
-        def __exit__(self, *exc: object) -> None:
-            self.cache.__exit__(*exc)
-
-    for batch in _watch_rows(_Opened, [kind], scope, after_row):
+    for batch in _watch_rows(opener, [kind], scope, after_row):
         printed(batch)
 
 
