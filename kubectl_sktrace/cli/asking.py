@@ -123,6 +123,8 @@ def _render(found: list[Any], kind: Any, *, output: str | None, second: int, nam
     if output is not None and output.startswith("jsonpath="):
         data = found[0].obj if single and len(found) == 1 else printing.as_list(found)
         return jsonpath.render(output.partition("=")[2], data)
+    if not found and (output is None or output == "wide" or output.startswith("custom-columns=")):
+        return ""  # kubectl prints no header over nothing
     if output is not None and output.startswith("custom-columns="):
         return printing.custom_columns(output.partition("=")[2], found, no_headers=no_headers)
     table = printing.table(found, kind.gvk.kind, second=second, namespace_column=namespace_column, wide=output == "wide",
@@ -215,7 +217,7 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
         replayed = list(past.changes([kind], scope, after=start, until=past.now)) if replay is not None else []
         after_row = past.last_row()
     for name in missing:
-        say(f'Error from history: {kind.resource} "{name}" did not exist at {_when(second)}', err=True)
+        say(f'Error: {kind.resource} "{name}" did not exist at {_when(second)}', err=True)
     if not watch:
         if missing or (not found and not names):
             _nothing(found, names, scope, second)
