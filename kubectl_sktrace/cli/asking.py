@@ -111,19 +111,14 @@ def _sorted(found: list[Any], sort_by: str | None) -> list[Any]:
 
 def _render(found: list[Any], kind: Any, *, output: str | None, second: int, namespace_column: bool, show_labels: bool,
             no_headers: bool, single: bool) -> str:
-    import yaml
+    """The objects in the form ``-o`` asks: a document (json, yaml, jsonpath), names, or columns."""
+    from kubectl_sktrace.past import printing
 
-    from kubectl_sktrace.past import jsonpath, printing
-
-    if output in ("json", "yaml"):
-        data = found[0].obj if single and len(found) == 1 else printing.as_list(found)
-        return json.dumps(data, indent=4) if output == "json" else yaml.safe_dump(data, sort_keys=True, default_flow_style=False).rstrip("\n")
+    if output in ("json", "yaml") or (output is not None and output.startswith("jsonpath=")):
+        return _document(found[0].obj if single and len(found) == 1 else printing.as_list(found), output)
     if output == "name":
         return "\n".join(printing.name_line(o) for o in found)
-    if output is not None and output.startswith("jsonpath="):
-        data = found[0].obj if single and len(found) == 1 else printing.as_list(found)
-        return jsonpath.render(output.partition("=")[2], data)
-    if not found and (output is None or output == "wide" or output.startswith("custom-columns=")):
+    if not found:
         return ""  # kubectl prints no header over nothing
     if output is not None and output.startswith("custom-columns="):
         return printing.custom_columns(output.partition("=")[2], found, no_headers=no_headers)
@@ -135,6 +130,18 @@ def _render(found: list[Any], kind: Any, *, output: str | None, second: int, nam
     if "AGE" in table.unknown:
         note("AGE: the creation time was not recorded for some objects (caches before schema 0015 learn it at their next start): shown <unknown>.")
     return table.text
+
+
+def _document(data: Any, output: str) -> str:
+    import yaml
+
+    from kubectl_sktrace.past import jsonpath
+
+    if output == "json":
+        return json.dumps(data, indent=4)
+    if output == "yaml":
+        return str(yaml.safe_dump(data, sort_keys=True, default_flow_style=False)).rstrip("\n")
+    return jsonpath.render(output.partition("=")[2], data)
 
 
 def _watch_rows(opener: Any, kinds: list[Any], scope: Any, after_row: int) -> Iterator[list[Any]]:
