@@ -1,0 +1,215 @@
+"""``serve --at T``: a read-only Kubernetes API server on 127.0.0.1 over the cache as it was at T.
+
+TLS always, with a certificate made at the start for 127.0.0.1 whose key never leaves the process's memory
+(``sktrace_apiserver.tls``), and one bearer token, 256 random bits, in the kubeconfig it prints or writes (0600) and
+nowhere else: any local user can reach the port, none gets past the 401 without the file. At most ``MAX_CONNECTIONS``
+connections are served at once (beyond, a 429 with Retry-After), at most ``MAX_OPEN`` are held open (beyond, closed at
+once), and a failed connection is one line on stderr.
+
+The state at T is read once at the start (``past.state_at``), so that requests never touch the cache; with a replay
+speed, a thread reads the changes after T from the cache a window at a time, each in its own short read, and applies
+each when the history's clock, T plus the wall time since the start times the speed, reaches it (``replay``).
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
+from typing import Any, Callable
+
+from kubectl_sktrace.apiserver import past
+from kubectl_sktrace.apiserver.catalog import served
+from kubectl_sktrace.apiserver.handler import Handler
+from kubectl_sktrace.apiserver.state import Served
+from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.store import open_cache_readonly
+from kubectl_sktrace.store.status import discovery_documents, recorded_kinds
+from kubectl_sktrace.timeparse import format_time
+from sktrace_apiserver import tls
+
+MAX_CONNECTIONS = 64
+MAX_OPEN = 256
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What ``serve`` was asked: the cache, the time, the replay speed (0: none) and the port (0: a free one)."""
+
+    location: str | CacheUrl
+    at: float
+    replay_speed: float = 0.0
+    port: int = 0
+
+
+def load(settings: Settings) -> tuple[Served, int]:
+    """The state at T, read once in one snapshot of the cache; and how many objects it holds."""
+    with open_cache_readonly(settings.location) as cache:
+        state = Served(served(discovery_documents(cache), recorded_kinds(cache)), at=settings.at)
+        count = state.load((key.gvk, obj) for key, obj in past.state_at(cache, at=settings.at))
+    return state, count
+
+
+class HistoryServer:
+    """The server: its state, its token and certificate, its socket; started, then stopped."""
+
+    def __init__(self, state: Served, *, at: float, port: int = 0) -> None:
+        self.served = state
+        self.token = secrets.token_urlsafe(32)
+        self.refusal = f"read-only history at {format_time(at)}: this server answers get, list and watch only"
+        self.cert, key = tls.self_signed("kubectl-sktrace-history")
+        self._open = threading.BoundedSemaphore(MAX_OPEN)
+        self._active = 0
+        self._lock = threading.Lock()
+        handler = type("BoundHandler", (_Counted,), {"history": self})
+        self._httpd = _Server((LOOPBACK, port), handler, owner=self)
+        self._httpd.socket = tls.server_context(self.cert, key).wrap_socket(self._httpd.socket, server_side=True, do_handshake_on_connect=False)
+        self.port = int(self._httpd.server_address[1])
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="history-http", daemon=True)
+
+    def start(self) -> HistoryServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.served.stop()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def busy(self) -> bool:
+        with self._lock:
+            return self._active > MAX_CONNECTIONS
+
+    def enter(self) -> None:
+        with self._lock:
+            self._active += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._active -= 1
+        self._open.release()
+
+    def admit(self) -> bool:
+        return self._open.acquire(blocking=False)
+
+    def kubeconfig(self, *, context: str = "sktrace-history") -> str:
+        """The kubeconfig of this server (YAML): its address, its certificate as the CA, the token."""
+        import base64
+
+        ca = base64.b64encode(self.cert).decode()
+        return (f"apiVersion: v1\nkind: Config\nclusters:\n- name: {context}\n  cluster:\n    server: https://{LOOPBACK}:{self.port}\n"
+                f"    certificate-authority-data: {ca}\ncontexts:\n- name: {context}\n  context:\n    cluster: {context}\n"
+                f"    user: {context}\ncurrent-context: {context}\nusers:\n- name: {context}\n  user:\n    token: {self.token}\n")
+
+
+class _Counted(Handler):
+    """A connection counted while it is served (``HistoryServer.busy``)."""
+
+    def handle(self) -> None:
+        self.history.enter()  # type: ignore[attr-defined]
+        try:
+            super().handle()
+        finally:
+            self.history.leave()  # type: ignore[attr-defined]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: Any, *, owner: HistoryServer) -> None:
+        self.owner = owner
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.owner.admit():  # too many connections held open: this one is closed at once
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        host, port = client_address[:2] if isinstance(client_address, tuple) else (client_address, "")
+        sys.stderr.write(f"kubectl-sktrace serve: a connection from {host}:{port} failed: {type(error).__name__}: {error}\n")
+
+
+WINDOW = 60.0  # seconds of history read by each of the replay's reads
+
+
+def replay(settings: Settings, state: Served, *, stop: threading.Event, clock: Callable[[], float] = time.monotonic,
+           until: Callable[[], float] = time.time) -> None:
+    """The recorded changes after T applied at ``settings.replay_speed`` times their pace until ``stop`` is set; the
+    history's clock stops at the present (``until``), where a recorder may still be adding changes: they come as it
+    commits them, as a live server's."""
+    started, cursor = clock(), settings.at
+    while not stop.is_set():
+        now = min(settings.at + (clock() - started) * settings.replay_speed, until())
+        if now <= cursor:
+            stop.wait(0.2)
+            continue
+        end = min(now + WINDOW * settings.replay_speed, until())
+        with open_cache_readonly(settings.location) as cache:
+            changes = list(past.changes(cache, after=cursor, until=end))
+        for change in changes:
+            due = started + (change.ts - settings.at) / settings.replay_speed
+            if stop.wait(max(0.0, due - clock())):
+                return
+            state.apply(gvk=change.key.gvk, namespace=change.key.namespace, name=change.key.name, obj=change.obj, ts=change.ts)
+        cursor = end
+        state.advance(cursor)
+
+
+
+def check_time(settings: Settings, *, now: float) -> None:
+    """T within the history: after its first run began, not in the future; else one line saying what the cache holds."""
+    from kubectl_sktrace.errors import UsageError
+    from kubectl_sktrace.store.history import runs
+
+    if settings.at > now + 1:
+        raise UsageError(f"--at {format_time(settings.at)} is in the future; the history ends now ({format_time(now)})")
+    with open_cache_readonly(settings.location) as cache:
+        recorded = runs(cache)
+    if not recorded:
+        raise UsageError(f"cache {settings.location} holds no recording yet; run 'kubectl sktrace start' first")
+    if settings.at < recorded[0].started:
+        raise UsageError(f"--at {format_time(settings.at)} is before the history: cache {settings.location} begins at "
+                         f"{format_time(recorded[0].started)}; pass a later time")
+
+
+def write_kubeconfig(path: str, text: str) -> None:
+    """The kubeconfig at ``path``, readable by its owner only (it holds the token), replaced whole."""
+    import os
+
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def run(settings: Settings, *, kubeconfig_out: str | None, say: Callable[..., None], stop: threading.Event) -> None:
+    """Serve until ``stop`` is set: the state at T loaded, the server started, its kubeconfig given, the replay run."""
+    check_time(settings, now=time.time())
+    state, count = load(settings)
+    server = HistoryServer(state, at=settings.at, port=settings.port).start()
+    try:
+        kinds = len(state.resources)
+        told = (f"Serving the cluster as it was at {format_time(settings.at)} ({count} objects of {kinds} kinds), read-only, "
+                f"on https://{LOOPBACK}:{server.port}" + (f", its changes since replayed at {settings.replay_speed:g}x"
+                                                           if settings.replay_speed else "") + ", until Ctrl-C.")
+        if kubeconfig_out:
+            write_kubeconfig(kubeconfig_out, server.kubeconfig())
+            say(f"{told}\nIts kubeconfig: {kubeconfig_out}\nIn another terminal:\n  kubectl --kubeconfig {kubeconfig_out} get pods -A")
+        else:
+            say(told, err=True)
+            say(server.kubeconfig(), nl=False)
+        if settings.replay_speed:
+            threading.Thread(target=replay, args=(settings, state), kwargs={"stop": stop}, name="replay", daemon=True).start()
+        while not stop.wait(0.5):
+            pass
+    finally:
+        stop.set()
+        server.stop()
