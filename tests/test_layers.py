@@ -29,8 +29,9 @@ WINGS = {
     "record": {"trace", "kube", "store"},
     "export": {"trace", "store"},
     "audit": {"trace", "store", "record"},
+    "past": {"trace", "store"},
     "view": {"trace", "store", "export"},
-    "cli": {"trace", "kube", "store", "record", "export", "view", "audit"},
+    "cli": {"trace", "kube", "store", "record", "export", "view", "audit", "past"},
 }
 # The root keeps what every wing shares; it imports nothing but itself.
 SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation", "safeyaml", "terminal"}
@@ -53,7 +54,7 @@ OWNERS = {
     "botocore": set(),
     "boto3": set(),
 }
-PURE = ["trace.hashing", "trace.revisions", "trace.sanitize", "trace.lifecycle", "record.owners", "trace.selection.selectors", "timeparse", "model", "tracerconfig",
+PURE = ["past.objects", "trace.hashing", "trace.revisions", "trace.sanitize", "trace.lifecycle", "record.owners", "trace.selection.selectors", "timeparse", "model", "tracerconfig",
         "errors", "export.advice", "cli.globalflags", "plural", "reconciliation", "export.options", "record.initialsync", "kube.rbac",
         "trace.references", "record.changes", "trace.selection.rules", "safeyaml"]
 # modules of ours a pure module may import

@@ -1,0 +1,88 @@
+"""The kinds a cache recorded, as kubectl names them: ``deploy``, ``deployments``, ``deployments.apps``,
+``Deployment``, ``apps/v1.Deployment``, read from the discovery documents the cache keeps (what the server said when
+it was recorded); a kind no document names is known by its kind alone (lower-cased, and ``kind + s`` as its plural).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.model import GVK
+from kubectl_sktrace.store import attime
+from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.trace.selection.selectors import quoted
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A recorded kind: its GVK, its plural (the URL's resource), whether namespaced, its short names, as discovery said."""
+
+    gvk: GVK
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    singular: str = ""
+
+    @property
+    def resource(self) -> str:
+        """``deployments.apps``, ``pods``: how ``kubectl get`` names the resource."""
+        return f"{self.plural}.{self.gvk.group}" if self.gvk.group else self.plural
+
+    @property
+    def name_prefix(self) -> str:
+        """``deployment.apps``, ``pod``: what ``-o name`` prints before ``/NAME``."""
+        lower = self.gvk.kind.lower()
+        return f"{lower}.{self.gvk.group}" if self.gvk.group else lower
+
+    def names(self) -> frozenset[str]:
+        return frozenset({self.gvk.kind.lower(), self.plural.lower(), self.singular.lower(), *self.short_names} - {""})
+
+
+def _entries(cache: Cache) -> dict[GVK, dict[str, Any]]:
+    found: dict[GVK, dict[str, Any]] = {}
+    for group_version, text in attime.discovery_documents(cache):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            continue
+        for entry in doc.get("resources") or [] if isinstance(doc, dict) else []:
+            name, kind = entry.get("name") or "", entry.get("kind")
+            if isinstance(entry, dict) and name and "/" not in name and kind:
+                found.setdefault(GVK.from_api_version(group_version, str(kind)), entry)
+    return found
+
+
+def recorded(cache: Cache) -> list[Kind]:
+    """Every kind the cache has rows of, with its names, by GVK."""
+    entries = _entries(cache)
+    out = []
+    for text in attime.recorded_kinds(cache):
+        gvk = GVK.parse(text)
+        entry = entries.get(gvk) or {}
+        out.append(Kind(
+            gvk=gvk, plural=str(entry.get("name") or gvk.kind.lower() + "s"), namespaced=bool(entry.get("namespaced", True)),
+            short_names=tuple(str(s).lower() for s in entry.get("shortNames") or ()), singular=str(entry.get("singularName") or ""),
+        ))
+    return out
+
+
+def resolve(kinds: list[Kind], term: str) -> Kind:
+    """The recorded kind ``term`` names as kubectl takes it; a UsageError naming the kinds recorded when none."""
+    text = term.strip()
+    if "/" in text or (text.count(".") == 1 and text.split(".")[1][:1].isupper()):
+        try:
+            gvk = GVK.parse(text)
+        except UsageError:
+            gvk = None
+        match = [k for k in kinds if k.gvk == gvk]
+    else:
+        name, _, group = text.lower().partition(".")
+        match = [k for k in kinds if name in k.names()
+                 and group in ("", k.gvk.group, f"{k.gvk.version}.{k.gvk.group}")]
+    if match:
+        return match[0]
+    known = ", ".join(sorted(k.plural for k in kinds)) or "none"
+    raise UsageError(f"the cache recorded no kind {quoted(text)} (recorded: {known}); give a kind as kubectl names it, like 'deploy'")

@@ -1,0 +1,342 @@
+"""The state at T, one object's lives, the changes of a stretch of time: what ``get --at``, ``history``, ``diff``,
+``get --watch`` and the read-only API server over the past all read, through ``Past``.
+
+**T** is a time in Unix seconds; the state at T holds every change stamped at T's second or before (the end of that
+second: the recorder stamps a change with the whole second it received it in, as SimKube does). A T before the
+history's first row, or in the future, is refused (``Past.second``): the history says nothing there.
+
+**How each object is known** at T (``Knowledge``): ``live`` (its version in force was observed by a running recorder
+and a recorder watched its kind at T), ``audit log`` (written by ``backfill`` from the API server's own log, or T lies
+in offline time a log covered: exact), ``reconstructed`` (found by a restart's relist, stamped at the restart or at
+its creation time), or ``unknown``: T lies in a gap nobody observed (no recorder ran, or its kind's watch was down)
+and no log covered it: the object is then its last known version, and the gap is named.
+
+**Identity**: objects are told apart by uid; a name deleted and created again is two lives (``Past.lives``), and a
+change that replaced an object by another of the same name is a deletion then an addition.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Iterator
+
+from kubectl_sktrace.errors import UsageError
+from kubectl_sktrace.model import POD, ObjKey
+from kubectl_sktrace.past.kinds import Kind, recorded, resolve
+from kubectl_sktrace.past.objects import Scope, kubectl_form
+from kubectl_sktrace.store import attime, history
+from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.store.versions import APPLIED
+from kubectl_sktrace.timeparse import format_time
+from kubectl_sktrace.trace.revisions import describe
+
+LIVE, AUDIT, RECONSTRUCTED, UNKNOWN = "live", "audit log", "reconstructed", "unknown"
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Time nobody observed: ``until`` None while it lasts (no recorder since); ``cause`` as ``status`` says it."""
+
+    since: float
+    until: float | None
+    cause: str
+
+    def __str__(self) -> str:
+        end = "now" if self.until is None else format_time(self.until)
+        return f"{self.cause} from {format_time(self.since)} to {end}"
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """How a version is known at a time: ``how`` one of LIVE, AUDIT, RECONSTRUCTED, UNKNOWN; ``gap`` the gap T lies in."""
+
+    how: str
+    gap: Gap | None = None
+
+
+@dataclass(frozen=True)
+class PodLife:
+    """A pod's lifecycle as recorded (whole seconds; None: not started, not finished)."""
+
+    start: int | None
+    end: int | None
+    end_inferred: bool
+
+    def phase_at(self, second: int) -> str:
+        """``Pending``, ``Running`` or ``Terminated`` (how it ended, success or failure, is not recorded)."""
+        if self.start is None or self.start > second:
+            return "Pending"
+        return "Running" if self.end is None or self.end > second else "Terminated"
+
+
+@dataclass(frozen=True)
+class PastObject:
+    """One object as it was at a time: ``obj`` in kubectl's JSON form (``objects.kubectl_form``), the second and row of
+    its version in force, how it is known, its run, and for a pod its lifecycle (None when not recorded)."""
+
+    kind: Kind
+    key: ObjKey
+    uid: str
+    obj: dict[str, Any]
+    second: int
+    row_id: int
+    run_id: int
+    known: Knowledge
+    pod: PodLife | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change, as a watch sends it: ``type`` ADDED, MODIFIED or DELETED (a deletion's ``obj`` is the last version);
+    ``what`` for people (``created``, ``spec changed``, ``labels changed: tier=web``, ``deleted``); ``known`` LIVE,
+    AUDIT or RECONSTRUCTED."""
+
+    type: str
+    second: int
+    row_id: int
+    kind: Kind
+    key: ObjKey
+    uid: str
+    obj: dict[str, Any]
+    what: str
+    known: str
+    run_id: int
+
+
+@dataclass(frozen=True)
+class Life:
+    """One object of a name, from its creation to its deletion (``deleted`` None while it lives): its changes in order."""
+
+    uid: str
+    changes: tuple[Change, ...]
+
+    @property
+    def deleted(self) -> int | None:
+        return self.changes[-1].second if self.changes and self.changes[-1].type == DELETED else None
+
+
+@dataclass(frozen=True)
+class Difference:
+    """An object added, deleted or changed between two times: ``before`` / ``after`` None where it did not exist."""
+
+    kind: Kind
+    key: ObjKey
+    before: PastObject | None
+    after: PastObject | None
+
+    @property
+    def type(self) -> str:
+        return ADDED if self.before is None else DELETED if self.after is None else MODIFIED
+
+
+class Past:
+    """The history of one open cache asked at times. Reads only; ``now`` bounds the times asked (the future is refused).
+    On PostgreSQL a cache opened read-only is one snapshot: ``follow`` wants a cache opened anew for each poll."""
+
+    def __init__(self, cache: Cache, *, now: float | None = None) -> None:
+        self.cache = cache
+        self.now = time.time() if now is None else now
+        self._kinds: list[Kind] | None = None
+        self._gaps: list[tuple[str, Gap]] | None = None
+        self._fills: list[tuple[str, float, float]] | None = None
+
+    # kinds and times
+
+    def kinds(self) -> list[Kind]:
+        """Every recorded kind with its names, by GVK (what discovery of the past serves)."""
+        if self._kinds is None:
+            self._kinds = recorded(self.cache)
+        return self._kinds
+
+    def kind(self, term: str) -> Kind:
+        """The recorded kind ``term`` names as kubectl takes it (``deploy``, ``deployments.apps``, ``apps/v1.Deployment``)."""
+        return resolve(self.kinds(), term)
+
+    def second(self, at: float) -> int:
+        """T's whole second, checked: a UsageError when T is before the history, in the future, or not a time."""
+        if not math.isfinite(at):
+            raise UsageError("the time asked is not a time; give '-2h', an RFC 3339 time or '@<unix seconds>'")
+        first = attime.first_second(self.cache)
+        if first is None:
+            raise UsageError(f"the cache {self.cache.path} holds no history yet; record some with 'kubectl sktrace start'")
+        if at > self.now + 1:
+            raise UsageError(f"{format_time(at)} is in the future (now is {format_time(self.now)}): the history ends now")
+        if math.floor(at) < first:
+            raise UsageError(f"{format_time(at)} is before the history, which begins at {format_time(first)}")
+        return math.floor(at)
+
+    # how a time is known
+
+    def knowledge(self, kind: Kind, second: int) -> Knowledge | None:
+        """How the state of ``kind`` at ``second`` is known as a whole: UNKNOWN with its gap, AUDIT when a log covered
+        that gap, None when a recorder watched the kind then (each object is then known as its version is)."""
+        gap = self._gap_at(str(kind.gvk), second)
+        if gap is None:
+            return None
+        if self._fills is None:
+            self._fills = attime.audit_fills(self.cache)
+        if any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until for gvk, since, until in self._fills):
+            return Knowledge(AUDIT, gap)
+        return Knowledge(UNKNOWN, gap)
+
+    def _gap_at(self, gvk: str, second: int) -> Gap | None:
+        if self._gaps is None:
+            self._gaps = self._all_gaps()
+        for kind, gap in self._gaps:
+            if kind in ("", gvk) and gap.since < second + 1 and (gap.until is None or gap.until > second):
+                return gap
+        return None
+
+    def _all_gaps(self) -> list[tuple[str, Gap]]:
+        runs = history.runs(self.cache)
+        gaps: list[tuple[str, Gap]] = []
+        for before, after in zip(runs, runs[1:]):
+            if after.started > before.stopped:
+                gaps.append(("", Gap(before.stopped, after.started, "no recorder ran")))
+        if runs and not self.cache.writer_active():
+            gaps.append(("", Gap(max(r.stopped for r in runs), None, "no recorder ran")))
+        for gap in history.coverage_gaps(self.cache):
+            gaps.extend((kind, Gap(gap.since, gap.until, gap.cause)) for kind in gap.kinds)
+        return gaps
+
+    def _known(self, row: attime.Row, whole: Knowledge | None) -> Knowledge:
+        if whole is not None:
+            return whole
+        return Knowledge(AUDIT if row.audit else RECONSTRUCTED if row.inferred else LIVE)
+
+    # the state at T
+
+    def objects_at(self, kind: Kind, scope: Scope, at: float) -> Iterator[PastObject]:
+        """The objects of ``kind`` that ``scope`` selects as they were at ``at``, by namespace then name."""
+        second = self.second(at)
+        whole = self.knowledge(kind, second)
+        rows = attime.rows_at(self.cache, gvk=kind.gvk, second=second, namespace=scope.namespace_filter(), names=scope.name_filter())
+        chunk: list[PastObject] = []
+        for row in rows:
+            assert row.body is not None
+            obj = kubectl_form(row.body, key=row.key, uid=row.uid)
+            if scope.selects(row.key, obj):
+                chunk.append(PastObject(kind, row.key, row.uid, obj, row.ts, row.id, row.run_id, self._known(row, whole)))
+            if len(chunk) >= 500:
+                yield from self._with_pods(chunk)
+                chunk = []
+        yield from self._with_pods(chunk)
+
+    def _with_pods(self, chunk: list[PastObject]) -> Iterator[PastObject]:
+        if not chunk or chunk[0].kind.gvk != POD:
+            yield from chunk
+            return
+        lives = attime.pod_phases(self.cache, uids=[o.uid for o in chunk])
+        for found in chunk:
+            life = lives.get(found.uid)
+            yield found if life is None else replace(found, pod=PodLife(*life))
+
+    def object_at(self, kind: Kind, namespace: str, name: str, at: float) -> PastObject | None:
+        """One object as it was at ``at``; None when it did not exist then."""
+        return next(self.objects_at(kind, Scope(namespace=namespace, names=(name,)), at), None)
+
+    # changes
+
+    def changes(self, kinds: Iterable[Kind], scope: Scope, *, after: float, until: float) -> Iterator[Change]:
+        """The changes of ``kinds`` that ``scope`` sees after ``after`` up to ``until`` (both checked as times), in
+        time order: what a watch started at ``after`` would have sent (an ``after`` before the history: from its
+        beginning). An object entering the scope (its labels now match) is ADDED, one leaving it DELETED, as the API
+        server's watch with a selector does."""
+        last = self.second(until)
+        first = max(math.floor(after), attime.first_second(self.cache) or 0) + 1 if math.isfinite(after) else self.second(after)
+        by_gvk = {k.gvk: k for k in kinds}
+        rows = attime.rows_between(self.cache, gvks=list(by_gvk), first=first, last=last, namespace=scope.namespace_filter())
+        yield from self._as_changes(rows, by_gvk, scope)
+
+    def follow(self, kinds: Iterable[Kind], scope: Scope, *, after_row: int) -> tuple[list[Change], int]:
+        """The changes written since the row ``after_row`` (``last_row()`` to begin), in the order written, and the row
+        to ask after next time: a running recorder's news, polled."""
+        by_gvk = {k.gvk: k for k in kinds}
+        rows = attime.rows_since(self.cache, gvks=list(by_gvk), after_id=after_row)
+        newest = max((r.id for r in rows), default=after_row)
+        return list(self._as_changes(iter(rows), by_gvk, scope)), newest
+
+    def last_row(self) -> int:
+        """The last row written: where ``follow`` begins."""
+        return attime.last_id(self.cache)
+
+    def _as_changes(self, rows: Iterator[attime.Row], by_gvk: dict[Any, Kind], scope: Scope) -> Iterator[Change]:
+        previous: dict[ObjKey, attime.Row | None] = {}
+        for row in rows:
+            before = previous[row.key] if row.key in previous else attime.row_before(self.cache, row)
+            previous[row.key] = row
+            yield from _change(by_gvk[row.key.gvk], before, row, scope)
+
+    # one object's lives
+
+    def lives(self, kind: Kind, namespace: str, name: str) -> list[Life]:
+        """Every life of one name, oldest first: each object (uid) from its creation to its deletion, its changes."""
+        found: list[tuple[str, list[Change]]] = []
+        before: attime.Row | None = None
+        for row in attime.object_rows(self.cache, ObjKey(kind.gvk, namespace, name)):
+            for change in _change(kind, before, row, Scope()):
+                if change.type == ADDED or not found:
+                    found.append((change.uid, []))
+                found[-1][1].append(change)
+            before = row
+        return [Life(uid, tuple(changes)) for uid, changes in found]
+
+    # between two times
+
+    def differences(self, kinds: Iterable[Kind], scope: Scope, *, start: float, end: float) -> Iterator[Difference]:
+        """What was added, deleted and changed between ``start`` and ``end``, by kind, namespace and name; a name
+        re-created is a deletion and an addition. Reads only the objects with a change in between."""
+        first, last = self.second(start), self.second(end)
+        for kind in kinds:
+            for key in attime.keys_changed(self.cache, gvks=[kind.gvk], first=first + 1, last=last, namespace=scope.namespace_filter()):
+                one = Scope(namespace=key.namespace, names=(key.name,), labels=scope.labels, fields=scope.fields)
+                if not Scope(names=scope.names, fields=scope.fields).selects(key, None):
+                    continue
+                old, new = self.object_at_scope(kind, one, first), self.object_at_scope(kind, one, last)
+                yield from _differences(kind, key, old, new)
+
+    def object_at_scope(self, kind: Kind, scope: Scope, second: int) -> PastObject | None:
+        return next(self.objects_at(kind, scope, second), None)
+
+
+def _differences(kind: Kind, key: ObjKey, old: PastObject | None, new: PastObject | None) -> Iterator[Difference]:
+    if old is not None and new is not None and old.uid != new.uid:
+        yield Difference(kind, key, old, None)
+        yield Difference(kind, key, None, new)
+    elif (old is None) != (new is None) or (old is not None and new is not None and old.obj != new.obj):
+        yield Difference(kind, key, old, new)
+
+
+def _change(kind: Kind, before: attime.Row | None, row: attime.Row, scope: Scope) -> Iterator[Change]:
+    """The watch events one row makes after ``before`` (the object's previous row) for a watcher of ``scope``."""
+    old = _selected(before, scope)
+    new = _selected(row, scope)
+    how = AUDIT if row.audit else RECONSTRUCTED if row.inferred else LIVE
+    if old is not None and new is not None and before is not None and before.uid != row.uid:
+        yield Change(DELETED, row.ts, row.id, kind, row.key, before.uid, old, "deleted", how, row.run_id)
+        old = None
+    if new is not None:
+        if old == new:
+            return  # a row of nothing the history shows (a pod's node, dropped)
+        what = "created" if old is None else _what(old, new, row.op)
+        yield Change(ADDED if old is None else MODIFIED, row.ts, row.id, kind, row.key, row.uid, new, what, how, row.run_id)
+    elif old is not None and before is not None:
+        what = "deleted" if not row.applies else "left the selector"
+        yield Change(DELETED, row.ts, row.id, kind, row.key, before.uid, old, what, how, row.run_id)
+
+
+def _selected(row: attime.Row | None, scope: Scope) -> dict[str, Any] | None:
+    if row is None or not row.applies or row.body is None:
+        return None
+    obj = kubectl_form(row.body, key=row.key, uid=row.uid)
+    return obj if scope.selects(row.key, obj) else None
+
+
+def _what(old: dict[str, Any], new: dict[str, Any], op: int) -> str:
+    said = describe(old, new)
+    spec_changed = op == APPLIED and {k: v for k, v in old.items() if k != "metadata"} != {k: v for k, v in new.items() if k != "metadata"}
+    parts = (["spec changed"] if spec_changed else []) + ([said] if said else [])
+    return "; ".join(parts) or "no change the history keeps"
