@@ -1,17 +1,12 @@
-"""The kinds the server serves: every recorded kind, named as the cluster named it in the discovery documents the cache
-keeps (plural, short names, scope), each with the read verbs only. Pure: the documents and the kinds come in.
-
-A recorded kind that no document names (a cache whose documents were never kept) is served under the plural a
-lower-cased kind with an ``s`` makes, as kubectl guesses it; a document's kind that was never recorded is left out, so
-that ``kubectl get`` of it says the server does not have it rather than that there was nothing.
-"""
+"""Discovery of the past: the recorded kinds (``past.kinds``, named as the cluster named them in the discovery documents
+the cache keeps), each advertised with the read verbs only. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
-from kubectl_sktrace.model import GVK
+from kubectl_sktrace.past.kinds import Kind
 from sktrace_apiserver.discovery import CATEGORY_ALL
 
 Obj = dict[str, Any]
@@ -19,65 +14,30 @@ READ_VERBS = ["get", "list", "watch"]
 
 
 @dataclass(frozen=True)
-class Resource:
-    """One served kind: what discovery advertises and what paths route to."""
+class Named:
+    """A kind as a field selector's error names it (``sktrace_apiserver.selectors.Kind``)."""
 
-    gvk: GVK
+    group: str
+    version: str
+    kind: str
     plural: str
-    namespaced: bool
-    short_names: tuple[str, ...] = ()
-    singular: str = ""
 
-    @property
-    def group(self) -> str:
-        return self.gvk.group
-
-    @property
-    def version(self) -> str:
-        return self.gvk.version
-
-    @property
-    def kind(self) -> str:
-        return self.gvk.kind
-
-    @property
-    def api_version(self) -> str:
-        return self.gvk.api_version
+    @classmethod
+    def of(cls, kind: Kind) -> Named:
+        return cls(kind.gvk.group, kind.gvk.version, kind.gvk.kind, kind.plural)
 
 
-_CLUSTER_SCOPED = {"Namespace", "Node", "PersistentVolume", "StorageClass", "PriorityClass", "ClusterRole", "ClusterRoleBinding",
-                   "CustomResourceDefinition"}
-
-
-def served(documents: dict[str, Obj], recorded: Iterable[GVK]) -> list[Resource]:
-    """The recorded kinds as the documents name them, in the documents' order, the undocumented after them."""
-    kinds = set(recorded)
-    found: dict[GVK, Resource] = {}
-    for group_version, doc in documents.items():
-        for entry in doc.get("resources") or []:
-            name, kind = str(entry.get("name") or ""), str(entry.get("kind") or "")
-            gvk = GVK.from_api_version(group_version, kind) if kind else None
-            if not name or "/" in name or gvk not in kinds or gvk in found or gvk is None:
-                continue
-            found[gvk] = Resource(gvk=gvk, plural=name, namespaced=bool(entry.get("namespaced", True)),
-                                  short_names=tuple(str(s) for s in entry.get("shortNames") or ()),
-                                  singular=str(entry.get("singularName") or ""))
-    for gvk in sorted(kinds - set(found), key=str):
-        found[gvk] = Resource(gvk=gvk, plural=gvk.kind.lower() + "s", namespaced=gvk.kind not in _CLUSTER_SCOPED)
-    return list(found.values())
-
-
-def resource_list(resources: list[Resource], *, group: str, version: str) -> Obj | None:
-    """``/api/v1`` or ``/apis/GROUP/VERSION``: the served kinds there with the read verbs; None when there are none."""
+def resource_list(kinds: list[Kind], *, group: str, version: str) -> Obj | None:
+    """``/api/v1`` or ``/apis/GROUP/VERSION``: the kinds served there with the read verbs; None when there are none."""
     entries: list[Obj] = []
-    for r in resources:
-        if (r.group, r.version) != (group, version):
+    for k in kinds:
+        if (k.gvk.group, k.gvk.version) != (group, version):
             continue
-        entry: Obj = {"name": r.plural, "singularName": r.singular or r.kind.lower(), "namespaced": r.namespaced, "kind": r.kind,
+        entry: Obj = {"name": k.plural, "singularName": k.singular or k.gvk.kind.lower(), "namespaced": k.namespaced, "kind": k.gvk.kind,
                       "verbs": READ_VERBS}
-        if r.short_names:
-            entry["shortNames"] = list(r.short_names)
-        if (r.group, r.plural) in CATEGORY_ALL:
+        if k.short_names:
+            entry["shortNames"] = list(k.short_names)
+        if (k.gvk.group, k.plural) in CATEGORY_ALL:
             entry["categories"] = ["all"]
         entries.append(entry)
     if not entries:

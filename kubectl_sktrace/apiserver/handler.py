@@ -17,8 +17,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from kubectl_sktrace.apiserver.catalog import Resource, resource_list
+from kubectl_sktrace.apiserver.catalog import Named, resource_list
 from kubectl_sktrace.apiserver.state import Filter, Item, Served
+from kubectl_sktrace.past.kinds import Kind
 from sktrace_apiserver import discovery, tables, watch
 from sktrace_apiserver.selectors import parse_field_selector, parse_label_selector
 from sktrace_apiserver.status import ApiError, not_found, object_not_found
@@ -39,7 +40,9 @@ class Serving(Protocol):
     port: int
     refusal: str
 
-    def busy(self) -> bool: ...
+    def take_slot(self) -> bool: ...
+
+    def free_slot(self) -> None: ...
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -79,11 +82,14 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._skip_body()
             self._authenticate()
-            if self.history.busy():
+            if not self.history.take_slot():
                 raise ApiError(429, "TooManyRequests", "too many requests at once; try again", retry_after=1)
-            split = urlsplit(self.path)
-            query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
-            self._route([p for p in split.path.split("/") if p], query)
+            try:
+                split = urlsplit(self.path)
+                query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+                self._route([p for p in split.path.split("/") if p], query)
+            finally:
+                self.history.free_slot()
         except ApiError as err:
             headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
             self._send_json(err.code, err.status(), headers=headers)
@@ -115,10 +121,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(200, VERSION)
         if parts in (["healthz"], ["readyz"], ["livez"]):
             return self._send(200, b"ok")
-        resources = self.history.served.resources
+        kinds = self.history.served.kinds
         if parts == ["api"]:
             return self._send_json(200, discovery.api_versions(self.history.port))
-        groups = discovery.group_list((r.group, r.version) for r in resources)
+        groups = discovery.group_list((k.gvk.group, k.gvk.version) for k in kinds)
         if parts == ["apis"]:
             return self._send_json(200, groups)
         if len(parts) == 2 and parts[0] == "apis":
@@ -130,11 +136,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             raise not_found()
         if not rest:
-            return self._send_json(200, resource_list(resources, group=group, version=version) or _raise(not_found()))
+            return self._send_json(200, resource_list(kinds, group=group, version=version) or _raise(not_found()))
         self._resource_request(group, version, rest, query)
 
     def _resource_request(self, group: str, version: str, rest: list[str], query: dict[str, str]) -> None:
-        by_plural = {(r.group, r.version, r.plural): r for r in self.history.served.resources}
+        by_plural = {(k.gvk.group, k.gvk.version, k.plural): k for k in self.history.served.kinds}
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3 and (group, version, rest[2]) in by_plural:
             namespace, rest = rest[1], rest[2:]
@@ -143,7 +149,7 @@ class Handler(BaseHTTPRequestHandler):
             raise not_found()
         if len(rest) == 2:
             return self._get(resource, namespace or "", rest[1])
-        flt = Filter(namespace=namespace if resource.namespaced else None, labels=_labels(query), fields=_fields(query, resource))
+        flt = Filter(namespace=namespace if resource.namespaced else None, labels=_labels(query), fields=_fields(query, Named.of(resource)))
         if query.get("watch") in ("1", "true", "True"):
             return self._watch(resource, flt, query)
         return self._list(resource, flt, query)
@@ -153,28 +159,28 @@ class Handler(BaseHTTPRequestHandler):
     def _wants_table(self) -> bool:
         return "as=Table" in self.headers.get("Accept", "")
 
-    def _get(self, resource: Resource, namespace: str, name: str) -> None:
+    def _get(self, resource: Kind, namespace: str, name: str) -> None:
         item, now = self.history.served.get(resource.gvk, namespace if resource.namespaced else "", name)
         if item is None:
-            raise object_not_found(group=resource.group, plural=resource.plural, name=name)
+            raise object_not_found(group=resource.gvk.group, plural=resource.plural, name=name)
         if self._wants_table():
-            return self._send_json(200, tables.table(resource.kind, [item.obj()], rv=str(self.history.served.rv), now=now, unknown=UNKNOWN))
+            return self._send_json(200, tables.table(resource.gvk.kind, [item.shown()], rv=str(self.history.served.rv), now=now, unknown=UNKNOWN))
         self._send(200, item.raw)
 
-    def _list(self, resource: Resource, flt: Filter, query: dict[str, str]) -> None:
+    def _list(self, resource: Kind, flt: Filter, query: dict[str, str]) -> None:
         limit = _number(query.get("limit") or "0", name="limit")
         rv, items, cont, remaining, now = self.history.served.list_page(resource.gvk, flt, limit=limit, token=query.get("continue", ""))
         if self._wants_table():
-            body = tables.table(resource.kind, [i.obj() for i in items], rv=str(rv), cont=cont, remaining=remaining, now=now, unknown=UNKNOWN)
+            body = tables.table(resource.gvk.kind, [i.shown() for i in items], rv=str(rv), cont=cont, remaining=remaining, now=now, unknown=UNKNOWN)
             return self._send_json(200, body)
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if cont:
             meta["continue"] = cont
             meta["remainingItemCount"] = remaining
-        head = json.dumps({"kind": f"{resource.kind}List", "apiVersion": resource.api_version, "metadata": meta}, separators=(",", ":")).encode()
-        self._send(200, b"".join([head[:-1], b',"items":[', b",".join(i.raw for i in items), b"]}"]))
+        head = json.dumps({"kind": f"{resource.gvk.kind}List", "apiVersion": resource.gvk.api_version, "metadata": meta}, separators=(",", ":")).encode()
+        self._send(200, b"".join([head[:-1], b',"items":[', b",".join(i.item_raw() for i in items), b"]}"]))
 
-    def _watch(self, resource: Resource, flt: Filter, query: dict[str, str]) -> None:
+    def _watch(self, resource: Kind, flt: Filter, query: dict[str, str]) -> None:
         served = self.history.served
         seconds = float(_number(query["timeoutSeconds"], name="timeoutSeconds")) if query.get("timeoutSeconds") else MAX_WATCH_SECONDS
         deadline = time.monotonic() + min(seconds, MAX_WATCH_SECONDS)
@@ -197,7 +203,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(watch.chunk(self._event(resource, "ADDED", item, rv=served.rv, now=served.now, as_table=as_table)))
         self._follow(resource, flt, position, deadline=deadline, as_table=as_table)
 
-    def _follow(self, resource: Resource, flt: Filter, position: int, *, deadline: float, as_table: bool) -> None:
+    def _follow(self, resource: Kind, flt: Filter, position: int, *, deadline: float, as_table: bool) -> None:
         served = self.history.served
         while True:
             left = deadline - time.monotonic()
@@ -214,9 +220,9 @@ class Handler(BaseHTTPRequestHandler):
                 if event.gvk == resource.gvk and flt.matches(event.item):
                     self.wfile.write(watch.chunk(self._event(resource, event.type, event.item, rv=event.rv, now=now, as_table=as_table)))
 
-    def _event(self, resource: Resource, event_type: str, item: Item, *, rv: int, now: float, as_table: bool) -> bytes:
+    def _event(self, resource: Kind, event_type: str, item: Item, *, rv: int, now: float, as_table: bool) -> bytes:
         if as_table:
-            return tables.table_event(resource.kind, event_type, item.obj(), rv=str(rv), now=now, unknown=UNKNOWN)
+            return tables.table_event(resource.gvk.kind, event_type, item.shown(), rv=str(rv), now=now, unknown=UNKNOWN)
         return watch.event_line(event_type, item.raw)
 
 
@@ -243,7 +249,7 @@ def _labels(query: dict[str, str]) -> tuple[Any, ...]:
     return requirements
 
 
-def _fields(query: dict[str, str], resource: Resource) -> tuple[Any, ...]:
+def _fields(query: dict[str, str], resource: Named) -> tuple[Any, ...]:
     requirements = parse_field_selector(_checked(query.get("fieldSelector", ""), name="field selector"), resource)
     if len(requirements) > MAX_REQUIREMENTS:
         raise ApiError(400, "BadRequest", f"the field selector has {len(requirements)} requirements; this server takes at most {MAX_REQUIREMENTS}")

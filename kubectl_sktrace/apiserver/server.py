@@ -2,17 +2,18 @@
 
 TLS always, with a certificate made at the start for 127.0.0.1 whose key never leaves the process's memory
 (``sktrace_apiserver.tls``), and one bearer token, 256 random bits, in the kubeconfig it prints or writes (0600) and
-nowhere else: any local user can reach the port, none gets past the 401 without the file. At most ``MAX_CONNECTIONS``
-connections are served at once (beyond, a 429 with Retry-After), at most ``MAX_OPEN`` are held open (beyond, closed at
-once), and a failed connection is one line on stderr.
+nowhere else: any local user can reach the port, none gets past the 401 without the file. At most ``MAX_REQUESTS``
+requests are served at once (beyond, a 429 with Retry-After), at most ``MAX_OPEN`` connections are held open (beyond,
+closed at once), and a failed connection is one line on stderr.
 
-The state at T is read once at the start (``past.state_at``), so that requests never touch the cache; with a replay
+The state at T is read once at the start (``past.state.Past``), so that requests never touch the cache; with a replay
 speed, a thread reads the changes after T from the cache a window at a time, each in its own short read, and applies
 each when the history's clock, T plus the wall time since the start times the speed, reaches it (``replay``).
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import sys
 import threading
@@ -21,17 +22,17 @@ from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Any, Callable
 
-from kubectl_sktrace.apiserver import past
-from kubectl_sktrace.apiserver.catalog import served
 from kubectl_sktrace.apiserver.handler import Handler
 from kubectl_sktrace.apiserver.state import Served
 from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.past.objects import Scope
+from kubectl_sktrace.past.state import DELETED, Past
 from kubectl_sktrace.store import open_cache_readonly
-from kubectl_sktrace.store.status import discovery_documents, recorded_kinds
+from kubectl_sktrace.terminal import escape
 from kubectl_sktrace.timeparse import format_time
 from sktrace_apiserver import tls
 
-MAX_CONNECTIONS = 64
+MAX_REQUESTS = 64
 MAX_OPEN = 256
 LOOPBACK = "127.0.0.1"
 
@@ -46,12 +47,18 @@ class Settings:
     port: int = 0
 
 
-def load(settings: Settings) -> tuple[Served, int]:
-    """The state at T, read once in one snapshot of the cache; and how many objects it holds."""
+def load(settings: Settings) -> tuple[Served, int, list[str]]:
+    """The state at T, read once through the history's one reading of it (``past``), in one snapshot of the cache; how
+    many objects it holds; and a line for each kind whose state at T nobody observed (a gap: its last known version)."""
     with open_cache_readonly(settings.location) as cache:
-        state = Served(served(discovery_documents(cache), recorded_kinds(cache)), at=settings.at)
-        count = state.load((key.gvk, obj) for key, obj in past.state_at(cache, at=settings.at))
-    return state, count
+        history = Past(cache)
+        second = history.second(settings.at)
+        state = Served(history.kinds(), at=settings.at)
+        count = state.load((found.kind.gvk, found.obj, None if found.pod is None else found.pod.phase_at(second))
+                           for kind in state.kinds for found in history.objects_at(kind, Scope(), settings.at))
+        unknown = [f"{kind.resource}: {known.how} at {format_time(settings.at)} ({known.gap}); its objects are their last known versions"
+                   for kind in state.kinds if (known := history.knowledge(kind, second)) is not None and known.gap is not None]
+    return state, count, unknown
 
 
 class HistoryServer:
@@ -63,9 +70,8 @@ class HistoryServer:
         self.refusal = f"read-only history at {format_time(at)}: this server answers get, list and watch only"
         self.cert, key = tls.self_signed("kubectl-sktrace-history")
         self._open = threading.BoundedSemaphore(MAX_OPEN)
-        self._active = 0
-        self._lock = threading.Lock()
-        handler = type("BoundHandler", (_Counted,), {"history": self})
+        self._requests = threading.BoundedSemaphore(MAX_REQUESTS)
+        handler = type("BoundHandler", (Handler,), {"history": self})
         self._httpd = _Server((LOOPBACK, port), handler, owner=self)
         self._httpd.socket = tls.server_context(self.cert, key).wrap_socket(self._httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.port = int(self._httpd.server_address[1])
@@ -80,21 +86,19 @@ class HistoryServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def busy(self) -> bool:
-        with self._lock:
-            return self._active > MAX_CONNECTIONS
+    def take_slot(self) -> bool:
+        """One of the ``MAX_REQUESTS`` requests served at once (a watch holds its slot while it streams); False: none free."""
+        return self._requests.acquire(blocking=False)
 
-    def enter(self) -> None:
-        with self._lock:
-            self._active += 1
-
-    def leave(self) -> None:
-        with self._lock:
-            self._active -= 1
-        self._open.release()
+    def free_slot(self) -> None:
+        self._requests.release()
 
     def admit(self) -> bool:
+        """One of the ``MAX_OPEN`` connections held open; False: none free (the connection is closed at once)."""
         return self._open.acquire(blocking=False)
+
+    def closed(self) -> None:
+        self._open.release()
 
     def kubeconfig(self, *, context: str = "sktrace-history") -> str:
         """The kubeconfig of this server (YAML): its address, its certificate as the CA, the token."""
@@ -104,17 +108,6 @@ class HistoryServer:
         return (f"apiVersion: v1\nkind: Config\nclusters:\n- name: {context}\n  cluster:\n    server: https://{LOOPBACK}:{self.port}\n"
                 f"    certificate-authority-data: {ca}\ncontexts:\n- name: {context}\n  context:\n    cluster: {context}\n"
                 f"    user: {context}\ncurrent-context: {context}\nusers:\n- name: {context}\n  user:\n    token: {self.token}\n")
-
-
-class _Counted(Handler):
-    """A connection counted while it is served (``HistoryServer.busy``)."""
-
-    def handle(self) -> None:
-        self.history.enter()  # type: ignore[attr-defined]
-        try:
-            super().handle()
-        finally:
-            self.history.leave()  # type: ignore[attr-defined]
 
 
 class _Server(ThreadingHTTPServer):
@@ -130,53 +123,43 @@ class _Server(ThreadingHTTPServer):
             return
         super().process_request(request, client_address)
 
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.owner.closed()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         error = sys.exc_info()[1]
         host, port = client_address[:2] if isinstance(client_address, tuple) else (client_address, "")
-        sys.stderr.write(f"kubectl-sktrace serve: a connection from {host}:{port} failed: {type(error).__name__}: {error}\n")
+        sys.stderr.write(escape(f"kubectl-sktrace serve: a connection from {host}:{port} failed: {type(error).__name__}: {error}") + "\n")
 
 
 WINDOW = 60.0  # seconds of history read by each of the replay's reads
 
 
-def replay(settings: Settings, state: Served, *, stop: threading.Event, clock: Callable[[], float] = time.monotonic,
-           until: Callable[[], float] = time.time) -> None:
-    """The recorded changes after T applied at ``settings.replay_speed`` times their pace until ``stop`` is set; the
-    history's clock stops at the present (``until``), where a recorder may still be adding changes: they come as it
-    commits them, as a live server's."""
+def replay(settings: Settings, state: Served, *, stop: threading.Event, clock: Callable[[], float] = time.monotonic) -> None:
+    """The recorded changes after T applied at ``settings.replay_speed`` times their pace until ``stop`` is set, read a
+    window at a time, each window in a cache opened anew (a running recorder's commits are seen, and never waited for);
+    the history's clock stops at the present."""
     started, cursor = clock(), settings.at
     while not stop.is_set():
-        now = min(settings.at + (clock() - started) * settings.replay_speed, until())
-        if now <= cursor:
+        now = min(settings.at + (clock() - started) * settings.replay_speed, time.time())
+        if math.floor(now) <= math.floor(cursor):
             stop.wait(0.2)
             continue
-        end = min(now + WINDOW * settings.replay_speed, until())
         with open_cache_readonly(settings.location) as cache:
-            changes = list(past.changes(cache, after=cursor, until=end))
+            history = Past(cache)
+            end = min(now + WINDOW * settings.replay_speed, history.now)
+            changes = list(history.changes(state.kinds, Scope(), after=cursor, until=end))
         for change in changes:
-            due = started + (change.ts - settings.at) / settings.replay_speed
+            due = started + (change.second - settings.at) / settings.replay_speed
             if stop.wait(max(0.0, due - clock())):
                 return
-            state.apply(gvk=change.key.gvk, namespace=change.key.namespace, name=change.key.name, obj=change.obj, ts=change.ts)
+            obj = None if change.type == DELETED else change.obj
+            state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second)
         cursor = end
         state.advance(cursor)
-
-
-
-def check_time(settings: Settings, *, now: float) -> None:
-    """T within the history: after its first run began, not in the future; else one line saying what the cache holds."""
-    from kubectl_sktrace.errors import UsageError
-    from kubectl_sktrace.store.history import runs
-
-    if settings.at > now + 1:
-        raise UsageError(f"--at {format_time(settings.at)} is in the future; the history ends now ({format_time(now)})")
-    with open_cache_readonly(settings.location) as cache:
-        recorded = runs(cache)
-    if not recorded:
-        raise UsageError(f"cache {settings.location} holds no recording yet; run 'kubectl sktrace start' first")
-    if settings.at < recorded[0].started:
-        raise UsageError(f"--at {format_time(settings.at)} is before the history: cache {settings.location} begins at "
-                         f"{format_time(recorded[0].started)}; pass a later time")
 
 
 def write_kubeconfig(path: str, text: str) -> None:
@@ -190,13 +173,15 @@ def write_kubeconfig(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def run(settings: Settings, *, kubeconfig_out: str | None, say: Callable[..., None], stop: threading.Event) -> None:
+def run(settings: Settings, *, kubeconfig_out: str | None, say: Callable[..., None], warn: Callable[[str], None],
+        stop: threading.Event) -> None:
     """Serve until ``stop`` is set: the state at T loaded, the server started, its kubeconfig given, the replay run."""
-    check_time(settings, now=time.time())
-    state, count = load(settings)
+    state, count, unknown = load(settings)
+    for line in unknown:
+        warn(line)
     server = HistoryServer(state, at=settings.at, port=settings.port).start()
     try:
-        kinds = len(state.resources)
+        kinds = len(state.kinds)
         told = (f"Serving the cluster as it was at {format_time(settings.at)} ({count} objects of {kinds} kinds), read-only, "
                 f"on https://{LOOPBACK}:{server.port}" + (f", its changes since replayed at {settings.replay_speed:g}x"
                                                            if settings.replay_speed else "") + ", until Ctrl-C.")

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from kubectl_sktrace.apiserver.catalog import Resource
+from kubectl_sktrace.past.kinds import Kind
 from kubectl_sktrace.model import GVK
 from sktrace_apiserver.selectors import Requirement
 from sktrace_apiserver.status import ApiError
@@ -32,21 +32,36 @@ SNAPSHOTS = 32
 class Item:
     """One object as served: its JSON bytes, made once, and what selectors read."""
 
-    __slots__ = ("namespace", "name", "raw", "labels", "fields")
+    __slots__ = ("namespace", "name", "uid", "raw", "labels", "fields", "phase", "_prefix")
 
-    def __init__(self, obj: Obj) -> None:
+    def __init__(self, obj: Obj, *, phase: str | None = None) -> None:
         meta = obj.get("metadata") or {}
         self.namespace: str = str(meta.get("namespace") or "")
         self.name: str = str(meta.get("name") or "")
-        self.raw = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+        self.uid: str = str(meta.get("uid") or "")
+        self.phase = phase  # a pod's, from its recorded lifecycle: never part of the object served
+        head = {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", "")}
+        self._prefix = len(json.dumps(head, separators=(",", ":"), ensure_ascii=False).encode()) - 1  # '{"apiVersion":..,"kind":..'
+        self.raw = json.dumps({**head, **obj}, separators=(",", ":"), ensure_ascii=False).encode()
         self.labels: dict[str, str] = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         self.fields = {"metadata.name": self.name, "metadata.namespace": self.namespace,
                        "spec.nodeName": str(spec.get("nodeName") or "") if isinstance(spec, dict) else "",
-                       "status.phase": str(status.get("phase") or "") if isinstance(status, dict) else ""}
+                       "status.phase": phase or (str(status.get("phase") or "") if isinstance(status, dict) else "")}
 
     def obj(self) -> Obj:
         result: Obj = json.loads(self.raw)
+        return result
+
+    def item_raw(self) -> bytes:
+        """The object as a list's item: without ``apiVersion`` and ``kind``, as a real server lists it."""
+        return b"{" + self.raw[self._prefix + 1:] if len(self.raw) > self._prefix + 2 else self.raw
+
+    def shown(self) -> Obj:
+        """The object as a Table's cells read it: with the phase its lifecycle gives, where it has one."""
+        result = self.obj()
+        if self.phase and not result.get("status"):
+            result["status"] = {"phase": self.phase}
         return result
 
 
@@ -75,10 +90,10 @@ class Event:
 class Served:
     """The objects at the history's time ``now``, the log of the changes replayed, and the condition watches wait on."""
 
-    def __init__(self, resources: list[Resource], *, at: float) -> None:
-        self.resources = resources
+    def __init__(self, kinds: list[Kind], *, at: float) -> None:
+        self.kinds = kinds
         self.changed = threading.Condition()
-        self.objects: dict[GVK, dict[tuple[str, str], Item]] = {r.gvk: {} for r in resources}
+        self.objects: dict[GVK, dict[tuple[str, str], Item]] = {k.gvk: {} for k in kinds}
         self.log: list[Event] = []
         self.offset = 0  # changes trimmed from the log's front
         self.rv = 1
@@ -87,13 +102,13 @@ class Served:
         self._snapshots: OrderedDict[int, tuple[int, list[Item]]] = OrderedDict()
         self._next_snapshot = 0
 
-    def load(self, objects: Iterable[tuple[GVK, Obj]]) -> int:
-        """The state at T; the number of objects."""
+    def load(self, objects: Iterable[tuple[GVK, Obj, str | None]]) -> int:
+        """The state at T (each object with its pod's phase, if any); the number of objects."""
         count = 0
-        for gvk, obj in objects:
+        for gvk, obj, phase in objects:
             kind = self.objects.get(gvk)
             if kind is not None:
-                item = Item(obj)
+                item = Item(obj, phase=phase)
                 kind[(item.namespace, item.name)] = item
                 count += 1
         return count
@@ -113,6 +128,8 @@ class Served:
                 self._log(gvk, "DELETED", before)
             else:
                 item = Item(obj)
+                if before is not None and before.uid == item.uid:
+                    item.phase = before.phase  # the lifecycle's phase is the state's; a change of the object keeps it
                 kind[(namespace, name)] = item
                 self._log(gvk, "ADDED" if before is None else "MODIFIED", item)
             self.changed.notify_all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kubectl_sktrace.cli.completion import complete_contexts, complete_files
-from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path, quiet_option, say, verbosity_option
+from kubectl_sktrace.cli.options import SktraceCommand, cache_option, cache_path, quiet_option, say, verbosity_option, warn
 from kubectl_sktrace.errors import UsageError
 
 
@@ -56,5 +56,5 @@ def serve_command(kubeconfig: str | None, context: str | None, cache: str | None
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    run(settings, kubeconfig_out=kubeconfig_out, say=say, stop=stop)
+    run(settings, kubeconfig_out=kubeconfig_out, say=say, warn=warn, stop=stop)
     say("Stopped.", err=True)

@@ -261,8 +261,12 @@ def kind_catalog(cache: Cache) -> tuple[list[KindNames], list[GVK]]:
     """What the kinds the cache recorded are called (from the discovery documents it keeps: ``KindNames``), and the
     kinds of the objects it recorded; read-only, from small tables (``event_counts`` since 0005)."""
     catalog = []
-    for group_version, doc in discovery_documents(cache).items():
-        for entry in doc.get("resources") or []:
+    for group_version, body in cache.conn.execute("SELECT group_version, body FROM discovery"):
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            continue  # a damaged document names nothing; the kinds recorded still do
+        for entry in doc.get("resources") or [] if isinstance(doc, dict) else []:
             name, kind = entry.get("name") or "", entry.get("kind")
             if not name or "/" in name or not kind:
                 continue
@@ -270,24 +274,6 @@ def kind_catalog(cache: Cache) -> tuple[list[KindNames], list[GVK]]:
             names = {kind.lower(), name.lower(), str(entry.get("singularName") or "").lower()}
             names.update(str(short).lower() for short in entry.get("shortNames") or ())
             catalog.append(KindNames(gvk=gvk, names=frozenset(names - {""})))
-    return catalog, recorded_kinds(cache)
-
-
-def recorded_kinds(cache: Cache) -> list[GVK]:
-    """The kinds of the objects the cache recorded, from a small table (``event_counts`` since 0005)."""
     table = "event_counts WHERE n > 0" if cache.has_table("event_counts") else "events"
-    return sorted({GVK.parse(str(gvk)) for (gvk,) in cache.conn.execute(f"SELECT DISTINCT gvk FROM {table}")}, key=str)
-
-
-def discovery_documents(cache: Cache) -> dict[str, dict[str, Any]]:
-    """The discovery documents the cache keeps (an ``APIResourceList`` per group-version), read-only; a damaged one
-    is left out (it names nothing; the kinds recorded still do)."""
-    documents = {}
-    for group_version, body in cache.conn.execute("SELECT group_version, body FROM discovery"):
-        try:
-            doc = json.loads(body)
-        except ValueError:
-            continue
-        if isinstance(doc, dict):
-            documents[str(group_version)] = doc
-    return documents
+    recorded = sorted({GVK.parse(str(gvk)) for (gvk,) in cache.conn.execute(f"SELECT DISTINCT gvk FROM {table}")}, key=str)
+    return catalog, recorded
