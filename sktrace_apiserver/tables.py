@@ -99,18 +99,21 @@ def _pod_cells(pod: Obj, unknown: str | None) -> list[Any]:
     statuses = status.get("containerStatuses")
     if unknown is not None and not status.get("phase"):
         return [unknown, "Terminating" if pod["metadata"].get("deletionTimestamp") else unknown, unknown]
+    reason = _pod_reason(pod, statuses or [], status.get("phase", "Pending"))
+    if unknown is not None and statuses is None:  # the phase is known, the containers' readiness and restarts are not
+        return [unknown, reason, unknown]
     ready = sum(1 for c in statuses or [] if c.get("ready"))
-    phase = status.get("phase", "Pending")
+    restarts = sum(int(c.get("restartCount", 0)) for c in statuses or [])
+    return [f"{ready}/{len(spec.get('containers') or [])}", reason, str(restarts)]
+
+
+def _pod_reason(pod: Obj, statuses: list[Obj], phase: str) -> str:
+    """kubectl's STATUS of a pod: its phase, a container's waiting or terminated reason, or Terminating."""
     reason = phase
-    for cs in statuses or []:
+    for cs in statuses:
         state = cs.get("state") or {}
         if "waiting" in state and state["waiting"].get("reason"):
             reason = state["waiting"]["reason"]
         elif "terminated" in state and phase not in ("Running",):
             reason = state["terminated"].get("reason", "Completed")
-    if pod["metadata"].get("deletionTimestamp"):
-        reason = "Terminating"
-    if unknown is not None and statuses is None:  # the phase is known, the containers' readiness and restarts are not
-        return [unknown, reason, unknown]
-    restarts = sum(int(c.get("restartCount", 0)) for c in statuses or [])
-    return [f"{ready}/{len(spec.get('containers') or [])}", reason, str(restarts)]
+    return "Terminating" if pod["metadata"].get("deletionTimestamp") else reason
