@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from sktrace_apiserver import discovery as protocol
+from sktrace_apiserver import openapi as protocol_openapi
 from sktrace_apiserver import watch as framing
 from sktrace_emulator import apf, audit, discovery, openapi, scale
 from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
@@ -220,7 +221,7 @@ class Handler(BaseHTTPRequestHandler):
         if parts[:2] == ["openapi", "v3"]:
             return self._send_json(200, openapi.v3(self.emulator.store, parts[2:]))
         if parts == ["openapi", "v2"]:
-            return self._send_bytes(200, openapi.v2_protobuf(), content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+            return self._send_bytes(200, openapi.v2_protobuf(), content_type=protocol_openapi.V2_CONTENT_TYPE)
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 3:

@@ -15,16 +15,17 @@ READ_VERBS = ["get", "list", "watch"]
 
 @dataclass(frozen=True)
 class Named:
-    """A kind as a field selector's error names it (``sktrace_apiserver.selectors.Kind``)."""
+    """A kind as the protocol's documents and errors name it (``sktrace_apiserver``: selectors, openapi)."""
 
     group: str
     version: str
     kind: str
     plural: str
+    namespaced: bool = True
 
     @classmethod
     def of(cls, kind: Kind) -> Named:
-        return cls(kind.gvk.group, kind.gvk.version, kind.gvk.kind, kind.plural)
+        return cls(kind.gvk.group, kind.gvk.version, kind.gvk.kind, kind.plural, kind.namespaced)
 
 
 def resource_list(kinds: list[Kind], *, group: str, version: str) -> Obj | None:

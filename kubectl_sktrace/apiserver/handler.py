@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 from kubectl_sktrace.apiserver.catalog import Named, resource_list
 from kubectl_sktrace.apiserver.state import Filter, Item, Served
 from kubectl_sktrace.past.kinds import Kind
-from sktrace_apiserver import discovery, tables, watch
+from sktrace_apiserver import discovery, openapi, tables, watch
 from sktrace_apiserver.selectors import parse_field_selector, parse_label_selector
 from sktrace_apiserver.status import ApiError, not_found, object_not_found
 
@@ -65,9 +65,9 @@ class Handler(BaseHTTPRequestHandler):
 
     # plumbing
 
-    def _send(self, code: int, body: bytes, *, headers: dict[str, str] | None = None) -> None:
+    def _send(self, code: int, body: bytes, *, headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -122,6 +122,11 @@ class Handler(BaseHTTPRequestHandler):
         if parts in (["healthz"], ["readyz"], ["livez"]):
             return self._send(200, b"ok")
         kinds = self.history.served.kinds
+        if parts[:2] == ["openapi", "v3"]:  # what kubectl reads before a write: the write then reaches the 405
+            found = openapi.v3([Named.of(k) for k in kinds], parts[2:], git_version=VERSION["gitVersion"], revision="1")
+            return self._send_json(200, found or _raise(not_found()))
+        if parts == ["openapi", "v2"]:
+            return self._send(200, openapi.v2_protobuf(VERSION["gitVersion"]), content_type=openapi.V2_CONTENT_TYPE)
         if parts == ["api"]:
             return self._send_json(200, discovery.api_versions(self.history.port))
         groups = discovery.group_list((k.gvk.group, k.gvk.version) for k in kinds)

@@ -176,8 +176,8 @@ def test_every_write_gets_405_and_the_cache_is_unchanged(served: Served, sqlite_
     manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new, namespace: app}\ndata: {a: b}\n")
     writes = [("delete", "deploy", "web", "-n", "app"), ("scale", "deploy", "web", "-n", "app", "--replicas=1"),
               ("label", "deploy", "web", "-n", "app", "x=y"), ("annotate", "cm", "cfg", "-n", "app", "x=y"),
-              ("patch", "deploy", "web", "-n", "app", "-p", '{"spec":{"replicas":9}}'), ("create", "--validate=false", "-f", str(manifest)),
-              ("replace", "--validate=false", "-f", str(manifest)), ("create", "namespace", "other"), ("delete", "pods", "--all", "-n", "app")]
+              ("patch", "deploy", "web", "-n", "app", "-p", '{"spec":{"replicas":9}}'), ("create", "-f", str(manifest)),
+              ("replace", "-f", str(manifest)), ("apply", "-f", str(manifest)), ("create", "namespace", "other"), ("delete", "pods", "--all", "-n", "app")]
     for args in writes:
         done = served.kubectl(*args, check=False)
         assert done.returncode == 1, args
