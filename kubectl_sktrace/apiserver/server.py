@@ -24,9 +24,9 @@ from typing import Any, Callable
 
 from kubectl_sktrace.apiserver.handler import Handler
 from kubectl_sktrace.apiserver.state import Served
-from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.model import POD, CacheUrl
 from kubectl_sktrace.past.objects import Scope
-from kubectl_sktrace.past.state import DELETED, Past
+from kubectl_sktrace.past.state import DELETED, Change, Past
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.terminal import escape
 from kubectl_sktrace.timeparse import format_time
@@ -151,15 +151,23 @@ def replay(settings: Settings, state: Served, *, stop: threading.Event, clock: C
         with open_cache_readonly(settings.location) as cache:
             history = Past(cache)
             end = min(now + WINDOW * settings.replay_speed, history.now)
-            changes = list(history.changes(state.kinds, Scope(), after=cursor, until=end))
-        for change in changes:
+            changes = [(change, _phase(history, change)) for change in history.changes(state.kinds, Scope(), after=cursor, until=end)]
+        for change, phase in changes:
             due = started + (change.second - settings.at) / settings.replay_speed
             if stop.wait(max(0.0, due - clock())):
                 return
             obj = None if change.type == DELETED else change.obj
-            state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second)
+            state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second, phase=phase)
         cursor = end
         state.advance(cursor)
+
+
+def _phase(history: Past, change: Change) -> str | None:
+    """A pod's phase from its recorded lifecycle at the second of its change (None for any other kind, or a deletion)."""
+    if change.kind.gvk != POD or change.type == DELETED:
+        return None
+    found = history.object_at(change.kind, change.key.namespace, change.key.name, change.second)
+    return None if found is None or found.pod is None else found.pod.phase_at(change.second)
 
 
 def write_kubeconfig(path: str, text: str) -> None:

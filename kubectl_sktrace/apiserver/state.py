@@ -113,8 +113,9 @@ class Served:
                 count += 1
         return count
 
-    def apply(self, *, gvk: GVK, namespace: str, name: str, obj: Obj | None, ts: float) -> None:
-        """One recorded change (``obj`` None: the object was deleted), at the history's time ``ts``."""
+    def apply(self, *, gvk: GVK, namespace: str, name: str, obj: Obj | None, ts: float, phase: str | None = None) -> None:
+        """One recorded change (``obj`` None: the object was deleted), at the history's time ``ts``; a pod's ``phase``
+        from its lifecycle then (None: the one it had, if the same pod)."""
         with self.changed:
             self.now = max(self.now, ts)
             kind = self.objects.get(gvk)
@@ -127,9 +128,10 @@ class Served:
                 del kind[(namespace, name)]
                 self._log(gvk, "DELETED", before)
             else:
-                item = Item(obj)
-                if before is not None and before.uid == item.uid:
+                item = Item(obj, phase=phase)
+                if phase is None and before is not None and before.uid == item.uid and before.phase:
                     item.phase = before.phase  # the lifecycle's phase is the state's; a change of the object keeps it
+                    item.fields["status.phase"] = before.phase
                 kind[(namespace, name)] = item
                 self._log(gvk, "ADDED" if before is None else "MODIFIED", item)
             self.changed.notify_all()

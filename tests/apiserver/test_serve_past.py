@@ -61,6 +61,8 @@ def build(where: Path | Any) -> None:
         b.apply(T0 + 40, obj("Pod", "web-1", labels={"app": "web"}, spec={"containers": [{"name": "web", "image": "nginx:1.25"}]}))
         b.pod("web-1", owner=None, stable_hash=1, start_ts=T0 + 45)
         b.apply(T0 + 100, obj("Deployment", "web", labels={"app": "web"}, spec={**WEB, "replicas": 3}))
+        b.apply(T0 + 190, obj("Pod", "web-2", labels={"app": "web"}, spec={"containers": [{"name": "web", "image": "nginx:1.25"}]}))
+        b.pod("web-2", owner=None, stable_hash=1, start_ts=T0 + 190)
         b.delete(T0 + 200, obj("Deployment", "api"))
         b.apply(T0 + 201, obj("Deployment", "web", labels={"app": "web"}, spec={**WEB, "replicas": 5}))
     finally:
@@ -276,6 +278,21 @@ def test_watch_replays_the_changes_after_t_at_the_speed_asked(sqlite_cache: str,
             watch.kill()
             watch.wait()
         assert seen == [["ADDED", "api", "1"], ["ADDED", "web", "3"], ["DELETED", "api", "1"], ["MODIFIED", "web", "5"]]
+
+
+def test_kubectl_get_w_prints_its_columns_as_the_replay_goes(sqlite_cache: str, tmp_path: Path) -> None:
+    """The Table form of a watch: the pods at T, then the one created 40 s after T, Running from its lifecycle."""
+    for served in serve(sqlite_cache, tmp_path, "--at", f"@{AT}", "--replay-speed", "100"):
+        watch = subprocess.Popen(["kubectl", "--kubeconfig", str(served.kubeconfig), "--cache-dir", str(tmp_path / "kc"), "get", "pods",
+                                  "-n", "app", "-w"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert watch.stdout is not None
+            seen = [watch.stdout.readline().split() for _ in range(3)]
+        finally:
+            watch.kill()
+            watch.wait()
+        assert seen == [["NAME", "READY", "STATUS", "RESTARTS", "AGE"], ["web-1", "<unknown>", "Running", "<unknown>", "<unknown>"],
+                        ["web-2", "<unknown>", "Running", "<unknown>", "<unknown>"]]
 
 
 def test_without_replay_a_watch_is_the_state_at_t_then_quiet(served: Served) -> None:
