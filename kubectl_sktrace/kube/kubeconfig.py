@@ -180,6 +180,19 @@ def resolve_cache_path(*, cache: str | None, kubeconfig: str | None, context: st
     return default_cache_path(_context_name(merged, context=None, files=files), environ=environ)
 
 
+def context_namespace(*, kubeconfig: str | None, context: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """The namespace kubectl would use without ``-n``: the context's ``namespace``, else ``default`` (also without a
+    kubeconfig, or with a context it lacks)."""
+    files = _kubeconfig_files(kubeconfig=kubeconfig, environ=environ)
+    if not files:
+        return "default"
+    merged = _merge([(path, _load_file(path)) for path in files])
+    name = context or merged["current-context"]
+    entry = merged["contexts"].get(name) if name else None
+    found = entry.get("namespace") if isinstance(entry, dict) else None
+    return found if isinstance(found, str) and found else "default"
+
+
 def _check_context(name: str, *, kubeconfig: str | None, environ: Mapping[str, str]) -> None:
     """KubeError when a kubeconfig exists and has no context ``name`` (none at all: nothing to check it against)."""
     files = _kubeconfig_files(kubeconfig=kubeconfig, environ=environ)

@@ -4,7 +4,7 @@ A stored version is the object as the recorder keeps it (docs/spec.md §4): no `
 ``resourceVersion``, ``generation``, ``uid``, timestamps, nor the two annotations that change without a change; a
 pod without ``spec.nodeName``; a Secret's values blanked. Here it gets back the identity the cluster gave it (its
 kind, name, namespace, ``uid``) and loses what a sanitized body adds (empty ``annotations``); what the recorder never
-kept stays absent: never invented.
+kept stays absent: never invented. Its ``creationTimestamp`` is the cluster's, when the cache recorded it (0015).
 """
 
 from __future__ import annotations
@@ -14,14 +14,16 @@ from typing import Any, Mapping
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import ObjKey
+from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace.selection.selectors import Selector, quoted
 
 MAX_SELECTOR = 4_096
 """Characters of a label or field selector at most (kubectl's are a few dozen)."""
 
 
-def kubectl_form(body: Mapping[str, Any], *, key: ObjKey, uid: str) -> dict[str, Any]:
-    """The object as ``kubectl get -o json`` prints it, as far as the cache kept it (see the module docstring)."""
+def kubectl_form(body: Mapping[str, Any], *, key: ObjKey, uid: str, created: int | None = None) -> dict[str, Any]:
+    """The object as ``kubectl get -o json`` prints it, as far as the cache kept it (see the module docstring);
+    ``created`` the second of its creation, when recorded."""
     obj = {k: v for k, v in body.items() if k != "status"}
     meta = dict(obj.get("metadata") or {})
     meta["name"] = key.name
@@ -29,6 +31,8 @@ def kubectl_form(body: Mapping[str, Any], *, key: ObjKey, uid: str) -> dict[str,
         meta["namespace"] = key.namespace
     if uid:
         meta["uid"] = uid
+    if created is not None:
+        meta["creationTimestamp"] = format_time(created)
     for empty in ("annotations", "labels"):
         if not meta.get(empty):
             meta.pop(empty, None)

@@ -217,7 +217,7 @@ class Past:
         chunk: list[PastObject] = []
         for row in rows:
             assert row.body is not None
-            obj = kubectl_form(row.body, key=row.key, uid=row.uid)
+            obj = kubectl_form(row.body, key=row.key, uid=row.uid, created=row.created)
             if scope.selects(row.key, obj):
                 chunk.append(PastObject(kind, row.key, row.uid, obj, row.ts, row.id, row.run_id, self._known(row, whole)))
             if len(chunk) >= 500:
@@ -258,6 +258,10 @@ class Past:
         rows = attime.rows_since(self.cache, gvks=list(by_gvk), after_id=after_row)
         newest = max((r.id for r in rows), default=after_row)
         return list(self._as_changes(iter(rows), by_gvk, scope)), newest
+
+    def pods(self, kind: Kind, namespace: str, name: str) -> list[tuple[str, str, PodLife]]:
+        """``(name, uid, lifecycle)`` of the pods whose lifecycle owner is the object, in the order first recorded."""
+        return [(n, u, PodLife(start, end, inferred)) for n, u, start, end, inferred in attime.pods_of(self.cache, ObjKey(kind.gvk, namespace, name))]
 
     def last_row(self) -> int:
         """The last row written: where ``follow`` begins."""
@@ -331,12 +335,31 @@ def _change(kind: Kind, before: attime.Row | None, row: attime.Row, scope: Scope
 def _selected(row: attime.Row | None, scope: Scope) -> dict[str, Any] | None:
     if row is None or not row.applies or row.body is None:
         return None
-    obj = kubectl_form(row.body, key=row.key, uid=row.uid)
+    obj = kubectl_form(row.body, key=row.key, uid=row.uid, created=row.created)
     return obj if scope.selects(row.key, obj) else None
 
 
 def _what(old: dict[str, Any], new: dict[str, Any], op: int) -> str:
     said = describe(old, new)
-    spec_changed = op == APPLIED and {k: v for k, v in old.items() if k != "metadata"} != {k: v for k, v in new.items() if k != "metadata"}
-    parts = (["spec changed"] if spec_changed else []) + ([said] if said else [])
-    return "; ".join(parts) or "no change the history keeps"
+    paths = changed_paths(old.get("spec"), new.get("spec"), "spec") if op == APPLIED else []
+    spec = f"spec changed: {', '.join(paths[:3])}{f' +{len(paths) - 3} more' if len(paths) > 3 else ''}" if paths else ""
+    return "; ".join(part for part in (spec, said) if part) or "no change the history keeps"
+
+
+def changed_paths(old: Any, new: Any, path: str) -> list[str]:
+    """The leaves that differ between two values, as ``spec.replicas`` or ``spec.template.spec.containers[0].image``;
+    a leaf's old and new value when short (``spec.replicas 2→3``). Pure."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [p for k in sorted(set(old) | set(new), key=str) for p in changed_paths(old.get(k), new.get(k), f"{path}.{k}")]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [p for i, (a, b) in enumerate(zip(old, new)) for p in changed_paths(a, b, f"{path}[{i}]")]
+    if isinstance(old, (dict, list)) or isinstance(new, (dict, list)):
+        return [path]
+    shown = f"{path} {_short(old)}→{_short(new)}"
+    return [shown if len(shown) < 120 else path]
+
+
+def _short(value: Any) -> str:
+    return "(none)" if value is None else str(value)

@@ -339,10 +339,7 @@ class Ingest:
 
     def stats_for(self, gvk: GVK) -> KindStats:
         """The counters of one kind (created on first use)."""
-        stats = self.stats.get(gvk)
-        if stats is None:
-            stats = self.stats[gvk] = KindStats()
-        return stats
+        return self.stats.setdefault(gvk, KindStats())
 
     def _gap(self, gvk: GVK) -> float | None:
         return self._gap_start.get(gvk, self._default_gap)
@@ -370,6 +367,7 @@ class Ingest:
             self._count_deleted(gvk, caught_up=caught_up, offline=inferred)
         if head.owners:
             self._store_owner(head, recv)
+        self._note_created(head, known, relist=relist)
         if decision.apply:
             self._record_applied(head, obj, recv, ts=ts, decision=decision, inferred=inferred)
             if caught_up:
@@ -378,6 +376,10 @@ class Ingest:
             # the spec's fingerprint (memory only), or those a cache before 0011 did not keep
             live[head.key] = now if replace(now, spec_fp=known.spec_fp, meta_fp=known.meta_fp) == known else self._upsert(head.key, now)
         return True
+
+    def _note_created(self, head: ObjectHead, known: LiveObject | None, *, relist: bool) -> None:  # first sight, or listed
+        if head.created is not None and head.uid and (relist or known is None or known.uid != head.uid):
+            self.rec.record_created(head.uid, head.created)
 
     def _record_applied(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, ts: int, decision: changes.Decision,
                         inferred: bool) -> None:

@@ -35,6 +35,7 @@ class Row(NamedTuple):
     run_id: int
     audit: bool
     body: dict[str, Any] | None
+    created: int | None = None  # the second of its creationTimestamp (schema 0015), None when not recorded
 
     @property
     def applies(self) -> bool:
@@ -42,16 +43,17 @@ class Row(NamedTuple):
 
 
 _VERSION_OPS = frozenset(int(op) for op in VERSIONS.split(", "))
-_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.run_id, e.body, {audit}"
+_COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.run_id, e.body, {audit}, {created}"
 
 
 def _columns(cache: Cache) -> str:
     audit = "(SELECT 1 FROM audit_rows a WHERE a.event_id = e.id)" if cache.has_table("audit_rows") else "NULL"
-    return _COLUMNS.format(audit=audit)
+    created = "(SELECT c.ts FROM created c WHERE c.uid = e.uid)" if cache.has_table("created") else "NULL"
+    return _COLUMNS.format(audit=audit, created=created)
 
 
 def _row(cache: Cache, raw: Sequence[Any], kinds: dict[str, GVK]) -> Row:
-    rid, ts, gvk, namespace, name, uid, op, inferred, run_id, body, audit = raw
+    rid, ts, gvk, namespace, name, uid, op, inferred, run_id, body, audit, created = raw
     kind = kinds.get(gvk)
     if kind is None:
         kind = kinds[gvk] = GVK.parse(str(gvk))
@@ -63,7 +65,8 @@ def _row(cache: Cache, raw: Sequence[Any], kinds: dict[str, GVK]) -> Row:
             found = made_whole(cache, key=key, ts=int(ts), row_id=int(rid), body_blob=blob)
             blob = blob if found is None else found[0]
         decoded = decode_body(blob)
-    return Row(int(rid), int(ts), key, str(uid), int(op), bool(inferred), int(run_id), audit is not None, decoded)
+    return Row(int(rid), int(ts), key, str(uid), int(op), bool(inferred), int(run_id), audit is not None, decoded,
+               None if created is None else int(created))
 
 
 def rows_at(cache: Cache, *, gvk: GVK, second: int, namespace: str | None = None, names: Sequence[str] = ()) -> Iterator[Row]:
@@ -199,3 +202,10 @@ def recorded_kinds(cache: Cache) -> list[str]:
     """The GVKs of every recorded object's kind."""
     table = "event_counts WHERE n > 0" if cache.has_table("event_counts") else "events"
     return sorted(str(g) for (g,) in cache.conn.execute(f"SELECT DISTINCT gvk FROM {table}").fetchall())
+
+
+def pods_of(cache: Cache, key: ObjKey) -> list[tuple[str, str, int | None, int | None, bool]]:
+    """``(name, uid, start_ts, end_ts, end_inferred)`` of the pods whose lifecycle owner is ``key``, first recorded first."""
+    rows = cache.conn.execute("SELECT name, uid, start_ts, end_ts, end_inferred FROM pods WHERE owner_gvk = ? AND owner_namespace = ? "
+                              "AND owner_name = ? ORDER BY id", (str(key.gvk), key.namespace, key.name)).fetchall()
+    return [(str(n), str(u), None if s is None else int(s), None if e is None else int(e), bool(i)) for n, u, s, e, i in rows]

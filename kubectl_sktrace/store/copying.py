@@ -39,6 +39,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("audit_fills", ("id", "run_id", "since", "until", "covered_since", "covered_until", "levels", "events", "replaced", "kept",
                      "partial", "filled_at", "gvk")),
     ("audit_rows", ("event_id", "fill_id")),
+    ("created", ("uid", "ts")),
 )
 # columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL
 # there in the copy (what export reads from the bodies instead, as from the source)

@@ -369,4 +369,10 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name, start_ts, end_ts);
         """,
     ),
+    (
+        "0015_creation_times",
+        f"""
+        CREATE TABLE created (uid {T} PRIMARY KEY, ts BIGINT NOT NULL);
+        """,
+    ),
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -279,6 +280,10 @@ class Recording:
             "meta_hash = excluded.meta_hash, data_hash = excluded.data_hash",
             (str(key.gvk), key.namespace, key.name, uid, to_db_hash(spec_hash), _db_hash(meta_hash), _db_hash(data_hash)),
         )
+
+    def record_created(self, uid: str, created: float) -> None:
+        """An object's creation second, as the cluster gave it (schema 0015); the first one recorded stands."""
+        self._write("INSERT INTO created (uid, ts) VALUES (?, ?) ON CONFLICT (uid) DO NOTHING", (uid, math.floor(created)))
 
     def delete_object(self, key: ObjKey) -> None:
         self._write("DELETE FROM objects WHERE gvk = ? AND namespace = ? AND name = ?", (str(key.gvk), key.namespace, key.name))

@@ -149,6 +149,8 @@ events_object   carries ``inferred`` last: an object's changes as the view draws
                 reconstructed) are read from the index alone, never from the rows' pages.
 pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a range are found and counted in the index,
                 only those drawn are read.
+created         (0015) per uid, the second of its ``creationTimestamp`` (which bodies lack: ``sanitize``), written at an
+                object's first sight and at every list; ``get --at`` shows it. Unknown (never guessed) until then.
 """
 
 from __future__ import annotations
@@ -489,6 +491,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name, start_ts, end_ts);
         """,
     ),
+    ("0015_creation_times", "CREATE TABLE created (uid TEXT PRIMARY KEY, ts INTEGER NOT NULL) WITHOUT ROWID;"),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,65 @@
+"""What ``history`` and ``diff`` print: an object's lives as lines (or JSON/YAML), differences as diffs of YAML."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from kubectl_sktrace import render
+from kubectl_sktrace.timeparse import format_time
+
+
+def _change_row(life: int, change: Any) -> dict[str, Any]:
+    return {"life": life, "uid": change.uid, "time": format_time(change.second), "change": change.what, "known": change.known,
+            "run": change.run_id}
+
+
+def history_text(lives: Sequence[Any], pods: Sequence[tuple[str, str, Any]], *, output: str, show_diff: bool) -> str:
+    """The lives of one name, one line a change; with ``show_diff`` each change's diff under its line; the pods after."""
+    if output != "table":
+        data = {"lives": [{"uid": life.uid, "changes": [_change_row(i, c) | ({"object": c.obj} if show_diff else {})
+                                                       for c in life.changes]} for i, life in enumerate(lives, 1)],
+                "pods": [{"name": n, "uid": u, "started": _t(p.start), "ended": _t(p.end)} for n, u, p in pods]}
+        return render.dump(data, output)
+    from kubectl_sktrace.past.printing import layout
+    from kubectl_sktrace.view.diff import unified
+
+    lines: list[str] = []
+    for number, life in enumerate(lives, 1):
+        rows = [[str(number), c.uid if i == 0 else "", format_time(c.second), c.what, c.known, str(c.run_id)] for i, c in enumerate(life.changes)]
+        if not show_diff:
+            lines.append(layout(["LIFE", "UID", "TIME", "CHANGE", "KNOWN", "RUN"], rows, headers=number == 1))
+            continue
+        previous = None
+        for change, row in zip(life.changes, rows):
+            lines.append("   ".join(row))
+            after = None if change.type == "DELETED" else change.obj
+            text = unified(previous, after, before_name="before", after_name=format_time(change.second))
+            lines.extend("    " + line for line in text.rstrip("\n").splitlines())
+            previous = after
+    if pods:
+        lines.append("")
+        rows = [[n, u, _t(p.start) or "-", _t(p.end) or "-"] for n, u, p in pods]
+        lines.append(layout(["POD", "UID", "STARTED", "ENDED"], rows))
+    return "\n".join(lines)
+
+
+def _t(second: int | None) -> str | None:
+    return None if second is None else format_time(second)
+
+
+def difference_text(found: Sequence[Any], *, output: str) -> str:
+    """``-o name``: one ``deployment.apps/web`` line each; else a header and the diff of each object's YAML."""
+    from kubectl_sktrace.view.diff import unified
+
+    if output == "name":
+        return "\n".join(f"{d.kind.name_prefix}/{d.key.name}" for d in found)
+    parts = []
+    for d in found:
+        where = f" -n {d.key.namespace}" if d.key.namespace else ""
+        parts.append(f"{d.type} {d.kind.name_prefix}/{d.key.name}{where}")
+        before = None if d.before is None else d.before.obj
+        after = None if d.after is None else d.after.obj
+        start = "(none)" if d.before is None else format_time(d.before.second)
+        end = "(none)" if d.after is None else format_time(d.after.second)
+        parts.append(unified(before, after, before_name=start, after_name=end).rstrip("\n"))
+    return "\n".join(parts)
