@@ -157,6 +157,14 @@ def test_kubectl_get_yaml_is_the_state_at_t_of_the_one_layer(served: Served, sql
     assert sorted(listed, key=json.dumps) == sorted(layer, key=json.dumps)
 
 
+@pytest.mark.parametrize("kind", ["deploy", "cm", "pods"])
+def test_kubectl_get_json_through_serve_equals_sktrace_get_at_t(served: Served, sqlite_cache: str, kind: str) -> None:
+    through = json.loads(served.kubectl("get", kind, "-A", "-o", "json").stdout)["items"]
+    asked = subprocess.run([SCRIPT, "get", kind, "-A", "--cache", sqlite_cache, "--at", f"@{AT}", "-o", "json"],
+                           capture_output=True, text=True, timeout=60, check=True).stdout
+    assert through == json.loads(asked)["items"] and through
+
+
 def test_kubectl_describe(served: Served) -> None:
     text = served.kubectl("describe", "deploy", "web", "-n", "app").stdout
     assert re.search(r"^Name:\s+web$", text, re.M) and re.search(r"^Namespace:\s+app$", text, re.M)
