@@ -145,6 +145,7 @@ def replay(settings: Settings, state: Served, *, stop: threading.Event, clock: C
     started, cursor = clock(), settings.at
     while not stop.is_set():
         now = min(settings.at + (clock() - started) * settings.replay_speed, time.time())
+        state.advance(now)
         if math.floor(now) <= math.floor(cursor):
             stop.wait(0.2)
             continue
@@ -158,8 +159,7 @@ def replay(settings: Settings, state: Served, *, stop: threading.Event, clock: C
                 return
             obj = None if change.type == DELETED else change.obj
             state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second, phase=phase)
-        cursor = end
-        state.advance(cursor)
+        cursor = end  # read ahead: the history's clock (``Served.now``, the ages) moves with the wall's, above
 
 
 def _phase(history: Past, change: Change) -> str | None:
