@@ -7,26 +7,24 @@ requests are served at once (beyond, a 429 with Retry-After), at most ``MAX_OPEN
 closed at once), and a failed connection is one line on stderr.
 
 The state at T is read once at the start (``past.state.Past``), so that requests never touch the cache; with a replay
-speed, a thread reads the changes after T from the cache a window at a time, each in its own short read, and applies
-each when the history's clock, T plus the wall time since the start times the speed, reaches it (``replay``).
+speed, a thread applies the changes after T as the history's clock reaches them (``replay``).
 """
 
 from __future__ import annotations
 
-import math
 import secrets
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Any, Callable
 
 from kubectl_sktrace.apiserver.handler import Handler
+from kubectl_sktrace.apiserver.replay import replay
 from kubectl_sktrace.apiserver.state import Served
-from kubectl_sktrace.model import POD, CacheUrl
+from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.past.objects import Scope
-from kubectl_sktrace.past.state import DELETED, Change, Past
+from kubectl_sktrace.past.state import Past
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.terminal import escape
 from kubectl_sktrace.timeparse import format_time
@@ -135,41 +133,6 @@ class _Server(ThreadingHTTPServer):
         sys.stderr.write(escape(f"kubectl-sktrace serve: a connection from {host}:{port} failed: {type(error).__name__}: {error}") + "\n")
 
 
-WINDOW = 60.0  # seconds of history read by each of the replay's reads
-
-
-def replay(settings: Settings, state: Served, *, stop: threading.Event, clock: Callable[[], float] = time.monotonic) -> None:
-    """The recorded changes after T applied at ``settings.replay_speed`` times their pace until ``stop`` is set, read a
-    window at a time, each window in a cache opened anew (a running recorder's commits are seen, and never waited for);
-    the history's clock stops at the present."""
-    started, cursor = clock(), settings.at
-    while not stop.is_set():
-        now = min(settings.at + (clock() - started) * settings.replay_speed, time.time())
-        state.advance(now)
-        if math.floor(now) <= math.floor(cursor):
-            stop.wait(0.2)
-            continue
-        with open_cache_readonly(settings.location) as cache:
-            history = Past(cache)
-            end = min(now + WINDOW * settings.replay_speed, history.now)
-            changes = [(change, _phase(history, change)) for change in history.changes(state.kinds, Scope(), after=cursor, until=end)]
-        for change, phase in changes:
-            due = started + (change.second - settings.at) / settings.replay_speed
-            if stop.wait(max(0.0, due - clock())):
-                return
-            obj = None if change.type == DELETED else change.obj
-            state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second, phase=phase)
-        cursor = end  # read ahead: the history's clock (``Served.now``, the ages) moves with the wall's, above
-
-
-def _phase(history: Past, change: Change) -> str | None:
-    """A pod's phase from its recorded lifecycle at the second of its change (None for any other kind, or a deletion)."""
-    if change.kind.gvk != POD or change.type == DELETED:
-        return None
-    found = history.object_at(change.kind, change.key.namespace, change.key.name, change.second)
-    return None if found is None or found.pod is None else found.pod.phase_at(change.second)
-
-
 def write_kubeconfig(path: str, text: str) -> None:
     """The kubeconfig at ``path``, readable by its owner only (it holds the token), replaced whole."""
     import os
@@ -200,7 +163,8 @@ def run(settings: Settings, *, kubeconfig_out: str | None, say: Callable[..., No
             say(told, err=True)
             say(server.kubeconfig(), nl=False)
         if settings.replay_speed:
-            threading.Thread(target=replay, args=(settings, state), kwargs={"stop": stop}, name="replay", daemon=True).start()
+            threading.Thread(target=replay, args=(settings.location, state), kwargs={"at": settings.at, "speed": settings.replay_speed,
+                             "stop": stop}, name="replay", daemon=True).start()
         while not stop.wait(0.5):
             pass
     finally:

@@ -288,6 +288,34 @@ def test_watch_replays_the_changes_after_t_at_the_speed_asked(sqlite_cache: str,
         assert seen == [["ADDED", "api", "1"], ["ADDED", "web", "3"], ["DELETED", "api", "1"], ["MODIFIED", "web", "5"]]
 
 
+def _watch_events(served: Served, tmp_path: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(["kubectl", "--kubeconfig", str(served.kubeconfig), "--cache-dir", str(tmp_path / "kc"), "get", "deploy",
+                             "-n", "app", "-w", "--output-watch-events", "-o", 'jsonpath={.type} {.object.metadata.name} {.object.spec.replicas}{"\\n"}'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_replay_that_reached_the_present_follows_a_recorder(engine: str, tmp_path: Path) -> None:
+    """What a recorder commits while the server replays comes to the watches, once the history's clock reaches it."""
+    where = location(engine)
+    build(where)
+    for served in serve(engine, tmp_path, "--at", f"@{AT}", "--replay-speed", "10000"):
+        watch = _watch_events(served, tmp_path)
+        try:
+            assert watch.stdout is not None
+            seen = [watch.stdout.readline().split() for _ in range(4)]
+            writer = CacheBuilder(where)
+            try:
+                writer.run(started=time.time(), stopped=time.time() + 60)
+                writer.apply(int(time.time()), obj("Deployment", "late", labels={"app": "late"}, spec={**WEB, "replicas": 7}))
+            finally:
+                writer.close()
+            seen.append(watch.stdout.readline().split())
+        finally:
+            watch.kill()
+            watch.wait()
+        assert seen == [["ADDED", "api", "1"], ["ADDED", "web", "3"], ["DELETED", "api", "1"], ["MODIFIED", "web", "5"], ["ADDED", "late", "7"]]
+
+
 def test_kubectl_get_w_prints_its_columns_as_the_replay_goes(sqlite_cache: str, tmp_path: Path) -> None:
     """The Table form of a watch: the pods at T, then the one created 40 s after T, Running from its lifecycle."""
     for served in serve(sqlite_cache, tmp_path, "--at", f"@{AT}", "--replay-speed", "100"):
