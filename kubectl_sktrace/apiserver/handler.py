@@ -197,6 +197,7 @@ class Handler(BaseHTTPRequestHandler):
             if exc.code != 410:
                 raise
             error, initial, position = exc, [], 0
+        served.watched.set()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")

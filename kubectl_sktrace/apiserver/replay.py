@@ -1,5 +1,7 @@
 """``serve --replay-speed N``: the recorded changes after T applied to the served state as the history's clock, T plus
-the wall time since the start times N, reaches each; the clock stops at the present.
+the wall time since the first watch times N, reaches each; the clock stops at the present. It starts at the first
+watch, so that the first watcher (``kubectl get -w``, k9s, a controller: each lists, then watches from the list's
+version) sees the past unfold from T whenever it comes, not from wherever the clock got to meanwhile.
 
 The changes are read a window at a time (``WINDOW`` seconds of history ahead of the clock), each window in a cache
 opened anew and read at once: a running recorder is never waited for, nor waits. Once a window reaches the present,
@@ -27,7 +29,10 @@ POLL = 1.0  # seconds between two looks for a recorder's news, once the replay r
 
 def replay(location: str | CacheUrl, state: Served, *, at: float, speed: float, stop: threading.Event,
            clock: Callable[[], float] = time.monotonic) -> None:
-    """Apply the changes after ``at`` at ``speed`` times their pace until ``stop`` is set."""
+    """Apply the changes after ``at`` at ``speed`` times their pace, from the first watch on, until ``stop`` is set."""
+    while not state.watched.wait(0.2):
+        if stop.is_set():
+            return
     started, cursor = clock(), at
     after_row: int | None = None  # following the recorder's news, after this row
     seen: set[int] = set()  # the rows of the window that reached the present

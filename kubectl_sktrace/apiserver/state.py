@@ -99,6 +99,7 @@ class Served:
         self.rv = 1
         self.now = at
         self.stopped = False
+        self.watched = threading.Event()  # set by the first watch: a replay's clock starts then
         self._snapshots: OrderedDict[int, tuple[int, list[Item]]] = OrderedDict()
         self._next_snapshot = 0
 

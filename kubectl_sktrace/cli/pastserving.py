@@ -19,8 +19,8 @@ from kubectl_sktrace.errors import UsageError
 @click.option("--at", "at", required=True, metavar="TIME",
               help="The second to serve: -2h, an RFC 3339 time (2026-05-01T03:00:00Z), @UNIX-SECONDS, now.")
 @click.option("--replay-speed", "replay_speed", type=click.FloatRange(min=0, min_open=True, max=1_000_000), metavar="N",
-              help="After T, replay the recorded changes at N times their pace (watches see them come); else the state "
-                   "at T stays as it is.")
+              help="After T, replay the recorded changes at N times their pace, from the first watch on (watches see "
+                   "them come); else the state at T stays as it is.")
 @click.option("--kubeconfig-out", "kubeconfig_out", metavar="FILE", shell_complete=complete_files,
               help="Write the server's kubeconfig (its certificate and token; mode 0600) to FILE instead of printing it.")
 @click.option("--port", "port", type=click.IntRange(0, 65535), default=0, show_default=True, metavar="PORT",
