@@ -22,6 +22,7 @@ from typing import Any, Callable
 from kubectl_sktrace.apiserver.handler import Handler
 from kubectl_sktrace.apiserver.replay import replay
 from kubectl_sktrace.apiserver.state import Served
+from kubectl_sktrace.errors import SktraceError, UsageError
 from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.past.objects import Scope
 from kubectl_sktrace.past.state import Past
@@ -66,11 +67,17 @@ class HistoryServer:
         self.served = state
         self.token = secrets.token_urlsafe(32)
         self.refusal = f"read-only history at {format_time(at)}: this server answers get, list and watch only"
-        self.cert, key = tls.self_signed("kubectl-sktrace-history")
+        try:
+            self.cert, key = tls.self_signed("kubectl-sktrace-history")
+        except tls.TlsUnavailable as exc:
+            raise SktraceError(str(exc)) from None
         self._open = threading.BoundedSemaphore(MAX_OPEN)
         self._requests = threading.BoundedSemaphore(MAX_REQUESTS)
         handler = type("BoundHandler", (Handler,), {"history": self})
-        self._httpd = _Server((LOOPBACK, port), handler, owner=self)
+        try:
+            self._httpd = _Server((LOOPBACK, port), handler, owner=self)
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {LOOPBACK}:{port} ({exc.strerror or exc}); pass another --port, or 0 for a free one") from None
         self._httpd.socket = tls.server_context(self.cert, key).wrap_socket(self._httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="history-http", daemon=True)

@@ -355,6 +355,14 @@ def test_a_time_outside_the_history_is_one_line(sqlite_cache: str, tmp_path: Pat
     assert digest(sqlite_cache) == before
 
 
+def test_a_port_taken_is_one_line(served: Served, sqlite_cache: str, tmp_path: Path) -> None:
+    port = served.server.rsplit(":", 1)[1]
+    done = subprocess.run([SCRIPT, "serve", "--cache", sqlite_cache, "--at", f"@{AT}", "--port", port, "--kubeconfig-out", str(tmp_path / "kc")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port} (Address already in use); pass another --port")
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "kc").exists()
+
+
 def test_the_kubeconfig_is_private_and_printed_without_the_flag(served: Served, sqlite_cache: str) -> None:
     assert os.stat(served.kubeconfig).st_mode & 0o777 == 0o600
     proc = subprocess.Popen([SCRIPT, "serve", "--cache", sqlite_cache, "--at", f"@{AT}"], stdout=subprocess.PIPE,
