@@ -85,15 +85,13 @@ class Handler(BaseHTTPRequestHandler):
             if not self.history.take_slot():
                 raise ApiError(429, "TooManyRequests", "too many requests at once; try again", retry_after=1)
             try:
-                split = urlsplit(self.path)
-                query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
-                self._route([p for p in split.path.split("/") if p], query)
+                self._route(*_parsed(self.path))
             finally:
                 self.history.free_slot()
         except ApiError as err:
             headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
             self._send_json(err.code, err.status(), headers=headers)
-        except (OSError, ValueError):  # the client went away, or sent what cannot be answered: nothing more to say
+        except OSError:  # the client went away (a broken pipe, a reset, a TLS EOF): nothing more to say
             self.close_connection = True
 
     def _skip_body(self) -> None:
@@ -230,6 +228,16 @@ class Handler(BaseHTTPRequestHandler):
         if as_table:
             return tables.table_event(resource.gvk.kind, event_type, item.shown(), rv=str(rv), now=now, unknown=UNKNOWN)
         return watch.event_line(event_type, item.raw)
+
+
+def _parsed(path: str) -> tuple[list[str], dict[str, str]]:
+    """The path's parts and its query (the last value of each name); a path that cannot be read is a 400."""
+    try:
+        split = urlsplit(path)
+        query = parse_qs(split.query, keep_blank_values=True, strict_parsing=False, errors="strict")
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "BadRequest", "the request's path or query cannot be read") from None
+    return [p for p in split.path.split("/") if p], {k: v[-1] for k, v in query.items()}
 
 
 def _raise(error: ApiError) -> Any:

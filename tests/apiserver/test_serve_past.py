@@ -170,6 +170,8 @@ def test_kubectl_describe(served: Served) -> None:
     assert re.search(r"^Name:\s+web$", text, re.M) and re.search(r"^Namespace:\s+app$", text, re.M)
     assert re.search(r"^Replicas:\s+3 desired", text, re.M)
     assert "nginx:1.25" in text
+    pod = served.kubectl("describe", "pod", "web-1", "-n", "app").stdout
+    assert re.search(r"^Name:\s+web-1$", pod, re.M) and re.search(r"^Labels:\s+app=web$", pod, re.M)
 
 
 def test_label_and_field_selectors(served: Served) -> None:
@@ -217,6 +219,8 @@ def test_hostile_requests_get_a_4xx(served: Served, sqlite_cache: str) -> None:
     assert served.request("/apis/apps/v1/nothings")[0] == 404
     assert served.request("/apis/apps/v1/namespaces/app/deployments/nope")[0] == 404
     assert served.request("/apis/apps/v1/deployments?watch=1&resourceVersion=abc")[0] == 400
+    assert served.request("/apis/apps/v1/deployments?labelSelector=%ff%fe")[0] == 400
+    assert served.request("/apis/apps/v1/deployments?watch=1&timeoutSeconds=99999999999")[0] == 400
     assert digest(sqlite_cache) == before
 
 
