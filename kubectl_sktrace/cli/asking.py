@@ -106,12 +106,13 @@ def _sorted(found: list[Any], sort_by: str | None) -> list[Any]:
 
 def _render(found: list[Any], kind: Any, *, output: str | None, second: int, namespace_column: bool, show_labels: bool,
             no_headers: bool, single: bool) -> str:
-    from kubectl_sktrace import render
+    import yaml
+
     from kubectl_sktrace.past import jsonpath, printing
 
     if output in ("json", "yaml"):
         data = found[0].obj if single and len(found) == 1 else printing.as_list(found)
-        return json.dumps(data, indent=4) if output == "json" else render.dump(data, "yaml")
+        return json.dumps(data, indent=4) if output == "json" else yaml.safe_dump(data, sort_keys=True, default_flow_style=False).rstrip("\n")
     if output == "name":
         return "\n".join(printing.name_line(o) for o in found)
     if output is not None and output.startswith("jsonpath="):
@@ -154,10 +155,12 @@ def _watch_rows(past_of: Any, kinds: list[Any], scope: Any, after_row: int) -> I
 @click.option("--no-headers", "no_headers", is_flag=True, help="No header line in the table.")
 @click.option("-w", "--watch", "watch", is_flag=True, help="After the state at T, print each change a running recorder commits.")
 @click.option("--since", "since", metavar="DURATION", help="With --watch: first replay this much of the past (10m, 2h).")
+@click.option("--trace", "trace", metavar="FILE", shell_complete=complete_files,
+              help="Read a SimKube trace file (or '-', an s3:// URL) instead of the cache: no uid, no creation time, its window only.")
 @click.argument("words", nargs=-1, metavar="KIND [NAME...]")
 def get_command(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
                 at: str, selector: str | None, field_selector: str | None, output: str | None, show_labels: bool, sort_by: str | None,
-                no_headers: bool, watch: bool, since: str | None, words: tuple[str, ...]) -> None:
+                no_headers: bool, watch: bool, since: str | None, trace: str | None, words: tuple[str, ...]) -> None:
     """Print objects as they were at a time, as 'kubectl get' prints them now, from the cache (read-only).
 
     KIND as kubectl names it (deploy, deployments.apps, cm, apps/v1.Deployment). The objects are the versions in force
@@ -172,6 +175,7 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
       kubectl sktrace get deploy web --at -30m -o yaml
       kubectl sktrace get cm -l app=web --at @1796655690 -o jsonpath='{.items[*].metadata.name}'
       kubectl sktrace get deploy -w --since 10m
+      kubectl sktrace get deploy -A --at @1796655690 --trace incident.sktrace
     """
     from kubectl_sktrace.past.state import Past
     from kubectl_sktrace.timeparse import parse_duration
@@ -180,12 +184,18 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
         raise UsageError("--since replays the past before following: it goes with -w/--watch")
     term, names = _kind_and_names(words)
     when = _time(at, "--at")
+    if trace is not None:
+        if watch:
+            raise UsageError("--watch follows a running recorder's cache; a trace file does not change: leave out --trace or -w")
+        _from_trace(trace, term, names, when, namespace=namespace, all_namespaces=all_namespaces, selector=selector,
+                    field_selector=field_selector, output=output, show_labels=show_labels, sort_by=sort_by, no_headers=no_headers)
+        return
     replay = None if since is None else parse_duration(since)
     with _open(cache, kubeconfig, context) as opened:
         past = Past(opened)
         kind = past.kind(term)
         scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kubeconfig, context=context, kind=kind), names, selector, field_selector)
-        start = when - replay if replay is not None else when
+        start = when if replay is None else max(when - replay, past.begins() or when)  # a replay from the beginning at most
         second = past.second(start)
         found = _sorted(list(past.objects_at(kind, scope, start)), sort_by)
         missing = [n for n in names if n not in {o.key.name for o in found}]
@@ -203,6 +213,31 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
             _nothing(found, names, scope, second)
         return
     _follow(replayed, lambda: _open(cache, kubeconfig, context), kind, scope, after_row, **options)  # type: ignore[arg-type]
+
+
+def _from_trace(path: str, term: str, names: list[str], when: float, *, namespace: str | None, all_namespaces: bool,
+                selector: str | None, field_selector: str | None, output: str | None, show_labels: bool, sort_by: str | None,
+                no_headers: bool) -> None:
+    """``get --trace FILE``: the state at T replayed from a trace file's events."""
+    import sys
+
+    from kubectl_sktrace.cli.globalflags import namespace_scope
+    from kubectl_sktrace.past.tracefile import objects_at
+    from kubectl_sktrace.trace.files.textformat import read_any_trace
+
+    loaded = read_any_trace(path, stdin=sys.stdin.buffer)
+    chosen = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
+    ns = chosen if chosen is not None or all_namespaces else "default"
+    scope = _scope(ns, names, selector, field_selector)
+    kind, second, found_iter = objects_at(loaded, term, scope, when, now=time.time())
+    found = _sorted(list(found_iter), sort_by)
+    text = _render(found, kind, output=output, second=second, namespace_column=scope.namespace is None, show_labels=show_labels,
+                   no_headers=no_headers, single=len(names) == 1)
+    note(f"At {_when(second)}: {len(found)} objects as the trace {path} holds them (no uid, creation time or status).")
+    if text:
+        say(text)
+    if not found:
+        _nothing(found, names, scope, second)
 
 
 def _when(second: int) -> str:

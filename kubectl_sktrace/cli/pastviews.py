@@ -21,26 +21,29 @@ def history_text(lives: Sequence[Any], pods: Sequence[tuple[str, str, Any]], *, 
                 "pods": [{"name": n, "uid": u, "started": _t(p.start), "ended": _t(p.end)} for n, u, p in pods]}
         return render.dump(data, output)
     from kubectl_sktrace.past.printing import layout
+
+    rows = [[str(n), c.uid if i == 0 else "", format_time(c.second), c.what, c.known, str(c.run_id)]
+            for n, life in enumerate(lives, 1) for i, c in enumerate(life.changes)]
+    lines = _with_diffs(lives, rows) if show_diff else [layout(["LIFE", "UID", "TIME", "CHANGE", "KNOWN", "RUN"], rows)]
+    if pods:
+        lines.append("")
+        lines.append(layout(["POD", "UID", "STARTED", "ENDED"], [[n, u, _t(p.start) or "-", _t(p.end) or "-"] for n, u, p in pods]))
+    return "\n".join(lines)
+
+
+def _with_diffs(lives: Sequence[Any], rows: list[list[str]]) -> list[str]:
     from kubectl_sktrace.view.diff import unified
 
     lines: list[str] = []
-    for number, life in enumerate(lives, 1):
-        rows = [[str(number), c.uid if i == 0 else "", format_time(c.second), c.what, c.known, str(c.run_id)] for i, c in enumerate(life.changes)]
-        if not show_diff:
-            lines.append(layout(["LIFE", "UID", "TIME", "CHANGE", "KNOWN", "RUN"], rows, headers=number == 1))
-            continue
-        previous = None
-        for change, row in zip(life.changes, rows):
-            lines.append("   ".join(row))
-            after = None if change.type == "DELETED" else change.obj
-            text = unified(previous, after, before_name="before", after_name=format_time(change.second))
-            lines.extend("    " + line for line in text.rstrip("\n").splitlines())
-            previous = after
-    if pods:
-        lines.append("")
-        rows = [[n, u, _t(p.start) or "-", _t(p.end) or "-"] for n, u, p in pods]
-        lines.append(layout(["POD", "UID", "STARTED", "ENDED"], rows))
-    return "\n".join(lines)
+    previous = None
+    for change, row in zip([c for life in lives for c in life.changes], rows):
+        previous = None if change.type == "ADDED" else previous
+        lines.append("   ".join(row))
+        after = None if change.type == "DELETED" else change.obj
+        text = unified(previous, after, before_name="before", after_name=format_time(change.second))
+        lines.extend("    " + line for line in text.rstrip("\n").splitlines())
+        previous = after
+    return lines
 
 
 def _t(second: int | None) -> str | None:
@@ -52,7 +55,7 @@ def difference_text(found: Sequence[Any], *, output: str) -> str:
     from kubectl_sktrace.view.diff import unified
 
     if output == "name":
-        return "\n".join(f"{d.kind.name_prefix}/{d.key.name}" for d in found)
+        return "\n".join(dict.fromkeys(f"{d.kind.name_prefix}/{d.key.name}" for d in found))
     parts = []
     for d in found:
         where = f" -n {d.key.namespace}" if d.key.namespace else ""

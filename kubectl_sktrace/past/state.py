@@ -155,6 +155,10 @@ class Past:
         """The recorded kind ``term`` names as kubectl takes it (``deploy``, ``deployments.apps``, ``apps/v1.Deployment``)."""
         return resolve(self.kinds(), term)
 
+    def begins(self) -> int | None:
+        """The second of the history's first row (None: no history yet)."""
+        return attime.first_second(self.cache)
+
     def second(self, at: float) -> int:
         """T's whole second, checked: a UsageError when T is before the history, in the future, or not a time."""
         if not math.isfinite(at):
@@ -178,7 +182,8 @@ class Past:
             return None
         if self._fills is None:
             self._fills = attime.audit_fills(self.cache)
-        if any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until for gvk, since, until in self._fills):
+        # a log fills the tracked kinds' objects; of pods only their lifecycles (``audit/collect``): their objects stay unknown
+        if kind.gvk != POD and any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until for gvk, since, until in self._fills):
             return Knowledge(AUDIT, gap)
         return Knowledge(UNKNOWN, gap)
 
@@ -325,7 +330,8 @@ def _change(kind: Kind, before: attime.Row | None, row: attime.Row, scope: Scope
     if new is not None:
         if old == new:
             return  # a row of nothing the history shows (a pod's node, dropped)
-        what = "created" if old is None else _what(old, new, row.op)
+        what = _what(old, new, row.op) if old is not None else "created" if row.created is None or row.created >= row.ts - 1 else \
+            f"first recorded (created {format_time(row.created)})"
         yield Change(ADDED if old is None else MODIFIED, row.ts, row.id, kind, row.key, row.uid, new, what, how, row.run_id)
     elif old is not None and before is not None:
         what = "deleted" if not row.applies else "left the selector"
