@@ -27,7 +27,7 @@ from kubectl_sktrace.errors import UsageError
               help="The port on 127.0.0.1 to listen on; 0 picks a free one.")
 def serve_command(kubeconfig: str | None, context: str | None, cache: str | None, at: str, replay_speed: float | None,
                   kubeconfig_out: str | None, port: int) -> None:
-    """Serve the cluster as it was at a past second to kubectl, k9s or any client: a read-only API server.
+    """Serve the cluster as it was at a past second to kubectl or any client: a read-only API server.
 
     Listens on 127.0.0.1 with TLS (a certificate made at start) and a random bearer token, both in the
     kubeconfig it prints (or writes with --kubeconfig-out). Discovery, get, list, label and field

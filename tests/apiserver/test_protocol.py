@@ -63,6 +63,7 @@ def test_selectors_as_the_server_parses_them() -> None:
     assert refused.value.code == 400 and '"spec.replicas" is not a known field selector' in refused.value.message
 
 
+@pytest.mark.slow  # the openssl command makes the certificate
 def test_tls_made_in_memory_serves_a_handshake_its_certificate_verifies() -> None:
     cert, key = tls.self_signed("test")
     server = tls.server_context(cert, key)
