@@ -145,10 +145,14 @@ def write_kubeconfig(path: str, text: str) -> None:
     import os
 
     tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write the kubeconfig to {path} ({exc.strerror or exc}); pass a --kubeconfig-out in a directory "
+                         "you can write") from None
 
 
 def run(settings: Settings, *, kubeconfig_out: str | None, say: Callable[..., None], warn: Callable[[str], None],

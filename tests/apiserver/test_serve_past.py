@@ -367,6 +367,14 @@ def test_a_port_taken_is_one_line(served: Served, sqlite_cache: str, tmp_path: P
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "kc").exists()
 
 
+def test_a_kubeconfig_out_that_cannot_be_written_is_one_line(sqlite_cache: str, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "kc"
+    done = subprocess.run([SCRIPT, "serve", "--cache", sqlite_cache, "--at", f"@{AT}", "--kubeconfig-out", str(target)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.startswith(f"Error: cannot write the kubeconfig to {target} (No such file or directory)")
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def test_the_kubeconfig_is_private_and_printed_without_the_flag(served: Served, sqlite_cache: str) -> None:
     assert os.stat(served.kubeconfig).st_mode & 0o777 == 0o600
     proc = subprocess.Popen([SCRIPT, "serve", "--cache", sqlite_cache, "--at", f"@{AT}"], stdout=subprocess.PIPE,
