@@ -14,4 +14,4 @@ def table(rtype: ResourceType, items: list[Stored], *, rv: int, cont: str, remai
 
 def table_event(rtype: ResourceType, event_type: str, stored: Stored) -> bytes:
     """One watch event line whose object is a one-row Table (``kubectl get -w``)."""
-    return tables.table_event(rtype.kind, event_type, stored.obj(), rv=str(stored.rv))
+    return tables.event_line(event_type, table(rtype, [stored], rv=stored.rv, cont="", remaining=0))

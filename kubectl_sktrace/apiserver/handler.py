@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import socket
 import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from kubectl_sktrace.apiserver import columns
 from kubectl_sktrace.apiserver.catalog import Named, resource_list
 from kubectl_sktrace.apiserver.state import Filter, Item, Served
 from kubectl_sktrace.past.kinds import Kind
@@ -28,7 +30,6 @@ MAX_SELECTOR = 4096
 MAX_REQUIREMENTS = 64
 MAX_BODY = 1 << 20
 MAX_WATCH_SECONDS = 3600.0
-UNKNOWN = "<unknown>"
 VERSION = discovery.version_info("v1.30.0-sktrace-history")
 
 
@@ -167,15 +168,14 @@ class Handler(BaseHTTPRequestHandler):
         if item is None:
             raise object_not_found(group=resource.gvk.group, plural=resource.plural, name=name)
         if self._wants_table():
-            return self._send_json(200, tables.table(resource.gvk.kind, [item.shown()], rv=str(self.history.served.rv), now=now, unknown=UNKNOWN))
+            return self._send_json(200, columns.table(resource, [item], second=math.floor(now), rv=str(self.history.served.rv)))
         self._send(200, item.raw)
 
     def _list(self, resource: Kind, flt: Filter, query: dict[str, str]) -> None:
         limit = _number(query.get("limit") or "0", name="limit")
         rv, items, cont, remaining, now = self.history.served.list_page(resource.gvk, flt, limit=limit, token=query.get("continue", ""))
         if self._wants_table():
-            body = tables.table(resource.gvk.kind, [i.shown() for i in items], rv=str(rv), cont=cont, remaining=remaining, now=now, unknown=UNKNOWN)
-            return self._send_json(200, body)
+            return self._send_json(200, columns.table(resource, items, second=math.floor(now), rv=str(rv), cont=cont, remaining=remaining))
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if cont:
             meta["continue"] = cont
@@ -226,7 +226,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _event(self, resource: Kind, event_type: str, item: Item, *, rv: int, now: float, as_table: bool) -> bytes:
         if as_table:
-            return tables.table_event(resource.gvk.kind, event_type, item.shown(), rv=str(rv), now=now, unknown=UNKNOWN)
+            return tables.event_line(event_type, columns.table(resource, [item], second=math.floor(now), rv=str(rv)))
         return watch.event_line(event_type, item.raw)
 
 

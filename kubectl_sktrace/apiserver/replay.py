@@ -20,7 +20,7 @@ from typing import Callable
 from kubectl_sktrace.apiserver.state import Served
 from kubectl_sktrace.model import POD, CacheUrl
 from kubectl_sktrace.past.objects import Scope
-from kubectl_sktrace.past.state import DELETED, Change, Past
+from kubectl_sktrace.past.state import DELETED, Change, Past, PodLife
 from kubectl_sktrace.store import open_cache_readonly
 
 WINDOW = 60.0
@@ -47,7 +47,7 @@ def replay(location: str | CacheUrl, state: Served, *, at: float, speed: float, 
             with open_cache_readonly(location) as cache:
                 history = Past(cache)
                 news, after_row = history.follow(state.kinds, Scope(), after_row=after_row)
-                changes = [(c, _phase(history, c)) for c in news if c.row_id not in seen]
+                changes = [(c, _pod(history, c)) for c in news if c.row_id not in seen]
             if not _apply(state, changes, due=due, clock=clock, stop=stop):
                 stop.wait(POLL)
             continue
@@ -58,27 +58,27 @@ def replay(location: str | CacheUrl, state: Served, *, at: float, speed: float, 
             mark = Past(cache).last_row()  # before the window's Past: whatever it misses was written after this row
             history = Past(cache)
             end = min(now + WINDOW * speed, history.now)
-            changes = [(c, _phase(history, c)) for c in history.changes(state.kinds, Scope(), after=cursor, until=end)]
+            changes = [(c, _pod(history, c)) for c in history.changes(state.kinds, Scope(), after=cursor, until=end)]
         if end >= history.now:
             after_row, seen = mark, {c.row_id for c, _ in changes}
         _apply(state, changes, due=due, clock=clock, stop=stop)
         cursor = end  # read ahead: the history's clock (``Served.now``, the ages) moves with the wall's, above
 
 
-def _apply(state: Served, changes: list[tuple[Change, str | None]], *, due: Callable[[Change], float], clock: Callable[[], float],
+def _apply(state: Served, changes: list[tuple[Change, PodLife | None]], *, due: Callable[[Change], float], clock: Callable[[], float],
            stop: threading.Event) -> bool:
     """Each change applied when its second comes; whether there was any."""
-    for change, phase in changes:
+    for change, pod in changes:
         if stop.wait(max(0.0, due(change) - clock())):
             return True
         obj = None if change.type == DELETED else change.obj
-        state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second, phase=phase)
+        state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second, pod=pod)
     return bool(changes)
 
 
-def _phase(history: Past, change: Change) -> str | None:
-    """A pod's phase from its recorded lifecycle at the second of its change (None for any other kind, or a deletion)."""
+def _pod(history: Past, change: Change) -> PodLife | None:
+    """A pod's recorded lifecycle, as at the second of its change (None for any other kind, or a deletion)."""
     if change.kind.gvk != POD or change.type == DELETED:
         return None
     found = history.object_at(change.kind, change.key.namespace, change.key.name, change.second)
-    return None if found is None or found.pod is None else found.pod.phase_at(change.second)
+    return None if found is None else found.pod

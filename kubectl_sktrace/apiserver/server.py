@@ -53,7 +53,7 @@ def load(settings: Settings) -> tuple[Served, int, list[str]]:
         history = Past(cache)
         second = history.second(settings.at)
         state = Served(history.kinds(), at=settings.at)
-        count = state.load((found.kind.gvk, found.obj, None if found.pod is None else found.pod.phase_at(second))
+        count = state.load((found.kind.gvk, found.obj, found.pod)
                            for kind in state.kinds for found in history.objects_at(kind, Scope(), settings.at))
         unknown = [f"{kind.resource}: {known.how} at {format_time(settings.at)} ({known.gap}); its objects are their last known versions"
                    for kind in state.kinds if (known := history.knowledge(kind, second)) is not None and known.gap is not None]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import base64
 import bisect
 import json
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from kubectl_sktrace.past.kinds import Kind
+from kubectl_sktrace.past.state import PodLife
 from kubectl_sktrace.model import GVK
 from sktrace_apiserver.selectors import Requirement
 from sktrace_apiserver.status import ApiError
@@ -32,14 +34,14 @@ SNAPSHOTS = 32
 class Item:
     """One object as served: its JSON bytes, made once, and what selectors read."""
 
-    __slots__ = ("namespace", "name", "uid", "raw", "labels", "fields", "phase", "_prefix")
+    __slots__ = ("namespace", "name", "uid", "raw", "labels", "fields", "pod", "_prefix")
 
-    def __init__(self, obj: Obj, *, phase: str | None = None) -> None:
+    def __init__(self, obj: Obj, *, pod: PodLife | None = None, second: int = 0) -> None:
         meta = obj.get("metadata") or {}
         self.namespace: str = str(meta.get("namespace") or "")
         self.name: str = str(meta.get("name") or "")
         self.uid: str = str(meta.get("uid") or "")
-        self.phase = phase  # a pod's, from its recorded lifecycle: never part of the object served
+        self.pod = pod  # a pod's recorded lifecycle: its STATUS column, never part of the object served
         head = {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", "")}
         self._prefix = len(json.dumps(head, separators=(",", ":"), ensure_ascii=False).encode()) - 1  # '{"apiVersion":..,"kind":..'
         self.raw = json.dumps({**head, **obj}, separators=(",", ":"), ensure_ascii=False).encode()
@@ -47,7 +49,7 @@ class Item:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         self.fields = {"metadata.name": self.name, "metadata.namespace": self.namespace,
                        "spec.nodeName": str(spec.get("nodeName") or "") if isinstance(spec, dict) else "",
-                       "status.phase": phase or (str(status.get("phase") or "") if isinstance(status, dict) else "")}
+                       "status.phase": pod.phase_at(second) if pod is not None else str(status.get("phase") or "") if isinstance(status, dict) else ""}
 
     def obj(self) -> Obj:
         result: Obj = json.loads(self.raw)
@@ -56,13 +58,6 @@ class Item:
     def item_raw(self) -> bytes:
         """The object as a list's item: without ``apiVersion`` and ``kind``, as a real server lists it."""
         return b"{" + self.raw[self._prefix + 1:] if len(self.raw) > self._prefix + 2 else self.raw
-
-    def shown(self) -> Obj:
-        """The object as a Table's cells read it: with the phase its lifecycle gives, where it has one."""
-        result = self.obj()
-        if self.phase and not result.get("status"):
-            result["status"] = {"phase": self.phase}
-        return result
 
 
 @dataclass(frozen=True)
@@ -103,20 +98,20 @@ class Served:
         self._snapshots: OrderedDict[int, tuple[int, list[Item]]] = OrderedDict()
         self._next_snapshot = 0
 
-    def load(self, objects: Iterable[tuple[GVK, Obj, str | None]]) -> int:
-        """The state at T (each object with its pod's phase, if any); the number of objects."""
+    def load(self, objects: Iterable[tuple[GVK, Obj, PodLife | None]]) -> int:
+        """The state at T (each object with its pod's lifecycle, if any); the number of objects."""
         count = 0
-        for gvk, obj, phase in objects:
+        for gvk, obj, pod in objects:
             kind = self.objects.get(gvk)
             if kind is not None:
-                item = Item(obj, phase=phase)
+                item = Item(obj, pod=pod, second=math.floor(self.now))
                 kind[(item.namespace, item.name)] = item
                 count += 1
         return count
 
-    def apply(self, *, gvk: GVK, namespace: str, name: str, obj: Obj | None, ts: float, phase: str | None = None) -> None:
-        """One recorded change (``obj`` None: the object was deleted), at the history's time ``ts``; a pod's ``phase``
-        from its lifecycle then (None: the one it had, if the same pod)."""
+    def apply(self, *, gvk: GVK, namespace: str, name: str, obj: Obj | None, ts: float, pod: PodLife | None = None) -> None:
+        """One recorded change (``obj`` None: the object was deleted), at the history's time ``ts``; a pod's lifecycle
+        (None: the one it had, if the same pod)."""
         with self.changed:
             self.now = max(self.now, ts)
             kind = self.objects.get(gvk)
@@ -129,10 +124,8 @@ class Served:
                 del kind[(namespace, name)]
                 self._log(gvk, "DELETED", before)
             else:
-                item = Item(obj, phase=phase)
-                if phase is None and before is not None and before.uid == item.uid and before.phase:
-                    item.phase = before.phase  # the lifecycle's phase is the state's; a change of the object keeps it
-                    item.fields["status.phase"] = before.phase
+                same = before is not None and before.uid == str((obj.get("metadata") or {}).get("uid") or "")
+                item = Item(obj, pod=pod or (before.pod if same and before is not None else None), second=math.floor(ts))
                 kind[(namespace, name)] = item
                 self._log(gvk, "ADDED" if before is None else "MODIFIED", item)
             self.changed.notify_all()

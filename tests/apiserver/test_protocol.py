@@ -11,34 +11,45 @@ import threading
 import pytest
 
 from kubectl_sktrace.apiserver.catalog import Named
-from kubectl_sktrace.apiserver.state import Filter, Served
+from kubectl_sktrace.apiserver import columns
+from kubectl_sktrace.apiserver.state import Filter, Item, Served
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.past.kinds import Kind
+from kubectl_sktrace.past.state import PodLife
 from sktrace_apiserver import discovery, tables, tls, watch
 from sktrace_apiserver.selectors import parse_field_selector, parse_label_selector
 from sktrace_apiserver.status import ApiError
 
 POD = {"metadata": {"name": "p", "namespace": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}, "spec": {"containers": [{}, {}]}}
-AT = 1767225600.0 + 3 * 3600  # three hours after POD's creation
 
 
-@pytest.mark.parametrize("pod, unknown, cells", [
-    (POD, None, ["p", "0/2", "Pending", "0", "3h"]),
-    (POD, "<unknown>", ["p", "<unknown>", "<unknown>", "<unknown>", "3h"]),
-    ({**POD, "status": {"phase": "Running"}}, "<unknown>", ["p", "<unknown>", "Running", "<unknown>", "3h"]),
+@pytest.mark.parametrize("pod, cells", [
+    (POD, ["p", "0/2", "Pending", "0"]),
     ({**POD, "status": {"phase": "Running", "containerStatuses": [{"ready": True, "restartCount": 2}, {"ready": False}]}},
-     "<unknown>", ["p", "1/2", "Running", "2", "3h"]),
-], ids=["live-defaults", "history-unknown", "history-phase", "status-known"])
-def test_a_pods_cells_never_guess_in_a_history(pod: dict, unknown: str | None, cells: list[str]) -> None:
-    table = tables.table("Pod", [pod], rv="7", now=AT, unknown=unknown)
+     ["p", "1/2", "Running", "2"]),
+], ids=["new", "running"])
+def test_the_emulators_table_of_a_live_pod(pod: dict, cells: list[str]) -> None:
+    table = tables.table("Pod", [pod], rv="7")
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Ready", "Status", "Restarts", "Age"]
-    assert table["rows"][0]["cells"] == cells and table["metadata"] == {"resourceVersion": "7"}
+    assert table["rows"][0]["cells"][:4] == cells and table["metadata"] == {"resourceVersion": "7"}
+    assert table["rows"][0]["object"] == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": pod["metadata"]}
 
 
-def test_a_deployments_status_cells_are_unknown_without_its_status() -> None:
-    deploy = {"metadata": {"name": "web"}, "spec": {"replicas": 3}}
-    assert tables.table("Deployment", [deploy], rv="1", now=AT, unknown="<unknown>")["rows"][0]["cells"] == ["web"] + ["<unknown>"] * 4
-    assert tables.table("Deployment", [deploy], rv="1", now=AT)["rows"][0]["cells"] == ["web", "0/3", 0, 0, "<unknown>"]
+def test_the_past_in_the_table_form_has_get_at_s_columns() -> None:
+    """A ConfigMap's DATA, a CronJob's SCHEDULE, a pod's STATUS from its lifecycle, AGE at the second asked; what only
+    a status says ``<unknown>``; ``-o wide``'s columns at priority 1."""
+    cron = Kind(GVK("batch", "v1", "CronJob"), "cronjobs", True)
+    made = {"metadata": {"name": "nightly", "namespace": "a", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}}}
+    table = columns.table(cron, [Item({"apiVersion": "batch/v1", "kind": "CronJob", **made})], second=1767225600 + 7200, rv="3")
+    assert [(c["name"], c["priority"]) for c in table["columnDefinitions"]] == [
+        ("NAME", 0), ("SCHEDULE", 0), ("TIMEZONE", 0), ("SUSPEND", 0), ("ACTIVE", 0), ("LAST SCHEDULE", 0), ("AGE", 0), ("CONTAINERS", 1), ("IMAGES", 1)]
+    assert table["rows"][0]["cells"] == ["nightly", "0 3 * * *", "<none>", "False", "<unknown>", "<unknown>", "120m", "c", "x:1"]
+    pod = Kind(GVK("", "v1", "Pod"), "pods", True)
+    item = Item({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "a", "uid": "u"}}, pod=PodLife(10, 20, False))
+    assert [columns.table(pod, [item], second=s, rv="1")["rows"][0]["cells"][2] for s in (5, 15, 25)] == ["Pending", "Running", "Terminated"]
+    cm = Kind(GVK("", "v1", "ConfigMap"), "configmaps", True)
+    assert columns.table(cm, [Item({"metadata": {"name": "c", "uid": "u"}, "data": {"a": "1", "b": "2"}})], second=0, rv="1")["rows"][0]["cells"][:2] == ["c", "2"]
 
 
 def test_the_watch_framing() -> None:
