@@ -6,6 +6,7 @@ what the history cannot say (status columns, a time in a gap) is said once on st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import Any, Iterator, Sequence
@@ -35,10 +36,14 @@ def _time(text: str, what: str) -> float:
         raise UsageError(f"{what}: {exc}") from None
 
 
-def _open(cache: str | None, kubeconfig: str | None, context: str | None) -> Any:
+@contextlib.contextmanager
+def _open(cache: str | None, kubeconfig: str | None, context: str | None) -> Iterator[Any]:
+    """The cache, read-only, with the cyclic collector relaxed while its (acyclic) objects are decoded (``relaxed_gc``)."""
     from kubectl_sktrace.store import open_cache_readonly
+    from kubectl_sktrace.trace.files.format import relaxed_gc
 
-    return open_cache_readonly(cache_path(cache=cache, kubeconfig=kubeconfig, context=context))
+    with relaxed_gc(), open_cache_readonly(cache_path(cache=cache, kubeconfig=kubeconfig, context=context)) as opened:
+        yield opened
 
 
 def _namespace(namespace: str | None, all_namespaces: bool, *, kubeconfig: str | None, context: str | None, kind: Any) -> str | None:

@@ -16,6 +16,11 @@ from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.trace.selection.selectors import quoted
 
 
+SHORT_NAMES = {"Deployment": ("deploy",), "ConfigMap": ("cm",), "Pod": ("po",), "StatefulSet": ("sts",), "DaemonSet": ("ds",),
+               "ReplicaSet": ("rs",), "Service": ("svc",), "CronJob": ("cj",), "Namespace": ("ns",), "Job": (), "Secret": ()}
+"""kubectl's short names of the built-in kinds, for a kind no discovery document names (a trace, a cache without them)."""
+
+
 @dataclass(frozen=True)
 class Kind:
     """A recorded kind: its GVK, its plural (the URL's resource), whether namespaced, its short names, as discovery said."""
@@ -64,9 +69,14 @@ def recorded(cache: Cache) -> list[Kind]:
         entry = entries.get(gvk) or {}
         out.append(Kind(
             gvk=gvk, plural=str(entry.get("name") or gvk.kind.lower() + "s"), namespaced=bool(entry.get("namespaced", True)),
-            short_names=tuple(str(s).lower() for s in entry.get("shortNames") or ()), singular=str(entry.get("singularName") or ""),
+            short_names=tuple(str(s).lower() for s in (entry.get("shortNames") or () if entry else _built_in(gvk))),
+            singular=str(entry.get("singularName") or ""),
         ))
     return out
+
+
+def _built_in(gvk: GVK) -> tuple[str, ...]:
+    return SHORT_NAMES.get(gvk.kind, ()) if gvk.group in ("", "apps", "batch") else ()
 
 
 def resolve(kinds: list[Kind], term: str) -> Kind:

@@ -142,6 +142,7 @@ class Past:
         self._kinds: list[Kind] | None = None
         self._gaps: list[tuple[str, Gap]] | None = None
         self._fills: list[tuple[str, float, float]] | None = None
+        self._first: tuple[int | None] | None = None
 
     # kinds and times
 
@@ -157,13 +158,15 @@ class Past:
 
     def begins(self) -> int | None:
         """The second of the history's first row (None: no history yet)."""
-        return attime.first_second(self.cache)
+        if self._first is None:
+            self._first = (attime.first_second(self.cache),)
+        return self._first[0]
 
     def second(self, at: float) -> int:
         """T's whole second, checked: a UsageError when T is before the history, in the future, or not a time."""
         if not math.isfinite(at):
             raise UsageError("the time asked is not a time; give '-2h', an RFC 3339 time or '@<unix seconds>'")
-        first = attime.first_second(self.cache)
+        first = self.begins()
         if first is None:
             raise UsageError(f"the cache {self.cache.path} holds no history yet; record some with 'kubectl sktrace start'")
         if at > self.now + 1:
@@ -251,7 +254,7 @@ class Past:
         beginning). An object entering the scope (its labels now match) is ADDED, one leaving it DELETED, as the API
         server's watch with a selector does."""
         last = self.second(until)
-        first = max(math.floor(after), attime.first_second(self.cache) or 0) + 1 if math.isfinite(after) else self.second(after)
+        first = max(math.floor(after), self.begins() or 0) + 1 if math.isfinite(after) else self.second(after)
         by_gvk = {k.gvk: k for k in kinds}
         rows = attime.rows_between(self.cache, gvks=list(by_gvk), first=first, last=last, namespace=scope.namespace_filter())
         yield from self._as_changes(rows, by_gvk, scope)
@@ -273,11 +276,16 @@ class Past:
         return attime.last_id(self.cache)
 
     def _as_changes(self, rows: Iterator[attime.Row], by_gvk: dict[Any, Kind], scope: Scope) -> Iterator[Change]:
-        previous: dict[ObjKey, attime.Row | None] = {}
+        previous: dict[ObjKey, tuple[attime.Row | None, dict[str, Any] | None]] = {}
         for row in rows:
-            before = previous[row.key] if row.key in previous else attime.row_before(self.cache, row)
-            previous[row.key] = row
-            yield from _change(by_gvk[row.key.gvk], before, row, scope)
+            if row.key in previous:
+                before, old = previous[row.key]
+            else:
+                before = attime.row_before(self.cache, row)
+                old = _selected(before, scope)
+            new = _selected(row, scope)
+            previous[row.key] = (row, new)
+            yield from _change(by_gvk[row.key.gvk], before, row, old, new)
 
     # one object's lives
 
@@ -285,12 +293,14 @@ class Past:
         """Every life of one name, oldest first: each object (uid) from its creation to its deletion, its changes."""
         found: list[tuple[str, list[Change]]] = []
         before: attime.Row | None = None
+        old: dict[str, Any] | None = None
         for row in attime.object_rows(self.cache, ObjKey(kind.gvk, namespace, name)):
-            for change in _change(kind, before, row, Scope()):
+            new = _selected(row, Scope())
+            for change in _change(kind, before, row, old, new):
                 if change.type == ADDED or not found:
                     found.append((change.uid, []))
                 found[-1][1].append(change)
-            before = row
+            before, old = row, new
         return [Life(uid, tuple(changes)) for uid, changes in found]
 
     # between two times
@@ -304,6 +314,9 @@ class Past:
                 one = Scope(namespace=key.namespace, names=(key.name,), labels=scope.labels, fields=scope.fields)
                 if not Scope(names=scope.names, fields=scope.fields).selects(key, None):
                     continue
+                old_row, new_row = attime.row_in_force(self.cache, key, second=first), attime.row_in_force(self.cache, key, second=last)
+                if old_row == new_row or not any(row is not None and row[1] for row in (old_row, new_row)):
+                    continue  # the same version at both ends, or none (a change undone is two rows: compared whole below)
                 old, new = self.object_at_scope(kind, one, first), self.object_at_scope(kind, one, last)
                 yield from _differences(kind, key, old, new)
 
@@ -319,10 +332,9 @@ def _differences(kind: Kind, key: ObjKey, old: PastObject | None, new: PastObjec
         yield Difference(kind, key, old, new)
 
 
-def _change(kind: Kind, before: attime.Row | None, row: attime.Row, scope: Scope) -> Iterator[Change]:
-    """The watch events one row makes after ``before`` (the object's previous row) for a watcher of ``scope``."""
-    old = _selected(before, scope)
-    new = _selected(row, scope)
+def _change(kind: Kind, before: attime.Row | None, row: attime.Row, old: dict[str, Any] | None, new: dict[str, Any] | None) -> Iterator[Change]:
+    """The watch events one row makes after ``before`` (the object's previous row); ``old`` and ``new`` the two versions
+    as a watcher's scope sees them (``_selected``: None where it sees no object)."""
     how = AUDIT if row.audit else RECONSTRUCTED if row.inferred else LIVE
     if old is not None and new is not None and before is not None and before.uid != row.uid:
         yield Change(DELETED, row.ts, row.id, kind, row.key, before.uid, old, "deleted", how, row.run_id)

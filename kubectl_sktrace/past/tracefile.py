@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, ObjKey
-from kubectl_sktrace.past.kinds import Kind, resolve
+from kubectl_sktrace.past.kinds import SHORT_NAMES, Kind, resolve
 from kubectl_sktrace.past.objects import Scope, kubectl_form
 from kubectl_sktrace.past.state import Knowledge, PastObject
 from kubectl_sktrace.timeparse import format_time
@@ -17,9 +17,6 @@ from kubectl_sktrace.trace.files.format import Trace
 from kubectl_sktrace.trace.sanitize import object_key
 
 FROM_TRACE = "trace file"
-SHORT_NAMES = {"Deployment": ("deploy",), "ConfigMap": ("cm",), "Pod": ("po",), "StatefulSet": ("sts",), "DaemonSet": ("ds",),
-               "ReplicaSet": ("rs",), "Service": ("svc",), "CronJob": ("cj",), "Namespace": ("ns",), "Secret": ()}
-"""kubectl's short names of the built-in kinds a trace may hold (a trace has no discovery documents)."""
 
 
 def trace_kinds(trace: Trace) -> list[Kind]:

@@ -11,6 +11,7 @@ once in SQL both engines accept. Nothing here writes.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterator, NamedTuple, Sequence
 
 from kubectl_sktrace.model import GVK, ObjKey
@@ -46,10 +47,17 @@ _VERSION_OPS = frozenset(int(op) for op in VERSIONS.split(", "))
 _COLUMNS = "e.id, e.ts, e.gvk, e.namespace, e.name, e.uid, e.op, e.inferred, e.run_id, e.body, {audit}, {created}"
 
 
+_KNOWN: weakref.WeakKeyDictionary[Cache, str] = weakref.WeakKeyDictionary()
+
+
 def _columns(cache: Cache) -> str:
-    audit = "(SELECT 1 FROM audit_rows a WHERE a.event_id = e.id)" if cache.has_table("audit_rows") else "NULL"
-    created = "(SELECT c.ts FROM created c WHERE c.uid = e.uid)" if cache.has_table("created") else "NULL"
-    return _COLUMNS.format(audit=audit, created=created)
+    """The columns ``_row`` reads (what the cache's schema has), found once per open cache."""
+    found = _KNOWN.get(cache)
+    if found is None:
+        audit = "(SELECT 1 FROM audit_rows a WHERE a.event_id = e.id)" if cache.has_table("audit_rows") else "NULL"
+        created = "(SELECT c.ts FROM created c WHERE c.uid = e.uid)" if cache.has_table("created") else "NULL"
+        found = _KNOWN[cache] = _COLUMNS.format(audit=audit, created=created)
+    return found
 
 
 def _row(cache: Cache, raw: Sequence[Any], kinds: dict[str, GVK]) -> Row:
@@ -95,6 +103,15 @@ def rows_at(cache: Cache, *, gvk: GVK, second: int, namespace: str | None = None
     kinds: dict[str, GVK] = {}
     for raw in cache.conn.execute(sql, params):
         yield _row(cache, raw, kinds)
+
+
+def row_in_force(cache: Cache, key: ObjKey, *, second: int) -> tuple[int, bool] | None:
+    """The id of the object's row in force at the end of ``second`` and whether it applies the object (no body read:
+    one step in ``events_object``); None when it has none before."""
+    found = cache.conn.execute(
+        "SELECT id, op FROM events INDEXED BY events_object WHERE gvk = ? AND namespace = ? AND name = ? AND ts < ? "
+        "ORDER BY ts DESC, id DESC LIMIT 1", (str(key.gvk), key.namespace, key.name, second + 1)).fetchone()
+    return None if found is None else (int(found[0]), int(found[1]) in _VERSION_OPS)
 
 
 def object_rows(cache: Cache, key: ObjKey) -> list[Row]:
@@ -187,7 +204,7 @@ def pod_phases(cache: Cache, *, uids: Sequence[str]) -> dict[str, tuple[int | No
     return out
 
 
-__all__ = ["DELETED", "MAX_NAMES", "Row", "audit_fills", "discovery_documents", "recorded_kinds", "first_second", "keys_changed", "last_id", "object_rows",
+__all__ = ["DELETED", "MAX_NAMES", "Row", "row_in_force", "audit_fills", "discovery_documents", "recorded_kinds", "first_second", "keys_changed", "last_id", "object_rows",
            "pod_phases", "row_before", "rows_at", "rows_between", "rows_since"]
 
 
