@@ -18,6 +18,7 @@ import time
 from typing import Callable
 
 from kubectl_sktrace.apiserver.state import Served
+from kubectl_sktrace.errors import SktraceError
 from kubectl_sktrace.model import POD, CacheUrl
 from kubectl_sktrace.past.objects import Scope
 from kubectl_sktrace.past.state import DELETED, Change, Past, PodLife
@@ -28,41 +29,63 @@ POLL = 1.0  # seconds between two looks for a recorder's news, once the replay r
 
 
 def replay(location: str | CacheUrl, state: Served, *, at: float, speed: float, stop: threading.Event,
-           clock: Callable[[], float] = time.monotonic) -> None:
-    """Apply the changes after ``at`` at ``speed`` times their pace, from the first watch on, until ``stop`` is set."""
+           warn: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
+    """Apply the changes after ``at`` at ``speed`` times their pace, from the first watch on, until ``stop`` is set. A
+    read the cache refuses (a recorder began writing a file read as unchanging, a database gone) is said once and
+    tried again after ``POLL`` seconds: the state served stays as it was meanwhile."""
     while not state.watched.wait(0.2):
         if stop.is_set():
             return
-    started, cursor = clock(), at
-    after_row: int | None = None  # following the recorder's news, after this row
-    seen: set[int] = set()  # the rows of the window that reached the present
-
-    def due(change: Change) -> float:
-        return started + (change.second - at) / speed
-
+    player = _Player(location, state, at=at, speed=speed, stop=stop, clock=clock)
+    said = ""
     while not stop.is_set():
-        now = min(at + (clock() - started) * speed, time.time())
-        state.advance(now)
-        if after_row is not None:
-            with open_cache_readonly(location) as cache:
+        try:
+            player.step()
+        except SktraceError as exc:
+            if str(exc) != said:
+                said = str(exc)
+                warn(f"the replay could not read the cache ({said}); trying again")
+            stop.wait(POLL)
+
+
+class _Player:
+    """The replay's place: the history's clock, the end of what was read, and the recorder's news once at the present."""
+
+    def __init__(self, location: str | CacheUrl, state: Served, *, at: float, speed: float, stop: threading.Event,
+                 clock: Callable[[], float]) -> None:
+        self.location, self.state, self.at, self.speed, self.stop, self.clock = location, state, at, speed, stop, clock
+        self.started, self.cursor = clock(), at
+        self.after_row: int | None = None  # following the recorder's news, after this row
+        self.seen: set[int] = set()  # the rows of the window that reached the present
+
+    def due(self, change: Change) -> float:
+        return self.started + (change.second - self.at) / self.speed
+
+    def step(self) -> None:
+        """One read (a window, or the recorder's news) and its changes applied as their seconds come."""
+        now = min(self.at + (self.clock() - self.started) * self.speed, time.time())
+        self.state.advance(now)
+        if self.after_row is not None:
+            with open_cache_readonly(self.location) as cache:
                 history = Past(cache)
-                news, after_row = history.follow(state.kinds, Scope(), after_row=after_row)
-                changes = [(c, _pod(history, c)) for c in news if c.row_id not in seen]
-            if not _apply(state, changes, due=due, clock=clock, stop=stop):
-                stop.wait(POLL)
-            continue
-        if math.floor(now) <= math.floor(cursor):
-            stop.wait(0.2)
-            continue
-        with open_cache_readonly(location) as cache:
+                news, after_row = history.follow(self.state.kinds, Scope(), after_row=self.after_row)
+                changes = [(c, _pod(history, c)) for c in news if c.row_id not in self.seen]
+            self.after_row = after_row
+            if not _apply(self.state, changes, due=self.due, clock=self.clock, stop=self.stop):
+                self.stop.wait(POLL)
+            return
+        if math.floor(now) <= math.floor(self.cursor):
+            self.stop.wait(0.2)
+            return
+        with open_cache_readonly(self.location) as cache:
             mark = Past(cache).last_row()  # before the window's Past: whatever it misses was written after this row
             history = Past(cache)
-            end = min(now + WINDOW * speed, history.now)
-            changes = [(c, _pod(history, c)) for c in history.changes(state.kinds, Scope(), after=cursor, until=end)]
+            end = min(now + WINDOW * self.speed, history.now)
+            changes = [(c, _pod(history, c)) for c in history.changes(self.state.kinds, Scope(), after=self.cursor, until=end)]
         if end >= history.now:
-            after_row, seen = mark, {c.row_id for c, _ in changes}
-        _apply(state, changes, due=due, clock=clock, stop=stop)
-        cursor = end  # read ahead: the history's clock (``Served.now``, the ages) moves with the wall's, above
+            self.after_row, self.seen = mark, {c.row_id for c, _ in changes}
+        _apply(self.state, changes, due=self.due, clock=self.clock, stop=self.stop)
+        self.cursor = end  # read ahead: the history's clock (``Served.now``, the ages) moves with the wall's, above
 
 
 def _apply(state: Served, changes: list[tuple[Change, PodLife | None]], *, due: Callable[[Change], float], clock: Callable[[], float],

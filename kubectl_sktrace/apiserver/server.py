@@ -175,7 +175,7 @@ def run(settings: Settings, *, kubeconfig_out: str | None, say: Callable[..., No
             say(server.kubeconfig(), nl=False)
         if settings.replay_speed:
             threading.Thread(target=replay, args=(settings.location, state), kwargs={"at": settings.at, "speed": settings.replay_speed,
-                             "stop": stop}, name="replay", daemon=True).start()
+                             "stop": stop, "warn": warn}, name="replay", daemon=True).start()
         while not stop.wait(0.5):
             pass
     finally:
