@@ -182,6 +182,13 @@ def test_label_and_field_selectors(served: Served) -> None:
     assert refused.returncode == 1 and '"spec.replicas" is not a known field selector' in refused.stderr
 
 
+def test_kubectl_pages_through_one_snapshot(served: Served) -> None:
+    whole = served.kubectl("get", "deploy,cm,pods", "-A", "-o", "name").stdout.split()
+    paged = served.kubectl("get", "deploy,cm,pods", "-A", "-o", "name", "--chunk-size=1", "-v=6")
+    assert paged.stdout.split() == whole and len(whole) == 4
+    assert "/apis/apps/v1/deployments?continue=" in paged.stderr  # the two deployments came a page each
+
+
 def test_every_write_gets_405_and_the_cache_is_unchanged(served: Served, sqlite_cache: str, tmp_path: Path) -> None:
     before = digest(sqlite_cache)
     manifest = tmp_path / "cm.yaml"
