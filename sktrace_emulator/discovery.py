@@ -6,50 +6,21 @@ deleted: ``crds``) appears in or leaves discovery at once, as on a real server.
 
 from __future__ import annotations
 
+from sktrace_apiserver.discovery import CATEGORY_ALL as CATEGORY_ALL
+from sktrace_apiserver.discovery import group_list as shared_group_list
+from sktrace_apiserver.discovery import version_info
 from sktrace_emulator import scale
 from sktrace_emulator.records import Obj, not_found
 from sktrace_emulator.state import Store
 
-SERVER_VERSION = {
-    "major": "1",
-    "minor": "30",
-    "gitVersion": "v1.30.0-sktrace-emulator",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2024-04-17T00:00:00Z",
-    "goVersion": "go1.22.2",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
-
-CATEGORY_ALL = frozenset({("", "pods"), ("", "services"), ("", "replicationcontrollers"), ("apps", "deployments"), ("apps", "replicasets"),
-                          ("apps", "statefulsets"), ("apps", "daemonsets"), ("batch", "jobs"), ("batch", "cronjobs"),
-                          ("autoscaling", "horizontalpodautoscalers")})
-"""The kinds of the category ``all`` on a real server (``kubectl get all``)."""
+SERVER_VERSION = version_info("v1.30.0-sktrace-emulator")
 
 _VERBS_NAMESPACED = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
 def group_list(store: Store) -> Obj:
     """``/apis``: every group with a registered kind, its versions in the order they were registered."""
-    groups: dict[str, list[str]] = {}
-    for rtype in store.types.values():
-        if rtype.group:
-            versions = groups.setdefault(rtype.group, [])
-            if rtype.version not in versions:
-                versions.append(rtype.version)
-    return {
-        "kind": "APIGroupList",
-        "apiVersion": "v1",
-        "groups": [
-            {
-                "name": group,
-                "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
-                "preferredVersion": {"groupVersion": f"{group}/{versions[0]}", "version": versions[0]},
-            }
-            for group, versions in groups.items()
-        ],
-    }
+    return shared_group_list((t.group, t.version) for t in store.types.values())
 
 
 def resource_list(store: Store, group: str, version: str) -> Obj:

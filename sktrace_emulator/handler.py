@@ -20,6 +20,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from sktrace_apiserver import discovery as protocol
+from sktrace_apiserver import openapi as protocol_openapi
+from sktrace_apiserver import watch as framing
 from sktrace_emulator import apf, audit, discovery, openapi, scale
 from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
 from sktrace_emulator.selectors import (
@@ -218,7 +221,7 @@ class Handler(BaseHTTPRequestHandler):
         if parts[:2] == ["openapi", "v3"]:
             return self._send_json(200, openapi.v3(self.emulator.store, parts[2:]))
         if parts == ["openapi", "v2"]:
-            return self._send_bytes(200, openapi.v2_protobuf(), content_type="application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+            return self._send_bytes(200, openapi.v2_protobuf(), content_type=protocol_openapi.V2_CONTENT_TYPE)
         if parts[:1] == ["api"] and len(parts) >= 2:
             group, version, rest = "", parts[1], parts[2:]
         elif parts[:1] == ["apis"] and len(parts) >= 3:
@@ -263,14 +266,14 @@ class Handler(BaseHTTPRequestHandler):
     def _discovery(self, parts: list[str], group: str, version: str) -> None:
         store = self.emulator.store
         if parts == ["api"]:
-            return self._send_json(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.emulator.port}"}]})
+            return self._send_json(200, protocol.api_versions(self.emulator.port))
         if parts == ["apis"]:
             return self._send_json(200, discovery.group_list(store))
         if len(parts) == 2 and parts[0] == "apis":
-            group_doc = next((g for g in discovery.group_list(store)["groups"] if g["name"] == parts[1]), None)
+            group_doc = protocol.api_group(discovery.group_list(store), parts[1])
             if group_doc is None:
                 raise not_found()
-            return self._send_json(200, {"kind": "APIGroup", "apiVersion": "v1", **group_doc})
+            return self._send_json(200, group_doc)
         return self._send_json(200, discovery.resource_list(store, group, version))
 
     def _resource(self, rtype: ResourceType, namespace: str | None, name: str, subresource: str, query: dict[str, str]) -> None:
@@ -366,7 +369,7 @@ class Handler(BaseHTTPRequestHandler):
     def _write_chunk(self, data: bytes) -> None:
         """One HTTP chunk, sent at once: ``wfile`` is unbuffered (``wbufsize = 0``), so one write is one
         ``sendall`` (one TLS record up to 16 KB), as a real server's ``Flush`` after each event."""
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.write(framing.chunk(data))
 
     def _watch(self, rtype: ResourceType, flt: Filter, query: dict[str, str]) -> None:
         emu, store = self.emulator, self.emulator.store
@@ -409,12 +412,10 @@ class Handler(BaseHTTPRequestHandler):
     def _stream(self, rtype: ResourceType, flt: Filter, initial: list[Stored], position: int, *, as_table: bool, timeout: float | None,
                 bookmarks: bool, generation: int, history: History, told: int) -> None:
         emu, store = self.emulator, self.emulator.store
-        prefix = {t: b'{"type":"%s","object":' % t.encode() for t in ("ADDED", "MODIFIED", "DELETED")}
-
         def encode(event_type: str, stored: Stored) -> bytes:
             if as_table:
                 return table_event(rtype, event_type, stored)
-            return b"".join((prefix[event_type], stored.raw, b"}\n"))
+            return framing.event_line(event_type, stored.raw)
 
         batched = emu.framing == "batched"
         if batched:
@@ -459,18 +460,17 @@ class Handler(BaseHTTPRequestHandler):
                 continue
             now = time.monotonic()
             if gone or (deadline is not None and now >= deadline):
-                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.write(framing.END)
                 return
             if bookmarks and now >= next_bookmark:
                 next_bookmark = now + emu.bookmark_interval
                 if history.last_rv > told:  # a real server is silent on a kind whose version does not move
                     told = history.last_rv
-                    bookmark = {"type": "BOOKMARK", "object": {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": {"resourceVersion": str(told)}}}
-                    self._write_chunk(json.dumps(bookmark, separators=(",", ":")).encode() + b"\n")
+                    self._write_chunk(framing.bookmark_line(kind=rtype.kind, api_version=rtype.api_version, rv=str(told)))
 
     def _end_with_error(self, error: ApiError) -> None:
-        self._write_chunk(json.dumps({"type": "ERROR", "object": error.status()}, separators=(",", ":")).encode() + b"\n")
-        self.wfile.write(b"0\r\n\r\n")
+        self._write_chunk(framing.error_line(error.status()))
+        self.wfile.write(framing.END)
 
 
 def _request_verb(method: str, *, name: str, watch: bool) -> str:

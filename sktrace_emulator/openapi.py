@@ -1,11 +1,8 @@
 """The emulator's OpenAPI answers and its strict field validation: what ``kubectl apply/create/replace -f`` need.
 
-kubectl (v1.30) validates a manifest before sending it: it reads ``/openapi/v2`` (protobuf) for client-side
-schemas, and ``/openapi/v3`` to learn whether the server validates fields itself (a ``fieldValidation`` query
-parameter on the kind's PATCH operation). Finding it, kubectl sends ``fieldValidation=Strict`` and leaves the
-checking to the server. The emulator publishes no schemas (its v2 document has none, its v3 documents only the
-PATCH operations), so it says only what it does, and with ``Strict`` it checks, as a real server's strict
-decoder does for every kind:
+The documents are the distribution's (``sktrace_apiserver.openapi``): kubectl finds no schemas in them and sends
+``fieldValidation=Strict``, leaving the checking to the server. With ``Strict`` the emulator checks, as a real server's
+strict decoder does for every kind:
 
 - duplicate fields, anywhere in the body;
 - unknown fields in ``metadata`` (ObjectMeta's fields);
@@ -20,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sktrace_apiserver import openapi as protocol
 from sktrace_emulator.discovery import SERVER_VERSION
 from sktrace_emulator.records import ApiError, Obj, ResourceType, not_found
 from sktrace_emulator.state import Store
@@ -48,51 +46,17 @@ TOP_LEVEL: dict[tuple[str, str], frozenset[str]] = {
 """The top-level JSON fields, besides apiVersion, kind and metadata, of the built-in kinds the emulator serves."""
 
 
-def _gv_path(rtype: ResourceType) -> str:
-    return ("apis/" if rtype.group else "api/") + rtype.api_version
-
-
 def v3(store: Store, gv_parts: list[str]) -> Obj:
-    """``/openapi/v3`` (the group-versions, each with its ``serverRelativeURL``) or one group-version's document:
-    every kind's PATCH operation with its ``fieldValidation`` query parameter, and no schemas."""
-    types = list(store.types.values())
-    if not gv_parts:
-        gvs = sorted({_gv_path(t) for t in types})
-        return {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={store.rv}"} for gv in gvs}}
-    gv = "/".join(gv_parts)
-    paths: Obj = {}
-    for t in types:
-        if _gv_path(t) != gv:
-            continue
-        scope = "/namespaces/{namespace}" if t.namespaced else ""
-        paths[f"/{gv}{scope}/{t.plural}/{{name}}"] = {
-            "patch": {
-                "operationId": f"patch{t.kind}",
-                "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True},
-                                "description": "Ignore, Warn or Strict: whether the server rejects unknown or duplicate fields"}],
-                "responses": {"200": {"description": "OK"}},
-                "x-kubernetes-action": "patch",
-                "x-kubernetes-group-version-kind": {"group": t.group, "version": t.version, "kind": t.kind},
-            }
-        }
-    if not paths:
+    """``/openapi/v3`` or one group-version's document (``sktrace_apiserver.openapi``) of the registered kinds."""
+    found = protocol.v3(store.types.values(), gv_parts, git_version=GIT_VERSION, revision=str(store.rv))
+    if found is None:
         raise not_found()
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION}, "paths": paths, "components": {"schemas": {}}}
-
-
-def _field(number: int, value: bytes) -> bytes:
-    """One length-delimited protobuf field (wire type 2); lengths here stay under 128 bytes."""
-    assert len(value) < 128
-    return bytes([number << 3 | 2, len(value)]) + value
+    return found
 
 
 def v2_protobuf() -> bytes:
-    """``/openapi/v2`` as kubectl asks for it (``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``):
-    gnostic's ``openapi_v2.Document`` with ``swagger`` (1) and ``info`` (2: title 1, version 2) and nothing else.
-    No definitions: kubectl finds no schema to validate against on the client and relies on the server's
-    ``fieldValidation`` (``v3``)."""
-    info = _field(1, b"Kubernetes") + _field(2, GIT_VERSION.encode())
-    return _field(1, b"2.0") + _field(2, info)
+    """``/openapi/v2`` as kubectl asks for it, with no definitions (``sktrace_apiserver.openapi``)."""
+    return protocol.v2_protobuf(GIT_VERSION)
 
 
 _DUPS = object()

@@ -12,44 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from sktrace_apiserver.status import ApiError as ApiError
+from sktrace_apiserver.status import not_found as not_found
+from sktrace_apiserver.status import status_body as status_body
+
 Obj = dict[str, Any]
-
-
-class ApiError(Exception):
-    """A request the store refuses; the server turns it into a ``Status`` with this code and reason."""
-
-    def __init__(self, code: int, reason: str, message: str, *, retry_after: int | None = None,
-                 details: Obj | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.retry_after = retry_after
-        self.details = details
-
-    def status(self) -> Obj:
-        return status_body(code=self.code, reason=self.reason, message=self.message, details=self.details)
-
-
-def not_found() -> ApiError:
-    """The API server's 404 for a path it does not serve (a kind without its CRD, say), word for word."""
-    return ApiError(404, "NotFound", "the server could not find the requested resource", details={})
-
-
-def status_body(*, code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
-    """A ``meta/v1 Status`` as a real server sends for errors (and inside ERROR watch events)."""
-    body: Obj = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-    }
-    if details is not None:
-        body["details"] = details
-    body["code"] = code
-    return body
 
 
 def rfc3339(ts: float) -> str:

@@ -1,92 +1,15 @@
-"""Label and field selectors as the API server parses them, and the ``Filter`` a list or watch asks with.
+"""The ``Filter`` a list or watch asks with; its selectors parsed as the API server parses them (``sktrace_apiserver``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sktrace_emulator.records import ApiError, ResourceType, Stored
-
-
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    op: str  # "=", "!=", "in", "notin", "exists", "!exists"
-    values: frozenset[str]
-
-    def matches(self, mapping: dict[str, str]) -> bool:
-        present = self.key in mapping
-        if self.op == "exists":
-            return present
-        if self.op == "!exists":
-            return not present
-        if self.op in ("=", "in"):
-            return present and mapping[self.key] in self.values
-        return not present or mapping[self.key] not in self.values
-
-
-def _split_top(text: str) -> list[str]:
-    """Split on commas that are not inside parentheses."""
-    parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def parse_label_selector(text: str) -> tuple[Requirement, ...]:
-    """kubectl's selector syntax: ``a=b``, ``a==b``, ``a!=b``, ``a in (x,y)``, ``a notin (x)``, ``a``, ``!a``."""
-    reqs = []
-    for part in _split_top(text or ""):
-        words = part.split()
-        if len(words) >= 2 and words[1] in ("in", "notin"):
-            inner = part.split(None, 2)[2].strip()
-            if not (inner.startswith("(") and inner.endswith(")")):
-                raise ApiError(400, "BadRequest", f"unable to parse requirement: {part!r}")
-            values = frozenset(v.strip() for v in inner[1:-1].split(",") if v.strip())
-            reqs.append(Requirement(words[0], words[1], values))
-        elif "!=" in part:
-            key, value = part.split("!=", 1)
-            reqs.append(Requirement(key.strip(), "!=", frozenset([value.strip()])))
-        elif "=" in part:
-            key, value = part.replace("==", "=").split("=", 1)
-            reqs.append(Requirement(key.strip(), "=", frozenset([value.strip()])))
-        elif part.startswith("!"):
-            reqs.append(Requirement(part[1:].strip(), "!exists", frozenset()))
-        else:
-            reqs.append(Requirement(part, "exists", frozenset()))
-    return tuple(reqs)
-
-
-FIELD_SELECTABLE = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")
-
-
-def parse_field_selector(text: str, rtype: ResourceType) -> tuple[Requirement, ...]:
-    """Field selectors the real server supports for these kinds: ``=``, ``==``, ``!=`` on a few fields."""
-    reqs = []
-    for part in _split_top(text or ""):
-        op = "!=" if "!=" in part else "="
-        key, _, value = part.replace("==", "=").partition(op)
-        key = key.strip()
-        allowed = FIELD_SELECTABLE if rtype.kind == "Pod" else FIELD_SELECTABLE[:2]
-        if key not in allowed:
-            raise ApiError(
-                400,
-                "BadRequest",
-                f'Unable to find "{rtype.group}/{rtype.version}, Resource={rtype.plural}" that match label selector "", field selector "{text}": "{key}" is not a known field selector: only "{", ".join(allowed)}"',
-            )
-        reqs.append(Requirement(key, op, frozenset([value.strip()])))
-    return tuple(reqs)
+from sktrace_apiserver.selectors import FIELD_SELECTABLE as FIELD_SELECTABLE
+from sktrace_apiserver.selectors import Requirement as Requirement
+from sktrace_apiserver.selectors import parse_field_selector as parse_field_selector
+from sktrace_apiserver.selectors import parse_label_selector as parse_label_selector
+from sktrace_emulator.records import Stored
 
 
 @dataclass(frozen=True)

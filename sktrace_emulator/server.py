@@ -16,12 +16,12 @@ import shutil
 import socket
 import ssl
 import sys
-import tempfile
 import threading
 from http.server import ThreadingHTTPServer
 from typing import Any, Iterable
 
-from sktrace_emulator import apf, audit, pki
+from sktrace_apiserver import tls
+from sktrace_emulator import apf, audit
 from sktrace_emulator.handler import LIST_SECONDS_PER_MB, Handler
 from sktrace_emulator.records import ApiError, Failure, Obj, ResourceType
 from sktrace_emulator.selectors import Filter
@@ -367,7 +367,7 @@ class _Server(ThreadingHTTPServer):
 def _self_signed() -> tuple[bytes, bytes]:
     """The serving certificate for 127.0.0.1 and its key, made by the openssl command once per process. TLS is on by
     default because kubectl sends a bearer token only over https."""
-    return pki.self_signed("sktrace-emulator", extensions=("subjectAltName=IP:127.0.0.1,DNS:localhost",))
+    return tls.self_signed("sktrace-emulator")
 
 
 @functools.lru_cache(maxsize=8)
@@ -379,15 +379,7 @@ def _server_context(client_ca: bytes | None) -> tuple[ssl.SSLContext, bytes]:
     over TLS 1.3 the alert follows the client's first request, and closing the connection may lose it (the client
     then sees an EOF, a third of the time on loopback)."""
     cert, key = _self_signed()
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    with tempfile.TemporaryDirectory(prefix="sktrace-emulator-") as tmp:
-        cert_path, key_path = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-        for path, data in ((cert_path, cert), (key_path, key)):
-            with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as fh:
-                fh.write(data)
-        context.load_cert_chain(cert_path, key_path)
+    context = tls.server_context(cert, key, client_ca=client_ca)
     if client_ca is not None:
-        context.load_verify_locations(cadata=client_ca.decode())
-        context.verify_mode = ssl.CERT_REQUIRED
         context.maximum_version = ssl.TLSVersion.TLSv1_2
     return context, cert

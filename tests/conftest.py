@@ -46,6 +46,7 @@ SLOW_MODULES = {
     "test_emulator_clients", "test_emulator_framing", "test_emulator_listcost", "test_emulator_main",  # real clients
     "test_hostile_inputs",  # each case runs the console script
     "test_export_closed_window",  # records a history in real time
+    "test_serve_past", "test_serve_scripted",  # serve --at and kubectl against it
 }
 
 

@@ -16,7 +16,7 @@ import pytest
 from radon.complexity import cc_visit
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = sorted((ROOT / "kubectl_sktrace").rglob("*.py"))
+PRODUCT = sorted([*(ROOT / "kubectl_sktrace").rglob("*.py"), *(ROOT / "sktrace_apiserver").rglob("*.py")])  # and the protocol it speaks
 EMULATOR = sorted((ROOT / "sktrace_emulator").rglob("*.py"))
 
 MAX_MODULE_LINES = 500

@@ -20,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kubectl_sktrace"
 EMULATOR = ROOT / "sktrace_emulator"
+PROTOCOL = ROOT / "sktrace_apiserver"
 
 # The wings, each with the wings it may import besides itself and the shared root (docs/architecture.md).
 WINGS = {
@@ -30,8 +31,9 @@ WINGS = {
     "export": {"trace", "store"},
     "audit": {"trace", "store", "record"},
     "past": {"trace", "store"},
+    "apiserver": {"trace", "store", "past"},
     "view": {"trace", "store", "export"},
-    "cli": {"trace", "kube", "store", "record", "export", "view", "audit", "past"},
+    "cli": {"trace", "kube", "store", "record", "export", "view", "audit", "past", "apiserver"},
 }
 # The root keeps what every wing shares; it imports nothing but itself.
 SHARED = {"errors", "model", "timeparse", "plural", "tracerconfig", "render", "reconciliation", "safeyaml", "terminal"}
@@ -93,7 +95,7 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-MODULES = {_module_name(p): _imports(p) for p in sorted([*PACKAGE.rglob("*.py"), *EMULATOR.rglob("*.py")])}
+MODULES = {_module_name(p): _imports(p) for p in sorted([*PACKAGE.rglob("*.py"), *EMULATOR.rglob("*.py"), *PROTOCOL.rglob("*.py")])}
 
 
 
@@ -128,7 +130,7 @@ def _longest_module(name: str) -> str:
 
 
 GRAPH = {name: _targets(path) for name, path in
-         ((_module_name(p), p) for p in sorted([*PACKAGE.rglob("*.py"), *EMULATOR.rglob("*.py")]))}
+         ((_module_name(p), p) for p in sorted([*PACKAGE.rglob("*.py"), *EMULATOR.rglob("*.py"), *PROTOCOL.rglob("*.py")]))}
 
 
 def _wing(module: str) -> str:
@@ -235,7 +237,7 @@ def test_every_yaml_read_goes_through_the_one_bounded_loader() -> None:
 _PRINTS = r"\bclick\.(?:echo|secho)\(|(?<![.\w])print\(|\bsys\.(?:stdout|stderr)\.write\("
 # each place allowed, and why: the one door (escaping), what Ctrl-C prints before anything is loaded, and the writers
 # that escape what they write (the view's log line, the progress line, the completion's answer)
-_PRINTERS = {"cli/options.py": 1, "__main__.py": 1, "view/server.py": 1, "record/progress.py": 0, "cli/__init__.py": 1}
+_PRINTERS = {"cli/options.py": 1, "__main__.py": 1, "view/server.py": 1, "apiserver/server.py": 1, "record/progress.py": 0, "cli/__init__.py": 1}
 
 
 def test_every_printed_line_goes_through_the_one_escaping_door() -> None:
@@ -319,6 +321,16 @@ def test_only_the_demo_imports_the_emulator() -> None:
 def test_the_emulator_imports_nothing_of_the_product() -> None:
     assert "sktrace_emulator.server" in MODULES
     assert _importers("kubectl_sktrace", among="sktrace_emulator") == []
+
+
+def test_the_protocol_imports_neither_server() -> None:
+    """``sktrace_apiserver`` is what the emulator and ``serve --at`` both speak: the lowest package, below both, importing
+    neither, and nothing but the standard library."""
+    assert "sktrace_apiserver.tls" in MODULES
+    assert _importers("kubectl_sktrace", among="sktrace_apiserver") == []
+    assert _importers("sktrace_emulator", among="sktrace_apiserver") == []
+    imported = {name.split(".")[0] for module, names in MODULES.items() if module.startswith("sktrace_apiserver") for name in names}
+    assert imported - {"sktrace_apiserver", "__future__"} <= set(sys.stdlib_module_names)
 
 
 def test_the_walker_sees_lazy_and_relative_imports(tmp_path) -> None:

@@ -18,7 +18,7 @@ import click
 
 from kubectl_sktrace import __version__
 from kubectl_sktrace.cli import backfilling, caches, exporting, recording, traces, transforming
-from kubectl_sktrace.cli import asking, viewing
+from kubectl_sktrace.cli import asking, pastserving, viewing
 from kubectl_sktrace.cli.options import (
     CONTEXT_SETTINGS,
     SktraceCommand,
@@ -122,6 +122,7 @@ for _command in (recording.start, recording.status, exporting.export_command, ex
                  caches.cache_group):
     cli.add_command(_command)
 cli.add_command(viewing.view_command)
+cli.add_command(pastserving.serve_command)
 cli.add_command(backfilling.backfill_command)
 for _command in (asking.get_command, asking.history_command, asking.diff_command):
     cli.add_command(_command)

@@ -18,10 +18,7 @@ as the ``kubernetes`` client does. A context that skips verification (``insecure
 
 from __future__ import annotations
 
-import os
-import shutil
 import ssl
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
@@ -29,6 +26,7 @@ from typing import Iterator
 from urllib3.util.ssl_ import create_urllib3_context
 
 from kubectl_sktrace.kube.errors import certificate_authority_error, client_certificate_error
+from sktrace_apiserver.tls import memory_file
 
 
 @dataclass(frozen=True)
@@ -98,36 +96,7 @@ def _readable(pem: Pem) -> Iterator[str]:
     """A path OpenSSL can read ``pem`` from while the block runs ("" for none): the user's own file as it is, or
     data held in memory as a memory file that is gone when the block ends."""
     if pem.data:
-        with _memory_file(pem.data) as path:
+        with memory_file(pem.data) as path:
             yield path
     else:
         yield pem.path or ""
-
-
-@contextmanager
-def _memory_file(data: bytes) -> Iterator[str]:
-    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
-        fd = os.memfd_create("kubectl-sktrace-tls", os.MFD_CLOEXEC)
-        try:
-            _write_all(fd, data)
-            yield f"/proc/self/fd/{fd}"
-        finally:
-            os.close(fd)
-        return
-    directory = tempfile.mkdtemp(prefix="kubectl-sktrace-tls-")  # mode 0700: no other user may even list it
-    path = os.path.join(directory, "pem")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        yield path
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
