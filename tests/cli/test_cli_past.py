@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import queue
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -59,10 +60,33 @@ def kubectl(kubeconfig: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60, check=True)
 
 
-def snapshot(kubeconfig: str) -> tuple[int, dict[str, dict[str, Any]]]:
-    """Real kubectl's view, per kind then name, and a second it holds at: the controllers are quiet from half a second
-    before it (what they did is received by then) until the second after kubectl answered (nothing else is stamped in
-    the second it was taken in)."""
+def caught_up(emu: Emulator, cache: str | None) -> None:
+    """Until the running recorder has committed every change the emulator made: each watched kind's resourceVersion in the
+    cache at or past that kind's last change (a recorder slowed down by a busy machine receives late, and a change
+    received after a snapshot would be stamped in the snapshot's second). No recorder running (``cache`` None): at once."""
+    if cache is None:
+        return
+    wanted = {f"{'' if not rtype.group else rtype.group + '/'}{rtype.version}.{rtype.kind}": history.last_rv
+              for rtype, history in list(emu.store.histories.items())}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        conn = sqlite3.connect(f"file:{cache}?mode=rw", uri=True, timeout=10)
+        try:
+            have = {gvk: int(rv) for gvk, rv in conn.execute("SELECT gvk, resource_version FROM watch_state")}
+        finally:
+            conn.close()
+        if have and all(have[gvk] >= rv for gvk, rv in wanted.items() if gvk in have):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the recorder did not catch up with the emulator within 60 s: {have} < {wanted}")
+
+
+def snapshot(kubeconfig: str, emu: Emulator | None = None, cache: str | None = None) -> tuple[int, dict[str, dict[str, Any]]]:
+    """Real kubectl's view, per kind then name, and a second it holds at: the controllers are quiet from before it (each
+    steps only in ``settle``), the running recorder has received what they did (``caught_up``), and nothing is stamped
+    from then until the second after kubectl answered."""
+    if emu is not None:
+        caught_up(emu, cache)
     time.sleep(0.5)
     taken = time.time()
     items = json.loads(kubectl(kubeconfig, "get", ",".join(KINDS), "-n", NS, "-o", "json").stdout)["items"]
@@ -103,27 +127,27 @@ def script(emu: Emulator, kubeconfig: str, cache: str, log: Path) -> tuple[list[
     assert call(emu, "POST", CMS, configmap("settings", {"mode": "a"}))[0] == 201
     done["settings"].append(("created", math.floor(time.time())))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["web"].append(("spec", patch(emu, f"{DEPLOYS}/web/scale", {"spec": {"replicas": 3}})))
     done["settings"].append(("data", patch(emu, f"{CMS}/settings", {"data": {"mode": "b", "extra": "1"}})))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["web"].append(("spec", patch(emu, f"{DEPLOYS}/web", {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.26"}]}}}})))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["web"].append(("labels", patch(emu, f"{DEPLOYS}/web", {"metadata": {"labels": {"tier": "front"}}})))
     assert call(emu, "DELETE", f"{DEPLOYS}/api")[0] == 200
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     assert call(emu, "DELETE", f"{DEPLOYS}/web")[0] == 200
     done["web"].append(("deleted", math.floor(time.time())))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     assert call(emu, "POST", DEPLOYS, deployment("web", NS, replicas=2, image="nginx:1.27"))[0] == 201
     done["web"].append(("created", math.floor(time.time())))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
-    later_changes(emu, wl, kubeconfig, shots, done)
+    shots.append(snapshot(kubeconfig, emu, cache))
+    later_changes(emu, wl, kubeconfig, shots, done, cache)
     stop(recorder)  # offline: what follows only the audit log sees as it happens
     settle(wl)
     done["settings"].append(("data", patch(emu, f"{CMS}/settings", {"data": {"mode": "c"}})))
@@ -139,48 +163,49 @@ def script(emu: Emulator, kubeconfig: str, cache: str, log: Path) -> tuple[list[
     again = start_background(kubeconfig, cache, duration="240")
     wait_synced(cache, 2, again)
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     patch(emu, f"{DEPLOYS}/batch/scale", {"spec": {"replicas": 3}})
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["settings"].append(("data", patch(emu, f"{CMS}/settings", {"data": {"mode": "y"}})))
     assert call(emu, "DELETE", f"{DEPLOYS}/batch")[0] == 200
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["web"].append(("spec", patch(emu, f"{DEPLOYS}/web", {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.28"}]}}}})))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["web"].append(("labels", patch(emu, f"{DEPLOYS}/web", {"metadata": {"labels": {"tier": None}}})))  # a label removed
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     stop(again)
     emu.disable_audit()
     return shots, done
 
 
-def later_changes(emu: Emulator, wl: Workload, kubeconfig: str, shots: list[tuple[int, dict[str, Any]]], done: dict[str, list[tuple[str, int]]]) -> None:
+def later_changes(emu: Emulator, wl: Workload, kubeconfig: str, shots: list[tuple[int, dict[str, Any]]], done: dict[str, list[tuple[str, int]]],
+                  cache: str) -> None:
     """More of a live history: an annotation, a label changed, pods' lives ended and begun again, a ConfigMap's name
     re-created."""
     done["settings"].append(("annotations", patch(emu, f"{CMS}/settings", {"metadata": {"annotations": {"owner": "team-a"}}})))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["web"].append(("labels", patch(emu, f"{DEPLOYS}/web", {"metadata": {"labels": {"tier": "back"}}})))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["web"].append(("spec", patch(emu, f"{DEPLOYS}/web/scale", {"spec": {"replicas": 0}})))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     done["web"].append(("spec", patch(emu, f"{DEPLOYS}/web/scale", {"spec": {"replicas": 2}})))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     assert call(emu, "DELETE", f"{CMS}/settings")[0] == 200
     done["settings"].append(("deleted", math.floor(time.time())))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
     assert call(emu, "POST", CMS, configmap("settings", {"mode": "z"}))[0] == 201
     done["settings"].append(("created", math.floor(time.time())))
     settle(wl)
-    shots.append(snapshot(kubeconfig))
+    shots.append(snapshot(kubeconfig, emu, cache))
 
 
 def test_the_past_equals_what_kubectl_showed_at_each_second_on_both_engines(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path,
