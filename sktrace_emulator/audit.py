@@ -30,12 +30,13 @@ they cascade: ``system:serviceaccount:kube-system:generic-garbage-collector``), 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 from sktrace_emulator.records import Obj, ResourceType
 
@@ -43,6 +44,13 @@ LEVELS = ("None", "Metadata", "Request", "RequestResponse")
 STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")
 CONTROLLER = "system:kube-controller-manager"
 GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector"
+SCHEDULER = "system:kube-scheduler"
+KUBELET = "system:node:"  # + the node's name
+
+
+def controller(name: str) -> str:
+    """The user a controller of kube-controller-manager writes as (its service account): ``replicaset-controller``…"""
+    return f"system:serviceaccount:kube-system:{name}"
 _WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
@@ -179,33 +187,81 @@ class AuditLog:
                 response = json.loads(raw)
             except ValueError:
                 response = None
-        if gone and code < 400 and request.verb == "delete" and isinstance(response, dict):
+        if gone and code < 400 and request.verb == "delete" and isinstance(response, dict) and response.get("kind") != "Status" \
+                and request.rtype.kind != "Pod":
             response = deleted_status(request.rtype, response)
         self.end(request, code=code, response=response)
 
     # -- writes made by the emulator's controllers ---------------------------------------------------
 
+    @contextlib.contextmanager
+    def acting(self, user: str) -> Iterator[None]:
+        """Writes stored meanwhile (on this thread) are ``user``'s requests of their own, even while a request is served:
+        the garbage collector's cascade, a controller's reconcile, the kubelet's status writes and final deletes."""
+        actors = self._actors()
+        actors.append(user)
+        try:
+            yield
+        finally:
+            actors.pop()
+
+    @contextlib.contextmanager
+    def collecting(self, rtype: ResourceType, namespace: str, user: str, items: list[Obj]) -> Iterator[None]:
+        """One ``deletecollection`` of ``rtype`` in ``namespace`` by ``user``, answered with the list ``items`` (the
+        objects as they were before, as a real server answers): the deletions made meanwhile are its own, not lines."""
+        previous = getattr(self._local, "collection", None)
+        self._local.collection = (rtype, namespace, user)
+        try:
+            with self.acting(user):
+                yield
+        finally:
+            self._local.collection = previous
+        request = Request("deletecollection", _uri(rtype, namespace, "", ""), user, rtype, namespace, "", "", "kube-controller-manager",
+                          self.clock(), {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "propagationPolicy": "Background"})
+        listed = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": {}, "items": items}
+        self._controller_request(request, 200, listed)
+
+    def _actors(self) -> list[str]:
+        actors: list[str] | None = getattr(self._local, "actors", None)
+        if actors is None:
+            actors = self._local.actors = []
+        return actors
+
     def committed(self, rtype: ResourceType, event_type: str, old: Obj | None, new: Obj) -> None:
         """A write stored outside a request's own object: logged as a controller's request of its own."""
         meta = new.get("metadata") or {}
         ns, name = meta.get("namespace", ""), meta.get("name", "")
+        actors = self._actors()
+        if getattr(self._local, "collection", None) == (rtype, ns, actors[-1] if actors else None) \
+                and (event_type == "DELETED" or _deletion_marked(old, new)):
+            return  # part of the deletecollection being served
+        if event_type == "DELETED" and rtype.kind == "Pod":
+            return  # a pod's removal is the delete that set its grace period to 0 (a real server answers it with the Pod)
         current: Request | None = getattr(self._local, "request", None)
-        if current is not None and _own(current, rtype, ns, name, event_type):
+        if not actors and current is not None and _own(current, rtype, ns, name, event_type):
             current.own_added = current.own_added or event_type == "ADDED"
             return
         verb, subresource, response = _controller_write(rtype, event_type, old, new)
-        user = GARBAGE_COLLECTOR if verb == "delete" and current is not None else CONTROLLER
-        request = Request(verb, _uri(rtype, ns, "" if verb == "create" else name, subresource), user, rtype,
-                          ns if rtype.namespaced else "", name, subresource, "kube-controller-manager", self.clock())
-        if verb in ("create", "update"):
+        user = actors[-1] if actors else GARBAGE_COLLECTOR if verb == "delete" and current is not None else CONTROLLER
+        named = name if verb != "create" or subresource or not meta.get("generateName") else ""
+        request = Request(verb, _uri(rtype, ns, "" if verb == "create" and not subresource else name, subresource), user, rtype,
+                          ns if rtype.namespaced else "", named, subresource, "kube-controller-manager", self.clock())
+        if verb in ("create", "update") and not subresource:
             request.request_object = new
+        elif verb == "delete":
+            grace = meta.get("deletionGracePeriodSeconds") if rtype.kind == "Pod" else None
+            options: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "propagationPolicy": "Background"}
+            request.request_object = options if grace is None else {**options, "gracePeriodSeconds": grace}
+        self._controller_request(request, 201 if verb == "create" else 200, response)
+
+    def _controller_request(self, request: Request, code: int, response: Obj) -> None:
         level, omit = self._decide(request)
         if level == "None":
             return
         if "RequestReceived" not in omit:
             self._write(self._event(request, level, "RequestReceived", stage_at=request.received))
         if "ResponseComplete" not in omit:
-            self._write(self._event(request, level, "ResponseComplete", code=200 if verb != "create" else 201, response=response))
+            self._write(self._event(request, level, "ResponseComplete", code=code, response=response))
 
     # -- the lines ----------------------------------------------------------------------------------
 
@@ -289,11 +345,21 @@ def _controller_write(rtype: ResourceType, event_type: str, old: Obj | None, new
         return "create", "", new
     if event_type == "DELETED":
         return "delete", "", deleted_status(rtype, new)
-    if old is not None and "deletionTimestamp" in (new.get("metadata") or {}) and "deletionTimestamp" not in (old.get("metadata") or {}):
-        return "delete", "", new  # a graceful deletion begins: answered with the object, not yet gone
+    if _deletion_marked(old, new):
+        return "delete", "", new  # a graceful deletion begins (or a pod's final one, grace 0): answered with the object
+    if rtype.kind == "Pod" and old is not None and (new.get("spec") or {}).get("nodeName") and not (old.get("spec") or {}).get("nodeName"):
+        return "create", "binding", {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
     if old is not None and _only_status_changed(old, new):
-        return "update", "status", new
+        return ("patch" if rtype.kind == "Pod" else "update"), "status", new  # a kubelet patches its pods' status
     return "update", "", new
+
+
+def _deletion_marked(old: Obj | None, new: Obj) -> bool:
+    """Whether a write began a graceful deletion, or shortened one (a pod's final delete sets its grace period to 0)."""
+    before, after = (old or {}).get("metadata") or {}, new.get("metadata") or {}
+    if "deletionTimestamp" not in after or old is None:
+        return False
+    return "deletionTimestamp" not in before or after.get("deletionGracePeriodSeconds") != before.get("deletionGracePeriodSeconds")
 
 
 def _only_status_changed(old: Obj, new: Obj) -> bool:

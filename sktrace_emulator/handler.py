@@ -321,7 +321,9 @@ class Handler(BaseHTTPRequestHandler):
             grace = query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
             policy = query.get("propagationPolicy", options.get("propagationPolicy", "Background"))
             stored = store.delete(rtype, ns or "", name, grace_seconds=None if grace is None else int(grace), propagate=policy != "Orphan")
-            return self._send_bytes(200, stored.raw)
+            if rtype.kind != "Pod" and store.get(rtype, stored.namespace, name) is None:  # gone: a Status, as a real server answers
+                return self._send_json(200, audit.deleted_status(rtype, stored.obj()))
+            return self._send_bytes(200, stored.raw)  # a pod answers the Pod; one only marked (finalizers) answers the object
         raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})")
 
     def _object_body(self, rtype: ResourceType) -> Obj:

@@ -103,9 +103,9 @@ def test_writes_of_the_controllers_are_logged_as_requests_of_their_own(emulator:
     assert got == [
         ("create", "configmaps", None, "system:kube-controller-manager", "ConfigMap"),
         ("create", "pods", None, "system:kube-controller-manager", "Pod"),
-        ("update", "pods", "status", "system:kube-controller-manager", "Pod"),
+        ("patch", "pods", "status", "system:kube-controller-manager", "Pod"),
         ("delete", "pods", None, "system:serviceaccount:kube-system:generic-garbage-collector", "Pod"),
-        ("delete", "pods", None, "system:serviceaccount:kube-system:generic-garbage-collector", "Status"),
+        ("delete", "pods", None, "system:node:node-1", "Pod"),  # the kubelet's final delete, grace 0: the Pod again
         ("delete", "configmaps", None, emulator.user, "Status"),
     ]
 
