@@ -40,6 +40,8 @@ class PodTrail:
     def take(self, record: Logged) -> None:
         if record.verb == "delete" and record.removed is not False:
             self.removed_at = record.at if self.removed_at is None else max(self.removed_at, record.at)
+            if record.body is not None:  # a pod's final delete answers the Pod: its last container states
+                self.life, _ = lifecycle.merge_lifecycle(self.life, lifecycle.derive_lifecycle(record.body))
             return
         if record.body is None:
             return

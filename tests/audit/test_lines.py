@@ -91,6 +91,32 @@ def test_a_delete_is_a_removal_only_when_answered_with_a_status(response: Any, r
     assert record.uid == (UID if response is not None else "")
 
 
+def pod(**meta: Any) -> dict[str, Any]:
+    return {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "ns", "uid": UID, **meta},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx:1"}]}, "status": {"phase": "Running"}}
+
+
+@pytest.mark.parametrize(("response", "removed"), [
+    (pod(deletionTimestamp="2026-11-28T10:00:35Z", deletionGracePeriodSeconds=30), False),
+    (pod(deletionTimestamp="2026-11-28T10:00:05Z", deletionGracePeriodSeconds=0), True),
+    (pod(deletionTimestamp="2026-11-28T10:00:05Z", deletionGracePeriodSeconds=0, finalizers=["example.com/keep"]), False),
+], ids=["graceful-marks", "final-grace-0-removes", "finalizer-left-marks"])
+def test_a_pods_delete_answered_with_the_pod_removes_it_at_grace_0(response: Any, removed: bool) -> None:
+    """A real server answers every pod's DELETE with the Pod: the graceful one (grace 30) marks it, the kubelet's final
+    one (grace 0, no finalizer left) is its end."""
+    (record,) = read_line(line("delete", resource="pods", group=None, name="p", response=response), wanted=WANTED, line=1)  # type: ignore[misc]
+    assert record.removed is removed and record.body is not None and record.uid == UID
+
+
+def test_a_namespace_controllers_deletecollection_removes_pods_not_running_and_marks_running_ones() -> None:
+    done = {**pod(name="done", uid="u-done"), "status": {"phase": "Succeeded"}}
+    running = pod(name="run", uid="u-run")
+    listed = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [done, running]}
+    records = read_line(line("deletecollection", resource="pods", group=None, name="", response=listed), wanted=WANTED, line=1)
+    assert isinstance(records, tuple)
+    assert [(r.key.name, r.uid, r.removed) for r in records] == [("done", "u-done", True), ("run", "u-run", False)]
+
+
 def test_a_secret_body_is_never_read() -> None:
     secret = {"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "web", "namespace": "ns", "uid": UID}, "data": {"k": "c2VjcmV0"}}
     (record,) = read_line(line("update", resource="secrets", group=None, response=secret), wanted=WANTED, line=1)  # type: ignore[misc]
