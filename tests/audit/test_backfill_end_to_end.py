@@ -44,8 +44,8 @@ def settle(wl: Workload, seconds: float = 1.05) -> None:
 
 
 def offline_workload(emu: Emulator, wl: Workload) -> None:
-    """What happens while one recorder is stopped: scaled by the subresource and by a patch, re-imaged, deleted, created
-    and deleted, a namespace deleted, a Job whose pod starts and finishes."""
+    """What happens while one recorder is stopped: scaled by the subresource and by a patch, re-imaged, relabelled,
+    deleted, created and deleted, a namespace deleted, a Job whose pod starts and finishes."""
     base = "/apis/apps/v1/namespaces/web/deployments"
     assert call(emu, "PATCH", f"{base}/a/scale", {"spec": {"replicas": 3}}, headers=PATCH)[0] == 200
     settle(wl)
@@ -53,6 +53,8 @@ def offline_workload(emu: Emulator, wl: Workload) -> None:
                 headers=PATCH)[0] == 200
     settle(wl)
     assert call(emu, "PATCH", f"{base}/b", {"spec": {"replicas": 2}}, headers=PATCH)[0] == 200
+    settle(wl)
+    assert call(emu, "PATCH", f"{base}/a", {"metadata": {"labels": {"tier": "front"}}}, headers=PATCH)[0] == 200
     settle(wl)
     assert call(emu, "DELETE", f"{base}/c")[0] == 200
     settle(wl)
@@ -151,10 +153,14 @@ def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulat
     assert before != live  # today's reconstruction is blurred
     assert [r[1:] for r in after] == [r[1:] for r in live], (after, live)
     assert all(abs(a[0] - b[0]) <= 1 for a, b in zip(after, live))
-    assert same_lifecycles(lifecycles(tmp_path / "after.sktrace"), lifecycles(tmp_path / "live.sktrace"))
+    pods_after, pods_live = lifecycles(tmp_path / "after.sktrace"), lifecycles(tmp_path / "live.sktrace")
+    # every pod ends at its logged time (the kubelet's final delete), those of e (born and gone offline, its ReplicaSet
+    # never seen by the cache) and of the namespace deleted offline among them
+    assert {("apps/v1.Deployment", "web/e"), ("apps/v1.Deployment", "gone/d"), ("batch/v1.Job", "web/j")} <= pods_after.keys(), pods_after
+    assert same_lifecycles(pods_after, pods_live), (pods_after, pods_live)
     assert sktrace("validate", str(tmp_path / "after.sktrace"), check=False).returncode == 0
     told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
-    assert "filled from the audit log (RequestResponse, 8 events)" in told.stderr, told.stderr
+    assert "filled from the audit log (RequestResponse, 9 events)" in told.stderr, told.stderr
     assert "Filled from the audit log" in sktrace("status", "--cache", sc.down).stdout
 
     # a window that ends inside the gap: what the log wrote before its end, as the recorder that stayed up recorded it
