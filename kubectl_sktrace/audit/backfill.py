@@ -52,6 +52,8 @@ class GapReport:
     replaced: int = 0
     kept: int = 0
     pods_ended: int = 0
+    kept_keys: list[ObjKey] = field(default_factory=list)  # objects kept as reconstructed, named
+    ends_reconstructed: list[ObjKey] = field(default_factory=list)  # written from the log, the end at the restart
     levels: set[str] = field(default_factory=set)
     covered: tuple[float, float] | None = None
 
@@ -228,10 +230,28 @@ def _decide(cache: Cache, gap: store.Gap, key: ObjKey, walked: Replayed, restart
     moved = _removal_for(walked, deletion)
     if deletion is not None and moved is not None:
         report.replaced += store.delete_rows(cache, [deletion.id])
-        report.kept += int(len(restart_rows) > 1)
+        _kept(report, key, int(len(restart_rows) > 1))
         return (Planned(moved, key, deletion.uid, DELETED),)
-    report.kept += int(bool(restart_rows))
+    if walked.complete and walked.rows and end_found is None and all(r.op == DELETED for r in restart_rows):
+        return _end_reconstructed(gap, key, walked, restart_rows, report)
+    _kept(report, key, int(bool(restart_rows)))
     return ()
+
+
+def _end_reconstructed(gap: store.Gap, key: ObjKey, walked: Replayed, restart_rows: list[store.Row],
+                       report: GapReport) -> tuple[Planned, ...]:
+    """A log that ends before the object's end (it shows the object at its last line, the restart found it gone): what
+    the log shows is written, and its end is the restart's (its deletion, or one made at the restart's time, inferred)."""
+    report.ends_reconstructed.append(key)
+    if restart_rows or walked.end is None:
+        return walked.rows
+    return (*walked.rows, Planned(gap.until, key, walked.end.live.uid, DELETED, inferred=True))
+
+
+def _kept(report: GapReport, key: ObjKey, kept: int) -> None:
+    report.kept += kept
+    if kept:
+        report.kept_keys.append(key)
 
 
 def _removal_for(walked: Replayed, deletion: store.Row | None) -> float | None:
@@ -280,5 +300,5 @@ def _identity(p: Planned) -> tuple[str, str, str, int, int, str, int | None]:
 
 
 def _event_row(p: Planned) -> EventRow:
-    return EventRow(ts=event_second(p.at), recv=p.at, key=p.key, uid=p.uid, op=p.op, inferred=False, spec_hash=p.spec_hash,
+    return EventRow(ts=event_second(p.at), recv=p.at, key=p.key, uid=p.uid, op=p.op, inferred=p.inferred, spec_hash=p.spec_hash,
                     owner_chain=p.chain or None, body=p.body, refs=p.refs, daemonset=p.daemonset)

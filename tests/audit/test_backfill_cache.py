@@ -132,7 +132,8 @@ def test_json_nested_too_deeply_is_a_bad_line_in_every_form(cache_builder: Cache
     done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
     assert done.exit_code == 0 and "unexpected" not in done.output, done.output
     assert f"  {log} line 1: JSON nested too deeply\n  {log} line 2: JSON nested too deeply\n" in done.output, done.output
-    assert "1 event written" in done.output
+    # web's logged deletion; api's creation, its end (after the log) reconstructed at the restart
+    assert "3 events written" in done.output, done.output
 
 
 def test_a_hostile_log_writes_nothing(cache_builder: CacheBuilder, tmp_path: Path) -> None:
@@ -267,3 +268,35 @@ def test_what_a_log_filled_stays_in_the_restart_s_report_and_its_deletions_count
     assert "  apps/v1.Deployment: 1 deleted while offline" in status.splitlines(), status
     kinds = status.split("Kinds:\n", 1)[1].splitlines()
     assert kinds[2].split() == ["apps/v1.Deployment", "0", "1", "0", "0", "1", "1"], kinds
+
+
+def write_line(ts: float, verb: str, body: dict[str, Any], *, audit_id: str) -> str:
+    meta = body["metadata"]
+    return json.dumps({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "auditID": audit_id, "stage": "ResponseComplete",
+        "requestURI": "/apis/apps/v1/namespaces/app/deployments", "verb": verb, "user": {"username": "alice"},
+        "objectRef": {"resource": "deployments", "namespace": "app", "name": meta["name"], "apiGroup": "apps", "apiVersion": "v1"},
+        "responseStatus": {"metadata": {}, "code": 201 if verb == "create" else 200}, "responseObject": body,
+        "requestReceivedTimestamp": stamp(ts), "stageTimestamp": stamp(ts)}, separators=(",", ":"))
+
+
+def test_a_log_that_ends_before_an_objects_end_keeps_what_it_shows_and_names_the_end_reconstructed(cache_builder: CacheBuilder,
+                                                                                                   tmp_path: Path) -> None:
+    """Deployment x created and scaled inside the log, deleted after its last line, gone at the restart: its creation and
+    scale at their logged times, its end at the restart's, inferred, and the command names it."""
+    offline_deletion(cache_builder)
+    x = {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"name": "x", "namespace": "app", "uid": "uid-x"}, "spec": SPEC}
+    scaled = {**x, "spec": {**SPEC, "replicas": 3}}
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([delete_line(T0 + 20.5), write_line(T0 + 30.5, "create", x, audit_id="c1"),
+                              write_line(T0 + 34.5, "patch", scaled, audit_id="p1")]) + "\n")
+    done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert done.exit_code == 0, done.output
+    assert ("  1 object written from the log with its end reconstructed at the restart (the log ends before it): "
+            "apps/v1.Deployment app/x") in done.output.splitlines(), done.output
+    rows = [r[1:] for r in events_of(cache_builder.path) if r[5] == "x"]
+    assert rows == [(T0 + 30, T0 + 30.5, "apps/v1.Deployment", "app", "x", "uid-x", 0, 0),
+                    (T0 + 34, T0 + 34.5, "apps/v1.Deployment", "app", "x", "uid-x", 0, 0),
+                    (T0 + 100, T0 + 100, "apps/v1.Deployment", "app", "x", "uid-x", 1, 1)]  # the restart's time, inferred
+    again = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert again.exit_code == 0 and [r[1:] for r in events_of(cache_builder.path) if r[5] == "x"] == rows
