@@ -38,6 +38,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # the API server refuses bodies over 3 MB; a 
 # why a line gives nothing, counted by the caller
 READ, FAILED, UNTRACKED, STAGE = "reads", "failed requests", "kinds not tracked", "other stages"
 STATUS_ONLY = "status writes (no spec change)"
+BINDINGS = "pod bindings (a Status: the pod's status writes tell its start)"
 OTHER_PODS = "status writes of pods not created in the log"
 
 _VERB = re.compile(rb'"verb":"([a-z]*)"')
@@ -156,6 +157,8 @@ def event_gives(event: Mapping[str, Any], *, wanted: Wanted, line: int) -> tuple
         raise ValueError(f"unknown level {level!r}")
     at = parse_time(_text(event, "stageTimestamp"))
     subresource = _text(ref, "subresource", "")
+    if subresource == "binding":
+        return BINDINGS  # answered with a Status, not the Pod (measured on v1.28)
     base = Logged(at=at, audit_id=_text(event, "auditID", ""), verb=verb, key=ObjKey(gvk, _text(ref, "namespace", ""), _text(ref, "name", "")),
                   uid=_text(ref, "uid", ""), level=level, subresource=subresource, line=line)
     response = event.get("responseObject") if level == "RequestResponse" and gvk != SECRET else None

@@ -58,9 +58,12 @@ KEY = ObjKey(DEPLOY, "ns", "web")
     (line("watch", resource="pods", group=None), "reads"),
     (line(stage="RequestReceived"), "other stages"),
     (line(resource="leases", group="coordination.k8s.io"), "kinds not tracked"),
+    (line("create", resource="pods", group=None, subresource="binding", code=201,
+          response={"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+     "pod bindings (a Status: the pod's status writes tell its start)"),
     (line(code=409, response={"kind": "Status"}), "failed requests"),
     (line(code=404), "failed requests"),
-], ids=["read", "watch", "received-stage", "untracked", "conflict", "not-found"])
+], ids=["read", "watch", "received-stage", "untracked", "binding", "conflict", "not-found"])
 def test_lines_that_give_nothing_say_why(raw: bytes, gives: str) -> None:
     assert read_line(raw, wanted=WANTED, line=3) == gives
 
