@@ -147,6 +147,7 @@ def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulat
     filled = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
     assert filled.returncode == 0, filled.stderr
     assert "filled from the audit log (RequestResponse, " in filled.stdout, filled.stdout
+    assert "bad line" not in filled.stderr, filled.stderr  # every line the server writes is read (bindings: a Status)
 
     after = export(sc.down, sc.since, sc.until, tmp_path / "after.sktrace")
     live = export(sc.up, sc.since, sc.until, tmp_path / "live.sktrace")
