@@ -9,7 +9,6 @@ live, where it was not, what was reconstructed) is said once, in one block (``co
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -17,7 +16,7 @@ from typing import Iterable, Sequence
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.plural import closest, counted
 from kubectl_sktrace.timeparse import format_duration, format_span, format_time
-from kubectl_sktrace.trace.observation import EXACT, LIVE, NOT_OBSERVED, exact_spans, shares, tell
+from kubectl_sktrace.trace.observation import EXACT, LIVE, NOT_OBSERVED, exact_spans, percent, shares, tell
 from kubectl_sktrace.trace.references import REFERENCED_KIND
 
 DEFAULT_NAMESPACE = "default"
@@ -186,9 +185,7 @@ def merge_blind(spans: Iterable[tuple[float, float, str]], *, start: float, end:
 
 def _share(observed: float) -> str:
     """``97.2%``, rounded down so that a window with anything unobserved never reads ``100%``."""
-    if observed >= 1:
-        return "100%"
-    return f"{math.floor(max(observed, 0.0) * 1000) / 10:.1f}%"
+    return percent(observed)
 
 
 def _gap_lines(gaps: list[Blind], filled: Sequence[Filled] = ()) -> tuple[list[str], list[Filled]]:

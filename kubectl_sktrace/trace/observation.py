@@ -13,6 +13,7 @@ and, for the share of a window: **not observed**, the reconstructed time. Pure.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
@@ -89,6 +90,28 @@ def shares(stretches: Sequence[Stretch]) -> dict[str, float]:
     for s in stretches:
         out[NOT_OBSERVED if s.how == RECONSTRUCTED else s.how] += s.until - s.since
     return out
+
+
+def percent(share: float) -> str:
+    """``97.2%``, rounded down so that a window with anything unobserved never reads ``100%``."""
+    if share >= 1:
+        return "100%"
+    return f"{math.floor(max(share, 0.0) * 1000) / 10:.1f}%"
+
+
+def coverage_words(stretches: Sequence[Stretch]) -> str:
+    """``44.5% observed live, 38.0% exact from the audit log, 17.5% not observed`` (the exact share only when there is
+    some; ``100% observed live`` when nothing was blind)."""
+    told = shares(stretches)
+    total = sum(told.values())
+    if total <= 0:
+        return f"100% {LIVE}"
+    words = [f"{percent(told[LIVE] / total)} {LIVE}"]
+    if told[EXACT] > 0:
+        words.append(f"{percent(told[EXACT] / total)} {EXACT}")
+    if told[NOT_OBSERVED] > 0:
+        words.append(f"{percent(told[NOT_OBSERVED] / total)} {NOT_OBSERVED}")
+    return ", ".join(words)
 
 
 def how_of(since: float, until: float, exact: Iterable[tuple[float, float]]) -> str:

@@ -82,7 +82,11 @@ def test_a_logged_deletion_replaces_the_restarts_and_twice_is_once(cache_builder
     assert backfill(cache_builder.path, "--audit-log", str(log)).exit_code == 0  # type: ignore[arg-type]
     assert history(cache_builder.path)[:2] == once[:2] and len(history(cache_builder.path)) == len(once)
     status = CliRunner().invoke(cli, ["status", "--cache", str(cache_builder.path)], prog_name="kubectl sktrace").output
-    assert "Gaps (not observed live; reconstructed by the next run's relist, unless filled from the audit log below):" in status
+    assert ("Gaps (not observed live; reconstructed by the next run's relist, or exact from the audit log where backfill filled "
+            "them: below):") in status
+    # a Status-answered deletion log of one line covers its instant only: the gap stays reconstructed, told once per gap
+    assert "Coverage from the first run shown to the last: 18.1% observed live, 81.8% not observed" in status, status
+    assert status.split("Gaps (", 1)[1].splitlines()[1].split() == ["FROM", "TO", "DURATION", "OBSERVED"]
     filled = status.split("Filled from the audit log (kubectl sktrace backfill; the rest of a gap stays reconstructed):\n", 1)[1]
     assert filled.splitlines()[0].split() == ["RUN", "KIND", "FROM", "TO", "FILLED", "LOG", "COVERS", "KEPT", "RECONSTRUCTED"]
 
@@ -300,3 +304,8 @@ def test_a_log_that_ends_before_an_objects_end_keeps_what_it_shows_and_names_the
                     (T0 + 100, T0 + 100, "apps/v1.Deployment", "app", "x", "uid-x", 1, 1)]  # the restart's time, inferred
     again = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
     assert again.exit_code == 0 and [r[1:] for r in events_of(cache_builder.path) if r[5] == "x"] == rows
+    status = CliRunner().invoke(cli, ["status", "--cache", str(cache_builder.path)], prog_name="kubectl sktrace").output
+    # the log's 14 s of the 90 s gap are exact; the rest of the gap stays reconstructed, each part told once
+    assert "Coverage from the first run shown to the last: 18.1% observed live, 12.7% exact from the audit log, 69.0% not observed" in status, status
+    assert ("reconstructed, then from 08:00:20Z exact from the audit log, then from 08:00:34Z reconstructed"
+            in status.split("Gaps (", 1)[1]), status
