@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from kubectl_sktrace import render
 from kubectl_sktrace.errors import CacheError, UsageError
@@ -218,10 +218,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         "countsNamespace": namespace,
         "runsTotal": len(status.runs),
         "runs": [_run_to_dict(r, now) for r in shown],
-        **({"coverage": coverage_of(status, shown)} if status.filled else {}),
-        "gaps": [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a),
-                  **({"observed": observation.how_of(a, b, _exact(status))} if status.filled else {})}
-                 for a, b in status.gaps if a >= since],
+        **gaps_to_dict(status, shown, since),
         "outages": [
             {"run": g.run_id, "cause": g.cause, "from": _time(g.since), "to": _time(g.until),
              "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
@@ -257,11 +254,19 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
     }
 
 
+def gaps_to_dict(status: CacheStatus, shown: Sequence[RunInfo], since: float) -> dict[str, Any]:
+    """``gaps`` between the runs shown; once a log filled time, how each is told and the ``coverage`` line too."""
+    filled = bool(status.filled)
+    gaps = [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a),
+             **({"observed": observation.how_of(a, b, _exact(status))} if filled else {})} for a, b in status.gaps if a >= since]
+    return {**({"coverage": coverage_of(status, shown)} if filled else {}), "gaps": gaps}
+
+
 def _exact(status: CacheStatus) -> list[tuple[float, float]]:
     return observation.exact_spans(f for f in status.filled if not f.gvk and not f.partial)
 
 
-def coverage_of(status: CacheStatus, shown: tuple[RunInfo, ...] | list[RunInfo]) -> str | None:
+def coverage_of(status: CacheStatus, shown: Sequence[RunInfo]) -> str | None:
     """The coverage line of the runs shown, from the first one's start to the last one's end, each stretch told one way
     (``trace/observation``): ``44.5% observed live, 38.0% exact from the audit log, 17.5% not observed``."""
     if not shown or shown[-1].stopped <= shown[0].started:
@@ -396,7 +401,7 @@ def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
     parts: list[str] = []
     if data["gaps"]:
         parts += ["", _gaps_title(data),
-                  render.render_table(data["gaps"], "table", columns=["from", "to", "duration", *(["observed"] if data.get("filled") else [])])]
+                  render.render_table(data["gaps"], "table", columns=list(data["gaps"][0]))]
     parts += _filled_part(data)
     shown = {r["run"] for r in data["runs"]}
     outages = [g for g in status.outages if g.run_id in shown]
