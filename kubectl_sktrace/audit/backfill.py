@@ -191,14 +191,16 @@ def _pods(cache: Cache, gap: store.Gap, collected: Collected, lookup: Any, cfg: 
     in the gap (the restart never saw it) gets its lifecycle, under the owner its chain gives, as the recorder would."""
     recording = Recording(cache)
     for uid, trail in sorted(collected.pods.items(), key=lambda item: (item[1].first_at or 0.0, item[0])):
-        if trail.removed_at is None or not _in_gap(trail.removed_at, gap):
-            continue
-        second = event_second(trail.removed_at)
-        if store.end_pod(cache, uid=uid, ts=second, since=gap.since, until=gap.until):
+        removed = trail.removed_at is not None and _in_gap(trail.removed_at, gap)
+        if removed and store.end_pod(cache, uid=uid, ts=event_second(trail.removed_at or 0.0), since=gap.since, until=gap.until):
             report.pods_ended += 1
             continue
         if trail.first_at is None or not _in_gap(trail.first_at, gap) or store.has_pod(cache, uid):
             continue
+        if not removed and (trail.removed_at is not None or collected.covers(gap.until)):
+            continue  # removed after the gap (the restart found it), or the log saw to the end of the gap
+        # created in the gap and gone by the restart: at its logged removal, else (the log ends first) at the restart
+        second = event_second(trail.removed_at if removed else gap.until)  # type: ignore[arg-type]
         head = ObjectHead(key=trail.key, uid=uid, resource_version="", created=None, owners=trail.owners)
         chain = owner_rules.resolve_chain(head, lookup=lookup) if trail.owners else []
         owner = owner_rules.lifecycle_owner(pod_key=trail.key, chain=chain,
@@ -207,8 +209,11 @@ def _pods(cache: Cache, gap: store.Gap, collected: Collected, lookup: Any, cfg: 
         recording.insert_pod(uid=uid, namespace=trail.key.namespace, name=trail.key.name, owner=owner,
                              stable_hash=trail.stable_hash if owner is not None else None, start_ts=ended.start, end_ts=ended.end,
                              first_seen=trail.first_at)
-        recording.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=False, live=False)
+        inferred = not removed and trail.life.end is None
+        recording.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred, live=False)
         report.pods_ended += 1
+        if inferred:
+            report.ends_reconstructed.append(trail.key)
 
 
 def _owner_records(table: dict[ObjKey, OwnerRecord], collected: Collected) -> dict[ObjKey, OwnerRecord]:

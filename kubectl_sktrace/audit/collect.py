@@ -98,6 +98,10 @@ class Collected:
             return
         kept.append(record)
 
+    def covers(self, at: float) -> bool:
+        """Whether some source of the log reaches ``at`` (its last line at or after it)."""
+        return any(last >= at for _, last in self.spans)
+
     def in_order(self) -> Iterator[tuple[ObjKey, list[Logged]]]:
         """Each object's writes in time order (ties kept in the order read)."""
         for key in sorted(self.writes):

@@ -309,3 +309,32 @@ def test_a_log_that_ends_before_an_objects_end_keeps_what_it_shows_and_names_the
     assert "Coverage from the first run shown to the last: 18.1% observed live, 12.7% exact from the audit log, 69.0% not observed" in status, status
     assert ("reconstructed, then from 08:00:20Z exact from the audit log, then from 08:00:34Z reconstructed"
             in status.split("Gaps (", 1)[1]), status
+
+
+def pod_line(ts: float, verb: str, pod: dict[str, Any], *, audit_id: str, subresource: str = "") -> str:
+    meta = pod["metadata"]
+    ref = {"resource": "pods", "namespace": "app", "name": meta["name"], "apiVersion": "v1", **({"subresource": subresource} if subresource else {})}
+    return json.dumps({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "auditID": audit_id, "stage": "ResponseComplete",
+        "requestURI": "/api/v1/namespaces/app/pods", "verb": verb, "user": {"username": "system:node:n1"}, "objectRef": ref,
+        "responseStatus": {"metadata": {}, "code": 201 if verb == "create" else 200}, "responseObject": pod,
+        "requestReceivedTimestamp": stamp(ts), "stageTimestamp": stamp(ts)}, separators=(",", ":"))
+
+
+def test_a_pod_the_log_shows_running_when_it_ends_ends_at_the_restart_marked_inferred(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    pending = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "app", "uid": "uid-p"},
+               "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]}, "status": {"phase": "Pending"}}
+    running = {**pending, "status": {"phase": "Running", "startTime": stamp(T0 + 31)[:19] + "Z", "containerStatuses": [
+        {"name": "c", "state": {"running": {"startedAt": stamp(T0 + 31)[:19] + "Z"}}}]}}
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([delete_line(T0 + 20.5), pod_line(T0 + 30.5, "create", pending, audit_id="c1"),
+                              pod_line(T0 + 31.5, "patch", running, audit_id="s1", subresource="status")]) + "\n")
+    done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert done.exit_code == 0, done.output
+    assert "end reconstructed at the restart (the log ends before it): v1.Pod app/p" in done.output, done.output
+    conn = sqlite3.connect(cache_builder.path)
+    try:
+        assert conn.execute("SELECT start_ts, end_ts, end_inferred, live FROM pods WHERE uid = 'uid-p'").fetchall() == [(T0 + 31, T0 + 100, 1, 0)]
+    finally:
+        conn.close()
