@@ -4,6 +4,7 @@ stopped; after ``kubectl sktrace backfill`` an export of the offline time holds 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -141,8 +142,26 @@ def run_scenario(emu: Emulator, kubeconfig: str, tmp_path: Path, policy: dict[st
     return Scenario(log, up_cache, down_cache, offline_since - 1, window_end)
 
 
+def partial_log_keeps_what_it_shows(sc: Scenario, tmp_path: Path) -> None:
+    """The log cut just before e's deletion (as a log rotated away, or shipped late, would be): e is kept, created at its
+    logged time, its end reconstructed at the restart (inferred) and named."""
+    lines = sc.log.read_text().splitlines()
+    cut = next(i for i, line in enumerate(lines) if '"verb":"delete"' in line and '"resource":"deployments","namespace":"web","name":"e"' in line)
+    partial, cache = tmp_path / "partial.log", str(tmp_path / "partial.db")
+    partial.write_text("\n".join(lines[:cut]) + "\n")
+    shutil.copy(sc.down, cache)
+    done = sktrace("backfill", "--cache", cache, "--audit-log", str(partial), check=False)
+    assert done.returncode == 0, done.stderr
+    assert "with its end reconstructed at the restart (the log ends before it): apps/v1.Deployment web/e" in done.stdout, done.stdout
+    rows = _query(cache, "SELECT ts, op, inferred FROM events WHERE name = 'e' ORDER BY ts, id")
+    live = _query(sc.up, "SELECT ts, op FROM events WHERE name = 'e' ORDER BY ts, id")
+    assert [(op, inferred) for _, op, inferred in rows] == [(0, 0), (1, 1)]  # created as logged; its end at the restart
+    assert abs(rows[0][0] - live[0][0]) <= 1 and rows[1][0] >= live[1][0]
+
+
 def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulator: Emulator, emulator_kubeconfig: str, tmp_path: Path) -> None:
     sc = run_scenario(emulator, emulator_kubeconfig, tmp_path)
+    partial_log_keeps_what_it_shows(sc, tmp_path)
     before = export(sc.down, sc.since, sc.until, tmp_path / "before.sktrace")
     filled = sktrace("backfill", "--cache", sc.down, "--audit-log", str(sc.log), check=False)
     assert filled.returncode == 0, filled.stderr
