@@ -141,7 +141,7 @@ def _outside(collected: Collected, gaps: list[store.Gap], *, before_first: bool,
     first = next((g for g in gaps if g.partial), None)
     for records in collected.writes.values():
         for record in records:
-            if any(_in_gap(record.at, g) for g in gaps if before_first or not g.partial):
+            if any(g.since < record.at < g.reach for g in gaps if before_first or not g.partial):
                 continue
             if last_stop is not None and record.at > last_stop:
                 out["after the cache's last run"] += 1
@@ -156,6 +156,12 @@ def _in_gap(at: float, gap: store.Gap) -> bool:
     return gap.since < at < gap.until
 
 
+def _before_its_list(at: float, gap: store.Gap, restart_rows: list[store.Row]) -> bool:
+    """A write after the next run began and before its list reconstructed the object (received at that row's ``recv``):
+    what that list found, stamped at the list, inferred; a later write was watched live."""
+    return gap.until <= at < gap.reach and any(at < row.recv for row in restart_rows)
+
+
 def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerConfig, *, at: float) -> GapReport:
     report = GapReport(gap, covered=_covered(collected.spans, gap))
     found = _by_key(store.reconstructed(cache, gap))
@@ -164,7 +170,7 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
     lookup = _owner_lookup(_owner_records(Recording(cache).load_owners(), collected), cfg)
     rows: list[tuple[Planned, ...]] = []
     for key, logged in collected.in_order():
-        inside = [r for r in logged if _in_gap(r.at, gap)]
+        inside = [r for r in logged if _in_gap(r.at, gap) or _before_its_list(r.at, gap, found.get(key, []))]
         options = cfg.get(key.gvk)
         if not inside or options is None or (gap.gvk and str(key.gvk) != gap.gvk):
             continue

@@ -44,7 +44,7 @@ def run(location: str | CacheUrl, *, paths: Sequence[str], before_first: bool, f
                              "stop the recorder, then backfill") from None
         try:
             wanted, configs = wanted_kinds(cache)
-            within = [(g.since, g.until) for g in gaps(cache, before_first=before_first)]
+            within = [(g.since, g.reach) for g in gaps(cache, before_first=before_first)]
             collected = collect(sources, wanted=wanted, within=within, owner_kinds=owner_kinds(configs), where=_regions(cache))
             if collected.lines and collected.bad == collected.lines:
                 source, line, reason = collected.bad_shown[0]

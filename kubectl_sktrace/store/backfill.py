@@ -34,6 +34,13 @@ class Gap:
     partial: bool = False
     gvk: str = ""  # an outage of this kind within run ``run_id`` ('' : the time between runs)
 
+    @property
+    def reach(self) -> float:
+        """Until when a logged write may be what the restart reconstructed: a gap between runs reaches the end of the next
+        run's initial lists (``mark``: a write after its start and before a kind's list is found by that list, stamped
+        then, inferred); an outage and the time before the first run end where they end."""
+        return max(self.until, self.mark) if not self.gvk and not self.partial else self.until
+
 
 @dataclass(frozen=True)
 class Row:

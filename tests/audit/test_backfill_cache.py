@@ -338,3 +338,21 @@ def test_a_pod_the_log_shows_running_when_it_ends_ends_at_the_restart_marked_inf
         assert conn.execute("SELECT start_ts, end_ts, end_inferred, live FROM pods WHERE uid = 'uid-p'").fetchall() == [(T0 + 31, T0 + 100, 1, 0)]
     finally:
         conn.close()
+
+
+def test_a_write_between_a_runs_start_and_its_lists_is_filled_too(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    """Run 2 starts at T0+100 and lists the Deployments at T0+101.5 (synced T0+102): a scale logged at T0+100.6, after the
+    start, is what its list found (stamped at the list, inferred); it moves to its logged time, not inferred."""
+    cache_builder.run(started=T0, stopped=T0 + 10)
+    cache_builder.apply(T0, obj("Deployment", "web", spec=SPEC))
+    cache_builder.run(started=T0 + 100, stopped=T0 + 110, synced=T0 + 102)
+    cache_builder.apply(T0 + 101, obj("Deployment", "web", spec={**SPEC, "replicas": 3}), inferred=True, recv=T0 + 101.5)
+    scaled = {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"name": "web", "namespace": "app", "uid": "uid-web"},
+              "spec": {**SPEC, "replicas": 3}}
+    log = tmp_path / "audit.log"
+    log.write_text(write_line(T0 + 100.6, "patch", scaled, audit_id="p1") + "\n")
+    done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert done.exit_code == 0, done.output
+    assert [r[1:] for r in events_of(cache_builder.path)] == [
+        (T0, T0 + 0.25, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0),
+        (T0 + 100, T0 + 100.6, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0)], done.output
