@@ -16,16 +16,22 @@ JSON line each, as on a real v1.28 server (docs: NOTES.md, "Audit log"):
   ``apiVersion``, ``subresource``; ``uid`` and ``resourceVersion`` only for deletes), ``responseStatus.code``,
   ``requestReceivedTimestamp`` and ``stageTimestamp`` in RFC 3339 with microseconds;
 - answers: a delete that removed the object answers a ``Status`` whose ``details`` hold ``name``, ``group``, ``kind``
-  (the plural) and ``uid``; one that only marked it (finalizers, a graceful pod, a namespace terminating) answers the
-  object; a write of the ``scale`` subresource answers the ``autoscaling/v1`` Scale; failed requests (403, 404, 409)
-  are logged with their Status.
+  (the plural) and ``uid``; one that only marked it (finalizers, a namespace terminating) answers the object; a pod's
+  DELETE always answers the Pod (graceful: ``deletionGracePeriodSeconds`` 30; the kubelet's final one: 0; ``deletes``);
+  a ``deletecollection`` answers the list as it was; a write of the ``scale`` subresource answers the ``autoscaling/v1``
+  Scale; a binding a ``Status`` (201); failed requests (403, 404, 409) are logged with their Status;
+- writers: the controllers as their service accounts (``system:serviceaccount:kube-system:replicaset-controller``,
+  ``job-controller``, ``deployment-controller``, ``namespace-controller``, ``generic-garbage-collector``), the binding
+  as ``system:kube-scheduler``, the kubelet's ``patch pods/status`` and final deletes as ``system:node:<node>``
+  (``AuditLog.acting``); other writes made outside a request as ``system:kube-controller-manager``.
 
-The HTTP answer to a delete is not changed (the emulator answers the object it removed, as before): only the log records
-the Status a real server answers. Not matched: requests refused before their resource is known (401, unknown paths) are
+The HTTP answers are the same (a deleted Deployment answers the Status, a pod the Pod). Not matched: requests refused before their resource is known (401, unknown paths) are
 not logged; no ``ResponseStarted`` stage for watches (a watch is logged once it ends), no ``responseObject`` for
 lists and watches, no ``sourceIPs`` but 127.0.0.1, no annotations from admission or authorization; a write the
-emulator's controllers make is logged as one request of its own, by ``system:kube-controller-manager`` (a deletion
-they cascade: ``system:serviceaccount:kube-system:generic-garbage-collector``), with the path a client would use.
+emulator's controllers make is logged as one request of its own, with the path a client would use; the namespace
+controller's ``deletecollection`` is logged for the kinds that hold objects in the namespace only (a real one asks of
+every kind); the binding's ``objectRef`` has no ``uid``; the Job controller's removal of its pods' finalizer is not
+made (its pods have none).
 """
 
 from __future__ import annotations
