@@ -330,6 +330,13 @@ def rfc3339_micro(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micro:06d}Z"
 
 
+def named_in(body: Any, verb: str) -> str:
+    """The name a create's body gives (a real server's ``objectRef.name``); '' for a generated name, known only after."""
+    meta = body.get("metadata") if verb == "create" and isinstance(body, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def deleted_status(rtype: ResourceType, obj: Obj) -> Obj:
     """What a real server answers a delete that removed the object (a background deletion)."""
     meta = obj.get("metadata") or {}

@@ -244,8 +244,9 @@ class Handler(BaseHTTPRequestHandler):
         # the API server's request info puts a namespace's own path inside that namespace
         scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
         if self.emulator.store.audit is not None:
-            self._audit = audit.Request(verb, self.path, self._user, rtype, scope or "", name, subresource,
-                                        self.headers.get("User-Agent", ""), request_object=self._request_object(verb))
+            sent = self._request_object(verb)
+            self._audit = audit.Request(verb, self.path, self._user, rtype, scope or "", name or audit.named_in(sent, verb), subresource,
+                                        self.headers.get("User-Agent", ""), request_object=sent)
             self.emulator.store.audit.begin(self._audit)
         if self.emulator.denies(verb, rtype, scope, name):
             raise forbidden(user=self._user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)

@@ -42,7 +42,8 @@ def test_request_response_logs_every_write_with_its_object_after_the_write(emula
         ("create", None, 201), ("patch", None, 200), ("patch", "scale", 200), ("delete", None, 200), ("get", None, 404)]
     assert {e["stage"] for e in events} == {"ResponseComplete"} and {e["level"] for e in events} == {"RequestResponse"}
     create, patch, scaled, deleted, missing = events
-    assert create["objectRef"] == {"resource": "deployments", "namespace": "default", "apiGroup": "apps", "apiVersion": "v1"}
+    # the name the body gives, as a real server logs a create (measured: kubectl create deployment)
+    assert create["objectRef"] == {"resource": "deployments", "namespace": "default", "name": "web", "apiGroup": "apps", "apiVersion": "v1"}
     assert create["responseObject"]["metadata"]["uid"] == uid and create["requestURI"] == "/apis/apps/v1/namespaces/default/deployments"
     assert create["user"]["username"] == emulator.user and create["requestReceivedTimestamp"] <= create["stageTimestamp"]
     assert patch["requestObject"] == {"metadata": {"labels": {"a": "b"}}} and patch["responseObject"]["metadata"]["labels"] == {"a": "b"}
