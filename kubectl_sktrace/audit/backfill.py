@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from kubectl_sktrace.audit.collect import Collected
 from kubectl_sktrace.audit.lines import Wanted
@@ -178,8 +178,9 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
         prior = None if gap.partial else _version(store.version_before(cache, key, recv=gap.since))
         walked = replay(prior, inside, options=options, chain=lambda head: tuple(owner_rules.resolve_chain(head, lookup=lookup)))
         restart_rows = found.get(key, [])
-        planned = _decide(cache, gap, key, walked, restart_rows, report)
+        planned = _decide(cache, gap, key, walked, restart_rows, report, sweeps=collected.sweeps.get((key.gvk, key.namespace), []))
         rows.append(tuple(p for p in planned if _identity(p) not in already))
+    rows += [tuple(p for p in group if _identity(p) not in already) for group in _swept_only(cache, gap, collected, found, report)]
     if gap.gvk in ("", str(POD)):
         _pods(cache, gap, collected, lookup, cfg, report)
     after = store.last_event_id(cache)
@@ -231,14 +232,14 @@ def _owner_records(table: dict[ObjKey, OwnerRecord], collected: Collected) -> di
 
 
 def _decide(cache: Cache, gap: store.Gap, key: ObjKey, walked: Replayed, restart_rows: list[store.Row],
-            report: GapReport) -> tuple[Planned, ...]:
+            report: GapReport, *, sweeps: Sequence[float] = ()) -> tuple[Planned, ...]:
     """The rows to write for one object, and the reconstructed rows they replace (deleted here)."""
     end_found = _version(restart_rows[-1]) if restart_rows else _version(store.version_before(cache, key, recv=gap.mark + 1.0))
     if accounts_for(walked, end_found):
         report.replaced += store.delete_rows(cache, [r.id for r in restart_rows])
         return walked.rows
     deletion = next((r for r in reversed(restart_rows) if r.op == DELETED), None)
-    moved = _removal_for(walked, deletion)
+    moved = _removal_for(walked, deletion) or _swept(walked, deletion, gap, sweeps)
     if deletion is not None and moved is not None:
         report.replaced += store.delete_rows(cache, [deletion.id])
         _kept(report, key, int(len(restart_rows) > 1))
@@ -272,6 +273,28 @@ def _removal_for(walked: Replayed, deletion: store.Row | None) -> float | None:
         return None
     times = [t for t, uid in walked.removals if same_uid(uid, deletion.uid) and t <= deletion.recv]
     return times[-1] if times else None
+
+
+def _swept_only(cache: Cache, gap: store.Gap, collected: Collected, found: dict[ObjKey, list[store.Row]],
+                report: GapReport) -> list[tuple[Planned, ...]]:
+    """The deletions the restart found of objects the log wrote nothing of, moved to a deletecollection that removed them."""
+    out = []
+    empty = Replayed((), None, False, ())
+    for key, restart_rows in found.items():
+        sweeps = collected.sweeps.get((key.gvk, key.namespace), [])
+        deletion = next((r for r in reversed(restart_rows) if r.op == DELETED), None)
+        if key not in collected.writes and _swept(empty, deletion, gap, sweeps) is not None:
+            out.append(_decide(cache, gap, key, empty, restart_rows, report, sweeps=sweeps))
+    return out
+
+
+def _swept(walked: Replayed, deletion: store.Row | None, gap: store.Gap, sweeps: Sequence[float]) -> float | None:
+    """The time of a deletecollection without a selector (the namespace controller's, at a level that names nothing) that
+    removed the object the restart found deleted: the first one in the gap after its last logged write."""
+    if deletion is None or walked.rows or walked.removals:
+        return None
+    times = [t for t in sweeps if gap.since < t <= deletion.recv]
+    return min(times) if times else None
 
 
 def _version(row: store.Row | None) -> Version | None:

@@ -71,9 +71,14 @@ class Collected:
     spans: list[tuple[float, float]] = field(default_factory=list)  # each source's first and last time
     owner_kinds: frozenset[object] = frozenset()  # kinds read only for pods' owner chains
     created_pods: set[tuple[str, str]] = field(default_factory=set)  # (namespace, name) of the pods the log created
+    sweeps: dict[tuple[object, str], list[float]] = field(default_factory=dict)  # (kind, namespace): times of deletecollections
+    # without a selector whose level names nothing (every object of the kind in the namespace went then)
     _seen: set[tuple[str, ObjKey]] = field(default_factory=set)
 
     def add(self, record: Logged) -> None:
+        if record.verb == "deletecollection":
+            self.sweeps.setdefault((record.key.gvk, record.key.namespace), []).append(record.at)
+            return
         if record.audit_id:
             if (record.audit_id, record.key) in self._seen:
                 self.skipped["repeated lines"] += 1

@@ -163,7 +163,7 @@ def event_gives(event: Mapping[str, Any], *, wanted: Wanted, line: int) -> tuple
                   uid=_text(ref, "uid", ""), level=level, subresource=subresource, line=line)
     response = event.get("responseObject") if level == "RequestResponse" and gvk != SECRET else None
     if verb == "deletecollection":
-        return _collection(base, response)
+        return _collection(base, response, uri=event.get("requestURI"))
     if verb == "delete":
         return (_deletion(base, response),)
     return _written(base, response, gvk)
@@ -217,11 +217,14 @@ def _collected_pod_gone(pod: Mapping[str, Any]) -> bool:
     return not bound or finished
 
 
-def _collection(base: Logged, response: Any) -> tuple[Logged, ...]:
-    """A deletecollection answers the list of what it deleted (RequestResponse); below that level nothing names them."""
+def _collection(base: Logged, response: Any, *, uri: Any) -> tuple[Logged, ...]:
+    """A deletecollection answers the list of what it deleted (RequestResponse); below that level nothing names them, but
+    one without a selector (the namespace controller's) deleted every object of its kind in its namespace: one record
+    with no name says so, for the deletions a restart found there."""
     items = response.get("items") if isinstance(response, dict) else None
     if not isinstance(items, list):
-        return ()
+        every = isinstance(uri, str) and "labelSelector=" not in uri and "fieldSelector=" not in uri and bool(base.key.namespace)
+        return (_with(base, key=ObjKey(base.key.gvk, base.key.namespace, "")),) if every and response is None else ()
     out = []
     for item in items:
         meta = item.get("metadata") if isinstance(item, dict) else None

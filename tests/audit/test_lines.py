@@ -231,3 +231,14 @@ def test_a_walk_accounts_for_the_restart_only_when_complete_and_ending_where_it_
     assert gone.removals == ((2.0, UID),) and not gone.complete
     orphan_scale = replay(None, [logged("patch", 1.0, replicas=3)], options=OPTIONS, chain=lambda head: ())
     assert not orphan_scale.complete and orphan_scale.rows == ()
+
+
+def test_a_deletecollection_below_request_response_names_its_kind_and_namespace_when_it_has_no_selector() -> None:
+    """The namespace controller's deletecollection at Metadata: no list, but no selector either: every Deployment of the
+    namespace went then (one record with no name); one with a selector says nothing."""
+    every = json.loads(line("deletecollection", name="", level="Metadata"))
+    every["requestURI"] = "/apis/apps/v1/namespaces/ns/deployments"
+    (record,) = read_line(json.dumps(every).encode(), wanted=WANTED, line=1)  # type: ignore[misc]
+    assert (record.verb, record.key, record.removed) == ("deletecollection", ObjKey(DEPLOY, "ns", ""), None)
+    every["requestURI"] += "?labelSelector=app%3Dweb"
+    assert read_line(json.dumps(every).encode(), wanted=WANTED, line=1) == ()
