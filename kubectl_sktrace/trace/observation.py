@@ -96,6 +96,8 @@ def percent(share: float) -> str:
     """``97.2%``, rounded down so that a window with anything unobserved never reads ``100%``."""
     if share >= 1:
         return "100%"
+    if 0 < share < 0.001:
+        return "<0.1%"  # some, too little to show: never ``0.0%`` of something there is
     return f"{math.floor(max(share, 0.0) * 1000) / 10:.1f}%"
 
 

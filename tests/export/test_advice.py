@@ -11,7 +11,7 @@ from kubectl_sktrace.export.advice import (
     empty_trace_reason,
     merge_blind,
 )
-from kubectl_sktrace.trace.observation import EXACT, LIVE, NOT_OBSERVED, RECONSTRUCTED, exact_spans, how_of, shares, tell
+from kubectl_sktrace.trace.observation import EXACT, LIVE, NOT_OBSERVED, RECONSTRUCTED, exact_spans, how_of, percent, shares, tell
 
 END = 1_800_000_000
 TAIL = ", or pass --allow-empty to write it anyway"
@@ -139,6 +139,7 @@ def test_stretches_are_told_live_exact_or_reconstructed():
     assert [(s.since - H, s.until - H, s.how) for s in stretches] == [
         (0, 10, LIVE), (10, 30, EXACT), (30, 50, RECONSTRUCTED), (50, 100, LIVE)]
     assert shares(stretches) == {LIVE: 60, EXACT: 20, NOT_OBSERVED: 20}
+    assert [percent(x) for x in (0.0, 0.0004, 0.0015, 0.9996, 1.0)] == ["0.0%", "<0.1%", "0.1%", "99.9%", "100%"]
     assert how_of(H + 10, H + 50, [(H + 10, H + 30)]) == "exact from the audit log, then from 08:00:30Z reconstructed"
     metadata = Filled(H, H + 100, H, H + 100, ("Metadata",), 2, 0)
     assert exact_spans([metadata]) == []  # a Metadata log only moved deletions: the time stays reconstructed
