@@ -13,7 +13,8 @@ JSON line each, as on a real v1.28 server (docs: NOTES.md, "Audit log"):
 - the stages: ``RequestReceived`` (no response) unless omitted, then ``ResponseComplete``;
 - the fields: ``level``, ``auditID``, ``stage``, ``requestURI``, ``verb``, ``user.username``, ``userAgent``,
   ``objectRef`` (``resource`` plural, ``namespace``, ``name``, ``apiGroup`` absent for the core group,
-  ``apiVersion``, ``subresource``; ``uid`` and ``resourceVersion`` only for deletes), ``responseStatus.code``,
+  ``apiVersion``, ``subresource``; ``uid`` and ``resourceVersion`` only for updates, never for deletes: measured),
+  ``responseStatus.code``,
   ``requestReceivedTimestamp`` and ``stageTimestamp`` in RFC 3339 with microseconds;
 - answers: a delete that removed the object answers a ``Status`` whose ``details`` hold ``name``, ``group``, ``kind``
   (the plural) and ``uid``; one that only marked it (finalizers, a namespace terminating) answers the object; a pod's
@@ -283,15 +284,17 @@ class AuditLog:
             ref["namespace"] = request.namespace
         if request.name:
             ref["name"] = request.name
+        sent = (request.request_object.get("metadata") if isinstance(request.request_object, dict) else None) or {}
+        if request.verb == "update" and isinstance(sent, dict) and sent.get("uid"):  # measured: an update names its uid,
+            ref["uid"] = sent["uid"]  # and the version it replaced; a create, patch or delete neither
         if rtype.group:
             ref["apiGroup"] = rtype.group
         ref["apiVersion"] = rtype.version
+        if request.verb == "update" and isinstance(sent, dict) and sent.get("resourceVersion"):
+            ref["resourceVersion"] = sent["resourceVersion"]
         if request.subresource:
             ref["subresource"] = request.subresource
-        if request.verb == "delete" and isinstance(response, dict):
-            uid = (response.get("details") or {}).get("uid") or (response.get("metadata") or {}).get("uid")
-            if uid:
-                ref["uid"] = uid
+
         event: Obj = {
             "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level, "auditID": str(uuid.uuid4()), "stage": stage,
             "requestURI": request.uri, "verb": request.verb,

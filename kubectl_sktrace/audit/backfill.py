@@ -183,6 +183,7 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
     rows += [tuple(p for p in group if _identity(p) not in already) for group in _swept_only(cache, gap, collected, found, report)]
     if gap.gvk in ("", str(POD)):
         _pods(cache, gap, collected, lookup, cfg, report)
+        _pods_by_name(cache, gap, collected, report)
     after = store.last_event_id(cache)
     recording = Recording(cache)
     for planned_row in sorted((p for group in rows for p in group), key=lambda p: p.at):
@@ -221,6 +222,15 @@ def _pods(cache: Cache, gap: store.Gap, collected: Collected, lookup: Any, cfg: 
         report.pods_ended += 1
         if inferred:
             report.ends_reconstructed.append(trail.key)
+
+
+def _pods_by_name(cache: Cache, gap: store.Gap, collected: Collected, report: GapReport) -> None:
+    """Pods whose deletes the log names without a uid (``Metadata``, ``Request``): the one pod of that name whose end the
+    restart inferred ends at the name's last logged delete in the gap (its final one)."""
+    for (namespace, name), at in sorted(collected.unnamed_pod_deletes.items()):
+        uid = store.inferred_pod(cache, namespace=namespace, name=name) if _in_gap(at, gap) else None
+        if uid is not None and store.end_pod(cache, uid=uid, ts=event_second(at), since=gap.since, until=gap.until):
+            report.pods_ended += 1
 
 
 def _owner_records(table: dict[ObjKey, OwnerRecord], collected: Collected) -> dict[ObjKey, OwnerRecord]:
@@ -283,7 +293,8 @@ def _swept_only(cache: Cache, gap: store.Gap, collected: Collected, found: dict[
     for key, restart_rows in found.items():
         sweeps = collected.sweeps.get((key.gvk, key.namespace), [])
         deletion = next((r for r in reversed(restart_rows) if r.op == DELETED), None)
-        if key not in collected.writes and _swept(empty, deletion, gap, sweeps) is not None:
+        written = any(_in_gap(r.at, gap) for r in collected.writes.get(key, ()))  # those were walked above
+        if not written and _swept(empty, deletion, gap, sweeps) is not None:
             out.append(_decide(cache, gap, key, empty, restart_rows, report, sweeps=sweeps))
     return out
 

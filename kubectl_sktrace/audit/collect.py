@@ -71,6 +71,8 @@ class Collected:
     spans: list[tuple[float, float]] = field(default_factory=list)  # each source's first and last time
     owner_kinds: frozenset[object] = frozenset()  # kinds read only for pods' owner chains
     created_pods: set[tuple[str, str]] = field(default_factory=set)  # (namespace, name) of the pods the log created
+    unnamed_pod_deletes: dict[tuple[str, str], float] = field(default_factory=dict)  # (namespace, name): the last delete
+    # of a pod whose line names no uid (Metadata, Request): a name's last delete is its final one
     sweeps: dict[tuple[object, str], list[float]] = field(default_factory=dict)  # (kind, namespace): times of deletecollections
     # without a selector whose level names nothing (every object of the kind in the namespace went then)
     _seen: set[tuple[str, ObjKey]] = field(default_factory=set)
@@ -87,6 +89,9 @@ class Collected:
         if record.key.gvk == POD:
             if record.verb == "create":
                 self.created_pods.add((record.key.namespace, record.key.name))
+            if not record.uid and record.verb == "delete" and record.removed is None:
+                name = (record.key.namespace, record.key.name)
+                self.unnamed_pod_deletes[name] = max(record.at, self.unnamed_pod_deletes.get(name, record.at))
             if record.uid:
                 trail = self.pods.setdefault(record.uid, PodTrail(record.key))
                 trail.take(record)

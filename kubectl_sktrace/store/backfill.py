@@ -210,6 +210,12 @@ def rows_near(cache: Cache, key: ObjKey, *, op: int, since: float, until: float)
     return [_row(cache, r) for r in cache.conn.execute(sql, (str(key.gvk), key.namespace, key.name, op, since, finite)).fetchall()]
 
 
+def inferred_pod(cache: Cache, *, namespace: str, name: str) -> str | None:
+    """The uid of the one pod of that name whose end a restart inferred (None when none, or several)."""
+    rows = cache.conn.execute("SELECT uid FROM pods WHERE namespace = ? AND name = ? AND end_inferred = 1", (namespace, name)).fetchall()
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
 def has_pod(cache: Cache, uid: str) -> bool:
     return cache.conn.execute("SELECT 1 FROM pods WHERE uid = ?", (uid,)).fetchone() is not None
 

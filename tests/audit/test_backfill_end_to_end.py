@@ -216,6 +216,10 @@ def test_a_metadata_log_moves_deletions_to_their_logged_times_and_invents_no_bod
     assert all(abs(deleted[k] - live_deleted[k]) <= 1 for k in deleted)
     assert all(before_deleted[k] > deleted[k] for k in deleted)  # the restart's time, moved back
     assert [r for r in after if r[1] == "applied"] == [r for r in before if r[1] == "applied"]  # bodies: the reconstruction stands
+    # pods' deletes name no uid at Metadata: the one pod of each name whose end the restart inferred ends at its name's
+    # last logged delete (the kubelet's final one); e's pods were never seen and nothing shows their bodies: not invented
+    pods_after, pods_live = lifecycles(tmp_path / "after.sktrace"), lifecycles(tmp_path / "live.sktrace")
+    assert same_lifecycles(pods_after, {k: v for k, v in pods_live.items() if k != ("apps/v1.Deployment", "web/e")}), (pods_after, pods_live)
     told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
     assert "filled from the audit log (Metadata, 2 events)" in told.stderr and "the log does not account for: reconstructed" in told.stderr
 
