@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.workload in ("none", "demo", "load") or (args.workload == "large" and args.rate > 0):
             workload = Workload(emu, seed=1)
-            emu.store.namespace_controller = True  # the loop below steps it: a deleted namespace is Terminating until then
+            emu.store.namespace_controller = emu.store.kubelet = True  # the loop below steps it: a deleted namespace is
+            # Terminating until then, a pod deleted gracefully until its kubelet's final delete
             if args.workload in ("demo", "load"):
                 rng = random.Random(1)
                 for name in ("web", "api", "worker"):

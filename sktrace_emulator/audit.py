@@ -13,29 +13,37 @@ JSON line each, as on a real v1.28 server (docs: NOTES.md, "Audit log"):
 - the stages: ``RequestReceived`` (no response) unless omitted, then ``ResponseComplete``;
 - the fields: ``level``, ``auditID``, ``stage``, ``requestURI``, ``verb``, ``user.username``, ``userAgent``,
   ``objectRef`` (``resource`` plural, ``namespace``, ``name``, ``apiGroup`` absent for the core group,
-  ``apiVersion``, ``subresource``; ``uid`` and ``resourceVersion`` only for deletes), ``responseStatus.code``,
+  ``apiVersion``, ``subresource``; ``uid`` and ``resourceVersion`` only for updates, never for deletes: measured),
+  ``responseStatus.code``,
   ``requestReceivedTimestamp`` and ``stageTimestamp`` in RFC 3339 with microseconds;
 - answers: a delete that removed the object answers a ``Status`` whose ``details`` hold ``name``, ``group``, ``kind``
-  (the plural) and ``uid``; one that only marked it (finalizers, a graceful pod, a namespace terminating) answers the
-  object; a write of the ``scale`` subresource answers the ``autoscaling/v1`` Scale; failed requests (403, 404, 409)
-  are logged with their Status.
+  (the plural) and ``uid``; one that only marked it (finalizers, a namespace terminating) answers the object; a pod's
+  DELETE always answers the Pod (graceful: ``deletionGracePeriodSeconds`` 30; the kubelet's final one: 0; ``deletes``);
+  a ``deletecollection`` answers the list as it was; a write of the ``scale`` subresource answers the ``autoscaling/v1``
+  Scale; a binding a ``Status`` (201); failed requests (403, 404, 409) are logged with their Status;
+- writers: the controllers as their service accounts (``system:serviceaccount:kube-system:replicaset-controller``,
+  ``job-controller``, ``deployment-controller``, ``namespace-controller``, ``generic-garbage-collector``), the binding
+  as ``system:kube-scheduler``, the kubelet's ``patch pods/status`` and final deletes as ``system:node:<node>``
+  (``AuditLog.acting``); other writes made outside a request as ``system:kube-controller-manager``.
 
-The HTTP answer to a delete is not changed (the emulator answers the object it removed, as before): only the log records
-the Status a real server answers. Not matched: requests refused before their resource is known (401, unknown paths) are
+The HTTP answers are the same (a deleted Deployment answers the Status, a pod the Pod). Not matched: requests refused before their resource is known (401, unknown paths) are
 not logged; no ``ResponseStarted`` stage for watches (a watch is logged once it ends), no ``responseObject`` for
 lists and watches, no ``sourceIPs`` but 127.0.0.1, no annotations from admission or authorization; a write the
-emulator's controllers make is logged as one request of its own, by ``system:kube-controller-manager`` (a deletion
-they cascade: ``system:serviceaccount:kube-system:generic-garbage-collector``), with the path a client would use.
+emulator's controllers make is logged as one request of its own, with the path a client would use; the namespace
+controller's ``deletecollection`` is logged for the kinds that hold objects in the namespace only (a real one asks of
+every kind); the binding's ``objectRef`` has no ``uid``; the Job controller's removal of its pods' finalizer is not
+made (its pods have none).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 from sktrace_emulator.records import Obj, ResourceType
 
@@ -43,6 +51,13 @@ LEVELS = ("None", "Metadata", "Request", "RequestResponse")
 STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")
 CONTROLLER = "system:kube-controller-manager"
 GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector"
+SCHEDULER = "system:kube-scheduler"
+KUBELET = "system:node:"  # + the node's name
+
+
+def controller(name: str) -> str:
+    """The user a controller of kube-controller-manager writes as (its service account): ``replicaset-controller``…"""
+    return f"system:serviceaccount:kube-system:{name}"
 _WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
@@ -179,33 +194,81 @@ class AuditLog:
                 response = json.loads(raw)
             except ValueError:
                 response = None
-        if gone and code < 400 and request.verb == "delete" and isinstance(response, dict):
+        if gone and code < 400 and request.verb == "delete" and isinstance(response, dict) and response.get("kind") != "Status" \
+                and request.rtype.kind != "Pod":
             response = deleted_status(request.rtype, response)
         self.end(request, code=code, response=response)
 
     # -- writes made by the emulator's controllers ---------------------------------------------------
 
+    @contextlib.contextmanager
+    def acting(self, user: str) -> Iterator[None]:
+        """Writes stored meanwhile (on this thread) are ``user``'s requests of their own, even while a request is served:
+        the garbage collector's cascade, a controller's reconcile, the kubelet's status writes and final deletes."""
+        actors = self._actors()
+        actors.append(user)
+        try:
+            yield
+        finally:
+            actors.pop()
+
+    @contextlib.contextmanager
+    def collecting(self, rtype: ResourceType, namespace: str, user: str, items: list[Obj]) -> Iterator[None]:
+        """One ``deletecollection`` of ``rtype`` in ``namespace`` by ``user``, answered with the list ``items`` (the
+        objects as they were before, as a real server answers): the deletions made meanwhile are its own, not lines."""
+        previous = getattr(self._local, "collection", None)
+        self._local.collection = (rtype, namespace, user)
+        try:
+            with self.acting(user):
+                yield
+        finally:
+            self._local.collection = previous
+        request = Request("deletecollection", _uri(rtype, namespace, "", ""), user, rtype, namespace, "", "", "kube-controller-manager",
+                          self.clock(), {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "propagationPolicy": "Background"})
+        listed = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": {}, "items": items}
+        self._controller_request(request, 200, listed)
+
+    def _actors(self) -> list[str]:
+        actors: list[str] | None = getattr(self._local, "actors", None)
+        if actors is None:
+            actors = self._local.actors = []
+        return actors
+
     def committed(self, rtype: ResourceType, event_type: str, old: Obj | None, new: Obj) -> None:
         """A write stored outside a request's own object: logged as a controller's request of its own."""
         meta = new.get("metadata") or {}
         ns, name = meta.get("namespace", ""), meta.get("name", "")
+        actors = self._actors()
+        if getattr(self._local, "collection", None) == (rtype, ns, actors[-1] if actors else None) \
+                and (event_type == "DELETED" or _deletion_marked(old, new)):
+            return  # part of the deletecollection being served
+        if event_type == "DELETED" and rtype.kind == "Pod":
+            return  # a pod's removal is the delete that set its grace period to 0 (a real server answers it with the Pod)
         current: Request | None = getattr(self._local, "request", None)
-        if current is not None and _own(current, rtype, ns, name, event_type):
+        if not actors and current is not None and _own(current, rtype, ns, name, event_type):
             current.own_added = current.own_added or event_type == "ADDED"
             return
         verb, subresource, response = _controller_write(rtype, event_type, old, new)
-        user = GARBAGE_COLLECTOR if verb == "delete" and current is not None else CONTROLLER
-        request = Request(verb, _uri(rtype, ns, "" if verb == "create" else name, subresource), user, rtype,
-                          ns if rtype.namespaced else "", name, subresource, "kube-controller-manager", self.clock())
-        if verb in ("create", "update"):
+        user = actors[-1] if actors else GARBAGE_COLLECTOR if verb == "delete" and current is not None else CONTROLLER
+        named = name if verb != "create" or subresource or not meta.get("generateName") else ""
+        request = Request(verb, _uri(rtype, ns, "" if verb == "create" and not subresource else name, subresource), user, rtype,
+                          ns if rtype.namespaced else "", named, subresource, "kube-controller-manager", self.clock())
+        if verb in ("create", "update") and not subresource:
             request.request_object = new
+        elif verb == "delete":
+            grace = meta.get("deletionGracePeriodSeconds") if rtype.kind == "Pod" else None
+            options: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "propagationPolicy": "Background"}
+            request.request_object = options if grace is None else {**options, "gracePeriodSeconds": grace}
+        self._controller_request(request, 201 if verb == "create" else 200, response)
+
+    def _controller_request(self, request: Request, code: int, response: Obj) -> None:
         level, omit = self._decide(request)
         if level == "None":
             return
         if "RequestReceived" not in omit:
             self._write(self._event(request, level, "RequestReceived", stage_at=request.received))
         if "ResponseComplete" not in omit:
-            self._write(self._event(request, level, "ResponseComplete", code=200 if verb != "create" else 201, response=response))
+            self._write(self._event(request, level, "ResponseComplete", code=code, response=response))
 
     # -- the lines ----------------------------------------------------------------------------------
 
@@ -221,15 +284,17 @@ class AuditLog:
             ref["namespace"] = request.namespace
         if request.name:
             ref["name"] = request.name
+        sent = (request.request_object.get("metadata") if isinstance(request.request_object, dict) else None) or {}
+        if request.verb == "update" and isinstance(sent, dict) and sent.get("uid"):  # measured: an update names its uid,
+            ref["uid"] = sent["uid"]  # and the version it replaced; a create, patch or delete neither
         if rtype.group:
             ref["apiGroup"] = rtype.group
         ref["apiVersion"] = rtype.version
+        if request.verb == "update" and isinstance(sent, dict) and sent.get("resourceVersion"):
+            ref["resourceVersion"] = sent["resourceVersion"]
         if request.subresource:
             ref["subresource"] = request.subresource
-        if request.verb == "delete" and isinstance(response, dict):
-            uid = (response.get("details") or {}).get("uid") or (response.get("metadata") or {}).get("uid")
-            if uid:
-                ref["uid"] = uid
+
         event: Obj = {
             "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level, "auditID": str(uuid.uuid4()), "stage": stage,
             "requestURI": request.uri, "verb": request.verb,
@@ -268,6 +333,13 @@ def rfc3339_micro(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micro:06d}Z"
 
 
+def named_in(body: Any, verb: str) -> str:
+    """The name a create's body gives (a real server's ``objectRef.name``); '' for a generated name, known only after."""
+    meta = body.get("metadata") if verb == "create" and isinstance(body, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def deleted_status(rtype: ResourceType, obj: Obj) -> Obj:
     """What a real server answers a delete that removed the object (a background deletion)."""
     meta = obj.get("metadata") or {}
@@ -289,11 +361,21 @@ def _controller_write(rtype: ResourceType, event_type: str, old: Obj | None, new
         return "create", "", new
     if event_type == "DELETED":
         return "delete", "", deleted_status(rtype, new)
-    if old is not None and "deletionTimestamp" in (new.get("metadata") or {}) and "deletionTimestamp" not in (old.get("metadata") or {}):
-        return "delete", "", new  # a graceful deletion begins: answered with the object, not yet gone
+    if _deletion_marked(old, new):
+        return "delete", "", new  # a graceful deletion begins (or a pod's final one, grace 0): answered with the object
+    if rtype.kind == "Pod" and old is not None and (new.get("spec") or {}).get("nodeName") and not (old.get("spec") or {}).get("nodeName"):
+        return "create", "binding", {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
     if old is not None and _only_status_changed(old, new):
-        return "update", "status", new
+        return ("patch" if rtype.kind == "Pod" else "update"), "status", new  # a kubelet patches its pods' status
     return "update", "", new
+
+
+def _deletion_marked(old: Obj | None, new: Obj) -> bool:
+    """Whether a write began a graceful deletion, or shortened one (a pod's final delete sets its grace period to 0)."""
+    before, after = (old or {}).get("metadata") or {}, new.get("metadata") or {}
+    if "deletionTimestamp" not in after or old is None:
+        return False
+    return "deletionTimestamp" not in before or after.get("deletionGracePeriodSeconds") != before.get("deletionGracePeriodSeconds")
 
 
 def _only_status_changed(old: Obj, new: Obj) -> bool:

@@ -247,8 +247,9 @@ class Handler(BaseHTTPRequestHandler):
         # the API server's request info puts a namespace's own path inside that namespace
         scope = name if (rtype.group, rtype.plural) == ("", "namespaces") and name else namespace
         if self.emulator.store.audit is not None:
-            self._audit = audit.Request(verb, self.path, self._user, rtype, scope or "", name, subresource,
-                                        self.headers.get("User-Agent", ""), request_object=self._request_object(verb))
+            sent = self._request_object(verb)
+            self._audit = audit.Request(verb, self.path, self._user, rtype, scope or "", name or audit.named_in(sent, verb), subresource,
+                                        self.headers.get("User-Agent", ""), request_object=sent)
             self.emulator.store.audit.begin(self._audit)
         if self.emulator.denies(verb, rtype, scope, name):
             raise forbidden(user=self._user, verb=verb, rtype=rtype, namespace=scope, name=name, subresource=subresource)
@@ -324,7 +325,9 @@ class Handler(BaseHTTPRequestHandler):
             grace = query.get("gracePeriodSeconds", options.get("gracePeriodSeconds"))
             policy = query.get("propagationPolicy", options.get("propagationPolicy", "Background"))
             stored = store.delete(rtype, ns or "", name, grace_seconds=None if grace is None else int(grace), propagate=policy != "Orphan")
-            return self._send_bytes(200, stored.raw)
+            if rtype.kind != "Pod" and store.get(rtype, stored.namespace, name) is None:  # gone: a Status, as a real server answers
+                return self._send_json(200, audit.deleted_status(rtype, stored.obj()))
+            return self._send_bytes(200, stored.raw)  # a pod answers the Pod; one only marked (finalizers) answers the object
         raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})")
 
     def _object_body(self, rtype: ResourceType) -> Obj:

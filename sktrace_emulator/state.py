@@ -14,12 +14,11 @@ Guarantees, matching what clients of a real server rely on:
 - Lists are served from snapshots (a sorted tuple of immutable ``Stored`` records) kept for
   ``continue_ttl`` seconds, so pages of one list never see changes made between pages.
 - Deleting an object with finalizers only marks it (``deletionTimestamp``); removing the last finalizer
-  completes the deletion. Deleting a pod that is bound to a node is graceful: a MODIFIED with
-  ``deletionTimestamp`` precedes the DELETED. Deleting an owner deletes its dependents (the garbage
+  completes the deletion. Pods and namespaces go as ``deletes`` tells (a pod in two deletes, answered with the
+  Pod; a namespace's contents by collection). Deleting an owner deletes its dependents (the garbage
   collector's background propagation) unless the caller asks to orphan them.
 
-Where it guesses: namespaces are created on first use (a real server answers 404); a graceful deletion
-completes at once, without waiting for the grace period; a strategic merge patch merges by key only the lists
+Where it guesses: namespaces are created on first use (a real server answers 404); a strategic merge patch merges by key only the lists
 ``patches.MERGE_KEYS`` names (containers, env, volumes, …) and replaces every other list.
 """
 
@@ -33,9 +32,9 @@ import time
 import uuid
 from typing import Any, Callable, Iterable
 
-from sktrace_emulator import crds
+from sktrace_emulator import crds, deletes
 from sktrace_emulator.admission import SYSTEM_PRIORITIES, default_pod, default_service
-from sktrace_emulator.audit import AuditLog
+from sktrace_emulator.audit import GARBAGE_COLLECTOR, AuditLog
 from sktrace_emulator.patches import json_patch, merge_patch, strategic_merge_patch
 from sktrace_emulator.records import (
     BUILTIN_TYPES,
@@ -83,6 +82,7 @@ class Store:
         self.rv = 0
         self.compacted_rv = 0
         self.namespace_controller = False  # True: a deleted namespace stays Terminating until ``finish_namespaces``
+        self.kubelet = False  # True: a graceful pod deletion waits for the kubelet's final delete (``deletes``)
         self.history_limit = history_limit
         self.continue_ttl = continue_ttl
         self.types: dict[tuple[str, str], ResourceType] = {}  # (api_version, kind)
@@ -339,7 +339,7 @@ class Store:
             return old  # a no-op write takes no resourceVersion, as on a real server
         stored = self._commit(rtype, "MODIFIED", new)
         if stored.deleting and not stored.finalizers:
-            self._finish_delete(stored, propagate=True)
+            deletes.settle(self, stored)
         return stored
 
     def patch(self, rtype: ResourceType, namespace: str, name: str, patch: Any, *, patch_type: str = "merge", subresource: str = "") -> Stored:
@@ -370,34 +370,27 @@ class Store:
             old = self.objects[rtype].get((namespace if rtype.namespaced else "", name))
             if old is None:
                 raise self._not_found(rtype, name)
-            if old.deleting:
-                return old
             obj = old.obj()
+            if old.deleting and rtype.kind != "Pod":
+                return old
             if rtype.kind == "Namespace":  # Terminating first; its contents go, then it does (``finish_namespaces``)
                 obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
                 obj["status"] = {"phase": "Terminating"}
                 marked = self._commit(rtype, "MODIFIED", obj)
-                return marked if self.namespace_controller else self._finish_delete(marked, propagate=propagate)
-            bound_pod = rtype.kind == "Pod" and bool((obj.get("spec") or {}).get("nodeName"))
-            if grace_seconds is None:
-                grace_seconds = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)) if rtype.kind == "Pod" else 0
-            if old.finalizers or (bound_pod and graceful and grace_seconds > 0):
-                meta = obj["metadata"]
-                meta["deletionTimestamp"] = rfc3339(self.clock() + (grace_seconds if bound_pod else 0))
-                meta["deletionGracePeriodSeconds"] = grace_seconds if bound_pod else 0
-                marked = self._commit(rtype, "MODIFIED", obj)
-                if old.finalizers:
+                if self.namespace_controller:
                     return marked
-                old = marked
+                with deletes.acting(self, deletes.NAMESPACE_CONTROLLER):
+                    deletes.empty_namespace(self, name)
+                return self._finish_delete(marked, propagate=propagate)
+            if rtype.kind == "Pod":
+                return deletes.delete_pod(self, old, deletes.pod_grace(obj, grace_seconds, graceful=graceful), propagate=propagate)
+            if old.finalizers:
+                obj["metadata"]["deletionTimestamp"] = rfc3339(self.clock())
+                obj["metadata"]["deletionGracePeriodSeconds"] = 0
+                return self._commit(rtype, "MODIFIED", obj)
             return self._finish_delete(old, propagate=propagate)
 
     def _finish_delete(self, old: Stored, *, propagate: bool) -> Stored:
-        if old.rtype.kind == "Namespace":  # its contents first, as the namespace controller empties it
-            for rtype, objects in list(self.objects.items()):
-                if rtype.namespaced:
-                    for (ns, name) in [k for k in objects if k[0] == old.name]:
-                        if (ns, name) in objects:
-                            self.delete(rtype, ns, name, graceful=False)
         gone = self._commit(old.rtype, "DELETED", old.obj())
         if propagate:
             self._collect_garbage(old.uid)
@@ -408,14 +401,17 @@ class Store:
         with self.lock:
             terminating = [s for s in self.objects[self.types[("v1", "Namespace")]].values() if s.deleting]
             for stored in terminating:
-                self._finish_delete(stored, propagate=True)
+                with deletes.acting(self, deletes.NAMESPACE_CONTROLLER):
+                    if deletes.empty_namespace(self, stored.name):
+                        self._finish_delete(stored, propagate=True)
             return len(terminating)
 
     def _collect_garbage(self, owner_uid: str) -> None:
         for rtype, ns, name in sorted(self.dependents.pop(owner_uid, set()), key=lambda d: (d[0].kind, d[1], d[2])):
             stored = self.objects[rtype].get((ns, name))
             if stored is not None and owner_uid in stored.owner_uids:
-                self.delete(rtype, ns, name)
+                with deletes.acting(self, GARBAGE_COLLECTOR):
+                    self.delete(rtype, ns, name)
 
     def vanish(self, rtype: ResourceType, namespace: str, name: str) -> None:
         """Remove without an event and without taking a resourceVersion (a fault knob)."""

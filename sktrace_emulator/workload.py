@@ -10,7 +10,12 @@ It plays kube-controller-manager and kubelet well enough to produce the traffic 
   ``sktrace.io/every-seconds`` overrides it, for tests), keeping the three newest Jobs.
 - kubelet: a new pod is bound to a node on the next pass, goes Running (``startedAt``) after
   ``start_delay`` seconds and, when it should finish (annotation ``sktrace.io/run-seconds``, set on Job
-  pods from ``job_seconds``), terminates with ``finishedAt`` and phase Succeeded.
+  pods from ``job_seconds``), terminates with ``finishedAt`` and phase Succeeded; a pod deleted gracefully is
+  deleted again with grace 0 (its end) on the next pass, as a kubelet does once the containers stopped.
+- In the audit log each write is its writer's request: ``system:serviceaccount:kube-system:<name>-controller``
+  for the controllers (``create pods`` by ``replicaset-controller`` or ``job-controller``), ``system:kube-scheduler``
+  for the binding (``create pods/binding``), ``system:node:<node>`` for the kubelet (``patch pods/status``, the
+  final delete).
 - Deleting an owner deletes its dependents: the store's garbage collector does that, as on a real cluster.
 
 It follows the store's history like a watch (its own position per kind), so it reacts to objects made
@@ -29,6 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from sktrace_emulator import audit, deletes
 from sktrace_emulator.builders import (
     EVERY_SECONDS,
     RUN_SECONDS,
@@ -46,6 +52,10 @@ from sktrace_emulator.records import ApiError, Obj, ResourceType, Stored, rfc333
 from sktrace_emulator.selectors import Filter
 from sktrace_emulator.server import Emulator
 from sktrace_emulator.state import Store
+
+
+_CONTROLLERS = {kind: audit.controller(name) for kind, name in (
+    ("CronJob", "cronjob-controller"), ("Deployment", "deployment-controller"), ("ReplicaSet", "replicaset-controller"), ("Job", "job-controller"))}
 
 
 @dataclass
@@ -193,8 +203,9 @@ class Workload:
         for _ in range(4):  # a few rounds, so a Deployment reaches its Pods within one step
             for rt, reconcile in ((self.T_CRON, self._reconcile_cronjob), (self.T_DEPLOY, self._reconcile_deployment), (self.T_RS, self._reconcile_replicaset), (self.T_JOB, self._reconcile_job)):
                 keys, self._dirty[rt] = sorted(self._dirty[rt]), set()
-                for key in keys:
-                    self._guard(functools.partial(reconcile, key))
+                with deletes.acting(self.store, _CONTROLLERS[rt.kind]):
+                    for key in keys:
+                        self._guard(functools.partial(reconcile, key))
             self._drain()
             if not any(self._dirty[rt] for rt in (self.T_DEPLOY, self.T_RS, self.T_JOB)):
                 break
@@ -213,6 +224,7 @@ class Workload:
     def start(self) -> Workload:
         self._stop.clear()
         self.store.namespace_controller = True  # while it runs, a deleted namespace is Terminating until its next step
+        self.store.kubelet = True  # and a pod deleted gracefully until its kubelet's final delete
         self._thread = threading.Thread(target=self._run, name="emulator-workload", daemon=True)
         self._thread.start()
         return self
@@ -226,7 +238,7 @@ class Workload:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
-        self.store.namespace_controller = False
+        self.store.namespace_controller = self.store.kubelet = False
 
     def __enter__(self) -> Workload:
         return self.start()
@@ -372,8 +384,16 @@ class Workload:
 
     def _advance_pod(self, key: tuple[str, str], track: _PodTrack, now: float) -> None:
         stored = self.store.get(self.T_POD, key[0], key[1])
-        if stored is None or stored.uid != track.uid or stored.deleting:
+        if stored is None or stored.uid != track.uid:
             return
+        if stored.deleting:  # its containers stop at once: the final delete, grace 0
+            if not stored.finalizers and stored.fields.get("spec.nodeName"):
+                deletes.final_delete(self.store, stored)
+            return
+        with deletes.acting(self.store, audit.SCHEDULER if track.stage == "pending" else deletes.kubelet_of(stored.obj())):
+            self._advance_live_pod(key, track, now, stored)
+
+    def _advance_live_pod(self, key: tuple[str, str], track: _PodTrack, now: float, stored: Stored) -> None:
         if track.stage == "pending" and now >= track.bind_at:
             pod = stored.obj()
             nodes = self._fitting_nodes(pod)

@@ -58,11 +58,12 @@ OWNERS = {
 }
 PURE = ["past.objects", "trace.hashing", "trace.revisions", "trace.sanitize", "trace.lifecycle", "record.owners", "trace.selection.selectors", "timeparse", "model", "tracerconfig",
         "errors", "export.advice", "cli.globalflags", "plural", "reconciliation", "export.options", "record.initialsync", "kube.rbac",
-        "trace.references", "record.changes", "trace.selection.rules", "safeyaml"]
+        "trace.references", "record.changes", "trace.selection.rules", "safeyaml", "trace.observation"]
 # modules of ours a pure module may import
 PURE_MAY_IMPORT = {"kubectl_sktrace.errors", "kubectl_sktrace.trace.revisions", "kubectl_sktrace.model", "kubectl_sktrace.timeparse", "kubectl_sktrace.trace.hashing",
                    "kubectl_sktrace.trace.selection.selectors", "kubectl_sktrace.tracerconfig", "kubectl_sktrace.trace.references",
-                   "kubectl_sktrace.plural", "kubectl_sktrace.trace.selection.rules", "kubectl_sktrace.safeyaml"}
+                   "kubectl_sktrace.plural", "kubectl_sktrace.trace.selection.rules", "kubectl_sktrace.safeyaml",
+                   "kubectl_sktrace.trace.observation"}
 IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "urllib", "http", "requests", "shutil", "tempfile", "fcntl", "threading"}
 
 

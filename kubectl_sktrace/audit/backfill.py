@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from kubectl_sktrace.audit.collect import Collected
 from kubectl_sktrace.audit.lines import Wanted
@@ -52,6 +52,8 @@ class GapReport:
     replaced: int = 0
     kept: int = 0
     pods_ended: int = 0
+    kept_keys: list[ObjKey] = field(default_factory=list)  # objects kept as reconstructed, named
+    ends_reconstructed: list[ObjKey] = field(default_factory=list)  # written from the log, the end at the restart
     levels: set[str] = field(default_factory=set)
     covered: tuple[float, float] | None = None
 
@@ -139,7 +141,7 @@ def _outside(collected: Collected, gaps: list[store.Gap], *, before_first: bool,
     first = next((g for g in gaps if g.partial), None)
     for records in collected.writes.values():
         for record in records:
-            if any(_in_gap(record.at, g) for g in gaps if before_first or not g.partial):
+            if any(g.since < record.at < g.reach for g in gaps if before_first or not g.partial):
                 continue
             if last_stop is not None and record.at > last_stop:
                 out["after the cache's last run"] += 1
@@ -154,6 +156,12 @@ def _in_gap(at: float, gap: store.Gap) -> bool:
     return gap.since < at < gap.until
 
 
+def _before_its_list(at: float, gap: store.Gap, restart_rows: list[store.Row]) -> bool:
+    """A write after the next run began and before its list reconstructed the object (received at that row's ``recv``):
+    what that list found, stamped at the list, inferred; a later write was watched live."""
+    return gap.until <= at < gap.reach and any(at < row.recv for row in restart_rows)
+
+
 def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerConfig, *, at: float) -> GapReport:
     report = GapReport(gap, covered=_covered(collected.spans, gap))
     found = _by_key(store.reconstructed(cache, gap))
@@ -162,7 +170,7 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
     lookup = _owner_lookup(_owner_records(Recording(cache).load_owners(), collected), cfg)
     rows: list[tuple[Planned, ...]] = []
     for key, logged in collected.in_order():
-        inside = [r for r in logged if _in_gap(r.at, gap)]
+        inside = [r for r in logged if _in_gap(r.at, gap) or _before_its_list(r.at, gap, found.get(key, []))]
         options = cfg.get(key.gvk)
         if not inside or options is None or (gap.gvk and str(key.gvk) != gap.gvk):
             continue
@@ -170,10 +178,12 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
         prior = None if gap.partial else _version(store.version_before(cache, key, recv=gap.since))
         walked = replay(prior, inside, options=options, chain=lambda head: tuple(owner_rules.resolve_chain(head, lookup=lookup)))
         restart_rows = found.get(key, [])
-        planned = _decide(cache, gap, key, walked, restart_rows, report)
+        planned = _decide(cache, gap, key, walked, restart_rows, report, sweeps=collected.sweeps.get((key.gvk, key.namespace), []))
         rows.append(tuple(p for p in planned if _identity(p) not in already))
+    rows += [tuple(p for p in group if _identity(p) not in already) for group in _swept_only(cache, gap, collected, found, report)]
     if gap.gvk in ("", str(POD)):
         _pods(cache, gap, collected, lookup, cfg, report)
+        _pods_by_name(cache, gap, collected, report)
     after = store.last_event_id(cache)
     recording = Recording(cache)
     for planned_row in sorted((p for group in rows for p in group), key=lambda p: p.at):
@@ -189,14 +199,16 @@ def _pods(cache: Cache, gap: store.Gap, collected: Collected, lookup: Any, cfg: 
     in the gap (the restart never saw it) gets its lifecycle, under the owner its chain gives, as the recorder would."""
     recording = Recording(cache)
     for uid, trail in sorted(collected.pods.items(), key=lambda item: (item[1].first_at or 0.0, item[0])):
-        if trail.removed_at is None or not _in_gap(trail.removed_at, gap):
-            continue
-        second = event_second(trail.removed_at)
-        if store.end_pod(cache, uid=uid, ts=second, since=gap.since, until=gap.until):
+        removed = trail.removed_at is not None and _in_gap(trail.removed_at, gap)
+        if removed and store.end_pod(cache, uid=uid, ts=event_second(trail.removed_at or 0.0), since=gap.since, until=gap.until):
             report.pods_ended += 1
             continue
         if trail.first_at is None or not _in_gap(trail.first_at, gap) or store.has_pod(cache, uid):
             continue
+        if not removed and (trail.removed_at is not None or collected.covers(gap.until)):
+            continue  # removed after the gap (the restart found it), or the log saw to the end of the gap
+        # created in the gap and gone by the restart: at its logged removal, else (the log ends first) at the restart
+        second = event_second(trail.removed_at if removed else gap.until)  # type: ignore[arg-type]
         head = ObjectHead(key=trail.key, uid=uid, resource_version="", created=None, owners=trail.owners)
         chain = owner_rules.resolve_chain(head, lookup=lookup) if trail.owners else []
         owner = owner_rules.lifecycle_owner(pod_key=trail.key, chain=chain,
@@ -205,8 +217,20 @@ def _pods(cache: Cache, gap: store.Gap, collected: Collected, lookup: Any, cfg: 
         recording.insert_pod(uid=uid, namespace=trail.key.namespace, name=trail.key.name, owner=owner,
                              stable_hash=trail.stable_hash if owner is not None else None, start_ts=ended.start, end_ts=ended.end,
                              first_seen=trail.first_at)
-        recording.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=False, live=False)
+        inferred = not removed and trail.life.end is None
+        recording.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred, live=False)
         report.pods_ended += 1
+        if inferred:
+            report.ends_reconstructed.append(trail.key)
+
+
+def _pods_by_name(cache: Cache, gap: store.Gap, collected: Collected, report: GapReport) -> None:
+    """Pods whose deletes the log names without a uid (``Metadata``, ``Request``): the one pod of that name whose end the
+    restart inferred ends at the name's last logged delete in the gap (its final one)."""
+    for (namespace, name), at in sorted(collected.unnamed_pod_deletes.items()):
+        uid = store.inferred_pod(cache, namespace=namespace, name=name) if _in_gap(at, gap) else None
+        if uid is not None and store.end_pod(cache, uid=uid, ts=event_second(at), since=gap.since, until=gap.until):
+            report.pods_ended += 1
 
 
 def _owner_records(table: dict[ObjKey, OwnerRecord], collected: Collected) -> dict[ObjKey, OwnerRecord]:
@@ -218,20 +242,38 @@ def _owner_records(table: dict[ObjKey, OwnerRecord], collected: Collected) -> di
 
 
 def _decide(cache: Cache, gap: store.Gap, key: ObjKey, walked: Replayed, restart_rows: list[store.Row],
-            report: GapReport) -> tuple[Planned, ...]:
+            report: GapReport, *, sweeps: Sequence[float] = ()) -> tuple[Planned, ...]:
     """The rows to write for one object, and the reconstructed rows they replace (deleted here)."""
     end_found = _version(restart_rows[-1]) if restart_rows else _version(store.version_before(cache, key, recv=gap.mark + 1.0))
     if accounts_for(walked, end_found):
         report.replaced += store.delete_rows(cache, [r.id for r in restart_rows])
         return walked.rows
     deletion = next((r for r in reversed(restart_rows) if r.op == DELETED), None)
-    moved = _removal_for(walked, deletion)
+    moved = _removal_for(walked, deletion) or _swept(walked, deletion, gap, sweeps)
     if deletion is not None and moved is not None:
         report.replaced += store.delete_rows(cache, [deletion.id])
-        report.kept += int(len(restart_rows) > 1)
+        _kept(report, key, int(len(restart_rows) > 1))
         return (Planned(moved, key, deletion.uid, DELETED),)
-    report.kept += int(bool(restart_rows))
+    if walked.complete and walked.rows and end_found is None and all(r.op == DELETED for r in restart_rows):
+        return _end_reconstructed(gap, key, walked, restart_rows, report)
+    _kept(report, key, int(bool(restart_rows)))
     return ()
+
+
+def _end_reconstructed(gap: store.Gap, key: ObjKey, walked: Replayed, restart_rows: list[store.Row],
+                       report: GapReport) -> tuple[Planned, ...]:
+    """A log that ends before the object's end (it shows the object at its last line, the restart found it gone): what
+    the log shows is written, and its end is the restart's (its deletion, or one made at the restart's time, inferred)."""
+    report.ends_reconstructed.append(key)
+    if restart_rows or walked.end is None:
+        return walked.rows
+    return (*walked.rows, Planned(gap.until, key, walked.end.live.uid, DELETED, inferred=True))
+
+
+def _kept(report: GapReport, key: ObjKey, kept: int) -> None:
+    report.kept += kept
+    if kept:
+        report.kept_keys.append(key)
 
 
 def _removal_for(walked: Replayed, deletion: store.Row | None) -> float | None:
@@ -241,6 +283,29 @@ def _removal_for(walked: Replayed, deletion: store.Row | None) -> float | None:
         return None
     times = [t for t, uid in walked.removals if same_uid(uid, deletion.uid) and t <= deletion.recv]
     return times[-1] if times else None
+
+
+def _swept_only(cache: Cache, gap: store.Gap, collected: Collected, found: dict[ObjKey, list[store.Row]],
+                report: GapReport) -> list[tuple[Planned, ...]]:
+    """The deletions the restart found of objects the log wrote nothing of, moved to a deletecollection that removed them."""
+    out = []
+    empty = Replayed((), None, False, ())
+    for key, restart_rows in found.items():
+        sweeps = collected.sweeps.get((key.gvk, key.namespace), [])
+        deletion = next((r for r in reversed(restart_rows) if r.op == DELETED), None)
+        written = any(_in_gap(r.at, gap) for r in collected.writes.get(key, ()))  # those were walked above
+        if not written and _swept(empty, deletion, gap, sweeps) is not None:
+            out.append(_decide(cache, gap, key, empty, restart_rows, report, sweeps=sweeps))
+    return out
+
+
+def _swept(walked: Replayed, deletion: store.Row | None, gap: store.Gap, sweeps: Sequence[float]) -> float | None:
+    """The time of a deletecollection without a selector (the namespace controller's, at a level that names nothing) that
+    removed the object the restart found deleted: the first one in the gap after its last logged write."""
+    if deletion is None or walked.rows or walked.removals:
+        return None
+    times = [t for t in sweeps if gap.since < t <= deletion.recv]
+    return min(times) if times else None
 
 
 def _version(row: store.Row | None) -> Version | None:
@@ -280,5 +345,5 @@ def _identity(p: Planned) -> tuple[str, str, str, int, int, str, int | None]:
 
 
 def _event_row(p: Planned) -> EventRow:
-    return EventRow(ts=event_second(p.at), recv=p.at, key=p.key, uid=p.uid, op=p.op, inferred=False, spec_hash=p.spec_hash,
+    return EventRow(ts=event_second(p.at), recv=p.at, key=p.key, uid=p.uid, op=p.op, inferred=p.inferred, spec_hash=p.spec_hash,
                     owner_chain=p.chain or None, body=p.body, refs=p.refs, daemonset=p.daemonset)

@@ -40,6 +40,8 @@ class PodTrail:
     def take(self, record: Logged) -> None:
         if record.verb == "delete" and record.removed is not False:
             self.removed_at = record.at if self.removed_at is None else max(self.removed_at, record.at)
+            if record.body is not None:  # a pod's final delete answers the Pod: its last container states
+                self.life, _ = lifecycle.merge_lifecycle(self.life, lifecycle.derive_lifecycle(record.body))
             return
         if record.body is None:
             return
@@ -69,9 +71,16 @@ class Collected:
     spans: list[tuple[float, float]] = field(default_factory=list)  # each source's first and last time
     owner_kinds: frozenset[object] = frozenset()  # kinds read only for pods' owner chains
     created_pods: set[tuple[str, str]] = field(default_factory=set)  # (namespace, name) of the pods the log created
+    unnamed_pod_deletes: dict[tuple[str, str], float] = field(default_factory=dict)  # (namespace, name): the last delete
+    # of a pod whose line names no uid (Metadata, Request): a name's last delete is its final one
+    sweeps: dict[tuple[object, str], list[float]] = field(default_factory=dict)  # (kind, namespace): times of deletecollections
+    # without a selector whose level names nothing (every object of the kind in the namespace went then)
     _seen: set[tuple[str, ObjKey]] = field(default_factory=set)
 
     def add(self, record: Logged) -> None:
+        if record.verb == "deletecollection":
+            self.sweeps.setdefault((record.key.gvk, record.key.namespace), []).append(record.at)
+            return
         if record.audit_id:
             if (record.audit_id, record.key) in self._seen:
                 self.skipped["repeated lines"] += 1
@@ -80,6 +89,9 @@ class Collected:
         if record.key.gvk == POD:
             if record.verb == "create":
                 self.created_pods.add((record.key.namespace, record.key.name))
+            if not record.uid and record.verb == "delete" and record.removed is None:
+                name = (record.key.namespace, record.key.name)
+                self.unnamed_pod_deletes[name] = max(record.at, self.unnamed_pod_deletes.get(name, record.at))
             if record.uid:
                 trail = self.pods.setdefault(record.uid, PodTrail(record.key))
                 trail.take(record)
@@ -95,6 +107,10 @@ class Collected:
             self.skipped["writes without a change"] += 1  # a status write: what the recorder's rule ignores, not held
             return
         kept.append(record)
+
+    def covers(self, at: float) -> bool:
+        """Whether some source of the log reaches ``at`` (its last line at or after it)."""
+        return any(last >= at for _, last in self.spans)
 
     def in_order(self) -> Iterator[tuple[ObjKey, list[Logged]]]:
         """Each object's writes in time order (ties kept in the order read)."""

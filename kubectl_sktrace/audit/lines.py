@@ -9,7 +9,9 @@ An ``audit.k8s.io/v1`` Event (NOTES.md, "Audit log", measured on a v1.28 server)
 
 What it then gives depends on its level: at ``RequestResponse`` the object after the write (``responseObject``) or,
 for the ``scale`` subresource, the Scale's ``spec.replicas``; a delete answered with a ``Status`` removed the object
-(its ``details.uid``), one answered with the object only marked it (finalizers, a graceful deletion). At ``Metadata``
+(its ``details.uid``), one answered with the object only marked it (finalizers, a graceful deletion), except a pod's:
+a real server answers every pod's DELETE with the Pod, and the one that sets ``deletionGracePeriodSeconds`` to 0 (the
+kubelet's final delete, or the only one of a pod not running) removed it. At ``Metadata``
 or ``Request`` only the time and the object's name (a ``Request`` body is what the client sent, for a patch the patch
 itself: never taken for the object). Secrets' bodies are never read, whatever the level.
 
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Container, Mapping
 
-from kubectl_sktrace.model import GVK, SECRET, ObjKey
+from kubectl_sktrace.model import GVK, POD, SECRET, ObjKey
 
 LEVELS = ("Metadata", "Request", "RequestResponse")  # "None" is never written
 WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -36,6 +38,7 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # the API server refuses bodies over 3 MB; a 
 # why a line gives nothing, counted by the caller
 READ, FAILED, UNTRACKED, STAGE = "reads", "failed requests", "kinds not tracked", "other stages"
 STATUS_ONLY = "status writes (no spec change)"
+BINDINGS = "pod bindings (a Status: the pod's status writes tell its start)"
 OTHER_PODS = "status writes of pods not created in the log"
 
 _VERB = re.compile(rb'"verb":"([a-z]*)"')
@@ -154,11 +157,13 @@ def event_gives(event: Mapping[str, Any], *, wanted: Wanted, line: int) -> tuple
         raise ValueError(f"unknown level {level!r}")
     at = parse_time(_text(event, "stageTimestamp"))
     subresource = _text(ref, "subresource", "")
+    if subresource == "binding":
+        return BINDINGS  # answered with a Status, not the Pod (measured on v1.28)
     base = Logged(at=at, audit_id=_text(event, "auditID", ""), verb=verb, key=ObjKey(gvk, _text(ref, "namespace", ""), _text(ref, "name", "")),
                   uid=_text(ref, "uid", ""), level=level, subresource=subresource, line=line)
     response = event.get("responseObject") if level == "RequestResponse" and gvk != SECRET else None
     if verb == "deletecollection":
-        return _collection(base, response)
+        return _collection(base, response, uri=event.get("requestURI"))
     if verb == "delete":
         return (_deletion(base, response),)
     return _written(base, response, gvk)
@@ -189,21 +194,44 @@ def _deletion(base: Logged, response: Any) -> Logged:
         return _with(base, uid=uid if isinstance(uid, str) and uid else base.uid, removed=True)
     meta = response.get("metadata") or {}
     uid = meta.get("uid") if isinstance(meta, dict) else None
-    return _with(base, uid=uid if isinstance(uid, str) and uid else base.uid, removed=False,
+    return _with(base, uid=uid if isinstance(uid, str) and uid else base.uid, removed=base.key.gvk == POD and _pod_gone(response),
                  body=response if base.key.gvk != SECRET else None)
 
 
-def _collection(base: Logged, response: Any) -> tuple[Logged, ...]:
-    """A deletecollection answers the list of what it deleted (RequestResponse); below that level nothing names them."""
+def _pod_gone(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod's DELETE, answered with the Pod (a real server never answers a pod's with a Status), removed it: its
+    final delete sets ``deletionGracePeriodSeconds`` to 0 with no finalizer left; a graceful one (grace > 0) only marks it.
+    A pod not bound, or finished, takes grace 0 at once."""
+    meta = pod.get("metadata")
+    if not isinstance(meta, dict) or "deletionTimestamp" not in meta:
+        return False
+    return meta.get("deletionGracePeriodSeconds") == 0 and not meta.get("finalizers")
+
+
+def _collected_pod_gone(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod a deletecollection listed (as it was before) went at once: grace 0 for a pod not bound to a node
+    or finished; a running one is only marked, and ends at its kubelet's final delete."""
+    spec, status = pod.get("spec"), pod.get("status")
+    bound = isinstance(spec, dict) and bool(spec.get("nodeName"))
+    finished = isinstance(status, dict) and status.get("phase") in ("Succeeded", "Failed")
+    return not bound or finished
+
+
+def _collection(base: Logged, response: Any, *, uri: Any) -> tuple[Logged, ...]:
+    """A deletecollection answers the list of what it deleted (RequestResponse); below that level nothing names them, but
+    one without a selector (the namespace controller's) deleted every object of its kind in its namespace: one record
+    with no name says so, for the deletions a restart found there."""
     items = response.get("items") if isinstance(response, dict) else None
     if not isinstance(items, list):
-        return ()
+        every = isinstance(uri, str) and "labelSelector=" not in uri and "fieldSelector=" not in uri and bool(base.key.namespace)
+        return (_with(base, key=ObjKey(base.key.gvk, base.key.namespace, "")),) if every and response is None else ()
     out = []
     for item in items:
         meta = item.get("metadata") if isinstance(item, dict) else None
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):
             key = ObjKey(base.key.gvk, _text(meta, "namespace", base.key.namespace), meta["name"])
-            out.append(_with(base, verb="delete", key=key, uid=_text(meta, "uid", ""), removed=True))
+            gone = base.key.gvk != POD or _collected_pod_gone(item)
+            out.append(_with(base, verb="delete", key=key, uid=_text(meta, "uid", ""), removed=gone))
     return tuple(out)
 
 

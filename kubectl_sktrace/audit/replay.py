@@ -54,6 +54,7 @@ class Planned:
     chain: tuple[ObjKey, ...] = ()
     refs: tuple[tuple[str, str], ...] | None = None
     daemonset: bool | None = None
+    inferred: bool = False  # not in the log: an end the restart reconstructed (a log that ends before it)
 
 
 @dataclass(frozen=True)

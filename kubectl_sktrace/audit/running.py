@@ -16,7 +16,7 @@ from kubectl_sktrace.audit.check import Disagreement, check, live_spans
 from kubectl_sktrace.audit.collect import Collected, stamp, collect
 from kubectl_sktrace.audit.sources import expand
 from kubectl_sktrace.errors import CacheError, UsageError
-from kubectl_sktrace.model import CacheUrl
+from kubectl_sktrace.model import CacheUrl, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.store.backfill import fills, gaps
 from kubectl_sktrace.store.engine import Cache
@@ -44,7 +44,7 @@ def run(location: str | CacheUrl, *, paths: Sequence[str], before_first: bool, f
                              "stop the recorder, then backfill") from None
         try:
             wanted, configs = wanted_kinds(cache)
-            within = [(g.since, g.until) for g in gaps(cache, before_first=before_first)]
+            within = [(g.since, g.reach) for g in gaps(cache, before_first=before_first)]
             collected = collect(sources, wanted=wanted, within=within, owner_kinds=owner_kinds(configs), where=_regions(cache))
             if collected.lines and collected.bad == collected.lines:
                 source, line, reason = collected.bad_shown[0]
@@ -133,8 +133,18 @@ def _gap_lines(report: GapReport) -> list[str]:
         lines.append(f"  the log covers {first if first == last else f'{first} to {last}'} of it; the rest stays reconstructed")
     if report.kept:
         lines.append(f"  {counted(report.kept, 'object')} kept as reconstructed: the log does not account for "
-                     f"{'it' if report.kept == 1 else 'them'} (writes whose level hides the object, or writes missing)")
+                     f"{'it' if report.kept == 1 else 'them'} (writes whose level hides the object, or writes missing): "
+                     + _named(report.kept_keys))
+    if report.ends_reconstructed:
+        lines.append(f"  {counted(len(report.ends_reconstructed), 'object')} written from the log with "
+                     f"{'its end' if len(report.ends_reconstructed) == 1 else 'their ends'} reconstructed at the restart "
+                     f"(the log ends before {'it' if len(report.ends_reconstructed) == 1 else 'them'}): " + _named(report.ends_reconstructed))
     return lines
+
+
+def _named(keys: list[ObjKey], shown: int = 10) -> str:
+    names = [f"{k.gvk} {k.namespace + '/' if k.namespace else ''}{k.name}" for k in keys[:shown]]
+    return ", ".join(names) + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
 def bad_lines(c: Collected) -> list[str]:

@@ -78,7 +78,7 @@ def status_timeline(f: F) -> F:
         for note in window.report.notes:
             say(f"Note: {note}", err=True)
         _draw_timeline(window.trace, title=f"Cache {path}", top=top, width=width, ascii_only=ascii_only,
-                       start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps)
+                       start=window.report.start_ts, end=window.report.end_ts - 1, gaps=window.gaps, exact=window.exact)
         return None
 
     return cast(F, _timeline_options(command, window=True))
@@ -92,7 +92,8 @@ def _refuse_without_timeline(timeline: bool, **given: object) -> None:
 
 
 def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None, ascii_only: bool,
-                   start: int | None = None, end: int | None = None, gaps: tuple[tuple[float, float], ...] = ()) -> None:
+                   start: int | None = None, end: int | None = None, gaps: tuple[tuple[float, float], ...] = (),
+                   exact: tuple[tuple[float, float], ...] = ()) -> None:
     import shutil
 
     from kubectl_sktrace.errors import UsageError
@@ -102,6 +103,6 @@ def _draw_timeline(trace: Any, *, title: str, top: int | None, width: int | None
         raise UsageError(f"--width {width} is too narrow for a timeline; pass --width {timeline.MIN_WIDTH} or more")
     columns = width if width is not None else max(timeline.MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
     charset = timeline.charset_for(sys.stdout.encoding, ascii_only=ascii_only)
-    say(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps))
+    say(timeline.draw(trace, title=title, top=top or 10, width=columns, charset=charset, start=start, end=end, gaps=gaps, exact=exact))
 
 

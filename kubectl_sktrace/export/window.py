@@ -97,6 +97,7 @@ from kubectl_sktrace.plural import counted
 from kubectl_sktrace.store import Cache, backfill, history, pruning
 from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
+from kubectl_sktrace.trace.observation import exact_spans
 from kubectl_sktrace.trace.reports import validation
 from kubectl_sktrace.trace.files.format import Trace, decode_trace, relaxed_gc
 from kubectl_sktrace.trace.skel import Program
@@ -415,11 +416,13 @@ def _messages(
 @dataclass(frozen=True)
 class WindowTrace:
     """The trace ``export_trace`` writes for a window, decoded, with its report and the times of the window
-    nothing was recorded live (no recorder ran, or a run's watches were down), in order."""
+    nothing was recorded live (no recorder ran, or a run's watches were down), in order, and those of them an audit
+    log made exact."""
 
     trace: Trace
     report: ExportReport
     gaps: tuple[tuple[float, float], ...]
+    exact: tuple[tuple[float, float], ...] = ()  # the parts of the gaps an audit log made exact (``trace/observation``)
 
 
 def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFilters, all_changes: bool = False) -> WindowTrace:
@@ -431,7 +434,8 @@ def window_trace(cache: Cache, *, start_ts: int, end_ts: int, filters: ExportFil
     with history.read_snapshot(cache):
         offline = history.uncovered(history.runs(cache), start=report.start_ts, end=report.end_ts)
         outages = [(gap.since, gap.until) for gap in history.coverage_gaps(cache)]
-    return WindowTrace(trace=decode_trace(buffer.getvalue()), report=report, gaps=tuple(sorted(offline + outages)))
+        exact = exact_spans(audit_fills(cache))
+    return WindowTrace(trace=decode_trace(buffer.getvalue()), report=report, gaps=tuple(sorted(offline + outages)), exact=tuple(exact))
 
 
 def export_to(

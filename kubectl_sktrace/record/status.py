@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from kubectl_sktrace import render
 from kubectl_sktrace.errors import CacheError, UsageError
@@ -36,6 +36,7 @@ from kubectl_sktrace.timeparse import (
     format_span,
     format_time,
 )
+from kubectl_sktrace.trace import observation
 
 DEFAULT_RUNS = 10
 
@@ -217,7 +218,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         "countsNamespace": namespace,
         "runsTotal": len(status.runs),
         "runs": [_run_to_dict(r, now) for r in shown],
-        "gaps": [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a)} for a, b in status.gaps if a >= since],
+        **gaps_to_dict(status, shown, since),
         "outages": [
             {"run": g.run_id, "cause": g.cause, "from": _time(g.since), "to": _time(g.until),
              "duration": format_duration(g.until - g.since), "kinds": list(g.kinds)}
@@ -251,6 +252,28 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
         "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
         "reconciliation": None if status.reconciliation is None else reconciliation_to_dict(status.reconciliation),
     }
+
+
+def gaps_to_dict(status: CacheStatus, shown: Sequence[RunInfo], since: float) -> dict[str, Any]:
+    """``gaps`` between the runs shown; once a log filled time, how each is told and the ``coverage`` line too."""
+    filled = bool(status.filled)
+    gaps = [{"from": _time(a), "to": _time(b), "duration": format_duration(b - a),
+             **({"observed": observation.how_of(a, b, _exact(status))} if filled else {})} for a, b in status.gaps if a >= since]
+    return {**({"coverage": coverage_of(status, shown)} if filled else {}), "gaps": gaps}
+
+
+def _exact(status: CacheStatus) -> list[tuple[float, float]]:
+    return observation.exact_spans(f for f in status.filled if not f.gvk and not f.partial)
+
+
+def coverage_of(status: CacheStatus, shown: Sequence[RunInfo]) -> str | None:
+    """The coverage line of the runs shown, from the first one's start to the last one's end, each stretch told one way
+    (``trace/observation``): ``44.5% observed live, 38.0% exact from the audit log, 17.5% not observed``."""
+    if not shown or shown[-1].stopped <= shown[0].started:
+        return None
+    start, end = shown[0].started, shown[-1].stopped
+    blind = [(a, b) for a, b in status.gaps] + [(g.since, g.until) for g in status.outages]
+    return observation.coverage_words(observation.tell(start=start, end=end, blind=blind, exact=_exact(status)))
 
 
 def filled_to_dict(status: CacheStatus, since: float) -> dict[str, Any]:
@@ -312,6 +335,8 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
     if fmt != "table":
         return render.render_mapping(data, fmt)
     parts = [render.render_mapping(_head(status, data, namespace=namespace), "table"), "", _runs_table(status, data)]
+    if data.get("coverage"):  # once a log filled time: how much of it is exact, told apart from live and reconstructed
+        parts.append(f"Coverage from the first run shown to the last: {data['coverage']}")
     parts += _blind_time(status, data)
     if len(data["configHistory"]) > 1:
         parts += ["", "Config history (what each run tracked from its start on; history recorded before a change is kept):",
@@ -367,7 +392,7 @@ def _filled_part(data: dict[str, Any]) -> list[str]:
 
 
 def _gaps_title(data: dict[str, Any]) -> str:
-    how = "the next run's relist, unless filled from the audit log below" if data.get("filled") else "the next run's relist"
+    how = "the next run's relist, or exact from the audit log where backfill filled them: below" if data.get("filled") else "the next run's relist"
     return f"Gaps (not observed live; reconstructed by {how}):"
 
 
@@ -376,7 +401,7 @@ def _blind_time(status: CacheStatus, data: dict[str, Any]) -> list[str]:
     parts: list[str] = []
     if data["gaps"]:
         parts += ["", _gaps_title(data),
-                  render.render_table(data["gaps"], "table", columns=["from", "to", "duration"])]
+                  render.render_table(data["gaps"], "table", columns=list(data["gaps"][0]))]
     parts += _filled_part(data)
     shown = {r["run"] for r in data["runs"]}
     outages = [g for g in status.outages if g.run_id in shown]

@@ -34,6 +34,13 @@ class Gap:
     partial: bool = False
     gvk: str = ""  # an outage of this kind within run ``run_id`` ('' : the time between runs)
 
+    @property
+    def reach(self) -> float:
+        """Until when a logged write may be what the restart reconstructed: a gap between runs reaches the end of the next
+        run's initial lists (``mark``: a write after its start and before a kind's list is found by that list, stamped
+        then, inferred); an outage and the time before the first run end where they end."""
+        return max(self.until, self.mark) if not self.gvk and not self.partial else self.until
+
 
 @dataclass(frozen=True)
 class Row:
@@ -201,6 +208,12 @@ def rows_near(cache: Cache, key: ObjKey, *, op: int, since: float, until: float)
            "AND e.recv <= ? ORDER BY e.ts, e.id")
     finite = min(until, 1e18)
     return [_row(cache, r) for r in cache.conn.execute(sql, (str(key.gvk), key.namespace, key.name, op, since, finite)).fetchall()]
+
+
+def inferred_pod(cache: Cache, *, namespace: str, name: str) -> str | None:
+    """The uid of the one pod of that name whose end a restart inferred (None when none, or several)."""
+    rows = cache.conn.execute("SELECT uid FROM pods WHERE namespace = ? AND name = ? AND end_inferred = 1", (namespace, name)).fetchall()
+    return str(rows[0][0]) if len(rows) == 1 else None
 
 
 def has_pod(cache: Cache, uid: str) -> bool:

@@ -82,7 +82,11 @@ def test_a_logged_deletion_replaces_the_restarts_and_twice_is_once(cache_builder
     assert backfill(cache_builder.path, "--audit-log", str(log)).exit_code == 0  # type: ignore[arg-type]
     assert history(cache_builder.path)[:2] == once[:2] and len(history(cache_builder.path)) == len(once)
     status = CliRunner().invoke(cli, ["status", "--cache", str(cache_builder.path)], prog_name="kubectl sktrace").output
-    assert "Gaps (not observed live; reconstructed by the next run's relist, unless filled from the audit log below):" in status
+    assert ("Gaps (not observed live; reconstructed by the next run's relist, or exact from the audit log where backfill filled "
+            "them: below):") in status
+    # a Status-answered deletion log of one line covers its instant only: the gap stays reconstructed, told once per gap
+    assert "Coverage from the first run shown to the last: 18.1% observed live, 81.8% not observed" in status, status
+    assert status.split("Gaps (", 1)[1].splitlines()[1].split() == ["FROM", "TO", "DURATION", "OBSERVED"]
     filled = status.split("Filled from the audit log (kubectl sktrace backfill; the rest of a gap stays reconstructed):\n", 1)[1]
     assert filled.splitlines()[0].split() == ["RUN", "KIND", "FROM", "TO", "FILLED", "LOG", "COVERS", "KEPT", "RECONSTRUCTED"]
 
@@ -132,7 +136,8 @@ def test_json_nested_too_deeply_is_a_bad_line_in_every_form(cache_builder: Cache
     done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
     assert done.exit_code == 0 and "unexpected" not in done.output, done.output
     assert f"  {log} line 1: JSON nested too deeply\n  {log} line 2: JSON nested too deeply\n" in done.output, done.output
-    assert "1 event written" in done.output
+    # web's logged deletion; api's creation, its end (after the log) reconstructed at the restart
+    assert "3 events written" in done.output, done.output
 
 
 def test_a_hostile_log_writes_nothing(cache_builder: CacheBuilder, tmp_path: Path) -> None:
@@ -267,3 +272,87 @@ def test_what_a_log_filled_stays_in_the_restart_s_report_and_its_deletions_count
     assert "  apps/v1.Deployment: 1 deleted while offline" in status.splitlines(), status
     kinds = status.split("Kinds:\n", 1)[1].splitlines()
     assert kinds[2].split() == ["apps/v1.Deployment", "0", "1", "0", "0", "1", "1"], kinds
+
+
+def write_line(ts: float, verb: str, body: dict[str, Any], *, audit_id: str) -> str:
+    meta = body["metadata"]
+    return json.dumps({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "auditID": audit_id, "stage": "ResponseComplete",
+        "requestURI": "/apis/apps/v1/namespaces/app/deployments", "verb": verb, "user": {"username": "alice"},
+        "objectRef": {"resource": "deployments", "namespace": "app", "name": meta["name"], "apiGroup": "apps", "apiVersion": "v1"},
+        "responseStatus": {"metadata": {}, "code": 201 if verb == "create" else 200}, "responseObject": body,
+        "requestReceivedTimestamp": stamp(ts), "stageTimestamp": stamp(ts)}, separators=(",", ":"))
+
+
+def test_a_log_that_ends_before_an_objects_end_keeps_what_it_shows_and_names_the_end_reconstructed(cache_builder: CacheBuilder,
+                                                                                                   tmp_path: Path) -> None:
+    """Deployment x created and scaled inside the log, deleted after its last line, gone at the restart: its creation and
+    scale at their logged times, its end at the restart's, inferred, and the command names it."""
+    offline_deletion(cache_builder)
+    x = {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"name": "x", "namespace": "app", "uid": "uid-x"}, "spec": SPEC}
+    scaled = {**x, "spec": {**SPEC, "replicas": 3}}
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([delete_line(T0 + 20.5), write_line(T0 + 30.5, "create", x, audit_id="c1"),
+                              write_line(T0 + 34.5, "patch", scaled, audit_id="p1")]) + "\n")
+    done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert done.exit_code == 0, done.output
+    assert ("  1 object written from the log with its end reconstructed at the restart (the log ends before it): "
+            "apps/v1.Deployment app/x") in done.output.splitlines(), done.output
+    rows = [r[1:] for r in events_of(cache_builder.path) if r[5] == "x"]
+    assert rows == [(T0 + 30, T0 + 30.5, "apps/v1.Deployment", "app", "x", "uid-x", 0, 0),
+                    (T0 + 34, T0 + 34.5, "apps/v1.Deployment", "app", "x", "uid-x", 0, 0),
+                    (T0 + 100, T0 + 100, "apps/v1.Deployment", "app", "x", "uid-x", 1, 1)]  # the restart's time, inferred
+    again = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert again.exit_code == 0 and [r[1:] for r in events_of(cache_builder.path) if r[5] == "x"] == rows
+    status = CliRunner().invoke(cli, ["status", "--cache", str(cache_builder.path)], prog_name="kubectl sktrace").output
+    # the log's 14 s of the 90 s gap are exact; the rest of the gap stays reconstructed, each part told once
+    assert "Coverage from the first run shown to the last: 18.1% observed live, 12.7% exact from the audit log, 69.0% not observed" in status, status
+    assert ("reconstructed, then from 08:00:20Z exact from the audit log, then from 08:00:34Z reconstructed"
+            in status.split("Gaps (", 1)[1]), status
+
+
+def pod_line(ts: float, verb: str, pod: dict[str, Any], *, audit_id: str, subresource: str = "") -> str:
+    meta = pod["metadata"]
+    ref = {"resource": "pods", "namespace": "app", "name": meta["name"], "apiVersion": "v1", **({"subresource": subresource} if subresource else {})}
+    return json.dumps({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "auditID": audit_id, "stage": "ResponseComplete",
+        "requestURI": "/api/v1/namespaces/app/pods", "verb": verb, "user": {"username": "system:node:n1"}, "objectRef": ref,
+        "responseStatus": {"metadata": {}, "code": 201 if verb == "create" else 200}, "responseObject": pod,
+        "requestReceivedTimestamp": stamp(ts), "stageTimestamp": stamp(ts)}, separators=(",", ":"))
+
+
+def test_a_pod_the_log_shows_running_when_it_ends_ends_at_the_restart_marked_inferred(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    offline_deletion(cache_builder)
+    pending = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "app", "uid": "uid-p"},
+               "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]}, "status": {"phase": "Pending"}}
+    running = {**pending, "status": {"phase": "Running", "startTime": stamp(T0 + 31)[:19] + "Z", "containerStatuses": [
+        {"name": "c", "state": {"running": {"startedAt": stamp(T0 + 31)[:19] + "Z"}}}]}}
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([delete_line(T0 + 20.5), pod_line(T0 + 30.5, "create", pending, audit_id="c1"),
+                              pod_line(T0 + 31.5, "patch", running, audit_id="s1", subresource="status")]) + "\n")
+    done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert done.exit_code == 0, done.output
+    assert "end reconstructed at the restart (the log ends before it): v1.Pod app/p" in done.output, done.output
+    conn = sqlite3.connect(cache_builder.path)
+    try:
+        assert conn.execute("SELECT start_ts, end_ts, end_inferred, live FROM pods WHERE uid = 'uid-p'").fetchall() == [(T0 + 31, T0 + 100, 1, 0)]
+    finally:
+        conn.close()
+
+
+def test_a_write_between_a_runs_start_and_its_lists_is_filled_too(cache_builder: CacheBuilder, tmp_path: Path) -> None:
+    """Run 2 starts at T0+100 and lists the Deployments at T0+101.5 (synced T0+102): a scale logged at T0+100.6, after the
+    start, is what its list found (stamped at the list, inferred); it moves to its logged time, not inferred."""
+    cache_builder.run(started=T0, stopped=T0 + 10)
+    cache_builder.apply(T0, obj("Deployment", "web", spec=SPEC))
+    cache_builder.run(started=T0 + 100, stopped=T0 + 110, synced=T0 + 102)
+    cache_builder.apply(T0 + 101, obj("Deployment", "web", spec={**SPEC, "replicas": 3}), inferred=True, recv=T0 + 101.5)
+    scaled = {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"name": "web", "namespace": "app", "uid": "uid-web"},
+              "spec": {**SPEC, "replicas": 3}}
+    log = tmp_path / "audit.log"
+    log.write_text(write_line(T0 + 100.6, "patch", scaled, audit_id="p1") + "\n")
+    done = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
+    assert done.exit_code == 0, done.output
+    assert [r[1:] for r in events_of(cache_builder.path)] == [
+        (T0, T0 + 0.25, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0),
+        (T0 + 100, T0 + 100.6, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0)], done.output

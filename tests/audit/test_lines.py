@@ -58,9 +58,12 @@ KEY = ObjKey(DEPLOY, "ns", "web")
     (line("watch", resource="pods", group=None), "reads"),
     (line(stage="RequestReceived"), "other stages"),
     (line(resource="leases", group="coordination.k8s.io"), "kinds not tracked"),
+    (line("create", resource="pods", group=None, subresource="binding", code=201,
+          response={"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+     "pod bindings (a Status: the pod's status writes tell its start)"),
     (line(code=409, response={"kind": "Status"}), "failed requests"),
     (line(code=404), "failed requests"),
-], ids=["read", "watch", "received-stage", "untracked", "conflict", "not-found"])
+], ids=["read", "watch", "received-stage", "untracked", "binding", "conflict", "not-found"])
 def test_lines_that_give_nothing_say_why(raw: bytes, gives: str) -> None:
     assert read_line(raw, wanted=WANTED, line=3) == gives
 
@@ -89,6 +92,32 @@ def test_a_delete_is_a_removal_only_when_answered_with_a_status(response: Any, r
                           wanted=WANTED, line=1)
     assert record.removed is removed and (record.body is not None) is body
     assert record.uid == (UID if response is not None else "")
+
+
+def pod(**meta: Any) -> dict[str, Any]:
+    return {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "ns", "uid": UID, **meta},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "nginx:1"}]}, "status": {"phase": "Running"}}
+
+
+@pytest.mark.parametrize(("response", "removed"), [
+    (pod(deletionTimestamp="2026-11-28T10:00:35Z", deletionGracePeriodSeconds=30), False),
+    (pod(deletionTimestamp="2026-11-28T10:00:05Z", deletionGracePeriodSeconds=0), True),
+    (pod(deletionTimestamp="2026-11-28T10:00:05Z", deletionGracePeriodSeconds=0, finalizers=["example.com/keep"]), False),
+], ids=["graceful-marks", "final-grace-0-removes", "finalizer-left-marks"])
+def test_a_pods_delete_answered_with_the_pod_removes_it_at_grace_0(response: Any, removed: bool) -> None:
+    """A real server answers every pod's DELETE with the Pod: the graceful one (grace 30) marks it, the kubelet's final
+    one (grace 0, no finalizer left) is its end."""
+    (record,) = read_line(line("delete", resource="pods", group=None, name="p", response=response), wanted=WANTED, line=1)  # type: ignore[misc]
+    assert record.removed is removed and record.body is not None and record.uid == UID
+
+
+def test_a_namespace_controllers_deletecollection_removes_pods_not_running_and_marks_running_ones() -> None:
+    done = {**pod(name="done", uid="u-done"), "status": {"phase": "Succeeded"}}
+    running = pod(name="run", uid="u-run")
+    listed = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [done, running]}
+    records = read_line(line("deletecollection", resource="pods", group=None, name="", response=listed), wanted=WANTED, line=1)
+    assert isinstance(records, tuple)
+    assert [(r.key.name, r.uid, r.removed) for r in records] == [("done", "u-done", True), ("run", "u-run", False)]
 
 
 def test_a_secret_body_is_never_read() -> None:
@@ -202,3 +231,14 @@ def test_a_walk_accounts_for_the_restart_only_when_complete_and_ending_where_it_
     assert gone.removals == ((2.0, UID),) and not gone.complete
     orphan_scale = replay(None, [logged("patch", 1.0, replicas=3)], options=OPTIONS, chain=lambda head: ())
     assert not orphan_scale.complete and orphan_scale.rows == ()
+
+
+def test_a_deletecollection_below_request_response_names_its_kind_and_namespace_when_it_has_no_selector() -> None:
+    """The namespace controller's deletecollection at Metadata: no list, but no selector either: every Deployment of the
+    namespace went then (one record with no name); one with a selector says nothing."""
+    every = json.loads(line("deletecollection", name="", level="Metadata"))
+    every["requestURI"] = "/apis/apps/v1/namespaces/ns/deployments"
+    (record,) = read_line(json.dumps(every).encode(), wanted=WANTED, line=1)  # type: ignore[misc]
+    assert (record.verb, record.key, record.removed) == ("deletecollection", ObjKey(DEPLOY, "ns", ""), None)
+    every["requestURI"] += "?labelSelector=app%3Dweb"
+    assert read_line(json.dumps(every).encode(), wanted=WANTED, line=1) == ()

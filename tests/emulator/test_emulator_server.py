@@ -158,7 +158,8 @@ def test_watch_without_version_sends_synthetic_added_then_live(emulator: Emulato
     assert first["type"] == "ADDED" and first["object"]["metadata"]["name"] == "a" and first["object"]["kind"] == "Pod"
     emulator.patch("v1", "Pod", "default", "a", {"metadata": {"labels": {"x": "y"}}})
     emulator.delete("v1", "Pod", "default", "a")
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events(resp, 2)] == [("MODIFIED", "a"), ("DELETED", "a")]
+    got = [(e["type"], e["object"]["metadata"]["name"], e["object"]["metadata"].get("deletionGracePeriodSeconds")) for e in events(resp, 3)]
+    assert got == [("MODIFIED", "a", None), ("MODIFIED", "a", 0), ("DELETED", "a", 0)]
     conn.close()
 
 
@@ -209,10 +210,14 @@ def test_graceful_deletion_over_watch(emulator: Emulator) -> None:
     bound["spec"]["nodeName"] = "node-1"
     emulator.create(bound)
     conn, resp = watch(emulator, f"/api/v1/pods?watch=1&resourceVersion={emulator.resource_version}")
-    status, _, _ = call(emulator, "DELETE", "/api/v1/namespaces/default/pods/b")
-    assert status == 200
-    modified, deleted = events(resp, 2)
+    status, answer, _ = call(emulator, "DELETE", "/api/v1/namespaces/default/pods/b")
+    assert status == 200  # a pod's DELETE answers with the Pod, marked, as kube-apiserver v1.28 does
+    assert answer["kind"] == "Pod" and answer["metadata"]["deletionGracePeriodSeconds"] == 30
+    modified, final, deleted = events(resp, 3)
     assert modified["type"] == "MODIFIED" and modified["object"]["metadata"]["deletionGracePeriodSeconds"] == 30
+    # no kubelet runs: the final delete (grace 0, deletionTimestamp back to when the deletion began) follows at once
+    assert final["type"] == "MODIFIED" and final["object"]["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert final["object"]["metadata"]["deletionTimestamp"] <= modified["object"]["metadata"]["deletionTimestamp"]
     assert deleted["type"] == "DELETED"
     conn.close()
 

@@ -142,13 +142,12 @@ def test_graceful_pod_deletion_is_modified_then_deleted(store: Store) -> None:
     position = store.watch_start(pods, created.rv)
     store.delete(pods, "default", "b")
     events = store.histories[pods].since(position)
-    assert [e.type for e in events] == ["MODIFIED", "DELETED"]
-    assert events[0].stored.obj()["metadata"]["deletionGracePeriodSeconds"] == 30
-    assert "deletionTimestamp" in events[1].stored.obj()["metadata"]
+    assert [e.type for e in events] == ["MODIFIED", "MODIFIED", "DELETED"]  # graceful, then the kubelet's final delete
+    assert [e.stored.obj()["metadata"]["deletionGracePeriodSeconds"] for e in events] == [30, 0, 0]
     unbound = store.create(pods, pod("u"))
     position = store.watch_start(pods, unbound.rv)
     store.delete(pods, "default", "u")
-    assert [e.type for e in store.histories[pods].since(position)] == ["DELETED"]
+    assert [e.type for e in store.histories[pods].since(position)] == ["MODIFIED", "DELETED"]  # grace 0 at once
 
 
 def test_finalizers_hold_deletion_until_removed(store: Store) -> None:

@@ -4,12 +4,14 @@ import pytest
 
 from kubectl_sktrace.export.advice import (
     Blind,
+    Filled,
     LeftOut,
     coverage_block,
     default_namespace_note,
     empty_trace_reason,
     merge_blind,
 )
+from kubectl_sktrace.trace.observation import EXACT, LIVE, NOT_OBSERVED, RECONSTRUCTED, exact_spans, how_of, percent, shares, tell
 
 END = 1_800_000_000
 TAIL = ", or pass --allow-empty to write it anyway"
@@ -117,3 +119,27 @@ def test_coverage_block(blind, unrecorded, inferred, expected):
     block = coverage_block(start_ts=H, end_ts=H + 3600, blind=blind, unrecorded=unrecorded, inferred=inferred[0],
                            inferred_deleted=inferred[1])
     assert block == expected
+
+
+def test_a_gap_a_log_filled_is_listed_once_and_counted_as_exact():
+    """A gap of 20 min that a RequestResponse log covered for its first 12 min, and one it did not cover: the headline
+    counts the exact time apart, each gap is one line, the filled one says what filled it and what stays reconstructed."""
+    filled = Filled(H + 600, H + 1800, H + 600.4, H + 1320, ("RequestResponse",), 9, 0)
+    block = coverage_block(start_ts=H, end_ts=H + 3600, blind=[(H + 600, H + 1800, "no recorder ran"), (H + 3000, H + 3060, "no recorder ran")],
+                           filled=[filled])
+    assert block == (
+        "coverage: 65.0% of the window (1h00m00s) observed live, 20.0% exact from the audit log, 15.0% not observed; not observed live:\n"
+        "  2027-01-15T08:10:00Z–08:30:00Z (20m00s, no recorder ran); filled from the audit log (RequestResponse, 9 events); "
+        "2027-01-15T08:22:00Z–08:30:00Z not in the log: reconstructed\n"
+        "  2027-01-15T08:50:00Z–08:51:00Z (1m00s, no recorder ran)")
+
+
+def test_stretches_are_told_live_exact_or_reconstructed():
+    stretches = tell(start=H, end=H + 100, blind=[(H + 10, H + 50)], exact=[(H + 10, H + 30), (H + 90, H + 100)])
+    assert [(s.since - H, s.until - H, s.how) for s in stretches] == [
+        (0, 10, LIVE), (10, 30, EXACT), (30, 50, RECONSTRUCTED), (50, 100, LIVE)]
+    assert shares(stretches) == {LIVE: 60, EXACT: 20, NOT_OBSERVED: 20}
+    assert [percent(x) for x in (0.0, 0.0004, 0.0015, 0.9996, 1.0)] == ["0.0%", "<0.1%", "0.1%", "99.9%", "100%"]
+    assert how_of(H + 10, H + 50, [(H + 10, H + 30)]) == "exact from the audit log, then from 08:00:30Z reconstructed"
+    metadata = Filled(H, H + 100, H, H + 100, ("Metadata",), 2, 0)
+    assert exact_spans([metadata]) == []  # a Metadata log only moved deletions: the time stays reconstructed

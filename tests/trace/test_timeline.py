@@ -243,3 +243,24 @@ def test_gaps_in_the_record_are_drawn_on_the_axis() -> None:
         "┄ no recorder, or a watch down: changes then were",
         "caught up later, at that time",
     ]
+
+
+def test_time_an_audit_log_made_exact_is_drawn_as_exact_not_as_a_gap() -> None:
+    """Seconds 2 to 4 were not recorded live; a log made seconds 2 and 3 exact (backfill): those columns say exact, the
+    rest of the gap stays a gap, and the legend tells both."""
+    trace = _trace([{"ts": T0, "applied_objs": [_deployment("web")], "deleted_objs": []},
+                    {"ts": T0 + 5, "applied_objs": [_deployment("web")], "deleted_objs": []}])
+    timeline = build_timeline(trace, top=10, end=T0 + 7, gaps=((T0 + 2.0, T0 + 5.0),), exact=((T0 + 2.0, T0 + 4.0),))
+    assert timeline is not None
+    assert render_timeline(timeline, title="t", width=52, charset=UNICODE)[6:] == [
+        "                      └──────══════┄┄┄─────────┘",
+        "                      08:00:00Z        08:00:08Z",
+        "",
+        "▁▂▃▄▅▆▇█ running pods; █ = the row's most, at its",
+        "left",
+        "◆ spec applied   × deleted   1 second = 3 columns",
+        "┄ no recorder, or a watch down: changes then were",
+        "caught up later, at that time",
+        "═ no recorder, but exact from the audit log",
+        "(backfill): changes at their logged time",
+    ]

@@ -61,12 +61,13 @@ class Charset:
     right_corner: str
     ellipsis: str
     gap: str
+    exact: str  # on the time axis: no recorder, but exact from the audit log (``backfill``)
 
 
 UNICODE = Charset(levels="▁▂▃▄▅▆▇█", applied="◆", deleted="×", revised="◇", edge="│", axis="─", left_corner="└", right_corner="┘", ellipsis="…",
-                  gap="┄")
+                  gap="┄", exact="═")
 ASCII = Charset(levels=".:-=+*#@", applied="o", deleted="x", revised="v", edge="|", axis="-", left_corner="+", right_corner="+", ellipsis="~",
-                gap="?")
+                gap="?", exact="=")
 
 
 def charset_for(encoding: str | None, *, ascii_only: bool) -> Charset:
@@ -113,10 +114,11 @@ class Timeline:
     active: int
     quiet: int
     gaps: tuple[tuple[float, float], ...] = ()
+    exact: tuple[tuple[float, float], ...] = ()  # the parts of the gaps an audit log made exact (``trace/observation``)
 
 
 def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int | None = None,
-                   gaps: tuple[tuple[float, float], ...] = ()) -> Timeline | None:
+                   gaps: tuple[tuple[float, float], ...] = (), exact: tuple[tuple[float, float], ...] = ()) -> Timeline | None:
     """The ``top`` most active owners of ``trace`` over its window (``start``/``end`` override the window's
     ends, ``end`` included), with the ``gaps`` of the record; None when the trace has no event."""
     if not trace.events:
@@ -132,7 +134,7 @@ def build_timeline(trace: Trace, *, top: int, start: int | None = None, end: int
     active = sorted((o for o in owners if o.activity), key=lambda o: (-o.activity, o.gvk.rpartition(".")[2], o.ns_name, o.gvk))
     stop = max(first, last if end is None else end)
     return Timeline(start=first, end=stop, owners=tuple(active[:top]), active=len(active), quiet=len(owners) - len(active),
-                    gaps=tuple((since, until) for since, until in gaps if since < stop + 1 and until > first))
+                    gaps=tuple((since, until) for since, until in gaps if since < stop + 1 and until > first), exact=exact)
 
 
 def _entry(found: dict[tuple[str, str], dict[str, list[Any]]], gvk: str, ns_name: str) -> dict[str, list[Any]]:
@@ -300,9 +302,15 @@ def render_timeline(timeline: Timeline | None, *, title: str, width: int, charse
     legend = _wrapped([
         f"{charset.levels} running pods; {charset.levels[-1]} = the row's most, at its left",
         f"{charset.applied} spec applied   {revised}{charset.deleted} deleted   {grid.describe()}",
-        *([f"{charset.gap} no recorder, or a watch down: changes then were caught up later, at that time"] if timeline.gaps else []),
+        *_axis_legend(next(r for r in rows if charset.left_corner in r), charset),
     ], width)
     return head + rows + [""] + legend
+
+
+def _axis_legend(axis: str, charset: Charset) -> list[str]:
+    """What the time axis's marks mean, for those it shows."""
+    return ([f"{charset.gap} no recorder, or a watch down: changes then were caught up later, at that time"] if charset.gap in axis else []) + \
+        ([f"{charset.exact} no recorder, but exact from the audit log (backfill): changes at their logged time"] if charset.exact in axis else [])
 
 
 def _owners_line(timeline: Timeline) -> str:
@@ -333,7 +341,7 @@ def _chart(timeline: Timeline, width: int, charset: Charset) -> tuple[list[str],
         rows.append(f"{label} {most[owner]:>{digits}} {charset.edge}{bars}{charset.edge}")
         if owner.applied or owner.deleted or owner.revised:
             rows.append(f"{pad}{charset.edge}{marks}{charset.edge}")
-    axis = "".join((charset.gap if _in_gap(timeline.gaps, grid, bucket) else charset.axis) * grid.repeat for bucket in range(grid.buckets))
+    axis = "".join(_axis_mark(timeline, grid, bucket, charset) * grid.repeat for bucket in range(grid.buckets))
     rows.append(f"{pad}{charset.left_corner}{axis}{charset.right_corner}")
     rows += _axis_labels(timeline.start, grid.end, pad=pad, span=grid.columns + 2)
     return rows, grid
@@ -342,6 +350,17 @@ def _chart(timeline: Timeline, width: int, charset: Charset) -> tuple[list[str],
 def _in_gap(gaps: tuple[tuple[float, float], ...], grid: _Grid, bucket: int) -> bool:
     begin = grid.start + bucket * grid.seconds
     return any(since < begin + grid.seconds and until > begin for since, until in gaps)
+
+
+def _axis_mark(timeline: Timeline, grid: _Grid, bucket: int, charset: Charset) -> str:
+    """A column of the time axis: observed live, blind (a gap), or blind but exact from the audit log (all of its blind
+    time inside the log's exact stretches)."""
+    if not _in_gap(timeline.gaps, grid, bucket):
+        return charset.axis
+    begin, end = grid.start + bucket * grid.seconds, grid.start + (bucket + 1) * grid.seconds
+    blind = [(max(a, begin), min(b, end)) for a, b in timeline.gaps if a < end and b > begin]
+    exact = all(any(x <= a and b <= y for x, y in timeline.exact) for a, b in blind)
+    return charset.exact if exact else charset.gap
 
 
 def _wrapped(lines: list[str], width: int) -> list[str]:
@@ -360,7 +379,7 @@ def _axis_labels(start: int, end: int, *, pad: str, span: int) -> list[str]:
 
 
 def draw(trace: Trace, *, title: str, top: int, width: int, charset: Charset, start: int | None = None, end: int | None = None,
-         gaps: tuple[tuple[float, float], ...] = ()) -> str:
+         gaps: tuple[tuple[float, float], ...] = (), exact: tuple[tuple[float, float], ...] = ()) -> str:
     """``build_timeline`` then ``render_timeline``: the chart of ``trace`` as one text."""
-    timeline = build_timeline(trace, top=top, start=start, end=end, gaps=gaps)
+    timeline = build_timeline(trace, top=top, start=start, end=end, gaps=gaps, exact=exact)
     return "\n".join(render_timeline(timeline, title=title, width=width, charset=charset))
