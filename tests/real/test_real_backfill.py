@@ -7,6 +7,7 @@ The shared control plane's log backend is on (tests/realk8s.py: writes at Reques
 from __future__ import annotations
 
 import calendar
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 
 from kubectl_sktrace.store.versions import APPLIED, DELETED, METADATA
 from realk8s import ControlPlane, deployment, start_recorder
-from reliability_support import query, run_cli, wait_rows
+from reliability_support import Recorder, query, run_cli, wait_rows
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -80,3 +81,101 @@ def test_backfill_from_a_real_audit_log_puts_offline_changes_at_their_logged_sec
     again = run_cli(["backfill", "--cache", str(cache), "--kubeconfig", str(plane.kubeconfig), "--audit-log", str(plane.audit_log)],
                     home=home, timeout=120)
     assert again.code == 0 and rows("web") == [(APPLIED, logged_second(scaled), 0), (METADATA, logged_second(labelled), 0)], again.describe()
+
+
+def export_rows(cache: Path, home: Path, plane: ControlPlane, *, since: float, until: float, namespaces: str, out: Path) -> list[tuple[Any, ...]]:
+    """An export of the window as (time, applied|deleted, kind/ns/name, spec) rows, the kinds the test made."""
+    from kubectl_sktrace.trace.files.format import decode_trace
+
+    done = run_cli(["export", "--cache", str(cache), "--kubeconfig", str(plane.kubeconfig), "-s", f"@{int(since)}", "-t", f"@{int(until)}",
+                    "--include-namespaces", namespaces, "-O", str(out)], home=home, timeout=120)
+    assert done.code == 0, done.describe()
+    rows = []
+    for event in decode_trace(out.read_bytes()).events:
+        for verb, objs in (("applied", event["applied_objs"]), ("deleted", event["deleted_objs"])):
+            for obj in objs:
+                meta = obj["metadata"]
+                rows.append((event["ts"], verb, f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}",
+                             json.dumps(obj.get("spec"), sort_keys=True) if verb == "applied" else None))
+    return rows
+
+
+def job(namespace: str, name: str) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}
+
+
+TRACKED = """\
+trackedObjects:
+  apps/v1.Deployment:
+    podSpecTemplatePaths: [/spec/template]
+    trackLifecycle: true
+  batch/v1.Job:
+    podSpecTemplatePaths: [/spec/template]
+    trackLifecycle: true
+"""
+
+
+def test_after_backfill_a_stopped_recorder_s_export_matches_one_that_stayed_up_pods_included(real_cluster: ControlPlane,
+                                                                                              tmp_path: Path) -> None:
+    """The scenario of docs/coverage.md on a real server: one recorder stays up, another is stopped while Deployments
+    are scaled (subresource and patch), re-imaged, relabelled and deleted, one is created and deleted, a Job runs and
+    finishes and a namespace is deleted; after `backfill` from the server's own log the stopped one's export equals the
+    other's, every pod lifecycle within a second (the log's time is the write's, a live recorder's its receipt)."""
+    from tests.audit.test_backfill_end_to_end import lifecycles, same_lifecycles
+
+    plane, home = real_cluster, tmp_path / "home"
+    home.mkdir()
+    ns, gone = plane.namespace("bf-web"), plane.namespace("bf-gone")
+    for name in ("a", "b", "c"):
+        plane.apply(deployment(ns, name))
+    plane.apply(deployment(gone, "d"))
+    for namespace, name in ((ns, "a"), (ns, "b"), (ns, "c"), (gone, "d")):
+        plane.kubectl("-n", namespace, "rollout", "status", f"deployment/{name}", "--timeout=60s")
+    config = tmp_path / "tracked.yaml"
+    config.write_text(TRACKED)
+    up_cache, down_cache = tmp_path / "up.db", tmp_path / "down.db"
+    up = Recorder(kubeconfig=plane.kubeconfig, cache=up_cache, home=home, log=tmp_path / "up.log", args=["--config", str(config), "--duration", "200"])
+    down = Recorder(kubeconfig=plane.kubeconfig, cache=down_cache, home=home, log=tmp_path / "down.log", args=["--config", str(config), "--duration", "200"])
+    try:
+        assert up.wait_for("recording changes", timeout=90) and down.wait_for("recording changes", timeout=90), up.output() + down.output()
+        assert down.stop() == 0, down.output()
+        since = time.time()
+        time.sleep(1.1)
+        plane.kubectl("-n", ns, "scale", "deployment", "a", "--replicas=3")
+        plane.kubectl("-n", ns, "rollout", "status", "deployment/a", "--timeout=60s")
+        plane.kubectl("-n", ns, "set", "image", "deployment/b", "main=nginx:1.26")
+        plane.kubectl("-n", ns, "rollout", "status", "deployment/b", "--timeout=60s")
+        plane.kubectl("-n", ns, "patch", "deployment", "b", "--type=merge", "-p", '{"spec":{"replicas":2}}')
+        plane.kubectl("-n", ns, "label", "deployment", "a", "tier=front")
+        plane.kubectl("-n", ns, "delete", "deployment", "c", "--wait=true")
+        plane.apply(deployment(ns, "e"))
+        plane.kubectl("-n", ns, "rollout", "status", "deployment/e", "--timeout=60s")
+        time.sleep(1.1)
+        plane.kubectl("-n", ns, "delete", "deployment", "e", "--wait=true")
+        plane.kubectl("delete", "namespace", gone, "--wait=true", timeout=120)
+        plane.apply(job(ns, "j"))
+        plane.kubectl("-n", ns, "wait", "--for=condition=Complete", "job/j", "--timeout=60s")
+        plane.kubectl("-n", ns, "wait", "--for=delete", "pod", "-l", "app=c", "--timeout=60s")
+        plane.kubectl("-n", ns, "wait", "--for=delete", "pod", "-l", "app=e", "--timeout=60s")
+        time.sleep(2)
+        restart = Recorder(kubeconfig=plane.kubeconfig, cache=down_cache, home=home, log=tmp_path / "down.log",
+                           args=["--config", str(config), "--duration", "200"])
+        assert restart.wait_for("recording changes", timeout=90), restart.output()
+        assert restart.stop() == 0, restart.output()
+        until = time.time() + 1
+        time.sleep(2)
+    finally:
+        assert up.stop() == 0, up.output()
+
+    namespaces = f"{ns},{gone}"
+    filled = run_cli(["backfill", "--cache", str(down_cache), "--kubeconfig", str(plane.kubeconfig), "--audit-log", str(plane.audit_log)],
+                     home=home, timeout=120)
+    assert filled.code == 0, filled.describe()
+    after = export_rows(down_cache, home, plane, since=since, until=until, namespaces=namespaces, out=tmp_path / "after.sktrace")
+    live = export_rows(up_cache, home, plane, since=since, until=until, namespaces=namespaces, out=tmp_path / "live.sktrace")
+    assert [r[1:] for r in after] == [r[1:] for r in live], (after, live)
+    assert all(abs(a[0] - b[0]) <= 1 for a, b in zip(after, live)), (after, live)
+    pods_after, pods_live = lifecycles(tmp_path / "after.sktrace"), lifecycles(tmp_path / "live.sktrace")
+    assert {("apps/v1.Deployment", f"{ns}/e"), ("apps/v1.Deployment", f"{gone}/d"), ("batch/v1.Job", f"{ns}/j")} <= pods_after.keys(), pods_after
+    assert same_lifecycles(pods_after, pods_live), (pods_after, pods_live)
