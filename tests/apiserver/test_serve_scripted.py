@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from tests.apiserver.test_serve_past import serve
-from tests.cli.test_cli_past import CONFIG, KINDS, NS, script
+from tests.cli.test_cli_past import CONFIG, KINDS, NS, OFFLINE, script
 from tests.cli.test_cli_start import sktrace
 
 from sktrace_emulator import Emulator
@@ -37,7 +37,7 @@ def test_kubectl_through_serve_equals_what_kubectl_showed_at_each_second(emulato
     shots, _ = script(emulator, emulator_kubeconfig, cache, tmp_path / "audit.log")
     assert sktrace("backfill", "--cache", cache, "--audit-log", str(tmp_path / "audit.log"), check=False).returncode == 0
     sktrace("cache", "copy", cache, pg_url)
-    offline = {second for second, _ in shots[6:8]}  # a log fills pods' lifecycles, not their objects (test_cli_past)
+    offline = {second for second, _ in shots[OFFLINE]}  # a log fills pods' lifecycles, not their objects (test_cli_past)
     for second, seen in shots:
         for where in (cache, pg_url):
             shown = through(where, second, tmp_path)

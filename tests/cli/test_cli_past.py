@@ -60,6 +60,10 @@ def kubectl(kubeconfig: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60, check=True)
 
 
+OFFLINE = slice(12, 15)
+"""The script's snapshots taken while no recorder ran: a log fills pods' lifecycles there, not their objects."""
+
+
 def caught_up(emu: Emulator, cache: str | None) -> None:
     """Until the running recorder has committed every change the emulator made: each watched kind's resourceVersion in the
     cache at or past that kind's last change (a recorder slowed down by a busy machine receives late, and a change
@@ -217,7 +221,7 @@ def test_the_past_equals_what_kubectl_showed_at_each_second_on_both_engines(emul
     assert filled.returncode == 0, filled.stderr
     sktrace("cache", "copy", cache, pg_url)
     assert len(shots) == 20
-    offline = [second for second, _ in shots[12:15]]
+    offline = [second for second, _ in shots[OFFLINE]]
     for second, seen in shots:
         for kind in KINDS:
             if kind == "pods" and second in offline:  # a log fills pods' lifecycles, not their objects: unknown, said so
