@@ -41,7 +41,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "kubectl_sktrace"
-PACKAGES = (PACKAGE, "sktrace_emulator")  # the product and the emulator that ``kubectl sktrace demo`` runs
+PACKAGES = (PACKAGE, "sktrace_apiserver", "sktrace_emulator")  # the product, the protocol both servers speak, the emulator `demo` runs
 EXECUTABLE = "kubectl-sktrace"
 MIN_PYTHON = "3.10"
 RELEASE_URL = "https://github.com/kubectl-sktrace/kubectl-sktrace/releases/download/v{version}/{archive}"
