@@ -228,6 +228,17 @@ class AuditLog:
         listed = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": {}, "items": items}
         self._controller_request(request, 200, listed)
 
+    @contextlib.contextmanager
+    def serving_collection(self, rtype: ResourceType, namespace: str) -> Iterator[None]:
+        """A client's ``deletecollection`` being served: its request is the one line (the handler writes it), the
+        deletions it makes are not lines of their own."""
+        previous = getattr(self._local, "collection", None)
+        self._local.collection = (rtype, namespace, None)
+        try:
+            yield
+        finally:
+            self._local.collection = previous
+
     def _actors(self) -> list[str]:
         actors: list[str] | None = getattr(self._local, "actors", None)
         if actors is None:
@@ -253,8 +264,13 @@ class AuditLog:
         named = name if verb != "create" or subresource or not meta.get("generateName") else ""
         request = Request(verb, _uri(rtype, ns, "" if verb == "create" and not subresource else name, subresource), user, rtype,
                           ns if rtype.namespaced else "", named, subresource, "kube-controller-manager", self.clock())
-        if verb in ("create", "update") and not subresource:
-            request.request_object = new
+        if verb in ("create", "update") and subresource != "binding":
+            request.request_object = new  # a controller sends the object whole, a status update too
+        elif verb == "create":
+            request.request_object = {"kind": "Binding", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns, "uid": meta.get("uid", "")},
+                                      "target": {"kind": "Node", "name": (new.get("spec") or {}).get("nodeName", "")}}
+        elif verb == "patch":  # a kubelet patches its pod's status (with the uid as a precondition)
+            request.request_object = {"metadata": {"uid": meta.get("uid", "")}, "status": new.get("status") or {}}
         elif verb == "delete":
             grace = meta.get("deletionGracePeriodSeconds") if rtype.kind == "Pod" else None
             options: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/__internal", "propagationPolicy": "Background"}

@@ -12,6 +12,8 @@ does. Nothing is serialized twice (every object's bytes were made once, when it 
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 import socket
@@ -147,8 +149,10 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "BadRequest", "the request body is not valid JSON") from None
 
     def _request_object(self, verb: str) -> Any:
+        """What the audit log keeps of the request: its body, for every write that sent one (a delete's ``DeleteOptions``
+        included, as kube-apiserver logs them)."""
         try:
-            return self._body() if verb in ("create", "update", "patch") else None
+            return self._body() if verb in ("create", "update", "patch", "delete", "deletecollection") else None
         except ApiError:
             return None
 
@@ -328,7 +332,24 @@ class Handler(BaseHTTPRequestHandler):
             if rtype.kind != "Pod" and store.get(rtype, stored.namespace, name) is None:  # gone: a Status, as a real server answers
                 return self._send_json(200, audit.deleted_status(rtype, stored.obj()))
             return self._send_bytes(200, stored.raw)  # a pod answers the Pod; one only marked (finalizers) answers the object
+        if method == "DELETE" and not subresource:
+            return self._delete_collection(rtype, ns or "", query)
         raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})")
+
+    def _delete_collection(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
+        """``deletecollection``: each object the selectors choose deleted as its own DELETE would be (a pod marked, its
+        kubelet's final delete to follow), answered with the list of them as they were, as kube-apiserver answers."""
+        store = self.emulator.store
+        flt = Filter(namespace=namespace if rtype.namespaced else None, labels=parse_label_selector(query.get("labelSelector", "")),
+                     fields=parse_field_selector(query.get("fieldSelector", ""), rtype))
+        _, doomed, _, _ = store.list_page(rtype, flt, limit=0, token="")
+        items = [json.loads(stored.item_raw()) for stored in doomed]
+        with store.audit.serving_collection(rtype, namespace) if store.audit is not None else contextlib.nullcontext():
+            for stored in doomed:
+                if store.get(rtype, stored.namespace, stored.name) is not None:
+                    store.delete(rtype, stored.namespace, stored.name)
+        meta = {"resourceVersion": str(store.rv)}
+        self._send_json(200, {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta, "items": items})
 
     def _object_body(self, rtype: ResourceType) -> Obj:
         body = self._body()

@@ -265,6 +265,10 @@ def run_script(side: Side) -> dict[str, Any]:
                                                                           "continue": "-", "remainingItemCount": "-"})
     deleted_deploy = side.request("DELETE", f"/apis/apps/v1/namespaces/{ns}/deployments/web")
     facts["DELETE deployments/NAME (background)"] = (header_facts(deleted_deploy), status_facts(deleted_deploy.body))
+    deadline = time.monotonic() + 60  # every pod's kubelet-side final delete made (each is a line of the log)
+    while side.request("GET", f"/api/v1/namespaces/{ns}/pods").body["items"]:
+        assert time.monotonic() < deadline, f"{side.name}: pods left in {ns} after 60 s"
+        time.sleep(0.2)
     return facts
 
 
