@@ -23,6 +23,8 @@ objects whose last row the statement deleted.
 
 from __future__ import annotations
 
+from kubectl_sktrace.store.statuses import PG_STATUS_CHANGES
+
 REGISTRY_SCHEMA = "kubectl_sktrace"
 
 REGISTRY = f"""
@@ -369,4 +371,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name, start_ts, end_ts);
         """,
     ),
+    ("0015_status_changes", PG_STATUS_CHANGES),
 ]

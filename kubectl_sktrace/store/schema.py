@@ -149,9 +149,13 @@ events_object   carries ``inferred`` last: an object's changes as the view draws
                 reconstructed) are read from the index alone, never from the rows' pages.
 pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a range are found and counted in the index,
                 only those drawn are read.
+
+What a person reads of an object's status (0015): ``status_changes``, one row per status change (``store/statuses.py``).
 """
 
 from __future__ import annotations
+
+from kubectl_sktrace.store.statuses import STATUS_CHANGES
 
 APPLICATION = "kubectl-sktrace"
 APPLICATION_ID = 0x736B7472  # 'sktr', in the sqlite header: marks a file as one of our caches
@@ -489,6 +493,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name, start_ts, end_ts);
         """,
     ),
+    ("0015_status_changes", STATUS_CHANGES),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
