@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
-from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.bodies import decode_body
+from kubectl_sktrace.trace import statuses
 
 if TYPE_CHECKING:
     from kubectl_sktrace.store.engine import Cache
@@ -80,6 +81,13 @@ def state_at(cache: Cache, *, at: float, gvks: Iterable[GVK] = (), live: bool = 
         where.append("EXISTS (SELECT 1 FROM objects AS o WHERE o.gvk = s.gvk AND o.namespace = s.namespace AND o.name = s.name)")
     rows = cache.conn.execute(f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY s.gvk, s.namespace, s.name", params).fetchall()
     return {(found := _row(row)).key: found for row in rows}
+
+
+def workload_states(rows: dict[ObjKey, StatusRow], *, namespace: str | None = None) -> tuple[tuple[str, str], ...]:
+    """``(object, state)`` of the workloads among ``rows`` (every kind but pods), for people: ``("Deployment shop/web",
+    "2 of 3 ready")``, by kind and name; ``namespace``: of that namespace only."""
+    return tuple((f"{key.gvk.kind} {key.ns_name}", statuses.summary(row.reduced)) for key, row in sorted(rows.items(), key=lambda kv: str(kv[0]))
+                 if key.gvk != POD and (namespace is None or key.namespace == namespace))
 
 
 def found_by_run(cache: Cache, run_id: int) -> dict[ObjKey, StatusRow]:
