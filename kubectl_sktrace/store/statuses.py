@@ -108,3 +108,41 @@ def history_of(cache: Cache, key: ObjKey, *, start: float, end: float) -> list[S
     rows = cache.conn.execute(f"{_SELECT} WHERE s.gvk = ? AND s.namespace = ? AND s.name = ? AND s.ts >= ? AND s.ts < ? "
                               "ORDER BY s.ts, s.id", (*params, start, end)).fetchall()
     return [_row(row) for row in [*before, *rows]]
+
+
+def band(cache: Cache, key: ObjKey, *, start: float, end: float) -> list[tuple[int, int, int, int]]:
+    """A workload's ``(ts, ready, desired, row id)`` from its state at ``start`` (its time clamped to ``start``) through
+    its changes in ``[start, end)``; [] for an object whose status has no replica counts."""
+    points = []
+    for row in history_of(cache, key, start=start, end=end):
+        ready = statuses.ready_of(row.reduced)
+        if ready is not None:
+            points.append((max(row.ts, int(start)), *ready, row.id))
+    return points
+
+
+def pod_marks(cache: Cache, namespace: str, name: str, uid: str, *, start: float, end: float) -> list[tuple[int, int, list[str]]]:
+    """``(row id, ts, marks)`` of a pod's (``uid``'s) status changes in ``[start, end)`` that show a restart, a crash loop,
+    an OOM kill or a failed pull (``statuses.marks``)."""
+    rows = [row for row in history_of(cache, ObjKey(POD, namespace, name), start=start, end=end) if row.uid == uid]
+    found, before = [], None
+    for row in rows:
+        marks = statuses.marks(before, row.reduced)
+        if marks and row.ts >= start:
+            found.append((row.id, row.ts, marks))
+        before = row.reduced
+    return found
+
+
+def change(cache: Cache, row_id: int) -> tuple[StatusRow, StatusRow | None] | None:
+    """One status change and the object's row before it (None: its first); None when no row has the id."""
+    if not has_statuses(cache):
+        return None
+    found = cache.conn.execute(f"{_SELECT} WHERE s.id = ?", (row_id,)).fetchone()
+    if found is None:
+        return None
+    row = _row(found)
+    key = row.key
+    previous = cache.conn.execute(f"{_SELECT} WHERE s.gvk = ? AND s.namespace = ? AND s.name = ? AND (s.ts < ? OR (s.ts = ? AND s.id < ?)) "
+                                  "ORDER BY s.ts DESC, s.id DESC LIMIT 1", (str(key.gvk), key.namespace, key.name, row.ts, row.ts, row.id)).fetchone()
+    return row, None if previous is None else _row(previous)
