@@ -4,7 +4,8 @@ An object's status is reduced (``reduce``) to the fields a person on call reads 
 is"); two reductions that differ are a status change, recorded as a revision of its own (``store/statuses``). The
 reduction is an allow-list, so a field a controller adds or rewrites that is not named here never makes a change:
 
-- every kind: each of ``status.conditions`` as its ``type``, ``status`` and ``reason`` (a transition, not its
+- every kind with a status: the replicas its spec asks for (``spec.replicas``, as ``desired``: what kubectl's READY
+  column divides by), each of ``status.conditions`` as its ``type``, ``status`` and ``reason`` (a transition, not its
   timestamps or its message), and the replica counts of ``COUNTS`` (Deployments, ReplicaSets, StatefulSets,
   DaemonSets, Jobs; a custom kind that uses the same names); a CronJob's ``active`` Jobs, counted;
 - pods (``reduce_pod``): ``phase``, ``reason`` (``Evicted``), the node it runs on (``spec.nodeName``), each condition's
@@ -93,6 +94,9 @@ def reduce(obj: Mapping[str, Any], *, pod: bool = False) -> dict[str, Any]:
         return reduce_pod(obj)
     status = _map(obj.get("status"))
     out: dict[str, Any] = {}
+    desired = _int(_map(obj.get("spec")).get("replicas"))
+    if desired is not None and status:
+        out["desired"] = desired  # what kubectl's READY divides by: during a rollout, status.replicas counts the surge too
     for name in COUNTS:
         value = status.get(name)
         count = len(value) if name == "active" and isinstance(value, list) else _int(value)
@@ -165,6 +169,8 @@ def ready_of(reduced: Mapping[str, Any]) -> tuple[int, int] | None:
     """``(ready, desired)`` of a workload's reduction: replicas or a DaemonSet's scheduled pods; None for other kinds."""
     if "desiredNumberScheduled" in reduced:
         return reduced.get("numberReady", 0), reduced["desiredNumberScheduled"]
+    if "desired" in reduced:
+        return reduced.get("readyReplicas", 0), reduced["desired"]
     if "replicas" in reduced:
         return reduced.get("readyReplicas", 0), reduced["replicas"]
     return None
@@ -191,7 +197,7 @@ def describe(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:
     MinimumReplicasUnavailable; web: waiting ImagePullBackOff``. Parts joined by ``; ``."""
     old = dict(before or {})
     parts = [f"{name} {old.get(name, '-')} -> {after.get(name, '-')}"
-             for name in (*COUNTS, "phase", "reason", "node") if old.get(name) != after.get(name)]
+             for name in ("desired", *COUNTS, "phase", "reason", "node") if old.get(name) != after.get(name)]
     old_conditions, new_conditions = _map(old.get("conditions")), _map(after.get("conditions"))
     for kind in sorted(set(old_conditions) | set(new_conditions)):
         if old_conditions.get(kind) != new_conditions.get(kind):

@@ -90,7 +90,15 @@ def test_an_absent_count_and_a_zero_are_one_state() -> None:
     after = deployment(replicas=0)
     del after["status"]["readyReplicas"], after["status"]["availableReplicas"]
     assert not _is_change(before, after)
+    before["spec"]["replicas"] = after["spec"]["replicas"] = 0
     assert statuses.summary(statuses.reduce(after)) == "0 of 0 ready"
+
+
+def test_ready_is_against_the_replicas_the_spec_asks_for() -> None:
+    """During a rollout status.replicas counts the surge: kubectl's READY 2/3 divides by spec.replicas."""
+    surging = deployment(replicas=4, readyReplicas=2, availableReplicas=2, updatedReplicas=2, unavailableReplicas=2)
+    assert statuses.summary(statuses.reduce(surging)) == "2 of 3 ready"
+    assert _is_change(surging, _set(surging, "spec.replicas", 5))
 
 
 @pytest.mark.parametrize(("change", "expected"), [
