@@ -8,7 +8,7 @@ cluster, checked against a real kube-apiserver v1.28 with its controller manager
   enough pods stay available, the old ones' unavailable pods first (a rollback away from a stuck rollout removes its
   pods at once); ``Recreate`` scales the old ones to zero first. Its status: ``replicas`` (every pod of its ReplicaSets,
   the surge included), ``updatedReplicas``, ``readyReplicas``, ``availableReplicas``, ``unavailableReplicas`` (of the
-  replicas it wants) and the conditions ``Available`` (``MinimumReplicasAvailable``/``MinimumReplicasUnavailable``)
+  pods its ReplicaSets ask for, the surge included) and the conditions ``Available`` (``MinimumReplicasAvailable``/``MinimumReplicasUnavailable``)
   and ``Progressing`` (``NewReplicaSetCreated``, ``ReplicaSetUpdated``, ``NewReplicaSetAvailable``,
   ``ProgressDeadlineExceeded`` after ``progressDeadlineSeconds``);
 - a ReplicaSet counts its pods, and those whose ``Ready`` condition is true as ready and available;
@@ -122,7 +122,9 @@ def deployment_status(deploy: Obj, replicasets: list[Obj], new_name: str, *, cre
                             now, previous),
                   _progressing(spec, replicasets, new_name, updated, counts, created=created, now=now, previous=previous)]
     status: Obj = {"observedGeneration": deploy["metadata"].get("generation", 1), **{k: v for k, v in counts.items() if v},
-                   "updatedReplicas": updated, "unavailableReplicas": max(0, desired - counts["availableReplicas"]), "conditions": conditions}
+                   "updatedReplicas": updated, "conditions": conditions,
+                   # of every pod its ReplicaSets ask for, the surge included, as the real controller counts them
+                   "unavailableReplicas": max(0, sum(int(rs["spec"].get("replicas", 0)) for rs in replicasets) - counts["availableReplicas"])}
     return {k: v for k, v in status.items() if v != 0 or k == "observedGeneration"}
 
 
