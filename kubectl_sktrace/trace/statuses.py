@@ -27,18 +27,16 @@ One failure said two ways is one state: a kubelet that cannot pull an image alte
 that failed) and ``ImagePullBackOff`` (waiting to try again) at every retry, on its own clock; both read as
 ``ImagePullBackOff`` (``PULL_BACKOFF``), so a pull failing for an hour is one change, not one per retry.
 
-``fingerprint`` compares reductions by a 64-bit SipHash of their canonical JSON: all the recorder keeps of an object
-between two of its events. ``describe`` says a change for people; ``ready_of`` reads "2 of 3 ready" from a
+``fingerprint`` compares reductions by a hash of their ``marshal`` bytes: all the recorder keeps of an object between
+two of its events. ``describe`` says a change for people; ``ready_of`` reads "2 of 3 ready" from a
 workload's reduction, ``marks`` the restarts, crash loops, OOM kills and failed pulls a pod's change shows.
 """
 
 from __future__ import annotations
 
-import json
+import marshal
 from collections.abc import Mapping
 from typing import Any
-
-from kubectl_sktrace.trace.hashing import siphash13
 
 COUNTS = (
     # Deployments, ReplicaSets, StatefulSets
@@ -60,7 +58,6 @@ PULL_FAILURES = frozenset({"ErrImagePull", PULL_BACKOFF})
 CRASH_LOOP, OOM_KILLED = "CrashLoopBackOff", "OOMKilled"
 RESTART, CRASH, OOM, PULL = "restart", "crashloop", "oomkilled", "pullfailed"
 """The marks a pod's change shows on the page (``marks``)."""
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False).encode
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -156,8 +153,14 @@ def reduce_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def fingerprint(reduced: Mapping[str, Any]) -> int:
-    """A reduction's fingerprint: equal reductions, equal fingerprints (SipHash-1-3 of canonical JSON)."""
-    return siphash13(_CANONICAL(reduced).encode())
+    """A reduction's fingerprint, for memory only (a process's own): Python's hash of its ``marshal`` bytes, a fifth of
+    canonical JSON's and SipHash's cost. Equal reductions built from fields in the same order (a server keeps the order
+    of conditions and containers) have equal fingerprints; a reduction marshal cannot write is fingerprinted by its
+    ``repr``."""
+    try:
+        return hash(marshal.dumps(reduced))
+    except ValueError:
+        return hash(repr(reduced))
 
 
 def changed(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:
