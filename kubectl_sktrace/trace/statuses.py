@@ -152,7 +152,7 @@ def reduce_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def fingerprint(reduced: Mapping[str, Any]) -> int:
+def fingerprint(reduced: dict[str, Any]) -> int:
     """A reduction's fingerprint, for memory only (a process's own): Python's hash of its ``marshal`` bytes, a fifth of
     canonical JSON's and SipHash's cost. Equal reductions built from fields in the same order (a server keeps the order
     of conditions and containers) have equal fingerprints; a reduction marshal cannot write is fingerprinted by its
