@@ -95,3 +95,20 @@ def test_a_prune_keeps_each_objects_state_at_the_cutoff_and_a_copy_carries_every
         prune_before(h.cache, before=int(T0) + 25, compact=False)
     assert [r[3]["readyReplicas"] if "readyReplicas" in r[3] else 0 for r in rows(h)] == [2, 3]
     assert stored.state_at(h.cache, at=T0 + 26)[WEB].reduced["readyReplicas"] == 2
+
+
+def test_postgresql_records_prunes_and_reads_them_alike(pg_url: str) -> None:
+    from kubectl_sktrace.model import CacheUrl
+
+    h = Harness(CacheUrl(pg_url, "statuses"))  # type: ignore[arg-type]
+    ingest = h.ingest()
+    for i, ready in enumerate([0, 1, 2, 3]):
+        ingest.event(DEPLOY, "ADDED" if i == 0 else "MODIFIED", rollout(ready), T0 + 10 * i + 0.5)
+    ingest.event(DEPLOY, "MODIFIED", rollout(3, stamp="2026-12-07T11:00:00Z"), T0 + 35)  # a timestamp: nothing
+    h.finish(ingest, T0 + 40)
+    assert [(ts - int(T0), r["readyReplicas"] if "readyReplicas" in r else 0) for ts, _, _, r in rows(h)] == [(0, 0), (10, 1), (20, 2), (30, 3)]
+    with h.cache.writer_lock():
+        prune_before(h.cache, before=int(T0) + 25, compact=False)
+    assert stored.state_at(h.cache, at=T0 + 26)[WEB].reduced["readyReplicas"] == 2
+    assert [r.reduced.get("readyReplicas") for r in stored.history_of(h.cache, WEB, start=T0 + 25, end=T0 + 40)] == [2, 3]
+    assert stored.workload_states(stored.state_at(h.cache, at=float("inf"), live=True)) == (("Deployment ns/web", "3 of 3 ready"),)
