@@ -120,9 +120,9 @@ def _state(state: Any) -> str:
     for kind, detail in state.items():
         if kind not in ("waiting", "running", "terminated"):
             continue
+        said: str = kind
         if type(detail) is not dict or not detail:
-            return kind
-        said = kind
+            return said
         reason = detail.get("reason")
         if reason and type(reason) is str:
             said += " " + (PULL_BACKOFF if kind == "waiting" and reason in PULL_FAILURES else reason)
@@ -164,9 +164,9 @@ def reduce_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
         if type(listed) is not list:
             continue
         for each in listed:
-            name = each.get("name") if type(each) is dict else None
-            if name and type(name) is str:
-                containers[name] = _container(each)
+            named = each.get("name") if type(each) is dict else None
+            if named and type(named) is str:
+                containers[named] = _container(each)
     if containers:
         out["containers"] = containers
     return out
