@@ -1,7 +1,7 @@
 """Live recording cost: CPU per watch event at paced rates, in steady state, and idle CPU, beside kubectl.
 
     .venv/bin/python benchmarks/bench_live.py [--rates 300,3000] [--warmup 5] [--window 20] [--idle 20]
-        [--pods 2000] [--baseline DIR] [--no-kubectl] [--workload pods|churn]
+        [--pods 2000] [--baseline DIR] [--no-kubectl] [--workload pods|churn|incident]
 
 What a user gets: the emulator (TLS, in this process) holds ``--pods`` realistic pods (~6 KB of JSON each,
 Deployments and ReplicaSets around them) and a pacer thread changes one pod's status at a time, evenly
@@ -27,6 +27,11 @@ annotations as often as their spec. There the recorders' cache grows: beside the
 per hour at that rate (the pages the database uses, as a reader sees them through the log, from the window's start
 to its end, scaled to an hour). With ``--baseline`` a tree from before revisions (issue 34) records only the spec
 changes: the two rows compare what recording every change a person calls a change costs.
+
+``--workload incident`` takes pods through an incident's status writes (unready, crash-looping, an image pull failing,
+ready again, OOM-killed and restarted, with heartbeats between that change nothing a person reads) and every fifth
+write a Deployment's ready replicas: with ``--baseline`` a tree from before status changes were recorded, the rows
+compare what recording them costs in CPU per event and in the cache's bytes per hour.
 
 Conditions to report with the figures: the machine's load (printed), and what else ran.
 """
@@ -249,6 +254,50 @@ class ChurnPacer(Pacer):
         self.emu.patch("apps/v1", "Deployment", namespace, name, patch)
 
 
+class IncidentPacer(Pacer):
+    """Takes pods through what a person reads in an incident, one status write at a time through the emulator's
+    status path, each pod in turn: a heartbeat (its Ready condition's ``lastProbeTime``: nothing to record), unready,
+    crash-looping (``CrashLoopBackOff``, a restart, its last state ``Error 1``), an image pull failing
+    (``ImagePullBackOff``), running and ready again, another heartbeat, OOM-killed and restarted; every fifth write is
+    a Deployment's replica counts instead (its ready replicas one fewer, then back), with its condition's timestamp."""
+
+    TURNS = 7
+
+    def __init__(self, emu: Emulator) -> None:
+        super().__init__()
+        self.emu, self.store = emu, emu.store
+        self.t_pod, self.t_deploy = self.store.type_of("v1", "Pod"), self.store.type_of("apps/v1", "Deployment")
+        with self.store.lock:
+            self.pods = [(s.namespace, s.name, [c["name"] for c in s.obj()["spec"]["containers"]])
+                         for s in self.store.objects[self.t_pod].values()]
+            self.deployments = [(s.namespace, s.name) for s in self.store.objects[self.t_deploy].values()]
+        self.restarts: dict[str, int] = {}
+
+    def _change(self, n: int) -> None:
+        if n % 5 == 4:
+            namespace, name = self.deployments[n // 5 % len(self.deployments)]
+            ready = 10 - (n // 5 // len(self.deployments)) % 2
+            stamp = "2026-11-22T%02d:%02d:%02dZ" % (n // 3600 % 24, n // 60 % 60, n % 60)
+            self.store.patch(self.t_deploy, namespace, name, {"status": {"replicas": 10, "readyReplicas": ready, "availableReplicas": ready,
+                             "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                                             "lastUpdateTime": stamp, "lastTransitionTime": stamp}]}}, subresource="status")
+            return
+        k = n - n // 5 - 1
+        namespace, name, containers = self.pods[k % len(self.pods)]
+        turn = k // len(self.pods) % self.TURNS
+        restarts = self.restarts.get(name, 0) + (1 if turn in (2, 6) else 0)
+        self.restarts[name] = restarts
+        ready = turn in (0, 4, 5, 6)
+        state, last = ({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s"}}, {"terminated": {"reason": "Error", "exitCode": 1}}) \
+            if turn == 2 else ({"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}, {}) if turn == 3 else \
+            ({"running": {"startedAt": "2026-11-22T00:00:00Z"}}, {"terminated": {"reason": "OOMKilled", "exitCode": 137}} if turn == 6 else {})
+        probe = "2026-11-22T%02d:%02d:%02dZ" % (n // 3600 % 24, n // 60 % 60, n % 60)
+        status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False", "lastProbeTime": probe}],
+                  "containerStatuses": [{"name": c, "ready": ready, "restartCount": restarts, "state": state, "lastState": last}
+                                        for c in containers]}
+        self.store.patch(self.t_pod, namespace, name, {"status": status}, subresource="status")
+
+
 @dataclass
 class Reader:
     name: str
@@ -349,7 +398,7 @@ def measure_rate(readers: list[Reader], pacer: Pacer, probe: FramingProbe | None
     made0, t0 = pacer.made, time.monotonic()
     chunks0, events0 = (probe.chunks, probe.events) if probe else (0, 0)
     recorders = [r for r in readers if r.cache is not None]
-    gvk = "apps/v1.Deployment" if args.workload == "churn" else "v1.Pod"
+    gvk = "apps/v1.Deployment" if args.workload == "churn" else "v1.Pod"  # an incident's last write is a pod's or before it
     caught: dict[str, float] = {}
     sizes = [used_bytes(r) for r in recorders]
     marks = [cpu_mark(r.proc.pid) for r in readers]
@@ -399,8 +448,10 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--baseline", metavar="DIR", help="a source tree of another version, run beside this one")
     parser.add_argument("--no-kubectl", action="store_true")
-    parser.add_argument("--workload", choices=("pods", "churn"), default="pods",
-                        help="pods: pod status changes; churn: Deployments' spec, labels and annotations in turn")
+    parser.add_argument("--workload", choices=("pods", "churn", "incident"), default="pods",
+                        help="pods: pod status changes; churn: Deployments' spec, labels and annotations in turn; "
+                             "incident: pods unready, crash-looping, failing pulls, OOM-killed and restarted, heartbeats between, "
+                             "and Deployments' ready replicas")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     if not args.no_kubectl and shutil.which("kubectl") is None:
@@ -427,7 +478,7 @@ def main() -> None:
         time.sleep(3.0)  # the recorders' post-sync work (the reconciliation report) is done
         load = os.getloadavg()
         measure_idle(readers, args.idle)
-        pacer = ChurnPacer(emu) if args.workload == "churn" else PodPacer(emu)
+        pacer = ChurnPacer(emu) if args.workload == "churn" else IncidentPacer(emu) if args.workload == "incident" else PodPacer(emu)
         results = [(rate, *measure_rate(readers, pacer, probe, emu, rate, args)) for rate in rates]
         load_after = os.getloadavg()
     finally:
@@ -438,7 +489,7 @@ def main() -> None:
         emu.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     changes = ("Deployments' spec, labels and annotations in turn (half of the changes to the spec)" if args.workload == "churn"
-               else "status changes")
+               else "an incident's status writes (2 in 7 of pods' a heartbeat only)" if args.workload == "incident" else "status changes")
     print(f"Live recording: {pods:,} realistic pods (~6 KB of JSON each), {changes} paced evenly, TLS, one stream per reader")
     print(f"  warm-up {args.warmup:.0f}s, window {args.window:.0f}s per rate; idle over {args.idle:.0f}s after the initial sync")
     print(f"  load average before {load[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores); "

@@ -94,6 +94,7 @@ class Reconciliation:
     synced: float | None
     kinds: tuple[KindReconciliation, ...] = ()
     pods: Sample[OfflinePod] = Sample((), 0)
+    workloads: tuple[tuple[str, str], ...] = ()  # (object, state) of each workload as its lists found it: "2 of 3 ready"
 
     @property
     def empty(self) -> bool:
@@ -188,7 +189,23 @@ def reconciliation_to_dict(report: Reconciliation) -> dict[str, Any]:
         ],
         "podsFinishedWhileOffline": {"count": report.pods.count, "pods": [_pod_row(p) for p in report.pods.items],
                                      "more": report.pods.more},
+        "workloadsFound": [{"object": name, "state": state} for name, state in report.workloads],
     }
+
+
+WORKLOADS_SHOWN = 12
+
+
+def workload_lines(title: str, workloads: tuple[tuple[str, str], ...]) -> list[str]:
+    """``title`` then a workload a line, ``  Deployment shop/web: 2 of 3 ready`` (the first ``WORKLOADS_SHOWN``); none: []."""
+    if not workloads:
+        return []
+    more = len(workloads) - WORKLOADS_SHOWN
+    return [title, *(f"  {name}: {state}" for name, state in workloads[:WORKLOADS_SHOWN])] + ([f"  +{more} more"] if more > 0 else [])
+
+
+def _found(report: Reconciliation) -> list[str]:
+    return workload_lines("Workloads as this run's lists found them:", report.workloads)
 
 
 def _clock(ts: float, day: str) -> str:
@@ -227,7 +244,7 @@ def reconciliation_lines(report: Reconciliation) -> list[str]:
     (the first objects named, with their times), then the pods that finished meanwhile."""
     headline = _headline(report)
     if headline is not None:
-        return [headline]
+        return [headline, *_found(report)]
     assert report.offline_since is not None
     day = format_time(report.offline_since)[:10]
     lines = [f"Offline {_span(report.offline_since, report.offline_until)}; found by this run's initial lists:"]
@@ -256,14 +273,14 @@ def reconciliation_lines(report: Reconciliation) -> list[str]:
         ]
         lines += _block(f"pods finished while offline ({pods.count})", [f"{p.namespace}/{p.name}" for p in pods.items],
                         details, pods.more)
-    return lines
+    return lines + _found(report)
 
 
 def reconciliation_brief(report: Reconciliation) -> list[str]:
     """A short block (``status``): the gap and the counts per kind, no names."""
     headline = _headline(report)
     if headline is not None:
-        return [headline]
+        return [headline, *_found(report)]
     assert report.offline_since is not None
     lines = [f"Offline {_span(report.offline_since, report.offline_until)}, reconciled by run {report.run_id}:"]
     for kind in report.kinds:
@@ -274,4 +291,4 @@ def reconciliation_brief(report: Reconciliation) -> list[str]:
         lines.append(f"  {kind.gvk}: {', '.join(counts)} while offline")
     if report.pods.count:
         lines.append(f"  pods: {report.pods.count} finished while offline")
-    return lines
+    return lines + _found(report)

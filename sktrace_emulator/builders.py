@@ -180,3 +180,27 @@ def finished_status(pod: Obj, *, finished: float) -> Obj:
         cs["ready"] = False
         cs["started"] = False
     return status
+
+
+def replicaset_object(deploy: Obj, pod_hash: str, replicas: int, owned: list[Obj]) -> Obj:
+    """The ReplicaSet a Deployment's controller makes for its template (``owned``: its sets so far, for the revision)."""
+    spec = deploy.get("spec") or {}
+    template = spec.get("template") or {}
+    desired = int(spec.get("replicas", 1))
+    revisions = [int((rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", "0")) for rs in owned]
+    labels = {**(template.get("metadata") or {}).get("labels", {}), "pod-template-hash": pod_hash}
+    selector = json.loads(json.dumps(spec.get("selector") or {"matchLabels": dict((template.get("metadata") or {}).get("labels", {}))}))
+    selector.setdefault("matchLabels", {})["pod-template-hash"] = pod_hash
+    rs_template = json.loads(json.dumps(template))
+    rs_template.setdefault("metadata", {})["labels"] = labels
+    return {
+        "metadata": {
+            "name": f"{deploy['metadata']['name']}-{pod_hash}",
+            "namespace": deploy["metadata"]["namespace"],
+            "labels": labels,
+            "annotations": {"deployment.kubernetes.io/desired-replicas": str(desired), "deployment.kubernetes.io/max-replicas": str(desired + 1),
+                            "deployment.kubernetes.io/revision": str(max(revisions, default=0) + 1)},
+            "ownerReferences": [owner_reference(deploy)],
+        },
+        "spec": {"replicas": replicas, "selector": selector, "template": rs_template},
+    }

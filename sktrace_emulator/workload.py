@@ -34,8 +34,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from sktrace_emulator import audit, deletes
+from sktrace_emulator import audit, deletes, statusflows
 from sktrace_emulator.builders import (
+    replicaset_object,
     EVERY_SECONDS,
     RUN_SECONDS,
     deployment_object,
@@ -64,8 +65,12 @@ class _PodTrack:
     bind_at: float
     start_at: float
     run_seconds: float | None
-    stage: str = "pending"  # pending -> bound -> running -> finished
+    stage: str = "pending"  # pending -> bound -> running (or pulling, for ever) -> finished
     started: float = 0.0
+    ready_at: float | None = None  # when a running pod's readiness probe first succeeds (None: ready)
+    oom_at: float | None = None  # when its first container is OOM-killed, once
+    restart_at: float | None = None  # when a killed container starts again
+    retries: int = 0  # image pulls failed so far
 
 
 def cron_period(schedule: str) -> float:
@@ -261,42 +266,24 @@ class Workload:
         desired = int(spec.get("replicas", 1))
         pod_hash = template_hash(template)
         owned = [s.obj() for s in self.store.dependents_of(deploy["metadata"]["uid"], self.T_RS)]
-        revisions = [int((rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", "0")) for rs in owned]
         current = next((rs for rs in owned if rs["metadata"].get("labels", {}).get("pod-template-hash") == pod_hash), None)
+        created = current is None
         if current is None:
-            labels = {**(template.get("metadata") or {}).get("labels", {}), "pod-template-hash": pod_hash}
-            selector = json.loads(json.dumps(spec.get("selector") or {"matchLabels": dict((template.get("metadata") or {}).get("labels", {}))}))
-            selector.setdefault("matchLabels", {})["pod-template-hash"] = pod_hash
-            rs_template = json.loads(json.dumps(template))
-            rs_template.setdefault("metadata", {})["labels"] = labels
-            current = self.store.create(
-                self.T_RS,
-                {
-                    "metadata": {
-                        "name": f"{key[1]}-{pod_hash}",
-                        "namespace": key[0],
-                        "labels": labels,
-                        "annotations": {"deployment.kubernetes.io/desired-replicas": str(desired), "deployment.kubernetes.io/max-replicas": str(desired + 1), "deployment.kubernetes.io/revision": str(max(revisions, default=0) + 1)},
-                        "ownerReferences": [owner_reference(deploy)],
-                    },
-                    "spec": {"replicas": desired, "selector": selector, "template": rs_template},
-                },
-            ).obj()
-        elif int(current["spec"].get("replicas", 0)) != desired:
-            self.store.patch(self.T_RS, key[0], current["metadata"]["name"], {"spec": {"replicas": desired}})
+            running = any(int(rs["spec"].get("replicas", 0)) for rs in owned)  # a new template's set grows by the rollout
+            current = self.store.create(self.T_RS, replicaset_object(deploy, pod_hash, 0 if running else desired, owned)).obj()
+            owned.append(current)
+        olds = [rs for rs in owned if rs["metadata"]["name"] != current["metadata"]["name"]]
+
+        def counts(rs: Obj) -> tuple[str, int, int]:
+            return rs["metadata"]["name"], int(rs["spec"].get("replicas", 0)), int((rs.get("status") or {}).get("availableReplicas", 0))
+
+        targets = statusflows.rolling_targets(desired, spec.get("strategy") or {}, counts(current), [counts(rs) for rs in olds])
         for rs in owned:
-            if rs["metadata"]["name"] != current["metadata"]["name"] and int(rs["spec"].get("replicas", 0)) != 0:
-                self.store.patch(self.T_RS, key[0], rs["metadata"]["name"], {"spec": {"replicas": 0}})
-        ready = sum(int((rs.get("status") or {}).get("readyReplicas", 0)) for rs in owned)
-        status = {
-            "observedGeneration": deploy["metadata"].get("generation", 1),
-            "replicas": desired,
-            "updatedReplicas": desired,
-            "readyReplicas": ready,
-            "availableReplicas": ready,
-        }
-        if (deploy.get("status") or {}) != status:
-            self.store.patch(self.T_DEPLOY, key[0], key[1], {"status": status}, subresource="status")
+            if int(rs["spec"].get("replicas", 0)) != targets[rs["metadata"]["name"]]:
+                self.store.patch(self.T_RS, key[0], rs["metadata"]["name"], {"spec": {"replicas": targets[rs["metadata"]["name"]]}})
+        status = statusflows.deployment_status(deploy, owned, current["metadata"]["name"], created=created, now=self.clock())
+        if not statusflows.same_status(deploy.get("status") or {}, status):
+            self.store.patch(self.T_DEPLOY, key[0], key[1], {"status": statusflows.status_patch(deploy.get("status") or {}, status)}, subresource="status")
 
     def _reconcile_replicaset(self, key: tuple[str, str]) -> None:
         rs = self._get(self.T_RS, key)
@@ -310,36 +297,29 @@ class Workload:
         elif len(pods) > desired:
             for stored in sorted(pods, key=lambda s: s.rv, reverse=True)[: len(pods) - desired]:
                 self.store.delete(self.T_POD, stored.namespace, stored.name)
-        running = sum(1 for s in pods if s.fields["status.phase"] == "Running")
         # counted before this pass's creations and deletions: the next pass (their events) corrects it
-        status = {"replicas": len(pods), "fullyLabeledReplicas": len(pods), "readyReplicas": running, "availableReplicas": running, "observedGeneration": rs["metadata"].get("generation", 1)}
+        status = statusflows.replicaset_status(rs, [s.obj() for s in pods])
         if (rs.get("status") or {}) != status:
-            self.store.patch(self.T_RS, key[0], key[1], {"status": status}, subresource="status")
+            self.store.patch(self.T_RS, key[0], key[1], {"status": statusflows.status_patch(rs.get("status") or {}, status)}, subresource="status")
 
     def _reconcile_job(self, key: tuple[str, str]) -> None:
         job = self._get(self.T_JOB, key)
         if job is None:
             return
-        spec, status = job.get("spec") or {}, job.get("status") or {}
-        if any(c.get("type") == "Complete" for c in status.get("conditions") or []):
+        status = job.get("status") or {}
+        if any(c.get("type") in ("Complete", "Failed") for c in status.get("conditions") or []):
             return
-        completions, parallelism = int(spec.get("completions", 1)), int(spec.get("parallelism", 1))
-        pods = self.store.dependents_of(job["metadata"]["uid"], self.T_POD)
-        succeeded = sum(1 for s in pods if s.fields["status.phase"] == "Succeeded")
-        active = sum(1 for s in pods if s.fields["status.phase"] in ("Pending", "Running", "") and not s.deleting)
-        now = rfc3339(self.clock())
-        new_status: Obj = {"startTime": status.get("startTime", now), "active": active, "succeeded": succeeded, "ready": 0}
-        if succeeded >= completions:
-            new_status["active"] = 0
-            new_status["completionTime"] = now
-            new_status["conditions"] = [{"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now}]
-        else:
-            for _ in range(max(0, min(parallelism, completions - succeeded) - active)):
-                low, high = self.job_seconds
-                self.store.create(self.T_POD, pod_from_template(job, self.rng, job_name=key[1], run_seconds=round(self.rng.uniform(low, high), 2)))
-                new_status["active"] += 1
-        if {k: v for k, v in status.items()} != new_status:
-            self.store.patch(self.T_JOB, key[0], key[1], {"status": new_status}, subresource="status")
+        pods = [s.obj() for s in self.store.dependents_of(job["metadata"]["uid"], self.T_POD) if not s.deleting]
+        new_status, wanted = statusflows.job_status(job, pods, now=self.clock())
+        fail_first = int(((job.get("spec") or {}).get("template", {}).get("metadata", {}).get("annotations") or {}).get(statusflows.FAIL_FIRST, 0))
+        for n in range(wanted):
+            low, high = self.job_seconds
+            pod = pod_from_template(job, self.rng, job_name=key[1], run_seconds=round(self.rng.uniform(low, high), 2))
+            if len(pods) + n < fail_first:
+                pod["metadata"]["annotations"][statusflows.EXIT_CODE] = "1"
+            self.store.create(self.T_POD, pod)
+        if not statusflows.same_status(status, new_status):
+            self.store.patch(self.T_JOB, key[0], key[1], {"status": statusflows.status_patch(status, new_status)}, subresource="status")
 
     def _reconcile_cronjob(self, key: tuple[str, str]) -> None:
         cron = self._get(self.T_CRON, key)
@@ -395,31 +375,65 @@ class Workload:
 
     def _advance_live_pod(self, key: tuple[str, str], track: _PodTrack, now: float, stored: Stored) -> None:
         if track.stage == "pending" and now >= track.bind_at:
-            pod = stored.obj()
-            nodes = self._fitting_nodes(pod)
-            if not nodes:  # the scheduler's verdict, once; the pod stays Pending, as on a real cluster
-                pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "lastProbeTime": None, "lastTransitionTime": rfc3339(now),
-                                                "reason": "Unschedulable", "message": f"0/{len(self._node_names)} nodes are available: "
-                                                f"{len(self._node_names)} node(s) didn't match Pod's node affinity/selector."}]
-                self.store.update(self.T_POD, pod, subresource="status")
-                track.stage = "unschedulable"
-                return
-            pod["spec"]["nodeName"] = nodes[int(hashlib.md5(key[1].encode()).hexdigest(), 16) % len(nodes)]
-            pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": rfc3339(now)}]
-            self.store.update(self.T_POD, pod)
-            track.stage = "bound"
-            return
-        if track.stage == "bound" and now >= track.start_at:
-            pod = stored.obj()
-            pod["status"] = running_status(pod, started=now, rng=self.rng)
+            self._bind(key, track, stored.obj(), now)
+        elif track.stage == "bound" and now >= track.start_at:
+            self._start(track, stored.obj(), now)
+        elif track.stage == "pulling" and now >= track.start_at:
+            self._pull_again(track, stored.obj(), now)
+        elif track.stage == "running":
+            self._running(track, stored.obj(), now)
+
+    def _bind(self, key: tuple[str, str], track: _PodTrack, pod: Obj, now: float) -> None:
+        nodes = self._fitting_nodes(pod)
+        if not nodes:  # the scheduler's verdict, once; the pod stays Pending, as on a real cluster
+            pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "lastProbeTime": None, "lastTransitionTime": rfc3339(now),
+                                            "reason": "Unschedulable", "message": f"0/{len(self._node_names)} nodes are available: "
+                                            f"{len(self._node_names)} node(s) didn't match Pod's node affinity/selector."}]
             self.store.update(self.T_POD, pod, subresource="status")
+            track.stage = "unschedulable"
+            return
+        pod["spec"]["nodeName"] = nodes[int(hashlib.md5(key[1].encode()).hexdigest(), 16) % len(nodes)]
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": rfc3339(now)}]
+        self.store.update(self.T_POD, pod)
+        track.stage = "bound"
+
+    def _start(self, track: _PodTrack, pod: Obj, now: float) -> None:
+        """The kubelet starts the pod's containers: pulled (running; ready once its probe passes) or not (waiting)."""
+        status = running_status(pod, started=now, rng=self.rng)
+        if statusflows.unpullable(pod):
+            pod["status"] = statusflows.pull_failed(status, pod, retry=0, now=now)
+            track.stage, track.start_at, track.retries = "pulling", now + statusflows.PULL_RETRY_SECONDS, 1
+        else:
+            ready_after, oom_after = (statusflows.annotation_seconds(pod, name) for name in (statusflows.READY_AFTER, statusflows.OOM_AFTER))
+            track.ready_at = now + ready_after if ready_after else None
+            track.oom_at = now + oom_after if oom_after is not None else None
+            pod["status"] = statusflows.set_ready(status, False, now) if track.ready_at is not None else status
             track.stage, track.started = "running", now
-            return
-        if track.stage == "running" and track.run_seconds is not None and now >= track.started + track.run_seconds:
-            pod = stored.obj()
-            pod["status"] = finished_status(pod, finished=now)
-            self.store.update(self.T_POD, pod, subresource="status")
+        self.store.update(self.T_POD, pod, subresource="status")
+
+    def _pull_again(self, track: _PodTrack, pod: Obj, now: float) -> None:
+        pod["status"] = statusflows.pull_failed(pod.get("status") or {}, pod, retry=track.retries, now=now)
+        track.retries += 1
+        track.start_at = now + statusflows.PULL_RETRY_SECONDS
+        self.store.update(self.T_POD, pod, subresource="status")
+
+    def _running(self, track: _PodTrack, pod: Obj, now: float) -> None:
+        """A running pod: ready once its probe passes, OOM-killed and restarted when asked, finished when its run ends."""
+        status, ready_after = pod.get("status") or {}, statusflows.annotation_seconds(pod, statusflows.READY_AFTER)
+        if track.run_seconds is not None and now >= track.started + track.run_seconds:
+            code = int(statusflows.annotation_seconds(pod, statusflows.EXIT_CODE) or 0)
+            pod["status"] = statusflows.failed(status, now, code) if code else finished_status(pod, finished=now)
             track.stage = "finished"
+        elif track.oom_at is not None and now >= track.oom_at:
+            pod["status"], track.oom_at, track.restart_at, track.ready_at = statusflows.oom_killed(status, now), None, now + 1, None
+        elif track.restart_at is not None and now >= track.restart_at:
+            track.restart_at, track.ready_at = None, now + ready_after if ready_after else None
+            pod["status"] = statusflows.restarted(status, now, ready=track.ready_at is None)
+        elif track.ready_at is not None and now >= track.ready_at:
+            pod["status"], track.ready_at = statusflows.set_ready(status, True, now), None
+        else:
+            return
+        self.store.update(self.T_POD, pod, subresource="status")
 
     def _fitting_nodes(self, pod: Obj) -> list[str]:
         """The nodes whose labels hold every pair of the pod's ``nodeSelector`` (all of them without one)."""

@@ -41,6 +41,7 @@ from kubectl_sktrace.record.coverage import KindCoverage
 from kubectl_sktrace.record.initialsync import InitialSync, Unresolved, Vanished
 from kubectl_sktrace.record.ownerindex import OwnerIndex
 from kubectl_sktrace.record.stats import KindStats as KindStats  # where the progress line and the session import it
+from kubectl_sktrace.record.statuses import StatusIndex
 from kubectl_sktrace.store.history import CAUSE_FAILED
 from kubectl_sktrace.store.recording import (
     OP_DELETED,
@@ -115,6 +116,7 @@ class Ingest:
         self._relists: dict[GVK, _Relist] = {}
         self._pending_rv: dict[GVK, str] = {}
         self.coverage = KindCoverage(recording, run_id)  # outages, kinds refused or not served: their gaps while open
+        self.status = StatusIndex(recording, run_id, self._written)  # what a person reads of each status (``statuses``)
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
         self.sync = InitialSync.of(initial_kinds)
         self._unobserved: set[GVK] = set(initial_kinds) if restart is not None else set()  # whose first list is to come
@@ -147,7 +149,7 @@ class Ingest:
                 if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=first):
                     relist.seen[head.key] = head.uid
                 if gvk == POD:
-                    self._pod(head, obj, relist.ts, deleted=False)
+                    self._pod(head, obj, relist.ts, deleted=False, caught_up=True)
                     relist.seen_pods.add(head.uid)
                 if gvk in self.owner_kinds:
                     self._store_owner(head, relist.ts)
@@ -208,6 +210,7 @@ class Ingest:
             known = live.get(key)
             if known is not None and known.uid == uid:
                 del live[key]
+                self.status.forget(key)
                 self._delete(key, uid, found.gone, inferred=True)
                 self.owners.pop(key, None)
                 self._count_deleted(found.gvk, caught_up=found.recovery, offline=True)
@@ -368,6 +371,7 @@ class Ingest:
         if head.owners:
             self._store_owner(head, recv)
         self._note_created(head, known, relist=relist)
+        self.status.seen(head, obj, recv, inferred=relist or caught_up)
         if decision.apply:
             self._record_applied(head, obj, recv, ts=ts, decision=decision, inferred=inferred)
             if caught_up:
@@ -414,17 +418,12 @@ class Ingest:
         if known is not None and changes.same_uid(known.uid, head.uid):
             del live[head.key]
             self.owners.pop(head.key, None)
+            self.status.forget(head.key)
             self._delete(head.key, known.uid, recv, inferred=caught_up)
             self._count_deleted(head.key.gvk, caught_up=caught_up, offline=False)
 
     def _count_deleted(self, gvk: GVK, *, caught_up: bool, offline: bool) -> None:
-        stats = self.stats_for(gvk)
-        if caught_up:
-            stats.caught_up += 1
-        elif offline:
-            stats.deleted_offline += 1
-        else:
-            stats.deleted_live += 1
+        self.stats_for(gvk).count_deleted(caught_up=caught_up, offline=offline)
 
     def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool, ts: int | None = None) -> None:
         second = changes.event_second(recv) if ts is None else ts
@@ -435,6 +434,7 @@ class Ingest:
 
     def _pod(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, deleted: bool, caught_up: bool = False) -> None:
         derived = lifecycle.derive_lifecycle(obj)
+        self.status.seen(head, obj, recv, inferred=caught_up)
         known = self.pods.get(head.uid)
         if known is None:
             self._first_sight(head, obj, derived, recv)
@@ -486,6 +486,7 @@ class Ingest:
 
     def _pod_gone(self, uid: str, second: int, *, inferred: bool) -> None:
         known = self.pods.pop(uid)
+        self.status.forget(ObjKey(POD, known.namespace, known.name))
         ended = lifecycle.on_pod_gone(known.life, ts=second)
         self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life, live=False)
 

@@ -31,3 +31,12 @@ class KindStats:
             self.data += 1
         else:
             self.applied += 1
+
+    def count_deleted(self, *, caught_up: bool, offline: bool) -> None:
+        """One deletion recorded: found after an outage, made while offline, or seen live."""
+        if caught_up:
+            self.caught_up += 1
+        elif offline:
+            self.deleted_offline += 1
+        else:
+            self.deleted_live += 1

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 from kubectl_sktrace import render
 from kubectl_sktrace.errors import CacheError, UsageError
 from kubectl_sktrace.plural import counted
-from kubectl_sktrace.reconciliation import reconciliation_brief, reconciliation_to_dict
+from kubectl_sktrace.reconciliation import reconciliation_brief, reconciliation_to_dict, workload_lines
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.connection import disk_size
 from kubectl_sktrace.store.status import (
@@ -251,6 +251,7 @@ def status_to_dict(status: CacheStatus, *, namespace: str | None = None, runs: i
                  "running": status.pods.running, "finished": status.pods.finished},
         "events": {"count": status.events, "first": _time(status.first_event), "last": _time(status.last_event)},
         "reconciliation": None if status.reconciliation is None else reconciliation_to_dict(status.reconciliation),
+        "workloads": workloads_to_list(status.workloads),
     }
 
 
@@ -274,6 +275,11 @@ def coverage_of(status: CacheStatus, shown: Sequence[RunInfo]) -> str | None:
     start, end = shown[0].started, shown[-1].stopped
     blind = [(a, b) for a, b in status.gaps] + [(g.since, g.until) for g in status.outages]
     return observation.coverage_words(observation.tell(start=start, end=end, blind=blind, exact=_exact(status)))
+
+
+def workloads_to_list(workloads: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
+    """The live workloads' states at the end, as ``status -o json`` gives them."""
+    return [{"object": name, "state": state} for name, state in workloads]
 
 
 def filled_to_dict(status: CacheStatus, since: float) -> dict[str, Any]:
@@ -345,6 +351,8 @@ def render_status(status: CacheStatus, fmt: str, *, namespace: str | None = None
         [{"kind": k["kind"], "live": k["live"], "applied": k["applied"], "metadata": k["metadataChanges"], "data": k["dataChanges"],
           "deleted": k["deleted"], "deleted while offline": k["deletedWhileOffline"]}
          for k in data["kinds"]], "table") if data["kinds"] else "Kinds: none recorded"]
+    if status.workloads:
+        parts += ["", *workload_lines("Workloads at the end (their last status recorded):", status.workloads)]
     if status.reconciliation is not None:
         parts += ["", "Reconciliation of the latest run (-o json names the objects):",
                   *reconciliation_brief(status.reconciliation)]

@@ -40,11 +40,12 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "partial", "filled_at", "gvk")),
     ("audit_rows", ("event_id", "fill_id")),
     ("created", ("uid", "ts")),
+    ("status_changes", ("id", "ts", "recv", "run_id", "gvk", "namespace", "name", "uid", "inferred", "body")),
 )
 # columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL
 # there in the copy (what export reads from the bodies instead, as from the source)
 ADDED_COLUMNS = {("events", "refs"), ("events", "daemonset"), ("runs", "retain"), ("objects", "meta_hash"), ("objects", "data_hash")}
-IDENTITY_TABLES = ("runs", "events", "pods", "coverage_gaps", "audit_fills")
+IDENTITY_TABLES = ("runs", "events", "pods", "coverage_gaps", "audit_fills", "status_changes")
 _BATCH = 2000
 
 

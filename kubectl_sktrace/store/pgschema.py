@@ -23,6 +23,8 @@ objects whose last row the statement deleted.
 
 from __future__ import annotations
 
+from kubectl_sktrace.store.statuses import PG_STATUS_CHANGES
+
 REGISTRY_SCHEMA = "kubectl_sktrace"
 
 REGISTRY = f"""
@@ -375,4 +377,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE created (uid {T} PRIMARY KEY, ts BIGINT NOT NULL);
         """,
     ),
+    ("0016_status_changes", PG_STATUS_CHANGES),
 ]

@@ -25,6 +25,7 @@ count here, as changes made while nothing watched.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Iterator
 
 from kubectl_sktrace.model import GVK, ObjKey
@@ -40,6 +41,7 @@ from kubectl_sktrace.reconciliation import (
 )
 from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.store.engine import Cache
+from kubectl_sktrace.store.statuses import found_by_run, workload_states
 from kubectl_sktrace.store.versions import APPLIED, CHANGE_OF_OP, VERSIONS
 from kubectl_sktrace.store.versions import DELETED as _DELETED
 from kubectl_sktrace.trace.revisions import SPEC, describe
@@ -68,6 +70,15 @@ _PODS = """
 
 
 def reconciliation(cache: Cache, *, run_id: int | None = None) -> Reconciliation | None:
+    """The report of ``run_id`` (default: the latest run), with the workloads' states its lists found; None when the
+    cache has no such run."""
+    report = _reconciliation(cache, run_id=run_id)
+    if report is None or report.synced is None:
+        return report
+    return replace(report, workloads=workload_states(found_by_run(cache, report.run_id)))
+
+
+def _reconciliation(cache: Cache, *, run_id: int | None = None) -> Reconciliation | None:
     """The report of ``run_id`` (default: the latest run); None when the cache has no such run."""
     conn = cache.conn
     if run_id is None:

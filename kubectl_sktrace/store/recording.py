@@ -272,6 +272,15 @@ class Recording:
             ),
         )
 
+    def append_status(self, run_id: int, *, ts: int, recv: float, key: ObjKey, uid: str, inferred: bool,
+                      reduced: Mapping[str, Any]) -> None:
+        """A status change (``trace/statuses``): the object's reduced status, whole (schema 0015)."""
+        body, _ = encode_body(reduced)
+        self._write(
+            "INSERT INTO status_changes (ts, recv, run_id, gvk, namespace, name, uid, inferred, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (ts, recv, run_id, str(key.gvk), key.namespace, key.name, uid, int(inferred), body),
+        )
+
     def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int, meta_hash: int | None = None, data_hash: int | None = None) -> None:
         """The live index's row: uid, spec hash and the fingerprints of metadata and data (``trace/revisions``)."""
         self._write(

@@ -151,9 +151,13 @@ pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a rang
                 only those drawn are read.
 created         (0015) per uid, the second of its ``creationTimestamp`` (which bodies lack: ``sanitize``), written at an
                 object's first sight and at every list; ``get --at`` shows it. Unknown (never guessed) until then.
+
+What a person reads of an object's status (0016): ``status_changes``, one row per status change (``store/statuses.py``).
 """
 
 from __future__ import annotations
+
+from kubectl_sktrace.store.statuses import STATUS_CHANGES
 
 APPLICATION = "kubectl-sktrace"
 APPLICATION_ID = 0x736B7472  # 'sktr', in the sqlite header: marks a file as one of our caches
@@ -492,6 +496,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     ("0015_creation_times", "CREATE TABLE created (uid TEXT PRIMARY KEY, ts INTEGER NOT NULL) WITHOUT ROWID;"),
+    ("0016_status_changes", STATUS_CHANGES),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -36,6 +36,7 @@ from kubectl_sktrace.store.history import (
 )
 from kubectl_sktrace.store.pruning import Pruned, prunes
 from kubectl_sktrace.store.reconciliation import reconciliation
+from kubectl_sktrace.store.statuses import state_at, workload_states
 from kubectl_sktrace.store.versions import APPLIED, DATA, DELETED, METADATA, VERSIONS
 
 
@@ -97,6 +98,7 @@ class CacheStatus:
     unobserved: tuple[UnrecordedKind, ...] = ()  # kinds not yet observed at runs' starts (until their first list)
     pruned: tuple[Pruned, ...] = ()  # what ``prune`` and ``--retain`` removed, the highest cutoff first
     filled: tuple[Fill, ...] = ()  # gaps the API server's audit log filled (``backfill``, 0012)
+    workloads: tuple[tuple[str, str], ...] = ()  # (object, state) of the live workloads at the end (0016): "2 of 3 ready"
 
 
 _RUN_COLUMNS = "id, started, synced, stopped, clean, pid, config, {retain}"
@@ -191,6 +193,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
         history_names=cache.history_names(), unserved=tuple(unserved_spans(cache)), unobserved=tuple(unobserved_spans(cache)),
         pruned=tuple(prunes(cache)), filled=tuple(fills(cache)),
+        workloads=workload_states(state_at(cache, at=float("inf"), live=True), namespace=namespace),
     )
 
 

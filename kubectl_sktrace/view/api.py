@@ -9,7 +9,8 @@
 - ``decisions``: what ``export --dry-run`` says each rule decides of the window: only when asked, one at a time;
 - ``objects``: a page of objects of a kind and namespace, with their changes and pods in the range shown;
 - ``objects_total``: how many objects a search finds (asked beside its rows);
-- ``version``: one recorded version of an object and its diff from the previous one.
+- ``version``: one recorded version of an object and its diff from the previous one;
+- ``status_change``: one status change (a mark on a pod, a step of a workload's band) and what it changed.
 
 Each reads inside one snapshot of the cache (``history.read_snapshot``), so its figures agree with one another.
 """
@@ -22,8 +23,9 @@ from typing import Any, Mapping
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.export.window import audit_fills
-from kubectl_sktrace.store import Cache, history, viewing
+from kubectl_sktrace.store import Cache, history, statuses, viewing
 from kubectl_sktrace.timeparse import format_time
+from kubectl_sktrace.trace.statuses import describe, summary
 from kubectl_sktrace.view import exports, figures, rates
 from kubectl_sktrace.view.diff import as_yaml, changes
 from kubectl_sktrace.view.params import int_param, search_param, time_param
@@ -151,7 +153,31 @@ def objects(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
         page = viewing.active_page(cache, gvk=params.get("gvk") or None, namespace=params.get("namespace") or None,
                                    search=search_param(params), start=start, end=end, offset=max(0, int_param(params, "offset", 0)),
                                    limit=limit, columns=columns, count=params.get("total") != "0")
-    return {"total": page.total, "changed": page.changed, "objects": [_object(r) for r in page.rows], "maxTicks": columns}
+        rows = [_with_status(cache, _object(r), r, start=start, end=end) for r in page.rows]
+    return {"total": page.total, "changed": page.changed, "objects": rows, "maxTicks": columns}
+
+
+def _with_status(cache: Cache, drawn: dict[str, Any], row: viewing.ObjectRow, *, start: int, end: int) -> dict[str, Any]:
+    """An object's row with what a person reads of its status (``store/statuses``): a workload's ``band`` of ready
+    against desired replicas, ``[ts, ready, desired]`` from the range's start, and on each pod its ``marks`` (restarts,
+    crash loops, OOM kills, failed pulls: ``{id, ts, marks}``, the id a status change's, for ``status_change``)."""
+    drawn["band"] = [list(point) for point in statuses.band(cache, row.key, start=start, end=end)]
+    for pod, life in zip(drawn["pods"], row.pods):
+        pod["marks"] = [{"id": i, "ts": ts, "marks": marks}
+                        for i, ts, marks in statuses.pod_marks(cache, row.key.namespace, life.name, life.uid, start=start, end=end)]
+    return drawn
+
+
+def status_change(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
+    """One status change, as the page shows it when a mark is clicked: what changed, and the state it left."""
+    with history.read_snapshot(cache):
+        found = statuses.change(cache, int_param(params, "id"))
+    if found is None:
+        raise UsageError(f"no recorded status change has the id {params.get('id')}")
+    row, before = found
+    return {"id": row.id, "ts": row.ts, "at": format_time(row.ts), "gvk": str(row.key.gvk), "namespace": row.key.namespace,
+            "name": row.key.name, "uid": row.uid, "inferred": row.inferred, "state": summary(row.reduced),
+            "change": describe(None if before is None else before.reduced, row.reduced), "yaml": as_yaml(row.reduced)}
 
 
 def objects_total(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:

@@ -74,6 +74,7 @@ def cache_api(location: str | CacheUrl, *, title: str, command_base: tuple[str, 
         "/api/objects": reading(api.objects),
         "/api/objects-total": reading(api.objects_total),
         "/api/version": reading(api.version),
+        "/api/status-change": reading(api.status_change),
         "/api/export": reading(_download),
     }
 

@@ -195,4 +195,10 @@ def _uid(body: dict[str, Any]) -> str:
 def trace_api(index: TraceIndex) -> dict[str, Any]:
     """The endpoints over a trace (no report and no download: a trace is already one)."""
     return {"/api/overview": lambda _: index.overview(), "/api/histogram": index.histogram, "/api/window": index.window,
-            "/api/objects": index.objects_page, "/api/objects-total": index.objects_total, "/api/version": index.version}
+            "/api/objects": index.objects_page, "/api/objects-total": index.objects_total, "/api/version": index.version,
+            "/api/status-change": _no_status}
+
+
+def _no_status(params: Mapping[str, str]) -> dict[str, Any]:
+    """A trace carries no status (SimKube's tracer strips it): no mark of one is drawn, none is asked."""
+    raise UsageError(f"no recorded status change has the id {params.get('id')}: a trace holds no status, a cache does")

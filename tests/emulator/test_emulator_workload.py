@@ -55,7 +55,10 @@ def test_deployment_rollout_creates_new_replicaset_and_scales_old_down(emu: Emul
     assert deploy is not None
     deploy["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example.com/team/web:2.0.0"
     emu.update(deploy)
-    run(wl, clock, 3)
+    run(wl, clock, 2)  # a rolling update: one pod more than wanted (25 % surge), none fewer (25 % unavailable, rounded down)
+    sets = {r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: r["spec"]["replicas"] for r in emu.list("apps/v1", "ReplicaSet", "x")}
+    assert sets == {"1": 3, "2": 1}
+    run(wl, clock, 15)
     sets = {r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: r["spec"]["replicas"] for r in emu.list("apps/v1", "ReplicaSet", "x")}
     assert sets == {"1": 0, "2": 3}
     images = {p["spec"]["containers"][0]["image"] for p in emu.list("v1", "Pod", "x")}

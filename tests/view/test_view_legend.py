@@ -16,16 +16,41 @@ from conftest import CacheBuilder, obj
 from test_view_browser import browser  # noqa: F401  (fixture)
 from viewsupport import T0, build_history, drawn_ticks, opened_page, serving
 
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.store.recording import Recording
 from kubectl_sktrace.view.server import ViewServer
 
 pytestmark = pytest.mark.slow
 FILLED = (T0 + 4000, T0 + 6000)  # the part of the time between the runs (T0+3600 – T0+7200) the log covered
 
 
+def _pod_status(restarts: int = 0, state: str = "running", last: str | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"ready": state == "running", "restarts": restarts, "state": state}
+    if last:
+        container["last"] = last
+    return {"phase": "Running", "node": "n1", "containers": {"web": container}}
+
+
+STATUSES = [  # (ts, kind, name, uid, inferred, reduced): a workload's band, its pods' restarts, crash loop, OOM kill, failed pull
+    (T0 + 10, "apps/v1.Deployment", "frontend", "", 0, {"replicas": 2, "readyReplicas": 2}),
+    (T0 + 1000, "apps/v1.Deployment", "frontend", "", 0, {"replicas": 2, "readyReplicas": 1}),
+    (T0 + 1230, "apps/v1.Deployment", "frontend", "", 1, {"replicas": 4, "readyReplicas": 4}),
+    (T0 + 15, "v1.Pod", "frontend-abc-1", "uid-frontend-abc-1", 0, _pod_status()),
+    (T0 + 400, "v1.Pod", "frontend-abc-1", "uid-frontend-abc-1", 0, _pod_status(1, last="terminated OOMKilled 137")),
+    (T0 + 600, "v1.Pod", "frontend-abc-1", "uid-frontend-abc-1", 0, _pod_status(2, "waiting CrashLoopBackOff", "terminated Error 1")),
+    (T0 + 500, "v1.Pod", "frontend-abc-2", "uid-frontend-abc-2", 0, _pod_status(0, "waiting ImagePullBackOff")),
+]
+
+
 def build(path: Path) -> None:
     build_history(path)
     b = CacheBuilder(path)
     try:
+        rec = Recording(b.cache)
+        with b.cache.transaction():
+            for ts, kind, name, uid, inferred, reduced in STATUSES:
+                rec.append_status(1, ts=ts, recv=ts, key=ObjKey(GVK.parse(kind), "shop", name), uid=uid, inferred=bool(inferred),
+                                  reduced=reduced)
         labelled = b.apply(T0 + 2200, obj("ConfigMap", "settings", "shop", labels={"tier": "config"}))
         data = b.apply(T0 + 2400, obj("ConfigMap", "settings", "shop"))
         with b.cache.transaction() as conn:
@@ -56,7 +81,7 @@ _READ = """() => {
     const swatch = getComputedStyle(item.querySelector('.swatch'));
     return {marks: item.dataset.marks || null, words: item.textContent, colour: swatch.backgroundColor, border: swatch.borderStyle};
   });
-  const marks = [...document.querySelectorAll('rect.span, rect.bar, path.ticks, rect.life, rect.pod')].map((mark) => {
+  const marks = [...document.querySelectorAll('rect.span, rect.bar, path.ticks, rect.life, rect.pod, rect.band, rect.smark')].map((mark) => {
     const style = getComputedStyle(mark);
     return {what: mark.tagName + '.' + mark.getAttribute('class').replace(/ /g, '.'), fill: style.fill, dashed: style.strokeDasharray !== 'none',
       entries: legend.filter((entry) => entry.marks && mark.matches(entry.marks)).map((entry) => entry.words)};
@@ -74,7 +99,9 @@ def test_every_mark_is_in_the_legend_in_its_own_colour_and_no_colour_says_two_th
     kinds = {m["what"] for m in marks}
     for expected in ("rect.span.span-run", "rect.span.span-offline", "rect.span.span-filled", "rect.span.span-outage",
                      "path.ticks.applied", "path.ticks.deleted.inferred", "path.ticks.applied.inferred", "path.ticks.metadata",
-                     "path.ticks.data", "rect.life", "rect.life.deleted", "rect.pod.running", "rect.pod.finished", "rect.bar"):
+                     "path.ticks.data", "rect.life", "rect.life.deleted", "rect.pod.running", "rect.pod.finished", "rect.bar",
+                     "rect.band.desired", "rect.band.ready", "rect.smark.restart", "rect.smark.crashloop", "rect.smark.oomkilled",
+                     "rect.smark.pullfailed"):
         assert expected in kinds, (expected, sorted(kinds))
     by_words = {entry["words"]: entry for entry in legend}
     for mark in marks:
@@ -120,3 +147,17 @@ def test_time_an_audit_log_filled_has_its_own_class_colour_and_words(page: Any) 
     offline = page.eval_on_selector("rect.span-offline", "r => [r.getAttribute('class'), getComputedStyle(r).fill]")
     colour = page.eval_on_selector("rect.span-filled", "r => getComputedStyle(r).fill")
     assert offline[0] == "span span-offline" and offline[1] != colour
+
+
+def test_a_workload_band_says_ready_against_wanted_and_a_pods_mark_opens_its_status_change(page: Any) -> None:
+    band = page.eval_on_selector_all("rect.band.desired", "rs => rs.map(r => [Number(r.dataset.from), Number(r.dataset.ready), "
+                                                         "Number(r.dataset.desired)])")
+    assert band == [[T0 + 10, 2, 2], [T0 + 1000, 1, 2], [T0 + 1230, 4, 4]], band
+    marks = page.eval_on_selector_all("rect.smark", "ms => ms.map(m => [m.dataset.mark, Number(m.dataset.at)])")
+    assert sorted(marks) == sorted([["restart", T0 + 400], ["oomkilled", T0 + 400], ["restart", T0 + 600], ["crashloop", T0 + 600],
+                                    ["pullfailed", T0 + 500]]), marks
+    page.dispatch_event("rect.smark.oomkilled", "click")
+    page.wait_for_function("() => document.body.dataset.statusChange")
+    title, diff = page.text_content("#version-title"), page.text_content("#diff")
+    assert title.startswith("v1.Pod shop/frontend-abc-1: status Running at"), title
+    assert "web: restarts 1, last terminated OOMKilled 137" in diff, diff

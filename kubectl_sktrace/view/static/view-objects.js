@@ -157,6 +157,8 @@ function installObjectGestures() {
   const svg = $("objects");
   svg.addEventListener("keydown", onRowKey);
   svg.addEventListener("click", (event) => {
+    const status = statusMarkAt(event);
+    if (status !== null) { loadStatusChange(status); return; }
     const hit = tickAt(event);
     if (hit) loadVersion(Number(hit.tick.id));
   });
@@ -182,7 +184,8 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
   titled(text, `${node.gvk} ${node.namespace}/${node.name}` + (node.deleted ? ` (deleted ${iso(node.last)})` : ""));
   y += LABEL_H;
   drawTicks(plot, width, y, node);
-  let rowY = y + ROW_H;
+  const band = drawBand(plot, width, y + ROW_H, node), podsY = y + ROW_H + band;
+  let rowY = y + ROW_H + band;
   const lanes = [];  // pods that do not overlap share a lane: a workload's pods take a few rows, not one each
   let hidden = node.podsTotal - node.pods.length;
   for (const pod of node.pods) {
@@ -193,9 +196,10 @@ function drawObjectRow(svg, plot, width, y, node, depth) {
     lanes[lane] = until;
     const p1 = Math.max(lo, xOf(pod.start, width)), p2 = Math.min(hi, xOf(pod.end === null ? until : pod.end, width));
     if (p2 > p1) {
-      el("rect", {x: p1, y: y + ROW_H + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,  // its words made a title on hover
+      el("rect", {x: p1, y: podsY + lane * POD_H + 1, width: Math.max(1, p2 - p1), height: POD_H - 2,  // its words made a title on hover
         class: `pod ${pod.end === null ? "running" : "finished"}`, "data-from": pod.start, "data-to": pod.end === null ? until : pod.end, "data-what": `pod ${pod.name}: ${iso(pod.start)} – ${pod.end === null ? "running" : iso(pod.end)}`}, plot);
     }
+    drawPodMarks(plot, width, podsY + lane * POD_H + 1, pod);
   }
   rowY += lanes.length * POD_H;
   if (hidden > 0) el("text", {x: LEFT, y: rowY + 9, class: "row-label"}, svg, `+${plural(hidden, "more pod")} in this range`);
@@ -247,6 +251,7 @@ function rescaleObjects() {
     bar.setAttribute("x", x1);
     bar.setAttribute("width", Math.max(bar.classList.contains("pod") ? 1 : 0, x2 - x1));
   }
+  rescaleStatusMarks(plot, width);
   state.drawnView = {...state.view};
   drawObjectsAxis(width);
   relabel();

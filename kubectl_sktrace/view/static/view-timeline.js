@@ -254,4 +254,7 @@ function drawLegend() {
   item("rect.life.deleted", "life-deleted", null, "object, until its deletion");
   item("rect.pod.running", "pod-running", null, "pod running");
   item("rect.pod.finished", "pod-finished", null, "pod finished (outlined)");
+  item("rect.band.desired", "band-desired", null, "workload: replicas wanted");
+  item("rect.band.ready", "band-ready", null, "workload: replicas ready");
+  for (const [mark, words] of Object.entries(STATUS_MARKS)) item(`rect.smark.${mark}`, `smark-${mark}`, null, `pod: ${words}`);
 }
