@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import calendar
 import contextlib
+import json
 import threading
 import time
 from typing import Callable, ContextManager, Protocol
 
 from sktrace_emulator import audit
 from sktrace_emulator.records import Obj, ResourceType, Stored, rfc3339
+from sktrace_emulator.selectors import Filter
 
 
 class Store(Protocol):
@@ -40,6 +42,13 @@ class Store(Protocol):
     def _finish_delete(self, old: Stored, *, propagate: bool) -> Stored: ...
 
     def delete(self, rtype: ResourceType, namespace: str, name: str) -> Stored: ...
+
+    @property
+    def rv(self) -> int: ...
+
+    def get(self, rtype: ResourceType, namespace: str, name: str) -> Stored | None: ...
+
+    def list_page(self, rtype: ResourceType, flt: Filter, *, limit: int, token: str) -> tuple[int, list[Stored], str, int]: ...
 
 NAMESPACE_CONTROLLER = audit.controller("namespace-controller")
 
@@ -123,3 +132,15 @@ def empty_namespace(store: Store, namespace: str) -> bool:
                 if (namespace, stored.name) in objects:
                     store.delete(rtype, namespace, stored.name)
     return not left or not any(k[0] == namespace for objects in store.objects.values() for k in objects)
+
+
+def collection(store: Store, rtype: ResourceType, namespace: str, flt: Filter) -> Obj:
+    """A client's ``deletecollection``: each object the selectors choose deleted as its own DELETE would be (a pod marked,
+    its kubelet's final delete to follow), answered with the list of them as they were, as kube-apiserver answers."""
+    _, doomed, _, _ = store.list_page(rtype, flt, limit=0, token="")
+    items = [json.loads(stored.item_raw()) for stored in doomed]
+    with store.audit.serving_collection(rtype, namespace) if store.audit is not None else contextlib.nullcontext():
+        for stored in doomed:
+            if store.get(rtype, stored.namespace, stored.name) is not None:
+                store.delete(rtype, stored.namespace, stored.name)
+    return {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": {"resourceVersion": str(store.rv)}, "items": items}

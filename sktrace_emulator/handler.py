@@ -12,7 +12,6 @@ does. Nothing is serialized twice (every object's bytes were made once, when it 
 
 from __future__ import annotations
 
-import contextlib
 
 import json
 import os
@@ -25,8 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 from sktrace_apiserver import discovery as protocol
 from sktrace_apiserver import openapi as protocol_openapi
 from sktrace_apiserver import watch as framing
-from sktrace_emulator import apf, audit, discovery, openapi, scale
-from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, not_found
+from sktrace_emulator import apf, audit, deletes, discovery, openapi, scale
+from sktrace_emulator.records import ApiError, Failure, History, Obj, ResourceType, Stored, forbidden, not_found
 from sktrace_emulator.selectors import (
     Filter,
     parse_field_selector,
@@ -337,19 +336,9 @@ class Handler(BaseHTTPRequestHandler):
         raise ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({method})")
 
     def _delete_collection(self, rtype: ResourceType, namespace: str, query: dict[str, str]) -> None:
-        """``deletecollection``: each object the selectors choose deleted as its own DELETE would be (a pod marked, its
-        kubelet's final delete to follow), answered with the list of them as they were, as kube-apiserver answers."""
-        store = self.emulator.store
         flt = Filter(namespace=namespace if rtype.namespaced else None, labels=parse_label_selector(query.get("labelSelector", "")),
                      fields=parse_field_selector(query.get("fieldSelector", ""), rtype))
-        _, doomed, _, _ = store.list_page(rtype, flt, limit=0, token="")
-        items = [json.loads(stored.item_raw()) for stored in doomed]
-        with store.audit.serving_collection(rtype, namespace) if store.audit is not None else contextlib.nullcontext():
-            for stored in doomed:
-                if store.get(rtype, stored.namespace, stored.name) is not None:
-                    store.delete(rtype, stored.namespace, stored.name)
-        meta = {"resourceVersion": str(store.rv)}
-        self._send_json(200, {"kind": rtype.list_kind, "apiVersion": rtype.api_version, "metadata": meta, "items": items})
+        self._send_json(200, deletes.collection(self.emulator.store, rtype, namespace, flt))
 
     def _object_body(self, rtype: ResourceType) -> Obj:
         body = self._body()
@@ -504,18 +493,3 @@ def _request_verb(method: str, *, name: str, watch: bool) -> str:
     if method == "DELETE" and not name:
         return "deletecollection"
     return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
-
-
-def forbidden(*, user: str, verb: str, rtype: ResourceType, namespace: str | None, name: str = "", subresource: str = "") -> ApiError:
-    """The API server's 403 for a request RBAC does not allow, word for word (``apierrors.NewForbidden`` around
-    the authorizer's ``forbiddenMessage``): ``pods is forbidden: User "x" cannot list resource "pods" in API
-    group "" at the cluster scope``."""
-    resource = f"{rtype.plural}/{subresource}" if subresource else rtype.plural
-    qualified = f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural
-    subject = f"{qualified} {json.dumps(name)}" if name else qualified
-    scope = f"in the namespace {json.dumps(namespace)}" if namespace else "at the cluster scope"
-    message = (f"{subject} is forbidden: User {json.dumps(user)} cannot {verb} resource {json.dumps(resource)} "
-               f"in API group {json.dumps(rtype.group)} {scope}")
-    details = {k: v for k, v in (("name", name), ("group", rtype.group), ("kind", rtype.plural)) if v}
-    return ApiError(403, "Forbidden", message, details=details)
-

@@ -219,3 +219,17 @@ class Failure:
         self.status = status
         self.remaining = count
         self.retry_after = retry_after
+
+
+def forbidden(*, user: str, verb: str, rtype: ResourceType, namespace: str | None, name: str = "", subresource: str = "") -> ApiError:
+    """The API server's 403 for a request RBAC does not allow, word for word (``apierrors.NewForbidden`` around
+    the authorizer's ``forbiddenMessage``): ``pods is forbidden: User "x" cannot list resource "pods" in API
+    group "" at the cluster scope``."""
+    resource = f"{rtype.plural}/{subresource}" if subresource else rtype.plural
+    qualified = f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural
+    subject = f"{qualified} {json.dumps(name)}" if name else qualified
+    scope = f"in the namespace {json.dumps(namespace)}" if namespace else "at the cluster scope"
+    message = (f"{subject} is forbidden: User {json.dumps(user)} cannot {verb} resource {json.dumps(resource)} "
+               f"in API group {json.dumps(rtype.group)} {scope}")
+    details = {k: v for k, v in (("name", name), ("group", rtype.group), ("kind", rtype.plural)) if v}
+    return ApiError(403, "Forbidden", message, details=details)

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from sktrace_emulator import audit, deletes, statusflows
+from sktrace_emulator import audit, deletes, load, statusflows
 from sktrace_emulator.builders import (
     replicaset_object,
     EVERY_SECONDS,
@@ -45,8 +45,6 @@ from sktrace_emulator.builders import (
     owner_reference,
     pod_from_template,
     running_status,
-    sample_containers,
-    sample_pod_template,
     template_hash,
 )
 from sktrace_emulator.records import ApiError, Obj, ResourceType, Stored, rfc3339
@@ -470,40 +468,9 @@ class Workload:
                 time.sleep(min(0.01, max(0.0, duration - elapsed)))
                 self.step()
                 continue
-            self._guard(functools.partial(self._random_action, namespace, deployments))
+            self._guard(functools.partial(load.random_action, self.store, self.rng, namespace, deployments))
             self.step()
         return self.store.rv - start_rv
-
-    def _random_action(self, namespace: str, deployments: list[str]) -> None:
-        rng, roll = self.rng, self.rng.random()
-        if roll < 0.3:
-            pod = {"metadata": {"generateName": "task-", "namespace": namespace, "annotations": {RUN_SECONDS: str(round(rng.uniform(0.5, 3), 2))}, "labels": {"app": "task"}}, "spec": {"containers": sample_containers(rng, app="task", count=1), "restartPolicy": "Never"}}
-            self.store.create(self.T_POD, pod)
-        elif roll < 0.5:
-            self.store.patch(self.T_DEPLOY, namespace, rng.choice(deployments), {"spec": {"replicas": rng.randint(1, 4)}})
-        elif roll < 0.6:
-            name = rng.choice(deployments)
-            deploy = self.store.get(self.T_DEPLOY, namespace, name)
-            if deploy is not None:
-                obj = deploy.obj()
-                obj["spec"]["template"]["spec"]["containers"][0]["image"] = f"registry.example.com/team/app:2.{rng.randint(0, 99)}"
-                self.store.update(self.T_DEPLOY, obj)
-        elif roll < 0.7:
-            job = {"metadata": {"generateName": "batch-", "namespace": namespace}, "spec": {"completions": rng.randint(1, 2), "parallelism": 1, "template": {**sample_pod_template(rng, app="batch"), "spec": {**sample_pod_template(rng, app="batch")["spec"], "restartPolicy": "Never"}}}}
-            self.store.create(self.T_JOB, job)
-        elif roll < 0.85:
-            pods = [s for s in self.store.current(self.T_POD, _in(namespace))[1] if not s.deleting]
-            if pods:
-                victim = rng.choice(pods)
-                self.store.delete(self.T_POD, victim.namespace, victim.name)
-        else:
-            name = f"settings-{rng.randint(0, 4)}"
-            data = {"version": str(rng.randint(0, 10**6))}
-            if self.store.get(self.T_CM, namespace, name) is None:
-                self.store.create(self.T_CM, {"metadata": {"name": name, "namespace": namespace}, "data": data})
-            else:
-                self.store.patch(self.T_CM, namespace, name, {"data": data})
-
 
 _ALL = Filter()
 

@@ -43,12 +43,7 @@ from kubectl_sktrace.record.ownerindex import OwnerIndex
 from kubectl_sktrace.record.stats import KindStats as KindStats  # where the progress line and the session import it
 from kubectl_sktrace.record.statuses import StatusIndex
 from kubectl_sktrace.store.history import CAUSE_FAILED
-from kubectl_sktrace.store.recording import (
-    OP_DELETED,
-    OP_OF_CHANGE,
-    EventRow,
-    Recording,
-)
+from kubectl_sktrace.store.recording import OP_DELETED, OP_OF_CHANGE, EventRow, Recording
 from kubectl_sktrace.trace import hashing, lifecycle, revisions, sanitize
 from kubectl_sktrace.trace import references as podrefs
 from kubectl_sktrace.tracerconfig import TracerConfig
@@ -364,8 +359,8 @@ class Ingest:
             ts, inferred = changes.creation_second(head.created, ts=ts, recv=recv, gap=gap, start=self.restart if first else None,
                                                    inferred=inferred)
         if decision.delete_first and known is not None:
-            # the old object was gone before its successor was created: its deletion takes the successor's
-            # time, recorded first (export keeps the two in order, in two events of that second)
+            # the old object was gone before its successor was created: its deletion takes the successor's time, recorded
+            # first (export keeps the two in order, in two events of that second)
             self._delete(head.key, known.uid, recv, inferred=inferred, ts=ts)
             self._count_deleted(gvk, caught_up=caught_up, offline=inferred)
         if head.owners:

@@ -151,9 +151,7 @@ pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a rang
                 only those drawn are read.
 created         (0015) per uid, the second of its ``creationTimestamp`` (which bodies lack: ``sanitize``), written at an
                 object's first sight and at every list; ``get --at`` shows it. Unknown (never guessed) until then.
-
-What a person reads of an object's status (0016): ``status_changes``, one row per status change (``store/statuses.py``).
-"""
+status_changes  (0016) what a person reads of an object's status, one row per change (``store/statuses.py``)."""
 
 from __future__ import annotations
 
