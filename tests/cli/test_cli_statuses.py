@@ -158,6 +158,10 @@ def audited(audit: Path) -> dict[tuple[str, str, str], list[tuple[float, dict[st
     return writes
 
 
+def bound_not_started(state: dict[str, Any]) -> bool:
+    return state.get("phase") == "Pending" and bool(state.get("node")) and not state.get("containers")
+
+
 def recorded(cache: str) -> dict[tuple[str, str, str], list[tuple[int, dict[str, Any]]]]:
     rows: dict[tuple[str, str, str], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for ts, gvk, name, uid, inferred, body in query(cache, "SELECT ts, gvk, name, uid, inferred, body FROM status_changes "
@@ -195,7 +199,10 @@ def test_an_incident_is_recorded_transition_by_transition_at_its_second(cluster:
             if state != last and (state or last is not None):
                 transitions.append((at, state))
             last = state
-        got = rows.get(key, [])
+        # a binding is logged as a Status, not the pod: the log cannot show a pod bound and not yet started, which the
+        # recorder sees when the kubelet starts it in a later pass than the one that bound it (a busy machine's timing)
+        got = [(ts, state) for ts, state in rows.get(key, []) if not bound_not_started(state)]
+        transitions = [(at, state) for at, state in transitions if not bound_not_started(state)]
         assert [state for _, state in got] == [state for _, state in transitions], key
         for (ts, _), (at, _) in zip(got, transitions):
             assert math.floor(at) <= ts <= math.floor(at) + 1, (key, ts, at)
