@@ -10,6 +10,8 @@ or, before the first run, every row its first lists wrote.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -194,9 +196,10 @@ def update_fill(cache: Cache, fill: Fill, *, covered: tuple[float, float] | None
 
 def end_pod(cache: Cache, *, uid: str, ts: int, since: float, until: float) -> bool:
     """A pod whose end a restart inferred (it vanished while offline) ends at its logged deletion ``ts`` instead, when
-    that lies in the gap; True when it did."""
+    that lies in the gap; True when it did. ``ts`` is a whole second: a deletion in the second a gap began (a recorder
+    stopped at 10:00:31.006, the pod gone at 10:00:31.75) ends in that second."""
     row = cache.conn.execute("SELECT end_ts FROM pods WHERE uid = ? AND end_inferred = 1", (uid,)).fetchone()
-    if row is None or not since <= ts <= until:
+    if row is None or not math.floor(since) <= ts <= until:
         return False
     cache.write("UPDATE pods SET end_ts = ?, end_inferred = 0 WHERE uid = ?", (ts, uid))
     return True

@@ -356,3 +356,16 @@ def test_a_write_between_a_runs_start_and_its_lists_is_filled_too(cache_builder:
     assert [r[1:] for r in events_of(cache_builder.path)] == [
         (T0, T0 + 0.25, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0),
         (T0 + 100, T0 + 100.6, "apps/v1.Deployment", "app", "web", "uid-web", 0, 0)], done.output
+
+
+def test_a_pod_deleted_in_the_second_a_gap_began_ends_in_that_second(cache_builder) -> None:  # type: ignore[no-untyped-def]
+    """The recorder stopped at …31.006 and the pod went at …31.75: its logged deletion lies in the gap, and its end is the
+    whole second 31, before the gap's exact start, not the restart's inferred end."""
+    from kubectl_sktrace.store import backfill as store
+
+    builder = cache_builder
+    builder.pod("web-1", owner=None, stable_hash=1, start_ts=10, end_ts=None, uid="u1")
+    builder.cache.write("UPDATE pods SET end_ts = 34, end_inferred = 1, live = 0 WHERE uid = 'u1'")
+    assert store.end_pod(builder.cache, uid="u1", ts=31, since=31.006, until=34.1)
+    assert builder.cache.conn.execute("SELECT end_ts, end_inferred FROM pods WHERE uid = 'u1'").fetchone() == (31, 0)
+    assert not store.end_pod(builder.cache, uid="u1", ts=30, since=31.006, until=34.1)  # ended already: nothing to move
