@@ -332,7 +332,9 @@ def test_a_real_recording_copied_between_engines_exports_the_same_bytes(tmp_path
         traces[name] = out.read_bytes()
     assert traces["sqlite"] == traces["postgresql"] == traces["back"]
     events = traceformat.decode_trace(traces["postgresql"]).events
-    assert sum(len(e["applied_objs"]) + len(e["deleted_objs"]) for e in events) > 20
+    # the traffic's five Deployments are there from the start; how many changes 4 s of it add depends on the machine's speed
+    # (the emulator's controllers write status between them), so a floor of the changes would be luck: more than the five
+    assert sum(len(e["applied_objs"]) + len(e["deleted_objs"]) for e in events) > 5
     statuses = [run_cli(["status", "--cache", cache, "--context", CONTEXT, "-o", "json"], home=tmp_path) for cache in (str(tmp_path / "rec.db"), pg_url)]
     counts = [{k: v for k, v in __import__("json").loads(s.stdout).items() if k in ("kinds", "pods", "events", "runs")} for s in statuses]
     assert counts[0] == counts[1]
