@@ -12,23 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Protocol
 
+from sktrace_apiserver.selectors import Kind
+
 Obj = dict[str, Any]
 
 
-class Served(Protocol):
-    """What the documents say of a served kind."""
-
-    @property
-    def group(self) -> str: ...
-
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def kind(self) -> str: ...
-
-    @property
-    def plural(self) -> str: ...
+class Served(Kind, Protocol):
+    """What the documents say of a served kind: a kind, and its scope."""
 
     @property
     def namespaced(self) -> bool: ...

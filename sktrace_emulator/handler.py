@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from sktrace_apiserver import answer
 from sktrace_apiserver import discovery as protocol
 from sktrace_apiserver import openapi as protocol_openapi
 from sktrace_apiserver import watch as framing
@@ -104,14 +105,7 @@ class Handler(BaseHTTPRequestHandler):
     def _send_bytes(self, code: int, body: bytes, *, headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
         self._answer = (code, body)
         self._audited()  # before the answer leaves: a client that read it finds the line written
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        answer.send(self, code, body, content_type=content_type, headers=headers)
 
     def _send_json(self, code: int, obj: Any, *, headers: dict[str, str] | None = None) -> None:
         self._send_bytes(code, json.dumps(obj, separators=(",", ":")).encode(), headers=headers)

@@ -22,7 +22,7 @@ from kubectl_sktrace.apiserver import columns
 from kubectl_sktrace.apiserver.catalog import Named, resource_list
 from kubectl_sktrace.apiserver.state import Filter, Item, Served
 from kubectl_sktrace.past.kinds import Kind
-from sktrace_apiserver import discovery, openapi, tables, watch
+from sktrace_apiserver import answer, discovery, openapi, tables, watch
 from sktrace_apiserver.selectors import parse_field_selector, parse_label_selector
 from sktrace_apiserver.status import ApiError, not_found, object_not_found
 
@@ -67,14 +67,7 @@ class Handler(BaseHTTPRequestHandler):
     # plumbing
 
     def _send(self, code: int, body: bytes, *, headers: dict[str, str] | None = None, content_type: str = "application/json") -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        answer.send(self, code, body, content_type=content_type, headers=headers)
 
     def _send_json(self, code: int, obj: Any, *, headers: dict[str, str] | None = None) -> None:
         self._send(code, json.dumps(obj, separators=(",", ":")).encode(), headers=headers)
