@@ -7,6 +7,8 @@ metadata change and a data change, and an audit log that filled part of the time
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -96,6 +98,9 @@ def test_every_mark_is_in_the_legend_in_its_own_colour_and_no_colour_says_two_th
     assert all(entry["marks"] for entry in legend), [e["words"] for e in legend if not e["marks"]]
     colours = [entry["colour"] for entry in legend]
     assert len(set(colours)) == len(colours), sorted(colours)  # no colour stands for two things
+    near = [(round(_distance(a["colour"], b["colour"]), 1), a["words"], b["words"]) for a, b in itertools.combinations(legend, 2)
+            if a["border"] == b["border"] and _distance(a["colour"], b["colour"]) < DISTINCT]
+    assert near == [], near  # nor two colours a reader could take for one (the kinds' bars' included)
     kinds = {m["what"] for m in marks}
     for expected in ("rect.span.span-run", "rect.span.span-offline", "rect.span.span-filled", "rect.span.span-outage",
                      "path.ticks.applied", "path.ticks.deleted.inferred", "path.ticks.applied.inferred", "path.ticks.metadata",
@@ -112,6 +117,62 @@ def test_every_mark_is_in_the_legend_in_its_own_colour_and_no_colour_says_two_th
     words = set(by_words)
     assert {"mark: deleted", "mark: reconstructed after a gap (hollow)", "pod running", "pod finished (outlined)",
             "exact from the audit log (filled by backfill)"} <= words, sorted(words)
+
+
+DISTINCT = 10.0
+"""The least CIEDE2000 difference between two colours of the legend: about 2 is the least a trained eye tells apart
+side by side; 10 is told apart at a glance, across the page. Colours whose swatches differ in outline as well (a
+hollow mark's dashed one) are told apart by their shape."""
+
+
+def _lab(css: str) -> tuple[float, float, float]:
+    """``rgb(r, g, b)`` as computed styles give it, in CIE Lab (sRGB, D65)."""
+    r, g, b = (int(v) / 255 for v in re.findall(r"\d+", css)[:3])
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    fx, fy, fz = (t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z))
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def _ciede2000(lab1: tuple[float, float, float], lab2: tuple[float, float, float]) -> float:
+    """Sharma, Wu and Dalal's formulation (2005), checked against their test data below."""
+    (l1, a1, b1), (l2, a2, b2) = lab1, lab2
+    c_mean = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(c_mean ** 7 / (c_mean ** 7 + 25 ** 7)))
+    a1, a2 = (1 + g) * a1, (1 + g) * a2
+    c1, c2 = math.hypot(a1, b1), math.hypot(a2, b2)
+    h1, h2 = (math.degrees(math.atan2(b, a)) % 360 if a or b else 0.0 for a, b in ((a1, b1), (a2, b2)))
+    dh = 0.0 if c1 * c2 == 0 else (h2 - h1 + 180) % 360 - 180
+    big_dh = 2 * math.sqrt(c1 * c2) * math.sin(math.radians(dh / 2))
+    l_mean, c_mean = (l1 + l2) / 2, (c1 + c2) / 2
+    if c1 * c2 == 0:
+        h_mean = h1 + h2
+    elif abs(h1 - h2) <= 180:
+        h_mean = (h1 + h2) / 2
+    else:
+        h_mean = (h1 + h2 + (360 if h1 + h2 < 360 else -360)) / 2
+    t = (1 - 0.17 * math.cos(math.radians(h_mean - 30)) + 0.24 * math.cos(math.radians(2 * h_mean))
+         + 0.32 * math.cos(math.radians(3 * h_mean + 6)) - 0.20 * math.cos(math.radians(4 * h_mean - 63)))
+    rotation = -math.sin(math.radians(60 * math.exp(-(((h_mean - 275) / 25) ** 2)))) * 2 * math.sqrt(c_mean ** 7 / (c_mean ** 7 + 25 ** 7))
+    sl = 1 + 0.015 * (l_mean - 50) ** 2 / math.sqrt(20 + (l_mean - 50) ** 2)
+    sc, sh = 1 + 0.045 * c_mean, 1 + 0.015 * c_mean * t
+    dl, dc, dh_ = (l2 - l1) / sl, (c2 - c1) / sc, big_dh / sh
+    return math.sqrt(dl ** 2 + dc ** 2 + dh_ ** 2 + rotation * dc * dh_)
+
+
+def _distance(a: str, b: str) -> float:
+    return _ciede2000(_lab(a), _lab(b))
+
+
+@pytest.mark.parametrize(("lab1", "lab2", "expected"), [  # Sharma, Wu and Dalal's test data: pairs 1, 7, 17, 25 and 34
+    ((50, 2.6772, -79.7751), (50, 0, -82.7485), 2.0425), ((50, 0, 0), (50, -1, 2), 2.3669),
+    ((50, 2.5, 0), (73, 25, -18), 27.1492), ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+    ((2.0776, 0.0795, -1.1350), (0.9033, -0.0636, -0.5514), 0.9082)])
+def test_colour_difference_is_ciede2000(lab1: tuple[float, float, float], lab2: tuple[float, float, float], expected: float) -> None:
+    assert _ciede2000(lab1, lab2) == pytest.approx(expected, abs=1e-4)
+    assert _ciede2000(lab2, lab1) == pytest.approx(expected, abs=1e-4)
 
 
 def _boxes(page: Any, selector: str) -> list[dict[str, float]]:

@@ -6,8 +6,9 @@
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-// distinct from the colours of the stretches (view.css): a kind is never mistaken for an outage or a refusal
-const KIND_COLOURS = ["#1e88e5", "#ffb300", "#00897b", "#d81b60", "#3949ab", "#c0ca33", "#6d4c41", "#00acc1", "#f06292", "#827717"];
+// far from every colour of view.css (CIEDE2000 at least 16) and from each other: a kind is never mistaken
+// for an outage, a refusal or a mark (tests/view/test_view_legend.py measures it)
+const KIND_COLOURS = ["#9c7b16", "#ef8faf", "#1dbac9", "#bce963", "#efa78f", "#63a6e9", "#e236b7", "#162d9c", "#815931", "#169c86"];
 // past the ten, a hue each by the golden angle, in two lightnesses: never a colour two kinds share
 function kindColour(n) {
   return n < KIND_COLOURS.length ? KIND_COLOURS[n] : `hsl(${Math.round((n * 137.508) % 360)}, 60%, ${n % 2 ? 38 : 55}%)`;
