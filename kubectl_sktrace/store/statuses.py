@@ -121,17 +121,35 @@ def band(cache: Cache, key: ObjKey, *, start: float, end: float) -> list[tuple[i
     return points
 
 
-def pod_marks(cache: Cache, namespace: str, name: str, uid: str, *, start: float, end: float) -> list[tuple[int, int, list[str]]]:
-    """``(row id, ts, marks)`` of a pod's (``uid``'s) status changes in ``[start, end)`` that show a restart, a crash loop,
-    an OOM kill or a failed pull (``statuses.marks``)."""
-    rows = [row for row in history_of(cache, ObjKey(POD, namespace, name), start=start, end=end) if row.uid == uid]
-    found, before = [], None
-    for row in rows:
-        marks = statuses.marks(before, row.reduced)
-        if marks and row.ts >= start:
-            found.append((row.id, row.ts, marks))
-        before = row.reduced
-    return found
+def pod_marks(cache: Cache, namespace: str, pods: Iterable[tuple[str, str]], *, start: float,
+              end: float) -> dict[tuple[str, str], list[tuple[int, int, list[str]]]]:
+    """Per pod ``(name, uid)`` of ``namespace`` (those of an object's row: one read for them all, however many), the
+    ``(row id, ts, marks)`` of its status changes in ``[start, end)`` that show a restart, a crash loop, an OOM kill or
+    a failed pull (``statuses.marks``: each against the pod's state before it, its last row before ``start`` first)."""
+    wanted = set(pods)
+    names = sorted({name for name, _ in wanted})
+    if not names or not has_statuses(cache):
+        return {}
+    marks = ", ".join("?" * len(names))
+    rows = cache.conn.execute(f"{_SELECT} WHERE s.gvk = ? AND s.namespace = ? AND s.name IN ({marks}) AND s.ts >= ? AND s.ts < ? "
+                              "ORDER BY s.name, s.ts, s.id", (str(POD), namespace, *names, start, end)).fetchall()
+    by_pod: dict[tuple[str, str], list[StatusRow]] = {}
+    for row in map(_row, rows):
+        by_pod.setdefault((row.key.name, row.uid), []).append(row)
+    drawn: dict[tuple[str, str], list[tuple[int, int, list[str]]]] = {}
+    for (name, uid), changes in by_pod.items():
+        if (name, uid) not in wanted:
+            continue  # another pod of the name (its uid another life's)
+        before = cache.conn.execute(f"{_SELECT} WHERE s.gvk = ? AND s.namespace = ? AND s.name = ? AND s.ts < ? AND s.uid = ? "
+                                    "ORDER BY s.ts DESC, s.id DESC LIMIT 1", (str(POD), namespace, name, start, uid)).fetchone()
+        state = None if before is None else _row(before).reduced
+        drawn[(name, uid)] = []
+        for change in changes:
+            shown = statuses.marks(state, change.reduced)
+            if shown:
+                drawn[(name, uid)].append((change.id, change.ts, shown))
+            state = change.reduced
+    return drawn
 
 
 def change(cache: Cache, row_id: int) -> tuple[StatusRow, StatusRow | None] | None:

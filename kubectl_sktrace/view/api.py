@@ -162,9 +162,9 @@ def _with_status(cache: Cache, drawn: dict[str, Any], row: viewing.ObjectRow, *,
     against desired replicas, ``[ts, ready, desired]`` from the range's start, and on each pod its ``marks`` (restarts,
     crash loops, OOM kills, failed pulls: ``{id, ts, marks}``, the id a status change's, for ``status_change``)."""
     drawn["band"] = [list(point) for point in statuses.band(cache, row.key, start=start, end=end)]
+    marked = statuses.pod_marks(cache, row.key.namespace, [(life.name, life.uid) for life in row.pods], start=start, end=end)
     for pod, life in zip(drawn["pods"], row.pods):
-        pod["marks"] = [{"id": i, "ts": ts, "marks": marks}
-                        for i, ts, marks in statuses.pod_marks(cache, row.key.namespace, life.name, life.uid, start=start, end=end)]
+        pod["marks"] = [{"id": i, "ts": ts, "marks": marks} for i, ts, marks in marked.get((life.name, life.uid), [])]
     return drawn
 
 

@@ -112,3 +112,30 @@ def test_postgresql_records_prunes_and_reads_them_alike(pg_url: str) -> None:
     assert stored.state_at(h.cache, at=T0 + 26)[WEB].reduced["readyReplicas"] == 2
     assert [r.reduced.get("readyReplicas") for r in stored.history_of(h.cache, WEB, start=T0 + 25, end=T0 + 40)] == [2, 3]
     assert stored.workload_states(stored.state_at(h.cache, at=float("inf"), live=True)) == (("Deployment ns/web", "3 of 3 ready"),)
+
+
+def test_the_marks_of_a_rows_pods_are_read_at_once_each_against_its_own_state_before(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "c.db")
+    ingest = h.ingest()
+
+    def at(name: str, uid: str, ts: float, restarts: int, reason: str | None = None) -> None:
+        obj = pod(name, uid, rs=None, started=T0)
+        obj["status"]["containerStatuses"][0].update(ready=reason is None, restartCount=restarts)
+        if reason:
+            obj["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": reason}}
+        ingest.event(POD, "MODIFIED" if ts > T0 + 1 else "ADDED", obj, ts)
+
+    at("a", "ua", T0 + 1, 0)
+    at("a", "ua", T0 + 5, 1)  # a restart before the range: the state the first one in it is read against
+    at("a", "ua", T0 + 20, 1, "CrashLoopBackOff")
+    at("a", "ua", T0 + 30, 2)
+    at("b", "ub", T0 + 1, 0, "ImagePullBackOff")
+    at("b", "ub", T0 + 21, 0)  # pulled at last: nothing to mark
+    ingest.event(POD, "DELETED", pod("b", "ub", rs=None, started=T0), T0 + 22)
+    at("b", "ub2", T0 + 25, 0, "ImagePullBackOff")  # the name again, another pod's
+    h.finish(ingest, T0 + 40)
+    found = stored.pod_marks(h.cache, "ns", [("a", "ua"), ("b", "ub"), ("b", "ub2"), ("c", "uc")], start=T0 + 10, end=T0 + 40)
+    assert {pod: [(ts - int(T0), marks) for _, ts, marks in rows] for pod, rows in found.items()} == {
+        ("a", "ua"): [(20, ["crashloop"]), (30, ["restart"])], ("b", "ub"): [], ("b", "ub2"): [(25, ["pullfailed"])]}
+    whole = stored.pod_marks(h.cache, "ns", [("b", "ub")], start=T0, end=T0 + 40)  # from its first row: against nothing
+    assert {pod: [(ts - int(T0), marks) for _, ts, marks in rows] for pod, rows in whole.items()} == {("b", "ub"): [(1, ["pullfailed"])]}
