@@ -15,12 +15,13 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from kubectl_sktrace.apiserver.state import Served
 from kubectl_sktrace.errors import SktraceError
 from kubectl_sktrace.model import POD, CacheUrl
 from kubectl_sktrace.past.objects import Scope
+from kubectl_sktrace.past.printing import with_status
 from kubectl_sktrace.past.state import DELETED, Change, Past, PodLife
 from kubectl_sktrace.store import open_cache_readonly
 
@@ -69,7 +70,7 @@ class _Player:
             with open_cache_readonly(self.location) as cache:
                 history = Past(cache)
                 news, after_row = history.follow(self.state.kinds, Scope(), after_row=self.after_row)
-                changes = [(c, _pod(history, c)) for c in news if c.row_id not in self.seen]
+                changes = [(c, *_at(history, c)) for c in news if c.row_id not in self.seen]
             self.after_row = after_row
             if not _apply(self.state, changes, due=self.due, clock=self.clock, stop=self.stop):
                 self.stop.wait(POLL)
@@ -81,27 +82,32 @@ class _Player:
             mark = Past(cache).last_row()  # before the window's Past: whatever it misses was written after this row
             history = Past(cache)
             end = min(now + WINDOW * self.speed, history.now)
-            changes = [(c, _pod(history, c)) for c in history.changes(self.state.kinds, Scope(), after=self.cursor, until=end)]
+            changes = [(c, *_at(history, c)) for c in history.changes(self.state.kinds, Scope(), after=self.cursor, until=end)]
         if end >= history.now:
-            self.after_row, self.seen = mark, {c.row_id for c, _ in changes}
+            self.after_row, self.seen = mark, {c[0].row_id for c in changes}
         _apply(self.state, changes, due=self.due, clock=self.clock, stop=self.stop)
         self.cursor = end  # read ahead: the history's clock (``Served.now``, the ages) moves with the wall's, above
 
 
-def _apply(state: Served, changes: list[tuple[Change, PodLife | None]], *, due: Callable[[Change], float], clock: Callable[[], float],
-           stop: threading.Event) -> bool:
+Applied = tuple[Change, PodLife | None, dict[str, Any] | None, dict[str, Any] | None]
+
+
+def _apply(state: Served, changes: list[Applied], *, due: Callable[[Change], float], clock: Callable[[], float], stop: threading.Event) -> bool:
     """Each change applied when its second comes; whether there was any."""
-    for change, pod in changes:
+    for change, pod, obj, status in changes:
         if stop.wait(max(0.0, due(change) - clock())):
             return True
-        obj = None if change.type == DELETED else change.obj
-        state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second, pod=pod)
+        state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second, pod=pod,
+                    status=status)
     return bool(changes)
 
 
-def _pod(history: Past, change: Change) -> PodLife | None:
-    """A pod's recorded lifecycle, as at the second of its change (None for any other kind, or a deletion)."""
-    if change.kind.gvk != POD or change.type == DELETED:
-        return None
+def _at(history: Past, change: Change) -> tuple[PodLife | None, dict[str, Any] | None, dict[str, Any] | None]:
+    """As at the second of its change: a pod's recorded lifecycle, the object as served (with its status where known),
+    its reduced status; all None for a deletion."""
+    if change.type == DELETED:
+        return None, None, None
     found = history.object_at(change.kind, change.key.namespace, change.key.name, change.second)
-    return None if found is None else found.pod
+    if found is None or found.uid != change.uid:
+        return None, change.obj, None
+    return found.pod if change.kind.gvk == POD else None, with_status(change.obj, found.status), found.status

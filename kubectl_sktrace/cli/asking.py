@@ -100,10 +100,10 @@ def _say_knowledge(found: Sequence[Any], second: int) -> None:
 def _sorted(found: list[Any], sort_by: str | None) -> list[Any]:
     if sort_by is None:
         return found
-    from kubectl_sktrace.past import jsonpath
+    from kubectl_sktrace.past import jsonpath, printing
 
     def key(item: Any) -> tuple[int, Any]:
-        text = jsonpath.value(sort_by, item.obj)
+        text = jsonpath.value(sort_by, printing.document(item))
         return (0, float(text)) if text.replace(".", "", 1).lstrip("-").isdigit() else (1, text)
 
     return sorted(found, key=key)
@@ -115,7 +115,7 @@ def _render(found: list[Any], kind: Any, *, output: str | None, second: int, nam
     from kubectl_sktrace.past import printing
 
     if output in ("json", "yaml") or (output is not None and output.startswith("jsonpath=")):
-        return _document(found[0].obj if single and len(found) == 1 else printing.as_list(found), output)
+        return _document(printing.document(found[0]) if single and len(found) == 1 else printing.as_list(found), output)
     if output == "name":
         return "\n".join(printing.name_line(o) for o in found)
     if not found:
@@ -124,12 +124,24 @@ def _render(found: list[Any], kind: Any, *, output: str | None, second: int, nam
         return printing.custom_columns(output.partition("=")[2], found, no_headers=no_headers)
     table = printing.table(found, kind.gvk.kind, second=second, namespace_column=namespace_column, wide=output == "wide",
                            show_labels=show_labels, no_headers=no_headers)
-    status = [name for name in table.unknown if name != "AGE"]
-    if status:
-        note(f"{', '.join(status)}: read from status, which the history does not keep: shown <unknown>.")
+    _say_unknown(table.unknown, kind.gvk.kind, found, second)
     if "AGE" in table.unknown:
         note("AGE: the creation time was not recorded for some objects (caches before schema 0015 learn it at their next start): shown <unknown>.")
     return table.text
+
+
+def _say_unknown(columns: Sequence[str], kind: str, found: Sequence[Any], second: int) -> None:
+    """Once, which columns print <unknown> and why: fields no status change keeps, or a status the history does not know."""
+    from kubectl_sktrace.past.printing import never_kept
+
+    kept = never_kept(kind)
+    never = [name for name in columns if name in kept]
+    unknown = [name for name in columns if name not in kept and name != "AGE"]
+    if never:
+        note(f"{', '.join(never)}: read from status fields the history does not keep: shown <unknown>.")
+    if unknown:
+        note(f"{', '.join(unknown)}: the status at {_when(second)} is not known for some objects (status changes were not recorded "
+             "then: a cache before schema 16, a time before they were first recorded, or a gap nobody observed): shown <unknown>.")
 
 
 def _document(data: Any, output: str) -> str:

@@ -26,7 +26,7 @@ from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import POD, ObjKey
 from kubectl_sktrace.past.kinds import Kind, recorded, resolve
 from kubectl_sktrace.past.objects import Scope, kubectl_form
-from kubectl_sktrace.store import attime, history
+from kubectl_sktrace.store import attime, history, statuses
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.versions import APPLIED
 from kubectl_sktrace.timeparse import format_time
@@ -75,7 +75,10 @@ class PodLife:
 @dataclass(frozen=True)
 class PastObject:
     """One object as it was at a time: ``obj`` in kubectl's JSON form (``objects.kubectl_form``), the second and row of
-    its version in force, how it is known, its run, and for a pod its lifecycle (None when not recorded)."""
+    its version in force, how it is known, its run, for a pod its lifecycle (None when not recorded), and its reduced
+    status in force (``trace/statuses.reduce``: what a person reads of it, {} an object whose status was still empty;
+    None where the history does not know it: a cache before status changes, a time before they were first recorded,
+    a gap)."""
 
     kind: Kind
     key: ObjKey
@@ -86,6 +89,7 @@ class PastObject:
     run_id: int
     known: Knowledge
     pod: PodLife | None = None
+    status: dict[str, Any] | None = None  # its reduced status in force (``trace/statuses``); None: not known at that time
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ class Past:
         self._gaps: list[tuple[str, Gap]] | None = None
         self._fills: list[tuple[str, float, float]] | None = None
         self._first: tuple[int | None] | None = None
+        self._status_since: tuple[float | None] | None = None
 
     # kinds and times
 
@@ -222,6 +227,7 @@ class Past:
         second = self.second(at)
         whole = self.knowledge(kind, second)
         rows = attime.rows_at(self.cache, gvk=kind.gvk, second=second, namespace=scope.namespace_filter(), names=scope.name_filter())
+        statuses_known = whole is None and self.status_known(second)
         chunk: list[PastObject] = []
         for row in rows:
             assert row.body is not None
@@ -229,18 +235,34 @@ class Past:
             if scope.selects(row.key, obj):
                 chunk.append(PastObject(kind, row.key, row.uid, obj, row.ts, row.id, row.run_id, self._known(row, whole)))
             if len(chunk) >= 500:
-                yield from self._with_pods(chunk)
+                yield from self._completed(chunk, second, statuses_known)
                 chunk = []
-        yield from self._with_pods(chunk)
+        yield from self._completed(chunk, second, statuses_known)
 
-    def _with_pods(self, chunk: list[PastObject]) -> Iterator[PastObject]:
-        if not chunk or chunk[0].kind.gvk != POD:
+    def _completed(self, chunk: list[PastObject], second: int, statuses_known: bool) -> Iterator[PastObject]:
+        """The chunk's objects with their status in force (when known at ``second``) and, for pods, their lifecycles."""
+        if not chunk:
+            return
+        if statuses_known:
+            found = statuses.in_force(self.cache, gvk=chunk[0].kind.gvk, keys=[(o.key.namespace, o.key.name) for o in chunk], second=second)
+            chunk = [replace(o, status=_status_of(found.get((o.key.namespace, o.key.name)), o.uid)) for o in chunk]
+        if chunk[0].kind.gvk != POD:
             yield from chunk
             return
         lives = attime.pod_phases(self.cache, uids=[o.uid for o in chunk])
-        for found in chunk:
-            life = lives.get(found.uid)
-            yield found if life is None else replace(found, pod=PodLife(*life))
+        for each in chunk:
+            life = lives.get(each.uid)
+            yield each if life is None else replace(each, pod=PodLife(*life))
+
+    def status_known(self, second: int) -> bool:
+        """Whether the history knows statuses at ``second`` (a kind's gap aside: ``knowledge``): status changes were
+        recorded by then, from the end of the first recording run's lists that wrote one."""
+        if self._status_since is None:
+            run = statuses.first_run(self.cache)
+            found = next((r.synced or r.started for r in history.runs(self.cache) if r.id == run), None) if run is not None else None
+            self._status_since = (found,)
+        since = self._status_since[0]
+        return since is not None and second >= math.floor(since)
 
     def object_at(self, kind: Kind, namespace: str, name: str, at: float) -> PastObject | None:
         """One object as it was at ``at``; None when it did not exist then."""
@@ -322,6 +344,12 @@ class Past:
 
     def object_at_scope(self, kind: Kind, scope: Scope, second: int) -> PastObject | None:
         return next(self.objects_at(kind, scope, second), None)
+
+
+def _status_of(row: statuses.StatusRow | None, uid: str) -> dict[str, Any]:
+    """The reduced status of the life ``uid`` from its name's last status change: {} when that change is another life's
+    (a name re-created, the new object's status not yet written) or there is none (nothing to read yet)."""
+    return row.reduced if row is not None and row.uid == uid else {}
 
 
 def _differences(kind: Kind, key: ObjKey, old: PastObject | None, new: PastObject | None) -> Iterator[Difference]:
