@@ -49,13 +49,14 @@ def _open(cache: str | None, kubeconfig: str | None, context: str | None) -> Ite
 def _namespace(namespace: str | None, all_namespaces: bool, *, kubeconfig: str | None, context: str | None, kind: Any) -> str | None:
     """The namespace asked: -n, else none with -A or for a cluster-scoped kind, else the context's (kubectl's rule)."""
     from kubectl_sktrace.cli.globalflags import namespace_scope
-    from kubectl_sktrace.kube.kubeconfig import context_namespace
 
     chosen = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
     if chosen is not None or all_namespaces:
         return chosen if kind is None or kind.namespaced else None
     if kind is not None and not kind.namespaced:
         return None
+    from kubectl_sktrace.kube.kubeconfig import context_namespace  # the kubeconfig read only when it is what says
+
     return context_namespace(kubeconfig=kubeconfig, context=context)
 
 
@@ -140,19 +141,19 @@ def _say_unknown(columns: Sequence[str], kind: str, found: Sequence[Any], second
     if never:
         note(f"{', '.join(never)}: read from status fields the history does not keep: shown <unknown>.")
     if unknown:
-        note(f"{', '.join(unknown)}: the status at {_when(second)} is not known for some objects (status changes were not recorded "
-             "then: a cache before schema 16, a time before they were first recorded, or a gap nobody observed): shown <unknown>.")
+        note(f"{', '.join(unknown)}: the status at {_when(second)} is not known for some objects (no status change was recorded "
+             "then: a cache before schema 16, a time before they were first recorded, or time no recorder watched): shown <unknown>.")
 
 
 def _document(data: Any, output: str) -> str:
-    import yaml
-
-    from kubectl_sktrace.past import jsonpath
-
     if output == "json":
         return json.dumps(data, indent=4)
     if output == "yaml":
+        import yaml
+
         return str(yaml.safe_dump(data, sort_keys=True, default_flow_style=False)).rstrip("\n")
+    from kubectl_sktrace.past import jsonpath
+
     return jsonpath.render(output.partition("=")[2], data)
 
 
@@ -311,20 +312,24 @@ def _known(change: Any) -> Any:
 @cache_option
 @click.option("--diff", "show_diff", is_flag=True, help="Show each change as a diff of the object's YAML (key order ignored).")
 @click.option("--pods", "pods", is_flag=True, help="Add the lifecycles of the object's pods.")
+@click.option("--status", "status", is_flag=True,
+              help="Add its status changes among its versions (ready replicas, conditions, a pod's containers' states).")
 @click.option("-o", "--output", "output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True, help="Output format.")
 @click.argument("target", metavar="KIND/NAME")
 def history_command(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-                    show_diff: bool, pods: bool, output: str, target: str) -> None:
+                    show_diff: bool, pods: bool, status: bool, output: str, target: str) -> None:
     """List every recorded version of one object, one line each, as 'kubectl rollout history' lists revisions.
 
     Each line: when, what changed (spec, labels, annotations, owners, data, deleted), how it is known, the run that
     recorded it. Objects are told apart by uid: a name deleted and created again shows as two lives, one after the other.
+    As 'kubectl rollout history', the versions only; --status adds what a person reads of its status as it changed.
 
     \b
     Example:
       kubectl sktrace history deploy/web -n demo
       kubectl sktrace history cm/settings -n shop --diff
       kubectl sktrace history deployments.apps/web -n demo --pods -o json
+      kubectl sktrace history deploy/web -n shop --status
     """
     from kubectl_sktrace.past.state import Past
 
@@ -339,12 +344,13 @@ def history_command(kubeconfig: str | None, context: str | None, namespace: str 
             raise UsageError("history shows one object: give its namespace with -n, not -A")
         lives = past.lives(kind, ns, names[0])
         owned = past.pods(kind, ns, names[0]) if pods else []
+        changed = past.status_changes(kind, ns, names[0]) if status else []
     if not lives:
         raise UsageError(f"the history has no {kind.resource} {names[0]!r}{f' in namespace {ns}' if ns else ''}; "
                          f"'kubectl sktrace get {kind.plural} -A' lists what it has")
     from kubectl_sktrace.cli.pastviews import history_text
 
-    say(history_text(lives, owned, output=output, show_diff=show_diff))
+    say(history_text(lives, owned, output=output, show_diff=show_diff, statuses=changed))
 
 
 @click.command("diff", cls=SktraceCommand)

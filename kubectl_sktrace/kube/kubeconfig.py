@@ -31,9 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
-from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import KubeError, UsageError
 from kubectl_sktrace.model import CacheUrl, is_database_url, mask_url
 
@@ -256,6 +253,10 @@ def _describe(files: list[Path]) -> str:
 
 
 def _load_file(path: Path) -> dict[str, Any]:
+    import yaml  # read here only: checking a --cache location (every command) needs no YAML
+
+    from kubectl_sktrace import safeyaml
+
     try:
         with path.open(encoding="utf-8") as stream:
             text = stream.read(safeyaml.MAX_CHARS + 1)  # past the bound: refused without reading the rest

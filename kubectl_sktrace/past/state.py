@@ -111,6 +111,25 @@ class Change:
 
 
 @dataclass(frozen=True)
+class StatusChange:
+    """One recorded status change of an object (``uid``): its reduced status ``before`` (None: its first) and ``after``;
+    ``known`` LIVE or RECONSTRUCTED (a list found it, its time unknown)."""
+
+    second: int
+    uid: str
+    before: dict[str, Any] | None
+    after: dict[str, Any]
+    known: str
+    run_id: int
+
+    @property
+    def what(self) -> str:
+        from kubectl_sktrace.trace.statuses import describe
+
+        return "status: " + (describe(self.before, self.after) or "as before")
+
+
+@dataclass(frozen=True)
 class Life:
     """One object of a name, from its creation to its deletion (``deleted`` None while it lives): its changes in order."""
 
@@ -324,6 +343,15 @@ class Past:
                 found[-1][1].append(change)
             before, old = row, new
         return [Life(uid, tuple(changes)) for uid, changes in found]
+
+    def status_changes(self, kind: Kind, namespace: str, name: str) -> list[StatusChange]:
+        """Every recorded status change of one name (every life's: ``uid`` tells them apart), oldest first."""
+        found: list[StatusChange] = []
+        last: dict[str, dict[str, Any]] = {}
+        for row in statuses.history_of(self.cache, ObjKey(kind.gvk, namespace, name), start=0, end=2**62):
+            found.append(StatusChange(row.ts, row.uid, last.get(row.uid), row.reduced, RECONSTRUCTED if row.inferred else LIVE, row.run_id))
+            last[row.uid] = row.reduced
+        return found
 
     # between two times
 

@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli_start import sktrace, start_background, stop, wait_synced
+from test_cli_start import query, sktrace, start_background, stop, wait_synced
 from test_cli_statuses import CONFIG, NS, cluster, incident  # noqa: F401 - the fixture
 from tests.apiserver.test_serve_past import serve
 from tests.cli.test_cli_past import caught_up, kubectl
 
+from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace import statuses
 from sktrace_emulator import Emulator
 
@@ -87,7 +88,21 @@ def test_get_at_prints_the_status_columns_kubectl_printed_then(cluster: tuple[Em
     for served in serve(cache, tmp_path, "--at", f"@{second}"):
         for kind in ("deploy", "pods"):
             assert rows(served.kubectl("get", kind, "-n", NS).stdout) == seen[kind], kind
+    _history(cache, second, [p["metadata"]["name"] for p in waiting])
     _without_statuses(cache, tmp_path, second)
+
+
+def _history(cache: str, second: int, pulling: list[str]) -> None:
+    """``history --status``: each recorded status change a line among the versions, at its second; without it, none."""
+    recorded = query(cache, "SELECT ts FROM status_changes WHERE gvk = 'apps/v1.Deployment' AND namespace = ? AND name = 'web' ORDER BY id", NS)
+    said = sktrace("history", "deploy/web", "-n", NS, "--cache", cache, "--status").stdout.splitlines()
+    lines = [line for line in said if "status: " in line]
+    assert len(lines) == len(recorded) and any("readyReplicas 3 -> 2" in line for line in lines), said
+    at = said[0].index("TIME")
+    assert [line[at:].split()[0] for line in lines] == [format_time(ts) for (ts,) in recorded], said
+    assert "status: " not in sktrace("history", "deploy/web", "-n", NS, "--cache", cache).stdout
+    pod = sktrace("history", f"pod/{pulling[0]}", "-n", NS, "--cache", cache, "--status").stdout
+    assert "web: state waiting ImagePullBackOff" in pod, pod
 
 
 def _without_statuses(cache: str, tmp_path: Path, second: int) -> None:

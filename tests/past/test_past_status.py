@@ -1,0 +1,84 @@
+"""The status in force at T, read through the past layer (``Past.objects_at``) on both engines: the last status change
+of the object's own life at or before T; {} for a life whose status was not written yet (a name re-created); None
+(not known) before the first run that recorded status changes, and in a gap nobody observed. ``get --at`` prints
+kubectl's columns from it, and ``history --status`` lists the changes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from conftest import CacheBuilder, location, obj
+from kubectl_sktrace.model import GVK
+from kubectl_sktrace.past.objects import Scope
+from kubectl_sktrace.past.state import Past
+from kubectl_sktrace.store import open_cache_readonly
+from kubectl_sktrace.store.bodies import encode_body
+
+T0 = 1_790_000_000
+DEPLOY = GVK.parse("apps/v1.Deployment")
+WEB = {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+       "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}
+
+
+def status(b: CacheBuilder, ts: int, name: str, uid: str, reduced: dict[str, Any], *, inferred: bool = False) -> None:
+    with b.cache.transaction() as conn:
+        conn.execute("INSERT INTO status_changes (ts, recv, run_id, gvk, namespace, name, uid, inferred, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (ts, ts + 0.25, b.run_id, str(DEPLOY), "app", name, uid, int(inferred), encode_body(reduced)[0]))
+
+
+def build(cache: str) -> None:
+    """A run before status changes were recorded (T0..T0+100), a gap, a run that records them (T0+200..T0+400): web
+    ready 1 of 3 then 3 of 3; web deleted and created again at T0+300, its new life's status not yet written."""
+    b = CacheBuilder(location(cache))
+    try:
+        b.run(started=T0, stopped=T0 + 100)
+        b.apply(T0 + 10, obj("Deployment", "web", spec=WEB))
+        b.run(started=T0 + 200, stopped=T0 + 400)
+        status(b, T0 + 200, "web", "uid-web", {"desired": 3, "replicas": 3, "readyReplicas": 1, "updatedReplicas": 3}, inferred=True)
+        status(b, T0 + 250, "web", "uid-web", {"desired": 3, "replicas": 3, "readyReplicas": 3, "updatedReplicas": 3, "availableReplicas": 3})
+        b.delete(T0 + 300, obj("Deployment", "web"))
+        b.apply(T0 + 301, obj("Deployment", "web", spec=WEB), uid="uid-web-2")
+    finally:
+        b.close()
+
+
+def statuses_at(cache: str, at: int) -> dict[str, Any]:
+    with open_cache_readonly(location(cache)) as opened:
+        past = Past(opened, now=T0 + 400)
+        return {o.uid: o.status for o in past.objects_at(past.kind("deploy"), Scope(), at)}
+
+
+def sktrace(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kubectl_sktrace", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_the_status_in_force_is_its_own_lives_last_change(engine: str) -> None:
+    build(engine)
+    assert statuses_at(engine, T0 + 50) == {"uid-web": None}  # before status changes were recorded: not known
+    assert statuses_at(engine, T0 + 150) == {"uid-web": None}  # no recorder ran
+    assert statuses_at(engine, T0 + 220)["uid-web"]["readyReplicas"] == 1
+    assert statuses_at(engine, T0 + 250)["uid-web"]["readyReplicas"] == 3
+    assert statuses_at(engine, T0 + 310) == {"uid-web-2": {}}  # the new life: nothing written yet, not the old life's
+    with open_cache_readonly(location(engine)) as opened:
+        changes = Past(opened, now=T0 + 400).status_changes(Past(opened).kind("deploy"), "app", "web")
+    assert [(c.second, c.known, c.before is None) for c in changes] == [(T0 + 200, "reconstructed", True), (T0 + 250, "live", False)]
+    assert changes[1].what == "status: readyReplicas 1 -> 3; availableReplicas - -> 3"
+
+
+def test_get_at_prints_the_columns_from_it(tmp_path: Any) -> None:
+    cache = str(tmp_path / "cache.db")
+    build(cache)
+    table = sktrace("get", "deploy", "-n", "app", "--cache", cache, "--at", f"@{T0 + 220}")
+    assert table.stdout.split("\n")[1].split()[:4] == ["web", "1/3", "3", "0"], table.stdout
+    before = sktrace("get", "deploy", "-n", "app", "--cache", cache, "--at", f"@{T0 + 50}")
+    assert before.stdout.split("\n")[1].split()[:4] == ["web", "<unknown>", "<unknown>", "<unknown>"]
+    assert before.stderr.count("READY, UP-TO-DATE, AVAILABLE: the status at") == 1, before.stderr
+    fresh = json.loads(sktrace("get", "deploy", "web", "-n", "app", "--cache", cache, "--at", f"@{T0 + 310}", "-o", "json").stdout)
+    assert fresh["status"] == {}
+    said = sktrace("history", "deploy/web", "-n", "app", "--cache", cache, "--status").stdout
+    assert "status: readyReplicas 1 -> 3" in said and said.index("status: readyReplicas 1 -> 3") < said.index("deleted"), said
+    data = json.loads(sktrace("history", "deploy/web", "-n", "app", "--cache", cache, "--status", "-o", "json").stdout)
+    assert [len(life["statuses"]) for life in data["lives"]] == [2, 0]
