@@ -82,3 +82,29 @@ def test_get_at_prints_the_columns_from_it(tmp_path: Any) -> None:
     assert "status: readyReplicas 1 -> 3" in said and said.index("status: readyReplicas 1 -> 3") < said.index("deleted"), said
     data = json.loads(sktrace("history", "deploy/web", "-n", "app", "--cache", cache, "--status", "-o", "json").stdout)
     assert [len(life["statuses"]) for life in data["lives"]] == [2, 0]
+
+
+_IMPORTED = """
+import sys
+from kubectl_sktrace.cli import cli
+sys.argv = ["kubectl-sktrace", *sys.argv[1:]]
+try:
+    cli(prog_name="kubectl sktrace")
+except SystemExit:
+    pass
+print(" ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def test_get_imports_only_what_it_uses(tmp_path: Any) -> None:
+    """A process runs one command: ``get --at`` with ``--cache`` and ``-n`` imports no other command's module, no
+    kubernetes client, no YAML (it reads no kubeconfig, writes JSON)."""
+    cache = str(tmp_path / "cache.db")
+    build(cache)
+    done = subprocess.run([sys.executable, "-c", _IMPORTED, "get", "deploy", "web", "-n", "app", "--cache", cache, "--at", f"@{T0 + 220}",
+                           "-o", "json"], capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stdout)["status"]["readyReplicas"] == 1, done.stderr
+    imported = set(done.stderr.split("\n")[-2].split())
+    unneeded = {"kubernetes", "yaml", "urllib3", "kubectl_sktrace.cli.exporting", "kubectl_sktrace.cli.recording", "kubectl_sktrace.cli.backfilling",
+                "kubectl_sktrace.cli.traces", "kubectl_sktrace.cli.viewing", "kubectl_sktrace.cli.pastserving", "kubectl_sktrace.kube.client"}
+    assert not unneeded & imported, sorted(unneeded & imported)
