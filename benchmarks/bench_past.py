@@ -67,8 +67,9 @@ def busiest(cache: Path) -> tuple[str, str, int, int, int]:
     return ns, name, n, first, last
 
 
-def many_versions(directory: Path, versions: int) -> Path:
-    """A cache of one Deployment scaled ``versions`` times, a second apart (the recorder's own schema and bodies)."""
+def many_versions(directory: Path, versions: int, *, distinct: int = 50) -> Path:
+    """A cache of one Deployment scaled ``versions`` times, a second apart (the recorder's own schema and bodies), to
+    ``distinct`` replica counts in turn (50: scaled back and forth, as an autoscaler does; ``versions``: every body new)."""
     import random
     import sqlite3
 
@@ -78,7 +79,7 @@ def many_versions(directory: Path, versions: int) -> Path:
     from kubectl_sktrace.model import GVK
     from sktrace_emulator.builders import deployment_object
 
-    path = directory / f"versions-{versions}.db"
+    path = directory / (f"versions-{versions}.db" if distinct == 50 else f"versions-{versions}-{distinct}.db")
     if path.exists():
         return path
     with open_cache(path, create=True) as cache, cache.transaction() as conn:
@@ -87,7 +88,7 @@ def many_versions(directory: Path, versions: int) -> Path:
     base = deployment_object("shop", "web", replicas=1, rng=random.Random(1))
     rows = []
     for n in range(versions):
-        body = sanitize({**base, "spec": {**base["spec"], "replicas": n % 50 + 1}}, gvk=GVK("apps", "v1", "Deployment"))
+        body = sanitize({**base, "spec": {**base["spec"], "replicas": n % distinct + 1}}, gvk=GVK("apps", "v1", "Deployment"))
         blob, status = encode_body(body)
         rows.append((T0 + n, T0 + n + 0.1, 1, "apps/v1.Deployment", "shop", "web", "uid-web", 0, 0, n, None, blob, status))
     conn2 = sqlite3.connect(path)
@@ -137,9 +138,10 @@ def main() -> None:
     print(f"history deploy/NAME ({len(out.splitlines()) - 1} versions): {told:.3f} s")
     day, out = timed(SKTRACE + ["diff", "--from", f"@{at}", "--to", f"@{at + 86400}", "-o", "name", *base], repeat=max(1, args.repeat // 2), ok=(0, 1))
     print(f"diff over a day -o name ({len(out.splitlines())} objects changed): {day:.3f} s")
-    deep = many_versions(args.dir, 10_000)
-    told, out = timed(SKTRACE + ["history", "deploy/web", "-n", "shop", "--cache", str(deep)], repeat=args.repeat)
-    print(f"history deploy/NAME ({len(out.splitlines()) - 1} versions): {told:.3f} s")
+    for distinct in (50, 10_000):
+        deep = many_versions(args.dir, 10_000, distinct=distinct)
+        told, out = timed(SKTRACE + ["history", "deploy/web", "-n", "shop", "--cache", str(deep)], repeat=args.repeat)
+        print(f"history deploy/NAME ({len(out.splitlines()) - 1} versions, {distinct} distinct bodies): {told:.3f} s")
     print(f"peak RSS of the processes measured: {peak_mb():.0f} MB")
 
 
