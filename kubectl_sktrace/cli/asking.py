@@ -111,7 +111,7 @@ def _sorted(found: list[Any], sort_by: str | None) -> list[Any]:
 
 
 def _render(found: list[Any], kind: Any, *, output: str | None, second: int, namespace_column: bool, show_labels: bool,
-            no_headers: bool, single: bool) -> str:
+            no_headers: bool, single: bool, qualified: bool = False) -> str:
     """The objects in the form ``-o`` asks: a document (json, yaml, jsonpath), names, or columns."""
     from kubectl_sktrace.past import printing
 
@@ -124,7 +124,7 @@ def _render(found: list[Any], kind: Any, *, output: str | None, second: int, nam
     if output is not None and output.startswith("custom-columns="):
         return printing.custom_columns(output.partition("=")[2], found, no_headers=no_headers)
     table = printing.table(found, kind.gvk.kind, second=second, namespace_column=namespace_column, wide=output == "wide",
-                           show_labels=show_labels, no_headers=no_headers)
+                           show_labels=show_labels, no_headers=no_headers, qualified=qualified)
     _say_unknown(table.unknown, kind.gvk.kind, found, second)
     if "AGE" in table.unknown:
         note("AGE: the creation time was not recorded for some objects (caches before schema 0015 learn it at their next start): shown <unknown>.")
@@ -220,6 +220,13 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
         _from_trace(trace, term, names, when, namespace=namespace, all_namespaces=all_namespaces, selector=selector,
                     field_selector=field_selector, output=output, show_labels=show_labels, sort_by=sort_by, no_headers=no_headers)
         return
+    if "," in term or term == "all":
+        if watch:
+            raise UsageError("--watch follows one kind; give one, like 'kubectl sktrace get deploy -w'")
+        _get_many(lambda: _open(cache, kubeconfig, context), term, names, when, namespace=namespace, all_namespaces=all_namespaces,
+                  kube=(kubeconfig, context), selector=selector, field_selector=field_selector, output=output, show_labels=show_labels,
+                  sort_by=sort_by, no_headers=no_headers)
+        return
     replay = None if since is None else parse_duration(since)
     with _open(cache, kubeconfig, context) as opened:
         past = Past(opened)
@@ -240,9 +247,45 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
         say(f'Error: {kind.resource} "{name}" did not exist at {_when(second)}', err=True)
     if not watch:
         if missing or (not found and not names):
-            _nothing(found, names, scope, second)
+            _nothing(names, scope.namespace, second)
         return
     _follow(replayed, lambda: _open(cache, kubeconfig, context), kind, scope, after_row, **options)  # type: ignore[arg-type]
+
+
+def _get_many(opener: Any, terms: str, names: list[str], when: float, *, namespace: str | None, all_namespaces: bool,
+              kube: tuple[str | None, str | None], selector: str | None, field_selector: str | None, output: str | None,
+              show_labels: bool, sort_by: str | None, no_headers: bool) -> None:
+    """``get deploy,cm --at T`` and ``get all``: a table per kind, its names as ``deployment.apps/web``, a blank line
+    between two; one List (``-o json|yaml``) or one line per object (``-o name``) of them all."""
+    from kubectl_sktrace.past.state import Past
+
+    with opener() as opened:
+        past = Past(opened)
+        kinds = past.kinds_named(terms)
+        second = past.second(when)
+        everything: list[Any] = []
+        tables: list[str] = []
+        missing: list[str] = []
+        shown: str | None = None  # the namespace asked, as "No resources found in NS namespace" says it
+        for kind in kinds:
+            scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kube[0], context=kube[1], kind=kind), names, selector, field_selector)
+            shown = scope.namespace if kind.namespaced else shown
+            found = _sorted(list(past.objects_at(kind, scope, when)), sort_by)
+            missing += [f'{kind.resource} "{n}"' for n in names if n not in {o.key.name for o in found}]
+            everything += found
+            if output in (None, "wide") or (output or "").startswith("custom-columns="):
+                tables.append(_render(found, kind, output=output, second=second, namespace_column=scope.namespace is None and kind.namespaced,
+                                      show_labels=show_labels, no_headers=no_headers, single=False, qualified=True))
+        text = "\n\n".join(t for t in tables if t) if tables else _render(
+            everything, kinds[0] if kinds else None, output=output, second=second, namespace_column=False, show_labels=show_labels,
+            no_headers=no_headers, single=False)
+        _say_knowledge(everything, second)
+    if text:
+        say(text)
+    for what in missing:
+        say(f"Error: {what} did not exist at {_when(second)}", err=True)
+    if missing or (not everything and not names):
+        _nothing(names, shown, second)
 
 
 def _from_trace(path: str, term: str, names: list[str], when: float, *, namespace: str | None, all_namespaces: bool,
@@ -267,7 +310,7 @@ def _from_trace(path: str, term: str, names: list[str], when: float, *, namespac
     if text:
         say(text)
     if not found:
-        _nothing(found, names, scope, second)
+        _nothing(names, scope.namespace, second)
 
 
 def _when(second: int) -> str:
@@ -276,10 +319,10 @@ def _when(second: int) -> str:
     return format_time(second)
 
 
-def _nothing(found: list[Any], names: Sequence[str], scope: Any, second: int) -> None:
+def _nothing(names: Sequence[str], namespace: str | None, second: int) -> None:
     if names:
         raise SystemExit(1)
-    where = "" if scope.namespace is None else f" in {scope.namespace} namespace"
+    where = "" if namespace is None else f" in {namespace} namespace"
     say(f"No resources found{where} at {_when(second)}.", err=True)
 
 

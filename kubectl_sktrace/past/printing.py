@@ -153,10 +153,13 @@ class Table:
 
 
 def table(objects: Sequence[PastObject], kind: str, *, second: int, namespace_column: bool, wide: bool, show_labels: bool,
-          no_headers: bool) -> Table:
-    """``kubectl get``'s table of ``objects`` (of kind ``kind``) as they were at ``second``."""
+          no_headers: bool, qualified: bool = False) -> Table:
+    """``kubectl get``'s table of ``objects`` (of kind ``kind``) as they were at ``second``; ``qualified``: names as
+    ``deployment.apps/web``, as kubectl prints them when several kinds were asked."""
     base, extra = COLUMNS.get(kind, _GENERIC)
     columns = list(base) + (list(extra) if wide else [])
+    if qualified:
+        columns[0] = ("NAME", lambda o, s: name_line(o))
     if namespace_column:
         columns.insert(0, ("NAMESPACE", lambda o, s: o.key.namespace))
     if show_labels:

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import POD, ObjKey
-from kubectl_sktrace.past.kinds import Kind, recorded, resolve
+from kubectl_sktrace.past.kinds import Kind, recorded, resolve, resolve_many
 from kubectl_sktrace.past.objects import Scope, kubectl_form
 from kubectl_sktrace.store import attime, history, statuses
 from kubectl_sktrace.store.engine import Cache
@@ -179,6 +179,10 @@ class Past:
     def kind(self, term: str) -> Kind:
         """The recorded kind ``term`` names as kubectl takes it (``deploy``, ``deployments.apps``, ``apps/v1.Deployment``)."""
         return resolve(self.kinds(), term)
+
+    def kinds_named(self, terms: str) -> list[Kind]:
+        """The recorded kinds ``deploy,cm`` or ``all`` names (``kinds.resolve_many``)."""
+        return resolve_many(self.kinds(), terms)
 
     def begins(self) -> int | None:
         """The second of the history's first row (None: no history yet)."""

@@ -108,3 +108,27 @@ def test_get_imports_only_what_it_uses(tmp_path: Any) -> None:
     unneeded = {"kubernetes", "yaml", "urllib3", "kubectl_sktrace.cli.exporting", "kubectl_sktrace.cli.recording", "kubectl_sktrace.cli.backfilling",
                 "kubectl_sktrace.cli.traces", "kubectl_sktrace.cli.viewing", "kubectl_sktrace.cli.pastserving", "kubectl_sktrace.kube.client"}
     assert not unneeded & imported, sorted(unneeded & imported)
+
+
+def test_several_kinds_print_a_table_each_as_kubectl(tmp_path: Any) -> None:
+    """``get deploy,cm`` as ``kubectl get deploy,cm`` prints it: a table per kind, names as ``deployment.apps/web``, a
+    blank line between; ``-o json`` one List, ``-o name`` a line each; ``get all`` kubectl's category (no ConfigMap)."""
+    cache = str(tmp_path / "cache.db")
+    build(cache)
+    b = CacheBuilder(location(cache))
+    try:
+        b.run_id = 2
+        b.apply(T0 + 210, obj("ConfigMap", "cfg") | {"data": {"a": "1", "b": "2"}})
+    finally:
+        b.close()
+    at = ("-n", "app", "--cache", cache, "--at", f"@{T0 + 220}")
+    table = sktrace("get", "deploy,cm", *at)
+    assert [line.split()[:2] for line in table.stdout.strip().split("\n")] == [
+        ["NAME", "READY"], ["deployment.apps/web", "1/3"], [], ["NAME", "DATA"], ["configmap/cfg", "2"]], table.stdout
+    assert sktrace("get", "cm,deploy", *at, "-o", "name").stdout.split() == ["configmap/cfg", "deployment.apps/web"]
+    listed = json.loads(sktrace("get", "deploy,cm", *at, "-o", "json").stdout)
+    assert (listed["kind"], [i["kind"] for i in listed["items"]]) == ("List", ["Deployment", "ConfigMap"])
+    assert sktrace("get", "all", *at).stdout.split("\n")[1].split()[0] == "deployment.apps/web"
+    missing = sktrace("get", "deploy,cm", "web", *at)
+    assert missing.returncode == 1 and 'Error: configmaps "web" did not exist at' in missing.stderr, missing.stderr
+    assert "deployment.apps/web" in missing.stdout
