@@ -207,31 +207,39 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
       kubectl sktrace get deploy -w --since 10m
       kubectl sktrace get deploy -A --at @1796655690 --trace incident.sktrace
     """
-    from kubectl_sktrace.past.state import Past
-    from kubectl_sktrace.timeparse import parse_duration
-
     if since is not None and not watch:
         raise UsageError("--since replays the past before following: it goes with -w/--watch")
     term, names = _kind_and_names(words)
     when = _time(at, "--at")
+    shown = dict(output=output, show_labels=show_labels, sort_by=sort_by, no_headers=no_headers)
     if trace is not None:
         if watch:
             raise UsageError("--watch follows a running recorder's cache; a trace file does not change: leave out --trace or -w")
         _from_trace(trace, term, names, when, namespace=namespace, all_namespaces=all_namespaces, selector=selector,
-                    field_selector=field_selector, output=output, show_labels=show_labels, sort_by=sort_by, no_headers=no_headers)
+                    field_selector=field_selector, **shown)  # type: ignore[arg-type]
         return
+    opener = lambda: _open(cache, kubeconfig, context)  # noqa: E731
+    asked = dict(namespace=namespace, all_namespaces=all_namespaces, kube=(kubeconfig, context), selector=selector, field_selector=field_selector)
     if "," in term or term == "all":
         if watch:
             raise UsageError("--watch follows one kind; give one, like 'kubectl sktrace get deploy -w'")
-        _get_many(lambda: _open(cache, kubeconfig, context), term, names, when, namespace=namespace, all_namespaces=all_namespaces,
-                  kube=(kubeconfig, context), selector=selector, field_selector=field_selector, output=output, show_labels=show_labels,
-                  sort_by=sort_by, no_headers=no_headers)
+        _get_many(opener, term, names, when, **asked, **shown)  # type: ignore[arg-type]
         return
+    _get_one(opener, term, names, when, since=since, watch=watch, **asked, **shown)  # type: ignore[arg-type]
+
+
+def _get_one(opener: Any, term: str, names: list[str], when: float, *, since: str | None, watch: bool, namespace: str | None,
+             all_namespaces: bool, kube: tuple[str | None, str | None], selector: str | None, field_selector: str | None,
+             output: str | None, show_labels: bool, sort_by: str | None, no_headers: bool) -> None:
+    """``get KIND [NAME...] --at T``, and with ``--watch`` the changes after it (``--since``: replayed from before T)."""
+    from kubectl_sktrace.past.state import Past
+    from kubectl_sktrace.timeparse import parse_duration
+
     replay = None if since is None else parse_duration(since)
-    with _open(cache, kubeconfig, context) as opened:
+    with opener() as opened:
         past = Past(opened)
         kind = past.kind(term)
-        scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kubeconfig, context=context, kind=kind), names, selector, field_selector)
+        scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kube[0], context=kube[1], kind=kind), names, selector, field_selector)
         start = when if replay is None else max(when - replay, past.begins() or when)  # a replay from the beginning at most
         second = past.second(start)
         found = _sorted(list(past.objects_at(kind, scope, start)), sort_by)
@@ -249,7 +257,7 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
         if missing or (not found and not names):
             _nothing(names, scope.namespace, second)
         return
-    _follow(replayed, lambda: _open(cache, kubeconfig, context), kind, scope, after_row, **options)  # type: ignore[arg-type]
+    _follow(replayed, opener, kind, scope, after_row, **options)  # type: ignore[arg-type]
 
 
 def _get_many(opener: Any, terms: str, names: list[str], when: float, *, namespace: str | None, all_namespaces: bool,
