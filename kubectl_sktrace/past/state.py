@@ -124,9 +124,14 @@ class StatusChange:
 
     @property
     def what(self) -> str:
-        from kubectl_sktrace.trace.statuses import describe
+        """For people: ``status: 2 of 3 ready`` (its first), ``status: ready 2/3→3/3; readyReplicas 2 -> 3; ...``."""
+        from kubectl_sktrace.trace.statuses import describe, ready_of, summary
 
-        return "status: " + (describe(self.before, self.after) or "as before")
+        if self.before is None:
+            return f"status: {summary(self.after)}"
+        was, now = ready_of(self.before), ready_of(self.after)
+        ready = f"ready {was[0]}/{was[1]}→{now[0]}/{now[1]}; " if was is not None and now is not None and was != now else ""
+        return f"status: {ready}{describe(self.before, self.after) or 'as before'}"
 
 
 @dataclass(frozen=True)

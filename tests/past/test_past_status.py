@@ -65,7 +65,7 @@ def test_the_status_in_force_is_its_own_lives_last_change(engine: str) -> None:
     with open_cache_readonly(location(engine)) as opened:
         changes = Past(opened, now=T0 + 400).status_changes(Past(opened).kind("deploy"), "app", "web")
     assert [(c.second, c.known, c.before is None) for c in changes] == [(T0 + 200, "reconstructed", True), (T0 + 250, "live", False)]
-    assert changes[1].what == "status: readyReplicas 1 -> 3; availableReplicas - -> 3"
+    assert [c.what for c in changes] == ["status: 1 of 3 ready", "status: ready 1/3→3/3; readyReplicas 1 -> 3; availableReplicas - -> 3"]
 
 
 def test_get_at_prints_the_columns_from_it(tmp_path: Any) -> None:
@@ -79,7 +79,7 @@ def test_get_at_prints_the_columns_from_it(tmp_path: Any) -> None:
     fresh = json.loads(sktrace("get", "deploy", "web", "-n", "app", "--cache", cache, "--at", f"@{T0 + 310}", "-o", "json").stdout)
     assert fresh["status"] == {}
     said = sktrace("history", "deploy/web", "-n", "app", "--cache", cache, "--status").stdout
-    assert "status: readyReplicas 1 -> 3" in said and said.index("status: readyReplicas 1 -> 3") < said.index("deleted"), said
+    assert "status: ready 1/3→3/3; readyReplicas 1 -> 3" in said and said.index("readyReplicas 1 -> 3") < said.index("deleted"), said
     data = json.loads(sktrace("history", "deploy/web", "-n", "app", "--cache", cache, "--status", "-o", "json").stdout)
     assert [len(life["statuses"]) for life in data["lives"]] == [2, 0]
 
