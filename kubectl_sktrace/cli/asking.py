@@ -157,17 +157,21 @@ def _document(data: Any, output: str) -> str:
     return jsonpath.render(output.partition("=")[2], data)
 
 
-def _watch_rows(opener: Any, kinds: list[Any], scope: Any, after_row: int) -> Iterator[list[Any]]:
-    """The changes a running recorder writes, a batch at a time, the cache opened anew for each look (a PostgreSQL
-    reader sees the snapshot it opened)."""
+def _watch_rows(opener: Any, kinds: list[Any], scope: Any, after: tuple[int, int]) -> Iterator[list[Any]]:
+    """The objects a running recorder changes (their spec, labels... or their status), as they were then, a batch at a
+    time in time order, the cache opened anew for each look (a PostgreSQL reader sees the snapshot it opened)."""
     from kubectl_sktrace.past.state import Past
 
+    after_row, after_status = after
     while True:
         time.sleep(POLL)
         with opener() as opened:
-            news, after_row = Past(opened).follow(kinds, scope, after_row=after_row)
-        if news:
-            yield news
+            past = Past(opened)
+            news, after_row = past.follow(kinds, scope, after_row=after_row)
+            statuses, after_status = past.status_news(kinds, scope, after_status=after_status)
+            batch = sorted([past.as_object(change) for change in news] + statuses, key=lambda o: o.second)
+        if batch:
+            yield batch
 
 
 @click.command("get", cls=SktraceCommand)
@@ -249,15 +253,22 @@ def _get_one(opener: Any, term: str, names: list[str], when: float, *, since: st
         _say_knowledge(found, second)
         if text:
             say(text)
-        replayed = list(past.changes([kind], scope, after=start, until=past.now)) if replay is not None else []
-        after_row = past.last_row()
+        replayed = _replayed(past, kind, scope, start) if replay is not None else []
+        after = (past.last_row(), past.last_status_row())
     for name in missing:
         say(f'Error: {kind.resource} "{name}" did not exist at {_when(second)}', err=True)
     if not watch:
         if missing or (not found and not names):
             _nothing(names, scope.namespace, second)
         return
-    _follow(replayed, opener, kind, scope, after_row, **options)  # type: ignore[arg-type]
+    _follow(replayed, opener, kind, scope, after, **options)  # type: ignore[arg-type]
+
+
+def _replayed(past: Any, kind: Any, scope: Any, start: float) -> list[Any]:
+    """``--since``: the objects changed after ``start`` (their spec or their status), as they were then, in time order."""
+    changed = [past.as_object(change) for change in past.changes([kind], scope, after=start, until=past.now)]
+    statuses, _ = past.status_news([kind], scope, after=start, until=past.now)
+    return sorted(changed + statuses, key=lambda o: o.second)
 
 
 def _get_many(opener: Any, terms: str, names: list[str], when: float, *, namespace: str | None, all_namespaces: bool,
@@ -334,26 +345,18 @@ def _nothing(names: Sequence[str], namespace: str | None, second: int) -> None:
     say(f"No resources found{where} at {_when(second)}.", err=True)
 
 
-def _follow(replayed: list[Any], opener: Any, kind: Any, scope: Any, after_row: int, *, output: str | None, namespace_column: bool,
-            show_labels: bool) -> None:
-    """--watch: the replayed changes, then what a running recorder commits, a line (or an object) each."""
-    from kubectl_sktrace.past.state import PastObject
+def _follow(replayed: list[Any], opener: Any, kind: Any, scope: Any, after: tuple[int, int], *, output: str | None,
+            namespace_column: bool, show_labels: bool) -> None:
+    """--watch: the replayed objects, then what a running recorder commits, a line (or an object) each."""
 
-    def printed(changes: list[Any]) -> None:
-        for change in changes:
-            item = PastObject(kind, change.key, change.uid, change.obj, change.second, change.row_id, change.run_id, _known(change))
-            say(_render([item], kind, output=output, second=change.second, namespace_column=namespace_column, show_labels=show_labels,
+    def printed(items: list[Any]) -> None:
+        for item in items:
+            say(_render([item], kind, output=output, second=item.second, namespace_column=namespace_column, show_labels=show_labels,
                         no_headers=True, single=True))
 
     printed(replayed)
-    for batch in _watch_rows(opener, [kind], scope, after_row):
+    for batch in _watch_rows(opener, [kind], scope, after):
         printed(batch)
-
-
-def _known(change: Any) -> Any:
-    from kubectl_sktrace.past.state import Knowledge
-
-    return Knowledge(change.known)
 
 
 @click.command("history", cls=SktraceCommand)

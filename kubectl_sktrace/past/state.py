@@ -317,6 +317,31 @@ class Past:
         newest = max((r.id for r in rows), default=after_row)
         return list(self._as_changes(iter(rows), by_gvk, scope)), newest
 
+    def as_object(self, change: Change) -> PastObject:
+        """A change as the object it made, with its status then (a watch's row: ``get -w``)."""
+        found = PastObject(change.kind, change.key, change.uid, change.obj, change.second, change.row_id, change.run_id, Knowledge(change.known))
+        return next(self._completed([found], change.second, self.knowledge(change.kind, change.second) is None and self.status_known(change.second)))
+
+    def status_news(self, kinds: Iterable[Kind], scope: Scope, *, after_status: int = 0, after: float | None = None,
+                    until: float | None = None) -> tuple[list[PastObject], int]:
+        """The objects whose status changed, as they were then (with that status): the status changes written after the
+        row ``after_status`` (a running recorder's news), or stamped in ``(after, until]``; and the last row read."""
+        by_gvk = {k.gvk: k for k in kinds}
+        bounds = {} if after is None or until is None else {"first": max(math.floor(after), self.begins() or 0) + 1, "last": self.second(until)}
+        rows = statuses.rows_after(self.cache, gvks=list(by_gvk), after_id=after_status, namespace=scope.namespace_filter(), **bounds)
+        found = []
+        for row in rows:
+            one = Scope(namespace=row.key.namespace, names=(row.key.name,), labels=scope.labels, fields=scope.fields)
+            named = Scope(namespace=scope.namespace, names=scope.names, fields=scope.fields).selects(row.key, None)
+            now = next(self.objects_at(by_gvk[row.key.gvk], one, row.ts), None) if named else None
+            if now is not None and now.uid == row.uid:
+                found.append(replace(now, second=row.ts, status=row.reduced if now.status is not None else None))
+        return found, max((row.id for row in rows), default=after_status)
+
+    def last_status_row(self) -> int:
+        """The last status change written: where ``status_news`` begins."""
+        return statuses.last_row(self.cache)
+
     def pods(self, kind: Kind, namespace: str, name: str) -> list[tuple[str, str, PodLife]]:
         """``(name, uid, lifecycle)`` of the pods whose lifecycle owner is the object, in the order first recorded."""
         return [(n, u, PodLife(start, end, inferred)) for n, u, start, end, inferred in attime.pods_of(self.cache, ObjKey(kind.gvk, namespace, name))]

@@ -178,3 +178,30 @@ def in_force(cache: Cache, *, gvk: GVK, keys: Sequence[tuple[str, str]], second:
     wanted = set(keys)
     found = (_row(raw) for raw in cache.conn.execute(sql, params).fetchall())
     return {(row.key.namespace, row.key.name): row for row in found if (row.key.namespace, row.key.name) in wanted}
+
+
+def rows_after(cache: Cache, *, gvks: Sequence[GVK], after_id: int = 0, first: int | None = None, last: int | None = None,
+               namespace: str | None = None, limit: int = 10_000) -> list[StatusRow]:
+    """The status changes of ``gvks`` written after the row ``after_id`` (a running recorder's news, in the order
+    written), or stamped ``first <= ts <= last`` (in time order); ``limit`` at most."""
+    if not gvks or not has_statuses(cache):
+        return []
+    params: dict[str, Any] = {f"k{i}": str(gvk) for i, gvk in enumerate(gvks)}
+    where = [f"s.gvk IN ({', '.join(f':k{i}' for i in range(len(gvks)))})", "s.id > :after"]
+    params.update(after=after_id, limit=limit)
+    if first is not None and last is not None:
+        where.append("s.ts >= :first AND s.ts <= :last")
+        params.update(first=first, last=last)
+    if namespace is not None:
+        where.append("s.namespace = :ns")
+        params["ns"] = namespace
+    order = "s.ts, s.id" if first is not None else "s.id"
+    return [_row(raw) for raw in cache.conn.execute(f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT :limit", params).fetchall()]
+
+
+def last_row(cache: Cache) -> int:
+    """The id of the last status change written (0: none)."""
+    if not has_statuses(cache):
+        return 0
+    row = cache.conn.execute("SELECT max(id) FROM status_changes").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])

@@ -132,3 +132,20 @@ def test_several_kinds_print_a_table_each_as_kubectl(tmp_path: Any) -> None:
     missing = sktrace("get", "deploy,cm", "web", *at)
     assert missing.returncode == 1 and 'Error: configmaps "web" did not exist at' in missing.stderr, missing.stderr
     assert "deployment.apps/web" in missing.stdout
+
+
+def test_watch_prints_each_status_change_as_kubectl_get_w(tmp_path: Any) -> None:
+    """``get -w --since``: a row for each status change too (kubectl's -w prints every update), with that change's state."""
+    cache = str(tmp_path / "cache.db")
+    build(cache)
+    proc = subprocess.Popen([sys.executable, "-m", "kubectl_sktrace", "get", "deploy", "-n", "app", "--cache", cache, "-w", "--since", "300s",
+                             "--at", f"@{T0 + 400}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline().split()[:4] for _ in range(6)]
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert lines == [["NAME", "READY", "UP-TO-DATE", "AVAILABLE"], ["web", "<unknown>", "<unknown>", "<unknown>"],
+                     ["web", "1/3", "3", "0"], ["web", "3/3", "3", "3"],  # its status changes
+                     ["web", "3/3", "3", "3"], ["web", "0/3", "0", "0"]], lines  # deleted (its last state), created again
