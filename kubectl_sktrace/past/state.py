@@ -379,11 +379,13 @@ class Past:
         return [Life(uid, tuple(changes)) for uid, changes in found]
 
     def status_changes(self, kind: Kind, namespace: str, name: str) -> list[StatusChange]:
-        """Every recorded status change of one name (every life's: ``uid`` tells them apart), oldest first."""
+        """Every recorded status change of one name (every life's: ``uid`` tells them apart), oldest first; a row that
+        repeats the state before it is left out."""
         found: list[StatusChange] = []
         last: dict[str, dict[str, Any]] = {}
         for row in statuses.history_of(self.cache, ObjKey(kind.gvk, namespace, name), start=0, end=2**62):
-            found.append(StatusChange(row.ts, row.uid, last.get(row.uid), row.reduced, RECONSTRUCTED if row.inferred else LIVE, row.run_id))
+            if last.get(row.uid) != row.reduced:  # a row that changes nothing a person reads (a relist's) says nothing
+                found.append(StatusChange(row.ts, row.uid, last.get(row.uid), row.reduced, RECONSTRUCTED if row.inferred else LIVE, row.run_id))
             last[row.uid] = row.reduced
         return found
 

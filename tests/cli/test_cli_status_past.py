@@ -20,6 +20,7 @@ from test_cli_statuses import CONFIG, NS, cluster, incident  # noqa: F401 - the 
 from tests.apiserver.test_serve_past import serve
 from tests.cli.test_cli_past import caught_up, kubectl
 
+from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace import statuses
 from sktrace_emulator import Emulator
@@ -94,12 +95,14 @@ def test_get_at_prints_the_status_columns_kubectl_printed_then(cluster: tuple[Em
 
 def _history(cache: str, second: int, pulling: list[str]) -> None:
     """``history --status``: each recorded status change a line among the versions, at its second; without it, none."""
-    recorded = query(cache, "SELECT ts FROM status_changes WHERE gvk = 'apps/v1.Deployment' AND namespace = ? AND name = 'web' ORDER BY id", NS)
+    rows = query(cache, "SELECT ts, body FROM status_changes WHERE gvk = 'apps/v1.Deployment' AND namespace = ? AND name = 'web' ORDER BY id", NS)
+    states = [(ts, decode_body(bytes(body))) for ts, body in rows]
+    recorded = [ts for i, (ts, state) in enumerate(states) if i == 0 or states[i - 1][1] != state]  # a repeated state says nothing
     said = sktrace("history", "deploy/web", "-n", NS, "--cache", cache, "--status").stdout.splitlines()
     lines = [line for line in said if "status: " in line]
     assert len(lines) == len(recorded) and any("readyReplicas 3 -> 2" in line for line in lines), said
     at = said[0].index("TIME")
-    assert [line[at:].split()[0] for line in lines] == [format_time(ts) for (ts,) in recorded], said
+    assert [line[at:].split()[0] for line in lines] == [format_time(ts) for ts in recorded], said
     assert "status: " not in sktrace("history", "deploy/web", "-n", NS, "--cache", cache).stdout
     pod = sktrace("history", f"pod/{pulling[0]}", "-n", NS, "--cache", cache, "--status").stdout
     assert "web: state waiting ImagePullBackOff" in pod, pod
