@@ -24,7 +24,6 @@ cache file without paying for the client. Nothing is ever written to a kubeconfi
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -110,6 +109,8 @@ def default_cache_path(context: str, *, environ: Mapping[str, str] = os.environ)
     """
     safe = _UNSAFE.sub("_", context)
     if safe != context or not safe or safe.startswith("."):
+        import hashlib  # only for such a name: every command checks its --cache here, none else needs it
+
         digest = hashlib.sha256(context.encode("utf-8")).hexdigest()[:8]
         safe = f"{safe.lstrip('.')}-{digest}" if safe.lstrip(".") else digest
     return state_dir(environ) / f"{safe}.db"
