@@ -28,6 +28,6 @@ def table(kind: Kind, items: Sequence[Item], *, second: int, rv: str, cont: str 
     rows = []
     for item in items:
         obj = item.obj()
-        found = PastObject(kind, ObjKey(kind.gvk, item.namespace, item.name), item.uid, obj, second, 0, 0, _KNOWN, item.pod)
+        found = PastObject(kind, ObjKey(kind.gvk, item.namespace, item.name), item.uid, obj, second, 0, 0, _KNOWN, item.pod, item.status)
         rows.append(([cell(found, second) for _, cell in cells], obj.get("metadata") or {}))
     return envelope(definitions, rows, rv=rv, cont=cont, remaining=remaining)

@@ -7,7 +7,8 @@ The changes are read a window at a time (``WINDOW`` seconds of history ahead of 
 opened anew and read at once: a running recorder is never waited for, nor waits. Once a window reaches the present,
 the replay follows the recorder's news (``Past.follow``: rows written after the last row seen before that window was
 read, each applied as its second comes), so that what a recorder commits while the server runs comes too; a row both
-windows and news hold is applied once.
+windows and news hold is applied once. Status changes come the same way (``Past.status_news``), each a MODIFIED of its
+own with that change's state, so that a watcher sees readiness move as it did live.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 from kubectl_sktrace.apiserver.state import Served
 from kubectl_sktrace.errors import SktraceError
-from kubectl_sktrace.model import POD, CacheUrl
+from kubectl_sktrace.model import GVK, POD, CacheUrl
 from kubectl_sktrace.past.objects import Scope
-from kubectl_sktrace.past.state import DELETED, Change, Past, PodLife
+from kubectl_sktrace.past.printing import with_status
+from kubectl_sktrace.past.state import DELETED, Change, Past, PastObject, PodLife
 from kubectl_sktrace.store import open_cache_readonly
 
 WINDOW = 60.0
@@ -56,10 +58,11 @@ class _Player:
         self.location, self.state, self.at, self.speed, self.stop, self.clock = location, state, at, speed, stop, clock
         self.started, self.cursor = clock(), at
         self.after_row: int | None = None  # following the recorder's news, after this row
+        self.after_status = 0  # and after this status change
         self.seen: set[int] = set()  # the rows of the window that reached the present
 
-    def due(self, change: Change) -> float:
-        return self.started + (change.second - self.at) / self.speed
+    def due(self, step: Step) -> float:
+        return self.started + (step.second - self.at) / self.speed
 
     def step(self) -> None:
         """One read (a window, or the recorder's news) and its changes applied as their seconds come."""
@@ -69,7 +72,8 @@ class _Player:
             with open_cache_readonly(self.location) as cache:
                 history = Past(cache)
                 news, after_row = history.follow(self.state.kinds, Scope(), after_row=self.after_row)
-                changes = [(c, _pod(history, c)) for c in news if c.row_id not in self.seen]
+                statuses, self.after_status = history.status_news(self.state.kinds, Scope(), after_status=self.after_status)
+                changes = _steps(history, [c for c in news if c.row_id not in self.seen], statuses)
             self.after_row = after_row
             if not _apply(self.state, changes, due=self.due, clock=self.clock, stop=self.stop):
                 self.stop.wait(POLL)
@@ -79,29 +83,55 @@ class _Player:
             return
         with open_cache_readonly(self.location) as cache:
             mark = Past(cache).last_row()  # before the window's Past: whatever it misses was written after this row
+            marked = Past(cache).last_status_row()
             history = Past(cache)
             end = min(now + WINDOW * self.speed, history.now)
-            changes = [(c, _pod(history, c)) for c in history.changes(self.state.kinds, Scope(), after=self.cursor, until=end)]
+            window = list(history.changes(self.state.kinds, Scope(), after=self.cursor, until=end))
+            statuses, last_status = history.status_news(self.state.kinds, Scope(), after=self.cursor, until=end)
+            changes = _steps(history, window, statuses)
         if end >= history.now:
-            self.after_row, self.seen = mark, {c.row_id for c, _ in changes}
+            self.after_row, self.seen = mark, {c.row_id for c in window}
+            self.after_status = max(marked, last_status)
         _apply(self.state, changes, due=self.due, clock=self.clock, stop=self.stop)
         self.cursor = end  # read ahead: the history's clock (``Served.now``, the ages) moves with the wall's, above
 
 
-def _apply(state: Served, changes: list[tuple[Change, PodLife | None]], *, due: Callable[[Change], float], clock: Callable[[], float],
-           stop: threading.Event) -> bool:
+class Step(NamedTuple):
+    """One change to apply at its second: the object as served (None: deleted), a pod's lifecycle, its reduced status."""
+
+    second: int
+    gvk: GVK
+    namespace: str
+    name: str
+    obj: dict[str, Any] | None
+    pod: PodLife | None
+    status: dict[str, Any] | None
+
+
+def _steps(history: Past, changes: list[Change], statuses: list[PastObject]) -> list[Step]:
+    """The changes (spec, labels...: as at each one's second) and the status changes (each with its own state), in time
+    order, a version before a status of the same second."""
+    steps = [Step(c.second, c.kind.gvk, c.key.namespace, c.key.name, *_at(history, c)) for c in changes]
+    steps += [Step(o.second, o.kind.gvk, o.key.namespace, o.key.name, with_status(o.obj, o.status), o.pod if o.kind.gvk == POD else None,
+                   o.status) for o in statuses]
+    return sorted(steps, key=lambda step: step.second)
+
+
+def _apply(state: Served, steps: list[Step], *, due: Callable[[Step], float], clock: Callable[[], float], stop: threading.Event) -> bool:
     """Each change applied when its second comes; whether there was any."""
-    for change, pod in changes:
-        if stop.wait(max(0.0, due(change) - clock())):
+    for step in steps:
+        if stop.wait(max(0.0, due(step) - clock())):
             return True
-        obj = None if change.type == DELETED else change.obj
-        state.apply(gvk=change.kind.gvk, namespace=change.key.namespace, name=change.key.name, obj=obj, ts=change.second, pod=pod)
-    return bool(changes)
+        state.apply(gvk=step.gvk, namespace=step.namespace, name=step.name, obj=step.obj, ts=step.second, pod=step.pod, status=step.status)
+    return bool(steps)
 
 
-def _pod(history: Past, change: Change) -> PodLife | None:
-    """A pod's recorded lifecycle, as at the second of its change (None for any other kind, or a deletion)."""
-    if change.kind.gvk != POD or change.type == DELETED:
-        return None
+def _at(history: Past, change: Change) -> tuple[dict[str, Any] | None, PodLife | None, dict[str, Any] | None]:
+    """As at the second of its change: the object as served (with its status where known), a pod's recorded lifecycle,
+    its reduced status; all None for a deletion."""
+    if change.type == DELETED:
+        return None, None, None
     found = history.object_at(change.kind, change.key.namespace, change.key.name, change.second)
-    return None if found is None else found.pod
+    if found is None or found.uid != change.uid:
+        return change.obj, None, None
+    return with_status(change.obj, found.status), found.pod if change.kind.gvk == POD else None, found.status

@@ -25,6 +25,7 @@ from kubectl_sktrace.apiserver.state import Served
 from kubectl_sktrace.errors import SktraceError, UsageError
 from kubectl_sktrace.model import CacheUrl
 from kubectl_sktrace.past.objects import Scope
+from kubectl_sktrace.past.printing import document
 from kubectl_sktrace.past.state import Past
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.terminal import escape
@@ -53,7 +54,7 @@ def load(settings: Settings) -> tuple[Served, int, list[str]]:
         history = Past(cache)
         second = history.second(settings.at)
         state = Served(history.kinds(), at=settings.at)
-        count = state.load((found.kind.gvk, found.obj, found.pod)
+        count = state.load((found.kind.gvk, document(found), found.pod, found.status)
                            for kind in state.kinds for found in history.objects_at(kind, Scope(), settings.at))
         unknown = [f"{kind.resource}: {known.how} at {format_time(settings.at)} ({known.gap}); its objects are their last known versions"
                    for kind in state.kinds if (known := history.knowledge(kind, second)) is not None and known.gap is not None]

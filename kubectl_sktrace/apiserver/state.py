@@ -34,14 +34,15 @@ SNAPSHOTS = 32
 class Item:
     """One object as served: its JSON bytes, made once, and what selectors read."""
 
-    __slots__ = ("namespace", "name", "uid", "raw", "labels", "fields", "pod", "_prefix")
+    __slots__ = ("namespace", "name", "uid", "raw", "labels", "fields", "pod", "status", "_prefix")
 
-    def __init__(self, obj: Obj, *, pod: PodLife | None = None, second: int = 0) -> None:
+    def __init__(self, obj: Obj, *, pod: PodLife | None = None, status: Obj | None = None, second: int = 0) -> None:
         meta = obj.get("metadata") or {}
         self.namespace: str = str(meta.get("namespace") or "")
         self.name: str = str(meta.get("name") or "")
         self.uid: str = str(meta.get("uid") or "")
-        self.pod = pod  # a pod's recorded lifecycle: its STATUS column, never part of the object served
+        self.pod = pod  # a pod's recorded lifecycle: its STATUS column where its status is not known
+        self.status = status  # its reduced status (``trace/statuses``): the Table's columns; None where not known
         head = {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", "")}
         self._prefix = len(json.dumps(head, separators=(",", ":"), ensure_ascii=False).encode()) - 1  # '{"apiVersion":..,"kind":..'
         self.raw = json.dumps({**head, **obj}, separators=(",", ":"), ensure_ascii=False).encode()
@@ -49,7 +50,8 @@ class Item:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         self.fields = {"metadata.name": self.name, "metadata.namespace": self.namespace,
                        "spec.nodeName": str(spec.get("nodeName") or "") if isinstance(spec, dict) else "",
-                       "status.phase": pod.phase_at(second) if pod is not None else str(status.get("phase") or "") if isinstance(status, dict) else ""}
+                       "status.phase": str(status.get("phase") or "") if isinstance(status, dict) and status.get("phase") else
+                       pod.phase_at(second) if pod is not None else ""}
 
     def obj(self) -> Obj:
         result: Obj = json.loads(self.raw)
@@ -98,20 +100,21 @@ class Served:
         self._snapshots: OrderedDict[int, tuple[int, list[Item]]] = OrderedDict()
         self._next_snapshot = 0
 
-    def load(self, objects: Iterable[tuple[GVK, Obj, PodLife | None]]) -> int:
-        """The state at T (each object with its pod's lifecycle, if any); the number of objects."""
+    def load(self, objects: Iterable[tuple[GVK, Obj, PodLife | None, Obj | None]]) -> int:
+        """The state at T (each object with its pod's lifecycle and its reduced status, if known); the number of objects."""
         count = 0
-        for gvk, obj, pod in objects:
+        for gvk, obj, pod, status in objects:
             kind = self.objects.get(gvk)
             if kind is not None:
-                item = Item(obj, pod=pod, second=math.floor(self.now))
+                item = Item(obj, pod=pod, status=status, second=math.floor(self.now))
                 kind[(item.namespace, item.name)] = item
                 count += 1
         return count
 
-    def apply(self, *, gvk: GVK, namespace: str, name: str, obj: Obj | None, ts: float, pod: PodLife | None = None) -> None:
+    def apply(self, *, gvk: GVK, namespace: str, name: str, obj: Obj | None, ts: float, pod: PodLife | None = None,
+              status: Obj | None = None) -> None:
         """One recorded change (``obj`` None: the object was deleted), at the history's time ``ts``; a pod's lifecycle
-        (None: the one it had, if the same pod)."""
+        (None: the one it had, if the same pod); its reduced status then (None: not known)."""
         with self.changed:
             self.now = max(self.now, ts)
             kind = self.objects.get(gvk)
@@ -125,7 +128,7 @@ class Served:
                 self._log(gvk, "DELETED", before)
             else:
                 same = before is not None and before.uid == str((obj.get("metadata") or {}).get("uid") or "")
-                item = Item(obj, pod=pod or (before.pod if same and before is not None else None), second=math.floor(ts))
+                item = Item(obj, pod=pod or (before.pod if same and before is not None else None), status=status, second=math.floor(ts))
                 kind[(namespace, name)] = item
                 self._log(gvk, "ADDED" if before is None else "MODIFIED", item)
             self.changed.notify_all()

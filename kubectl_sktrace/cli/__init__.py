@@ -2,23 +2,24 @@
 
 Each command parses its options, calls one library function and renders the result. Library modules are
 imported inside the commands so that ``--help``, ``version``, ``inspect`` and the other offline commands
-never pay for importing the ``kubernetes`` package. kubectl passes only the arguments after the plugin
+never pay for importing the ``kubernetes`` package, and each command's own module when that command is asked for
+(``COMMANDS``): a process runs one command and imports what that command needs. kubectl passes only the arguments after the plugin
 name, so the kubectl flags (``--kubeconfig``, ``--context``, ``-n``, ``-A``, ``-v``) are defined here once,
 as decorators, and spelled the same on every command.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import click
 
 from kubectl_sktrace import __version__
-from kubectl_sktrace.cli import backfilling, caches, exporting, recording, traces, transforming
-from kubectl_sktrace.cli import asking, pastserving, viewing
 from kubectl_sktrace.cli.options import (
     CONTEXT_SETTINGS,
     SktraceCommand,
@@ -35,12 +36,66 @@ from kubectl_sktrace.terminal import escape
 
 RECURSION_LIMIT = 20_000
 
+COMMANDS = {
+    "start": ("recording", "start"), "status": ("recording", "status"), "export": ("exporting", "export_command"),
+    "prune": ("exporting", "prune_command"), "config": ("traces", "config_command"), "rbac": ("traces", "rbac_command"),
+    "inspect": ("traces", "inspect_command"), "validate": ("traces", "validate_command"), "transform": ("transforming", "transform_command"),
+    "demo": ("traces", "demo_command"), "cache": ("caches", "cache_group"), "view": ("viewing", "view_command"),
+    "serve": ("pastserving", "serve_command"), "backfill": ("backfilling", "backfill_command"), "get": ("asking", "get_command"),
+    "history": ("asking", "history_command"), "diff": ("asking", "diff_command"),
+}
+"""Each command's name, and the module of ``kubectl_sktrace.cli`` and the name it is defined under: a command's module
+is imported when the command is asked for (``LazyCommands``), so that ``get`` pays for ``get`` alone."""
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The group's commands by name, each module imported at its first use (``COMMANDS``); iterated in that order."""
+
+    def __init__(self, lazy: dict[str, tuple[str, str]]) -> None:
+        self._lazy = dict(lazy)
+        self._loaded: dict[str, click.Command] = {}
+        self._order = list(lazy)
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            module, attribute = self._lazy[name]
+            command = getattr(importlib.import_module(f"kubectl_sktrace.cli.{module}"), attribute)
+            assert isinstance(command, click.Command) and command.name == name, (name, command)
+            self._loaded[name] = command
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+        self._lazy.pop(name, None)
+        if name not in self._order:
+            self._order.append(name)
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._order:
+            raise KeyError(name)
+        self._order.remove(name)
+        self._loaded.pop(name, None)
+        self._lazy.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._order))
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._order
+
 
 class SktraceGroup(click.Group):
     """The error boundary: SktraceError becomes one ``Error:`` line and exit 1. kubectl's global flags may come
     before the command (``globalflags``); no command at all prints the help."""
 
     command_class = SktraceCommand
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(COMMANDS)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:
@@ -115,17 +170,6 @@ def version(output: str) -> None:
     info = {"plugin": __version__, "traceFormat": traceformat.FORMAT_VERSION, "cacheSchema": store.SCHEMA_VERSION}
     say(render.render_mapping(info, output))
 
-
-
-for _command in (recording.start, recording.status, exporting.export_command, exporting.prune_command, traces.config_command,
-                 traces.rbac_command, traces.inspect_command, traces.validate_command, transforming.transform_command, traces.demo_command,
-                 caches.cache_group):
-    cli.add_command(_command)
-cli.add_command(viewing.view_command)
-cli.add_command(pastserving.serve_command)
-cli.add_command(backfilling.backfill_command)
-for _command in (asking.get_command, asking.history_command, asking.diff_command):
-    cli.add_command(_command)
 
 
 COMPLETE_VAR = "_KUBECTL_SKTRACE_COMPLETE"

@@ -49,13 +49,14 @@ def _open(cache: str | None, kubeconfig: str | None, context: str | None) -> Ite
 def _namespace(namespace: str | None, all_namespaces: bool, *, kubeconfig: str | None, context: str | None, kind: Any) -> str | None:
     """The namespace asked: -n, else none with -A or for a cluster-scoped kind, else the context's (kubectl's rule)."""
     from kubectl_sktrace.cli.globalflags import namespace_scope
-    from kubectl_sktrace.kube.kubeconfig import context_namespace
 
     chosen = namespace_scope(namespace=namespace, all_namespaces=all_namespaces)
     if chosen is not None or all_namespaces:
         return chosen if kind is None or kind.namespaced else None
     if kind is not None and not kind.namespaced:
         return None
+    from kubectl_sktrace.kube.kubeconfig import context_namespace  # the kubeconfig read only when it is what says
+
     return context_namespace(kubeconfig=kubeconfig, context=context)
 
 
@@ -100,22 +101,22 @@ def _say_knowledge(found: Sequence[Any], second: int) -> None:
 def _sorted(found: list[Any], sort_by: str | None) -> list[Any]:
     if sort_by is None:
         return found
-    from kubectl_sktrace.past import jsonpath
+    from kubectl_sktrace.past import jsonpath, printing
 
     def key(item: Any) -> tuple[int, Any]:
-        text = jsonpath.value(sort_by, item.obj)
+        text = jsonpath.value(sort_by, printing.document(item))
         return (0, float(text)) if text.replace(".", "", 1).lstrip("-").isdigit() else (1, text)
 
     return sorted(found, key=key)
 
 
 def _render(found: list[Any], kind: Any, *, output: str | None, second: int, namespace_column: bool, show_labels: bool,
-            no_headers: bool, single: bool) -> str:
+            no_headers: bool, single: bool, qualified: bool = False) -> str:
     """The objects in the form ``-o`` asks: a document (json, yaml, jsonpath), names, or columns."""
     from kubectl_sktrace.past import printing
 
     if output in ("json", "yaml") or (output is not None and output.startswith("jsonpath=")):
-        return _document(found[0].obj if single and len(found) == 1 else printing.as_list(found), output)
+        return _document(printing.document(found[0]) if single and len(found) == 1 else printing.as_list(found), output)
     if output == "name":
         return "\n".join(printing.name_line(o) for o in found)
     if not found:
@@ -123,38 +124,54 @@ def _render(found: list[Any], kind: Any, *, output: str | None, second: int, nam
     if output is not None and output.startswith("custom-columns="):
         return printing.custom_columns(output.partition("=")[2], found, no_headers=no_headers)
     table = printing.table(found, kind.gvk.kind, second=second, namespace_column=namespace_column, wide=output == "wide",
-                           show_labels=show_labels, no_headers=no_headers)
-    status = [name for name in table.unknown if name != "AGE"]
-    if status:
-        note(f"{', '.join(status)}: read from status, which the history does not keep: shown <unknown>.")
+                           show_labels=show_labels, no_headers=no_headers, qualified=qualified)
+    _say_unknown(table.unknown, kind.gvk.kind, found, second)
     if "AGE" in table.unknown:
         note("AGE: the creation time was not recorded for some objects (caches before schema 0015 learn it at their next start): shown <unknown>.")
     return table.text
 
 
+def _say_unknown(columns: Sequence[str], kind: str, found: Sequence[Any], second: int) -> None:
+    """Once, which columns print <unknown> and why: fields no status change keeps, or a status the history does not know."""
+    from kubectl_sktrace.past.printing import never_kept
+
+    kept = never_kept(kind)
+    never = [name for name in columns if name in kept]
+    unknown = [name for name in columns if name not in kept and name != "AGE"]
+    if never:
+        note(f"{', '.join(never)}: read from status fields the history does not keep: shown <unknown>.")
+    if unknown:
+        note(f"{', '.join(unknown)}: the status at {_when(second)} is not known for some objects (no status change was recorded "
+             "then: a cache before schema 16, a time before they were first recorded, or time no recorder watched): shown <unknown>.")
+
+
 def _document(data: Any, output: str) -> str:
-    import yaml
-
-    from kubectl_sktrace.past import jsonpath
-
     if output == "json":
         return json.dumps(data, indent=4)
     if output == "yaml":
+        import yaml
+
         return str(yaml.safe_dump(data, sort_keys=True, default_flow_style=False)).rstrip("\n")
+    from kubectl_sktrace.past import jsonpath
+
     return jsonpath.render(output.partition("=")[2], data)
 
 
-def _watch_rows(opener: Any, kinds: list[Any], scope: Any, after_row: int) -> Iterator[list[Any]]:
-    """The changes a running recorder writes, a batch at a time, the cache opened anew for each look (a PostgreSQL
-    reader sees the snapshot it opened)."""
+def _watch_rows(opener: Any, kinds: list[Any], scope: Any, after: tuple[int, int]) -> Iterator[list[Any]]:
+    """The objects a running recorder changes (their spec, labels... or their status), as they were then, a batch at a
+    time in time order, the cache opened anew for each look (a PostgreSQL reader sees the snapshot it opened)."""
     from kubectl_sktrace.past.state import Past
 
+    after_row, after_status = after
     while True:
         time.sleep(POLL)
         with opener() as opened:
-            news, after_row = Past(opened).follow(kinds, scope, after_row=after_row)
-        if news:
-            yield news
+            past = Past(opened)
+            news, after_row = past.follow(kinds, scope, after_row=after_row)
+            statuses, after_status = past.status_news(kinds, scope, after_status=after_status)
+            batch = sorted([past.as_object(change) for change in news] + statuses, key=lambda o: o.second)
+        if batch:
+            yield batch
 
 
 @click.command("get", cls=SktraceCommand)
@@ -194,24 +211,39 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
       kubectl sktrace get deploy -w --since 10m
       kubectl sktrace get deploy -A --at @1796655690 --trace incident.sktrace
     """
-    from kubectl_sktrace.past.state import Past
-    from kubectl_sktrace.timeparse import parse_duration
-
     if since is not None and not watch:
         raise UsageError("--since replays the past before following: it goes with -w/--watch")
     term, names = _kind_and_names(words)
     when = _time(at, "--at")
+    shown = dict(output=output, show_labels=show_labels, sort_by=sort_by, no_headers=no_headers)
     if trace is not None:
         if watch:
             raise UsageError("--watch follows a running recorder's cache; a trace file does not change: leave out --trace or -w")
         _from_trace(trace, term, names, when, namespace=namespace, all_namespaces=all_namespaces, selector=selector,
-                    field_selector=field_selector, output=output, show_labels=show_labels, sort_by=sort_by, no_headers=no_headers)
+                    field_selector=field_selector, **shown)  # type: ignore[arg-type]
         return
+    opener = lambda: _open(cache, kubeconfig, context)  # noqa: E731
+    asked = dict(namespace=namespace, all_namespaces=all_namespaces, kube=(kubeconfig, context), selector=selector, field_selector=field_selector)
+    if "," in term or term == "all":
+        if watch:
+            raise UsageError("--watch follows one kind; give one, like 'kubectl sktrace get deploy -w'")
+        _get_many(opener, term, names, when, **asked, **shown)  # type: ignore[arg-type]
+        return
+    _get_one(opener, term, names, when, since=since, watch=watch, **asked, **shown)  # type: ignore[arg-type]
+
+
+def _get_one(opener: Any, term: str, names: list[str], when: float, *, since: str | None, watch: bool, namespace: str | None,
+             all_namespaces: bool, kube: tuple[str | None, str | None], selector: str | None, field_selector: str | None,
+             output: str | None, show_labels: bool, sort_by: str | None, no_headers: bool) -> None:
+    """``get KIND [NAME...] --at T``, and with ``--watch`` the changes after it (``--since``: replayed from before T)."""
+    from kubectl_sktrace.past.state import Past
+    from kubectl_sktrace.timeparse import parse_duration
+
     replay = None if since is None else parse_duration(since)
-    with _open(cache, kubeconfig, context) as opened:
+    with opener() as opened:
         past = Past(opened)
         kind = past.kind(term)
-        scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kubeconfig, context=context, kind=kind), names, selector, field_selector)
+        scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kube[0], context=kube[1], kind=kind), names, selector, field_selector)
         start = when if replay is None else max(when - replay, past.begins() or when)  # a replay from the beginning at most
         second = past.second(start)
         found = _sorted(list(past.objects_at(kind, scope, start)), sort_by)
@@ -221,15 +253,58 @@ def get_command(kubeconfig: str | None, context: str | None, namespace: str | No
         _say_knowledge(found, second)
         if text:
             say(text)
-        replayed = list(past.changes([kind], scope, after=start, until=past.now)) if replay is not None else []
-        after_row = past.last_row()
+        replayed = _replayed(past, kind, scope, start) if replay is not None else []
+        after = (past.last_row(), past.last_status_row())
     for name in missing:
         say(f'Error: {kind.resource} "{name}" did not exist at {_when(second)}', err=True)
     if not watch:
         if missing or (not found and not names):
-            _nothing(found, names, scope, second)
+            _nothing(names, scope.namespace, second)
         return
-    _follow(replayed, lambda: _open(cache, kubeconfig, context), kind, scope, after_row, **options)  # type: ignore[arg-type]
+    _follow(replayed, opener, kind, scope, after, **options)  # type: ignore[arg-type]
+
+
+def _replayed(past: Any, kind: Any, scope: Any, start: float) -> list[Any]:
+    """``--since``: the objects changed after ``start`` (their spec or their status), as they were then, in time order."""
+    changed = [past.as_object(change) for change in past.changes([kind], scope, after=start, until=past.now)]
+    statuses, _ = past.status_news([kind], scope, after=start, until=past.now)
+    return sorted(changed + statuses, key=lambda o: o.second)
+
+
+def _get_many(opener: Any, terms: str, names: list[str], when: float, *, namespace: str | None, all_namespaces: bool,
+              kube: tuple[str | None, str | None], selector: str | None, field_selector: str | None, output: str | None,
+              show_labels: bool, sort_by: str | None, no_headers: bool) -> None:
+    """``get deploy,cm --at T`` and ``get all``: a table per kind, its names as ``deployment.apps/web``, a blank line
+    between two; one List (``-o json|yaml``) or one line per object (``-o name``) of them all."""
+    from kubectl_sktrace.past.state import Past
+
+    with opener() as opened:
+        past = Past(opened)
+        kinds = past.kinds_named(terms)
+        second = past.second(when)
+        everything: list[Any] = []
+        tables: list[str] = []
+        missing: list[str] = []
+        shown: str | None = None  # the namespace asked, as "No resources found in NS namespace" says it
+        for kind in kinds:
+            scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kube[0], context=kube[1], kind=kind), names, selector, field_selector)
+            shown = scope.namespace if kind.namespaced else shown
+            found = _sorted(list(past.objects_at(kind, scope, when)), sort_by)
+            missing += [f'{kind.resource} "{n}"' for n in names if n not in {o.key.name for o in found}]
+            everything += found
+            if output in (None, "wide") or (output or "").startswith("custom-columns="):
+                tables.append(_render(found, kind, output=output, second=second, namespace_column=scope.namespace is None and kind.namespaced,
+                                      show_labels=show_labels, no_headers=no_headers, single=False, qualified=True))
+        text = "\n\n".join(t for t in tables if t) if tables else _render(
+            everything, kinds[0] if kinds else None, output=output, second=second, namespace_column=False, show_labels=show_labels,
+            no_headers=no_headers, single=False)
+        _say_knowledge(everything, second)
+    if text:
+        say(text)
+    for what in missing:
+        say(f"Error: {what} did not exist at {_when(second)}", err=True)
+    if missing or (not everything and not names):
+        _nothing(names, shown, second)
 
 
 def _from_trace(path: str, term: str, names: list[str], when: float, *, namespace: str | None, all_namespaces: bool,
@@ -254,7 +329,7 @@ def _from_trace(path: str, term: str, names: list[str], when: float, *, namespac
     if text:
         say(text)
     if not found:
-        _nothing(found, names, scope, second)
+        _nothing(names, scope.namespace, second)
 
 
 def _when(second: int) -> str:
@@ -263,33 +338,25 @@ def _when(second: int) -> str:
     return format_time(second)
 
 
-def _nothing(found: list[Any], names: Sequence[str], scope: Any, second: int) -> None:
+def _nothing(names: Sequence[str], namespace: str | None, second: int) -> None:
     if names:
         raise SystemExit(1)
-    where = "" if scope.namespace is None else f" in {scope.namespace} namespace"
+    where = "" if namespace is None else f" in {namespace} namespace"
     say(f"No resources found{where} at {_when(second)}.", err=True)
 
 
-def _follow(replayed: list[Any], opener: Any, kind: Any, scope: Any, after_row: int, *, output: str | None, namespace_column: bool,
-            show_labels: bool) -> None:
-    """--watch: the replayed changes, then what a running recorder commits, a line (or an object) each."""
-    from kubectl_sktrace.past.state import PastObject
+def _follow(replayed: list[Any], opener: Any, kind: Any, scope: Any, after: tuple[int, int], *, output: str | None,
+            namespace_column: bool, show_labels: bool) -> None:
+    """--watch: the replayed objects, then what a running recorder commits, a line (or an object) each."""
 
-    def printed(changes: list[Any]) -> None:
-        for change in changes:
-            item = PastObject(kind, change.key, change.uid, change.obj, change.second, change.row_id, change.run_id, _known(change))
-            say(_render([item], kind, output=output, second=change.second, namespace_column=namespace_column, show_labels=show_labels,
+    def printed(items: list[Any]) -> None:
+        for item in items:
+            say(_render([item], kind, output=output, second=item.second, namespace_column=namespace_column, show_labels=show_labels,
                         no_headers=True, single=True))
 
     printed(replayed)
-    for batch in _watch_rows(opener, [kind], scope, after_row):
+    for batch in _watch_rows(opener, [kind], scope, after):
         printed(batch)
-
-
-def _known(change: Any) -> Any:
-    from kubectl_sktrace.past.state import Knowledge
-
-    return Knowledge(change.known)
 
 
 @click.command("history", cls=SktraceCommand)
@@ -299,20 +366,24 @@ def _known(change: Any) -> Any:
 @cache_option
 @click.option("--diff", "show_diff", is_flag=True, help="Show each change as a diff of the object's YAML (key order ignored).")
 @click.option("--pods", "pods", is_flag=True, help="Add the lifecycles of the object's pods.")
+@click.option("--status", "status", is_flag=True,
+              help="Add its status changes among its versions (ready replicas, conditions, a pod's containers' states).")
 @click.option("-o", "--output", "output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True, help="Output format.")
 @click.argument("target", metavar="KIND/NAME")
 def history_command(kubeconfig: str | None, context: str | None, namespace: str | None, all_namespaces: bool, cache: str | None,
-                    show_diff: bool, pods: bool, output: str, target: str) -> None:
+                    show_diff: bool, pods: bool, status: bool, output: str, target: str) -> None:
     """List every recorded version of one object, one line each, as 'kubectl rollout history' lists revisions.
 
     Each line: when, what changed (spec, labels, annotations, owners, data, deleted), how it is known, the run that
     recorded it. Objects are told apart by uid: a name deleted and created again shows as two lives, one after the other.
+    As 'kubectl rollout history', the versions only; --status adds what a person reads of its status as it changed.
 
     \b
     Example:
       kubectl sktrace history deploy/web -n demo
       kubectl sktrace history cm/settings -n shop --diff
       kubectl sktrace history deployments.apps/web -n demo --pods -o json
+      kubectl sktrace history deploy/web -n shop --status
     """
     from kubectl_sktrace.past.state import Past
 
@@ -327,12 +398,13 @@ def history_command(kubeconfig: str | None, context: str | None, namespace: str 
             raise UsageError("history shows one object: give its namespace with -n, not -A")
         lives = past.lives(kind, ns, names[0])
         owned = past.pods(kind, ns, names[0]) if pods else []
+        changed = past.status_changes(kind, ns, names[0]) if status else []
     if not lives:
         raise UsageError(f"the history has no {kind.resource} {names[0]!r}{f' in namespace {ns}' if ns else ''}; "
                          f"'kubectl sktrace get {kind.plural} -A' lists what it has")
     from kubectl_sktrace.cli.pastviews import history_text
 
-    say(history_text(lives, owned, output=output, show_diff=show_diff))
+    say(history_text(lives, owned, output=output, show_diff=show_diff, statuses=changed))
 
 
 @click.command("diff", cls=SktraceCommand)

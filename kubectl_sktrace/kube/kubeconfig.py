@@ -24,16 +24,12 @@ cache file without paying for the client. Nothing is ever written to a kubeconfi
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
-from kubectl_sktrace import safeyaml
 from kubectl_sktrace.errors import KubeError, UsageError
 from kubectl_sktrace.model import CacheUrl, is_database_url, mask_url
 
@@ -113,6 +109,8 @@ def default_cache_path(context: str, *, environ: Mapping[str, str] = os.environ)
     """
     safe = _UNSAFE.sub("_", context)
     if safe != context or not safe or safe.startswith("."):
+        import hashlib  # only for such a name: every command checks its --cache here, none else needs it
+
         digest = hashlib.sha256(context.encode("utf-8")).hexdigest()[:8]
         safe = f"{safe.lstrip('.')}-{digest}" if safe.lstrip(".") else digest
     return state_dir(environ) / f"{safe}.db"
@@ -256,6 +254,10 @@ def _describe(files: list[Path]) -> str:
 
 
 def _load_file(path: Path) -> dict[str, Any]:
+    import yaml  # read here only: checking a --cache location (every command) needs no YAML
+
+    from kubectl_sktrace import safeyaml
+
     try:
         with path.open(encoding="utf-8") as stream:
             text = stream.read(safeyaml.MAX_CHARS + 1)  # past the bound: refused without reading the rest

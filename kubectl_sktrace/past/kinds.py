@@ -22,6 +22,11 @@ SHORT_NAMES = {"Deployment": ("deploy",), "ConfigMap": ("cm",), "Pod": ("po",), 
 """kubectl's short names of the built-in kinds, for a kind no discovery document names (a trace, a cache without them)."""
 
 
+ALL = ("Pod", "ReplicationController", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet", "HorizontalPodAutoscaler",
+       "CronJob", "Job")
+"""The built-in kinds of kubectl's category ``all`` (``kubectl get all``), in the order kubectl prints them."""
+
+
 @dataclass(frozen=True)
 class Kind:
     """A recorded kind: its GVK, its plural (the URL's resource), whether namespaced, its short names, as discovery said."""
@@ -99,3 +104,17 @@ def resolve(kinds: list[Kind], term: str) -> Kind:
     meant = closest(text.lower().partition(".")[0], [name for k in kinds for name in k.names()])
     hint = f"did you mean {meant!r}?" if meant else "give a kind as kubectl names it, like 'deploy'"
     raise UsageError(f"the cache recorded no kind {quoted(text)} (recorded: {known}); {hint}")
+
+
+def resolve_many(kinds: list[Kind], terms: str) -> list[Kind]:
+    """The recorded kinds ``deploy,cm`` names, in that order, each once; ``all`` the recorded kinds of kubectl's category
+    ``all`` (``ALL``: the built-in workloads, pods and services)."""
+    found: list[Kind] = []
+    for term in terms.split(","):
+        if term.strip() == "all":
+            found += [k for name in ALL for k in kinds if k.gvk.kind == name and k.gvk.group in ("", "apps", "batch", "autoscaling")]
+        elif term.strip():
+            found.append(resolve(kinds, term))
+        else:
+            raise UsageError(f"{quoted(terms)}: kinds are separated by one comma, like 'deploy,cm'")
+    return list(dict.fromkeys(found))

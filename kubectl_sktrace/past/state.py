@@ -24,9 +24,9 @@ from typing import Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import POD, ObjKey
-from kubectl_sktrace.past.kinds import Kind, recorded, resolve
+from kubectl_sktrace.past.kinds import Kind, recorded, resolve, resolve_many
 from kubectl_sktrace.past.objects import Scope, kubectl_form
-from kubectl_sktrace.store import attime, history
+from kubectl_sktrace.store import attime, history, statuses
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.versions import APPLIED
 from kubectl_sktrace.timeparse import format_time
@@ -75,7 +75,10 @@ class PodLife:
 @dataclass(frozen=True)
 class PastObject:
     """One object as it was at a time: ``obj`` in kubectl's JSON form (``objects.kubectl_form``), the second and row of
-    its version in force, how it is known, its run, and for a pod its lifecycle (None when not recorded)."""
+    its version in force, how it is known, its run, for a pod its lifecycle (None when not recorded), and its reduced
+    status in force (``trace/statuses.reduce``: what a person reads of it, {} an object whose status was still empty;
+    None where the history does not know it: a cache before status changes, a time before they were first recorded,
+    a gap)."""
 
     kind: Kind
     key: ObjKey
@@ -86,6 +89,7 @@ class PastObject:
     run_id: int
     known: Knowledge
     pod: PodLife | None = None
+    status: dict[str, Any] | None = None  # its reduced status in force (``trace/statuses``); None: not known at that time
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,30 @@ class Change:
     what: str
     known: str
     run_id: int
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """One recorded status change of an object (``uid``): its reduced status ``before`` (None: its first) and ``after``;
+    ``known`` LIVE or RECONSTRUCTED (a list found it, its time unknown)."""
+
+    second: int
+    uid: str
+    before: dict[str, Any] | None
+    after: dict[str, Any]
+    known: str
+    run_id: int
+
+    @property
+    def what(self) -> str:
+        """For people: ``status: 2 of 3 ready`` (its first), ``status: ready 2/3→3/3; readyReplicas 2 -> 3; ...``."""
+        from kubectl_sktrace.trace.statuses import describe, ready_of, summary
+
+        if self.before is None:
+            return f"status: {summary(self.after)}"
+        was, now = ready_of(self.before), ready_of(self.after)
+        ready = f"ready {was[0]}/{was[1]}→{now[0]}/{now[1]}; " if was is not None and now is not None and was != now else ""
+        return f"status: {ready}{describe(self.before, self.after) or 'as before'}"
 
 
 @dataclass(frozen=True)
@@ -143,6 +171,7 @@ class Past:
         self._gaps: list[tuple[str, Gap]] | None = None
         self._fills: list[tuple[str, float, float]] | None = None
         self._first: tuple[int | None] | None = None
+        self._status_since: tuple[float | None] | None = None
 
     # kinds and times
 
@@ -155,6 +184,10 @@ class Past:
     def kind(self, term: str) -> Kind:
         """The recorded kind ``term`` names as kubectl takes it (``deploy``, ``deployments.apps``, ``apps/v1.Deployment``)."""
         return resolve(self.kinds(), term)
+
+    def kinds_named(self, terms: str) -> list[Kind]:
+        """The recorded kinds ``deploy,cm`` or ``all`` names (``kinds.resolve_many``)."""
+        return resolve_many(self.kinds(), terms)
 
     def begins(self) -> int | None:
         """The second of the history's first row (None: no history yet)."""
@@ -222,6 +255,7 @@ class Past:
         second = self.second(at)
         whole = self.knowledge(kind, second)
         rows = attime.rows_at(self.cache, gvk=kind.gvk, second=second, namespace=scope.namespace_filter(), names=scope.name_filter())
+        statuses_known = whole is None and self.status_known(second)
         chunk: list[PastObject] = []
         for row in rows:
             assert row.body is not None
@@ -229,18 +263,34 @@ class Past:
             if scope.selects(row.key, obj):
                 chunk.append(PastObject(kind, row.key, row.uid, obj, row.ts, row.id, row.run_id, self._known(row, whole)))
             if len(chunk) >= 500:
-                yield from self._with_pods(chunk)
+                yield from self._completed(chunk, second, statuses_known)
                 chunk = []
-        yield from self._with_pods(chunk)
+        yield from self._completed(chunk, second, statuses_known)
 
-    def _with_pods(self, chunk: list[PastObject]) -> Iterator[PastObject]:
-        if not chunk or chunk[0].kind.gvk != POD:
+    def _completed(self, chunk: list[PastObject], second: int, statuses_known: bool) -> Iterator[PastObject]:
+        """The chunk's objects with their status in force (when known at ``second``) and, for pods, their lifecycles."""
+        if not chunk:
+            return
+        if statuses_known:
+            found = statuses.in_force(self.cache, gvk=chunk[0].kind.gvk, keys=[(o.key.namespace, o.key.name) for o in chunk], second=second)
+            chunk = [replace(o, status=_status_of(found.get((o.key.namespace, o.key.name)), o.uid)) for o in chunk]
+        if chunk[0].kind.gvk != POD:
             yield from chunk
             return
         lives = attime.pod_phases(self.cache, uids=[o.uid for o in chunk])
-        for found in chunk:
-            life = lives.get(found.uid)
-            yield found if life is None else replace(found, pod=PodLife(*life))
+        for each in chunk:
+            life = lives.get(each.uid)
+            yield each if life is None else replace(each, pod=PodLife(*life))
+
+    def status_known(self, second: int) -> bool:
+        """Whether the history knows statuses at ``second`` (a kind's gap aside: ``knowledge``): status changes were
+        recorded by then, from the end of the first recording run's lists that wrote one."""
+        if self._status_since is None:
+            run = statuses.first_run(self.cache)
+            found = next((r.synced or r.started for r in history.runs(self.cache) if r.id == run), None) if run is not None else None
+            self._status_since = (found,)
+        since = self._status_since[0]
+        return since is not None and second >= math.floor(since)
 
     def object_at(self, kind: Kind, namespace: str, name: str, at: float) -> PastObject | None:
         """One object as it was at ``at``; None when it did not exist then."""
@@ -266,6 +316,31 @@ class Past:
         rows = attime.rows_since(self.cache, gvks=list(by_gvk), after_id=after_row)
         newest = max((r.id for r in rows), default=after_row)
         return list(self._as_changes(iter(rows), by_gvk, scope)), newest
+
+    def as_object(self, change: Change) -> PastObject:
+        """A change as the object it made, with its status then (a watch's row: ``get -w``)."""
+        found = PastObject(change.kind, change.key, change.uid, change.obj, change.second, change.row_id, change.run_id, Knowledge(change.known))
+        return next(self._completed([found], change.second, self.knowledge(change.kind, change.second) is None and self.status_known(change.second)))
+
+    def status_news(self, kinds: Iterable[Kind], scope: Scope, *, after_status: int = 0, after: float | None = None,
+                    until: float | None = None) -> tuple[list[PastObject], int]:
+        """The objects whose status changed, as they were then (with that status): the status changes written after the
+        row ``after_status`` (a running recorder's news), or stamped in ``(after, until]``; and the last row read."""
+        by_gvk = {k.gvk: k for k in kinds}
+        bounds = {} if after is None or until is None else {"first": max(math.floor(after), self.begins() or 0) + 1, "last": self.second(until)}
+        rows = statuses.rows_after(self.cache, gvks=list(by_gvk), after_id=after_status, namespace=scope.namespace_filter(), **bounds)
+        found = []
+        for row in rows:
+            one = Scope(namespace=row.key.namespace, names=(row.key.name,), labels=scope.labels, fields=scope.fields)
+            named = Scope(namespace=scope.namespace, names=scope.names, fields=scope.fields).selects(row.key, None)
+            now = next(self.objects_at(by_gvk[row.key.gvk], one, row.ts), None) if named else None
+            if now is not None and now.uid == row.uid:
+                found.append(replace(now, second=row.ts, status=row.reduced if now.status is not None else None))
+        return found, max((row.id for row in rows), default=after_status)
+
+    def last_status_row(self) -> int:
+        """The last status change written: where ``status_news`` begins."""
+        return statuses.last_row(self.cache)
 
     def pods(self, kind: Kind, namespace: str, name: str) -> list[tuple[str, str, PodLife]]:
         """``(name, uid, lifecycle)`` of the pods whose lifecycle owner is the object, in the order first recorded."""
@@ -303,6 +378,17 @@ class Past:
             before, old = row, new
         return [Life(uid, tuple(changes)) for uid, changes in found]
 
+    def status_changes(self, kind: Kind, namespace: str, name: str) -> list[StatusChange]:
+        """Every recorded status change of one name (every life's: ``uid`` tells them apart), oldest first; a row that
+        repeats the state before it is left out."""
+        found: list[StatusChange] = []
+        last: dict[str, dict[str, Any]] = {}
+        for row in statuses.history_of(self.cache, ObjKey(kind.gvk, namespace, name), start=0, end=2**62):
+            if last.get(row.uid) != row.reduced:  # a row that changes nothing a person reads (a relist's) says nothing
+                found.append(StatusChange(row.ts, row.uid, last.get(row.uid), row.reduced, RECONSTRUCTED if row.inferred else LIVE, row.run_id))
+            last[row.uid] = row.reduced
+        return found
+
     # between two times
 
     def differences(self, kinds: Iterable[Kind], scope: Scope, *, start: float, end: float) -> Iterator[Difference]:
@@ -322,6 +408,12 @@ class Past:
 
     def object_at_scope(self, kind: Kind, scope: Scope, second: int) -> PastObject | None:
         return next(self.objects_at(kind, scope, second), None)
+
+
+def _status_of(row: statuses.StatusRow | None, uid: str) -> dict[str, Any]:
+    """The reduced status of the life ``uid`` from its name's last status change: {} when that change is another life's
+    (a name re-created, the new object's status not yet written) or there is none (nothing to read yet)."""
+    return row.reduced if row is not None and row.uid == uid else {}
 
 
 def _differences(kind: Kind, key: ObjKey, old: PastObject | None, new: PastObject | None) -> Iterator[Difference]:

@@ -12,7 +12,7 @@ cutoff stays), ``cache copy`` copies; these functions only read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
 from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.store.bodies import decode_body
@@ -164,3 +164,62 @@ def change(cache: Cache, row_id: int) -> tuple[StatusRow, StatusRow | None] | No
     previous = cache.conn.execute(f"{_SELECT} WHERE s.gvk = ? AND s.namespace = ? AND s.name = ? AND (s.ts < ? OR (s.ts = ? AND s.id < ?)) "
                                   "ORDER BY s.ts DESC, s.id DESC LIMIT 1", (str(key.gvk), key.namespace, key.name, row.ts, row.ts, row.id)).fetchone()
     return row, None if previous is None else _row(previous)
+
+
+def first_run(cache: Cache) -> int | None:
+    """The run that wrote the first status change (None: none yet, or a cache before schema 0016): status is known
+    from that run's start on, not before."""
+    if not has_statuses(cache):
+        return None
+    row = cache.conn.execute("SELECT s.run_id FROM status_changes AS s INDEXED BY status_changes_ts ORDER BY s.ts, s.id LIMIT 1").fetchone()
+    return None if row is None else int(row[0])
+
+
+def in_force(cache: Cache, *, gvk: GVK, keys: Sequence[tuple[str, str]], second: int) -> dict[tuple[str, str], StatusRow]:
+    """Per ``(namespace, name)`` of ``keys`` (objects of ``gvk`` with rows in the history), its last status change at or
+    before the end of ``second``: one backward step in ``status_changes_object`` each. Which life it belongs to is its
+    ``uid``'s to say (the caller compares)."""
+    if not keys or not has_statuses(cache):
+        return {}
+    namespaces, names = sorted({ns for ns, _ in keys}), sorted({name for _, name in keys})
+    params: dict[str, Any] = {"gvk": str(gvk), "at": second}
+    params.update((f"s{i}", ns) for i, ns in enumerate(namespaces))
+    params.update((f"n{i}", name) for i, name in enumerate(names))
+    sql = f"""
+        {_SELECT} JOIN (
+            SELECT (SELECT i.id FROM status_changes i INDEXED BY status_changes_object
+                    WHERE i.gvk = k.gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts <= :at
+                    ORDER BY i.ts DESC, i.id DESC LIMIT 1) AS last_id
+            FROM event_objects k WHERE k.gvk = :gvk AND k.namespace IN ({', '.join(f':s{i}' for i in range(len(namespaces)))})
+            AND k.name IN ({', '.join(f':n{i}' for i in range(len(names)))})
+        ) last ON last.last_id = s.id"""
+    wanted = set(keys)
+    found = (_row(raw) for raw in cache.conn.execute(sql, params).fetchall())
+    return {(row.key.namespace, row.key.name): row for row in found if (row.key.namespace, row.key.name) in wanted}
+
+
+def rows_after(cache: Cache, *, gvks: Sequence[GVK], after_id: int = 0, first: int | None = None, last: int | None = None,
+               namespace: str | None = None, limit: int = 10_000) -> list[StatusRow]:
+    """The status changes of ``gvks`` written after the row ``after_id`` (a running recorder's news, in the order
+    written), or stamped ``first <= ts <= last`` (in time order); ``limit`` at most."""
+    if not gvks or not has_statuses(cache):
+        return []
+    params: dict[str, Any] = {f"k{i}": str(gvk) for i, gvk in enumerate(gvks)}
+    where = [f"s.gvk IN ({', '.join(f':k{i}' for i in range(len(gvks)))})", "s.id > :after"]
+    params.update(after=after_id, limit=limit)
+    if first is not None and last is not None:
+        where.append("s.ts >= :first AND s.ts <= :last")
+        params.update(first=first, last=last)
+    if namespace is not None:
+        where.append("s.namespace = :ns")
+        params["ns"] = namespace
+    order = "s.ts, s.id" if first is not None else "s.id"
+    return [_row(raw) for raw in cache.conn.execute(f"{_SELECT} WHERE {' AND '.join(where)} ORDER BY {order} LIMIT :limit", params).fetchall()]
+
+
+def last_row(cache: Cache) -> int:
+    """The id of the last status change written (0: none)."""
+    if not has_statuses(cache):
+        return 0
+    row = cache.conn.execute("SELECT max(id) FROM status_changes").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])

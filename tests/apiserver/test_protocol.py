@@ -102,7 +102,7 @@ DEPLOY = GVK("apps", "v1", "Deployment")
 def _served() -> Served:
     state = Served([Kind(DEPLOY, "deployments", True)], at=100.0)
     state.load((DEPLOY, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"d{i}", "namespace": "a", "uid": f"u{i}",
-                                                                                     "labels": {"n": str(i % 2)}}}, None)
+                                                                                     "labels": {"n": str(i % 2)}}}, None, None)
                for i in range(5))
     return state
 

@@ -27,6 +27,7 @@ from conftest import CacheBuilder, location, obj
 from kubectl_sktrace.past.objects import Scope
 from kubectl_sktrace.past.state import Past
 from kubectl_sktrace.store import open_cache_readonly
+from kubectl_sktrace.store.bodies import encode_body
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")]
 
@@ -410,3 +411,31 @@ def test_both_engines_and_a_writer_beside(engine: str, tmp_path: Path) -> None:
             assert served.kubectl("get", "cm", "cfg", "-n", "app", "-o", "jsonpath={.data.mode}").stdout == "fast"
     finally:
         writer.close()
+
+
+def test_a_replay_brings_the_status_changes_too(tmp_path: Path) -> None:
+    """With ``--replay-speed``, a status change after T is a MODIFIED of its own, the object with that status (kubectl
+    -w shows readiness moving, as it did live); the state at T carries the status in force then."""
+    cache = tmp_path / "cache.db"
+    build(cache)
+    b = CacheBuilder(cache)
+    b.run_id = 1  # the history's one run
+    try:
+        with b.cache.transaction() as conn:
+            for ts, ready in ((T0 + 100, 1), (T0 + 160, 2), (T0 + 170, 3)):  # web's readiness after its scale to 3
+                conn.execute("INSERT INTO status_changes (ts, recv, run_id, gvk, namespace, name, uid, inferred, body) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)", (ts, ts + 0.25, b.run_id, "apps/v1.Deployment", "app", "web", "uid-web",
+                                                                     encode_body({"desired": 3, "replicas": 3, "readyReplicas": ready})[0]))
+    finally:
+        b.close()
+    for served in serve(str(cache), tmp_path, "--at", f"@{AT}", "--replay-speed", "20"):
+        watch = subprocess.Popen(["kubectl", "--kubeconfig", str(served.kubeconfig), "--cache-dir", str(tmp_path / "kc"), "get", "deploy",
+                                  "web", "-n", "app", "-w", "--output-watch-events", "-o", 'jsonpath={.type} {.object.status.readyReplicas}{"\\n"}'],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert watch.stdout is not None
+            seen = [watch.stdout.readline().split() for _ in range(3)]
+        finally:
+            watch.kill()
+            watch.wait()
+        assert seen == [["ADDED", "1"], ["MODIFIED", "2"], ["MODIFIED", "3"]], seen

@@ -26,7 +26,7 @@ def through(cache: str, second: int, tmp_path: Path) -> dict[str, dict[str, Any]
     plural = {"Deployment": "deployments", "ConfigMap": "configmaps", "Pod": "pods"}
     found: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
     for obj in items:
-        found[plural[obj["kind"]]][obj["metadata"]["name"]] = obj
+        found[plural[obj["kind"]]][obj["metadata"]["name"]] = {k: v for k, v in obj.items() if k != "status"}  # the reduced status aside
     return found
 
 

@@ -430,7 +430,7 @@ _INTERRUPTED_AT_IMPORT = """
 import sys
 class Interrupt:
     def find_spec(self, name, path=None, target=None):
-        if name == "kubectl_sktrace.cli.backfilling":
+        if name == "kubectl_sktrace.cli.options":
             raise KeyboardInterrupt
 sys.meta_path.insert(0, Interrupt())
 sys.argv = ["kubectl-sktrace", "version"]

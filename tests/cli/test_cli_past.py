@@ -103,8 +103,9 @@ def snapshot(kubeconfig: str, emu: Emulator | None = None, cache: str | None = N
 
 
 def past(cache: str, kind: str, second: int, *extra: str) -> dict[str, dict[str, Any]]:
+    """The objects at ``second``, status aside (the reduced status: ``test_cli_status_past``)."""
     done = sktrace("get", kind, "-n", NS, "--cache", cache, "--at", f"@{second}", "-o", "json", *extra)
-    return {o["metadata"]["name"]: o for o in json.loads(done.stdout)["items"]}
+    return {o["metadata"]["name"]: {k: v for k, v in o.items() if k != "status"} for o in json.loads(done.stdout)["items"]}
 
 
 def patch(emu: Emulator, path: str, body: dict[str, Any]) -> int:

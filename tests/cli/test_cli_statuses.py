@@ -116,14 +116,16 @@ def pods_of(emu: Emulator, prefix: str) -> list[dict[str, Any]]:
             and not p["metadata"].get("deletionTimestamp")]
 
 
-def incident(emu: Emulator, kubeconfig: str, manifests: Path) -> None:
-    """The incident, step by step, each step awaited as a person watching ``kubectl get -w`` would."""
+def incident(emu: Emulator, kubeconfig: str, manifests: Path, *, stuck: Callable[[], None] = lambda: None) -> None:
+    """The incident, step by step, each step awaited as a person watching ``kubectl get -w`` would; ``stuck`` is called
+    while the rollout is stuck at 2 of 3 ready."""
     (manifests / "workloads.yaml").write_text(WORKLOADS)
     kubectl(kubeconfig, "apply", "-f", str(manifests / "workloads.yaml"))
     wait_until("web 3 of 3 ready", lambda: statuses.summary(reduced(emu, "Deployment", "web")) == "3 of 3 ready")
     kubectl(kubeconfig, "-n", NS, "set", "image", "deploy/web", "web=registry.invalid/shop/web:2")
     wait_until("web stuck at 2 of 3 ready", lambda: reduced(emu, "Deployment", "web").get("updatedReplicas") == 2 and sum(
         1 for p in pods_of(emu, "web-") if p.get("containers", {}).get("web", {}).get("state") == "waiting ImagePullBackOff") == 2)
+    stuck()
     kubectl(kubeconfig, "-n", NS, "set", "image", "deploy/web", "web=nginx:1.25")  # rolled back
     wait_until("web back at 3 of 3", lambda: (lambda r: statuses.summary(r) == "3 of 3 ready" and r.get("updatedReplicas") == 3
                                              and r.get("replicas") == 3)(reduced(emu, "Deployment", "web")))
