@@ -170,7 +170,9 @@ def run(settings: Settings, *, kubeconfig_out: str | None, say: Callable[..., No
                                                            if settings.replay_speed else "") + ", until Ctrl-C.")
         if kubeconfig_out:
             write_kubeconfig(kubeconfig_out, server.kubeconfig())
-            say(f"{told}\nIts kubeconfig: {kubeconfig_out}\nIn another terminal:\n  kubectl --kubeconfig {kubeconfig_out} get pods -A")
+            served = [kind.resource for kind in state.kinds]
+            example = "pods" if "pods" in served or not served else served[0]  # a kind it serves
+            say(f"{told}\nIts kubeconfig: {kubeconfig_out}\nIn another terminal:\n  kubectl --kubeconfig {kubeconfig_out} get {example} -A")
         else:
             say(told, err=True)
             say(server.kubeconfig(), nl=False)

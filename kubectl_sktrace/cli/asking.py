@@ -126,7 +126,10 @@ def _render(found: list[Any], kind: Any, *, output: str | None, second: int, nam
     table = printing.table(found, kind.gvk.kind, second=second, namespace_column=namespace_column, wide=output == "wide",
                            show_labels=show_labels, no_headers=no_headers, qualified=qualified)
     _say_unknown(table.unknown, kind.gvk.kind, found, second)
-    if "AGE" in table.unknown:
+    if kind.lifecycles:
+        note("Pods: those of the tracked workloads running then, from their recorded lifecycles and status (v1.Pod is not "
+             "tracked: no labels, spec or creation time; AGE shown <unknown>).")
+    elif "AGE" in table.unknown:
         note("AGE: the creation time was not recorded for some objects (caches before schema 0015 learn it at their next start): shown <unknown>.")
     return table.text
 
@@ -236,6 +239,7 @@ def _get_one(opener: Any, term: str, names: list[str], when: float, *, since: st
              all_namespaces: bool, kube: tuple[str | None, str | None], selector: str | None, field_selector: str | None,
              output: str | None, show_labels: bool, sort_by: str | None, no_headers: bool) -> None:
     """``get KIND [NAME...] --at T``, and with ``--watch`` the changes after it (``--since``: replayed from before T)."""
+    from kubectl_sktrace.past.kinds import LIFECYCLES
     from kubectl_sktrace.past.state import Past
     from kubectl_sktrace.timeparse import parse_duration
 
@@ -243,6 +247,8 @@ def _get_one(opener: Any, term: str, names: list[str], when: float, *, since: st
     with opener() as opened:
         past = Past(opened)
         kind = past.kind(term)
+        if watch and kind.lifecycles:
+            raise UsageError(f"--watch follows versions: {LIFECYCLES}")
         scope = _scope(_namespace(namespace, all_namespaces, kubeconfig=kube[0], context=kube[1], kind=kind), names, selector, field_selector)
         start = when if replay is None else max(when - replay, past.begins() or when)  # a replay from the beginning at most
         second = past.second(start)

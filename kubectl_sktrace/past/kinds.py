@@ -6,11 +6,11 @@ it was recorded); a kind no document names is known by its kind alone (lower-cas
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kubectl_sktrace.errors import UsageError
-from kubectl_sktrace.model import GVK
+from kubectl_sktrace.model import GVK, POD
 from kubectl_sktrace.plural import closest
 from kubectl_sktrace.store import attime
 from kubectl_sktrace.store.engine import Cache
@@ -36,6 +36,7 @@ class Kind:
     namespaced: bool
     short_names: tuple[str, ...] = ()
     singular: str = ""
+    lifecycles: bool = False  # pods known by their lifecycles only (v1.Pod not tracked): no version, no body (``LIFECYCLES``)
 
     @property
     def resource(self) -> str:
@@ -66,19 +67,27 @@ def _entries(cache: Cache) -> dict[GVK, dict[str, Any]]:
     return found
 
 
+LIFECYCLES = ("pods are known here by their lifecycles only (v1.Pod is not in the tracer config's trackedObjects): when the "
+              "pods of the tracked workloads ran and their status, not their versions, labels or spec; track v1.Pod to keep those")
+"""Why a question about pods' versions has no answer in such a cache."""
+
+
 def recorded(cache: Cache) -> list[Kind]:
-    """Every kind the cache has rows of, with its names, by GVK."""
+    """Every kind the cache has rows of, with its names, by GVK; pods, when not tracked as a kind, as the cache knows
+    them: the pods whose lifecycles it recorded (``Kind.lifecycles``)."""
     entries = _entries(cache)
-    out = []
-    for text in attime.recorded_kinds(cache):
-        gvk = GVK.parse(text)
-        entry = entries.get(gvk) or {}
-        out.append(Kind(
-            gvk=gvk, plural=str(entry.get("name") or gvk.kind.lower() + "s"), namespaced=bool(entry.get("namespaced", True)),
-            short_names=tuple(str(s).lower() for s in (entry.get("shortNames") or () if entry else _built_in(gvk))),
-            singular=str(entry.get("singularName") or ""),
-        ))
+    out = [_kind(GVK.parse(text), entries) for text in attime.recorded_kinds(cache)]
+    if all(kind.gvk != POD for kind in out) and attime.has_pod_lifecycles(cache):
+        out.append(replace(_kind(POD, entries), lifecycles=True))
+        out.sort(key=lambda kind: str(kind.gvk))
     return out
+
+
+def _kind(gvk: GVK, entries: dict[GVK, dict[str, Any]]) -> Kind:
+    entry = entries.get(gvk) or {}
+    return Kind(gvk=gvk, plural=str(entry.get("name") or gvk.kind.lower() + "s"), namespaced=bool(entry.get("namespaced", True)),
+                short_names=tuple(str(s).lower() for s in (entry.get("shortNames") or () if entry else _built_in(gvk))),
+                singular=str(entry.get("singularName") or ""))
 
 
 def _built_in(gvk: GVK) -> tuple[str, ...]:

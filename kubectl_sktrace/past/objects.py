@@ -108,3 +108,22 @@ class Scope:
         if not all(t.matches(key) for t in self.fields):
             return False
         return self.labels is None or (obj is not None and self.labels.matches(labels_of(obj)))
+
+
+def changed_paths(old: Any, new: Any, path: str) -> list[str]:
+    """The leaves that differ between two values, as ``spec.replicas`` or ``spec.template.spec.containers[0].image``;
+    a leaf's old and new value when short (``spec.replicas 2→3``). Pure."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [p for k in sorted(set(old) | set(new), key=str) for p in changed_paths(old.get(k), new.get(k), f"{path}.{k}")]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [p for i, (a, b) in enumerate(zip(old, new)) for p in changed_paths(a, b, f"{path}[{i}]")]
+    if isinstance(old, (dict, list)) or isinstance(new, (dict, list)):
+        return [path]
+    shown = f"{path} {_short(old)}→{_short(new)}"
+    return [shown if len(shown) < 120 else path]
+
+
+def _short(value: Any) -> str:
+    return "(none)" if value is None else str(value)

@@ -24,8 +24,8 @@ from typing import Any, Iterable, Iterator
 
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import POD, ObjKey
-from kubectl_sktrace.past.kinds import Kind, recorded, resolve, resolve_many
-from kubectl_sktrace.past.objects import Scope, kubectl_form
+from kubectl_sktrace.past.kinds import LIFECYCLES, Kind, recorded, resolve, resolve_many
+from kubectl_sktrace.past.objects import Scope, changed_paths, kubectl_form
 from kubectl_sktrace.store import attime, history, statuses
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.versions import APPLIED
@@ -218,8 +218,8 @@ class Past:
             return None
         if self._fills is None:
             self._fills = attime.audit_fills(self.cache)
-        # a log fills the tracked kinds' objects; of pods only their lifecycles (``audit/collect``): their objects stay unknown
-        if kind.gvk != POD and any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until for gvk, since, until in self._fills):
+        # a log fills the tracked kinds' objects; of pods only their lifecycles (``audit/collect``): tracked pods' objects stay unknown
+        if (kind.gvk != POD or kind.lifecycles) and any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until for gvk, since, until in self._fills):
             return Knowledge(AUDIT, gap)
         return Knowledge(UNKNOWN, gap)
 
@@ -254,26 +254,44 @@ class Past:
         """The objects of ``kind`` that ``scope`` selects as they were at ``at``, by namespace then name."""
         second = self.second(at)
         whole = self.knowledge(kind, second)
-        rows = attime.rows_at(self.cache, gvk=kind.gvk, second=second, namespace=scope.namespace_filter(), names=scope.name_filter())
         statuses_known = whole is None and self.status_known(second)
+        found = self._lifecycle_pods(kind, scope, second, whole) if kind.lifecycles else self._versions(kind, scope, second, whole)
         chunk: list[PastObject] = []
-        for row in rows:
-            assert row.body is not None
-            obj = kubectl_form(row.body, key=row.key, uid=row.uid, created=row.created)
-            if scope.selects(row.key, obj):
-                chunk.append(PastObject(kind, row.key, row.uid, obj, row.ts, row.id, row.run_id, self._known(row, whole)))
+        for each in found:
+            chunk.append(each)
             if len(chunk) >= 500:
                 yield from self._completed(chunk, second, statuses_known)
                 chunk = []
         yield from self._completed(chunk, second, statuses_known)
+
+    def _versions(self, kind: Kind, scope: Scope, second: int, whole: Knowledge | None) -> Iterator[PastObject]:
+        """The versions in force at ``second`` of the objects of ``kind`` that ``scope`` selects, without their status."""
+        for row in attime.rows_at(self.cache, gvk=kind.gvk, second=second, namespace=scope.namespace_filter(), names=scope.name_filter()):
+            assert row.body is not None
+            obj = kubectl_form(row.body, key=row.key, uid=row.uid, created=row.created)
+            if scope.selects(row.key, obj):
+                yield PastObject(kind, row.key, row.uid, obj, row.ts, row.id, row.run_id, self._known(row, whole))
+
+    def _lifecycle_pods(self, kind: Kind, scope: Scope, second: int, whole: Knowledge | None) -> Iterator[PastObject]:
+        """Pods known by their lifecycles only (``Kind.lifecycles``): those running at ``second``, with their identity and
+        nothing the cache did not keep (no labels: a label selector is refused rather than answered with nothing)."""
+        if scope.labels is not None:
+            raise UsageError(f"-l cannot select pods by their labels: {LIFECYCLES}")
+        for row_id, namespace, name, uid, start, end, inferred in attime.pods_running(
+                self.cache, second=second, namespace=scope.namespace_filter(), names=scope.name_filter()):
+            key = ObjKey(POD, namespace, name)
+            if scope.selects(key, None):
+                obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "uid": uid}}
+                yield PastObject(kind, key, uid, obj, start, row_id, 0, whole or Knowledge(RECONSTRUCTED if inferred and end is not None else LIVE))
 
     def _completed(self, chunk: list[PastObject], second: int, statuses_known: bool) -> Iterator[PastObject]:
         """The chunk's objects with their status in force (when known at ``second``) and, for pods, their lifecycles."""
         if not chunk:
             return
         if statuses_known:
-            found = statuses.in_force(self.cache, gvk=chunk[0].kind.gvk, keys=[(o.key.namespace, o.key.name) for o in chunk], second=second)
-            chunk = [replace(o, status=_status_of(found.get((o.key.namespace, o.key.name)), o.uid)) for o in chunk]
+            found = statuses.in_force(self.cache, gvk=chunk[0].kind.gvk, keys=[(o.key.namespace, o.key.name) for o in chunk], second=second,
+                                      lifecycles=chunk[0].kind.lifecycles)
+            chunk = [replace(o, status=_status_of(found.get((o.key.namespace, o.key.name)), o.uid, lifecycles=o.kind.lifecycles)) for o in chunk]
         if chunk[0].kind.gvk != POD:
             yield from chunk
             return
@@ -305,13 +323,14 @@ class Past:
         server's watch with a selector does."""
         last = self.second(until)
         first = max(math.floor(after), self.begins() or 0) + 1 if math.isfinite(after) else self.second(after)
-        by_gvk = {k.gvk: k for k in kinds}
+        by_gvk = {k.gvk: k for k in kinds if not k.lifecycles}  # pods known by their lifecycles have no versions to change
         rows = attime.rows_between(self.cache, gvks=list(by_gvk), first=first, last=last, namespace=scope.namespace_filter())
         yield from self._as_changes(rows, by_gvk, scope)
 
     def follow(self, kinds: Iterable[Kind], scope: Scope, *, after_row: int) -> tuple[list[Change], int]:
         """The changes written since the row ``after_row`` (``last_row()`` to begin), in the order written, and the row
         to ask after next time: a running recorder's news, polled."""
+        _versioned(kinds)
         by_gvk = {k.gvk: k for k in kinds}
         rows = attime.rows_since(self.cache, gvks=list(by_gvk), after_id=after_row)
         newest = max((r.id for r in rows), default=after_row)
@@ -366,6 +385,7 @@ class Past:
 
     def lives(self, kind: Kind, namespace: str, name: str) -> list[Life]:
         """Every life of one name, oldest first: each object (uid) from its creation to its deletion, its changes."""
+        _versioned([kind])
         found: list[tuple[str, list[Change]]] = []
         before: attime.Row | None = None
         old: dict[str, Any] | None = None
@@ -410,10 +430,19 @@ class Past:
         return next(self.objects_at(kind, scope, second), None)
 
 
-def _status_of(row: statuses.StatusRow | None, uid: str) -> dict[str, Any]:
+def _versioned(kinds: Iterable[Kind]) -> None:
+    """A UsageError when a question about versions names pods known by their lifecycles only."""
+    if any(kind.lifecycles for kind in kinds):
+        raise UsageError(LIFECYCLES)
+
+
+def _status_of(row: statuses.StatusRow | None, uid: str, *, lifecycles: bool = False) -> dict[str, Any] | None:
     """The reduced status of the life ``uid`` from its name's last status change: {} when that change is another life's
-    (a name re-created, the new object's status not yet written) or there is none (nothing to read yet)."""
-    return row.reduced if row is not None and row.uid == uid else {}
+    (a name re-created, the new object's status not yet written) or there is none (nothing to read yet); for a pod known
+    by its lifecycle only, None (not known: a pod's status is written when it is first seen)."""
+    if row is not None and row.uid == uid:
+        return row.reduced
+    return None if lifecycles else {}
 
 
 def _differences(kind: Kind, key: ObjKey, old: PastObject | None, new: PastObject | None) -> Iterator[Difference]:
@@ -454,22 +483,3 @@ def _what(old: dict[str, Any], new: dict[str, Any], op: int) -> str:
     paths = changed_paths(old.get("spec"), new.get("spec"), "spec") if op == APPLIED else []
     spec = f"spec changed: {', '.join(paths[:3])}{f' +{len(paths) - 3} more' if len(paths) > 3 else ''}" if paths else ""
     return "; ".join(part for part in (spec, said) if part) or "no change the history keeps"
-
-
-def changed_paths(old: Any, new: Any, path: str) -> list[str]:
-    """The leaves that differ between two values, as ``spec.replicas`` or ``spec.template.spec.containers[0].image``;
-    a leaf's old and new value when short (``spec.replicas 2→3``). Pure."""
-    if old == new:
-        return []
-    if isinstance(old, dict) and isinstance(new, dict):
-        return [p for k in sorted(set(old) | set(new), key=str) for p in changed_paths(old.get(k), new.get(k), f"{path}.{k}")]
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [p for i, (a, b) in enumerate(zip(old, new)) for p in changed_paths(a, b, f"{path}[{i}]")]
-    if isinstance(old, (dict, list)) or isinstance(new, (dict, list)):
-        return [path]
-    shown = f"{path} {_short(old)}→{_short(new)}"
-    return [shown if len(shown) < 120 else path]
-
-
-def _short(value: Any) -> str:
-    return "(none)" if value is None else str(value)

@@ -91,6 +91,14 @@ def _names(obj: Obj, field: str) -> list[str]:
     return [str(c.get("name")) for c in listed if isinstance(c, Mapping)] if isinstance(listed, list) else []
 
 
+def _regular(obj: Obj, reduced: Obj) -> list[str]:
+    """The pod's regular containers: its spec's; for a pod whose spec was not kept (known by its lifecycle only), those
+    of its status but an init container that finished (terminated with exit code 0), the one kind a status shows."""
+    if isinstance(_spec(obj, "spec", "containers"), list):
+        return _names(obj, "containers")
+    return [name for name, c in _containers(reduced).items() if not (isinstance(c, Mapping) and _state(c)[0] == "terminated" and _state(c)[2] == 0)]
+
+
 def _sidecars(obj: Obj) -> set[str]:
     listed = _spec(obj, "spec", "initContainers")
     return {str(c.get("name")) for c in listed if isinstance(c, Mapping) and c.get("restartPolicy") == SIDECAR} if isinstance(listed, list) else set()
@@ -108,14 +116,14 @@ def _state(container: Obj) -> tuple[str, str, int | None]:
 
 def pod_ready(obj: Obj, reduced: Obj) -> str:
     """``ready/total``: the regular containers and the sidecars, ready ones counted as kubectl counts them."""
-    containers, sidecars = _containers(reduced), _sidecars(obj)
-    total = len(_names(obj, "containers")) + len(sidecars)
+    containers, sidecars, regular = _containers(reduced), _sidecars(obj), _regular(obj, reduced)
+    total = len(regular) + len(sidecars)
     ready = 0
     for name, container in containers.items():
         if not isinstance(container, Mapping) or not container.get("ready"):
             continue
         kind = _state(container)[0]
-        if (name in sidecars) or (name in _names(obj, "containers") and kind == "running"):
+        if (name in sidecars) or (name in regular and kind == "running"):
             ready += 1
     return f"{ready}/{total}"
 
@@ -163,7 +171,7 @@ def pod_status(obj: Obj, reduced: Obj) -> str | None:
 
 
 def _containers_reason(obj: Obj, reduced: Obj, reason: str) -> str:
-    containers, regular = _containers(reduced), _names(obj, "containers")
+    containers, regular = _containers(reduced), _regular(obj, reduced)
     running = False
     for name in reversed([n for n in containers if n in regular]):
         container = containers[name]

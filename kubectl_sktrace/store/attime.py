@@ -212,7 +212,7 @@ def pod_phases(cache: Cache, *, uids: Sequence[str]) -> dict[str, tuple[int | No
 
 
 __all__ = ["DELETED", "MAX_NAMES", "Row", "row_in_force", "audit_fills", "discovery_documents", "recorded_kinds", "first_second", "keys_changed", "last_id", "object_rows",
-           "pod_phases", "row_before", "rows_at", "rows_between", "rows_since"]
+           "has_pod_lifecycles", "pod_phases", "pods_running", "row_before", "rows_at", "rows_between", "rows_since"]
 
 
 def discovery_documents(cache: Cache) -> list[tuple[str, str]]:
@@ -226,6 +226,28 @@ def recorded_kinds(cache: Cache) -> list[str]:
     """The GVKs of every recorded object's kind."""
     table = "event_counts WHERE n > 0" if cache.has_table("event_counts") else "events"
     return sorted(str(g) for (g,) in cache.conn.execute(f"SELECT DISTINCT gvk FROM {table}").fetchall())
+
+
+def has_pod_lifecycles(cache: Cache) -> bool:
+    """Whether the cache holds a started pod's lifecycle (the pods of the workloads it tracks: ``pods``)."""
+    return cache.conn.execute("SELECT 1 FROM pods WHERE start_ts IS NOT NULL LIMIT 1").fetchone() is not None
+
+
+def pods_running(cache: Cache, *, second: int, namespace: str | None, names: Sequence[str]) -> Iterator[tuple[int, str, str, str, int, int | None, bool]]:
+    """``(id, namespace, name, uid, start_ts, end_ts, end_inferred)`` of the pods whose lifecycle says they ran at
+    ``second`` (started at or before it, not ended by its end), by namespace and name."""
+    where = ["start_ts IS NOT NULL AND start_ts <= ? AND (end_ts IS NULL OR end_ts > ?)"]
+    params: list[Any] = [second, second]
+    if namespace is not None:
+        where.append("namespace = ?")
+        params.append(namespace)
+    if names:
+        where.append(f"name IN ({', '.join('?' for _ in names)})")
+        params.extend(names)
+    for row_id, ns, name, uid, start, end, inferred in cache.conn.execute(
+            f"SELECT id, namespace, name, uid, start_ts, end_ts, end_inferred FROM pods WHERE {' AND '.join(where)} ORDER BY namespace, name, id",
+            params):
+        yield int(row_id), str(ns), str(name), str(uid), int(start), None if end is None else int(end), bool(inferred)
 
 
 def pods_of(cache: Cache, key: ObjKey) -> list[tuple[str, str, int | None, int | None, bool]]:

@@ -175,10 +175,10 @@ def first_run(cache: Cache) -> int | None:
     return None if row is None else int(row[0])
 
 
-def in_force(cache: Cache, *, gvk: GVK, keys: Sequence[tuple[str, str]], second: int) -> dict[tuple[str, str], StatusRow]:
-    """Per ``(namespace, name)`` of ``keys`` (objects of ``gvk`` with rows in the history), its last status change at or
-    before the end of ``second``: one backward step in ``status_changes_object`` each. Which life it belongs to is its
-    ``uid``'s to say (the caller compares)."""
+def in_force(cache: Cache, *, gvk: GVK, keys: Sequence[tuple[str, str]], second: int, lifecycles: bool = False) -> dict[tuple[str, str], StatusRow]:
+    """Per ``(namespace, name)`` of ``keys`` (objects of ``gvk`` with rows in the history; ``lifecycles``: pods with
+    recorded lifecycles), its last status change at or before the end of ``second``: one backward step in
+    ``status_changes_object`` each. Which life it belongs to is its ``uid``'s to say (the caller compares)."""
     if not keys or not has_statuses(cache):
         return {}
     namespaces, names = sorted({ns for ns, _ in keys}), sorted({name for _, name in keys})
@@ -188,9 +188,9 @@ def in_force(cache: Cache, *, gvk: GVK, keys: Sequence[tuple[str, str]], second:
     sql = f"""
         {_SELECT} JOIN (
             SELECT (SELECT i.id FROM status_changes i INDEXED BY status_changes_object
-                    WHERE i.gvk = k.gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts <= :at
+                    WHERE i.gvk = :gvk AND i.namespace = k.namespace AND i.name = k.name AND i.ts <= :at
                     ORDER BY i.ts DESC, i.id DESC LIMIT 1) AS last_id
-            FROM event_objects k WHERE k.gvk = :gvk AND k.namespace IN ({', '.join(f':s{i}' for i in range(len(namespaces)))})
+            FROM {"(SELECT DISTINCT namespace, name FROM pods) k WHERE" if lifecycles else "event_objects k WHERE k.gvk = :gvk AND"} k.namespace IN ({', '.join(f':s{i}' for i in range(len(namespaces)))})
             AND k.name IN ({', '.join(f':n{i}' for i in range(len(names)))})
         ) last ON last.last_id = s.id"""
     wanted = set(keys)
