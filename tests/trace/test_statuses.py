@@ -56,7 +56,7 @@ def _set(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 def _is_change(before: dict[str, Any], after: dict[str, Any]) -> bool:
     is_pod = before.get("kind") == "Pod"
     old, new = statuses.reduce(before, pod=is_pod), statuses.reduce(after, pod=is_pod)
-    assert (old == new) == (statuses.fingerprint(old) == statuses.fingerprint(new))
+    assert (old == new) == (statuses.packed(old) == statuses.packed(new))
     return statuses.changed(old, new)
 
 
