@@ -14,10 +14,11 @@ row (the migration keeps those bytes).
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Mapping
 
 from kubectl_sktrace.store.bodies import decode_body, encode_body
-from kubectl_sktrace.trace.files.format import dumps_object, loads
+from kubectl_sktrace.trace.files.format import loads, object_packer
 from kubectl_sktrace.trace.statuses import delta
 
 DELTA, FULL, PLAIN = 0, 1, 2
@@ -48,13 +49,34 @@ WORDS = (
 _CODE = {word: -(place + 1) for place, word in enumerate(WORDS)}
 
 
-def _words(value: Any) -> Any:
-    """A reduction with its words as their codes (a copy)."""
-    if type(value) is dict:
-        return {_CODE.get(name, name): _words(each) for name, each in value.items()}
-    if type(value) is str:
-        return _CODE.get(value, value)
-    return value
+class _Negative(ValueError):
+    """A reduction holds a negative integer: it cannot be said in words."""
+
+
+def _words(value: Mapping[str, Any]) -> dict[Any, Any]:
+    """A reduction (or a delta) with its words as their codes, a copy; ``_Negative`` when it holds a negative integer.
+    Written for speed (every status change comes through here): the two levels a reduction has, inline."""
+    out: dict[Any, Any] = {}
+    for name, each in value.items():
+        kind = type(each)
+        if kind is str:
+            each = _CODE.get(each, each)
+        elif kind is dict:
+            inner: dict[Any, Any] = {}
+            for sub, one in each.items():
+                sort = type(one)
+                if sort is str:
+                    one = _CODE.get(one, one)
+                elif sort is dict:
+                    one = _words(one)
+                elif sort is int and one < 0:
+                    raise _Negative(sub)
+                inner[_CODE.get(sub, sub)] = one
+            each = inner
+        elif kind is int and each < 0:
+            raise _Negative(name)
+        out[_CODE.get(name, name)] = each
+    return out
 
 
 def _unwords(value: Any) -> Any:
@@ -65,19 +87,26 @@ def _unwords(value: Any) -> Any:
     return value
 
 
-def _negative(value: Any) -> bool:
-    if type(value) is dict:
-        return any(_negative(each) for each in value.values())
-    return type(value) is int and value < 0
+_PACK = threading.local()
+
+
+def _pack(value: Any) -> bytes:
+    """msgpack bytes, from this thread's packer (made once: making one costs more than packing a delta)."""
+    pack = getattr(_PACK, "pack", None)
+    if pack is None:
+        pack = _PACK.pack = object_packer()
+    packed: bytes = pack(value)
+    return packed
 
 
 def encode(reduced: Mapping[str, Any], *, before: Mapping[str, Any] | None) -> tuple[int, bytes]:
     """``(form, body)`` of a row: a delta from ``before`` (the previous row's reduction) or, with none, the whole."""
-    if _negative(reduced):
+    try:
+        if before is None:
+            return FULL, _pack(_words(reduced))
+        return DELTA, _pack(_words(delta(before, reduced)))
+    except _Negative:
         return PLAIN, encode_body(reduced)[0]
-    if before is None:
-        return FULL, dumps_object(_words(reduced))
-    return DELTA, dumps_object(_words(delta(before, reduced)))
 
 
 def decode(form: int, body: bytes) -> dict[str, Any]:
