@@ -47,7 +47,7 @@ _COMPACT = """
         ALTER TABLE status_changes RENAME TO status_changes_0016;
         CREATE TABLE status_objects (
             id {id} PRIMARY KEY, gvk {text} NOT NULL, namespace {text} NOT NULL, name {text} NOT NULL, uid {text} NOT NULL);
-        CREATE INDEX status_objects_key ON status_objects (gvk, namespace, name);
+        CREATE INDEX status_objects_name ON status_objects (name);
         CREATE TABLE status_changes (
             id {rowid} PRIMARY KEY, object {id} NOT NULL, ts {id} NOT NULL, late {id} NOT NULL, run_id {id} NOT NULL,
             inferred {id} NOT NULL, form {id} NOT NULL, body {blob} NOT NULL);
