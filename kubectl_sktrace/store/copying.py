@@ -41,7 +41,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "partial", "filled_at", "gvk")),
     ("audit_rows", ("event_id", "fill_id")),
     ("created", ("uid", "ts")),
-    ("status_objects", ("id", "gvk", "namespace", "name", "uid")),
+    ("status_objects", ("id", "gvk", "namespace", "name", "uid", "fill_id")),
     ("status_changes", ("id", "object", "ts", "late", "run_id", "inferred", "form", "body")),
 )
 # columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL

@@ -5,7 +5,8 @@ second, when it was received (``late``: milliseconds after that second), the run
 (``inferred``: a list found the state, its time unknown), and what a person reads of the object then
 (``trace/statuses``), stored small (``statusforms``): whole, or only what changed since the previous row of its
 ``status_objects`` row. That row names the object (kind, namespace, name, uid) once for all its changes in one run (a
-run's first row of an object is whole, so is every ``FULL_EVERY``-th): a busy cluster writes a status change for most
+run's first row of an object is whole, so is every ``FULL_EVERY``-th), or in one ``backfill`` of a gap from the audit
+log (``fill_id``: its ``audit_fills`` row; those rows are whole, told "audit log"): a busy cluster writes a status change for most
 of its pods' events, so a change costs tens of bytes, not the hundreds its names and a whole reduction took (0016).
 
 The state of an object at a time is its last row at or before it, folded from the last whole row of its object before
@@ -46,7 +47,8 @@ _COMPACT = """
         DROP INDEX status_changes_ts;
         ALTER TABLE status_changes RENAME TO status_changes_0016;
         CREATE TABLE status_objects (
-            id {id} PRIMARY KEY, gvk {text} NOT NULL, namespace {text} NOT NULL, name {text} NOT NULL, uid {text} NOT NULL);
+            id {id} PRIMARY KEY, gvk {text} NOT NULL, namespace {text} NOT NULL, name {text} NOT NULL, uid {text} NOT NULL,
+            fill_id {id});
         CREATE INDEX status_objects_name ON status_objects (name);
         CREATE TABLE status_changes (
             id {rowid} PRIMARY KEY, object {id} NOT NULL, ts {id} NOT NULL, late {id} NOT NULL, run_id {id} NOT NULL,
@@ -246,28 +248,96 @@ _GONE = f"""
 
 def prune(cache: Cache, *, before: int, known: float) -> int:
     """Within a prune's transaction: the status changes before ``before`` (received before ``known``) go, but each
-    object's last (its state at the cutoff), and a gone pod's all. A row left whose previous row went is written whole
-    (nothing before it is left to fold). Returns how many went."""
+    object's last (its state at the cutoff), and a gone pod's all. Returns how many went."""
+    return remove(cache, [int(row[0]) for row in cache.conn.execute(_GONE, {"before": before, "known": known}).fetchall()])
+
+
+def remove(cache: Cache, ids: Iterable[int]) -> int:
+    """Within a transaction: these status changes go. A row left whose previous row went is written whole (nothing
+    before it is left to fold); an object left without rows goes too. Returns how many went."""
     gone: dict[int, set[int]] = {}
-    for eid, obj in cache.conn.execute(_GONE, {"before": before, "known": known}).fetchall():
-        gone.setdefault(int(obj), set()).add(int(eid))
-    for obj, ids in gone.items():
+    for eid in ids:
+        found = cache.conn.execute("SELECT object FROM status_changes WHERE id = ?", (eid,)).fetchone()
+        if found is not None:
+            gone.setdefault(int(found[0]), set()).add(eid)
+    for obj, going in gone.items():
         rows = cache.conn.execute("SELECT id, form, body FROM status_changes WHERE object = ? ORDER BY id", (obj,)).fetchall()
         states = _states(cache, [_Raw(int(r[0]), 0, _NO_KEY, "", False, 0, obj, int(r[1]), bytes(r[2])) for r in rows])
         previous_gone = True
         for eid, form, _ in rows:
-            if eid in ids:
+            if eid in going:
                 previous_gone = True
                 continue
             if previous_gone and form == statusforms.DELTA:
                 whole, body = statusforms.encode(states[eid], before=None)
                 cache.write("UPDATE status_changes SET form = ?, body = ? WHERE id = ?", (whole, body, eid))
             previous_gone = False
-        for eid in sorted(ids):
+        for eid in sorted(going):
             cache.write("DELETE FROM status_changes WHERE id = ?", (eid,))
-        if len(ids) == len(rows):
+        if len(going) == len(rows):
             cache.write("DELETE FROM status_objects WHERE id = ?", (obj,))
-    return sum(len(ids) for ids in gone.values())
+    return sum(len(going) for going in gone.values())
 
 
 _NO_KEY = ObjKey(POD, "", "")
+
+
+# -- backfill (``audit/backfill``): the status changes of a gap, from the audit log ------------------------------------
+
+def recorded_before(cache: Cache, key: ObjKey, *, at: float) -> StatusRow | None:
+    """An object's last status change a recorder wrote at or before second ``at`` (not a fill's): its state then."""
+    if not has_statuses(cache):
+        return None
+    found = cache.conn.execute(f"{_SELECT} WHERE {_KEY} AND s.ts <= ? AND o.fill_id IS NULL ORDER BY s.ts DESC, s.id DESC LIMIT 1",
+                               (str(key.gvk), key.namespace, key.name, at)).fetchall()
+    return next(iter(_rows(cache, found)), None)
+
+
+def found_at_restart(cache: Cache, run_id: int, *, mark: float) -> dict[ObjKey, StatusRow]:
+    """What run ``run_id``'s first lists found (its reconstructed rows received by ``mark``), per object."""
+    if not has_statuses(cache):
+        return {}
+    found = cache.conn.execute(f"{_SELECT} WHERE s.run_id = ? AND s.inferred = 1 AND o.fill_id IS NULL AND s.ts + s.late / 1000.0 <= ? "
+                               "ORDER BY s.id DESC", (run_id, mark)).fetchall()
+    return {row.key: row for row in _rows(cache, found)}
+
+
+def filled(cache: Cache, fill_id: int) -> set[tuple[ObjKey, int, str, bytes]]:
+    """The status changes a fill wrote, as ``(key, ts, uid, statuses.packed(reduced))``."""
+    if not has_statuses(cache):
+        return set()
+    found = cache.conn.execute(f"{_SELECT} WHERE o.fill_id = ?", (fill_id,)).fetchall()
+    return {(row.key, row.ts, row.uid, statuses.packed(row.reduced)) for row in _rows(cache, found)}
+
+
+def from_audit_log(cache: Cache, row_id: int) -> bool:
+    """Whether a status change was filled from the audit log (``backfill``), not recorded live."""
+    if not has_statuses(cache):
+        return False
+    found = cache.conn.execute("SELECT o.fill_id FROM status_changes AS s JOIN status_objects AS o ON o.id = s.object WHERE s.id = ?",
+                               (row_id,)).fetchone()
+    return found is not None and found[0] is not None
+
+
+class FillWriter:
+    """A fill's status changes: each object under a ``status_objects`` row of the fill's, every row whole."""
+
+    def __init__(self, cache: Cache, fill_id: int, run_id: int) -> None:
+        self.cache, self.fill_id, self.run_id = cache, fill_id, run_id
+        self._objects: dict[tuple[ObjKey, str], int] = {}
+        self._next = int(cache.conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM status_objects").fetchone()[0])
+        self.written = 0
+
+    def write(self, key: ObjKey, uid: str, *, at: float, reduced: Mapping[str, Any]) -> None:
+        """One status change at its logged time ``at`` (its second, received then)."""
+        obj = self._objects.get((key, uid))
+        if obj is None:
+            obj = self._objects[(key, uid)] = self._next
+            self._next += 1
+            self.cache.write("INSERT INTO status_objects (id, gvk, namespace, name, uid, fill_id) VALUES (?, ?, ?, ?, ?, ?)",
+                             (obj, str(key.gvk), key.namespace, key.name, uid, self.fill_id))
+        form, body = statusforms.encode(reduced, before=None)
+        second = int(at // 1)
+        self.cache.write("INSERT INTO status_changes (object, ts, late, run_id, inferred, form, body) VALUES (?, ?, ?, ?, 0, ?, ?)",
+                         (obj, second, round((at - second) * 1000), self.run_id, form, body))
+        self.written += 1
