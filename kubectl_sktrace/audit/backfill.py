@@ -60,6 +60,11 @@ class GapReport:
     levels: set[str] = field(default_factory=set)
     covered: tuple[float, float] | None = None
 
+    @property
+    def filled(self) -> bool:
+        """Whether the log changed the cache in this gap."""
+        return bool(self.written or self.replaced or self.pods_ended or self.statuses or self.statuses_replaced)
+
 
 @dataclass
 class Outcome:
@@ -135,7 +140,7 @@ def fill(cache: Cache, collected: Collected, *, configs: dict[int, TracerConfig]
             if cfg is None:
                 continue
             reports.append(_fill_gap(cache, gap, collected, cfg, at=at))
-    return Outcome([r for r in reports if r.written or r.replaced or r.kept or r.pods_ended or r.statuses or r.covered], outside)
+    return Outcome([r for r in reports if r.filled or r.kept or r.covered], outside)
 
 
 def _outside(collected: Collected, gaps: list[store.Gap], *, before_first: bool, last_stop: float | None) -> Counter[str]:

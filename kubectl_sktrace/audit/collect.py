@@ -97,11 +97,7 @@ class Collected:
                 self.skipped["repeated lines"] += 1
                 return
             self._seen.add((record.audit_id, record.key))
-        self._status(record)
-        if record.subresource == "status" and (record.key.gvk != POD or (record.key.namespace, record.key.name) not in self.created_pods):
-            # a workload's status write changes no spec, labels or annotations; a pod's not created in the log, no
-            # lifecycle a restart's list did not tell: their status changes only
-            self.skipped[STATUS_ONLY if record.key.gvk != POD else OTHER_PODS] += 1
+        if self._status_only(record):
             return
         if record.key.gvk == POD:
             if record.verb == "create":
@@ -124,6 +120,15 @@ class Collected:
             self.skipped["writes without a change"] += 1  # a status write: what the recorder's rule ignores, not held
             return
         kept.append(record)
+
+    def _status_only(self, record: Logged) -> bool:
+        """Whether the write is a status write that gives nothing but a status change: a workload's changes no spec,
+        labels or annotations; a pod's not created in the log, no lifecycle a restart's list did not tell."""
+        self._status(record)
+        if record.subresource != "status" or (record.key.gvk == POD and (record.key.namespace, record.key.name) in self.created_pods):
+            return False
+        self.skipped[STATUS_ONLY if record.key.gvk != POD else OTHER_PODS] += 1
+        return True
 
     def _status(self, record: Logged) -> None:
         """What a person read of the object after the write: its answer reduced (``trace/statuses``); a ``scale`` write

@@ -151,8 +151,7 @@ pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a rang
                 only those drawn are read.
 created         (0015) per uid, the second of its ``creationTimestamp`` (which bodies lack: ``sanitize``), written at an
                 object's first sight and at every list; ``get --at`` shows it. Unknown (never guessed) until then.
-status_changes  (0016) what a person reads of an object's status, one row per change (``store/statuses.py``); (0018) only
-                what changed, under its object in ``status_objects`` (kind, namespace, name and uid once per run).""" 
+status_changes  (0016) what a person reads of an object's status, one row per change; (0018) only what changed (``store/statuses.py``)."""
 
 from __future__ import annotations
 
@@ -495,8 +494,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     ("0015_creation_times", "CREATE TABLE created (uid TEXT PRIMARY KEY, ts INTEGER NOT NULL) WITHOUT ROWID;"),
-    ("0016_status_changes", STATUS_CHANGES),
-    ("0018_status_changes_compact", STATUS_CHANGES_COMPACT),
+    ("0016_status_changes", STATUS_CHANGES), ("0018_status_changes_compact", STATUS_CHANGES_COMPACT),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
