@@ -57,7 +57,7 @@ class StatusIndex:
         if known is None or known.uid != head.uid or known.object == NONE_YET:
             known = _Known(self._new_object(key, head.uid), head.uid, packed, 0)
         before = marshal.loads(known.packed) if known.since_full else None
-        self.rec.append_status(self.run_id, ts=event_second(recv), recv=self._written(recv), object_id=known.object,
+        self.rec.append_status_change(self.run_id, ts=event_second(recv), recv=self._written(recv), object_id=known.object,
                                inferred=inferred, reduced=reduced, before=before)
         self.known[key] = _Known(known.object, head.uid, packed, (known.since_full + 1) % FULL_EVERY)
         self.recorded += 1

@@ -93,6 +93,7 @@ class Recording:
         self.cache = cache
         self._conn: DbConnection = cache.conn
         self._write = cache.write
+        self._status_objects: dict[tuple[ObjKey, str], int] = {}  # ``append_status``'s objects
 
     # -- transactions -------------------------------------------------------------------------------
 
@@ -282,8 +283,17 @@ class Recording:
         self._write("INSERT INTO status_objects (id, gvk, namespace, name, uid) VALUES (?, ?, ?, ?, ?)",
                     (object_id, str(key.gvk), key.namespace, key.name, uid))
 
-    def append_status(self, run_id: int, *, ts: int, recv: float, object_id: int, inferred: bool, reduced: Mapping[str, Any],
-                      before: Mapping[str, Any] | None) -> None:
+    def append_status(self, run_id: int, *, ts: int, recv: float, key: ObjKey, uid: str, inferred: bool, reduced: Mapping[str, Any]) -> None:
+        """A status change of ``key`` whole (its object named on its first change through this ``Recording``): for a
+        writer of a few rows; the recorder names its objects and writes what changed (``append_status_change``)."""
+        object_id = self._status_objects.get((key, uid))
+        if object_id is None:
+            object_id = self._status_objects[(key, uid)] = self.next_status_object()
+            self.add_status_object(object_id, key, uid)
+        self.append_status_change(run_id, ts=ts, recv=recv, object_id=object_id, inferred=inferred, reduced=reduced, before=None)
+
+    def append_status_change(self, run_id: int, *, ts: int, recv: float, object_id: int, inferred: bool, reduced: Mapping[str, Any],
+                             before: Mapping[str, Any] | None) -> None:
         """A status change (``trace/statuses``) of ``object_id``: what changed since ``before`` (its previous row's
         reduction), or whole when None (``store/statusforms``)."""
         form, body = statusforms.encode(reduced, before=before)
