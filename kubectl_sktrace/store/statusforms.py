@@ -19,7 +19,6 @@ from typing import Any, Mapping
 
 from kubectl_sktrace.store.bodies import decode_body, encode_body
 from kubectl_sktrace.trace.files.format import loads, object_packer
-from kubectl_sktrace.trace.statuses import delta
 
 DELTA, FULL, PLAIN = 0, 1, 2
 """``status_changes.form``: a delta from the object's previous row, a whole reduction in words, a whole one as 0016
@@ -79,6 +78,28 @@ def _words(value: Mapping[str, Any]) -> dict[Any, Any]:
     return out
 
 
+def _changed_words(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[Any, Any]:
+    """``_words(statuses.delta(before, after))`` in one pass, without the delta in between."""
+    out: dict[Any, Any] = {}
+    for name, now in after.items():
+        was = before.get(name)
+        if was == now:
+            continue
+        kind = type(now)
+        if kind is dict:
+            now = _changed_words(was, now) if type(was) is dict else _words(now)
+        elif kind is str:
+            now = _CODE.get(now, now)
+        elif kind is int and now < 0:
+            raise _Negative(name)
+        out[_CODE.get(name, name)] = now
+    if before.keys() != after.keys():
+        for name in before:
+            if name not in after:
+                out[_CODE.get(name, name)] = None
+    return out
+
+
 def _unwords(value: Any) -> Any:
     if type(value) is dict:
         return {_unwords(name): _unwords(each) for name, each in value.items()}
@@ -104,7 +125,7 @@ def encode(reduced: Mapping[str, Any], *, before: Mapping[str, Any] | None) -> t
     try:
         if before is None:
             return FULL, _pack(_words(reduced))
-        return DELTA, _pack(_words(delta(before, reduced)))
+        return DELTA, _pack(_changed_words(before, reduced))
     except _Negative:
         return PLAIN, encode_body(reduced)[0]
 
