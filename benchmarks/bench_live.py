@@ -1,7 +1,7 @@
 """Live recording cost: CPU per watch event at paced rates, in steady state, and idle CPU, beside kubectl.
 
     .venv/bin/python benchmarks/bench_live.py [--rates 300,3000] [--warmup 5] [--window 20] [--idle 20]
-        [--pods 2000] [--baseline DIR] [--no-kubectl] [--workload pods|churn|incident]
+        [--pods 2000] [--baseline DIR] [--no-kubectl] [--workload pods|churn|incident|mixed]
 
 What a user gets: the emulator (TLS, in this process) holds ``--pods`` realistic pods (~6 KB of JSON each,
 Deployments and ReplicaSets around them) and a pacer thread changes one pod's status at a time, evenly
@@ -32,6 +32,14 @@ changes: the two rows compare what recording every change a person calls a chang
 ready again, OOM-killed and restarted, with heartbeats between that change nothing a person reads) and every fifth
 write a Deployment's ready replicas: with ``--baseline`` a tree from before status changes were recorded, the rows
 compare what recording them costs in CPU per event and in the cache's bytes per hour.
+
+``--workload mixed`` is a churning cluster as its controllers and kubelets write it (the emulator's ``Workload`` in this
+process, ``MixedPacer``): rollouts, rollouts to an image that cannot be pulled and their rollbacks, scale-ups whose pods
+become ready two seconds after they start and scale-downs, crash loops, OOM kills and restarts, Jobs whose first pod
+fails, heartbeats that change nothing a person reads. A rate is the API server's writes per second (every controller's
+and kubelet's: the events every reader sees). With ``--baseline`` a tree from before status changes were recorded
+(``git archive 506ccd4``, main before the merge of status changes), the rows compare what recording them costs: CPU per
+event, the cache's bytes per hour, and each reader's RSS at the end of each window.
 
 Conditions to report with the figures: the machine's load (printed), and what else ran.
 """
