@@ -50,6 +50,7 @@ COUNTS = (
 )
 """The integer fields of a status read as counts; a field of these names that is not an integer is left out, and one
 that is 0 too (the API leaves zeros out: an absent ``readyReplicas`` and a 0 are one state), but ``DESIRED``."""
+_COUNTED = frozenset(COUNTS)
 DESIRED = frozenset({"replicas", "desiredNumberScheduled"})
 """The counts a workload wants, kept at 0: a Deployment scaled to zero reads "0 of 0 ready"."""
 PULL_BACKOFF = "ImagePullBackOff"
@@ -101,9 +102,10 @@ def reduce(obj: Mapping[str, Any], *, pod: bool = False) -> dict[str, Any]:
     desired = _int(_map(obj.get("spec")).get("replicas"))
     if desired is not None and status:
         out["desired"] = desired  # what kubectl's READY divides by: during a rollout, status.replicas counts the surge too
-    for name in COUNTS:
-        value = status.get(name)
-        count = len(value) if name == "active" and isinstance(value, list) else _int(value)
+    for name, value in status.items():  # a server writes a kind's fields in one order: its counts come in that order
+        if name not in _COUNTED:
+            continue
+        count = len(value) if name == "active" and type(value) is list else value if type(value) is int else None
         if count is not None and (count or name in DESIRED):
             out[name] = count
     conditions = _conditions(status, reasons=True)
