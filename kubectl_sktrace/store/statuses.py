@@ -100,7 +100,14 @@ class _Raw(NamedTuple):
 
 _SELECT = ("SELECT s.id, s.ts, o.gvk, o.namespace, o.name, o.uid, s.inferred, s.run_id, s.object, s.form, s.body "
            "FROM status_changes AS s JOIN status_objects AS o ON o.id = s.object")
-_CHAIN = "SELECT id, form, body FROM status_changes WHERE object = ? AND id <= ? ORDER BY id DESC"
+_CHAINS = """
+    WITH wanted (object, low, high) AS (VALUES {values})
+    SELECT s.object, s.id, s.form, s.body FROM wanted AS w JOIN status_changes AS s ON s.object = w.object
+    WHERE s.id <= w.high AND s.id >= COALESCE((SELECT MAX(f.id) FROM status_changes AS f
+                                              WHERE f.object = w.object AND f.form <> 0 AND f.id <= w.low), 0)
+    ORDER BY s.object, s.id"""
+"""Per object, its rows from the last whole one at or before ``low`` through ``high``: all a fold of them needs."""
+_CHUNK = 300
 _KEY = "o.gvk = ? AND o.namespace = ? AND o.name = ?"
 
 
@@ -111,7 +118,7 @@ def _raw(row: Any) -> _Raw:
 
 def _states(cache: Cache, raws: Iterable[_Raw]) -> dict[int, dict[str, Any]]:
     """Each row's reduction, by id: a whole row's own, a delta's folded from the last whole row of its object before it
-    (read back, at most ``FULL_EVERY`` rows)."""
+    (read back, at most ``FULL_EVERY`` rows before it; the objects' rows in one query per ``_CHUNK`` of them)."""
     out: dict[int, dict[str, Any]] = {}
     wanted: dict[int, list[_Raw]] = {}
     for raw in raws:
@@ -119,17 +126,17 @@ def _states(cache: Cache, raws: Iterable[_Raw]) -> dict[int, dict[str, Any]]:
             wanted.setdefault(raw.object, []).append(raw)
         else:
             out[raw.id] = statusforms.decode(raw.form, raw.body)
-    for obj, rows in wanted.items():
-        lowest, chain = min(r.id for r in rows), []
-        for eid, form, body in cache.conn.execute(_CHAIN, (obj, max(r.id for r in rows))):
-            chain.append((int(eid), int(form), bytes(body)))
-            if form != statusforms.DELTA and eid <= lowest:
-                break
+    objects = list(wanted.items())
+    for start in range(0, len(objects), _CHUNK):
+        chunk = objects[start:start + _CHUNK]
+        values = ", ".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(chunk))
+        params = [n for obj, rows in chunk for n in (obj, min(r.id for r in rows), max(r.id for r in rows))]
         state: dict[str, Any] = {}
-        for eid, form, body in reversed(chain):
-            found = statusforms.decode(form, body)
-            state = statuses.patched(state, found) if form == statusforms.DELTA else found
-            out[eid] = state
+        last = None
+        for obj, eid, form, body in cache.conn.execute(_CHAINS.format(values=values), params).fetchall():
+            found = statusforms.decode(int(form), bytes(body))
+            state = statuses.patched(state if obj == last else {}, found) if form == statusforms.DELTA else found
+            out[int(eid)], last = state, obj
     return out
 
 

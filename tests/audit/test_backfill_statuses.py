@@ -89,3 +89,5 @@ def test_status_changes_in_a_gap_are_filled_from_the_audit_log_as_a_recorder_tha
     again = sktrace("backfill", "--cache", down_cache, "--audit-log", str(log))
     assert "status change" not in again.stdout, again.stdout
     assert story(down_cache, since, until + 2) == after
+    agreed = sktrace("backfill", "--check", "--cache", down_cache, "--audit-log", str(log))
+    assert agreed.returncode == 0 and "disagreement" not in agreed.stdout, agreed.stdout  # the fill is not time observed live
