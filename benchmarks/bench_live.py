@@ -1,7 +1,7 @@
 """Live recording cost: CPU per watch event at paced rates, in steady state, and idle CPU, beside kubectl.
 
     .venv/bin/python benchmarks/bench_live.py [--rates 300,3000] [--warmup 5] [--window 20] [--idle 20]
-        [--pods 2000] [--baseline DIR] [--no-kubectl] [--workload pods|churn|incident]
+        [--pods 2000] [--baseline DIR] [--no-kubectl] [--workload pods|churn|incident|mixed]
 
 What a user gets: the emulator (TLS, in this process) holds ``--pods`` realistic pods (~6 KB of JSON each,
 Deployments and ReplicaSets around them) and a pacer thread changes one pod's status at a time, evenly
@@ -32,6 +32,14 @@ changes: the two rows compare what recording every change a person calls a chang
 ready again, OOM-killed and restarted, with heartbeats between that change nothing a person reads) and every fifth
 write a Deployment's ready replicas: with ``--baseline`` a tree from before status changes were recorded, the rows
 compare what recording them costs in CPU per event and in the cache's bytes per hour.
+
+``--workload mixed`` is a churning cluster as its controllers and kubelets write it (the emulator's ``Workload`` in this
+process, ``MixedPacer``): rollouts, rollouts to an image that cannot be pulled and their rollbacks, scale-ups whose pods
+become ready two seconds after they start and scale-downs, crash loops, OOM kills and restarts, Jobs whose first pod
+fails, heartbeats that change nothing a person reads. A rate is the API server's writes per second (every controller's
+and kubelet's: the events every reader sees). With ``--baseline`` a tree from before status changes were recorded
+(``git archive 506ccd4``, main before the merge of status changes), the rows compare what recording them costs: CPU per
+event, the cache's bytes per hour, and each reader's RSS at the end of each window.
 
 Conditions to report with the figures: the machine's load (printed), and what else ran.
 """
@@ -94,6 +102,15 @@ def cpu_mark(pid: int) -> CpuMark:
     return CpuMark(_task_ns(pid), _stat_seconds(pid))
 
 
+def rss_mb(pid: int) -> float:
+    """A process's resident memory (``VmRSS``), in MB."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024 / 1e6
+    return float("nan")
+
+
 def cpu_seconds_between(a: CpuMark, b: CpuMark) -> float:
     """CPU seconds the process used between two marks: per-thread nanoseconds when no thread ended meanwhile
     (a thread born meanwhile counts whole), else the process's clock ticks (which keep ended threads)."""
@@ -143,6 +160,10 @@ class Pacer:
 
     def _change(self, n: int) -> None:
         raise NotImplementedError
+
+    def count(self) -> int:
+        """The events made so far."""
+        return self.made
 
 
 class PodPacer(Pacer):
@@ -298,6 +319,141 @@ class IncidentPacer(Pacer):
         self.store.patch(self.t_pod, namespace, name, {"status": status}, subresource="status")
 
 
+class MixedPacer(Pacer):
+    """A churning cluster as its controllers and kubelets write it (the emulator's ``Workload``, in this process), over
+    ``DEPLOYMENTS`` Deployments of ``REPLICAS`` pods in namespace ``NS`` whose pods become ready ``READY_AFTER`` s after
+    they start (a readiness probe); every ``OOM_EVERY``-th one's pods are OOM-killed once, ``OOM_AFTER`` s after they start,
+    and restarted. Actions, in turn (each on the next Deployment): a rollout (a new image: a ReplicaSet scaled up, pods
+    created, bound, started, unready then ready, the old ones deleted), a scale-up by ``REPLICAS`` (readiness lagging),
+    a container crash-looping (``CrashLoopBackOff``, a restart, its last state ``Error 1``: a kubelet's write; it runs
+    ready again at the next crash turn), a Job whose first pod fails (retried, then ``Complete``; the Jobs before the
+    last ``JOBS_KEPT`` deleted), heartbeats (the Ready condition's ``lastProbeTime`` of a few running pods: nothing to
+    record), a rollout to an image that cannot be pulled (``ImagePullBackOff``), the scale-down, the rollback.
+
+    ``rate`` is the API server's writes per second, every controller's and kubelet's included (what every reader sees
+    as watch events): an action is made whenever the writes fall behind it. ``made`` counts those writes."""
+
+    NS, DEPLOYMENTS, REPLICAS, READY_AFTER, OOM_EVERY, OOM_AFTER, JOBS_KEPT, TURNS = "churn", 24, 4, "2", 4, "3", 6, 8
+
+    def __init__(self, emu: Emulator) -> None:
+        super().__init__()
+        from sktrace_emulator.builders import deployment_object
+        from sktrace_emulator.workload import Workload
+        self.emu, self.store = emu, emu.store
+        t = self.store.type_of
+        self.t_pod, self.t_deploy, self.t_job = t("v1", "Pod"), t("apps/v1", "Deployment"), t("batch/v1", "Job")
+        self.store.create(t("v1", "Namespace"), {"metadata": {"name": self.NS}})
+        rng = __import__("random").Random(5)
+        self.names = [f"app-{i:02d}" for i in range(self.DEPLOYMENTS)]
+        for i, name in enumerate(self.names):
+            deploy = deployment_object(self.NS, name, replicas=self.REPLICAS, rng=rng)
+            notes = {"sktrace.io/ready-after-seconds": self.READY_AFTER}
+            if i % self.OOM_EVERY == 0:
+                notes["sktrace.io/oom-after-seconds"] = self.OOM_AFTER
+            deploy["spec"]["template"]["metadata"]["annotations"] = notes
+            self.store.create(self.t_deploy, deploy)
+        self.workload = Workload(emu, start_delay=0.3, job_seconds=(1.0, 1.0), interval=0.1)
+        for _ in range(40):  # settled before the recorders start: every pod ready
+            self.workload.step()
+            time.sleep(0.1)
+        self.crashed: tuple[str, str] | None = None
+        self.jobs: list[str] = []
+        self.actions = 0
+
+    def start(self, rate: float) -> None:
+        self.workload.start()
+        super().start(rate)
+
+    def stop(self) -> None:
+        super().stop()
+        self.workload.stop()
+
+    def _run(self) -> None:
+        t0, rv0 = time.monotonic(), self.store.rv
+        while not self._stop.is_set():
+            if self.store.rv - rv0 >= self.rate * (time.monotonic() - t0):
+                time.sleep(0.005)
+                continue
+            self._change(self.actions)
+            self.actions += 1
+
+    def count(self) -> int:
+        return self.store.rv
+
+    def _change(self, n: int) -> None:
+        turn, name = n % self.TURNS, self.names[n // self.TURNS % len(self.names)]
+        try:
+            if turn in (0, 5, 7):  # a rollout; to an image that cannot be pulled; rolled back
+                image = f"registry.invalid/shop/{name}:{n}" if turn == 5 else f"registry.example.com/shop/{name}:{n}"
+                self._set_image(name, image)
+            elif turn in (1, 6):
+                self.store.patch(self.t_deploy, self.NS, name, {"spec": {"replicas": self.REPLICAS * (2 if turn == 1 else 1)}})
+            elif turn == 2:
+                self._crash_loop()
+            elif turn == 3:
+                self._job(n)
+            else:
+                self._heartbeats(n)
+        except Exception:  # noqa: BLE001 - an object the controllers deleted meanwhile: the next action
+            pass
+
+    def _set_image(self, name: str, image: str) -> None:
+        stored = self.store.get(self.t_deploy, self.NS, name)
+        if stored is not None:
+            obj = stored.obj()
+            obj["spec"]["template"]["spec"]["containers"][0]["image"] = image
+            self.store.update(self.t_deploy, obj)
+
+    def _running_pods(self) -> list[Stored]:
+        with self.store.lock:
+            return [s for s in self.store.objects[self.t_pod].values()
+                    if s.namespace == self.NS and not s.deleting and s.fields.get("status.phase") == "Running"]
+
+    def _crash_loop(self) -> None:
+        """The pod crashed at the last turn runs ready again; another one crash-loops."""
+        if self.crashed is not None:
+            self._kubelet_write(*self.crashed, crash=False)
+        pods = self._running_pods()
+        if pods:
+            pod = pods[self.actions % len(pods)]
+            self.crashed = (pod.namespace, pod.name)
+            self._kubelet_write(pod.namespace, pod.name, crash=True)
+
+    def _kubelet_write(self, namespace: str, name: str, *, crash: bool) -> None:
+        stored = self.store.get(self.t_pod, namespace, name)
+        if stored is None or stored.deleting:
+            return
+        status = stored.obj().get("status") or {}
+        for cs in status.get("containerStatuses") or []:
+            if crash:
+                cs.update(ready=False, restartCount=int(cs.get("restartCount", 0)) + 1, lastState={"terminated": {"reason": "Error", "exitCode": 1}},
+                          state={"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container"}})
+            else:
+                cs.update(ready=True, state={"running": {"startedAt": "2026-11-22T00:00:00Z"}})
+        for cond in status.get("conditions") or []:
+            if cond.get("type") in ("Ready", "ContainersReady"):
+                cond["status"] = "False" if crash else "True"
+        self.store.patch(self.t_pod, namespace, name, {"status": status}, subresource="status")
+
+    def _job(self, n: int) -> None:
+        name = f"batch-{n}"
+        self.store.create(self.t_job, {"metadata": {"name": name, "namespace": self.NS}, "spec": {"template": {
+            "metadata": {"annotations": {"sktrace.io/fail-first": "1", "sktrace.io/run-seconds": "1"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "batch", "image": "shop/batch:1"}]}}}})
+        self.jobs.append(name)
+        while len(self.jobs) > self.JOBS_KEPT:
+            self.store.delete(self.t_job, self.NS, self.jobs.pop(0))
+
+    def _heartbeats(self, n: int) -> None:
+        stamp = "2026-11-22T%02d:%02d:%02dZ" % (n // 3600 % 24, n // 60 % 60, n % 60)
+        for pod in self._running_pods()[n % 7::7][:4]:
+            status = pod.obj().get("status") or {}
+            for cond in status.get("conditions") or []:
+                if cond.get("type") == "Ready":
+                    cond["lastProbeTime"] = stamp
+            self.store.patch(self.t_pod, pod.namespace, pod.name, {"status": {"conditions": status.get("conditions") or []}}, subresource="status")
+
+
 @dataclass
 class Reader:
     name: str
@@ -307,6 +463,7 @@ class Reader:
     per_event_us: dict[float, float] = field(default_factory=dict)
     kept_up: dict[float, str] = field(default_factory=dict)
     bytes_per_hour: dict[float, float] = field(default_factory=dict)  # a recorder's cache growth at each rate
+    rss_mb: dict[float, float] = field(default_factory=dict)  # resident memory at the end of each rate's window
 
 
 def start_recorder(name: str, kubeconfig: str, cache: str, source: str | None) -> Reader:
@@ -344,10 +501,11 @@ def wait_synced(reader: Reader, timeout: float = 600) -> None:
     raise SystemExit(f"{reader.name} never synced")
 
 
-def committed_rv(reader: Reader, gvk: str = "v1.Pod") -> int:
+def committed_rv(reader: Reader, gvk: str | None = "v1.Pod") -> int:
+    """The recorder's committed watch position of ``gvk`` (None: the furthest of any kind)."""
     assert reader.cache is not None
-    rows = query(reader.cache, f"SELECT resource_version FROM watch_state WHERE gvk = '{gvk}'")
-    return int(str(rows[0][0])) if rows else 0
+    rows = query(reader.cache, "SELECT resource_version FROM watch_state" + (f" WHERE gvk = '{gvk}'" if gvk else ""))
+    return max((int(str(row[0])) for row in rows), default=0)
 
 
 def used_bytes(reader: Reader) -> int:
@@ -395,17 +553,20 @@ def measure_rate(readers: list[Reader], pacer: Pacer, probe: FramingProbe | None
     pacer.behind = 0.0
     pacer.start(rate)
     time.sleep(args.warmup)
-    made0, t0 = pacer.made, time.monotonic()
+    made0, t0 = pacer.count(), time.monotonic()
     chunks0, events0 = (probe.chunks, probe.events) if probe else (0, 0)
     recorders = [r for r in readers if r.cache is not None]
-    gvk = "apps/v1.Deployment" if args.workload == "churn" else "v1.Pod"  # an incident's last write is a pod's or before it
+    # an incident's last write is a pod's or before it; a mixed workload's, any watched kind's
+    gvk = "apps/v1.Deployment" if args.workload == "churn" else None if args.workload == "mixed" else "v1.Pod"
     caught: dict[str, float] = {}
     sizes = [used_bytes(r) for r in recorders]
     marks = [cpu_mark(r.proc.pid) for r in readers]
     self0 = time.process_time()
     time.sleep(args.window)
     ends = [cpu_mark(r.proc.pid) for r in readers]
-    made1, t1 = pacer.made, time.monotonic()
+    for reader in readers:
+        reader.rss_mb[rate] = rss_mb(reader.proc.pid)
+    made1, t1 = pacer.count(), time.monotonic()
     self1 = time.process_time()
     chunks1, events1 = (probe.chunks, probe.events) if probe else (0, 0)
     final_rv = emu.store.rv
@@ -448,10 +609,11 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--baseline", metavar="DIR", help="a source tree of another version, run beside this one")
     parser.add_argument("--no-kubectl", action="store_true")
-    parser.add_argument("--workload", choices=("pods", "churn", "incident"), default="pods",
+    parser.add_argument("--workload", choices=("pods", "churn", "incident", "mixed"), default="pods",
                         help="pods: pod status changes; churn: Deployments' spec, labels and annotations in turn; "
                              "incident: pods unready, crash-looping, failing pulls, OOM-killed and restarted, heartbeats between, "
-                             "and Deployments' ready replicas")
+                             "and Deployments' ready replicas; mixed: a churning cluster's controllers and kubelets (rollouts, crash loops, "
+                             "scale-ups with lagging readiness, Jobs, OOM kills, failed pulls, heartbeats)")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     if not args.no_kubectl and shutil.which("kubectl") is None:
@@ -478,7 +640,8 @@ def main() -> None:
         time.sleep(3.0)  # the recorders' post-sync work (the reconciliation report) is done
         load = os.getloadavg()
         measure_idle(readers, args.idle)
-        pacer = ChurnPacer(emu) if args.workload == "churn" else IncidentPacer(emu) if args.workload == "incident" else PodPacer(emu)
+        pacers = {"churn": ChurnPacer, "incident": IncidentPacer, "mixed": MixedPacer, "pods": PodPacer}
+        pacer = pacers[args.workload](emu)
         results = [(rate, *measure_rate(readers, pacer, probe, emu, rate, args)) for rate in rates]
         load_after = os.getloadavg()
     finally:
@@ -489,7 +652,9 @@ def main() -> None:
         emu.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     changes = ("Deployments' spec, labels and annotations in turn (half of the changes to the spec)" if args.workload == "churn"
-               else "an incident's status writes (2 in 7 of pods' a heartbeat only)" if args.workload == "incident" else "status changes")
+               else "an incident's status writes (2 in 7 of pods' a heartbeat only)" if args.workload == "incident"
+               else "a churning cluster's writes (rollouts, crash loops, scale-ups, Jobs; rates are the API server's writes)"
+               if args.workload == "mixed" else "status changes")
     print(f"Live recording: {pods:,} realistic pods (~6 KB of JSON each), {changes} paced evenly, TLS, one stream per reader")
     print(f"  warm-up {args.warmup:.0f}s, window {args.window:.0f}s per rate; idle over {args.idle:.0f}s after the initial sync")
     print(f"  load average before {load[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores); "
@@ -510,6 +675,9 @@ def main() -> None:
     print()
     for reader in (r for r in readers if r.cache is not None):
         print(f"  {reader.name}: cache " + "; ".join(f"{reader.bytes_per_hour[r] / 1e6:,.1f} MB/hour at {r:,.0f}/s" for r in rates))
+    print()
+    for reader in readers:
+        print(f"  {reader.name}: RSS " + "; ".join(f"{reader.rss_mb[r]:,.0f} MB after {r:,.0f}/s" for r in rates))
 
 
 if __name__ == "__main__":

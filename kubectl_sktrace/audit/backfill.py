@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 from kubectl_sktrace.audit.collect import Collected
 from kubectl_sktrace.audit.lines import Wanted
 from kubectl_sktrace.audit.replay import Planned, Replayed, Version, accounts_for, replay
+from kubectl_sktrace.audit.statusfill import fill_statuses
 from kubectl_sktrace.errors import UsageError
 from kubectl_sktrace.model import GVK, POD, ObjectHead, ObjKey
 from kubectl_sktrace.plural import counted
@@ -52,10 +53,17 @@ class GapReport:
     replaced: int = 0
     kept: int = 0
     pods_ended: int = 0
+    statuses: int = 0  # status changes written from the log (``statusfill``)
+    statuses_replaced: int = 0  # reconstructed status rows the log accounted for
     kept_keys: list[ObjKey] = field(default_factory=list)  # objects kept as reconstructed, named
     ends_reconstructed: list[ObjKey] = field(default_factory=list)  # written from the log, the end at the restart
     levels: set[str] = field(default_factory=set)
     covered: tuple[float, float] | None = None
+
+    @property
+    def filled(self) -> bool:
+        """Whether the log changed the cache in this gap."""
+        return bool(self.written or self.replaced or self.pods_ended or self.statuses or self.statuses_replaced)
 
 
 @dataclass
@@ -132,7 +140,7 @@ def fill(cache: Cache, collected: Collected, *, configs: dict[int, TracerConfig]
             if cfg is None:
                 continue
             reports.append(_fill_gap(cache, gap, collected, cfg, at=at))
-    return Outcome([r for r in reports if r.written or r.replaced or r.kept or r.pods_ended or r.covered], outside)
+    return Outcome([r for r in reports if r.filled or r.kept or r.covered], outside)
 
 
 def _outside(collected: Collected, gaps: list[store.Gap], *, before_first: bool, last_stop: float | None) -> Counter[str]:
@@ -190,6 +198,7 @@ def _fill_gap(cache: Cache, gap: store.Gap, collected: Collected, cfg: TracerCon
         recording.append_event(gap.run_id, _event_row(planned_row))
         report.written += 1
     store.mark_filled(cache, record.id, after=after)
+    report.statuses, report.statuses_replaced = fill_statuses(cache, gap, collected, cfg, fill_id=record.id)
     store.update_fill(cache, record, covered=report.covered, levels=report.levels, replaced=report.replaced, kept=report.kept, at=at)
     return report
 

@@ -14,13 +14,13 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kubectl_sktrace.audit import forms
-from kubectl_sktrace.audit.lines import MAX_LINE_BYTES, BadLine, Logged, Wanted, parse_time, read_line
+from kubectl_sktrace.audit.lines import MAX_LINE_BYTES, OTHER_PODS, STATUS_ONLY, BadLine, Logged, Wanted, parse_time, read_line
 from kubectl_sktrace.audit.sources import TOO_LONG, Source, read_lines
 from kubectl_sktrace.model import POD, ObjKey, OwnerRef
-from kubectl_sktrace.trace import hashing, lifecycle, revisions, sanitize
+from kubectl_sktrace.trace import hashing, lifecycle, revisions, sanitize, statuses
 
 OUTSIDE = "outside the offline gaps"
 
@@ -52,6 +52,15 @@ class PodTrail:
             self.stable_hash = hashing.pod_spec_hash(record.body.get("spec") or {})
         self.life, _ = lifecycle.merge_lifecycle(self.life, lifecycle.derive_lifecycle(record.body))
 
+@dataclass(frozen=True)
+class StatusLogged:
+    """What a person read of an object after a logged write (``trace/statuses.reduce`` of the write's answer)."""
+
+    at: float
+    uid: str
+    reduced: dict[str, Any]
+
+
 MAX_BAD_SHOWN = 10
 _STAGE_AT = re.compile(rb'"stageTimestamp":"([0-9T:.+Z-]+)"')
 
@@ -75,6 +84,8 @@ class Collected:
     # of a pod whose line names no uid (Metadata, Request): a name's last delete is its final one
     sweeps: dict[tuple[object, str], list[float]] = field(default_factory=dict)  # (kind, namespace): times of deletecollections
     # without a selector whose level names nothing (every object of the kind in the namespace went then)
+    statuses: dict[ObjKey, list[StatusLogged]] = field(default_factory=dict)  # per object, what a person read of it after
+    # each write whose answer the log holds (RequestResponse), in the order read
     _seen: set[tuple[str, ObjKey]] = field(default_factory=set)
 
     def add(self, record: Logged) -> None:
@@ -86,6 +97,8 @@ class Collected:
                 self.skipped["repeated lines"] += 1
                 return
             self._seen.add((record.audit_id, record.key))
+        if self._status_only(record):
+            return
         if record.key.gvk == POD:
             if record.verb == "create":
                 self.created_pods.add((record.key.namespace, record.key.name))
@@ -107,6 +120,28 @@ class Collected:
             self.skipped["writes without a change"] += 1  # a status write: what the recorder's rule ignores, not held
             return
         kept.append(record)
+
+    def _status_only(self, record: Logged) -> bool:
+        """Whether the write is a status write that gives nothing but a status change: a workload's changes no spec,
+        labels or annotations; a pod's not created in the log, no lifecycle a restart's list did not tell."""
+        self._status(record)
+        if record.subresource != "status" or (record.key.gvk == POD and (record.key.namespace, record.key.name) in self.created_pods):
+            return False
+        self.skipped[STATUS_ONLY if record.key.gvk != POD else OTHER_PODS] += 1
+        return True
+
+    def _status(self, record: Logged) -> None:
+        """What a person read of the object after the write: its answer reduced (``trace/statuses``); a ``scale`` write
+        (its answer a Scale) the previous reduction with the replicas it asked for."""
+        if record.key.gvk in self.owner_kinds or not record.uid:
+            return
+        if record.body is not None:
+            reduced = statuses.reduce(record.body, pod=record.key.gvk == POD)
+        elif record.replicas is not None and self.statuses.get(record.key):
+            reduced = {**self.statuses[record.key][-1].reduced, "desired": record.replicas}
+        else:
+            return
+        self.statuses.setdefault(record.key, []).append(StatusLogged(record.at, record.uid, reduced))
 
     def covers(self, at: float) -> bool:
         """Whether some source of the log reaches ``at`` (its last line at or after it)."""
@@ -165,7 +200,7 @@ def collect(sources: Iterable[Source], *, wanted: Wanted, within: Sequence[tuple
                     if bounds is not None and not any(a < at < b for a, b in bounds):
                         out.skipped[where(at) if where is not None else OUTSIDE] += 1
                         continue
-                _take(out, source.name, read_line(event, wanted=wanted, line=number, pods=out.created_pods))
+                _take(out, source.name, read_line(event, wanted=wanted, line=number))
         _span(out, first, last)
     return out
 

@@ -28,7 +28,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Container, Mapping
+from typing import Any, Mapping
 
 from kubectl_sktrace.model import GVK, POD, SECRET, ObjKey
 
@@ -37,7 +37,7 @@ WRITES = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 MAX_LINE_BYTES = 16 * 1024 * 1024  # the API server refuses bodies over 3 MB; a line of both bodies stays far below
 # why a line gives nothing, counted by the caller
 READ, FAILED, UNTRACKED, STAGE = "reads", "failed requests", "kinds not tracked", "other stages"
-STATUS_ONLY = "status writes (no spec change)"
+STATUS_ONLY = "status writes (no spec change)"  # a workload's: its status changes only (``Collected.statuses``)
 BINDINGS = "pod bindings (a Status: the pod's status writes tell its start)"
 OTHER_PODS = "status writes of pods not created in the log"
 
@@ -80,13 +80,12 @@ class BadLine:
     reason: str
 
 
-def read_line(raw: bytes, *, wanted: Wanted, line: int, pods: Container[tuple[str, str]] | None = None) -> tuple[Logged, ...] | str | BadLine:
+def read_line(raw: bytes, *, wanted: Wanted, line: int) -> tuple[Logged, ...] | str | BadLine:
     """What line number ``line`` gives: the writes it logged (a deletecollection logs several), why it gives nothing
-    (one of the counted reasons), or why it is bad. ``pods``: the pods ``(namespace, name)`` whose creation the log
-    showed; the status writes of other pods are skipped unparsed (a restart's list tells their lifecycles)."""
+    (one of the counted reasons), or why it is bad."""
     if len(raw) > MAX_LINE_BYTES:
         return BadLine(line, f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB")
-    skipped = _cheap_skip(raw, wanted, pods)
+    skipped = _cheap_skip(raw, wanted)
     if skipped is not None:
         return skipped
     try:
@@ -105,9 +104,10 @@ def read_line(raw: bytes, *, wanted: Wanted, line: int, pods: Container[tuple[st
         return BadLine(line, f"not an audit Event: {_why(exc)}")
 
 
-def _cheap_skip(raw: bytes, wanted: Wanted, pods: Container[tuple[str, str]] | None) -> str | None:
+def _cheap_skip(raw: bytes, wanted: Wanted) -> str | None:
     """A reason to skip the line without parsing it, read from the fields the API server writes first (the verb, the
-    stage, then ``objectRef``: resource, namespace, name, ..., subresource, in that order)."""
+    stage, then ``objectRef``: resource, namespace, name, ..., subresource, in that order). A status write is parsed:
+    what a person reads of the object changed there (``trace/statuses``)."""
     head = raw[:4096]
     verb = _VERB.search(head)
     if verb is not None and verb.group(1).decode() not in WRITES:
@@ -116,21 +116,9 @@ def _cheap_skip(raw: bytes, wanted: Wanted, pods: Container[tuple[str, str]] | N
     if stage is not None and stage.group(1) != b"ResponseComplete":
         return STAGE
     ref = _RESOURCE.search(head)
-    if ref is None:
-        return None
-    resource = ref.group(1)
-    if resource not in wanted.resources:
+    if ref is not None and ref.group(1) not in wanted.resources:
         return UNTRACKED
-    if b'"subresource":"status"' in ref.group(4):
-        if resource != b"pods":
-            return STATUS_ONLY  # the status subresource changes no spec, labels or annotations
-        if pods is not None and (_str(ref.group(2)), _str(ref.group(3))) not in pods:
-            return OTHER_PODS
     return None
-
-
-def _str(value: bytes | None) -> str:
-    return "" if value is None else value.decode()
 
 
 def event_gives(event: Mapping[str, Any], *, wanted: Wanted, line: int) -> tuple[Logged, ...] | str:

@@ -121,11 +121,12 @@ def _gap_lines(report: GapReport) -> list[str]:
         span = f"{format_time(gap.since)} to {format_time(gap.until)} ({format_duration(gap.until - gap.since)}"
         what = f"outage of {gap.gvk} {span}, run {gap.run_id})" if gap.gvk else f"gap {span}, before run {gap.run_id})"
     levels = ", ".join(sorted(report.levels)) or "no write"
-    if not (report.written or report.replaced or report.pods_ended):
+    if not report.filled:
         lines = [f"{what}: nothing new from the audit log ({levels}): what it gives is in the cache already"]
     else:
         lines = [f"{what}: filled from the audit log ({levels}, {counted(report.written, 'event')} written, "
                  f"{report.replaced} reconstructed replaced, {counted(report.pods_ended, 'pod lifecycle')} ended)"]
+    lines += _status_lines(report)
     if report.covered is None:
         lines.append("  the log covers none of it")
     elif not gap.partial and (report.covered[0] > gap.since + 1 or report.covered[1] < gap.until - 1):
@@ -140,6 +141,13 @@ def _gap_lines(report: GapReport) -> list[str]:
                      f"{'its end' if len(report.ends_reconstructed) == 1 else 'their ends'} reconstructed at the restart "
                      f"(the log ends before {'it' if len(report.ends_reconstructed) == 1 else 'them'}): " + _named(report.ends_reconstructed))
     return lines
+
+
+def _status_lines(report: GapReport) -> list[str]:
+    if not (report.statuses or report.statuses_replaced):
+        return []
+    return [f"  {counted(report.statuses, 'status change')} at {'its' if report.statuses == 1 else 'their'} logged second, "
+            f"{report.statuses_replaced} reconstructed replaced"]
 
 
 def _named(keys: list[ObjKey], shown: int = 10) -> str:

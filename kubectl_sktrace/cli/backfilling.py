@@ -37,7 +37,8 @@ def backfill_command(kubeconfig: str | None, context: str | None, cache: str | N
     """Fill the cache's offline gaps from the cluster's own audit log.
 
     Only time no recorder observed is filled: a deletion found at a restart moves to its logged time, the changes made
-    while offline appear one by one, objects created and deleted offline appear; at the Metadata level only deletion
+    while offline appear one by one, objects created and deleted offline appear, and so do the status changes the
+    kubelet's and the controllers' status writes show (at RequestResponse); at the Metadata level only deletion
     times move. It cannot run while a recorder writes to the same cache. Running it again with the same log changes
     nothing. Every write goes in one transaction: an error leaves the cache as it was.
 

@@ -289,8 +289,7 @@ class Past:
         if not chunk:
             return
         if statuses_known:
-            found = statuses.in_force(self.cache, gvk=chunk[0].kind.gvk, keys=[(o.key.namespace, o.key.name) for o in chunk], second=second,
-                                      lifecycles=chunk[0].kind.lifecycles)
+            found = statuses.in_force(self.cache, gvk=chunk[0].kind.gvk, keys=[(o.key.namespace, o.key.name) for o in chunk], second=second)
             chunk = [replace(o, status=_status_of(found.get((o.key.namespace, o.key.name)), o.uid, lifecycles=o.kind.lifecycles)) for o in chunk]
         if chunk[0].kind.gvk != POD:
             yield from chunk

@@ -1,48 +1,73 @@
 """The status changes of the objects the recorder sees: what it keeps between two events of an object, and when it
 writes a row (docs/spec.md "What a status change is").
 
-For each tracked object and each pod, ``StatusIndex`` keeps one integer: the fingerprint of its uid and its reduced
-status (``trace/statuses``), all the next comparison needs; the reduction itself goes to the cache, never stays in
-memory. An event whose reduction has another fingerprint is a status change, written at its second. What a list finds
-(a restart's first list, a relist after a 410 or an outage) is written *inferred*: the state is known, not when it
-became so; a restart starts with an empty index, so it records the state it finds, reconstructed. An object that
-goes is forgotten, so memory follows the live cluster.
+For each tracked object and each pod, ``StatusIndex`` keeps what the next comparison needs: the ``marshal`` bytes of
+its last reduced status (``trace/statuses``; tens of bytes, compared as they are), its uid, the ``status_objects`` row
+its changes in this run go under, and how many rows it wrote since its last whole one. An event whose reduction has
+other bytes is a status change, written at its second as what changed since the last (``store/statuses``). What a
+list finds (a restart's first list, a relist after a 410 or an outage) is written *inferred*: the state is known, not
+when it became so; a restart starts with an empty index, so it records the state it finds, reconstructed and whole.
+An object that goes is forgotten, so memory follows the live cluster.
 """
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from kubectl_sktrace.model import POD, ObjectHead, ObjKey
 from kubectl_sktrace.record.changes import event_second
 from kubectl_sktrace.store.recording import Recording
+from kubectl_sktrace.store.statuses import FULL_EVERY
 from kubectl_sktrace.trace import statuses
+
+NONE_YET = 0
+"""The object of an object met with nothing to read: no ``status_objects`` row until it has."""
+
+
+class _Known(NamedTuple):
+    object: int
+    uid: str
+    packed: bytes  # marshal bytes of its last reduction
+    since_full: int  # rows written since its last whole one (0: the next is whole)
 
 
 class StatusIndex:
-    """Per object key, the fingerprint of its last recorded status; ``seen`` writes a row when it changes."""
+    """Per object key, its last recorded status; ``seen`` writes a row when it changes."""
 
     def __init__(self, recording: Recording, run_id: int, written: Callable[[float], float]) -> None:
         self.rec, self.run_id, self._written = recording, run_id, written
-        self.known: dict[ObjKey, int] = {}
+        self.known: dict[ObjKey, _Known] = {}
         self.recorded = 0
+        self._next_object: int | None = None
 
     def seen(self, head: ObjectHead, obj: Mapping[str, Any], recv: float, *, inferred: bool) -> None:
         """An object as a watch event or a list shows it: a row when what a person reads of it changed. An object first
         met with nothing to read (a status not yet written) writes nothing until it has."""
         key = head.key
         reduced = statuses.reduce(obj, pod=key.gvk == POD)
-        mark = hash((head.uid, statuses.fingerprint(reduced)))
+        packed = statuses.packed(reduced)
         known = self.known.get(key)
-        if known == mark:
+        if known is not None and known.packed == packed and known.uid == head.uid:
             return
-        self.known[key] = mark
         if known is None and not reduced:
+            self.known[key] = _Known(NONE_YET, head.uid, packed, 0)
             return
-        self.rec.append_status(self.run_id, ts=event_second(recv), recv=self._written(recv), key=key, uid=head.uid,
-                               inferred=inferred, reduced=reduced)
+        if known is None or known.uid != head.uid or known.object == NONE_YET:
+            known = _Known(self._new_object(key, head.uid), head.uid, packed, 0)
+        before = marshal.loads(known.packed) if known.since_full else None
+        self.rec.append_status_change(self.run_id, ts=event_second(recv), recv=self._written(recv), object_id=known.object,
+                               inferred=inferred, reduced=reduced, before=before)
+        self.known[key] = _Known(known.object, head.uid, packed, (known.since_full + 1) % FULL_EVERY)
         self.recorded += 1
+
+    def _new_object(self, key: ObjKey, uid: str) -> int:
+        if self._next_object is None:
+            self._next_object = self.rec.next_status_object()
+        object_id, self._next_object = self._next_object, self._next_object + 1
+        self.rec.add_status_object(object_id, key, uid)
+        return object_id
 
     def forget(self, key: ObjKey) -> None:
         """The object is gone: nothing of it is kept."""

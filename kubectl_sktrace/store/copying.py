@@ -22,6 +22,7 @@ from kubectl_sktrace.store.opening import (
     open_cache,
     open_cache_readonly,
 )
+from kubectl_sktrace.store.statusforms import PLAIN
 
 # table -> its columns, in the order a copy inserts them (runs before what refers to them)
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -40,7 +41,8 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "partial", "filled_at", "gvk")),
     ("audit_rows", ("event_id", "fill_id")),
     ("created", ("uid", "ts")),
-    ("status_changes", ("id", "ts", "recv", "run_id", "gvk", "namespace", "name", "uid", "inferred", "body")),
+    ("status_objects", ("id", "gvk", "namespace", "name", "uid", "fill_id")),
+    ("status_changes", ("id", "object", "ts", "late", "run_id", "inferred", "form", "body")),
 )
 # columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL
 # there in the copy (what export reads from the bodies instead, as from the source)
@@ -66,6 +68,9 @@ def copy_history(source: Cache, destination: Cache) -> CopyResult:
             destination.set_meta(key, value)
         for table, columns in TABLES:
             present = tuple(c for c in columns if (table, c) not in ADDED_COLUMNS or source.has_column(table, c))
+            if table == "status_changes" and not source.has_table("status_objects"):
+                counts[table] = copy_statuses_0016(source, destination) if source.has_table(table) else 0
+                continue
             counts[table] = _copy_table(source, destination, table, present) if source.has_table(table) else 0
         destination.reset_ids(IDENTITY_TABLES)
     return CopyResult(source=str(source.path), destination=str(destination.path), rows=counts)
@@ -84,6 +89,24 @@ def _copy_table(source: Cache, destination: Cache, table: str, columns: tuple[st
         for row in rows:
             destination.write(insert, tuple(row))
         copied += len(rows)
+
+
+def copy_statuses_0016(source: Cache, destination: Cache) -> int:
+    """The status changes of a source at schema 0016 or 0017 (read as it is), as 0018 holds them: each object named
+    once, each row as it was stored (``statusforms.PLAIN``)."""
+    objects: dict[tuple[str, str, str, str], int] = {}
+    copied = 0
+    cursor = source.conn.execute("SELECT id, ts, recv, run_id, gvk, namespace, name, uid, inferred, body FROM status_changes ORDER BY id")
+    while rows := cursor.fetchmany(_BATCH):
+        for eid, ts, recv, run_id, gvk, namespace, name, uid, inferred, body in rows:
+            named = (gvk, namespace, name, uid)
+            if named not in objects:
+                objects[named] = len(objects) + 1
+                destination.write("INSERT INTO status_objects (id, gvk, namespace, name, uid) VALUES (?, ?, ?, ?, ?)", (objects[named], *named))
+            destination.write("INSERT INTO status_changes (id, object, ts, late, run_id, inferred, form, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                              (eid, objects[named], ts, round((recv - ts) * 1000), run_id, inferred, PLAIN, body))
+        copied += len(rows)
+    return copied
 
 
 def copy_cache(source: Location, destination: str, *, context: str | None = None) -> CopyResult:

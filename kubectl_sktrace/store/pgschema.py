@@ -23,7 +23,7 @@ objects whose last row the statement deleted.
 
 from __future__ import annotations
 
-from kubectl_sktrace.store.statuses import PG_STATUS_CHANGES
+from kubectl_sktrace.store.statuses import PG_STATUS_CHANGES, PG_STATUS_CHANGES_COMPACT
 
 REGISTRY_SCHEMA = "kubectl_sktrace"
 
@@ -378,4 +378,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     ("0016_status_changes", PG_STATUS_CHANGES),
+    ("0018_status_changes_compact", PG_STATUS_CHANGES_COMPACT),
 ]

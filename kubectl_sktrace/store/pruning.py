@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
+from kubectl_sktrace.store import statuses
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import (
     _LATE,
@@ -59,14 +60,6 @@ _EVENTS_GONE = "ts < :before AND recv < :known AND {kept_test}"
 _PODS_GONE = """
     end_ts IS NOT NULL AND end_ts <= :known - 1
     AND NOT EXISTS (SELECT 1 FROM events WHERE events.uid = pods.uid AND gvk = 'v1.Pod' AND op = :applied AND NOT ({events_gone}))
-"""
-# Status changes (0016) before the cutoff go but each object's last (its state at the cutoff), and a gone pod's all.
-_STATUS_GONE = """
-    DELETE FROM status_changes WHERE ts < :before AND recv < :known AND (EXISTS (
-        SELECT 1 FROM status_changes AS later WHERE later.gvk = status_changes.gvk AND later.namespace = status_changes.namespace
-        AND later.name = status_changes.name AND later.ts < :before
-        AND (later.ts > status_changes.ts OR (later.ts = status_changes.ts AND later.id > status_changes.id)))
-      OR (gvk = 'v1.Pod' AND NOT EXISTS (SELECT 1 FROM pods WHERE pods.uid = status_changes.uid)))
 """
 # The objects a prune that follows another looks at (the module's docstring says why these are enough).
 _CHANGED_SINCE = f"""(
@@ -192,8 +185,8 @@ def prune_before(cache: Cache, *, before: int, since: PrunedTo | None = None, co
         events_removed = conn.execute(f"DELETE FROM events WHERE {marked.events_gone}", marked.params).rowcount
         kept = conn.execute("SELECT count(*) FROM events WHERE ts < :before", marked.params).fetchone()[0]
         pods_removed = conn.execute(f"DELETE FROM pods WHERE {marked.pods_gone}", marked.params).rowcount
-        if cache.has_table("status_changes"):
-            conn.execute(_STATUS_GONE, marked.params)
+        if statuses.has_statuses(cache):
+            statuses.prune(cache, before=before, known=float(marked.params["known"]))
         if events_removed or pods_removed:
             record_prune(cache, source=source, cutoff=before, at=time.time() if now is None else now, events=events_removed,
                          pods=pods_removed)

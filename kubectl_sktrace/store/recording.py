@@ -21,6 +21,7 @@ from kubectl_sktrace.errors import CacheError
 from kubectl_sktrace.model import GVK, LiveObject, ObjKey, OwnerRef
 from kubectl_sktrace.store.bodies import chain_to_json, encode_body, refs_to_json
 from kubectl_sktrace.store.connection import from_db_hash, to_db_hash
+from kubectl_sktrace.store import statusforms
 from kubectl_sktrace.store.engine import Cache, DbConnection
 from kubectl_sktrace.store.versions import OP_OF_CHANGE as OP_OF_CHANGE
 
@@ -92,6 +93,7 @@ class Recording:
         self.cache = cache
         self._conn: DbConnection = cache.conn
         self._write = cache.write
+        self._status_objects: dict[tuple[ObjKey, str], int] = {}  # ``append_status``'s objects
 
     # -- transactions -------------------------------------------------------------------------------
 
@@ -272,14 +274,31 @@ class Recording:
             ),
         )
 
-    def append_status(self, run_id: int, *, ts: int, recv: float, key: ObjKey, uid: str, inferred: bool,
-                      reduced: Mapping[str, Any]) -> None:
-        """A status change (``trace/statuses``): the object's reduced status, whole (schema 0015)."""
-        body, _ = encode_body(reduced)
-        self._write(
-            "INSERT INTO status_changes (ts, recv, run_id, gvk, namespace, name, uid, inferred, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (ts, recv, run_id, str(key.gvk), key.namespace, key.name, uid, int(inferred), body),
-        )
+    def next_status_object(self) -> int:
+        """The id the next ``status_objects`` row takes (the writer names its rows: it reads none back)."""
+        return int(self._conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM status_objects").fetchone()[0])
+
+    def add_status_object(self, object_id: int, key: ObjKey, uid: str) -> None:
+        """An object whose status changes follow, named once (schema 0018)."""
+        self._write("INSERT INTO status_objects (id, gvk, namespace, name, uid) VALUES (?, ?, ?, ?, ?)",
+                    (object_id, str(key.gvk), key.namespace, key.name, uid))
+
+    def append_status(self, run_id: int, *, ts: int, recv: float, key: ObjKey, uid: str, inferred: bool, reduced: Mapping[str, Any]) -> None:
+        """A status change of ``key`` whole (its object named on its first change through this ``Recording``): for a
+        writer of a few rows; the recorder names its objects and writes what changed (``append_status_change``)."""
+        object_id = self._status_objects.get((key, uid))
+        if object_id is None:
+            object_id = self._status_objects[(key, uid)] = self.next_status_object()
+            self.add_status_object(object_id, key, uid)
+        self.append_status_change(run_id, ts=ts, recv=recv, object_id=object_id, inferred=inferred, reduced=reduced, before=None)
+
+    def append_status_change(self, run_id: int, *, ts: int, recv: float, object_id: int, inferred: bool, reduced: Mapping[str, Any],
+                             before: Mapping[str, Any] | None) -> None:
+        """A status change (``trace/statuses``) of ``object_id``: what changed since ``before`` (its previous row's
+        reduction), or whole when None (``store/statusforms``)."""
+        form, body = statusforms.encode(reduced, before=before)
+        self._write("INSERT INTO status_changes (object, ts, late, run_id, inferred, form, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (object_id, ts, round((recv - ts) * 1000), run_id, int(inferred), form, body))
 
     def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int, meta_hash: int | None = None, data_hash: int | None = None) -> None:
         """The live index's row: uid, spec hash and the fingerprints of metadata and data (``trace/revisions``)."""

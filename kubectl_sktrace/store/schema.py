@@ -151,11 +151,11 @@ pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a rang
                 only those drawn are read.
 created         (0015) per uid, the second of its ``creationTimestamp`` (which bodies lack: ``sanitize``), written at an
                 object's first sight and at every list; ``get --at`` shows it. Unknown (never guessed) until then.
-status_changes  (0016) what a person reads of an object's status, one row per change (``store/statuses.py``)."""
+status_changes  (0016) what a person reads of an object's status, one row per change; (0018) only what changed (``store/statuses.py``)."""
 
 from __future__ import annotations
 
-from kubectl_sktrace.store.statuses import STATUS_CHANGES
+from kubectl_sktrace.store.statuses import STATUS_CHANGES, STATUS_CHANGES_COMPACT
 
 APPLICATION = "kubectl-sktrace"
 APPLICATION_ID = 0x736B7472  # 'sktr', in the sqlite header: marks a file as one of our caches
@@ -494,7 +494,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     ("0015_creation_times", "CREATE TABLE created (uid TEXT PRIMARY KEY, ts INTEGER NOT NULL) WITHOUT ROWID;"),
-    ("0016_status_changes", STATUS_CHANGES),
+    ("0016_status_changes", STATUS_CHANGES), ("0018_status_changes_compact", STATUS_CHANGES_COMPACT),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -172,11 +172,12 @@ def status_change(cache: Cache, params: Mapping[str, str]) -> dict[str, Any]:
     """One status change, as the page shows it when a mark is clicked: what changed, and the state it left."""
     with history.read_snapshot(cache):
         found = statuses.change(cache, int_param(params, "id"))
+        audit = found is not None and statuses.from_audit_log(cache, found[0].id)
     if found is None:
         raise UsageError(f"no recorded status change has the id {params.get('id')}")
     row, before = found
     return {"id": row.id, "ts": row.ts, "at": format_time(row.ts), "gvk": str(row.key.gvk), "namespace": row.key.namespace,
-            "name": row.key.name, "uid": row.uid, "inferred": row.inferred, "state": summary(row.reduced),
+            "name": row.key.name, "uid": row.uid, "inferred": row.inferred, "audit": audit, "state": summary(row.reduced),
             "change": describe(None if before is None else before.reduced, row.reduced), "yaml": as_yaml(row.reduced)}
 
 

@@ -27,7 +27,8 @@ from conftest import CacheBuilder, location, obj
 from kubectl_sktrace.past.objects import Scope
 from kubectl_sktrace.past.state import Past
 from kubectl_sktrace.store import open_cache_readonly
-from kubectl_sktrace.store.bodies import encode_body
+from kubectl_sktrace.model import GVK, ObjKey
+from kubectl_sktrace.store.recording import Recording
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")]
 
@@ -421,11 +422,11 @@ def test_a_replay_brings_the_status_changes_too(tmp_path: Path) -> None:
     b = CacheBuilder(cache)
     b.run_id = 1  # the history's one run
     try:
-        with b.cache.transaction() as conn:
+        with b.cache.transaction():
+            recording = Recording(b.cache)
             for ts, ready in ((T0 + 100, 1), (T0 + 160, 2), (T0 + 170, 3)):  # web's readiness after its scale to 3
-                conn.execute("INSERT INTO status_changes (ts, recv, run_id, gvk, namespace, name, uid, inferred, body) "
-                             "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)", (ts, ts + 0.25, b.run_id, "apps/v1.Deployment", "app", "web", "uid-web",
-                                                                     encode_body({"desired": 3, "replicas": 3, "readyReplicas": ready})[0]))
+                recording.append_status(b.run_id, ts=ts, recv=ts + 0.25, key=ObjKey(GVK.parse("apps/v1.Deployment"), "app", "web"),
+                                        uid="uid-web", inferred=False, reduced={"desired": 3, "replicas": 3, "readyReplicas": ready})
     finally:
         b.close()
     for served in serve(str(cache), tmp_path, "--at", f"@{AT}", "--replay-speed", "20"):

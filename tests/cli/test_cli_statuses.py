@@ -24,7 +24,8 @@ import pytest
 from test_cli_changes import kubectl
 from test_cli_start import query, sktrace, start_background, stop, wait_synced
 
-from kubectl_sktrace.store.bodies import decode_body
+from kubectl_sktrace.store import open_cache_readonly
+from kubectl_sktrace.store import statuses as stored
 from kubectl_sktrace.trace import statuses
 from sktrace_emulator import Emulator
 from sktrace_emulator.workload import Workload
@@ -166,10 +167,10 @@ def bound_not_started(state: dict[str, Any]) -> bool:
 
 def recorded(cache: str) -> dict[tuple[str, str, str], list[tuple[int, dict[str, Any]]]]:
     rows: dict[tuple[str, str, str], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
-    for ts, gvk, name, uid, inferred, body in query(cache, "SELECT ts, gvk, name, uid, inferred, body FROM status_changes "
-                                                           "WHERE namespace = ? ORDER BY id", NS):
-        assert not inferred, (gvk, name)  # everything happened while recording: seen live
-        rows[(gvk, name, uid)].append((ts, decode_body(bytes(body))))
+    with open_cache_readonly(cache) as c:
+        for row in stored.every_row(c, namespace=NS):
+            assert not row.inferred, row.key  # everything happened while recording: seen live
+            rows[(str(row.key.gvk), row.key.name, row.uid)].append((row.ts, row.reduced))
     return rows
 
 
@@ -242,7 +243,7 @@ def _exports_ignore_status(cache: str, tmp_path: Path) -> None:
     bare = tmp_path / "bare.db"
     shutil.copy(cache, bare)
     conn = sqlite3.connect(bare)
-    assert conn.execute("DELETE FROM status_changes").rowcount > 0
+    assert conn.execute("DELETE FROM status_changes").rowcount > 0 and conn.execute("DELETE FROM status_objects").rowcount > 0
     conn.commit()
     conn.close()
     for extra in ((), ("--all-changes",)):

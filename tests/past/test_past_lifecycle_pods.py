@@ -16,7 +16,7 @@ from kubectl_sktrace.model import GVK, POD, ObjKey
 from kubectl_sktrace.past.objects import Scope
 from kubectl_sktrace.past.state import Past
 from kubectl_sktrace.store import open_cache_readonly
-from kubectl_sktrace.store.bodies import encode_body
+from kubectl_sktrace.store.recording import Recording
 
 T0 = 1_790_000_000
 WEB = ObjKey(GVK.parse("apps/v1.Deployment"), "app", "web")
@@ -40,9 +40,10 @@ def build(cache: str) -> None:
         b.pod("web-d", owner=WEB, stable_hash=1, start_ts=None)
         with b.cache.transaction() as conn:
             conn.execute("UPDATE pods SET end_inferred = 1 WHERE name = 'web-c'")
+            recording = Recording(b.cache)
             for ts, name, reduced in ((T0 + 10, "web-a", RUNNING), (T0 + 20, "web-b", RUNNING), (T0 + 40, "web-b", CRASHING)):
-                conn.execute("INSERT INTO status_changes (ts, recv, run_id, gvk, namespace, name, uid, inferred, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             (ts, ts + 0.25, b.run_id, str(POD), "app", name, f"uid-{name}", 0, encode_body(reduced)[0]))
+                recording.append_status(b.run_id, ts=ts, recv=ts + 0.25, key=ObjKey(POD, "app", name), uid=f"uid-{name}", inferred=False,
+                                        reduced=reduced)
     finally:
         b.close()
 

@@ -11,11 +11,11 @@ import sys
 from typing import Any
 
 from conftest import CacheBuilder, location, obj
-from kubectl_sktrace.model import GVK
+from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.past.objects import Scope
 from kubectl_sktrace.past.state import Past
 from kubectl_sktrace.store import open_cache_readonly
-from kubectl_sktrace.store.bodies import encode_body
+from kubectl_sktrace.store.recording import Recording
 
 T0 = 1_790_000_000
 DEPLOY = GVK.parse("apps/v1.Deployment")
@@ -24,9 +24,9 @@ WEB = {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
 
 
 def status(b: CacheBuilder, ts: int, name: str, uid: str, reduced: dict[str, Any], *, inferred: bool = False) -> None:
-    with b.cache.transaction() as conn:
-        conn.execute("INSERT INTO status_changes (ts, recv, run_id, gvk, namespace, name, uid, inferred, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (ts, ts + 0.25, b.run_id, str(DEPLOY), "app", name, uid, int(inferred), encode_body(reduced)[0]))
+    with b.cache.transaction():
+        Recording(b.cache).append_status(b.run_id, ts=ts, recv=ts + 0.25, key=ObjKey(DEPLOY, "app", name), uid=uid, inferred=inferred,
+                                         reduced=reduced)
 
 
 def build(cache: str) -> None:

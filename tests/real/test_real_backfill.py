@@ -179,3 +179,52 @@ def test_after_backfill_a_stopped_recorder_s_export_matches_one_that_stayed_up_p
     pods_after, pods_live = lifecycles(tmp_path / "after.sktrace"), lifecycles(tmp_path / "live.sktrace")
     assert {("apps/v1.Deployment", f"{ns}/e"), ("apps/v1.Deployment", f"{gone}/d"), ("batch/v1.Job", f"{ns}/j")} <= pods_after.keys(), pods_after
     assert same_lifecycles(pods_after, pods_live), (pods_after, pods_live)
+
+
+def test_backfill_from_a_real_audit_log_fills_the_status_changes_of_a_gap(real_cluster: ControlPlane, tmp_path: Path) -> None:
+    """A scale-up while the recorder is stopped: the Deployment controller's status updates and the kubelet's pod status
+    patches are in the log; backfill writes each change at its logged second, the restart's reconstructed row goes."""
+    from kubectl_sktrace.store import open_cache_readonly
+    from kubectl_sktrace.store import statuses as stored
+    from kubectl_sktrace.trace import statuses
+
+    plane, home, cache = real_cluster, tmp_path / "home", tmp_path / "cache.db"
+    home.mkdir()
+    ns = plane.namespace("backfill-status")
+    plane.apply(deployment(ns, "web"))
+    deadline = time.monotonic() + 60
+    while (plane.get_json("-n", ns, "deployment", "web").get("status") or {}).get("readyReplicas") != 1:
+        assert time.monotonic() < deadline, "web never ready"
+        time.sleep(0.2)
+    recorder = start_recorder(plane, cache, home, tmp_path)
+    assert recorder.stop() == 0, recorder.output()
+    time.sleep(1.1)
+    plane.kubectl("-n", ns, "scale", "deployment", "web", "--replicas=3")
+    while (plane.get_json("-n", ns, "deployment", "web").get("status") or {}).get("readyReplicas") != 3:
+        assert time.monotonic() < deadline, "web never scaled"
+        time.sleep(0.2)
+    time.sleep(1.1)
+    recorder = start_recorder(plane, cache, home, tmp_path)
+    assert recorder.stop() == 0, recorder.output()
+    stopped, restarted = (float(x) for x in query(cache, "SELECT (SELECT stopped FROM runs WHERE id = 1), (SELECT started FROM runs WHERE id = 2)")[0])
+
+    def web_rows() -> list[stored.StatusRow]:
+        with open_cache_readonly(cache) as c:
+            return [r for r in stored.every_row(c, namespace=ns) if r.key.gvk.kind == "Deployment" and r.key.name == "web"]
+
+    assert [(r.run_id, r.inferred, statuses.summary(r.reduced)) for r in web_rows()] == [(1, True, "1 of 1 ready"), (2, True, "3 of 3 ready")]
+    filled = run_cli(["backfill", "--cache", str(cache), "--kubeconfig", str(plane.kubeconfig), "--audit-log", str(plane.audit_log)],
+                     home=home, timeout=120)
+    assert filled.code == 0, filled.describe()
+    assert " status changes at their logged second, " in filled.stdout, filled.describe()
+    writes = {logged_second(line) for line in plane.audit_lines(namespace=ns) if line["objectRef"].get("resource") == "deployments"
+              and line["objectRef"].get("name") == "web" and line["verb"] in ("update", "patch") and 200 <= line["responseStatus"]["code"] < 300}
+    rows = web_rows()
+    with open_cache_readonly(cache) as c:
+        offline = [r for r in rows if stored.from_audit_log(c, r.id)]
+    assert offline and all(r.ts in writes and stopped < r.ts + 1 and r.ts < restarted and not r.inferred for r in offline), (rows, writes)
+    assert statuses.summary(offline[0].reduced) == "1 of 3 ready" and statuses.summary(offline[-1].reduced) == "3 of 3 ready", rows
+    assert [r for r in rows if r.run_id == 2 and r.inferred] == []  # the log accounts for what the restart found
+    again = run_cli(["backfill", "--cache", str(cache), "--kubeconfig", str(plane.kubeconfig), "--audit-log", str(plane.audit_log)],
+                    home=home, timeout=120)
+    assert again.code == 0 and "status change" not in again.stdout and web_rows() == rows, again.describe()

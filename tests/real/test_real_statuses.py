@@ -16,10 +16,10 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from kubectl_sktrace.store.bodies import decode_body
+from kubectl_sktrace.store import open_cache_readonly
+from kubectl_sktrace.store import statuses as stored
 from kubectl_sktrace.trace import statuses
 from realk8s import ControlPlane, start_recorder
-from reliability_support import query
 from sktrace_emulator import Emulator
 from sktrace_emulator.workload import Workload
 
@@ -117,6 +117,6 @@ def test_the_emulators_status_flows_are_a_real_servers(real_cluster: ControlPlan
                              {"sktrace.io/exit-code": "1", "sktrace.io/run-seconds": "1"})
     assert emulated_flow == real
     assert statuses.summary(real[1]) == "2 of 3 ready" and real[3]["conditions"] == {"Failed": "True BackoffLimitExceeded"}
-    rows = [statuses.summary(decode_body(bytes(body))) for body, in query(
-        cache, "SELECT body FROM status_changes WHERE gvk = 'apps/v1.Deployment' AND namespace = ? AND name = 'web' ORDER BY id", ns)]
+    with open_cache_readonly(cache) as c:
+        rows = [statuses.summary(r.reduced) for r in stored.every_row(c, namespace=ns) if r.key.gvk.kind == "Deployment" and r.key.name == "web"]
     assert "2 of 3 ready" in rows and rows[-1] == "3 of 3 ready", rows  # the recorder kept the real flow

@@ -28,10 +28,7 @@ def rollout(ready: int, *, stamp: str = "2026-12-07T10:00:00Z", reason: str = "N
 
 
 def rows(h: Harness) -> list[tuple[int, str, int, dict[str, Any]]]:
-    from kubectl_sktrace.store.bodies import decode_body
-
-    return [(ts, name, inferred, decode_body(bytes(body)))
-            for ts, name, inferred, body in h.cache.conn.execute("SELECT ts, name, inferred, body FROM status_changes ORDER BY id")]
+    return [(row.ts, row.key.name, int(row.inferred), row.reduced) for row in stored.every_row(h.cache)]
 
 
 def test_a_change_of_what_a_person_reads_is_a_row_at_its_second_and_a_rewritten_timestamp_is_none(tmp_path: Path) -> None:
@@ -89,8 +86,7 @@ def test_a_prune_keeps_each_objects_state_at_the_cutoff_and_a_copy_carries_every
     h.finish(ingest, T0 + 40)
     with open_cache(tmp_path / "copy.db", create=True) as dst, dst.writer_lock():
         copy_history(h.cache, dst)
-        assert [r[:3] for r in rows(h)] == [(ts, n, i) for ts, n, i, _ in
-                                           [(t, n, i, b) for t, n, i, b in dst.conn.execute("SELECT ts, name, inferred, body FROM status_changes ORDER BY id")]]
+        assert stored.every_row(dst) == stored.every_row(h.cache)
     with h.cache.writer_lock():
         prune_before(h.cache, before=int(T0) + 25, compact=False)
     assert [r[3]["readyReplicas"] if "readyReplicas" in r[3] else 0 for r in rows(h)] == [2, 3]

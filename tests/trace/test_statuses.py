@@ -56,7 +56,7 @@ def _set(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 def _is_change(before: dict[str, Any], after: dict[str, Any]) -> bool:
     is_pod = before.get("kind") == "Pod"
     old, new = statuses.reduce(before, pod=is_pod), statuses.reduce(after, pod=is_pod)
-    assert (old == new) == (statuses.fingerprint(old) == statuses.fingerprint(new))
+    assert (old == new) == (statuses.packed(old) == statuses.packed(new))
     return statuses.changed(old, new)
 
 
@@ -177,3 +177,31 @@ def test_describe_and_marks() -> None:
     pull = statuses.reduce(pod(ready=False, state={"waiting": {"reason": "ErrImagePull"}}), pod=True)
     assert statuses.marks(None, pull) == [statuses.PULL]
     assert statuses.describe(statuses.reduce(deployment()), statuses.reduce(deployment(readyReplicas=2))) == "readyReplicas 3 -> 2"
+
+
+def test_equal_reductions_pack_to_the_same_bytes_whichever_string_objects_they_hold() -> None:
+    """Two parses of the same status give equal strings that are other objects, held by more or fewer things: the
+    bytes the recorder compares must not tell them apart (marshal's references would)."""
+    import json
+
+    pod = {"kind": "Pod", "spec": {"nodeName": "n1"}, "status": {"phase": "Running", "conditions": [
+        {"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"}, {"type": "PodScheduled", "status": "True"}]}}
+    first = statuses.reduce(pod, pod=True)
+    again = statuses.reduce(json.loads(json.dumps(pod)), pod=True)  # another parse: its own "True" objects
+    assert first == again and statuses.packed(first) == statuses.packed(again)
+
+
+@pytest.mark.parametrize(("before", "after", "delta"), [
+    ({"phase": "Pending"}, {"phase": "Running", "node": "n1"}, {"phase": "Running", "node": "n1"}),
+    ({"conditions": {"Ready": "True", "PodScheduled": "True"}}, {"conditions": {"Ready": "False", "PodScheduled": "True"}},
+     {"conditions": {"Ready": "False"}}),
+    ({"containers": {"c": {"ready": True, "restarts": 0, "state": "running"}}},
+     {"containers": {"c": {"ready": False, "restarts": 1, "state": "waiting CrashLoopBackOff", "last": "terminated Error 1"}}},
+     {"containers": {"c": {"ready": False, "restarts": 1, "state": "waiting CrashLoopBackOff", "last": "terminated Error 1"}}}),
+    ({"readyReplicas": 3, "replicas": 3}, {"replicas": 3}, {"readyReplicas": None}),
+    ({"containers": {"a": {"ready": True}, "b": {"ready": True}}}, {"containers": {"a": {"ready": True}}}, {"containers": {"b": None}}),
+    ({"desired": 2}, {"desired": 2}, {}),
+], ids=["fields", "a-condition", "a-container", "a-count-gone", "a-container-gone", "none"])
+def test_a_delta_holds_only_what_changed_and_patches_back(before: dict[str, Any], after: dict[str, Any], delta: dict[str, Any]) -> None:
+    assert statuses.delta(before, after) == delta
+    assert statuses.patched(before, delta) == after

@@ -55,7 +55,7 @@ async function loadStatusChange(id) {
     const s = await api("/api/status-change", {id});
     $("version").hidden = false;
     $("version-title").textContent = `${s.gvk} ${s.namespace}/${s.name}: status ${s.state} at ${s.at}` +
-      (s.inferred ? " (as a list found it: when it became so is not known)" : "");
+      (s.inferred ? " (as a list found it: when it became so is not known)" : s.audit ? " (from the audit log)" : "");
     $("yaml").textContent = s.yaml;
     drawDiff($("diff"), (s.change || "(its first status recorded)") + "\n");
     $("status-changes").hidden = true;
