@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli_start import query, sktrace, start_background, stop, wait_synced
+from test_cli_start import sktrace, start_background, stop, wait_synced
 from test_cli_statuses import CONFIG, NS, cluster, incident  # noqa: F401 - the fixture
 from tests.apiserver.test_serve_past import serve
 from tests.cli.test_cli_past import caught_up, kubectl
 
-from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.timeparse import format_time
 from kubectl_sktrace.trace import statuses
 from sktrace_emulator import Emulator
@@ -95,8 +94,11 @@ def test_get_at_prints_the_status_columns_kubectl_printed_then(cluster: tuple[Em
 
 def _history(cache: str, second: int, pulling: list[str]) -> None:
     """``history --status``: each recorded status change a line among the versions, at its second; without it, none."""
-    rows = query(cache, "SELECT ts, body FROM status_changes WHERE gvk = 'apps/v1.Deployment' AND namespace = ? AND name = 'web' ORDER BY id", NS)
-    states = [(ts, decode_body(bytes(body))) for ts, body in rows]
+    from kubectl_sktrace.store import open_cache_readonly
+    from kubectl_sktrace.store.statuses import every_row
+
+    with open_cache_readonly(cache) as opened:
+        states = [(row.ts, row.reduced) for row in every_row(opened, namespace=NS) if row.key.gvk.kind == "Deployment" and row.key.name == "web"]
     recorded = [ts for i, (ts, state) in enumerate(states) if i == 0 or states[i - 1][1] != state]  # a repeated state says nothing
     said = sktrace("history", "deploy/web", "-n", NS, "--cache", cache, "--status").stdout.splitlines()
     lines = [line for line in said if "status: " in line]
@@ -114,6 +116,7 @@ def _without_statuses(cache: str, tmp_path: Path, second: int) -> None:
     shutil.copy(cache, bare)
     conn = sqlite3.connect(bare)
     conn.execute("DROP TABLE status_changes")
+    conn.execute("DROP TABLE status_objects")
     conn.commit()
     conn.close()
     done = sktrace("get", "deploy", "-n", NS, "--cache", str(bare), "--at", f"@{second}")
