@@ -378,4 +378,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     ("0016_status_changes", PG_STATUS_CHANGES),
+    ("0019_resume_positions", "ALTER TABLE watch_state ADD COLUMN run BIGINT;"),
 ]
