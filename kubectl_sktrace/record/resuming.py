@@ -123,43 +123,69 @@ server held nothing more since the version it resumed from (its watch cache send
 
 def catch_up(*, resource: Resource, namespace: str | None, since: str, list_page: ListPage, watch: OpenWatch,
              sink: Sink, clock: Callable[[], float], stop: threading.Event, reached: Callable[[str], None]) -> tuple[str, float]:
-    """Resume the kind's watch at ``since`` and pass on what changed since then, until caught up: an event or bookmark
-    at or past the server's resourceVersion read first (``listing.horizon``), or a stream of ``CATCH_UP_SECONDS`` that
-    brought nothing. Then ``sink.relist_end``, as a list ends; returns the version reached and the catch-up's start.
-    ``reached(version)`` hears each version passed on (a catch-up broken by the network goes on from there). Raises
-    ``ExpiredError`` when the server no longer holds that history (a 410: the kind lists instead)."""
+    """Resume the kind's watch at ``since`` and pass on what changed since then, until caught up: the server's
+    resourceVersion read first (``listing.horizon``) reached, or a stream of ``CATCH_UP_SECONDS`` that brought nothing.
+    Then ``sink.relist_end``, as a list ends (an event past that version, made since, follows it: live); returns the
+    version reached and the catch-up's start. ``reached(version)`` hears each version passed on (a catch-up broken by
+    the network goes on from there). Raises ``ExpiredError`` when the server no longer holds that history (a 410: the
+    kind lists instead)."""
     gvk = resource.gvk
     target = _number(horizon(resource, namespace=namespace, list_page=list_page))
     began = clock()
     sink.resume_begin(gvk, began)
-    version, done = since, False
-    while not done:
-        stream = watch(resource, namespace=namespace, resource_version=version, timeout_seconds=CATCH_UP_SECONDS, stop=stop)
-        done = True  # a stream with nothing in it: caught up
-        try:
-            for event in stream:
-                if stop.is_set():
-                    raise Stopped
-                kind, obj = event.get("type"), event.get("object") or {}
-                if kind == "ERROR":
-                    raise watch_error(gvk, obj)
-                if kind in ("ADDED", "MODIFIED", "DELETED"):
-                    obj.setdefault("apiVersion", gvk.api_version)
-                    obj.setdefault("kind", gvk.kind)
-                    sink.event(gvk, kind, obj, clock())
-                elif kind != "BOOKMARK":
-                    continue
-                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                reached(version)
-                done = target is not None and (_number(version) or 0) >= target
-                if done:
-                    break
-        finally:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
-    sink.relist_end(gvk, version, began)
-    return version, began
+    state = _CatchUp(target=target, version=since)
+    while not state.done:
+        _stream(watch(resource, namespace=namespace, resource_version=state.version, timeout_seconds=CATCH_UP_SECONDS, stop=stop),
+                gvk=gvk, state=state, sink=sink, clock=clock, stop=stop, reached=reached)
+    sink.relist_end(gvk, state.version, began)
+    if state.live is not None:
+        sink.event(gvk, state.live[0], state.live[1], clock())
+        state.version = str(state.live[1]["metadata"]["resourceVersion"])
+        reached(state.version)
+    return state.version, began
+
+
+@dataclass
+class _CatchUp:
+    target: int | None  # the server's resourceVersion when the catch-up began
+    version: str  # the last version passed on
+    done: bool = False
+    live: tuple[str, dict[str, Any]] | None = None  # the first event made since the catch-up began: passed on after it
+
+
+def _stream(stream: Any, *, gvk: GVK, state: _CatchUp, sink: Sink, clock: Callable[[], float], stop: threading.Event,
+            reached: Callable[[str], None]) -> None:
+    """One catch-up stream, its events passed on; ``state.done`` once caught up (a stream with nothing in it is)."""
+    state.done = True
+    try:
+        for event in stream:
+            if stop.is_set():
+                raise Stopped
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                raise watch_error(gvk, obj)
+            if kind not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+                continue
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            number = _number(rv)
+            past = state.target is not None and number is not None and number > state.target
+            if kind != "BOOKMARK":
+                obj.setdefault("apiVersion", gvk.api_version)
+                obj.setdefault("kind", gvk.kind)
+                if past:
+                    state.live, state.done = (str(kind), obj), True
+                    return
+                sink.event(gvk, str(kind), obj, clock())
+            state.done = past or (state.target is not None and number == state.target)
+            if rv:
+                state.version = rv
+                reached(rv)
+            if state.done:
+                return
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
 
 
 def _number(version: str | None) -> int | None:
