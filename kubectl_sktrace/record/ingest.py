@@ -146,7 +146,9 @@ class Ingest(OwnerLookups):
     def _listed(self, relist: Relist, head: ObjectHead, obj: dict[str, Any]) -> None:
         """An object as a list finds it, or as a resumed watch's catch-up does (added or changed meanwhile)."""
         gvk = head.key.gvk
-        if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=gvk in self._unobserved):
+        written = changes.written_second(obj, gap=self._gap(gvk), recv=relist.ts) if relist.resume else None
+        if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=gvk in self._unobserved,
+                                               written=written):
             relist.seen[head.key] = head.uid
         if gvk == POD:
             self._pod(head, obj, relist.ts, deleted=False, caught_up=True)
@@ -325,8 +327,9 @@ class Ingest(OwnerLookups):
         return self._gap_start.get(gvk, self._default_gap)
 
     def _apply(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False,
-               first: bool = False) -> bool:
-        """An added, modified or listed object; False when its kind skips it (owned objects of ``skipOwned``)."""
+               first: bool = False, written: int | None = None) -> bool:
+        """An added, modified or listed object; False when its kind skips it (owned objects of ``skipOwned``); ``written``:
+        the second a resumed watch's version was written in the gap (``changes.written_second``)."""
         gvk = head.key.gvk
         options = self.tracked[gvk]
         if changes.is_skipped_owned(head, skip_owned=options.skip_owned):
@@ -336,7 +339,7 @@ class Ingest(OwnerLookups):
         decision = changes.decide_applied(known=known, uid=head.uid, **changes.fingerprints(obj, known))
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
-        ts = changes.event_second(recv)
+        ts = changes.event_second(recv) if written is None else written
         if (known is None or decision.delete_first) and relist and head.created is not None:
             ts, inferred = changes.creation_second(head.created, ts=ts, recv=recv, gap=gap, start=self.restart if first else None,
                                                    inferred=inferred)

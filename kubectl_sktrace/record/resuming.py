@@ -10,7 +10,9 @@ versions included, where a list would send every object again to be decoded, has
 - the kind is tracked as the last run tracked it (a kind newly tracked, or whose options changed, is ``fresh``:
   its history starts with a list);
 - the cluster is known to be the same one: its kube-system uid was read and matches the cache's (a server at the
-  same address could be another cluster, whose resourceVersions mean nothing here).
+  same address could be another cluster, whose resourceVersions mean nothing here);
+- the kind is large: the cache holds at least ``RESUME_AT_LEAST`` live objects of it (a page of a list). A smaller
+  kind lists in one request, sooner than a catch-up can prove it is over (a second: ``CATCH_UP_SECONDS``).
 
 The resumed watch's catch-up (``watching``) ends once it passed the server's resourceVersion read when it began, or
 once a short stream brought nothing more; until then ``Ingest`` takes its events for a list's items (stamped as a
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from kubectl_sktrace.model import GVK, LiveObject, ObjKey
 from kubectl_sktrace.record import changes
-from kubectl_sktrace.record.listing import Stopped, horizon, watch_error
+from kubectl_sktrace.record.listing import PAGE_LIMIT, Stopped, horizon, watch_error
 from kubectl_sktrace.store.recording import Recording
 
 if TYPE_CHECKING:
@@ -48,12 +50,17 @@ class Sink(Protocol):
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None: ...
 
 
+RESUME_AT_LEAST = PAGE_LIMIT
+"""Live objects of a kind in the cache from which its restart resumes rather than lists (the module docstring)."""
+
+
 def resumable(*, positions: Mapping[GVK, str], watched: Collection[GVK], fresh: Collection[GVK], cluster_uid: str,
-              stored_uid: str | None) -> dict[GVK, str]:
-    """The kinds that resume their watch, and from which resourceVersion (the module docstring says when)."""
+              stored_uid: str | None, sizes: Mapping[GVK, int], at_least: int = RESUME_AT_LEAST) -> dict[GVK, str]:
+    """The kinds that resume their watch, and from which resourceVersion (the module docstring says when); ``sizes``:
+    the live objects of each kind the cache holds."""
     if not cluster_uid or stored_uid != cluster_uid:
         return {}
-    return {gvk: rv for gvk, rv in positions.items() if gvk in watched and gvk not in fresh and rv}
+    return {gvk: rv for gvk, rv in positions.items() if gvk in watched and gvk not in fresh and rv and sizes.get(gvk, 0) >= at_least}
 
 
 class Positions:

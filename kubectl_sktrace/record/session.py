@@ -23,6 +23,7 @@ import os
 import random
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
@@ -194,9 +195,11 @@ class Session:
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
             restart=started, fresh=fresh, initial_kinds=frozenset(watched),
         )
+        sizes = Counter(key.gvk for key in ingest.owners) + Counter({g: len(live) for g, live in ingest.live.items()})
+        sizes[POD] = len(ingest.pods)
         resume = {} if previous is None else resumable(
             positions=self.rec.resume_positions(previous.id), watched=[g for g in watched if g in resources], fresh=fresh,
-            cluster_uid=self.identity.cluster_uid, stored_uid=self.rec.cache.get_meta("cluster.uid"))
+            cluster_uid=self.identity.cluster_uid, stored_uid=self.rec.cache.get_meta("cluster.uid"), sizes=sizes)
         return _Run(run_id=run_id, started=started, resources=resources, tracked=tracked, ingest=ingest,
                     writer=Writer(ingest, self.rec, clock=self.clock), watched=watched, resume=resume,
                     deadline=None if self.duration is None else time.monotonic() + self.duration)
