@@ -18,6 +18,9 @@ initial sync only once every kind has listed (``initialsync``: a partial first s
 - cached Running pods that vanished become Finished(start, that same time) with ``end_inferred``; listed
   pods that finished offline get their real end from their container states.
 
+A restart's watch resumed where the last run left it (``resuming``) stands for the kind's first list: its catch-up's
+events are taken as listed items (``resume_begin``), its deletions as what the list missed, reconciled alike.
+
 Owner chains of pods are resolved at first sight from, in order: owner kinds watched cheaply alongside the
 tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached); a pod
 seen while those kinds are still listing is resolved as soon as they have (``initialsync``). Under the ``Writer``

@@ -7,6 +7,8 @@ and the recorder wires ``Kube.list_page``/``Kube.watch``, ``time.time`` and ``st
 What it guarantees (docs/spec.md §5 step 5; docs/coverage.md; docs/architecture.md, measured facts):
 
 - A (re)list reads every page (``listing.relist``: one snapshot, one timestamp, one page ahead).
+- A restart resumes a kind's watch where the last run left it instead of its first list, when ``resume_from`` is
+  given (``resuming.catch_up``: the changes since, until caught up, then ``relist_end``); a 410 lists instead.
 - The watch starts at the list's resourceVersion with bookmarks. The version to resume from is the last
   one seen, from an event or a bookmark; a clean end of stream re-watches from it without a relist.
 - **A quiet kind is not an outage.** A real API server sends nothing at all on the watch of a kind that does not
