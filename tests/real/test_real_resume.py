@@ -58,6 +58,7 @@ def test_a_short_stop_resumes_and_a_forgotten_one_lists(private_plane: Callable[
         plane.kubectl("-n", ns, "patch", "configmap", f"c{i}", "--type=merge", "-p", json.dumps({"data": {"n": "changed"}}))
     plane.kubectl("-n", ns, "delete", "configmap", "c9")
     plane.apply(configmap(ns, "fresh", {"n": "new"}))
+    time.sleep(1.1)  # the restart begins in a later second than the changes
     second = _start(plane, cache, home, config, ns)
     assert "resuming the watches of 1 kind where the last run left them (no list): v1.ConfigMap" in second, second
     assert not _lists(second), second  # the changes came from a watch resumed at the last run's version
@@ -65,6 +66,10 @@ def test_a_short_stop_resumes_and_a_forgotten_one_lists(private_plane: Callable[
     run2 = query(cache, "SELECT max(id) FROM runs")[0][0]
     rows = query(cache, "SELECT name, op, inferred FROM events WHERE run_id = ? AND gvk = ? ORDER BY name", run2, CM)
     assert rows == [*((f"c{i}", DATA, 1) for i in range(5)), ("c9", DELETED, 1), ("fresh", APPLIED, 1)], rows
+    # each version at its managedFields time, inside the gap, not at the restart (a list's only choice)
+    ((stopped, started),) = query(cache, "SELECT (SELECT stopped FROM runs WHERE id = ?), started FROM runs WHERE id = ?", run2 - 1, run2)
+    stamps = query(cache, "SELECT ts FROM events WHERE run_id = ? AND gvk = ? AND op = ?", run2, CM, DATA)
+    assert all(int(stopped) <= ts < int(started) for (ts,) in stamps), (stamps, stopped, started)
 
     apiserver = plane.pid("kube-apiserver")  # the API server restarts: its watch cache forgets the history
     assert apiserver is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubectl_sktrace.model import GVK, POD
+from kubectl_sktrace.record.changes import written_second
 from kubectl_sktrace.record.resuming import Positions, resumable
 from kubectl_sktrace.store import open_cache
 from kubectl_sktrace.store.recording import Recording
@@ -39,3 +40,16 @@ def test_positions_are_resumable_only_once_the_run_synced(tmp_path: Path) -> Non
         positions.reached(DEPLOY, "30")
         positions.store(4.0, synced=True)
     assert rec.resume_positions(run) == {DEPLOY: "30"}
+
+
+def test_a_resumed_version_is_stamped_at_its_last_write_inside_the_gap() -> None:
+    def obj(*times: str) -> dict[str, object]:
+        return {"metadata": {"managedFields": [{"manager": f"m{i}", "time": t} for i, t in enumerate(times)]}}
+
+    gap, recv = 1_800_000_000.5, 1_800_000_100.0  # 2027-01-15T08:00:00Z and 100 s later
+    assert written_second(obj("2027-01-15T08:00:10Z", "2027-01-15T08:00:42Z"), gap=gap, recv=recv) == 1_800_000_042
+    assert written_second(obj("2027-01-15T08:00:00Z"), gap=gap, recv=recv) == 1_800_000_000  # the gap's own second counts
+    assert written_second(obj("2027-01-15T07:59:59Z"), gap=gap, recv=recv) is None  # before the gap: at the restart
+    assert written_second(obj("2027-01-15T08:01:40Z"), gap=gap, recv=recv) is None  # not before it was received
+    assert written_second({"metadata": {}}, gap=gap, recv=recv) is None
+    assert written_second(obj("2027-01-15T08:00:10Z"), gap=None, recv=recv) is None
