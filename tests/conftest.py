@@ -39,7 +39,7 @@ SLOW_FIXTURES = {"emulator", "emulator_kubeconfig", "pg_server", "pg_url", "s3_s
 REAL_FIXTURES = {"real_cluster", "private_plane"}
 # modules whose every test runs the product or a server in a subprocess, or drives a terminal
 SLOW_MODULES = {
-    "test_crash", "test_faults", "test_outages", "test_concurrency",  # the reliability suites: kill, cut, race
+    "test_crash", "test_faults", "test_outages", "test_concurrency", "test_resume",  # the reliability suites: kill, cut, race, restart
     "test_terminal",  # tmux
     "test_demo", "test_incluster", "test_security", "test_krew", "test_typing", "test_deploy",  # the real CLI or mypy
     "test_cli_start", "test_cli_timeline",  # start against the emulator

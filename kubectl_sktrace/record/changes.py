@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_sktrace.model import LiveObject, ObjectHead, ObjKey
+from kubectl_sktrace.timeparse import parse_api_time
 from kubectl_sktrace.trace.hashing import spec_hash as simkube_spec_hash
 from kubectl_sktrace.trace.hashing import spec_hash_by_parts
 from kubectl_sktrace.trace.revisions import DATA, METADATA, SPEC
@@ -168,3 +169,16 @@ def creation_second(created: float, *, ts: int, recv: float, gap: float | None, 
             return event_second(start), inferred
         return min(ts, int(created)), True
     return ts, inferred
+
+
+def written_second(obj: Mapping[str, Any], *, gap: float | None, recv: float) -> int | None:
+    """When the version a resumed watch's catch-up shows (``resuming``) was written, if it was inside the gap that began
+    at ``gap``: the latest ``managedFields`` time, which the API server sets to the second of every write (spec, metadata
+    or status) to the manager that made it. None when the object carries none in the gap (then: at the restart)."""
+    meta = obj.get("metadata")
+    entries = meta.get("managedFields") if isinstance(meta, dict) else None
+    if gap is None or not isinstance(entries, list):
+        return None
+    times = [t for t in (parse_api_time(e.get("time")) for e in entries if isinstance(e, dict)) if t is not None]
+    latest = max(times, default=None)
+    return int(latest) if latest is not None and math.floor(gap) <= latest < recv else None

@@ -18,6 +18,9 @@ initial sync only once every kind has listed (``initialsync``: a partial first s
 - cached Running pods that vanished become Finished(start, that same time) with ``end_inferred``; listed
   pods that finished offline get their real end from their container states.
 
+A restart's watch resumed where the last run left it (``resuming``) stands for the kind's first list: its catch-up's
+events are taken as listed items (``resume_begin``), its deletions as what the list missed, reconciled alike.
+
 Owner chains of pods are resolved at first sight from, in order: owner kinds watched cheaply alongside the
 tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached); a pod
 seen while those kinds are still listing is resolved as soon as they have (``initialsync``). Under the ``Writer``
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from kubectl_sktrace.errors import ForbiddenError
@@ -40,6 +43,8 @@ from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED
 from kubectl_sktrace.record.coverage import KindCoverage
 from kubectl_sktrace.record.initialsync import InitialSync, Unresolved, Vanished
 from kubectl_sktrace.record.ownerindex import OwnerIndex
+from kubectl_sktrace.record.ownerlookups import OwnerLookups
+from kubectl_sktrace.record.resuming import Positions, Relist
 from kubectl_sktrace.record.stats import KindStats as KindStats  # where the progress line and the session import it
 from kubectl_sktrace.record.statuses import StatusIndex
 from kubectl_sktrace.store.history import CAUSE_FAILED
@@ -62,17 +67,7 @@ class _Pod:
     life: lifecycle.Lifecycle
 
 
-@dataclass
-class _Relist:
-    ts: float
-    seen: dict[ObjKey, str] = field(default_factory=dict)  # tracked key -> uid listed
-    seen_pods: set[str] = field(default_factory=set)  # pod uids listed
-    initial: bool = False
-    recovery: bool = False  # the relist ends an outage: what it finds was caught up, not seen live
-    broken: int = 0  # items that could not be read: the list is then not trusted for deletions
-
-
-class Ingest:
+class Ingest(OwnerLookups):
     """The recorder's rules applied to sink messages, written through ``Recording``. Not thread-safe: the
     ``Writer`` serializes the calls.
 
@@ -108,8 +103,8 @@ class Ingest:
         # kinds the previous run did not track (as now) start their history here: nothing of theirs happened "offline"
         self._gap_start: dict[GVK, float | None] = {gvk: None for gvk in fresh}
         self._default_gap = gap_start
-        self._relists: dict[GVK, _Relist] = {}
-        self._pending_rv: dict[GVK, str] = {}
+        self._relists: dict[GVK, Relist] = {}
+        self.positions = Positions(recording, run_id)  # the watch positions, resumable once synced (``resuming``)
         self.coverage = KindCoverage(recording, run_id)  # outages, kinds refused or not served: their gaps while open
         self.status = StatusIndex(recording, run_id, self._written)  # what a person reads of each status (``statuses``)
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
@@ -128,10 +123,16 @@ class Ingest:
         stats = self.stats_for(gvk)
         if not stats.initial_done:
             stats.listed = 0  # a first list begun again (an expired continue token) counts each object once
-        self._relists[gvk] = _Relist(ts=ts, initial=not stats.initial_done, recovery=self.coverage.reconstructs(gvk))
+        self._relists[gvk] = Relist(ts=ts, initial=not stats.initial_done, recovery=self.coverage.reconstructs(gvk))
+
+    def resume_begin(self, gvk: GVK, ts: float) -> None:
+        """The kind's watch resumes where the last run stopped: its catch-up stands for a first list (``resuming``)."""
+        held = self._relists.get(gvk)
+        if held is None or not held.resume:
+            self._relists[gvk] = Relist(ts=ts, initial=not self.stats_for(gvk).initial_done, resume=True)
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
-        relist = self._relists.get(gvk) or self._relists.setdefault(gvk, _Relist(ts=ts))
+        relist = self._relists.get(gvk) or self._relists.setdefault(gvk, Relist(ts=ts))
         stats = self.stats_for(gvk)
         stats.pages += 1
         if relist.initial:
@@ -140,37 +141,55 @@ class Ingest:
         for obj in items:
             try:
                 head = (prepared.pop(id(obj), None) if prepared else None) or sanitize.read_head(obj, gvk)
-                first = gvk in self._unobserved
-                if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=first):
-                    relist.seen[head.key] = head.uid
-                if gvk == POD:
-                    self._pod(head, obj, relist.ts, deleted=False, caught_up=True)
-                    relist.seen_pods.add(head.uid)
-                if gvk in self.owner_kinds:
-                    self._store_owner(head, relist.ts)
+                self._listed(relist, head, obj)
             except MALFORMED as exc:
                 relist.broken += 1
                 log.warning("%s: skipped a listed object that cannot be read (%s: %s)", gvk, type(exc).__name__, exc)
 
+    def _listed(self, relist: Relist, head: ObjectHead, obj: dict[str, Any]) -> None:
+        """An object as a list finds it, or as a resumed watch's catch-up does (added or changed meanwhile)."""
+        gvk = head.key.gvk
+        written = changes.written_second(obj, gap=self._gap(gvk), recv=relist.ts) if relist.resume else None
+        if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=gvk in self._unobserved,
+                                               written=written):
+            relist.seen[head.key] = head.uid
+        if gvk == POD:
+            self._pod(head, obj, relist.ts, deleted=False, caught_up=True)
+            relist.seen_pods.add(head.uid)
+        if gvk in self.owner_kinds:
+            self._store_owner(head, relist.ts)
+
+    def _caught_up_deletion(self, relist: Relist, head: ObjectHead, obj: dict[str, Any]) -> None:
+        """A resumed watch's catch-up saw the object deleted: as a list that misses it (``resuming``); a pod's last
+        state still gives its lifecycle (a real end, when its containers finished)."""
+        gvk = head.key.gvk
+        known = self.live.get(gvk, {}).get(head.key) if gvk in self.tracked else None
+        if known is not None and changes.same_uid(known.uid, head.uid):
+            relist.gone[head.key] = known.uid
+        if gvk == POD:
+            self._pod(head, obj, relist.ts, deleted=False, caught_up=True)
+            relist.gone_pods.add(head.uid)
+        if gvk in self.owner_kinds:
+            self._forget_owner(head)
+
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None:
-        relist = self._relists.pop(gvk, None) or _Relist(ts=ts)
+        relist = self._relists.pop(gvk, None) or Relist(ts=ts)
         self._observed(gvk, relist.ts)
         self._complete(gvk, relist)
         self.stats_for(gvk).initial_done = True
-        self._pending_rv[gvk] = resource_version
+        self.positions.listed(gvk, resource_version)
         if self.coverage.listed(gvk, relist.ts) == FORBIDDEN:
             self.stats_for(gvk).failed = None
         self._settled(gvk)
 
-    def _complete(self, gvk: GVK, relist: _Relist) -> None:
+    def _complete(self, gvk: GVK, relist: Relist) -> None:
         """A complete list: what it missed is gone (at once, or once every kind listed: ``initialsync``)."""
         gone = self.restart if relist.initial and self.restart is not None else relist.ts
         if relist.broken:
             log.warning("%s: %d listed objects could not be read; no deletions inferred from this list", gvk, relist.broken)
         else:
-            live = self.live.get(gvk, {}) if gvk in self.tracked else {}
-            found = Vanished(gvk, gone, relist.recovery, keys=tuple((key, live[key].uid) for key in changes.vanished(live, relist.seen)),
-                             pods=tuple(uid for uid in self.pods if uid not in relist.seen_pods) if gvk == POD else ())
+            keys, pods = relist.missed(self.live.get(gvk, {}) if gvk in self.tracked else {}, self.pods.keys() if gvk == POD else ())
+            found = Vanished(gvk, gone, relist.recovery, keys=keys, pods=pods)
             if self.sync.done:
                 self._reconcile(found)
             else:
@@ -225,6 +244,15 @@ class Ingest:
         prepared = self._prepared_heads  # read by ``owners_wanted`` for this message, if it asked
         head = (prepared.pop(id(obj), None) if prepared else None) or sanitize.read_head(obj, gvk)
         deleted = event_type == "DELETED"
+        relist = self._relists.get(gvk)
+        if relist is not None and relist.resume:  # a resumed watch catching up: what changed while no recorder ran
+            if deleted:
+                self._caught_up_deletion(relist, head, obj)
+            else:
+                self._listed(relist, head, obj)
+            if head.resource_version:
+                self.positions.reached(gvk, head.resource_version)
+            return
         caught_up = self.coverage.caught_up(gvk, head.resource_version)
         if gvk in self.tracked:
             if deleted:
@@ -240,12 +268,13 @@ class Ingest:
                 self._store_owner(head, ts)
         self._gap_start[gvk] = ts
         if head.resource_version:
-            self._pending_rv[gvk] = head.resource_version
+            self.positions.reached(gvk, head.resource_version)
 
     def failed(self, gvk: GVK, error: BaseException, ts: float) -> None:
         """A 403: the kind is refused from ``ts`` until a list succeeds again (a ``forbidden`` gap). Any other error
         gives the kind up for the rest of the run: kept as a gap of its own cause, so ``status`` remembers it."""
         self.stats_for(gvk).failed = str(error)
+        self.positions.refused(gvk)
         if isinstance(error, ForbiddenError):
             self.coverage.refuse(gvk, ts, FORBIDDEN, str(error))
         else:
@@ -260,9 +289,10 @@ class Ingest:
         initial, recovery = not self.stats_for(gvk).initial_done, self.coverage.reconstructs(gvk)
         if not self.coverage.refuse(gvk, ts, NOT_SERVED, detail):
             return
+        self.positions.refused(gvk)
         self._unobserved.discard(gvk)  # none of its objects can exist: what it finds once served is recorded live
         self._relists.pop(gvk, None)  # a list under way when the kind went away
-        self._complete(gvk, _Relist(ts=ts, initial=initial, recovery=recovery))
+        self._complete(gvk, Relist(ts=ts, initial=initial, recovery=recovery))
         self._gap_start[gvk] = None
         self._settled(gvk)
 
@@ -275,54 +305,11 @@ class Ingest:
         """The kind is watched again at ``ts``; a resumed watch's events up to ``horizon`` are caught up."""
         self.coverage.resumed(gvk, ts, horizon)
 
-    # -- owner lookups, made by the writer with no lock held (``ownerindex``) ------------------------
-
-    def may_want_owners(self, gvk: GVK, obj: dict[str, Any], *, deleted: bool) -> bool:
-        """Whether ``obj`` might look an owner up (owners, and tracked or a pod met first); safe without the lock."""
-        meta = obj.get("metadata") if isinstance(obj, dict) else None
-        if not isinstance(meta, dict) or not meta.get("ownerReferences"):
-            return False
-        return (gvk in self.tracked and not deleted) or (gvk == POD and meta.get("uid") not in self.pods)
-
-    def owners_wanted(self, gvk: GVK, objs: tuple[dict[str, Any], ...] | list[dict[str, Any]], *, deleted: bool, settling: bool,
-                      asked: set[ObjKey]) -> set[ObjKey]:
-        """The owners applying a message (``objs`` of ``gvk``; ``settling``: its kind lists, fails or goes away) would GET:
-        the chains of tracked objects, of pods met first, of the pods that waited for the owner kinds it settles."""
-        heads, read = [], {}
-        for obj in objs:
-            if not self.may_want_owners(gvk, obj, deleted=deleted):
-                continue
-            tracked = gvk in self.tracked and not deleted
-            if tracked or self.sync.owners_listed:
-                try:
-                    read[id(obj)] = head = sanitize.read_head(obj, gvk)
-                except MALFORMED:
-                    continue  # the write skips it and says so
-                if not (tracked and changes.is_skipped_owned(head, skip_owned=self.tracked[gvk].skip_owned)):
-                    heads.append(head)
-        if settling and self.sync.settles_owners(gvk):
-            heads.extend(pending.head for pending in self.sync.unresolved.values())
-        wanted, chains = self.owner_index.wanted(heads, asked=asked)
-        if not wanted:  # applied next, in the same hold of the writer's lock: what was read and resolved here is kept
-            self._prepared_heads, self._prepared_chains = read, chains
-        return wanted
-
-    def forget_prepared(self) -> None:
-        """The message was applied: the heads and chains ``owners_wanted`` prepared for it are dropped."""
-        self._prepared_heads, self._prepared_chains = {}, {}
-
-    def _chain(self, head: ObjectHead) -> list[ObjKey]:
-        """The object's owner chain: as ``owners_wanted`` resolved it for this message, else resolved now."""
-        prepared = self._prepared_chains.pop(id(head), None) if self._prepared_chains else None
-        return prepared[1] if prepared is not None and prepared[0] is head else owners.resolve_chain(head, lookup=self._lookup)
-
     # -- batching hooks ------------------------------------------------------------------------------
 
     def before_commit(self, ts: float) -> None:
-        """Inside the open batch: the heartbeat and the watch positions reached."""
-        for gvk, rv in self._pending_rv.items():
-            self.rec.set_watch_state(gvk, rv, ts)
-        self._pending_rv.clear()
+        """Inside the open batch: the heartbeat and the watch positions reached, resumable once synced (``resuming``)."""
+        self.positions.store(ts, synced=self.sync.done)
         self.rec.heartbeat(self.run_id, ts)
         self._heartbeat = max(self._heartbeat, ts)
 
@@ -343,8 +330,9 @@ class Ingest:
         return self._gap_start.get(gvk, self._default_gap)
 
     def _apply(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, relist: bool, caught_up: bool = False,
-               first: bool = False) -> bool:
-        """An added, modified or listed object; False when its kind skips it (owned objects of ``skipOwned``)."""
+               first: bool = False, written: int | None = None) -> bool:
+        """An added, modified or listed object; False when its kind skips it (owned objects of ``skipOwned``); ``written``:
+        the second a resumed watch's version was written in the gap (``changes.written_second``)."""
         gvk = head.key.gvk
         options = self.tracked[gvk]
         if changes.is_skipped_owned(head, skip_owned=options.skip_owned):
@@ -354,7 +342,7 @@ class Ingest:
         decision = changes.decide_applied(known=known, uid=head.uid, **changes.fingerprints(obj, known))
         gap = self._gap(gvk) if relist else None
         inferred = caught_up or (relist and gap is not None)
-        ts = changes.event_second(recv)
+        ts = changes.event_second(recv) if written is None else written
         if (known is None or decision.delete_first) and relist and head.created is not None:
             ts, inferred = changes.creation_second(head.created, ts=ts, recv=recv, gap=gap, start=self.restart if first else None,
                                                    inferred=inferred)

@@ -21,7 +21,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from kubectl_sktrace.errors import ExpiredError, TransientError
+from kubectl_sktrace.errors import ExpiredError, KubeError, TransientError
 from kubectl_sktrace.model import GVK
 
 if TYPE_CHECKING:
@@ -201,3 +201,13 @@ class _Prefetch:
             self._done.set()
         if abandoned or failed:
             self._budget.give()
+
+
+def watch_error(gvk: GVK, status: dict[str, Any]) -> KubeError:
+    """A watch ERROR event's Status: 410/Expired/Gone relists, anything else is retried."""
+    code = status.get("code")
+    reason = status.get("reason") or ""
+    message = status.get("message") or reason or "unknown error"
+    if code == 410 or reason in ("Expired", "Gone"):
+        return ExpiredError(f"watch of {gvk} expired: {message}")
+    return TransientError(f"watch of {gvk} failed with code {code}: {message}")

@@ -23,6 +23,7 @@ import os
 import random
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
@@ -38,6 +39,7 @@ from kubectl_sktrace.record.listing import PAGES_HELD, PageBudget
 from kubectl_sktrace.record.metrics import MetricsBoard, WatchCounters, read_sample
 from kubectl_sktrace.record.notices import KindNotices, OutageNotices, ThrottleNotices
 from kubectl_sktrace.record.progress import Rates
+from kubectl_sktrace.record.resuming import resumable
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.throttle import Throttle
@@ -87,6 +89,7 @@ class _Run:
     ingest: Ingest
     writer: Writer
     watched: list[GVK]  # kinds whose watch was started
+    resume: dict[GVK, str]  # kinds whose watch resumes where the last run stopped (``resuming``), from that version
     deadline: float | None  # monotonic time at which ``--duration`` ends the run
     synced_at: float | None = None
     reconciliation: Reconciliation | None = None
@@ -192,8 +195,13 @@ class Session:
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
             restart=started, fresh=fresh, initial_kinds=frozenset(watched),
         )
+        sizes = Counter(key.gvk for key in ingest.owners) + Counter({g: len(live) for g, live in ingest.live.items()})
+        sizes[POD] = len(ingest.pods)
+        resume = {} if previous is None else resumable(
+            positions=self.rec.resume_positions(previous.id), watched=[g for g in watched if g in resources], fresh=fresh,
+            cluster_uid=self.identity.cluster_uid, stored_uid=self.rec.cache.get_meta("cluster.uid"), sizes=sizes)
         return _Run(run_id=run_id, started=started, resources=resources, tracked=tracked, ingest=ingest,
-                    writer=Writer(ingest, self.rec, clock=self.clock), watched=watched,
+                    writer=Writer(ingest, self.rec, clock=self.clock), watched=watched, resume=resume,
                     deadline=None if self.duration is None else time.monotonic() + self.duration)
 
     def _launch(self, run: _Run) -> None:
@@ -202,8 +210,11 @@ class Session:
         self._throttle.listen(run.writer.throttled)
         self._throttle.guard(run.writer.lock.refuse_requests)  # no request from a thread that holds the writer's lock
         self._watch_vigil()
+        if run.resume:
+            self.progress.note(f"resuming the watches of {counted(len(run.resume), 'kind')} where the last run left them (no list): "
+                               + ", ".join(str(g) for g in run.resume))
         for gvk in run.watched:
-            self._start_watch(gvk, run.resources.get(gvk), run.writer)
+            self._start_watch(gvk, run.resources.get(gvk), run.writer, resume_from=run.resume.get(gvk))
 
     def _step(self, run: _Run) -> bool:
         """One round of the main loop, asleep until something is due; False once the run should stop (a stop, the duration)."""
@@ -384,7 +395,7 @@ class Session:
 
         threading.Thread(target=target, name="vigil", daemon=True).start()
 
-    def _start_watch(self, gvk: GVK, resource: Any, writer: Writer) -> None:
+    def _start_watch(self, gvk: GVK, resource: Any, writer: Writer, *, resume_from: str | None = None) -> None:
         """The watch of ``gvk`` on a thread of its own; ``resource`` None: discovery does not list it (yet). A kind not
         served is looked up again in a fresh discovery document, never the cache's."""
         stop = self.stop
@@ -396,7 +407,7 @@ class Session:
                     list_page=self._counters.lists(self.kube.list_page), watch=self._counters.watches(self.kube.watch),
                     sink=writer, clock=self.clock, sleep=stop.wait, stop=stop, rng=random.Random(), vigil=self._vigil,
                     retrying=self._notices.count_retry, rediscover=lambda kind: self.kube.discover([kind], cached={})[0].get(kind),
-                    pages=self._pages,
+                    pages=self._pages, resume_from=resume_from,
                 )
             except BaseException as exc:  # noqa: BLE001 - reported on the main thread
                 writer.failed(gvk, exc)

@@ -7,6 +7,8 @@ and the recorder wires ``Kube.list_page``/``Kube.watch``, ``time.time`` and ``st
 What it guarantees (docs/spec.md §5 step 5; docs/coverage.md; docs/architecture.md, measured facts):
 
 - A (re)list reads every page (``listing.relist``: one snapshot, one timestamp, one page ahead).
+- A restart resumes a kind's watch where the last run left it instead of its first list, when ``resume_from`` is
+  given (``resuming.catch_up``: the changes since, until caught up, then ``relist_end``); a 410 lists instead.
 - The watch starts at the list's resourceVersion with bookmarks. The version to resume from is the last
   one seen, from an event or a bookmark; a clean end of stream re-watches from it without a relist.
 - **A quiet kind is not an outage.** A real API server sends nothing at all on the watch of a kind that does not
@@ -80,7 +82,8 @@ from kubectl_sktrace.errors import (
 )
 from kubectl_sktrace.model import GVK
 from kubectl_sktrace.record.availability import FORBIDDEN, NOT_SERVED, Access, Backoff, longest_wait
-from kubectl_sktrace.record.listing import PageBudget, Stopped, horizon, relist
+from kubectl_sktrace.record.listing import PageBudget, Stopped, horizon, relist, watch_error
+from kubectl_sktrace.record.resuming import catch_up
 from kubectl_sktrace.timeparse import format_time
 
 if TYPE_CHECKING:
@@ -108,6 +111,8 @@ class Sink(Protocol):
     def relist_begin(self, gvk: GVK, ts: float) -> None: ...
 
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None: ...
+
+    def resume_begin(self, gvk: GVK, ts: float) -> None: ...
 
     def relist_end(self, gvk: GVK, resource_version: str, ts: float) -> None: ...
 
@@ -141,6 +146,7 @@ def run_watch(
     gvk: GVK | None = None,
     rediscover: Callable[[GVK], Resource | None] | None = None,
     pages: PageBudget | None = None,
+    resume_from: str | None = None,
 ) -> None:
     """Keep ``sink`` in step with one kind until ``stop`` is set or a permanent error.
 
@@ -152,6 +158,7 @@ def run_watch(
     ``later`` times a resumed watch's settling (default: a timer thread; tests inject one they fire).
     ``resource`` None: the kind ``gvk`` is not in the server's discovery (just asked): not served, until
     ``rediscover(gvk)`` finds it. ``pages``: the list pages the run's lists share (``listing.PageBudget``).
+    ``resume_from``: the last run's position for the kind, where its watch resumes instead of a first list (``resuming``).
     """
     kind = resource.gvk if resource is not None else gvk
     assert kind is not None, "a kind not in discovery is named by gvk"
@@ -160,7 +167,7 @@ def run_watch(
                  timeout_seconds=WATCH_TIMEOUT if timeout_seconds is None else timeout_seconds,
                  backoff=Backoff(rng), access=Access(rng), asked=resource is None,
                  vigil=vigil or Vigil(clock=clock, monotonic=clock, threshold=float("inf")), later=later or _timer,
-                 pages=pages)
+                 pages=pages, resume_from=resume_from)
     cycles = 0
     while not stop.is_set() and (max_cycles is None or cycles < max_cycles):
         cycles += 1
@@ -192,11 +199,14 @@ class _Loop:
     position: _Position | None = None  # None: no complete list yet, or a 410 asked for a new one
     coverage: _Coverage = field(default_factory=lambda: _Coverage())
     pages: PageBudget | None = None
+    resume_from: str | None = None  # the last run's position: the first attempt resumes there instead of listing
 
     def cycle(self) -> bool:
         """One list-or-watch attempt; False when this kind is done (stopped, or a permanent error)."""
         try:
-            if self.position is None:
+            if self.position is None and self.resume_from is not None:
+                self._resume(self.resume_from)
+            elif self.position is None:
                 self._list()
             else:
                 self._watch(self.position)
@@ -235,6 +245,21 @@ class _Loop:
         was = self.access.readable()
         if was is not None:
             log.info("%s: %s no longer: listed and watched", self.gvk, was)
+
+    def _resume(self, since: str) -> None:
+        """The kind's catch-up from where the last run left it stands for its first list; a 410 lists instead."""
+        resource = self._resource()
+        try:
+            version, began = catch_up(resource=resource, namespace=self.namespace, since=since, list_page=self.list_page,
+                                      watch=self.watch, sink=self.sink, clock=self.clock, stop=self.stop,
+                                      reached=lambda rv: setattr(self, "resume_from", rv))
+        except ExpiredError as exc:
+            log.info("%s: %s; listing", self.gvk, exc)
+            self.resume_from = None
+            return
+        self.resume_from = None
+        self.position = _Position(version, alive=began, epoch=self.vigil.check())
+        self.backoff.reset()
 
     def _resource(self) -> Resource:
         """The kind as discovery describes it; a kind discovery does not know (now) is not served."""
@@ -292,7 +317,7 @@ class _Loop:
             else:
                 self.sink.failed(self.gvk, exc)
             self.coverage.down = False  # the sink ended this kind's outage: its state is known again
-        self.position = None
+        self.position = self.resume_from = None
         if state == NOT_SERVED and self.rediscover is not None:
             self.resource = None
         delay = self.access.next_delay()
@@ -424,7 +449,7 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":
-                raise _status_error(gvk, obj)
+                raise watch_error(gvk, obj)
             if not confirmed:
                 confirmed = True
                 proof.confirm()
@@ -457,13 +482,3 @@ def _watch_once(*, resource: Resource, namespace: str | None, watch: OpenWatch,
         close = getattr(stream, "close", None)
         if close is not None:
             close()
-
-
-def _status_error(gvk: GVK, status: dict[str, Any]) -> KubeError:
-    """A watch ERROR event's Status: 410/Expired/Gone relists, anything else is retried."""
-    code = status.get("code")
-    reason = status.get("reason") or ""
-    message = status.get("message") or reason or "unknown error"
-    if code == 410 or reason in ("Expired", "Gone"):
-        return ExpiredError(f"watch of {gvk} expired: {message}")
-    return TransientError(f"watch of {gvk} failed with code {code}: {message}")

@@ -149,6 +149,9 @@ class Writer:
     def relist_begin(self, gvk: GVK, ts: float) -> None:
         self._write(self.ingest.relist_begin, gvk, ts)
 
+    def resume_begin(self, gvk: GVK, ts: float) -> None:
+        self._write(self.ingest.resume_begin, gvk, ts)
+
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
         self._write(self.ingest.relist_page, gvk, items, ts, owners=self._wanted(gvk, items))
 

@@ -379,4 +379,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ),
     ("0016_status_changes", PG_STATUS_CHANGES),
     ("0018_status_changes_compact", PG_STATUS_CHANGES_COMPACT),
+    ("0019_resume_positions", "ALTER TABLE watch_state ADD COLUMN run BIGINT;"),
 ]

@@ -351,12 +351,22 @@ class Recording:
             (str(key.gvk), key.namespace, key.name, record.uid, _DUMPS([[str(r.gvk), r.name, r.uid] for r in record.refs]), fetched),
         )
 
-    def set_watch_state(self, gvk: GVK, resource_version: str, ts: float) -> None:
+    def set_watch_state(self, gvk: GVK, resource_version: str, ts: float, *, run_id: int | None = None) -> None:
+        """The kind's watch position; ``run_id``: that run applied everything up to it (the next run may resume there)."""
         self._write(
-            "INSERT INTO watch_state (gvk, resource_version, updated) VALUES (?, ?, ?) "
-            "ON CONFLICT (gvk) DO UPDATE SET resource_version = excluded.resource_version, updated = excluded.updated",
-            (str(gvk), resource_version, ts),
+            "INSERT INTO watch_state (gvk, resource_version, updated, run) VALUES (?, ?, ?, ?) ON CONFLICT (gvk) DO UPDATE "
+            "SET resource_version = excluded.resource_version, updated = excluded.updated, run = excluded.run",
+            (str(gvk), resource_version, ts, run_id),
         )
+
+    def unmark_watch_state(self, gvk: GVK) -> None:
+        """The kind's position is no longer one to resume from (the kind is refused or not served): the next run lists."""
+        self._write("UPDATE watch_state SET run = NULL WHERE gvk = ?", (str(gvk),))
+
+    def resume_positions(self, run_id: int) -> dict[GVK, str]:
+        """The watch positions run ``run_id`` stored as fully applied (``set_watch_state``'s ``run_id``), by kind."""
+        rows = self._conn.execute("SELECT gvk, resource_version FROM watch_state WHERE run = ?", (run_id,)).fetchall()
+        return {GVK.parse(gvk): rv for gvk, rv in rows}
 
     def save_discovery(self, docs: Mapping[str, Any], *, fetched: float) -> None:
         with self.batch():

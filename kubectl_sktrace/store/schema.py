@@ -151,7 +151,9 @@ pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a rang
                 only those drawn are read.
 created         (0015) per uid, the second of its ``creationTimestamp`` (which bodies lack: ``sanitize``), written at an
                 object's first sight and at every list; ``get --at`` shows it. Unknown (never guessed) until then.
-status_changes  (0016) what a person reads of an object's status, one row per change; (0018) only what changed (``store/statuses.py``)."""
+status_changes  (0016) what a person reads of an object's status, one row per change; (0018) only what changed (``store/statuses.py``).
+watch_state     (0019) ``run``: the run that stored the position, once every kind had listed (what it found applied):
+                the next run resumes its watch there, with no list (``record/resuming``); NULL (an older recorder) lists."""
 
 from __future__ import annotations
 
@@ -484,17 +486,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX audit_rows_fill ON audit_rows (fill_id);
         """,
     ),
-    (
-        "0014_view_indexes",
-        """
+    ("0014_view_indexes", """
         DROP INDEX events_object;
         CREATE INDEX events_object ON events (gvk, namespace, name, ts, id, recv, op, inferred);
         DROP INDEX pods_owner;
         CREATE INDEX pods_owner ON pods (owner_gvk, owner_namespace, owner_name, start_ts, end_ts);
-        """,
-    ),
+        """),
     ("0015_creation_times", "CREATE TABLE created (uid TEXT PRIMARY KEY, ts INTEGER NOT NULL) WITHOUT ROWID;"),
     ("0016_status_changes", STATUS_CHANGES), ("0018_status_changes_compact", STATUS_CHANGES_COMPACT),
+    ("0019_resume_positions", "ALTER TABLE watch_state ADD COLUMN run INTEGER;"),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

