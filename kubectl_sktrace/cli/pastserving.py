@@ -53,8 +53,14 @@ def serve_command(kubeconfig: str | None, context: str | None, cache: str | None
         raise UsageError("--kubeconfig-out takes a file; leave it out to print the kubeconfig")
     location = cache_path(cache=cache, kubeconfig=kubeconfig, context=context)
     settings = Settings(location=location, at=parse_time(at, now=time.time()), replay_speed=replay_speed or 0.0, port=port)
-    stop = threading.Event()
+    def interrupted(*_: object) -> None:
+        # no lock taken here: the main thread waits on the stop event, and may hold its lock when the signal comes
+        raise KeyboardInterrupt
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    run(settings, kubeconfig_out=kubeconfig_out, say=say, warn=warn, stop=stop)
+        signal.signal(signum, interrupted)
+    try:
+        run(settings, kubeconfig_out=kubeconfig_out, say=say, warn=warn, stop=threading.Event())
+    except KeyboardInterrupt:
+        pass  # ``run`` stopped the server on its way out
     say("Stopped.", err=True)
