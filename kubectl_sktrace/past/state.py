@@ -169,7 +169,7 @@ class Past:
         self.now = time.time() if now is None else now
         self._kinds: list[Kind] | None = None
         self._gaps: list[tuple[str, Gap]] | None = None
-        self._fills: list[tuple[str, float, float]] | None = None
+        self._fills: list[tuple[str, float, float, bool]] | None = None
         self._first: tuple[int | None] | None = None
         self._status_since: tuple[float | None] | None = None
 
@@ -219,7 +219,8 @@ class Past:
         if self._fills is None:
             self._fills = attime.audit_fills(self.cache)
         # a log fills the tracked kinds' objects; of pods only their lifecycles (``audit/collect``): tracked pods' objects stay unknown
-        if (kind.gvk != POD or kind.lifecycles) and any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until for gvk, since, until in self._fills):
+        if (kind.gvk != POD or kind.lifecycles) and any(gvk in ("", str(kind.gvk)) and since <= second + 1 and second < until
+                                                         for gvk, since, until, _ in self._fills):
             return Knowledge(AUDIT, gap)
         return Knowledge(UNKNOWN, gap)
 
@@ -254,7 +255,7 @@ class Past:
         """The objects of ``kind`` that ``scope`` selects as they were at ``at``, by namespace then name."""
         second = self.second(at)
         whole = self.knowledge(kind, second)
-        statuses_known = whole is None and self.status_known(second)
+        statuses_known = self._statuses_known(whole, second)
         found = self._lifecycle_pods(kind, scope, second, whole) if kind.lifecycles else self._versions(kind, scope, second, whole)
         chunk: list[PastObject] = []
         for each in found:
@@ -299,6 +300,13 @@ class Past:
             life = lives.get(each.uid)
             yield each if life is None else replace(each, pod=PodLife(*life))
 
+    def _statuses_known(self, whole: Knowledge | None, second: int) -> bool:
+        """Whether statuses are known at ``second`` for a kind known there as ``whole``: watched then, or in time between
+        runs a log at RequestResponse filled (its status changes filled too)."""
+        if whole is None:
+            return self.status_known(second)
+        return whole.how == AUDIT and any(filled and since <= second + 1 and second < until for _, since, until, filled in self._fills or [])
+
     def status_known(self, second: int) -> bool:
         """Whether the history knows statuses at ``second`` (a kind's gap aside: ``knowledge``): status changes were
         recorded by then, from the end of the first recording run's lists that wrote one."""
@@ -338,7 +346,7 @@ class Past:
     def as_object(self, change: Change) -> PastObject:
         """A change as the object it made, with its status then (a watch's row: ``get -w``)."""
         found = PastObject(change.kind, change.key, change.uid, change.obj, change.second, change.row_id, change.run_id, Knowledge(change.known))
-        return next(self._completed([found], change.second, self.knowledge(change.kind, change.second) is None and self.status_known(change.second)))
+        return next(self._completed([found], change.second, self._statuses_known(self.knowledge(change.kind, change.second), change.second)))
 
     def status_news(self, kinds: Iterable[Kind], scope: Scope, *, after_status: int = 0, after: float | None = None,
                     until: float | None = None) -> tuple[list[PastObject], int]:
@@ -404,7 +412,8 @@ class Past:
         last: dict[str, dict[str, Any]] = {}
         for row in statuses.history_of(self.cache, ObjKey(kind.gvk, namespace, name), start=0, end=2**62):
             if last.get(row.uid) != row.reduced:  # a row that changes nothing a person reads (a relist's) says nothing
-                found.append(StatusChange(row.ts, row.uid, last.get(row.uid), row.reduced, RECONSTRUCTED if row.inferred else LIVE, row.run_id))
+                how = AUDIT if row.filled else RECONSTRUCTED if row.inferred else LIVE
+                found.append(StatusChange(row.ts, row.uid, last.get(row.uid), row.reduced, how, row.run_id))
             last[row.uid] = row.reduced
         return found
 

@@ -190,13 +190,15 @@ def first_second(cache: Cache) -> int | None:
     return None if row is None else int(row[0])
 
 
-def audit_fills(cache: Cache) -> list[tuple[str, float, float]]:
-    """``(gvk, covered_since, covered_until)`` of each stretch a log filled (``gvk`` '' for every kind)."""
+def audit_fills(cache: Cache) -> list[tuple[str, float, float, bool]]:
+    """``(gvk, covered_since, covered_until, statuses)`` of each stretch a log filled (``gvk`` '' for every kind: the
+    time between two runs); ``statuses``: its status changes too (a log at RequestResponse fills those of the time
+    between runs: ``audit/statusfill``)."""
     if not cache.has_table("audit_fills"):
         return []
-    rows = cache.conn.execute("SELECT gvk, covered_since, covered_until FROM audit_fills "
+    rows = cache.conn.execute("SELECT gvk, covered_since, covered_until, levels FROM audit_fills "
                               "WHERE covered_since IS NOT NULL AND covered_until IS NOT NULL ORDER BY covered_since").fetchall()
-    return [(str(g), float(s), float(u)) for g, s, u in rows]
+    return [(str(g), float(s), float(u), str(g) == "" and "RequestResponse" in str(levels).split(", ")) for g, s, u, levels in rows]
 
 
 def pod_phases(cache: Cache, *, uids: Sequence[str]) -> dict[str, tuple[int | None, int | None, bool]]:

@@ -84,6 +84,7 @@ class StatusRow(NamedTuple):
     inferred: bool
     run_id: int
     reduced: dict[str, Any]
+    filled: bool = False  # written by ``backfill`` from the audit log, not by a recorder
 
 
 class _Raw(NamedTuple):
@@ -96,9 +97,10 @@ class _Raw(NamedTuple):
     object: int
     form: int
     body: bytes
+    filled: bool = False
 
 
-_SELECT = ("SELECT s.id, s.ts, o.gvk, o.namespace, o.name, o.uid, s.inferred, s.run_id, s.object, s.form, s.body "
+_SELECT = ("SELECT s.id, s.ts, o.gvk, o.namespace, o.name, o.uid, s.inferred, s.run_id, s.object, s.form, s.body, o.fill_id "
            "FROM status_changes AS s JOIN status_objects AS o ON o.id = s.object")
 _CHAINS = """
     WITH wanted (object, low, high) AS (VALUES {values})
@@ -112,8 +114,9 @@ _KEY = "o.gvk = ? AND o.namespace = ? AND o.name = ?"
 
 
 def _raw(row: Any) -> _Raw:
-    eid, ts, gvk, ns, name, uid, inferred, run_id, obj, form, body = row
-    return _Raw(int(eid), int(ts), ObjKey(GVK.parse(gvk), ns, name), uid, bool(inferred), int(run_id), int(obj), int(form), bytes(body))
+    eid, ts, gvk, ns, name, uid, inferred, run_id, obj, form, body, fill = row
+    return _Raw(int(eid), int(ts), ObjKey(GVK.parse(gvk), ns, name), uid, bool(inferred), int(run_id), int(obj), int(form), bytes(body),
+                fill is not None)
 
 
 def _states(cache: Cache, raws: Iterable[_Raw]) -> dict[int, dict[str, Any]]:
@@ -143,7 +146,7 @@ def _states(cache: Cache, raws: Iterable[_Raw]) -> dict[int, dict[str, Any]]:
 def _rows(cache: Cache, found: Iterable[Any]) -> list[StatusRow]:
     raws = [_raw(row) for row in found]
     states = _states(cache, raws)
-    return [StatusRow(r.id, r.ts, r.key, r.uid, r.inferred, r.run_id, states[r.id]) for r in raws]
+    return [StatusRow(r.id, r.ts, r.key, r.uid, r.inferred, r.run_id, states[r.id], r.filled) for r in raws]
 
 
 def every_row(cache: Cache, *, namespace: str | None = None) -> list[StatusRow]:

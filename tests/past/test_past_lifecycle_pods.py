@@ -10,6 +10,8 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from conftest import CacheBuilder, location, obj
 
 from kubectl_sktrace.model import GVK, POD, ObjKey
@@ -73,6 +75,7 @@ def test_the_pods_running_at_t_with_their_identity_and_status(engine: str) -> No
     assert set(running(engine, T0 + 45, Scope(names=("web-b", "web-x")))) == {"web-b"}
 
 
+@pytest.mark.slow  # starts the CLI's process
 def test_get_pods_prints_kubectls_columns_and_says_what_is_not_kept(tmp_path: Any) -> None:
     cache = str(tmp_path / "cache.db")
     build(cache)
@@ -88,6 +91,7 @@ def test_get_pods_prints_kubectls_columns_and_says_what_is_not_kept(tmp_path: An
     assert "spec" not in listed  # never invented
 
 
+@pytest.mark.slow  # starts the CLI's process
 def test_questions_about_their_versions_say_why_there_is_no_answer(tmp_path: Any) -> None:
     cache = str(tmp_path / "cache.db")
     build(cache)

@@ -10,12 +10,15 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from conftest import CacheBuilder, location, obj
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.past.objects import Scope
 from kubectl_sktrace.past.state import Past
 from kubectl_sktrace.store import open_cache_readonly
 from kubectl_sktrace.store.recording import Recording
+from kubectl_sktrace.store.statuses import FillWriter
 
 T0 = 1_790_000_000
 DEPLOY = GVK.parse("apps/v1.Deployment")
@@ -68,6 +71,7 @@ def test_the_status_in_force_is_its_own_lives_last_change(engine: str) -> None:
     assert [c.what for c in changes] == ["status: 1 of 3 ready", "status: ready 1/3→3/3; readyReplicas 1 -> 3; availableReplicas - -> 3"]
 
 
+@pytest.mark.slow  # starts the CLI's process
 def test_get_at_prints_the_columns_from_it(tmp_path: Any) -> None:
     cache = str(tmp_path / "cache.db")
     build(cache)
@@ -96,6 +100,7 @@ print(" ".join(sorted(sys.modules)), file=sys.stderr)
 """
 
 
+@pytest.mark.slow  # starts the CLI's process
 def test_get_imports_only_what_it_uses(tmp_path: Any) -> None:
     """A process runs one command: ``get --at`` with ``--cache`` and ``-n`` imports no other command's module, no
     kubernetes client, no YAML (it reads no kubeconfig, writes JSON)."""
@@ -110,6 +115,7 @@ def test_get_imports_only_what_it_uses(tmp_path: Any) -> None:
     assert not unneeded & imported, sorted(unneeded & imported)
 
 
+@pytest.mark.slow  # starts the CLI's process
 def test_several_kinds_print_a_table_each_as_kubectl(tmp_path: Any) -> None:
     """``get deploy,cm`` as ``kubectl get deploy,cm`` prints it: a table per kind, names as ``deployment.apps/web``, a
     blank line between; ``-o json`` one List, ``-o name`` a line each; ``get all`` kubectl's category (no ConfigMap)."""
@@ -134,6 +140,7 @@ def test_several_kinds_print_a_table_each_as_kubectl(tmp_path: Any) -> None:
     assert "deployment.apps/web" in missing.stdout
 
 
+@pytest.mark.slow  # starts the CLI's process
 def test_watch_prints_each_status_change_as_kubectl_get_w(tmp_path: Any) -> None:
     """``get -w --since``: a row for each status change too (kubectl's -w prints every update), with that change's state."""
     cache = str(tmp_path / "cache.db")
@@ -149,3 +156,24 @@ def test_watch_prints_each_status_change_as_kubectl_get_w(tmp_path: Any) -> None
     assert lines == [["NAME", "READY", "UP-TO-DATE", "AVAILABLE"], ["web", "<unknown>", "<unknown>", "<unknown>"],
                      ["web", "1/3", "3", "0"], ["web", "3/3", "3", "3"],  # its status changes
                      ["web", "3/3", "3", "3"], ["web", "0/3", "0", "0"]], lines  # deleted (its last state), created again
+
+
+def test_a_gap_a_log_filled_with_status_changes_knows_the_status_and_says_whence(engine: str) -> None:
+    """Between the runs, a log at RequestResponse filled web's readiness (``backfill``): known in the gap, told
+    ``audit log``; where the log's coverage ends, not known."""
+    build(engine)
+    b = CacheBuilder(location(engine))
+    try:
+        with b.cache.transaction() as conn:
+            conn.execute("INSERT INTO audit_fills (run_id, since, until, covered_since, covered_until, levels, events, replaced, kept, partial,"
+                         " filled_at, gvk) VALUES (2, ?, ?, ?, ?, 'RequestResponse', 1, 0, 0, 0, ?, '')", (T0 + 100, T0 + 200, T0 + 100, T0 + 160, T0 + 300))
+            fill_id = int(conn.execute("SELECT max(id) FROM audit_fills").fetchone()[0])
+            FillWriter(b.cache, fill_id, 2).write(ObjKey(DEPLOY, "app", "web"), "uid-web", at=T0 + 120.5,
+                                                  reduced={"desired": 3, "replicas": 3, "readyReplicas": 2, "updatedReplicas": 3})
+    finally:
+        b.close()
+    assert statuses_at(engine, T0 + 130)["uid-web"]["readyReplicas"] == 2  # filled from the log
+    assert statuses_at(engine, T0 + 170) == {"uid-web": None}  # past what the log covered: nobody knows
+    with open_cache_readonly(location(engine)) as opened:
+        changes = Past(opened, now=T0 + 400).status_changes(Past(opened).kind("deploy"), "app", "web")
+    assert [(c.second, c.known) for c in changes] == [(T0 + 120, "audit log"), (T0 + 200, "reconstructed"), (T0 + 250, "live")]
