@@ -122,6 +122,7 @@ def migrated(cache: Path) -> Path:
     if not copy.exists():
         partial = cache.with_suffix(".migrating.db")
         shutil.copyfile(cache, partial)
+        partial.chmod(0o600)  # a cache's mode, as the recorder makes it (a cache others may read is refused)
         wall, cpu = time.perf_counter(), time.process_time()
         open_cache(partial, create=False).close()
         print(f"the fixture (schema {built}) migrated to schema {schema.SCHEMA_VERSION} by this tree: "
