@@ -140,12 +140,7 @@ def row_before(cache: Cache, row: Row) -> Row | None:
 def rows_between(cache: Cache, *, gvks: Sequence[GVK], first: int, last: int, namespace: str | None = None) -> Iterator[Row]:
     """The rows of ``gvks`` stamped ``first <= ts <= last`` (in ``namespace``, or every one), in the history's order,
     one at a time (``events_ts`` bounds them)."""
-    kinds = ", ".join(f":k{i}" for i in range(len(gvks)))
-    params: dict[str, Any] = {f"k{i}": str(gvk) for i, gvk in enumerate(gvks)}
-    params.update(first=first, last=last)
-    scope = ""
-    if namespace is not None:
-        scope, params["ns"] = " AND e.namespace = :ns", namespace
+    kinds, scope, params = _stretch(gvks, first=first, last=last, namespace=namespace, column="e.namespace")
     sql = (f"SELECT {_columns(cache)} FROM events e INDEXED BY events_ts WHERE e.ts >= :first AND e.ts <= :last "
            f"AND e.gvk IN ({kinds}){scope} AND e.op != {_UNTRACKED_OP} ORDER BY e.ts, e.id")
     found: dict[str, GVK] = {}
@@ -154,6 +149,17 @@ def rows_between(cache: Cache, *, gvks: Sequence[GVK], first: int, last: int, na
 
 
 _UNTRACKED_OP = 2
+
+
+def _stretch(gvks: Sequence[GVK], *, first: int, last: int, namespace: str | None, column: str) -> tuple[str, str, dict[str, Any]]:
+    """The named parameters of a question about ``gvks`` in ``first <= ts <= last``: the kinds' placeholders, the
+    namespace's condition on ``column`` ('' for every namespace), and their values."""
+    params: dict[str, Any] = {f"k{i}": str(gvk) for i, gvk in enumerate(gvks)}
+    params.update(first=first, last=last)
+    if namespace is None:
+        return ", ".join(f":k{i}" for i in range(len(gvks))), "", params
+    params["ns"] = namespace
+    return ", ".join(f":k{i}" for i in range(len(gvks))), f" AND {column} = :ns", params
 
 
 def rows_since(cache: Cache, *, gvks: Sequence[GVK], after_id: int, limit: int = 10_000) -> list[Row]:
@@ -173,12 +179,7 @@ def last_id(cache: Cache) -> int:
 
 def keys_changed(cache: Cache, *, gvks: Sequence[GVK], first: int, last: int, namespace: str | None = None) -> list[ObjKey]:
     """The objects of ``gvks`` with a row stamped ``first <= ts <= last``, by kind, namespace and name."""
-    kinds = ", ".join(f":k{i}" for i in range(len(gvks)))
-    params: dict[str, Any] = {f"k{i}": str(gvk) for i, gvk in enumerate(gvks)}
-    params.update(first=first, last=last)
-    scope = ""
-    if namespace is not None:
-        scope, params["ns"] = " AND namespace = :ns", namespace
+    kinds, scope, params = _stretch(gvks, first=first, last=last, namespace=namespace, column="namespace")
     sql = (f"SELECT DISTINCT gvk, namespace, name FROM events INDEXED BY events_ts WHERE ts >= :first AND ts <= :last "
            f"AND gvk IN ({kinds}){scope} ORDER BY gvk, namespace, name")
     return [ObjKey(GVK.parse(str(g)), str(ns), str(n)) for g, ns, n in cache.conn.execute(sql, params).fetchall()]
