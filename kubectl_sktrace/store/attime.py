@@ -244,7 +244,7 @@ def pods_running(cache: Cache, *, second: int, namespace: str | None, names: Seq
     if namespace is not None:
         where.append("namespace = ?")
         params.append(namespace)
-    if names:
+    if names and len(names) <= MAX_NAMES:  # more: every pod read, the caller's scope selects
         where.append(f"name IN ({', '.join('?' for _ in names)})")
         params.extend(names)
     for row_id, ns, name, uid, start, end, inferred in cache.conn.execute(
