@@ -172,7 +172,7 @@ def copy_walk() -> Any:
 def child_reference(path: str, out: str, walked: bool = False) -> None:
     import msgpack
 
-    from kubectl_sktrace.trace.files.format import relaxed_gc
+    from kubectl_sktrace.trace.files.collector import relaxed_gc
 
     walk = copy_walk() if walked else (lambda event: event)
     started, cpu = time.perf_counter(), time.process_time()

@@ -38,11 +38,12 @@ def _time(text: str, what: str) -> float:
 
 @contextlib.contextmanager
 def _open(cache: str | None, kubeconfig: str | None, context: str | None) -> Iterator[Any]:
-    """The cache, read-only, with the cyclic collector relaxed while its (acyclic) objects are decoded (``relaxed_gc``)."""
+    """The cache, read-only, with the cyclic collector relaxed while its (acyclic) objects are decoded, and what they
+    made left out of its walks after (``relaxed_gc``)."""
     from kubectl_sktrace.store import open_cache_readonly
-    from kubectl_sktrace.trace.files.format import relaxed_gc
+    from kubectl_sktrace.trace.files.collector import relaxed_gc
 
-    with relaxed_gc(), open_cache_readonly(cache_path(cache=cache, kubeconfig=kubeconfig, context=context)) as opened:
+    with relaxed_gc(command=True), open_cache_readonly(cache_path(cache=cache, kubeconfig=kubeconfig, context=context)) as opened:
         yield opened
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from kubectl_sktrace import render
 from kubectl_sktrace.timeparse import format_time
 
 
@@ -33,6 +32,8 @@ def history_text(lives: Sequence[Any], pods: Sequence[tuple[str, str, Any]], *, 
                           | ({"statuses": [_status_row(i, s) for s in statuses if s.uid == life.uid]} if statuses else {})
                           for i, life in enumerate(lives, 1)],
                 "pods": [{"name": n, "uid": u, "started": _t(p.start), "ended": _t(p.end)} for n, u, p in pods]}
+        from kubectl_sktrace import render  # tabulate and YAML loaded only for what prints with them
+
         return render.dump(data, output)
     from kubectl_sktrace.past.printing import layout
 

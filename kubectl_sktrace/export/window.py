@@ -99,7 +99,8 @@ from kubectl_sktrace.timeparse import format_duration, format_time
 from kubectl_sktrace.trace import lifecycle as lifecycles
 from kubectl_sktrace.trace.observation import exact_spans
 from kubectl_sktrace.trace.reports import validation
-from kubectl_sktrace.trace.files.format import Trace, decode_trace, relaxed_gc
+from kubectl_sktrace.trace.files.collector import relaxed_gc
+from kubectl_sktrace.trace.files.format import Trace, decode_trace
 from kubectl_sktrace.trace.skel import Program
 from kubectl_sktrace.trace.files.textformat import make_writer
 from kubectl_sktrace.trace.transform import AnonymizeOptions, Rewriter, anonymization_report, anonymization_sentence, make_rewriter

@@ -115,10 +115,11 @@ def changed_paths(old: Any, new: Any, path: str) -> list[str]:
     a leaf's old and new value when short (``spec.replicas 2→3``). Pure."""
     if old == new:
         return []
-    if isinstance(old, dict) and isinstance(new, dict):
-        return [p for k in sorted(set(old) | set(new), key=str) for p in changed_paths(old.get(k), new.get(k), f"{path}.{k}")]
+    if isinstance(old, dict) and isinstance(new, dict):  # only the members that differ are walked (and named)
+        return [p for k in sorted(set(old) | set(new), key=str) if old.get(k) != new.get(k)
+                for p in changed_paths(old.get(k), new.get(k), f"{path}.{k}")]
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [p for i, (a, b) in enumerate(zip(old, new)) for p in changed_paths(a, b, f"{path}[{i}]")]
+        return [p for i, (a, b) in enumerate(zip(old, new)) if a != b for p in changed_paths(a, b, f"{path}[{i}]")]
     if isinstance(old, (dict, list)) or isinstance(new, (dict, list)):
         return [path]
     shown = f"{path} {_short(old)}→{_short(new)}"

@@ -17,7 +17,7 @@ from typing import Any, Iterator, NamedTuple, Sequence
 from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.versions import DELETED, METADATA, DATA, VERSIONS, made_whole
-from kubectl_sktrace.store.bodies import decode_body
+from kubectl_sktrace.store.bodies import VersionDecoder, decode_body
 
 MAX_NAMES = 1_000
 """Names one question may list (``IN`` placeholders); more is a selector nobody types."""
@@ -60,9 +60,9 @@ def _columns(cache: Cache) -> str:
     return found
 
 
-def _row(cache: Cache, raw: Sequence[Any], kinds: dict[str, GVK], memo: dict[bytes, dict[str, Any]] | None = None) -> Row:
-    """One row read; ``memo`` (the bodies already decoded, by their bytes): a body stored again as it was (an object
-    scaled back and forth) is decoded once, and its rows share it (a body read is never changed)."""
+def _row(cache: Cache, raw: Sequence[Any], kinds: dict[str, GVK], versions: VersionDecoder | None = None) -> Row:
+    """One row read; ``versions``: the decoder of the rows of one object read in order before it, so that what did not
+    change is shared, not decoded again (a body read is never changed)."""
     rid, ts, gvk, namespace, name, uid, op, inferred, run_id, body, audit, created = raw
     kind = kinds.get(gvk)
     if kind is None:
@@ -74,11 +74,7 @@ def _row(cache: Cache, raw: Sequence[Any], kinds: dict[str, GVK], memo: dict[byt
         if int(op) in (METADATA, DATA):
             found = made_whole(cache, key=key, ts=int(ts), row_id=int(rid), body_blob=blob)
             blob = blob if found is None else found[0]
-        decoded = memo.get(blob) if memo is not None else None
-        if decoded is None:
-            decoded = decode_body(blob)
-            if memo is not None:
-                memo[blob] = decoded
+        decoded = decode_body(blob) if versions is None else versions(blob)
     return Row(int(rid), int(ts), key, str(uid), int(op), bool(inferred), int(run_id), audit is not None, decoded,
                None if created is None else int(created))
 
@@ -125,8 +121,8 @@ def object_rows(cache: Cache, key: ObjKey) -> list[Row]:
     sql = (f"SELECT {_columns(cache)} FROM events e WHERE e.gvk = ? AND e.namespace = ? AND e.name = ? "
            "ORDER BY e.ts, e.id")
     kinds: dict[str, GVK] = {}
-    memo: dict[bytes, dict[str, Any]] = {}
-    return [_row(cache, raw, kinds, memo) for raw in cache.conn.execute(sql, (str(key.gvk), key.namespace, key.name)).fetchall()]
+    versions = VersionDecoder()
+    return [_row(cache, raw, kinds, versions) for raw in cache.conn.execute(sql, (str(key.gvk), key.namespace, key.name)).fetchall()]
 
 
 def row_before(cache: Cache, row: Row) -> Row | None:

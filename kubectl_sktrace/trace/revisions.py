@@ -123,12 +123,16 @@ def describe(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:
     old_meta, new_meta = _map((before or {}).get("metadata")), _map(after.get("metadata"))
     parts = []
     for field in ("labels", "annotations"):
+        if old_meta.get(field) == new_meta.get(field):
+            continue
         changed = _changed_keys(_map(old_meta.get(field)), _map(new_meta.get(field)), values=True,
                                 ignored=IGNORED_ANNOTATIONS if field == "annotations" else frozenset())
         if changed:
             parts.append(f"{field} changed: {changed}")
     if (old_meta.get("ownerReferences") or []) != (new_meta.get("ownerReferences") or []):
         parts.append("owner references changed")
+    if all((before or {}).get(field) == after.get(field) for field in DATA_FIELDS):
+        return "; ".join(parts)
     old_data = {k: v for field in DATA_FIELDS for k, v in _map((before or {}).get(field)).items()}
     new_data = {k: v for field in DATA_FIELDS for k, v in _map(after.get(field)).items()}
     changed = _changed_keys(old_data, new_data, values=False, ignored=frozenset())

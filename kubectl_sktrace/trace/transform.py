@@ -31,7 +31,8 @@ from kubectl_sktrace.model import GVK, ObjKey
 from kubectl_sktrace.plural import counted
 from kubectl_sktrace.trace.anonymizing.anonymize import Anonymizer
 from kubectl_sktrace.trace.selection.filtering import RuleFilter, filter_spool
-from kubectl_sktrace.trace.files.format import STDIN, EventSpool, Lifecycles, Trace, open_source, relaxed_gc, source_name
+from kubectl_sktrace.trace.files.collector import relaxed_gc
+from kubectl_sktrace.trace.files.format import STDIN, EventSpool, Lifecycles, Trace, open_source, source_name
 from kubectl_sktrace.trace.sanitize import object_key
 from kubectl_sktrace.trace.files.output import write_output, write_private
 from kubectl_sktrace.trace.skel import BUILTINS, Program, Transformer, builtin, parse

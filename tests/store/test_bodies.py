@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import glob
 import zlib
 from pathlib import Path
@@ -9,9 +10,11 @@ from typing import Any
 
 import msgpack
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubectl_sktrace.store import vocabulary
-from kubectl_sktrace.store.bodies import RAW_LIMIT, decode_body, encode_body, packed_body
+from kubectl_sktrace.store.bodies import RAW_LIMIT, VersionDecoder, decode_body, encode_body, packed_body
 from kubectl_sktrace.trace.files.format import dumps_object
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "simkube"
@@ -86,3 +89,34 @@ def test_a_body_compresses_as_zlib_would_with_the_dictionary() -> None:
     fresh = zlib.compressobj(1, zlib.DEFLATED, 13, 4, zdict=vocabulary.DICTIONARY)
     assert encode_body(rest)[0] == fresh.compress(dumps_object(rest)) + fresh.flush()
     assert encode_body(rest)[0] == encode_body(rest)[0]  # the primed compressor is copied, never used up
+
+
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["a", "b", "web:1", "web:2"]),
+                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
+                       max_leaves=12)
+_BODIES = st.dictionaries(st.sampled_from(["metadata", "spec", "data", "x"]), _VALUES, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_BODIES, min_size=1, max_size=8))
+def test_a_versions_decoder_reads_every_body_as_decode_body_does(versions: list[dict[str, Any]]) -> None:
+    """Whatever the versions, in whichever forms they are stored (raw, compressed), equal members or not."""
+    decode = VersionDecoder()
+    for version in versions:
+        body, _ = encode_body(version)
+        assert decode(body) == decode_body(body) == version
+
+
+def test_a_versions_decoder_shares_what_did_not_change_and_decodes_what_did() -> None:
+    decode = VersionDecoder()
+    bodies = []
+    for replicas, image in ((2, "cart:1"), (3, "cart:1"), (3, "cart:2")):
+        version = copy.deepcopy(DEPLOYMENT)
+        version["spec"]["replicas"] = replicas
+        version["spec"]["template"]["spec"]["containers"][0]["image"] = image
+        bodies.append(decode(encode_body(version)[0]))
+    first, scaled, reimaged = bodies
+    assert (first["spec"]["replicas"], scaled["spec"]["replicas"], reimaged["spec"]["template"]["spec"]["containers"][0]["image"]) == (2, 3, "cart:2")
+    assert scaled["metadata"] is first["metadata"] and scaled["spec"]["template"] is first["spec"]["template"]
+    assert reimaged["spec"]["selector"] is first["spec"]["selector"] and reimaged["spec"]["template"] is not first["spec"]["template"]
+    assert decode(encode_body(copy.deepcopy(DEPLOYMENT))[0]) == {k: v for k, v in DEPLOYMENT.items() if k != "status"}

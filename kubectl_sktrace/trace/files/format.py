@@ -24,7 +24,6 @@ holds the whole trace in memory. ``TextTraceWriter`` streams the same content as
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 import os
 import shutil
@@ -88,6 +87,22 @@ def strict_packer() -> Callable[[object], bytes]:
 def loads(data: bytes) -> Any:
     """One msgpack value (arrays as lists; map keys may be any hashable value)."""
     return msgpack.unpackb(data, raw=False, strict_map_key=False)
+
+
+def members(data: bytes) -> list[tuple[Any, bytes]] | None:
+    """The members of one msgpack map as ``(key, the value's bytes)``, in order, the values left packed (skipped by
+    the decoder, never built); None when ``data`` is not a map. ``loads`` of a value's bytes is the value."""
+    if not data or not (0x80 <= data[0] <= 0x8F or data[0] in (0xDE, 0xDF)):
+        return None
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(data)
+    found = []
+    for _ in range(unpacker.read_map_header()):
+        key = unpacker.unpack()
+        start = unpacker.tell()
+        unpacker.skip()
+        found.append((key, data[start:unpacker.tell()]))
+    return found
 
 
 def encode_trace(trace: Trace) -> bytes:
@@ -168,18 +183,6 @@ class TraceWriter:
         self._stream.write(pack.pack("pod_lifecycles"))
         self._stream.write(pack.pack(pod_lifecycles))
         self._finished = True
-
-
-@contextlib.contextmanager
-def relaxed_gc() -> Iterator[None]:
-    """Decoded objects are acyclic: the cyclic collector only slows their creation (~3×: docs/architecture.md, measured
-    facts). Its first generation is collected every 200,000 allocations instead of 700 while the block runs."""
-    old = gc.get_threshold()
-    gc.set_threshold(200_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
 
 
 class EventSpool:
