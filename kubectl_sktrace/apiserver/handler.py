@@ -1,5 +1,5 @@
-"""The server's HTTP handler: the token, discovery, get and list (JSON or kubectl's Table), watch, and a 405 for
-every write.
+"""The server's HTTP handler: the token, discovery, get and list (JSON or kubectl's Table), watch, the answer to
+"may I" (``access``: reading yes, writing no), and a 405 for every write.
 
 Every request needs the bearer token (401 without it, compared in constant time); nothing a request says is ever
 written anywhere. What a request may cost is bounded: a selector of at most ``MAX_REQUIREMENTS`` requirements and
@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from kubectl_sktrace.apiserver import columns
+from kubectl_sktrace.apiserver import access, columns
 from kubectl_sktrace.apiserver.catalog import Named, resource_list
 from kubectl_sktrace.apiserver.state import Filter, Item, Served
 from kubectl_sktrace.past.kinds import Kind
@@ -89,7 +89,9 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _skip_body(self) -> None:
-        """A write's body is read (and dropped) so that the connection stays in step; one too large closes it."""
+        """A request's body is read so that the connection stays in step (kept for an access review, else dropped); one
+        too large closes it."""
+        self._body = b""
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -97,7 +99,7 @@ class Handler(BaseHTTPRequestHandler):
         if "chunked" in self.headers.get("Transfer-Encoding", "") or length > MAX_BODY or length < 0:
             self.close_connection = True
         elif length:
-            self.rfile.read(length)
+            self._body = self.rfile.read(length)
 
     def _authenticate(self) -> None:
         scheme, _, token = self.headers.get("Authorization", "").partition(" ")
@@ -107,18 +109,13 @@ class Handler(BaseHTTPRequestHandler):
     # routing
 
     def _route(self, parts: list[str], query: dict[str, str]) -> None:
+        if self.command == "POST" and access.review_path(parts):
+            return self._send_json(201, access.review(parts[3], _json_body(self._body), refusal=self.history.refusal))
         if self.command not in ("GET", "HEAD"):
             raise ApiError(405, "MethodNotAllowed", self.history.refusal)
-        if parts == ["version"]:
-            return self._send_json(200, VERSION)
-        if parts in (["healthz"], ["readyz"], ["livez"]):
-            return self._send(200, b"ok")
+        if self._about_the_server(parts):
+            return None
         kinds = self.history.served.kinds
-        if parts[:2] == ["openapi", "v3"]:  # what kubectl reads before a write: the write then reaches the 405
-            found = openapi.v3([Named.of(k) for k in kinds], parts[2:], git_version=VERSION["gitVersion"], revision="1")
-            return self._send_json(200, found or _raise(not_found()))
-        if parts == ["openapi", "v2"]:
-            return self._send(200, openapi.v2_protobuf(VERSION["gitVersion"]), content_type=openapi.V2_CONTENT_TYPE)
         if parts == ["api"]:
             return self._send_json(200, discovery.api_versions(self.history.port))
         groups = discovery.group_list((k.gvk.group, k.gvk.version) for k in kinds)
@@ -135,6 +132,21 @@ class Handler(BaseHTTPRequestHandler):
         if not rest:
             return self._send_json(200, resource_list(kinds, group=group, version=version) or _raise(not_found()))
         self._resource_request(group, version, rest, query)
+
+    def _about_the_server(self, parts: list[str]) -> bool:
+        """The server's version, health and OpenAPI documents, answered (True) when asked."""
+        if parts == ["version"]:
+            self._send_json(200, VERSION)
+        elif parts in (["healthz"], ["readyz"], ["livez"]):
+            self._send(200, b"ok")
+        elif parts[:2] == ["openapi", "v3"]:  # what kubectl reads before a write: the write then reaches the 405
+            found = openapi.v3([Named.of(k) for k in self.history.served.kinds], parts[2:], git_version=VERSION["gitVersion"], revision="1")
+            self._send_json(200, found or _raise(not_found()))
+        elif parts == ["openapi", "v2"]:
+            self._send(200, openapi.v2_protobuf(VERSION["gitVersion"]), content_type=openapi.V2_CONTENT_TYPE)
+        else:
+            return False
+        return True
 
     def _resource_request(self, group: str, version: str, rest: list[str], query: dict[str, str]) -> None:
         by_plural = {(k.gvk.group, k.gvk.version, k.plural): k for k in self.history.served.kinds}
@@ -231,6 +243,13 @@ def _parsed(path: str) -> tuple[list[str], dict[str, str]]:
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "BadRequest", "the request's path or query cannot be read") from None
     return [p for p in split.path.split("/") if p], {k: v[-1] for k, v in query.items()}
+
+
+def _json_body(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:  # UnicodeDecodeError too
+        raise ApiError(400, "BadRequest", "the request's body is not JSON") from None
 
 
 def _raise(error: ApiError) -> Any:

@@ -440,3 +440,24 @@ def test_a_replay_brings_the_status_changes_too(tmp_path: Path) -> None:
             watch.kill()
             watch.wait()
         assert seen == [["ADDED", "1"], ["MODIFIED", "2"], ["MODIFIED", "3"]], seen
+
+
+def test_may_i_is_answered_reading_yes_writing_no_and_asking_writes_nothing(served: Served, sqlite_cache: str) -> None:
+    """``kubectl auth can-i`` and the clients that ask before they list (k9s asks a SelfSubjectAccessReview for each view,
+    and shows none it is refused): reading is allowed, a write refused with the 405's reason."""
+    before = digest(sqlite_cache)
+    assert served.kubectl("auth", "can-i", "list", "deployments", "-n", "app").stdout.strip() == "yes"
+    assert served.kubectl("auth", "can-i", "watch", "pods", "-A").stdout.strip() == "yes"
+    refused = served.kubectl("auth", "can-i", "delete", "deployments", "-n", "app", check=False)
+    assert refused.returncode == 1 and refused.stdout.startswith("no - read-only history at"), refused.stdout
+    listed = served.kubectl("auth", "can-i", "--list", "-n", "app").stdout
+    assert "[get list watch]" in listed and "create" not in listed
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"resourceAttributes": {"namespace": "app", "verb": "patch", "group": "apps", "resource": "deployments"}}}
+    code, answered = served.request("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", method="POST", body=json.dumps(review).encode())
+    assert code == 201 and answered["spec"] == review["spec"]
+    assert answered["status"]["allowed"] is False and answered["status"]["reason"].startswith("read-only history at")
+    for bad in (b"not json", b"[]", b'{"kind": "Pod", "spec": {}}', b'{"spec": {"resourceAttributes": {}}}'):
+        assert served.request("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", method="POST", body=bad)[0] == 400
+    assert served.request("/apis/authorization.k8s.io/v1/namespaces/app/selfsubjectaccessreviews", method="POST", body=b"{}")[0] == 405
+    assert digest(sqlite_cache) == before
