@@ -1,7 +1,7 @@
 """The status changes of the objects the recorder sees: what it keeps between two events of an object, and when it
 writes a row (docs/spec.md "What a status change is").
 
-For each tracked object and each pod, ``StatusIndex`` keeps what the next comparison needs: the ``marshal`` bytes of
+For each tracked object and each pod, ``StatusIndex`` keeps what the next comparison needs: the bytes of
 its last reduced status (``trace/statuses``; tens of bytes, compared as they are), its uid, the ``status_objects`` row
 its changes in this run go under, and how many rows it wrote since its last whole one. An event whose reduction has
 other bytes is a status change, written at its second as what changed since the last (``store/statuses``). What a
@@ -12,7 +12,6 @@ An object that goes is forgotten, so memory follows the live cluster.
 
 from __future__ import annotations
 
-import marshal
 from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple
 
@@ -29,7 +28,7 @@ NONE_YET = 0
 class _Known(NamedTuple):
     object: int
     uid: str
-    packed: bytes  # marshal bytes of its last reduction
+    packed: bytes  # the bytes of its last reduction (``statuses.packed``)
     since_full: int  # rows written since its last whole one (0: the next is whole)
 
 
@@ -56,7 +55,7 @@ class StatusIndex:
             return
         if known is None or known.uid != head.uid or known.object == NONE_YET:
             known = _Known(self._new_object(key, head.uid), head.uid, packed, 0)
-        before = marshal.loads(known.packed) if known.since_full else None
+        before = statuses.unpacked(known.packed) if known.since_full else None
         self.rec.append_status_change(self.run_id, ts=event_second(recv), recv=self._written(recv), object_id=known.object,
                                inferred=inferred, reduced=reduced, before=before)
         self.known[key] = _Known(known.object, head.uid, packed, (known.since_full + 1) % FULL_EVERY)
