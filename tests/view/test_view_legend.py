@@ -199,6 +199,43 @@ def test_marks_side_by_side_differ_in_shape_not_only_in_hue(page: Any) -> None:
     assert (running, finished != "none") == ("none", True)
 
 
+# each pod's status mark: its kind, its instant, and its place on the pod's bar it sits on (offset from the bar's top,
+# height, width); each legend swatch of them: its box
+_POD_MARKS = """() => {
+  const pods = [...document.querySelectorAll('rect.pod')].map((p) => p.getBBox());
+  const marks = [...document.querySelectorAll('rect.smark')].map((m) => {
+    const b = m.getBBox(), on = pods.filter((p) => p.y <= b.y && b.y + b.height <= p.y + p.height && p.x <= b.x && b.x <= p.x + p.width);
+    return {mark: m.dataset.mark, at: Number(m.dataset.at), bars: on.length, shape: on.length ? [b.y - on[0].y, b.height, b.width] : null};
+  });
+  const swatches = Object.fromEntries([...document.querySelectorAll('#legend .swatch[class*=smark-]')].map((s) => {
+    const b = s.getBoundingClientRect(), words = s.parentElement.getBoundingClientRect();
+    return [s.className.match(/smark-(\\w+)/)[1], [Math.round(b.top - words.top), Math.round(b.height), Math.round(b.width)]];
+  }));
+  return {marks, swatches};
+}"""
+
+
+def test_a_pod_s_status_marks_side_by_side_differ_in_shape_not_only_in_hue(page: Any) -> None:
+    """A restart and the OOM kill or crash loop that caused it are drawn side by side at one instant: each kind of
+    mark has a shape of its own on the pod's bar (a restart its height, a crash loop its upper half, an OOM kill its
+    lower half, a failed pull a thin line), and its legend swatch has that shape too."""
+    read = page.evaluate(_POD_MARKS)
+    marks, swatches = read["marks"], read["swatches"]
+    assert all(m["bars"] >= 1 for m in marks), marks  # each on its pod's bar
+    shapes: dict[str, set[tuple[float, ...]]] = {}
+    for m in marks:
+        shapes.setdefault(m["mark"], set()).add(tuple(m["shape"]))
+    assert sorted(shapes) == ["crashloop", "oomkilled", "pullfailed", "restart"] and all(len(s) == 1 for s in shapes.values()), shapes
+    drawn = {mark: next(iter(s)) for mark, s in shapes.items()}
+    assert len(set(drawn.values())) == 4, drawn  # no two kinds of mark alike but for their hue
+    together = {at: sorted(m["mark"] for m in marks if m["at"] == at) for at in {m["at"] for m in marks}}
+    assert ["oomkilled", "restart"] in together.values() and ["crashloop", "restart"] in together.values(), together
+    restart, crashloop, oomkilled, pullfailed = (drawn[k] for k in ("restart", "crashloop", "oomkilled", "pullfailed"))
+    assert crashloop[0] == restart[0] and crashloop[0] + crashloop[1] <= oomkilled[0] and oomkilled[0] + oomkilled[1] == restart[1]
+    assert pullfailed[1] == restart[1] and pullfailed[2] < restart[2]
+    assert len(set(map(tuple, swatches.values()))) == 4, swatches  # the legend shows the shapes as well
+    assert swatches["crashloop"][0] < swatches["oomkilled"][0] and swatches["pullfailed"][2] < swatches["restart"][2], swatches
+
 def test_time_an_audit_log_filled_has_its_own_class_colour_and_words(page: Any) -> None:
     filled = page.eval_on_selector_all("rect.span-filled", "rs => rs.map(r => [r.getAttribute('class'), Number(r.dataset.since), "
                                                          "Number(r.dataset.until), r.querySelector('title').textContent])")

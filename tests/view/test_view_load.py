@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import pytest
 from reliability_support import EXE, private_env
 from test_view_browser import browser  # noqa: F401  (fixture)
-from viewsupport import settled
+from viewsupport import failures, settled
 
 pytestmark = pytest.mark.slow
 BENCH_CACHE = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_cache.py"
@@ -90,6 +90,7 @@ def test_five_windows_of_200k_events_dragged_in_a_row_keep_the_view_small_and_an
     asker = OverviewAsker(url)
     try:
         page = context.new_page()
+        errors = failures(page)
         page.goto(url)
         page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
         settled(page)
@@ -119,6 +120,7 @@ def test_five_windows_of_200k_events_dragged_in_a_row_keep_the_view_small_and_an
     peak = _peak_rss(proc.pid)
     print(f"windows of {sizes} events: the view's peak RSS {peak / 2**20:.0f} MB; {len(asker.times)} overviews meanwhile, nine in ten "
           f"within {sorted(asker.times)[len(asker.times) * 9 // 10] * 1000:.0f} ms, the slowest {max(asker.times) * 1000:.0f} ms")
+    assert errors == [], errors
     assert min(sizes) >= WINDOW_EVENTS, sizes
     assert peak < MAX_RSS, f"the view grew to {peak / 2**20:.0f} MB" + (" (and was still working a minute later)" if still_busy else "")
     slowest = sorted(asker.times)

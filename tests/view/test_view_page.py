@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 from conftest import CacheBuilder, obj
 from test_view_browser import browser  # noqa: F401  (fixture)
-from viewsupport import drawn_ticks, open_tick, opened_page, point_at, serving, settled
+from viewsupport import drawn_ticks, failures, open_tick, opened_page, point_at, serving, settled
 
 from kubectl_sktrace.store.viewing import MAX_TICKS
 from kubectl_sktrace.view.server import ViewServer
@@ -315,6 +315,7 @@ def test_a_view_that_ends_now_follows_the_recorder(browser: Any, live: tuple[Pat
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         try:
             page = context.new_page()
+            errors = failures(page)
             page.goto(server.url)
             page.wait_for_selector("body[data-ready][data-histogram][data-objects]", state="attached")
             settled(page)
@@ -330,5 +331,6 @@ def test_a_view_that_ends_now_follows_the_recorder(browser: Any, live: tuple[Pat
             settled(page)
             later_start, later_end = _range(page)
             assert later_end - end == pytest.approx(60, abs=1) and later_start - start == pytest.approx(60, abs=1)
+            assert errors == []
         finally:
             context.close()

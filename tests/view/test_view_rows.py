@@ -82,8 +82,29 @@ def test_a_range_with_more_changes_than_can_be_ranked_lists_by_kind_and_name(tmp
     assert page.changed is None and [r.key.name for r in page.rows][:2] == ["job-00", "job-01"]
 
 
-@pytest.mark.slow  # a browser
-def test_zoomed_in_the_page_lists_what_changed_there_first_and_says_how_many(tmp_path: Path) -> None:
+def build_few(path: Path) -> None:
+    """Eleven objects, every one on the page at once: five Jobs changed six times each early (the most changed of the
+    whole history) and deleted; six ConfigMaps made later, of which the last four changed in ``ZOOM``."""
+    b = CacheBuilder(path)
+    try:
+        b.run(started=T0, stopped=T0 + 5000)
+        for i in range(5):
+            for n in range(6):
+                b.apply(T0 + 10 * i + n, obj("Job", f"job-{i:02}", "shop", spec={"parallelism": n + 1}))
+            b.delete(T0 + 10 * i + 300, obj("Job", f"job-{i:02}", "shop"))
+        for i in range(6):
+            b.apply(T0 + 1000 + i, obj("ConfigMap", f"cm-{i:02}", "shop"))
+        for i in range(2, 6):
+            for n in range(i - 1):
+                cm = obj("ConfigMap", f"cm-{i:02}", "shop")
+                cm["data"] = {"n": str(n)}
+                b.apply(ZOOM[0] + 10 * (i - 2) + n, cm)
+    finally:
+        b.close()
+
+
+def _zoomed_page(tmp_path: Path, builder: Callable[[Path], None], check: Callable[[Any], None]) -> None:
+    """The page over ``builder``'s cache in Debian's chromium, zoomed onto ``ZOOM`` as the wheel and the buttons do."""
     from test_view_browser import CHROMIUM, launch
     from viewsupport import opened_page, serving, settled
 
@@ -93,7 +114,7 @@ def test_zoomed_in_the_page_lists_what_changed_there_first_and_says_how_many(tmp
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
-    build(tmp_path / "cache.db")
+    builder(tmp_path / "cache.db")
     path = str(tmp_path / "cache.db")
     with serving(ViewServer(api=cache_api(path, title=path, command_base=()))) as server, sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
@@ -102,8 +123,32 @@ def test_zoomed_in_the_page_lists_what_changed_there_first_and_says_how_many(tmp
                 page.evaluate(f"() => setView({ZOOM[0] + 50}, {ZOOM[1] - 50})")  # what the wheel and the buttons call
                 page.wait_for_function("() => document.querySelector('#objects-count').textContent.includes('changed')")
                 settled(page)
-                labels = page.eval_on_selector_all("#objects text.row-label[data-object]", "ts => ts.map(t => t.firstChild.nodeValue)")
-                assert labels[:4] == [f"ConfigMap shop/cm-{i}" for i in (23, 22, 21, 20)], labels
-                assert page.text_content("#objects-count") == "20 of 37 objects; 4 objects changed in the range drawn, listed first"
+                check(page)
         finally:
             browser.close()
+
+
+def _labels(page: Any) -> list[str]:
+    return list(page.eval_on_selector_all("#objects text.row-label[data-object]", "ts => ts.map(t => t.firstChild.nodeValue)"))
+
+
+@pytest.mark.slow  # a browser
+def test_zoomed_in_the_page_lists_what_changed_there_first_and_says_how_many(tmp_path: Path) -> None:
+    def check(page: Any) -> None:
+        labels = _labels(page)
+        assert labels[:4] == [f"ConfigMap shop/cm-{i}" for i in (23, 22, 21, 20)], labels
+        assert page.text_content("#objects-count") == "20 of 37 objects; 4 objects changed in the range drawn, listed first"
+
+    _zoomed_page(tmp_path, build, check)
+
+
+@pytest.mark.slow  # a browser
+def test_zoomed_in_with_every_object_on_the_page_those_changed_there_come_first(tmp_path: Path) -> None:
+    """Every object and all its changes on the page already: a zoom still lists what changed in the range first (not
+    the Jobs that changed most over the whole history, with nothing in it), then those alive through it, and says so."""
+    def check(page: Any) -> None:
+        labels = _labels(page)
+        assert labels == ([f"ConfigMap shop/cm-{i:02}" for i in (5, 4, 3, 2, 0, 1)] + [f"Job shop/job-{i:02}" for i in range(5)]), labels
+        assert page.text_content("#objects-count") == "11 of 11 objects; 4 objects changed in the range drawn, listed first"
+
+    _zoomed_page(tmp_path, build_few, check)

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 from reliability_support import run_cli
 from test_view_browser import CHROMIUM, launch
-from viewsupport import drawn_ticks, open_tick, serving, settled
+from viewsupport import drawn_ticks, failures, open_tick, serving, settled
 
 from kubectl_sktrace.view.app import cache_api, rate_index
 from kubectl_sktrace.view.server import ViewServer
@@ -57,6 +57,7 @@ def test_the_three_views_of_the_demo(demo_view: ViewServer, tmp_path: Path) -> N
     with sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         page = browser.new_page(viewport=VIEWPORT)
+        errors = failures(page)
         page.goto(demo_view.url)
         page.wait_for_selector("body[data-ready][data-histogram][data-objects]")
         settled(page)
@@ -66,6 +67,7 @@ def test_the_three_views_of_the_demo(demo_view: ViewServer, tmp_path: Path) -> N
         shoot_window(page, out / NAMES[1])
         shoot_objects(page, out / NAMES[2])
         browser.close()
+    assert errors == []
     for name in NAMES:
         assert png_size((out / name).read_bytes()) == png_size((DOCS / name).read_bytes()), name
 

@@ -319,15 +319,13 @@ function rowsRange() {
 function rowsWidth(range) { return Math.round(plotWidth($("timeline")) * (range.end - range.start) / range.span); }
 
 // Whether the rows drawn are still true of the range shown: it lies within the range they were asked for, at the
-// scale they were asked at or wider, or closer in while every object is on the page and every row holds all its
-// changes and pods (nothing was left out: with objects still to come, a closer range lists other ones first), or when
-// asking again would ask the same range in as many columns (a zoom within the whole history).
+// scale they were asked at or wider, or when asking again would ask the same range in as many columns (a zoom within
+// the whole history). A zoom closer asks again even when every object and all its changes are on the page: the
+// closer range lists other rows first (those changed in it), and says how many.
 function rowsHold() {
   const f = state.rows, v = state.view;
   if (!f || v.start < f.start || v.end > f.end) return false;
-  const whole = state.objectsTotal !== null && state.objects.length >= state.objectsTotal &&
-    state.objects.every((r) => r.ticksTotal === r.ticks.length && r.podsTotal === r.pods.length);
-  if (v.end - v.start >= f.span || whole) return true;
+  if (v.end - v.start >= f.span) return true;
   const again = rowsRange(), wanted = Math.floor(rowsWidth(again) / 2);
   return again.start === f.start && again.end === f.end &&
     (wanted === f.columns || (wanted > f.columns && Math.floor(f.width / 2) > f.columns));

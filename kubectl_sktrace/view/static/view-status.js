@@ -27,11 +27,18 @@ function drawBand(plot, width, y, node) {
   return BAND_H;
 }
 
-// A pod's marks on its bar at lane ``top``: one small square per mark of a change, side by side.
+// Each mark's shape on a pod's bar (its offset from the bar's top, height and width): marks of one change sit side by
+// side, and are told apart by their shape as well as their hue (a restart the bar's height, a crash loop its upper
+// half, an OOM kill its lower half, a failed pull a thin line).
+const MARK_SHAPES = {restart: [0, POD_H - 2, 4], crashloop: [0, (POD_H - 2) / 2, 4], oomkilled: [(POD_H - 2) / 2, (POD_H - 2) / 2, 4],
+  pullfailed: [0, POD_H - 2, 2]};
+
+// A pod's marks on its bar at lane ``top``: one small mark per mark of a change, side by side.
 function drawPodMarks(plot, width, top, pod) {
   for (const change of pod.marks || []) {
     change.marks.forEach((mark, i) => {
-      titled(el("rect", {x: xOf(change.ts, width) - 2 + i * 5, y: top, width: 4, height: POD_H - 2, class: `smark ${mark}`,
+      const [dy, height, w] = MARK_SHAPES[mark];
+      titled(el("rect", {x: xOf(change.ts, width) - 2 + i * 5, y: top + dy, width: w, height, class: `smark ${mark}`,
         "data-at": change.ts, "data-shift": i * 5, "data-id": change.id, "data-mark": mark}, plot),
         `pod ${pod.name}: ${STATUS_MARKS[mark]} at ${iso(change.ts)}`);
     });
