@@ -224,7 +224,7 @@ class Ingest(OwnerLookups):
             known = live.get(key)
             if known is not None and known.uid == uid:
                 del live[key]
-                self.status.forget(key)
+                self.status.forget(key, uid)
                 self._delete(key, uid, found.gone, inferred=True)
                 self.owners.pop(key, None)
                 self._count_deleted(found.gvk, caught_up=found.recovery, offline=True)
@@ -350,11 +350,12 @@ class Ingest(OwnerLookups):
             # the old object was gone before its successor was created: its deletion takes the successor's time, recorded
             # first (export keeps the two in order, in two events of that second)
             self._delete(head.key, known.uid, recv, inferred=inferred, ts=ts)
+            self.status.forget(head.key, known.uid)
             self._count_deleted(gvk, caught_up=caught_up, offline=inferred)
         if head.owners:
             self._store_owner(head, recv)
         self._note_created(head, known, relist=relist)
-        self.status.seen(head, obj, recv, inferred=relist or caught_up)
+        self.status.seen(head, obj, recv, inferred=relist or caught_up, pod=gvk == POD)
         if decision.apply:
             self._record_applied(head, obj, recv, ts=ts, decision=decision, inferred=inferred)
             if caught_up:
@@ -401,7 +402,7 @@ class Ingest(OwnerLookups):
         if known is not None and changes.same_uid(known.uid, head.uid):
             del live[head.key]
             self.owners.pop(head.key, None)
-            self.status.forget(head.key)
+            self.status.forget(head.key, known.uid)
             self._delete(head.key, known.uid, recv, inferred=caught_up)
             self._count_deleted(head.key.gvk, caught_up=caught_up, offline=False)
 
@@ -417,7 +418,7 @@ class Ingest(OwnerLookups):
 
     def _pod(self, head: ObjectHead, obj: dict[str, Any], recv: float, *, deleted: bool, caught_up: bool = False) -> None:
         derived = lifecycle.derive_lifecycle(obj)
-        self.status.seen(head, obj, recv, inferred=caught_up)
+        self.status.seen(head, obj, recv, inferred=caught_up, pod=True)
         known = self.pods.get(head.uid)
         if known is None:
             self._first_sight(head, obj, derived, recv)
@@ -469,7 +470,7 @@ class Ingest(OwnerLookups):
 
     def _pod_gone(self, uid: str, second: int, *, inferred: bool) -> None:
         known = self.pods.pop(uid)
-        self.status.forget(ObjKey(POD, known.namespace, known.name))
+        self.status.forget(ObjKey(POD, known.namespace, known.name), uid)
         ended = lifecycle.on_pod_gone(known.life, ts=second)
         self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life, live=False)
 

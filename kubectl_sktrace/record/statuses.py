@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple
 
-from kubectl_sktrace.model import POD, ObjectHead, ObjKey
+from kubectl_sktrace.model import ObjectHead, ObjKey
 from kubectl_sktrace.record.changes import event_second
 from kubectl_sktrace.store.recording import Recording
 from kubectl_sktrace.store.statuses import FULL_EVERY
@@ -33,32 +33,34 @@ class _Known(NamedTuple):
 
 
 class StatusIndex:
-    """Per object key, its last recorded status; ``seen`` writes a row when it changes."""
+    """Per object, its last recorded status; ``seen`` writes a row when it changes. Objects are found by their uid (a
+    string: its hash kept, compared in C), by their key when they have none."""
 
     def __init__(self, recording: Recording, run_id: int, written: Callable[[float], float]) -> None:
         self.rec, self.run_id, self._written = recording, run_id, written
-        self.known: dict[ObjKey, _Known] = {}
+        self.known: dict[str | ObjKey, _Known] = {}
         self.recorded = 0
         self._next_object: int | None = None
 
-    def seen(self, head: ObjectHead, obj: Mapping[str, Any], recv: float, *, inferred: bool) -> None:
-        """An object as a watch event or a list shows it: a row when what a person reads of it changed. An object first
-        met with nothing to read (a status not yet written) writes nothing until it has."""
+    def seen(self, head: ObjectHead, obj: Mapping[str, Any], recv: float, *, inferred: bool, pod: bool = False) -> None:
+        """An object as a watch event or a list shows it (``pod``: a Pod): a row when what a person reads of it changed.
+        An object first met with nothing to read (a status not yet written) writes nothing until it has."""
         key = head.key
-        reduced = statuses.reduce(obj, pod=key.gvk == POD)
+        ident = head.uid or key
+        reduced = statuses.reduce(obj, pod=pod)
         packed = statuses.packed(reduced)
-        known = self.known.get(key)
+        known = self.known.get(ident)
         if known is not None and known.packed == packed and known.uid == head.uid:
             return
         if known is None and not reduced:
-            self.known[key] = _Known(NONE_YET, head.uid, packed, 0)
+            self.known[ident] = _Known(NONE_YET, head.uid, packed, 0)
             return
         if known is None or known.uid != head.uid or known.object == NONE_YET:
             known = _Known(self._new_object(key, head.uid), head.uid, packed, 0)
         before = statuses.unpacked(known.packed) if known.since_full else None
         self.rec.append_status_change(self.run_id, ts=event_second(recv), recv=self._written(recv), object_id=known.object,
                                inferred=inferred, reduced=reduced, before=before)
-        self.known[key] = _Known(known.object, head.uid, packed, (known.since_full + 1) % FULL_EVERY)
+        self.known[ident] = _Known(known.object, head.uid, packed, (known.since_full + 1) % FULL_EVERY)
         self.recorded += 1
 
     def _new_object(self, key: ObjKey, uid: str) -> int:
@@ -68,6 +70,6 @@ class StatusIndex:
         self.rec.add_status_object(object_id, key, uid)
         return object_id
 
-    def forget(self, key: ObjKey) -> None:
-        """The object is gone: nothing of it is kept."""
-        self.known.pop(key, None)
+    def forget(self, key: ObjKey, uid: str) -> None:
+        """The object ``uid`` (``key``) is gone: nothing of it is kept."""
+        self.known.pop(uid or key, None)

@@ -63,6 +63,26 @@ def test_pods_are_recorded_and_forgotten_when_gone(tmp_path: Path) -> None:
     assert ingest.status.known == {}
 
 
+def test_an_object_deleted_and_created_again_is_forgotten_whichever_way_its_deletion_came(tmp_path: Path) -> None:
+    """Memory follows the live cluster: a deletion seen, one a list finds, and one told by a successor of another uid
+    under the same name (no DELETED event) each leave nothing of the object gone."""
+    h = Harness(tmp_path / "c.db")
+    ingest = h.ingest()
+    ingest.event(DEPLOY, "ADDED", rollout(3), T0)
+    successor = rollout(2)
+    successor["metadata"]["uid"] = "u2"
+    ingest.event(DEPLOY, "ADDED", successor, T0 + 2)  # u1's deletion was missed: u2 tells it
+    assert set(ingest.status.known) == {"u2"}
+    ingest.event(DEPLOY, "DELETED", successor, T0 + 3)
+    assert ingest.status.known == {}
+    ingest.event(DEPLOY, "ADDED", rollout(3), T0 + 4)
+    ingest.relist_begin(DEPLOY, T0 + 5)
+    ingest.relist_end(DEPLOY, "9", T0 + 5)  # a list that no longer finds it
+    h.finish(ingest, T0 + 6)
+    assert ingest.status.known == {}
+    assert [(ts - int(T0), r["readyReplicas"]) for ts, _, _, r in rows(h)] == [(0, 3), (2, 2), (4, 3)]
+
+
 def test_a_restart_records_the_state_it_finds_reconstructed(tmp_path: Path) -> None:
     h = Harness(tmp_path / "c.db")
     first = h.ingest()
