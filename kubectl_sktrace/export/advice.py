@@ -35,8 +35,10 @@ class LeftOut:
     kept_namespaces: set[str] = field(default_factory=set)  # namespaces of the exported objects
 
 
-def clamp_note(*, history_start: int, asked: int) -> str:
-    return f"the cache starts at {format_time(history_start)}, after the window start {format_time(asked)}; the trace starts there"
+def clamp_note(*, history_start: int, asked: int, filled_before: bool = False) -> str:
+    partial = "; what backfill --before-first-run filled before it is partial and not exported (kubectl sktrace get --at reads it)"
+    return (f"the cache starts at {format_time(history_start)}, after the window start {format_time(asked)}; the trace starts there"
+            + (partial if filled_before else ""))
 
 
 def default_namespace_note(left: LeftOut, *, include_namespaces: frozenset[str] | None, default_exclusions: bool) -> str | None:

@@ -292,7 +292,7 @@ def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulat
     assert sktrace("validate", str(tmp_path / "after.sktrace"), check=False).returncode == 0
     told = sktrace("export", "--cache", sc.down, "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "-O", str(tmp_path / "x.sktrace"))
     assert "filled from the audit log (RequestResponse, 9 events)" in told.stderr, told.stderr
-    assert "exact from the audit log, " in told.stderr.splitlines()[0], told.stderr  # the coverage line counts it apart
+    assert "% exact from the audit log" in told.stderr.splitlines()[0], told.stderr  # the coverage line counts it apart
     assert "Filled from the audit log" in sktrace("status", "--cache", sc.down).stdout
     drawn = sktrace("status", "--cache", sc.down, "--timeline", "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "--width", "100").stdout
     assert "═ no recorder, but exact from the audit log" in drawn or "= no recorder, but exact from the audit log" in drawn, drawn
