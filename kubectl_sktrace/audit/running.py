@@ -127,6 +127,8 @@ def _gap_lines(report: GapReport) -> list[str]:
         lines = [f"{what}: filled from the audit log ({levels}, {counted(report.written, 'event')} written, "
                  f"{report.replaced} reconstructed replaced, {counted(report.pods_ended, 'pod lifecycle')} ended)"]
     lines += _status_lines(report)
+    if gap.partial and report.filled:  # no start state can be made of a partial fill (export/bounds.clamped_start)
+        lines.append("  not exported: an export starts at the cache's first run; kubectl sktrace get --at reads it")
     if report.covered is None:
         lines.append("  the log covers none of it")
     elif not gap.partial and (report.covered[0] > gap.since + 1 or report.covered[1] < gap.until - 1):

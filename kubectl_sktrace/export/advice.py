@@ -35,8 +35,10 @@ class LeftOut:
     kept_namespaces: set[str] = field(default_factory=set)  # namespaces of the exported objects
 
 
-def clamp_note(*, history_start: int, asked: int) -> str:
-    return f"the cache starts at {format_time(history_start)}, after the window start {format_time(asked)}; the trace starts there"
+def clamp_note(*, history_start: int, asked: int, filled_before: bool = False) -> str:
+    partial = "; what backfill --before-first-run filled before it is partial and not exported (kubectl sktrace get --at reads it)"
+    return (f"the cache starts at {format_time(history_start)}, after the window start {format_time(asked)}; the trace starts there"
+            + (partial if filled_before else ""))
 
 
 def default_namespace_note(left: LeftOut, *, include_namespaces: frozenset[str] | None, default_exclusions: bool) -> str | None:
@@ -262,13 +264,15 @@ def filled_lines(filled: Iterable[Filled], *, start: float, end: float) -> list[
 
 def coverage_head(start_ts: float, end_ts: float, gaps: list[Blind], filled: Iterable[Filled]) -> str:
     """``coverage: 44.5% of the window (16s) observed live, 38.0% exact from the audit log, 17.5% not observed; not
-    observed live:``, each stretch told one way (``trace/observation``); without a log's exact time, as before."""
+    observed live:``, each stretch told one way (``trace/observation``), a share only when there is some of it;
+    without a log's exact time, as before."""
     window = end_ts - start_ts
     told = shares(tell(start=start_ts, end=end_ts, blind=[(g.since, g.until) for g in gaps], exact=exact_spans(filled)))
     head = f"coverage: {_share(told[LIVE] / window)} of the window ({format_duration(window)}) observed live"
     if told[EXACT] <= 0:
         return head + ("; not observed:" if gaps else "")
-    return f"{head}, {_share(told[EXACT] / window)} {EXACT}, {_share(told[NOT_OBSERVED] / window)} {NOT_OBSERVED}; not observed live:"
+    unobserved = f", {_share(told[NOT_OBSERVED] / window)} {NOT_OBSERVED}" if told[NOT_OBSERVED] > 0 else ""  # as status says it
+    return f"{head}, {_share(told[EXACT] / window)} {EXACT}{unobserved}; not observed live:"
 
 
 def coverage_block(

@@ -36,9 +36,16 @@ def known_until(cache: Cache, all_runs: list[history.Run], *, end_ts: int) -> fl
     return backfill.final_until(known, end=end_ts, fills=backfill.fills(cache)) if known < end_ts else known
 
 
-def clamped_start(all_runs: list[history.Run], *, start_ts: int, end_ts: int) -> tuple[int, list[str]]:
-    """The window's start, moved to the cache's first second when it starts earlier (and the note saying so)."""
+def filled_before(cache: Cache) -> bool:
+    """Whether ``backfill --before-first-run`` wrote the time before the cache's first run (a partial fill)."""
+    return any(f.partial for f in backfill.fills(cache))
+
+
+def clamped_start(all_runs: list[history.Run], *, start_ts: int, end_ts: int, filled_before: bool = False) -> tuple[int, list[str]]:
+    """The window's start, moved to the cache's first second when it starts earlier (and the note saying so). What
+    ``backfill --before-first-run`` wrote before it (``filled_before``) stays out: a partial fill knows only the objects
+    that changed in its log, no state to start a trace from; the note says so, and who reads it."""
     history_start = math.floor(all_runs[0].started)  # the second the first run began in: no event of it is earlier
     if start_ts < history_start < end_ts:
-        return history_start, [clamp_note(history_start=history_start, asked=start_ts)]
+        return history_start, [clamp_note(history_start=history_start, asked=start_ts, filled_before=filled_before)]
     return start_ts, []

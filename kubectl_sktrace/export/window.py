@@ -217,7 +217,7 @@ def export_trace(
         raise UsageError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     with history.read_snapshot(cache), relaxed_gc():
         all_runs = bounds.runs(cache)
-        start_ts, notes = bounds.clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts)
+        start_ts, notes = bounds.clamped_start(all_runs, start_ts=start_ts, end_ts=end_ts, filled_before=bounds.filled_before(cache))
         if not allow_empty:
             bounds.refuse_what_export_refuses(cache, all_runs, start_ts=start_ts, end_ts=end_ts, filters=filters)
         pruned = _pruned_into(cache, start_ts=start_ts, end_ts=end_ts, allow_empty=allow_empty)

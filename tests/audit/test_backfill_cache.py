@@ -211,6 +211,12 @@ def test_the_time_before_the_first_run_is_filled_only_when_asked_and_marked_part
                         (T0 + 42, T0 + 42.5, "apps/v1.Deployment", "app", "web", "uid-web", 1, 0)]  # the creation replaces run 1's first sight
     again = backfill(cache_builder.path, "--audit-log", str(log))  # type: ignore[arg-type]
     assert "before the cache's first run (filled by an earlier --before-first-run) 1" in again.output, again.output
+    # no export reaches that time (no start state can be made of a partial fill): both ends say so, and where it is read
+    assert "  not exported: an export starts at the cache's first run; kubectl sktrace get --at reads it" in asked.output.splitlines()
+    exported = CliRunner().invoke(cli, ["export", "--cache", str(cache_builder.path), "-s", f"@{T0 - 600}", "-t", f"@{T0 + 200}", "-O", "-"],
+                                  prog_name="kubectl sktrace")
+    assert ("the trace starts there; what backfill --before-first-run filled before it is partial and not exported "
+            "(kubectl sktrace get --at reads it)") in exported.stderr, exported.stderr
 
 
 def test_a_copy_of_the_cache_keeps_what_the_log_filled(cache_builder: CacheBuilder, tmp_path: Path) -> None:

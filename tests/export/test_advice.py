@@ -134,6 +134,16 @@ def test_a_gap_a_log_filled_is_listed_once_and_counted_as_exact():
         "  2027-01-15T08:50:00Z–08:51:00Z (1m00s, no recorder ran)")
 
 
+def test_a_gap_a_log_filled_whole_leaves_nothing_not_observed_to_count():
+    """Every blind second exact from the log: the headline counts what there is, as ``status`` says it (no "0.0% not
+    observed" of nothing), and still lists the gap with what filled it."""
+    filled = Filled(H + 600, H + 1800, H + 599.5, H + 1800.5, ("RequestResponse",), 9, 0)
+    block = coverage_block(start_ts=H, end_ts=H + 3600, blind=[(H + 600, H + 1800, "no recorder ran")], filled=[filled])
+    assert block == (
+        "coverage: 66.6% of the window (1h00m00s) observed live, 33.3% exact from the audit log; not observed live:\n"
+        "  2027-01-15T08:10:00Z–08:30:00Z (20m00s, no recorder ran); filled from the audit log (RequestResponse, 9 events)")
+
+
 def test_stretches_are_told_live_exact_or_reconstructed():
     stretches = tell(start=H, end=H + 100, blind=[(H + 10, H + 50)], exact=[(H + 10, H + 30), (H + 90, H + 100)])
     assert [(s.since - H, s.until - H, s.how) for s in stretches] == [
