@@ -296,6 +296,8 @@ def test_a_backfilled_gap_exports_what_a_recorder_that_stayed_up_recorded(emulat
     assert "Filled from the audit log" in sktrace("status", "--cache", sc.down).stdout
     drawn = sktrace("status", "--cache", sc.down, "--timeline", "-s", f"@{int(sc.since)}", "-t", f"@{int(sc.until)}", "--width", "100").stdout
     assert "═ no recorder, but exact from the audit log" in drawn or "= no recorder, but exact from the audit log" in drawn, drawn
+    inspected = sktrace("inspect", str(tmp_path / "x.sktrace")).stdout  # a trace holds SimKube's five keys: none says it
+    assert "Observed         not told in a trace file (kubectl sktrace status --timeline on its cache tells it)" in inspected, inspected
 
     # a window that ends inside the gap: what the log wrote before its end, as the recorder that stayed up recorded it
     logged = sorted({ts for (ts,) in _query(sc.down, "SELECT e.ts FROM events e JOIN audit_rows a ON a.event_id = e.id")})

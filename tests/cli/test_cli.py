@@ -54,6 +54,7 @@ Events           19
 Applied objects  46
 Deleted objects  0
 Tracked kinds    apps/v1.Deployment
+Observed         not told in a trace file (kubectl sktrace status --timeline on its cache tells it)
 
 Objects per kind:
 KIND                NAMESPACE    OBJECTS

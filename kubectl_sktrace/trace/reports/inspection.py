@@ -29,6 +29,12 @@ def inspect_trace(path: str, *, with_events: bool, stdin: IO[bytes] | None = Non
     return summarize(read_any_trace(path, stdin=stdin), path=source_name(path), with_events=with_events)
 
 
+NOT_TOLD = "not told in a trace file (kubectl sktrace status --timeline on its cache tells it)"
+"""How a trace's time was observed (live, exact from an audit log, reconstructed, not at all) is the cache's to tell:
+SimKube's format holds five keys and none of them says it (docs/spec.md §8.1). Said, so that a window is never read as
+observed throughout."""
+
+
 def summarize(trace: Trace, *, path: str, with_events: bool) -> dict[str, Any]:
     events = trace.events
     applied = sum(len(e["applied_objs"]) for e in events)
@@ -58,6 +64,7 @@ def summarize(trace: Trace, *, path: str, with_events: bool) -> dict[str, Any]:
         "applied": applied,
         "deleted": deleted,
         "trackedKinds": _tracked_kinds(trace, seen),
+        "observed": None,  # a trace holds SimKube's five keys only: nothing of how its time was observed (NOT_TOLD)
         "objects": [
             {"kind": kind, "namespace": ns, "objects": count}
             for (kind, ns), count in sorted(per_kind.items())
@@ -110,6 +117,7 @@ def render_inspection(result: dict[str, Any], fmt: str) -> str:
         "Applied objects": result["applied"],
         "Deleted objects": result["deleted"],
         "Tracked kinds": result["trackedKinds"],
+        "Observed": NOT_TOLD,
     }
     parts = [render.render_mapping(summary, "table")]
     parts.append(render.section("Objects per kind", result["objects"], ["kind", "namespace", "objects"], "none"))
