@@ -221,6 +221,23 @@ class ControlPlane:
         return lines
 
 
+def tight_priority_level(plane: ControlPlane, name: str, user: str) -> None:
+    """A PriorityLevelConfiguration of the least share a level can have, rejecting (no queue) what exceeds it, and a
+    FlowSchema that puts ``user`` there before every default schema: the identity of a busy, fairly shared server."""
+    plane.apply({"apiVersion": "flowcontrol.apiserver.k8s.io/v1beta3", "kind": "PriorityLevelConfiguration",
+                 "metadata": {"name": name},
+                 "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
+                                                         "limitResponse": {"type": "Reject"}}}})
+    namespace, account = user.split(":")[2:]
+    plane.apply({"apiVersion": "flowcontrol.apiserver.k8s.io/v1beta3", "kind": "FlowSchema", "metadata": {"name": name},
+                 "spec": {"priorityLevelConfiguration": {"name": name}, "matchingPrecedence": 100,
+                          "distinguisherMethod": {"type": "ByUser"},
+                          "rules": [{"subjects": [{"kind": "ServiceAccount", "serviceAccount": {"namespace": namespace, "name": account}}],
+                                     "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "clusterScope": True,
+                                                        "namespaces": ["*"]}],
+                                     "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})
+
+
 # --- one control plane per run, shared by its workers --------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_sktrace.store.versions import APPLIED, DELETED
-from realk8s import CONFIG, ControlPlane, DEPLOY, deployment, versions, wait_for_op
+from realk8s import CONFIG, ControlPlane, DEPLOY, deployment, tight_priority_level, versions, wait_for_op
 from reliability_support import Recorder, query, run_cli
 
 pytestmark = [pytest.mark.timeout(240)]
@@ -57,23 +57,6 @@ def test_an_identity_limited_to_one_namespace_records_it_with_n_and_is_told_how_
     status = run_cli(["status", "--cache", str(cache), "--kubeconfig", str(kubeconfig), "-o", "json"], home=home)
     assert status.code == 0, status.describe()
     assert json.loads(status.stdout)["runs"][-1]["state"] == "clean"
-
-
-def tight_priority_level(plane: ControlPlane, name: str, user: str) -> None:
-    """A PriorityLevelConfiguration of the least share a level can have, rejecting (no queue) what exceeds it, and a
-    FlowSchema that puts ``user`` there before every default schema: the identity of a busy, fairly shared server."""
-    plane.apply({"apiVersion": "flowcontrol.apiserver.k8s.io/v1beta3", "kind": "PriorityLevelConfiguration",
-                 "metadata": {"name": name},
-                 "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
-                                                         "limitResponse": {"type": "Reject"}}}})
-    namespace, account = user.split(":")[2:]
-    plane.apply({"apiVersion": "flowcontrol.apiserver.k8s.io/v1beta3", "kind": "FlowSchema", "metadata": {"name": name},
-                 "spec": {"priorityLevelConfiguration": {"name": name}, "matchingPrecedence": 100,
-                          "distinguisherMethod": {"type": "ByUser"},
-                          "rules": [{"subjects": [{"kind": "ServiceAccount", "serviceAccount": {"namespace": namespace, "name": account}}],
-                                     "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "clusterScope": True,
-                                                        "namespaces": ["*"]}],
-                                     "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})
 
 
 class Saturation:

@@ -1,6 +1,6 @@
 """The emulator kept honest by a real kube-apiserver v1.28: the requests the product makes, sent to both, compared
-on what the product reads of the answers (status codes, headers, the fields of bodies, the framing), and the
-audit log each writes for the same writes.
+on what the product reads of the answers (status codes, headers, the fields of bodies, the framing), the 429 of API
+Priority and Fairness, and the audit log each writes for the same writes.
 
 The same script runs on each side through kubectl (a namespace, a Deployment of two replicas whose pods run, a
 ConfigMap), then the requests below; ``facts`` reduces every answer to what the product reads. Where the two differ
@@ -10,6 +10,7 @@ emulator's docs (docs/spec.md §11, "Checked against a real server").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import ssl
@@ -22,7 +23,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from realk8s import ControlPlane
+from realk8s import ControlPlane, configmap, tight_priority_level
 
 pytestmark = [pytest.mark.timeout(300)]
 
@@ -51,6 +52,7 @@ class Side:
     audit_log: Path
     namespace: str
     context: ssl.SSLContext = field(init=False)
+    emulator: Any = None
 
     def __post_init__(self) -> None:
         self.context = ssl.create_default_context(cadata=self.ca.decode())
@@ -110,7 +112,8 @@ def emulator_side(tmp_path: Path) -> Iterator[Side]:
                              "rules": [{"level": "None", "verbs": ["get", "list", "watch"]}, {"level": "RequestResponse"}]})
     workload = Workload(emu).start()
     kubeconfig = Path(emu.write_kubeconfig(tmp_path / "emulator.kubeconfig"))
-    side = Side("emulator", "127.0.0.1", emu.port, emu.ca_pem, "diff-token", kubeconfig, audit, f"diff-{uuid.uuid4().hex[:6]}")
+    side = Side("emulator", "127.0.0.1", emu.port, emu.ca_pem, "diff-token", kubeconfig, audit, f"diff-{uuid.uuid4().hex[:6]}",
+                emulator=emu)
     try:
         yield side
     finally:
@@ -272,6 +275,58 @@ def run_script(side: Side) -> dict[str, Any]:
     return facts
 
 
+def throttled_facts(answer: Answer) -> dict[str, Any]:
+    """Of API Priority and Fairness's 429: what the product reads (the code, ``Retry-After`` in whole seconds) and
+    what it would say (the body: plain text, not a ``Status``)."""
+    after = answer.headers.get("retry-after", "")
+    return {"status": answer.status, "content-type": answer.headers.get("content-type"),
+            "Retry-After": "whole seconds, at least 1" if after.isdigit() and int(after) >= 1 else after,
+            "body": b"".join(answer.chunks).decode().strip()}
+
+
+def real_throttled(plane: ControlPlane, side: Side) -> Answer:
+    """A 429 of a real server's API Priority and Fairness: an identity of its own in a level of the least share that
+    rejects, whose lists of many objects (each wider than the whole level) go from several threads until one is
+    rejected. A namespace of its own: the script's audit lines stay the script's."""
+    ns = plane.namespace("diff-apf")
+    plane.apply(json.dumps({"apiVersion": "v1", "kind": "List",
+                            "items": [configmap(ns, f"cm-{i}", {"k": "v" * 200}) for i in range(400)]}))
+    plane.kubectl("-n", ns, "create", "serviceaccount", "throttled")
+    plane.kubectl("-n", ns, "create", "rolebinding", "throttled-view", "--clusterrole=view", f"--serviceaccount={ns}:throttled")
+    identity = dataclasses.replace(side, token=plane.token_of(ns, "throttled"))
+    rejected: list[Answer] = []
+    deadline = time.monotonic() + 60
+
+    def lists() -> None:
+        while not rejected and time.monotonic() < deadline:
+            answer = identity.request("GET", f"/api/v1/namespaces/{ns}/configmaps")
+            if answer.status == 429:
+                rejected.append(answer)
+
+    tight_priority_level(plane, f"{ns}-tight", f"system:serviceaccount:{ns}:throttled")
+    try:
+        threads = [threading.Thread(target=lists, daemon=True) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=90)
+    finally:
+        plane.kubectl("delete", "flowschema", f"{ns}-tight", "--ignore-not-found")
+        plane.kubectl("delete", "prioritylevelconfiguration", f"{ns}-tight", "--ignore-not-found")
+    assert rejected, "the tight level rejected nothing within 60 s: no 429 to compare"
+    return rejected[0]
+
+
+def emulator_throttled(side: Side) -> Answer:
+    """A 429 of the emulator's API Priority and Fairness (sktrace_emulator/apf.py): its level met full by a list."""
+    level = side.emulator.throttle(4)
+    level.full_for("list", resource="configmaps")
+    try:
+        return side.request("GET", f"/api/v1/namespaces/{side.namespace}/configmaps")
+    finally:
+        side.emulator.throttle(None)
+
+
 def audit_facts(side: Side) -> dict[str, Any]:
     """Of the audit log's lines in the script's namespace: per (user kind, verb, resource/subresource), the fields
     the product reads. Users are told apart by what they are (a controller, the kubelet, the script)."""
@@ -309,6 +364,8 @@ def test_the_emulator_answers_the_product_s_requests_as_a_real_kube_apiserver_do
     real = real_side(real_cluster)
     expected, got = run_script(real), run_script(emulator_side)
     real_audit, emulator_audit = audit_facts(real), audit_facts(emulator_side)
+    name = "GET configmaps as an identity API Priority and Fairness rejects (429)"
+    expected[name], got[name] = throttled_facts(real_throttled(real_cluster, real)), throttled_facts(emulator_throttled(emulator_side))
     compared = sorted(key for key in {*real_audit, *emulator_audit} if key.split(" ", 1)[1] in PRODUCT_RESOURCES)
     differences = [f"{name}:\n    real:     {expected[name]}\n    emulator: {got.get(name)}"
                    for name in expected if expected[name] != got.get(name)]
