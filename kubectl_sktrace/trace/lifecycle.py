@@ -34,7 +34,6 @@ there; a start at or after it, not started. Only then are the overlap and the cl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,11 +78,6 @@ def finished(start: int, end: int) -> Lifecycle:
     return Lifecycle(start, end)
 
 
-def _statuses(status: dict[str, Any], field: str) -> list[dict[str, Any]]:
-    value = status.get(field)
-    return [s for s in value if isinstance(s, dict)] if isinstance(value, list) else []
-
-
 def _seconds(value: object) -> int | None:
     """Whole Unix seconds of a container time: SimKube truncates to the second."""
     seconds = parse_api_time(value)
@@ -104,40 +98,53 @@ def _start_end(container_status: dict[str, Any]) -> tuple[int | None, int | None
     return None, None, False
 
 
-def _min(values: Iterable[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return min(present) if present else None
-
-
-def _max(values: Iterable[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
-
-
 def derive_lifecycle(pod: dict[str, Any]) -> Lifecycle:
-    """The lifecycle a pod's container states show right now (see the module docstring)."""
+    """The lifecycle a pod's container states show right now (see the module docstring). One pass over its containers
+    (every watch event of a pod comes through here)."""
     status = pod.get("status")
     if not isinstance(status, dict):
         return EMPTY
-    init = [_start_end(s) for s in _statuses(status, "initContainerStatuses")]
-    regular_statuses = _statuses(status, "containerStatuses")
-    regular = [_start_end(s) for s in regular_statuses]
-
-    start = _min(s for s, _, _ in init + regular)
+    start, end, terminated, reported = _containers(status)
     if start is None:
         return EMPTY
-
-    terminated = {s.get("name") for s, (_, _, done) in zip(regular_statuses, regular) if done}
+    if not terminated:  # the common case: running, whatever the spec names
+        return Lifecycle(start, None)
     spec = pod.get("spec")
     containers = spec.get("containers") if isinstance(spec, dict) else None
     if isinstance(containers, list) and containers:
         expected = {c.get("name") for c in containers if isinstance(c, dict)}
     else:
-        expected = {s.get("name") for s in regular_statuses}
+        expected = set(reported)
     if not expected or not expected <= terminated:
         return Lifecycle(start, None)
-    end = _max(e for _, e, _ in init + regular)
     return Lifecycle(start, end)
+
+
+def _containers(status: dict[str, Any]) -> tuple[int | None, int | None, set[Any], list[Any]]:
+    """(the earliest start, the latest end) of the init and regular containers, the names of the regular ones that
+    terminated, and of every regular one reported."""
+    start: int | None = None
+    end: int | None = None
+    terminated: set[Any] = set()
+    reported: list[Any] = []
+    for field in ("initContainerStatuses", "containerStatuses"):
+        listed = status.get(field)
+        if not isinstance(listed, list):
+            continue
+        regular = field == "containerStatuses"
+        for each in listed:
+            if not isinstance(each, dict):
+                continue
+            began, ended, done = _start_end(each)
+            if began is not None and (start is None or began < start):
+                start = began
+            if ended is not None and (end is None or ended > end):
+                end = ended
+            if regular:
+                reported.append(each.get("name"))
+                if done:
+                    terminated.add(each.get("name"))
+    return start, end, terminated, reported
 
 
 def merge_lifecycle(old: Lifecycle, new: Lifecycle) -> tuple[Lifecycle, str | None]:
