@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 from dataclasses import dataclass, field
 
 from kubectl_sktrace.errors import UsageError
@@ -143,9 +144,9 @@ class ObjKey:
         return f"{self.gvk} {self.ns_name}"
 
 
-@dataclass(frozen=True)
-class OwnerRef:
-    """One ownerReference: the owner's kind, name and uid (``""`` when the reference has none)."""
+class OwnerRef(NamedTuple):
+    """One ownerReference: the owner's kind, name and uid (``""`` when the reference has none). A named tuple, as
+    ``ObjectHead``: read for every watch event, made in a third of a frozen dataclass's time."""
 
     gvk: GVK
     name: str
@@ -156,8 +157,7 @@ class OwnerRef:
         return ObjKey(gvk=self.gvk, namespace=namespace, name=self.name)
 
 
-@dataclass(frozen=True)
-class ObjectHead:
+class ObjectHead(NamedTuple):
     """What the recorder reads of a raw object's metadata, once per watch event or listed item
     (``sanitize.read_head``), then passes down to every rule instead of the metadata itself."""
 
