@@ -27,18 +27,28 @@ One failure said two ways is one state: a kubelet that cannot pull an image alte
 that failed) and ``ImagePullBackOff`` (waiting to try again) at every retry, on its own clock; both read as
 ``ImagePullBackOff`` (``PULL_BACKOFF``), so a pull failing for an hour is one change, not one per retry.
 
-``packed`` gives a reduction's bytes (orjson's JSON): all the recorder keeps of an object between two of its events; ``delta``
+``packed`` gives a reduction's bytes (JSON, orjson's when installed): all the recorder keeps of an object between two of its events; ``delta``
 what changed between two reductions (all a row stores), ``patched`` a reduction with one applied. ``describe`` says a change for people; ``ready_of`` reads "2 of 3 ready" from a
 workload's reduction, ``marks`` the restarts, crash loops, OOM kills and failed pulls a pod's change shows.
 """
 
 from __future__ import annotations
 
+import json
 import marshal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
+_json: Callable[[Any], bytes]
+_unjson: Callable[[bytes], Any]
+try:
+    from orjson import dumps as _json
+    from orjson import loads as _unjson
+except ImportError:  # the krew archive is pure Python: the standard library's JSON, the same bytes for the same reduction
+    _unjson = json.loads
+
+    def _json(value: Any) -> bytes:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 COUNTS = (
     # Deployments, ReplicaSets, StatefulSets
@@ -190,14 +200,14 @@ def packed(reduced: dict[str, Any]) -> bytes:
     smaller. A reduction JSON cannot say (an integer beyond 64 bits, read from an audit log) is ``marshal``'s bytes
     after a zero byte. ``unpacked`` gives the reduction back."""
     try:
-        return orjson.dumps(reduced)
-    except orjson.JSONEncodeError:
+        return _json(reduced)
+    except (TypeError, ValueError):  # orjson's JSONEncodeError is a TypeError
         return b"\0" + marshal.dumps(reduced, _MARSHAL_VERSION)
 
 
 def unpacked(data: bytes) -> dict[str, Any]:
     """The reduction ``packed`` gave ``data`` for."""
-    found: dict[str, Any] = marshal.loads(data[1:]) if data[:1] == b"\0" else orjson.loads(data)
+    found: dict[str, Any] = marshal.loads(data[1:]) if data[:1] == b"\0" else _unjson(data)
     return found
 
 
