@@ -59,6 +59,7 @@ class StatusLogged:
     at: float
     uid: str
     reduced: dict[str, Any]
+    scaled: bool = False  # a scale write the log showed nothing of the object before: only its ``desired`` is known
 
 
 MAX_BAD_SHOWN = 10
@@ -132,16 +133,20 @@ class Collected:
 
     def _status(self, record: Logged) -> None:
         """What a person read of the object after the write: its answer reduced (``trace/statuses``); a ``scale`` write
-        (its answer a Scale) the previous reduction with the replicas it asked for."""
+        (its answer a Scale) the previous reduction with the replicas it asked for, or, when the log showed none, the
+        replicas alone (``scaled``: the walk of the gap lays them on the state before, the cache's)."""
         if record.key.gvk in self.owner_kinds or not record.uid:
             return
+        scaled = False
         if record.body is not None:
             reduced = statuses.reduce(record.body, pod=record.key.gvk == POD)
         elif record.replicas is not None and self.statuses.get(record.key):
             reduced = {**self.statuses[record.key][-1].reduced, "desired": record.replicas}
+        elif record.replicas is not None:
+            reduced, scaled = {"desired": record.replicas}, True
         else:
             return
-        self.statuses.setdefault(record.key, []).append(StatusLogged(record.at, record.uid, reduced))
+        self.statuses.setdefault(record.key, []).append(StatusLogged(record.at, record.uid, reduced, scaled))
 
     def covers(self, at: float) -> bool:
         """Whether some source of the log reaches ``at`` (its last line at or after it)."""

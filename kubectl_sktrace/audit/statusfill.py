@@ -30,10 +30,16 @@ from kubectl_sktrace.tracerconfig import TracerConfig
 
 
 def walk(prior: StatusLogged | None, logged: Sequence[StatusLogged]) -> list[StatusLogged]:
-    """The logged states a recorder that stayed up would have written, in time order (ties as read), from ``prior``."""
+    """The logged states a recorder that stayed up would have written, in time order (ties as read), from ``prior``. A
+    scale write the log showed nothing before (``scaled``) is the state before it with the replicas it asked for; with
+    no state before it of the same object that has a status, it tells nothing."""
     out: list[StatusLogged] = []
     last = prior
     for each in sorted(logged, key=lambda s: s.at):
+        if each.scaled:
+            if last is None or last.uid != each.uid or not last.reduced:
+                continue
+            each = StatusLogged(each.at, each.uid, {**last.reduced, **each.reduced})
         if last is not None and last.uid == each.uid and last.reduced == each.reduced:
             continue
         if (last is None or last.uid != each.uid) and not each.reduced:
