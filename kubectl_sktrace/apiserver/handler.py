@@ -248,8 +248,8 @@ def _parsed(path: str) -> tuple[list[str], dict[str, str]]:
 def _json_body(body: bytes) -> Any:
     try:
         return json.loads(body)
-    except ValueError:  # UnicodeDecodeError too
-        raise ApiError(400, "BadRequest", "the request's body is not JSON") from None
+    except (ValueError, RecursionError):  # UnicodeDecodeError too; nested past the parser's depth
+        raise ApiError(400, "BadRequest", "the request's body is not JSON, or nests too deep to read") from None
 
 
 def _raise(error: ApiError) -> Any:

@@ -457,7 +457,8 @@ def test_may_i_is_answered_reading_yes_writing_no_and_asking_writes_nothing(serv
     code, answered = served.request("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", method="POST", body=json.dumps(review).encode())
     assert code == 201 and answered["spec"] == review["spec"]
     assert answered["status"]["allowed"] is False and answered["status"]["reason"].startswith("read-only history at")
-    for bad in (b"not json", b"[]", b'{"kind": "Pod", "spec": {}}', b'{"spec": {"resourceAttributes": {}}}'):
+    for bad in (b"not json", b"[]", b'{"kind": "Pod", "spec": {}}', b'{"spec": {"resourceAttributes": {}}}', b"[" * 200_000,
+                b'{"spec": {"resourceAttributes": {"verb": ["get"]}}}', b"\xff\xfe"):
         assert served.request("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", method="POST", body=bad)[0] == 400
     assert served.request("/apis/authorization.k8s.io/v1/namespaces/app/selfsubjectaccessreviews", method="POST", body=b"{}")[0] == 405
     assert digest(sqlite_cache) == before
