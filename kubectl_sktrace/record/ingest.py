@@ -224,7 +224,6 @@ class Ingest(OwnerLookups):
             known = live.get(key)
             if known is not None and known.uid == uid:
                 del live[key]
-                self.status.forget(key, uid)
                 self._delete(key, uid, found.gone, inferred=True)
                 self.owners.pop(key, None)
                 self._count_deleted(found.gvk, caught_up=found.recovery, offline=True)
@@ -350,7 +349,6 @@ class Ingest(OwnerLookups):
             # the old object was gone before its successor was created: its deletion takes the successor's time, recorded
             # first (export keeps the two in order, in two events of that second)
             self._delete(head.key, known.uid, recv, inferred=inferred, ts=ts)
-            self.status.forget(head.key, known.uid)
             self._count_deleted(gvk, caught_up=caught_up, offline=inferred)
         if head.owners:
             self._store_owner(head, recv)
@@ -402,7 +400,6 @@ class Ingest(OwnerLookups):
         if known is not None and changes.same_uid(known.uid, head.uid):
             del live[head.key]
             self.owners.pop(head.key, None)
-            self.status.forget(head.key, known.uid)
             self._delete(head.key, known.uid, recv, inferred=caught_up)
             self._count_deleted(head.key.gvk, caught_up=caught_up, offline=False)
 
@@ -410,6 +407,8 @@ class Ingest(OwnerLookups):
         self.stats_for(gvk).count_deleted(caught_up=caught_up, offline=offline)
 
     def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool, ts: int | None = None) -> None:
+        """A tracked object's deletion row; its status is forgotten (memory follows the live cluster)."""
+        self.status.forget(uid or key)
         second = changes.event_second(recv) if ts is None else ts
         self.rec.append_event(self.run_id, EventRow(ts=second, recv=self._written(recv), key=key, uid=uid, op=OP_DELETED,
                                                     inferred=inferred))
@@ -470,7 +469,7 @@ class Ingest(OwnerLookups):
 
     def _pod_gone(self, uid: str, second: int, *, inferred: bool) -> None:
         known = self.pods.pop(uid)
-        self.status.forget(ObjKey(POD, known.namespace, known.name), uid)
+        self.status.forget(uid or ObjKey(POD, known.namespace, known.name))
         ended = lifecycle.on_pod_gone(known.life, ts=second)
         self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life, live=False)
 

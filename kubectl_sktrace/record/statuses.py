@@ -70,6 +70,6 @@ class StatusIndex:
         self.rec.add_status_object(object_id, key, uid)
         return object_id
 
-    def forget(self, key: ObjKey, uid: str) -> None:
-        """The object ``uid`` (``key``) is gone: nothing of it is kept."""
-        self.known.pop(uid or key, None)
+    def forget(self, ident: str | ObjKey) -> None:
+        """The object gone, by its uid (its key when it has none): nothing of it is kept."""
+        self.known.pop(ident, None)
