@@ -47,7 +47,7 @@ import os
 import sqlite3
 import stat
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
 from kubectl_sktrace.errors import CacheError, EmptyCacheError
 from kubectl_sktrace.store.engine import Cache
@@ -108,6 +108,9 @@ class SqliteCache(Cache):
         with contextlib.suppress(sqlite3.Error):
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
+
+    def write_many(self, sql: str, rows: Sequence[Any]) -> None:
+        self.conn.executemany(sql, rows)
 
     def has_table(self, name: str) -> bool:
         """Whether the cache has this table (a cache opened read-only may predate a migration)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator, Protocol, Sequence
 
 
 class DbCursor(Protocol):
@@ -92,6 +92,11 @@ class Cache:
         """Within a batch: a write whose result nobody reads (an engine may send it later, before the next
         read or the commit)."""
         self.conn.execute(sql, parameters)
+
+    def write_many(self, sql: str, rows: Sequence[Any]) -> None:
+        """Within a batch: one write for each of ``rows``, as ``write`` does (an engine may send them as one)."""
+        for row in rows:
+            self.write(sql, row)
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

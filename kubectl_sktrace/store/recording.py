@@ -94,24 +94,36 @@ class Recording:
         self._conn: DbConnection = cache.conn
         self._write = cache.write
         self._status_objects: dict[tuple[ObjKey, str], int] = {}  # ``append_status``'s objects
+        self._statuses: list[tuple[Any, ...]] = []  # the batch's status changes, written as one before its commit
 
     # -- transactions -------------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """One ``BEGIN IMMEDIATE`` … ``COMMIT`` holding every write made inside it."""
+        self._statuses.clear()
         with self.cache.transaction():
             yield
+            self._write_statuses()
 
     def begin(self) -> None:
         """Open a batch by hand (the recorder's loop commits with ``commit``)."""
+        self._statuses.clear()
         self.cache.begin()
 
     def commit(self) -> None:
+        self._write_statuses()
         self.cache.commit()
 
     def rollback(self) -> None:
+        self._statuses.clear()
         self.cache.rollback()
+
+    def _write_statuses(self) -> None:
+        """The batch's status changes, as one write: a busy cluster's kubelets make most of its events one."""
+        if self._statuses:
+            rows, self._statuses = self._statuses, []
+            self.cache.write_many(_INSERT_STATUS, rows)
 
     @property
     def in_batch(self) -> bool:
@@ -290,15 +302,15 @@ class Recording:
         if object_id is None:
             object_id = self._status_objects[(key, uid)] = self.next_status_object()
             self.add_status_object(object_id, key, uid)
-        self.append_status_change(run_id, ts=ts, recv=recv, object_id=object_id, inferred=inferred, reduced=reduced, before=None)
+        self._write(_INSERT_STATUS, _status_row(run_id, ts=ts, recv=recv, object_id=object_id, inferred=inferred, reduced=reduced,
+                                                before=None))
 
     def append_status_change(self, run_id: int, *, ts: int, recv: float, object_id: int, inferred: bool, reduced: Mapping[str, Any],
                              before: Mapping[str, Any] | None) -> None:
         """A status change (``trace/statuses``) of ``object_id``: what changed since ``before`` (its previous row's
-        reduction), or whole when None (``store/statusforms``)."""
-        form, body = statusforms.encode(reduced, before=before)
-        self._write("INSERT INTO status_changes (object, ts, late, run_id, inferred, form, body) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (object_id, ts, round((recv - ts) * 1000), run_id, int(inferred), form, body))
+        reduction), or whole when None (``store/statusforms``); held until the batch commits, then written with the
+        batch's others as one (nothing in a recorder reads them back before)."""
+        self._statuses.append(_status_row(run_id, ts=ts, recv=recv, object_id=object_id, inferred=inferred, reduced=reduced, before=before))
 
     def upsert_object(self, key: ObjKey, *, uid: str, spec_hash: int, meta_hash: int | None = None, data_hash: int | None = None) -> None:
         """The live index's row: uid, spec hash and the fingerprints of metadata and data (``trace/revisions``)."""
@@ -376,6 +388,15 @@ class Recording:
                     "ON CONFLICT (group_version) DO UPDATE SET body = excluded.body, fetched = excluded.fetched",
                     (gv, _DUMPS(body), fetched),
                 )
+
+
+_INSERT_STATUS = "INSERT INTO status_changes (object, ts, late, run_id, inferred, form, body) VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def _status_row(run_id: int, *, ts: int, recv: float, object_id: int, inferred: bool, reduced: Mapping[str, Any],
+                before: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    form, body = statusforms.encode(reduced, before=before)
+    return (object_id, ts, round((recv - ts) * 1000), run_id, int(inferred), form, body)
 
 
 def _hash(value: int | None) -> int | None:

@@ -120,6 +120,32 @@ def test_a_cache_of_0016_migrates_its_status_changes_whole(engine: str, monkeypa
         assert index._new_object(WEB, "u1") == 3
 
 
+def test_a_batchs_status_changes_are_written_at_its_commit_and_none_of_a_batch_rolled_back(engine: str) -> None:
+    """The recorder's status changes wait for their batch's commit and go as one write: a reader sees them with the
+    batch's other rows; a batch rolled back leaves none, nor any in the next batch."""
+    where = location(engine)
+    head = ObjectHead(WEB, "u1", "1", None, ())
+    with open_cache(where, create=True) as cache:
+        rec = Recording(cache)
+        run = rec.begin_run(started=T0, pid=1, config_yaml="trackedObjects: {}\n")
+        rec.begin()
+        StatusIndex(rec, run, lambda recv: recv).seen(head, web(1), T0 + 0.25, inferred=False)
+        rec.rollback()
+        index = StatusIndex(rec, run, lambda recv: recv)
+        rec.begin()
+        index.seen(head, web(2), T0 + 10.25, inferred=False)
+        index.seen(head, web(3), T0 + 20.25, inferred=False)
+        with open_cache_readonly(where) as reader:
+            assert not stored.every_row(reader)  # not before the commit
+        rec.commit()
+        with open_cache_readonly(where) as reader:
+            assert [(r.ts, r.reduced) for r in stored.every_row(reader)] == [(T0 + 10, statuses.reduce(web(2))),
+                                                                              (T0 + 20, statuses.reduce(web(3)))]
+        rec.begin()
+        rec.commit()
+        assert len(stored.every_row(cache)) == 2
+
+
 def test_a_negative_count_is_stored_as_it_is() -> None:
     state = {"phase": "Running", "containers": {"c": {"ready": True, "restarts": -1}}}
     form, body = statusforms.encode(state, before=None)
