@@ -258,12 +258,14 @@ class Session:
 
     def _advance_sync(self, run: _Run, now: float) -> None:
         """The initial sync: its progress, then the sync mark once every kind listed."""
+        if run.synced_at is not None:
+            return  # every round of a run's life comes here: once synced, nothing to look at
         with run.writer.hold():
             settled = all(self._settled(run.ingest, g) for g in run.watched)
-        if run.synced_at is None and (settled or now - run.last_view >= VIEW_EVERY):
+        if settled or now - run.last_view >= VIEW_EVERY:
             run.last_view = now
             self._show_sync(run)
-        if run.synced_at is None and settled:
+        if settled:
             run.synced_at = self.clock()
             run.writer.mark_synced(run.run_id, run.synced_at)
             self.progress.synced(run.synced_at - run.started)
