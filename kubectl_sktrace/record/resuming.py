@@ -19,9 +19,10 @@ once a short stream brought nothing more; until then ``Ingest`` takes its events
 restart's list stamps what it finds, inferred: creations at their ``creationTimestamp`` inside the gap; a version at
 its latest ``managedFields`` time inside the gap, ``changes.written_second``, else at the restart) and its deletions
 as what a list would miss (deleted at the run's start once every kind settled, or at the creation of an object
-re-created under the name). A 410 ends the attempt: the kind lists, as before. The proof that a catch-up is over
-costs a second (a stream with nothing in it) where no event reaches the version read first: about two seconds for a
-kind that changed, whatever its size, against a list's time that grows with it.
+re-created under the name). A 410 ends the attempt: the kind lists, as before. Where no event reaches the version read
+first, the proof that a catch-up is over is a stream of a second (``CATCH_UP_SECONDS``) that ends with ``QUIET_SECONDS``
+of silence after its last event, or with nothing in it (the server's watch cache sends what it holds at once): about a
+second for a kind, changed or not, whatever its size, against a list's time that grows with it.
 
 Pure decisions, and the bookkeeping of the positions stored; the writes go through ``Recording``.
 """
@@ -130,6 +131,10 @@ CATCH_UP_SECONDS = 1
 """The ``timeoutSeconds`` of a catch-up's streams: a stream that ends after it with nothing in it proves that the
 server held nothing more since the version it resumed from (its watch cache sends what it holds at once)."""
 
+QUIET_SECONDS = 0.5
+"""Silence between a catch-up stream's last event and its end that proves the server held nothing more: a watch cache
+sends the events it holds back to back, and a stream cut short by its timeout while sending ends without a pause."""
+
 
 def catch_up(*, resource: Resource, namespace: str | None, since: str, list_page: ListPage, watch: OpenWatch,
              sink: Sink, clock: Callable[[], float], stop: threading.Event, reached: Callable[[str], None]) -> tuple[str, float]:
@@ -165,8 +170,10 @@ class _CatchUp:
 
 def _stream(stream: Any, *, gvk: GVK, state: _CatchUp, sink: Sink, clock: Callable[[], float], stop: threading.Event,
             reached: Callable[[str], None]) -> None:
-    """One catch-up stream, its events passed on; ``state.done`` once caught up (a stream with nothing in it is)."""
+    """One catch-up stream, its events passed on; ``state.done`` once caught up (a stream with nothing in it is, and one
+    that ended ``QUIET_SECONDS`` after its last event)."""
     state.done = True
+    last = clock()
     try:
         for event in stream:
             if stop.is_set():
@@ -192,6 +199,10 @@ def _stream(stream: Any, *, gvk: GVK, state: _CatchUp, sink: Sink, clock: Callab
                 reached(rv)
             if state.done:
                 return
+            last = clock()
+        if stop.is_set():
+            raise Stopped
+        state.done = state.done or clock() - last >= QUIET_SECONDS
     finally:
         close = getattr(stream, "close", None)
         if close is not None:

@@ -18,6 +18,7 @@ from kubectl_sktrace.errors import (
 )
 from kubectl_sktrace.kube.discovery import Resource
 from kubectl_sktrace.model import GVK
+from kubectl_sktrace.record import resuming
 from kubectl_sktrace.record.watching import SETTLE_SECONDS, Backoff, Vigil, run_watch
 
 pytestmark = pytest.mark.timeout(10)
@@ -618,6 +619,19 @@ def test_a_catch_up_stream_with_nothing_in_it_ends_the_catch_up():
     sink, script, _ = run([], [[ev("ADDED", "a", "121")], [], [bookmark("140")]], cycles=2, horizon="200", resume_from="110")
     assert script.watch_calls == ["110", "121", "121"]
     assert [c[0] for c in sink.calls] == ["resume", "ADDED", "end"] and sink.calls[-1][1] == "121"
+
+
+def test_a_catch_up_stream_that_ends_quiet_after_its_events_ends_the_catch_up():
+    """The server's watch cache sends what it holds at once: a stream that then stayed silent until its end proves
+    that nothing more was held (one stream, not a second with nothing in it); a stream that ended as it sent does not."""
+    sink, script, _ = run([], [[ev("ADDED", "a", "121"), ev("MODIFIED", "a", "124"), resuming.QUIET_SECONDS]], cycles=1,
+                          horizon="200", resume_from="110")
+    assert script.watch_calls == ["110"]
+    assert [c[0] for c in sink.calls] == ["resume", "ADDED", "MODIFIED", "end"] and sink.calls[-1][1] == "124"
+    sink, script, _ = run([], [[ev("ADDED", "a", "121"), resuming.QUIET_SECONDS / 2], [ev("ADDED", "b", "126")], []], cycles=1,
+                          horizon="200", resume_from="110")
+    assert script.watch_calls == ["110", "121", "126"]
+    assert [c[0] for c in sink.calls] == ["resume", "ADDED", "ADDED", "end"] and sink.calls[-1][1] == "126"
 
 
 def test_an_event_made_since_the_catch_up_began_follows_its_end_live():
