@@ -71,8 +71,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def query(cache: str, sql: str) -> list[tuple[object, ...]]:
-    try:
-        conn = sqlite3.connect(cache, timeout=5)
+    try:  # read-only: never create the file before the recorder does (it refuses a cache others may read)
+        conn = sqlite3.connect(f"file:{cache}?mode=ro", uri=True, timeout=5)
     except sqlite3.Error:
         return []
     try:

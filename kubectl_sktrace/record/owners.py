@@ -32,24 +32,26 @@ def resolve_chain(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> list[ObjKey]:
     """The object's owners, depth first (see the module docstring); ``lookup(ref, namespace)`` gives an owner's owners."""
-    namespace = head.key.namespace
     chain: list[ObjKey] = []
     seen: set[ObjKey] = {head.key}  # an owner cycle through the object itself must not list it as its own owner
-
-    def walk(refs: Sequence[OwnerRef], depth: int) -> None:
-        for ref in refs:
-            key = ref.key(namespace)
-            if key in seen:
-                continue
-            seen.add(key)
-            chain.append(key)
-            if depth < max_depth:
-                parents = lookup(ref, namespace)
-                if parents:
-                    walk(parents, depth + 1)
-
-    walk(head.owners, 1)
+    _walk(head.owners, 1, namespace=head.key.namespace, lookup=lookup, max_depth=max_depth, chain=chain, seen=seen)
     return chain
+
+
+def _walk(refs: Sequence[OwnerRef], depth: int, *, namespace: str, lookup: Callable[[OwnerRef, str], Sequence[OwnerRef] | None],
+          max_depth: int, chain: list[ObjKey], seen: set[ObjKey]) -> None:
+    """``resolve_chain``'s walk: a function of the module, not a closure, which would refer to itself (a reference
+    cycle per pod that only the cyclic collector frees)."""
+    for ref in refs:
+        key = ref.key(namespace)
+        if key in seen:
+            continue
+        seen.add(key)
+        chain.append(key)
+        if depth < max_depth:
+            parents = lookup(ref, namespace)
+            if parents:
+                _walk(parents, depth + 1, namespace=namespace, lookup=lookup, max_depth=max_depth, chain=chain, seen=seen)
 
 
 def lifecycle_owner(

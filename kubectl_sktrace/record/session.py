@@ -59,6 +59,17 @@ GC_THRESHOLD = 50_000
 """The cyclic GC's first threshold while recording: raw API objects are acyclic dicts made by the thousand,
 and the default (700) spends a fifth of the ingest time collecting nothing (docs/architecture.md, measured facts)."""
 
+SavedGC = tuple[tuple[int, int, int], bool]
+"""The cyclic GC's thresholds and whether it was enabled, as a run found them (restored when it ends)."""
+
+
+def _restore_gc(saved: SavedGC) -> None:
+    gc.set_threshold(*saved[0])
+    gc.unfreeze()
+    if saved[1]:
+        gc.enable()
+
+
 VIEW_EVERY = 0.5
 """Seconds between two redraws of the progress line."""
 
@@ -126,6 +137,7 @@ class Session:
         self.run_watch = run_watch
         self.clock = clock
         self.warnings: list[str] = []
+        self._gc_enabled = True  # whether the cyclic GC ran when the run began: on again once synced
         self._failed: dict[GVK, BaseException] = {}
         self._vigil = watching.Vigil(clock=clock, monotonic=time.monotonic)
         self._pages = PageBudget(PAGES_HELD)  # every kind lists at once; the pages they hold together stay few
@@ -141,10 +153,16 @@ class Session:
         run = self._plan()
         run.writer.follow(self.stop)
         run.writer.deadline = run.deadline
-        self._launch(run)
+        saved_gc = gc.get_threshold(), gc.isenabled()
+        self._gc_enabled = saved_gc[1]
+        gc.set_threshold(GC_THRESHOLD, saved_gc[0][1], saved_gc[0][2])
+        gc.disable()  # until synced (``_advance_sync``): the lists' pages are acyclic, freed as each is ingested
+        try:
+            self._launch(run)
+        except BaseException:
+            _restore_gc(saved_gc)
+            raise
         clean = False
-        saved_gc = gc.get_threshold()
-        gc.set_threshold(GC_THRESHOLD, saved_gc[1], saved_gc[2])
         try:
             try:
                 while self._step(run):
@@ -272,6 +290,8 @@ class Session:
             self._check_namespace(run)
             run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
+            if self._gc_enabled:
+                gc.enable()
             if self.retention is not None:  # --retain: its passes start once the history is whole
                 self.pruner = start_retention(self.retention, cache=self.rec.cache, writer=run.writer, stop=self.stop,
                                               tell=self.progress.note)
@@ -283,7 +303,7 @@ class Session:
         self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate, updates_rate=updates_rate,
                            left=None if run.deadline is None else max(0.0, run.deadline - now))
 
-    def _finish(self, run: _Run, *, clean: bool, saved_gc: tuple[int, int, int]) -> float:
+    def _finish(self, run: _Run, *, clean: bool, saved_gc: SavedGC) -> float:
         """Stop the watches, commit (clean) or roll back the open batch, and record the run's end; returns it."""
         self.stop.set()
         if self.health is not None:
@@ -292,8 +312,7 @@ class Session:
         # the watch threads write nothing after this; what they received before the stop is committed
         run.writer.close(clean=clean)
         stopped = self.clock()
-        gc.set_threshold(*saved_gc)
-        gc.unfreeze()
+        _restore_gc(saved_gc)
         self.rec.stop_run(run.run_id, stopped, clean=clean)
         if clean:
             self.rec.cache.checkpoint()
@@ -302,7 +321,7 @@ class Session:
         self.progress.close()
         return stopped
 
-    def _give_up(self, run: _Run, *, saved_gc: tuple[int, int, int]) -> None:
+    def _give_up(self, run: _Run, *, saved_gc: SavedGC) -> None:
         """The writer is stuck (``WriterStuck``): the run ends without it, at once. What was committed stands; the
         stuck thread's open batch is lost, as a ``kill -9`` loses it, and nothing more is written: the run's row keeps
         its last heartbeat as its end, so ``status`` and the next start see it ended there (crashed, not clean), and the
@@ -311,8 +330,7 @@ class Session:
         run.writer.abandon()
         if self.health is not None:
             self.health.stopping()
-        gc.set_threshold(*saved_gc)
-        gc.unfreeze()
+        _restore_gc(saved_gc)
         self.progress.close()
 
     def _summary(self, run: _Run, stopped: float) -> Summary:

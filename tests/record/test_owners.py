@@ -153,3 +153,20 @@ def test_chain_then_owner_end_to_end() -> None:
     owner = lifecycle_owner(pod_key=POD_KEY, chain=chain, is_tracked_lifecycle_owner=lambda key: key.gvk in tracked_kinds and key in existing)
     assert owner == k(DEPLOY, "web")
     assert owner.ns_name == "shop/web"
+
+
+def test_resolving_a_chain_leaves_nothing_for_the_cyclic_collector() -> None:
+    """The recorder resolves a chain for every pod it lists, with the cyclic collector paused during the initial sync:
+    a walk that left a reference cycle (a closure calling itself) would hold every pod's walk until a collection."""
+    import gc
+
+    fake = FakeCluster(DEPLOYMENT_CLUSTER)
+    pod = head(POD_OF_RS)
+    gc.collect()
+    gc.disable()
+    try:
+        chains = [resolve_chain(pod, lookup=fake.lookup) for _ in range(100)]
+        unreachable = gc.collect()
+    finally:
+        gc.enable()
+    assert chains[0] == [k(RS, "web-5d8f"), k(DEPLOY, "web")] and unreachable == 0
