@@ -75,7 +75,7 @@ def reconciliation(cache: Cache, *, run_id: int | None = None) -> Reconciliation
     report = _reconciliation(cache, run_id=run_id)
     if report is None or report.synced is None:
         return report
-    return replace(report, workloads=workload_states(found_by_run(cache, report.run_id)))
+    return replace(report, workloads=workload_states(found_by_run(cache, report.run_id, pods=False)))
 
 
 def _reconciliation(cache: Cache, *, run_id: int | None = None) -> Reconciliation | None:

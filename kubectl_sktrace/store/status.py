@@ -193,7 +193,7 @@ def cache_status(cache: Cache, *, namespace: str | None = None) -> CacheStatus:
         first_event=first, last_event=last, size_bytes=size, reconciliation=reconciliation(cache),
         history_names=cache.history_names(), unserved=tuple(unserved_spans(cache)), unobserved=tuple(unobserved_spans(cache)),
         pruned=tuple(prunes(cache)), filled=tuple(fills(cache)),
-        workloads=workload_states(state_at(cache, at=float("inf"), live=True), namespace=namespace),
+        workloads=workload_states(state_at(cache, at=float("inf"), live=True, pods=False), namespace=namespace),
     )
 
 

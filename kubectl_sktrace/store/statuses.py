@@ -163,14 +163,18 @@ def has_statuses(cache: Cache) -> bool:
     return cache.has_table("status_objects")
 
 
-def state_at(cache: Cache, *, at: float, gvks: Iterable[GVK] = (), live: bool = False) -> dict[ObjKey, StatusRow]:
+def state_at(cache: Cache, *, at: float, gvks: Iterable[GVK] = (), live: bool = False, pods: bool = True) -> dict[ObjKey, StatusRow]:
     """Per object (of ``gvks``; every kind when none), its status at ``at``: its last row at or before it. ``live``: only
-    the objects the live index holds (those that exist at the end of the history)."""
+    the objects the live index holds (those that exist at the end of the history); ``pods=False``: none of the pods (a
+    cluster's most numerous objects, which a reader of its workloads need not decode)."""
     if not has_statuses(cache):
         return {}
     kinds = [str(gvk) for gvk in gvks]
     where = ["s.ts <= :at"]
     params: dict[str, Any] = {"at": at if at != float("inf") else 2**62}
+    if not pods:
+        where.append("o.gvk <> :pod")
+        params["pod"] = str(POD)
     if kinds:
         where.append("o.gvk IN (" + ", ".join(f":k{i}" for i in range(len(kinds))) + ")")
         params.update((f"k{i}", kind) for i, kind in enumerate(kinds))
@@ -190,11 +194,14 @@ def workload_states(rows: dict[ObjKey, StatusRow], *, namespace: str | None = No
                  if key.gvk != POD and (namespace is None or key.namespace == namespace))
 
 
-def found_by_run(cache: Cache, run_id: int) -> dict[ObjKey, StatusRow]:
-    """What a run's lists found (its reconstructed rows), per object: the state at its restart."""
+def found_by_run(cache: Cache, run_id: int, *, pods: bool = True) -> dict[ObjKey, StatusRow]:
+    """What a run's lists found (its reconstructed rows), per object: the state at its restart; ``pods=False``: none
+    of the pods (50,000 pods' states decoded cost the recorder 100 MB at its sync, for a report of its workloads)."""
     if not has_statuses(cache):
         return {}
-    found = cache.conn.execute(f"{_SELECT} WHERE s.run_id = ? AND s.inferred = 1 ORDER BY s.ts, s.id", (run_id,)).fetchall()
+    but_pods = "" if pods else " AND o.gvk <> ?"
+    found = cache.conn.execute(f"{_SELECT} WHERE s.run_id = ? AND s.inferred = 1{but_pods} ORDER BY s.ts, s.id",
+                               (run_id,) if pods else (run_id, str(POD))).fetchall()
     return {row.key: row for row in _rows(cache, found)}
 
 
