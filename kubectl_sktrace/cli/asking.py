@@ -383,7 +383,8 @@ def history_command(kubeconfig: str | None, context: str | None, namespace: str 
 
     Each line: when, what changed (spec, labels, annotations, owners, data, deleted), how it is known, the run that
     recorded it. Objects are told apart by uid: a name deleted and created again shows as two lives, one after the other.
-    As 'kubectl rollout history', the versions only; --status adds what a person reads of its status as it changed.
+    As 'kubectl rollout history', the versions only; --status adds what a person reads of its status as it changed (of
+    a pod known by its lifecycle only, v1.Pod not tracked: its status changes alone).
 
     \b
     Example:
@@ -391,8 +392,9 @@ def history_command(kubeconfig: str | None, context: str | None, namespace: str 
       kubectl sktrace history cm/settings -n shop --diff
       kubectl sktrace history deployments.apps/web -n demo --pods -o json
       kubectl sktrace history deploy/web -n shop --status
+      kubectl sktrace history pod/web-7d4-x2x9q -n shop --status
     """
-    from kubectl_sktrace.past.state import Past
+    from kubectl_sktrace.past.state import Life, Past
 
     term, names = _kind_and_names([target])
     if len(names) != 1:
@@ -403,9 +405,16 @@ def history_command(kubeconfig: str | None, context: str | None, namespace: str 
         ns = _namespace(namespace, all_namespaces, kubeconfig=kubeconfig, context=context, kind=kind) or ""
         if all_namespaces:
             raise UsageError("history shows one object: give its namespace with -n, not -A")
-        lives = past.lives(kind, ns, names[0])
-        owned = past.pods(kind, ns, names[0]) if pods else []
+        if kind.lifecycles and not status:
+            from kubectl_sktrace.past.kinds import LIFECYCLES
+
+            raise UsageError(f"{LIFECYCLES}; --status prints a pod's status changes")
         changed = past.status_changes(kind, ns, names[0]) if status else []
+        if kind.lifecycles and status:  # no versions: each life's status changes alone
+            lives = [Life(uid, ()) for uid in dict.fromkeys(change.uid for change in changed)]
+        else:
+            lives = past.lives(kind, ns, names[0])
+        owned = past.pods(kind, ns, names[0]) if pods else []
     if not lives:
         raise UsageError(f"the history has no {kind.resource} {names[0]!r}{f' in namespace {ns}' if ns else ''}; "
                          f"'kubectl sktrace get {kind.plural} -A' lists what it has")

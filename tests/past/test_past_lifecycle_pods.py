@@ -105,3 +105,20 @@ def test_questions_about_their_versions_say_why_there_is_no_answer(tmp_path: Any
     assert (tmp_path / "cache.db").read_bytes() == before
     quiet = sktrace("diff", "--from", f"@{T0 + 15}", "--to", f"@{T0 + 45}", "-n", "app", "--cache", cache, "-o", "name")
     assert quiet.returncode == 0 and quiet.stdout == "", quiet.stderr  # nothing but pods' lifecycles changed: no version did
+
+
+@pytest.mark.slow  # starts the CLI's process
+def test_history_of_a_pod_known_by_its_lifecycle_prints_its_status_changes(tmp_path: Any) -> None:
+    """No versions, but its status as it changed: ``history pod/NAME --status`` prints those alone (without
+    ``--status`` the one line says to ask for them)."""
+    cache = str(tmp_path / "cache.db")
+    build(cache)
+    done = sktrace("history", "pod/web-b", "-n", "app", "--status", "--cache", cache)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["LIFE", "UID", "TIME", "CHANGE", "KNOWN", "RUN"] and len(lines) == 3, done.stdout
+    assert "uid-web-b" in lines[1] and "Running" in lines[1] and "web: state waiting CrashLoopBackOff" in lines[2], done.stdout
+    said = json.loads(sktrace("history", "pod/web-b", "-n", "app", "--status", "--cache", cache, "-o", "json").stdout)
+    assert [life["uid"] for life in said["lives"]] == ["uid-web-b"] and len(said["lives"][0]["statuses"]) == 2
+    refused = sktrace("history", "pod/web-b", "-n", "app", "--cache", cache)
+    assert refused.returncode == 1 and refused.stderr.strip().endswith("--status prints a pod's status changes"), refused.stderr
