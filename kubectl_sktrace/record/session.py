@@ -42,6 +42,7 @@ from kubectl_sktrace.record.progress import Rates
 from kubectl_sktrace.record.resuming import resumable
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.summary import Summary, SummaryRow
+from kubectl_sktrace.record.unchanged import keep, last_stop
 from kubectl_sktrace.record.throttle import Throttle
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer, WriterStuck
 from kubectl_sktrace.store.engine import Cache
@@ -194,6 +195,7 @@ class Session:
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
             restart=started, fresh=fresh, initial_kinds=frozenset(watched),
+            versions=last_stop(self.rec, previous, cluster_uid=self.identity.cluster_uid),
         )
         sizes = Counter(key.gvk for key in ingest.owners) + Counter({g: len(live) for g, live in ingest.live.items()})
         sizes[POD] = len(ingest.pods)
@@ -268,6 +270,9 @@ class Session:
             run.writer.mark_synced(run.run_id, run.synced_at)
             self.progress.synced(run.synced_at - run.started)
             self._check_namespace(run)
+            if run.ingest.versions.unchanged:
+                self.progress.note(f"{counted(run.ingest.versions.unchanged, 'listed object')} as the last run's clean stop left them: "
+                                   "not walked again")
             run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
             if self.retention is not None:  # --retain: its passes start once the history is whole
@@ -292,6 +297,8 @@ class Session:
         stopped = self.clock()
         gc.set_threshold(*saved_gc)
         gc.unfreeze()
+        if clean:  # the versions applied last, for the next start (``unchanged``): a run that did not stop cleanly leaves none
+            keep(self.rec, run.run_id, run.ingest.versions, run.ingest.status.known)
         self.rec.stop_run(run.run_id, stopped, clean=clean)
         if clean:
             self.rec.cache.checkpoint()
