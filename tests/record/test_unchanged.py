@@ -218,3 +218,41 @@ def test_a_restart_that_skips_the_unchanged_writes_what_one_that_walks_them_does
     assert skipping.versions.unchanged > 0 and walking.versions.unchanged == 0
     assert seen["skip"] == seen["walk"]
     assert _tables(skip) == _tables(walk)
+
+
+CLEAN = PreviousRun(id=4, started=T0, stopped=T0 + 100, clean=True)
+
+
+@pytest.mark.parametrize(("previous", "written_by", "cluster_uid", "stored_uid", "trusted"), [
+    (CLEAN, __version__, "u1", "u1", True),
+    (None, __version__, "u1", "u1", False),  # a new cache
+    (PreviousRun(id=4, started=T0, stopped=T0 + 100, clean=False), __version__, "u1", "u1", False),  # it crashed
+    (CLEAN, "0.1.0", "u1", "u1", False),  # another kubectl-sktrace wrote them
+    (CLEAN, None, "u1", "u1", False),  # none written yet
+    (CLEAN, __version__, "u1", "u2", False),  # another cluster
+    (CLEAN, __version__, "", "", False),  # a cluster whose identity could not be read
+], ids=["clean", "no-run", "crashed", "other-version", "none-written", "other-cluster", "no-identity"])
+def test_the_versions_of_the_last_stop_are_trusted_only_after_a_clean_one_by_this_recorder_on_this_cluster(
+        previous: PreviousRun | None, written_by: str | None, cluster_uid: str, stored_uid: str, trusted: bool) -> None:
+    assert unchanged.trusted(previous=previous, written_by=written_by, cluster_uid=cluster_uid, stored_uid=stored_uid) is trusted
+
+
+def test_a_run_that_crashed_leaves_no_versions_the_next_start_trusts(tmp_path: Path) -> None:
+    """The versions kept by the clean stop before a crashed run describe the state at that stop, not what the crashed run
+    applied: the next start walks every object, and its own clean stop keeps only its own versions."""
+    rng = random.Random(7)
+    cluster, config, path = _cluster(rng), _config(False), tmp_path / "cache.db"
+    _run(path, cluster, config, started=T0, live=[])
+    with open_cache(path, create=False) as cache:
+        kept = stopped.load(cache, 1)
+        assert len(kept) == 90 and cache.get_meta(stopped.RECORDER) == __version__  # 30 Deployments, ConfigMaps and pods (no owner)
+        rec = Recording(cache)
+        crashed = rec.begin_run(started=T0 + 200, pid=2, config_yaml="")  # then killed: no clean stop, its rows never kept
+        assert unchanged.last_stop(rec, rec.previous_run(), cluster_uid=IDENTITY.cluster_uid).stopped == {}
+    after = _run(path, cluster, config, started=T0 + 500, live=[])
+    assert after.versions.unchanged == 0 and after.versions.carried_from is None
+    with open_cache(path, create=False) as cache:
+        assert stopped.load(cache, 1) == {} and stopped.load(cache, crashed) == {}
+        assert stopped.load(cache, crashed + 1) == kept  # the same versions, now this run's
+    again = _run(path, cluster, config, started=T0 + 900, live=[])
+    assert again.versions.unchanged == 90
