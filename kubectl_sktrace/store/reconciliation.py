@@ -41,7 +41,7 @@ from kubectl_sktrace.reconciliation import (
 )
 from kubectl_sktrace.store.bodies import decode_body
 from kubectl_sktrace.store.engine import Cache
-from kubectl_sktrace.store.statuses import found_by_run, workload_states
+from kubectl_sktrace.store.statuses import workload_states, workloads_found_by_run
 from kubectl_sktrace.store.versions import APPLIED, CHANGE_OF_OP, VERSIONS
 from kubectl_sktrace.store.versions import DELETED as _DELETED
 from kubectl_sktrace.trace.revisions import SPEC, describe
@@ -75,7 +75,7 @@ def reconciliation(cache: Cache, *, run_id: int | None = None) -> Reconciliation
     report = _reconciliation(cache, run_id=run_id)
     if report is None or report.synced is None:
         return report
-    return replace(report, workloads=workload_states(found_by_run(cache, report.run_id)))
+    return replace(report, workloads=workload_states(workloads_found_by_run(cache, report.run_id)))
 
 
 def _reconciliation(cache: Cache, *, run_id: int | None = None) -> Reconciliation | None:

@@ -190,11 +190,13 @@ def workload_states(rows: dict[ObjKey, StatusRow], *, namespace: str | None = No
                  if key.gvk != POD and (namespace is None or key.namespace == namespace))
 
 
-def found_by_run(cache: Cache, run_id: int) -> dict[ObjKey, StatusRow]:
-    """What a run's lists found (its reconstructed rows), per object: the state at its restart."""
+def workloads_found_by_run(cache: Cache, run_id: int) -> dict[ObjKey, StatusRow]:
+    """What a run's lists found (its reconstructed rows) of every kind but pods, per object: the state at its restart.
+    (A restart that lists writes such a row for every pod it finds: tens of thousands a report never shows.)"""
     if not has_statuses(cache):
         return {}
-    found = cache.conn.execute(f"{_SELECT} WHERE s.run_id = ? AND s.inferred = 1 ORDER BY s.ts, s.id", (run_id,)).fetchall()
+    found = cache.conn.execute(f"{_SELECT} WHERE s.run_id = ? AND s.inferred = 1 AND o.gvk <> ? ORDER BY s.ts, s.id",
+                               (run_id, str(POD))).fetchall()
     return {row.key: row for row in _rows(cache, found)}
 
 
