@@ -7,7 +7,8 @@ its changes in this run go under, and how many rows it wrote since its last whol
 each one's reduction for the next start: ``unchanged``). An event whose reduction has
 other bytes is a status change, written at its second as what changed since the last (``store/statuses``). What a
 list finds (a restart's first list, a relist after a 410 or an outage) is written *inferred*: the state is known, not
-when it became so; a restart starts with an empty index, so it records the state it finds, reconstructed and whole.
+when it became so; a restart starts with an empty index, so it records the state it finds, reconstructed and whole
+(of an object listed as the last clean stop left it, from the bytes kept then: ``seen_unchanged``, the same rows).
 An object that goes is forgotten, so memory follows the live cluster.
 """
 
