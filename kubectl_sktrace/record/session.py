@@ -270,10 +270,10 @@ class Session:
             run.writer.mark_synced(run.run_id, run.synced_at)
             self.progress.synced(run.synced_at - run.started)
             self._check_namespace(run)
-            if run.ingest.versions.unchanged:
+            run.reconciliation = self._reconcile(run)
+            if run.ingest.versions.unchanged:  # after the report, which follows the sync line
                 self.progress.note(f"{counted(run.ingest.versions.unchanged, 'listed object')} as the last run's clean stop left them: "
                                    "not walked again")
-            run.reconciliation = self._reconcile(run)
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
             if self.retention is not None:  # --retain: its passes start once the history is whole
                 self.pruner = start_retention(self.retention, cache=self.rec.cache, writer=run.writer, stop=self.stop,
