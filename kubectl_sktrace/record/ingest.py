@@ -19,7 +19,8 @@ initial sync only once every kind has listed (``initialsync``: a partial first s
   pods that finished offline get their real end from their container states.
 
 A restart's watch resumed where the last run left it (``resuming``) stands for the kind's first list: its catch-up's
-events are taken as listed items (``resume_begin``), its deletions as what the list missed, reconciled alike.
+events are taken as listed items (``resume_begin``), its deletions as what the list missed, reconciled alike. A restart's
+list does not walk again what it finds as the last run's clean stop left it (``unchanged``).
 
 Owner chains of pods are resolved at first sight from, in order: owner kinds watched cheaply alongside the
 tracked ones (ReplicaSets for Deployments, Jobs for CronJobs), the ``owners`` table, then a GET (cached); a pod
@@ -47,6 +48,7 @@ from kubectl_sktrace.record.ownerlookups import OwnerLookups
 from kubectl_sktrace.record.resuming import Positions, Relist
 from kubectl_sktrace.record.stats import KindStats as KindStats  # where the progress line and the session import it
 from kubectl_sktrace.record.statuses import StatusIndex
+from kubectl_sktrace.record.unchanged import UnchangedLists, Versions
 from kubectl_sktrace.store.history import CAUSE_FAILED
 from kubectl_sktrace.store.recording import OP_DELETED, OP_OF_CHANGE, EventRow, Recording
 from kubectl_sktrace.trace import hashing, lifecycle, revisions, sanitize
@@ -67,7 +69,7 @@ class _Pod:
     life: lifecycle.Lifecycle
 
 
-class Ingest(OwnerLookups):
+class Ingest(OwnerLookups, UnchangedLists):
     """The recorder's rules applied to sink messages, written through ``Recording``. Not thread-safe: the
     ``Writer`` serializes the calls.
 
@@ -83,7 +85,7 @@ class Ingest(OwnerLookups):
     def __init__(
         self, *, recording: Recording, run_id: int, config: TracerConfig, owner_kinds: set[GVK],
         fetch_owner: Callable[[ObjKey], dict[str, Any] | None] | None, gap_start: float | None, restart: float | None = None,
-        fresh: frozenset[GVK] = frozenset(), initial_kinds: frozenset[GVK] = frozenset(),
+        fresh: frozenset[GVK] = frozenset(), initial_kinds: frozenset[GVK] = frozenset(), versions: Versions | None = None,
     ) -> None:
         self.rec = recording
         self.run_id = run_id
@@ -107,6 +109,7 @@ class Ingest(OwnerLookups):
         self.positions = Positions(recording, run_id)  # the watch positions, resumable once synced (``resuming``)
         self.coverage = KindCoverage(recording, run_id)  # outages, kinds refused or not served: their gaps while open
         self.status = StatusIndex(recording, run_id, self._written)  # what a person reads of each status (``statuses``)
+        self.versions = versions or Versions()  # the versions applied last, and the last clean stop's (``unchanged``)
         self._heartbeat = -math.inf  # the last heartbeat committed by this run
         self.sync = InitialSync.of(initial_kinds)
         self._unobserved: set[GVK] = set(initial_kinds) if restart is not None else set()  # whose first list is to come
@@ -149,15 +152,20 @@ class Ingest(OwnerLookups):
     def _listed(self, relist: Relist, head: ObjectHead, obj: dict[str, Any]) -> None:
         """An object as a list finds it, or as a resumed watch's catch-up does (added or changed meanwhile)."""
         gvk = head.key.gvk
+        if relist.initial and not relist.resume and self.versions.stopped and self._unchanged(relist, head, obj):
+            return
         written = changes.written_second(obj, gap=self._gap(gvk), recv=relist.ts) if relist.resume else None
-        if gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery, first=gvk in self._unobserved,
-                                               written=written):
+        applied = gvk in self.tracked and self._apply(head, obj, relist.ts, relist=True, caught_up=relist.recovery,
+                                                      first=gvk in self._unobserved, written=written)
+        if applied:
             relist.seen[head.key] = head.uid
         if gvk == POD:
             self._pod(head, obj, relist.ts, deleted=False, caught_up=True)
             relist.seen_pods.add(head.uid)
         if gvk in self.owner_kinds:
             self._store_owner(head, relist.ts)
+        if (applied or gvk == POD) and head.uid:
+            self.versions.applied[head.uid] = head.resource_version
 
     def _caught_up_deletion(self, relist: Relist, head: ObjectHead, obj: dict[str, Any]) -> None:
         """A resumed watch's catch-up saw the object deleted: as a list that misses it (``resuming``); a pod's last
@@ -213,6 +221,7 @@ class Ingest(OwnerLookups):
             for uid, pod in self.sync.take_unresolved().items():
                 self._resolve_owner(uid, pod)
         if done:
+            self.versions.stopped = {}  # every kind listed: the last stop's versions are of no more use
             for found in self.sync.take_vanished():
                 self._reconcile(found)
 
@@ -253,11 +262,12 @@ class Ingest(OwnerLookups):
                 self.positions.reached(gvk, head.resource_version)
             return
         caught_up = self.coverage.caught_up(gvk, head.resource_version)
+        applied = False
         if gvk in self.tracked:
             if deleted:
                 self._deleted(head, ts, caught_up=caught_up)
             else:
-                self._apply(head, obj, ts, relist=False, caught_up=caught_up)
+                applied = self._apply(head, obj, ts, relist=False, caught_up=caught_up)
         if gvk == POD:
             self._pod(head, obj, ts, deleted=deleted, caught_up=caught_up)
         if gvk in self.owner_kinds:
@@ -268,6 +278,8 @@ class Ingest(OwnerLookups):
         self._gap_start[gvk] = ts
         if head.resource_version:
             self.positions.reached(gvk, head.resource_version)
+        if (applied or (gvk == POD and not deleted)) and head.uid:
+            self.versions.applied[head.uid] = head.resource_version
 
     def failed(self, gvk: GVK, error: BaseException, ts: float) -> None:
         """A 403: the kind is refused from ``ts`` until a list succeeds again (a ``forbidden`` gap). Any other error
@@ -409,6 +421,7 @@ class Ingest(OwnerLookups):
     def _delete(self, key: ObjKey, uid: str, recv: float, *, inferred: bool, ts: int | None = None) -> None:
         """A tracked object's deletion row; its status is forgotten (memory follows the live cluster)."""
         self.status.forget(uid or key)
+        self.versions.applied.pop(uid, None)
         second = changes.event_second(recv) if ts is None else ts
         self.rec.append_event(self.run_id, EventRow(ts=second, recv=self._written(recv), key=key, uid=uid, op=OP_DELETED,
                                                     inferred=inferred))
@@ -470,6 +483,7 @@ class Ingest(OwnerLookups):
     def _pod_gone(self, uid: str, second: int, *, inferred: bool) -> None:
         known = self.pods.pop(uid)
         self.status.forget(uid or ObjKey(POD, known.namespace, known.name))
+        self.versions.applied.pop(uid, None)
         ended = lifecycle.on_pod_gone(known.life, ts=second)
         self.rec.update_pod(uid, start_ts=ended.start, end_ts=ended.end, end_inferred=inferred and ended != known.life, live=False)
 

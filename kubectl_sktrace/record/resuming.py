@@ -3,7 +3,8 @@
 A stop of a minute leaves the API server holding every change since (its watch cache, etcd's compaction window). A
 watch opened at the resourceVersion the last run reached for a kind receives exactly those changes, intermediate
 versions included, where a list would send every object again to be decoded, hashed and compared. So a kind resumes
-(``resume_from``) when all of these hold, and lists as before otherwise (docs/spec.md §5, "A restart that resumes"):
+(``resume_from``) when all of these hold, and lists otherwise (docs/spec.md §5, "A restart that resumes"), walking
+only what changed since the last clean stop (``unchanged``):
 
 - the last run stored the position as fully applied (``Positions``: only once every kind had listed, since the
   initial sync defers deletions until then; a run that never synced, or an older recorder, stored none);

@@ -43,11 +43,13 @@ from kubectl_sktrace.record.resuming import resumable
 from kubectl_sktrace.record.retention import Retention, RetentionPolicy, start_retention
 from kubectl_sktrace.record.summary import Summary, SummaryRow
 from kubectl_sktrace.record.throttle import Throttle
+from kubectl_sktrace.record.unchanged import keep, last_stop
 from kubectl_sktrace.record.writer import IDLE_COMMIT, Writer, WriterStuck
 from kubectl_sktrace.store.engine import Cache
 from kubectl_sktrace.store.history import unserved_spans
 from kubectl_sktrace.store.recording import Identity, Recording
 from kubectl_sktrace.store.status import outages_of
+from kubectl_sktrace.trace.files import collector
 from kubectl_sktrace.tracerconfig import TracerConfig
 
 if TYPE_CHECKING:
@@ -58,17 +60,6 @@ log = logging.getLogger(__name__)
 GC_THRESHOLD = 50_000
 """The cyclic GC's first threshold while recording: raw API objects are acyclic dicts made by the thousand,
 and the default (700) spends a fifth of the ingest time collecting nothing (docs/architecture.md, measured facts)."""
-
-SavedGC = tuple[tuple[int, int, int], bool]
-"""The cyclic GC's thresholds and whether it was enabled, as a run found them (restored when it ends)."""
-
-
-def _restore_gc(saved: SavedGC) -> None:
-    gc.set_threshold(*saved[0])
-    gc.unfreeze()
-    if saved[1]:
-        gc.enable()
-
 
 VIEW_EVERY = 0.5
 """Seconds between two redraws of the progress line."""
@@ -153,14 +144,12 @@ class Session:
         run = self._plan()
         run.writer.follow(self.stop)
         run.writer.deadline = run.deadline
-        saved_gc = gc.get_threshold(), gc.isenabled()
+        saved_gc = collector.for_recording(GC_THRESHOLD)  # off until synced (``_advance_sync``)
         self._gc_enabled = saved_gc[1]
-        gc.set_threshold(GC_THRESHOLD, saved_gc[0][1], saved_gc[0][2])
-        gc.disable()  # until synced (``_advance_sync``): the lists' pages are acyclic, freed as each is ingested
         try:
             self._launch(run)
         except BaseException:
-            _restore_gc(saved_gc)
+            collector.restore(saved_gc)
             raise
         clean = False
         try:
@@ -212,6 +201,7 @@ class Session:
             recording=self.rec, run_id=run_id, config=self.config, owner_kinds=owner_kinds,
             fetch_owner=lambda key: self._fetch(resources, key), gap_start=None if previous is None else previous.stopped,
             restart=started, fresh=fresh, initial_kinds=frozenset(watched),
+            versions=last_stop(self.rec, previous, cluster_uid=self.identity.cluster_uid),
         )
         sizes = Counter(key.gvk for key in ingest.owners) + Counter({g: len(live) for g, live in ingest.live.items()})
         sizes[POD] = len(ingest.pods)
@@ -289,6 +279,9 @@ class Session:
             self.progress.synced(run.synced_at - run.started)
             self._check_namespace(run)
             run.reconciliation = self._reconcile(run)
+            if run.ingest.versions.unchanged:  # after the report, which follows the sync line
+                self.progress.note(f"{counted(run.ingest.versions.unchanged, 'listed object')} as the last run's clean stop left them: "
+                                   "not walked again")
             gc.freeze()  # the live index is long-lived: keep full collections from walking it
             if self._gc_enabled:
                 gc.enable()
@@ -303,7 +296,7 @@ class Session:
         self.progress.live(events=ingest.events_recorded, pods=len(ingest.pods), rate=rate, updates_rate=updates_rate,
                            left=None if run.deadline is None else max(0.0, run.deadline - now))
 
-    def _finish(self, run: _Run, *, clean: bool, saved_gc: SavedGC) -> float:
+    def _finish(self, run: _Run, *, clean: bool, saved_gc: collector.SavedGC) -> float:
         """Stop the watches, commit (clean) or roll back the open batch, and record the run's end; returns it."""
         self.stop.set()
         if self.health is not None:
@@ -312,7 +305,9 @@ class Session:
         # the watch threads write nothing after this; what they received before the stop is committed
         run.writer.close(clean=clean)
         stopped = self.clock()
-        _restore_gc(saved_gc)
+        collector.restore(saved_gc)
+        if clean:  # the versions applied last, for the next start (``unchanged``): a run that did not stop cleanly leaves none
+            keep(self.rec, run.run_id, run.ingest.versions, run.ingest.status.known)
         self.rec.stop_run(run.run_id, stopped, clean=clean)
         if clean:
             self.rec.cache.checkpoint()
@@ -321,7 +316,7 @@ class Session:
         self.progress.close()
         return stopped
 
-    def _give_up(self, run: _Run, *, saved_gc: SavedGC) -> None:
+    def _give_up(self, run: _Run, *, saved_gc: collector.SavedGC) -> None:
         """The writer is stuck (``WriterStuck``): the run ends without it, at once. What was committed stands; the
         stuck thread's open batch is lost, as a ``kill -9`` loses it, and nothing more is written: the run's row keeps
         its last heartbeat as its end, so ``status`` and the next start see it ended there (crashed, not clean), and the
@@ -330,7 +325,7 @@ class Session:
         run.writer.abandon()
         if self.health is not None:
             self.health.stopping()
-        _restore_gc(saved_gc)
+        collector.restore(saved_gc)
         self.progress.close()
 
     def _summary(self, run: _Run, stopped: float) -> Summary:

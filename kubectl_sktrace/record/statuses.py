@@ -3,10 +3,12 @@ writes a row (docs/spec.md "What a status change is").
 
 For each tracked object and each pod, ``StatusIndex`` keeps what the next comparison needs: the bytes of
 its last reduced status (``trace/statuses``; tens of bytes, compared as they are), its uid, the ``status_objects`` row
-its changes in this run go under, and how many rows it wrote since its last whole one. An event whose reduction has
+its changes in this run go under, and how many rows it wrote since its last whole one (a clean stop keeps the bytes of
+each one's reduction for the next start: ``unchanged``). An event whose reduction has
 other bytes is a status change, written at its second as what changed since the last (``store/statuses``). What a
 list finds (a restart's first list, a relist after a 410 or an outage) is written *inferred*: the state is known, not
-when it became so; a restart starts with an empty index, so it records the state it finds, reconstructed and whole.
+when it became so; a restart starts with an empty index, so it records the state it finds, reconstructed and whole
+(of an object listed as the last clean stop left it, from the bytes kept then: ``seen_unchanged``, the same rows).
 An object that goes is forgotten, so memory follows the live cluster.
 """
 
@@ -45,13 +47,29 @@ class StatusIndex:
     def seen(self, head: ObjectHead, obj: Mapping[str, Any], recv: float, *, inferred: bool, pod: bool = False) -> None:
         """An object as a watch event or a list shows it (``pod``: a Pod): a row when what a person reads of it changed.
         An object first met with nothing to read (a status not yet written) writes nothing until it has."""
-        key = head.key
-        ident = head.uid or key
+        ident = head.uid or head.key
         reduced = statuses.reduce(obj, pod=pod)
         packed = statuses.packed(reduced)
         known = self.known.get(ident)
         if known is not None and known.packed == packed and known.uid == head.uid:
             return
+        self._changed(head, ident, known, reduced, packed, recv, inferred=inferred)
+
+    def seen_unchanged(self, head: ObjectHead, kept: bytes, recv: float) -> None:
+        """An object a restart's list finds as the last run's clean stop left it (``unchanged``), ``kept`` the bytes of
+        its reduction then: the rows ``seen`` writes of it (reconstructed), with no reduction taken again (the bytes
+        packed again: this process's own, whichever JSON wrote them)."""
+        ident = head.uid or head.key
+        reduced = statuses.unpacked(kept)
+        packed = statuses.packed(reduced)
+        known = self.known.get(ident)
+        if known is not None and known.packed == packed and known.uid == head.uid:
+            return
+        self._changed(head, ident, known, reduced, packed, recv, inferred=True)
+
+    def _changed(self, head: ObjectHead, ident: str | ObjKey, known: _Known | None, reduced: dict[str, Any], packed: bytes,
+                 recv: float, *, inferred: bool) -> None:
+        key = head.key
         if known is None and not reduced:
             self.known[ident] = _Known(NONE_YET, head.uid, packed, 0)
             return

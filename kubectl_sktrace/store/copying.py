@@ -43,6 +43,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("created", ("uid", "ts")),
     ("status_objects", ("id", "gvk", "namespace", "name", "uid", "fill_id")),
     ("status_changes", ("id", "object", "ts", "late", "run_id", "inferred", "form", "body")),
+    ("stopped_versions", ("uid", "run_id", "resource_version", "status")),
 )
 # columns a later migration added: a source read as it is at an older schema lacks them, and its rows keep NULL
 # there in the copy (what export reads from the bodies instead, as from the source)

@@ -24,6 +24,7 @@ objects whose last row the statement deleted.
 from __future__ import annotations
 
 from kubectl_sktrace.store.statuses import PG_STATUS_CHANGES, PG_STATUS_CHANGES_COMPACT
+from kubectl_sktrace.store.stopped import PG_STOPPED_VERSIONS
 
 REGISTRY_SCHEMA = "kubectl_sktrace"
 
@@ -380,4 +381,5 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
     ("0016_status_changes", PG_STATUS_CHANGES),
     ("0018_status_changes_compact", PG_STATUS_CHANGES_COMPACT),
     ("0019_resume_positions", "ALTER TABLE watch_state ADD COLUMN run BIGINT;"),
+    ("0020_stopped_versions", PG_STOPPED_VERSIONS),
 ]

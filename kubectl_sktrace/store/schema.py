@@ -18,8 +18,7 @@ events          the history, append-only, in the order it was recorded (``id``).
                 real time lies between the previous run's last sight and ``ts``). ``spec_hash`` of the
                 applied spec; ``body`` the sanitized object without its status and ``status`` its status
                 (NULL when none), both zlib-compressed msgpack (``bodies.py`` says why); deleted rows
-                have neither (export writes the name-only stub).
-                ``owner_chain`` is the resolved ancestor chain of an applied object, JSON
+                have neither (export writes the name-only stub). ``owner_chain`` is the resolved ancestor chain of an applied object, JSON
                 ``[[gvk, namespace, name], ...]`` direct owners first, depth first; NULL when it has none.
 objects         the live index of tracked objects: one row per object that currently exists as far as the
                 recorder knows (deleted objects are removed). ``uid``, ``spec_hash`` of the last applied
@@ -43,8 +42,7 @@ coverage_gaps   (0002) intervals of a run during which one kind was not watched 
                 (a 410: the watch fell behind the server's history, e.g. a stopped or sleeping process);
                 ``detail`` the error met. Changes found after a gap are recorded ``inferred``. The cause
                 'watch failed' marks a kind given up until the run's end: not an outage, a kind that run did
-                not record (``history.unrecorded_kinds``). Since 0007 (see there) two more: 'forbidden' and
-                'not served'.
+                not record (``history.unrecorded_kinds``). Since 0007 (see there) two more: 'forbidden', 'not served'.
 discovery       cached discovery documents per group-version, JSON.
 
 Indexes for the reconciliation report (``store/reconciliation.py``, 0004): ``events_uid`` finds an object's
@@ -105,8 +103,7 @@ event_rates     rows of ``events`` per ``(minute, gvk, op, inferred)``, ``minute
                 a prune or a retention shrinks it too).
 event_rates_hourly  the same per ``hour`` (``ts / 3600``): what a long range sums (8 weeks are 1,344 hours).
                 ``view`` reads a range's whole hours from ``event_rates_hourly``, the whole minutes at its edges from
-                ``event_rates`` and the partial minutes from ``events`` (a few rows an hour where ``events_ts`` would
-                walk every event).
+                ``event_rates`` and the partial minutes from ``events`` (a few rows an hour, not every event).
 
 What a person calls a change (0011, docs/spec.md "What a change is"; ``trace/revisions.py``):
 
@@ -147,17 +144,20 @@ What the view reads from indexes alone (0014):
 
 events_object   carries ``inferred`` last: an object's changes as the view draws them (time, operation, whether
                 reconstructed) are read from the index alone, never from the rows' pages.
-pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a range are found and counted in the index,
-                only those drawn are read.
+pods_owner      carries ``start_ts`` and ``end_ts``: a workload's pods in a range are counted in the index, only those drawn read.
 created         (0015) per uid, the second of its ``creationTimestamp`` (which bodies lack: ``sanitize``), written at an
                 object's first sight and at every list; ``get --at`` shows it. Unknown (never guessed) until then.
 status_changes  (0016) what a person reads of an object's status, one row per change; (0018) only what changed (``store/statuses.py``).
 watch_state     (0019) ``run``: the run that stored the position, once every kind had listed (what it found applied):
-                the next run resumes its watch there, with no list (``record/resuming``); NULL (an older recorder) lists."""
+                the next run resumes its watch there, with no list (``record/resuming``); NULL (an older recorder) lists.
+stopped_versions  (0020) per live tracked object and live pod, the resourceVersion applied last and its status's bytes, as
+                a clean stop left them: a restart that lists does not walk an object listed at that version again
+                (``store/stopped.py``, ``record/unchanged``)."""
 
 from __future__ import annotations
 
 from kubectl_sktrace.store.statuses import STATUS_CHANGES, STATUS_CHANGES_COMPACT
+from kubectl_sktrace.store.stopped import STOPPED_VERSIONS
 
 APPLICATION = "kubectl-sktrace"
 APPLICATION_ID = 0x736B7472  # 'sktr', in the sqlite header: marks a file as one of our caches
@@ -494,7 +494,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """),
     ("0015_creation_times", "CREATE TABLE created (uid TEXT PRIMARY KEY, ts INTEGER NOT NULL) WITHOUT ROWID;"),
     ("0016_status_changes", STATUS_CHANGES), ("0018_status_changes_compact", STATUS_CHANGES_COMPACT),
-    ("0019_resume_positions", "ALTER TABLE watch_state ADD COLUMN run INTEGER;"),
+    ("0019_resume_positions", "ALTER TABLE watch_state ADD COLUMN run INTEGER;"), ("0020_stopped_versions", STOPPED_VERSIONS),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

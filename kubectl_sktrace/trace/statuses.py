@@ -195,11 +195,12 @@ def _containers(status: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def packed(reduced: dict[str, Any]) -> bytes:
-    """A reduction's bytes, for memory only (a process's own): orjson's JSON, in the reduction's order (a server keeps
-    the order of conditions and containers, so equal reductions have equal bytes); a fifth of ``marshal``'s cost and
-    smaller. A reduction JSON cannot say (an integer beyond 64 bits, read from an audit log) is ``marshal``'s bytes
-    after a zero byte. ``unpacked`` gives the reduction back. The bytes are a copy of their exact size: orjson's
-    own keep the 4 KiB buffer it wrote them in, which the recorder would hold for every object it knows."""
+    """A reduction's bytes, for memory (and kept by a clean stop for the next start: ``record/unchanged``): orjson's
+    JSON, in the reduction's order (a server keeps the order of conditions and containers, so equal reductions have
+    equal bytes); a fifth of ``marshal``'s cost and smaller. A reduction JSON cannot say (an integer beyond 64 bits,
+    read from an audit log) is ``marshal``'s bytes after a zero byte. ``unpacked`` gives the reduction back. The bytes
+    are a copy of their exact size: orjson's own keep the 4 KiB buffer it wrote them in, which the recorder would hold
+    for every object it knows."""
     try:
         return bytes(memoryview(_json(reduced)))
     except (TypeError, ValueError):  # orjson's JSONEncodeError is a TypeError

@@ -231,3 +231,99 @@ def test_a_restart_the_server_forgot_lists(tmp_path: Path) -> None:
         mine, theirs = _rows(resumed), _rows(listed)
         assert mine["objects"] == theirs["objects"] and mine["pods"].keys() == theirs["pods"].keys()
         assert mine["events"] == theirs["events"]
+
+
+def _everything(cache: Path) -> dict[str, Any]:
+    """The rows of the last run (and what it left for the next), as two restarts of the same cluster at other seconds can
+    share them: its own seconds read as "the restart", receipt times and the order kinds were written in left out."""
+    conn = sqlite3.connect(cache)
+    try:
+        (run, started), = conn.execute("SELECT id, started FROM runs ORDER BY id DESC LIMIT 1").fetchall()
+
+        def second(ts: int) -> int | str:
+            return "restart" if ts >= int(started) else ts
+
+        return {
+            "objects": sorted(conn.execute("SELECT * FROM objects")),
+            "events": sorted((*row[:-1], second(row[-1])) for row in conn.execute(
+                "SELECT gvk, namespace, name, uid, op, inferred, spec_hash, owner_chain, body, status, refs, daemonset, ts FROM events "
+                "WHERE run_id = ?", (run,))),
+            "pods": sorted((*row[:-1], second(int(row[-1]))) for row in conn.execute(
+                "SELECT uid, namespace, name, owner_gvk, owner_namespace, owner_name, stable_hash, start_ts, end_ts, end_inferred, live, "
+                "first_seen FROM pods")),
+            "statuses": sorted((*row[:-1], second(row[-1])) for row in conn.execute(
+                "SELECT o.gvk, o.namespace, o.name, o.uid, s.inferred, s.form, s.body, s.ts FROM status_changes AS s "
+                "JOIN status_objects AS o ON o.id = s.object WHERE s.run_id = ?", (run,))),
+            "owners": sorted(conn.execute("SELECT gvk, namespace, name, uid, owner_refs FROM owners")),
+            "created": sorted(conn.execute("SELECT * FROM created")),
+            "positions": sorted(conn.execute("SELECT gvk, resource_version FROM watch_state")),
+            "kept": sorted(conn.execute("SELECT * FROM stopped_versions")),
+        }
+    finally:
+        conn.close()
+
+
+SKIPPED = "as the last run's clean stop left them: not walked again"
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_a_listed_restart_that_skips_the_unchanged_records_what_one_that_walks_them_does(tmp_path: Path, seed: int) -> None:
+    """The same cache restarted twice against the same cluster after random changes while stopped, both listing: once
+    trusting what the last clean stop kept (the objects listed at the version it kept are not walked again), once with
+    nothing kept (every object walked, as a recorder before schema 0020 does). Every row the restart writes is the same."""
+    from sktrace_emulator import Emulator
+
+    rng = random.Random(seed)
+    with Emulator(seed=seed) as emu:
+        kubeconfig, config, first = tmp_path / "kubeconfig", tmp_path / "config.yaml", tmp_path / "cache.db"
+        emu.write_kubeconfig(kubeconfig)
+        config.write_text(CONFIG)
+        _cluster(emu, rng)
+        _start(tmp_path, kubeconfig, first, config)
+        time.sleep(1.0)
+        _changes(emu, rng)
+        time.sleep(1.0)
+        skipping, walking = tmp_path / "skipping.db", tmp_path / "walking.db"
+        for path in (skipping, walking):
+            shutil.copy(first, path)
+            with sqlite3.connect(path) as conn:  # the restart lists, as after a 410
+                conn.execute("UPDATE watch_state SET run = NULL")
+                if path == walking:
+                    conn.execute("DELETE FROM stopped_versions")
+        assert SKIPPED in _start(tmp_path, kubeconfig, skipping, config)
+        assert SKIPPED not in _start(tmp_path, kubeconfig, walking, config)
+        mine, theirs = _everything(skipping), _everything(walking)
+        assert mine == theirs
+        assert len(mine["kept"]) >= len(mine["objects"])  # every live object and pod: the next restart skips them too
+
+
+def test_a_run_that_crashed_leaves_nothing_the_next_start_skips(tmp_path: Path) -> None:
+    """A recorder killed (no clean stop) may have applied versions it never kept: the next start trusts none of those
+    the clean stop before it kept, and walks every object it lists; its own clean stop keeps them again."""
+    import signal
+
+    from reliability_support import Recorder
+
+    from sktrace_emulator import Emulator
+
+    rng = random.Random(9)
+    with Emulator(seed=9) as emu:
+        kubeconfig, config, cache = tmp_path / "kubeconfig", tmp_path / "config.yaml", tmp_path / "cache.db"
+        emu.write_kubeconfig(kubeconfig)
+        config.write_text(CONFIG)
+        _cluster(emu, rng)
+        _start(tmp_path, kubeconfig, cache, config)
+        with sqlite3.connect(cache) as conn:
+            conn.execute("UPDATE watch_state SET run = NULL")  # it lists
+        killed = Recorder(kubeconfig=kubeconfig, cache=str(cache), home=tmp_path, log=tmp_path / "killed.log",
+                          args=["--config", str(config), "-n", NS])
+        assert killed.wait_for("initial sync done", timeout=60), killed.output()
+        assert SKIPPED in killed.output()  # the clean stop before it is trusted
+        _changes(emu, rng)  # seen live by the run that is then killed
+        time.sleep(1.0)
+        killed.signal(signal.SIGKILL)
+        killed.proc.wait(timeout=30)
+        with sqlite3.connect(cache) as conn:
+            conn.execute("UPDATE watch_state SET run = NULL")  # it lists (a crashed run's positions are not resumed anyway)
+        assert SKIPPED not in _start(tmp_path, kubeconfig, cache, config)
+        assert SKIPPED in _start(tmp_path, kubeconfig, cache, config)

@@ -92,9 +92,13 @@ def test_a_restart_records_the_state_it_finds_reconstructed(tmp_path: Path) -> N
     second.relist_begin(DEPLOY, T0 + 100)
     second.relist_page(DEPLOY, [rollout(1)], T0 + 100)
     second.relist_end(DEPLOY, "2", T0 + 100)
+    second.relist_begin(POD, T0 + 100)
+    second.relist_page(POD, [pod("web-1-a", "p1", rs=None, started=T0 + 50)], T0 + 100)
+    second.relist_end(POD, "2", T0 + 100)
     h.finish(second, T0 + 101)
-    assert [(ts - int(T0), inferred) for ts, _, inferred, _ in rows(h)] == [(0, 0), (100, 1)]
-    assert {k: v.reduced["readyReplicas"] for k, v in stored.found_by_run(h.cache, second.run_id).items()} == {WEB: 1}
+    assert [(ts - int(T0), name, inferred) for ts, name, inferred, _ in rows(h)] == [(0, "web", 0), (100, "web", 1), (100, "web-1-a", 1)]
+    # the workloads it found, for the reconciliation report: not the pods (a row each, which no report shows)
+    assert {k: v.reduced["readyReplicas"] for k, v in stored.found_by_run(h.cache, second.run_id, pods=False).items()} == {WEB: 1}
     assert stored.state_at(h.cache, at=T0 + 50)[WEB].reduced["readyReplicas"] == 3
 
 

@@ -310,7 +310,7 @@ def test_0003_drops_the_columns_nothing_read_and_keeps_every_row(tmp_path: Path,
     path = tmp_path / "c.db"
     _schema_2_cache(path, monkeypatch)
     with open_cache(path, create=False) as cache:
-        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 18
+        assert cache.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 19
         assert _columns(cache, "objects") == ["gvk", "namespace", "name", "uid", "spec_hash", "meta_hash", "data_hash"]
         assert "last_seen" not in _columns(cache, "pods") and "first_seen" in _columns(cache, "pods")
         assert cache.conn.execute("SELECT * FROM objects").fetchall() == [("apps/v1.Deployment", "ns", "web", "d1", 7, None, None)]

@@ -85,7 +85,7 @@ def test_a_cache_before_0014_is_read_as_it_is_then_migrates_and_reads_the_same(e
     assert len(pods[0]) == viewing.MAX_PODS and pods[1] == viewing.MAX_PODS + 5 and pods[0][0] == ("app-0-0", T0, T0 + 7, False)
     assert {name: (drawn[0], total) for name, _, drawn, total in later}["app-0"] == (("app-0-39", T0 + 195, T0 + 202, False), 26)
     with open_cache(where, create=False) as cache:  # the first open for writing migrates
-        assert cache.schema_version() == len(schema.MIGRATIONS) == 18
+        assert cache.schema_version() == len(schema.MIGRATIONS) == 19
         assert _index_columns(cache) == ["gvk", "namespace", "name", "ts", "id", "recv", "op", "inferred"]
         assert _index_columns(cache, "pods_owner") == ["owner_gvk", "owner_namespace", "owner_name", "start_ts", "end_ts"]
         assert cache.conn.execute("SELECT count(*) FROM events").fetchone()[0] == 36

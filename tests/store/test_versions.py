@@ -50,7 +50,7 @@ def test_a_cache_before_0011_migrates_and_its_revisions_read_back(engine: str, t
     where = location(engine)
     _record_before_0011(where, monkeypatch)
     with open_cache(where, create=False) as cache:
-        assert cache.schema_version() == len(schema.MIGRATIONS) == 18
+        assert cache.schema_version() == len(schema.MIGRATIONS) == 19
         rec = Recording(cache)
         assert rec.load_live_objects() == {KEY: LiveObject("u1", 7, None, None)}  # what changed before 0011 is not known
         run = rec.begin_run(started=T0 + 20, pid=1, config_yaml="trackedObjects: {}\n")

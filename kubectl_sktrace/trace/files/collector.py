@@ -1,11 +1,31 @@
 """The cyclic garbage collector held back while many acyclic objects are decoded (a trace's events, a history's
-versions): it only slows their creation (~3×: docs/architecture.md, measured facts)."""
+versions, a recorder's lists): it only slows their creation (~3×: docs/architecture.md, measured facts)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 from typing import Iterator
+
+SavedGC = tuple[tuple[int, int, int], bool]
+"""The collector's thresholds and whether it was enabled, as ``for_recording`` found them (``restore`` puts them back)."""
+
+
+def for_recording(threshold: int) -> SavedGC:
+    """A recorder's collector: its first generation collected every ``threshold`` allocations, and off until the
+    recorder turns it on again once synced (its lists' pages are acyclic, freed as each is ingested)."""
+    saved = gc.get_threshold(), gc.isenabled()
+    gc.set_threshold(threshold, saved[0][1], saved[0][2])
+    gc.disable()
+    return saved
+
+
+def restore(saved: SavedGC) -> None:
+    """The collector as ``for_recording`` found it, the objects frozen meanwhile given back to it."""
+    gc.set_threshold(*saved[0])
+    gc.unfreeze()
+    if saved[1]:
+        gc.enable()
 
 
 @contextlib.contextmanager
