@@ -20,9 +20,9 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_version_table_and_json() -> None:
     code, out, _ = run("version")
     assert code == 0
-    assert out == f"plugin       {__version__}\ntraceFormat  2\ncacheSchema  18\n"
+    assert out == f"plugin       {__version__}\ntraceFormat  2\ncacheSchema  19\n"
     code, out, _ = run("version", "-o", "json")
-    assert json.loads(out) == {"plugin": __version__, "traceFormat": 2, "cacheSchema": 18}
+    assert json.loads(out) == {"plugin": __version__, "traceFormat": 2, "cacheSchema": 19}
 
 
 def test_config_prints_the_default() -> None:
