@@ -180,20 +180,27 @@ def _assert_same_history(resumed: dict[str, Any], listed: dict[str, Any]) -> Non
         assert resumed["pods"][uid][8] == 0, uid
 
 
+def _stopped_while_changing(emu: Any, rng: random.Random, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A cluster recorded by a first run (its cache: the third path), then random changes while no recorder runs;
+    returns the kubeconfig, the config and that cache."""
+    kubeconfig, config, first = tmp_path / "kubeconfig", tmp_path / "config.yaml", tmp_path / "cache.db"
+    emu.write_kubeconfig(kubeconfig)
+    config.write_text(CONFIG)
+    _cluster(emu, rng)
+    _start(tmp_path, kubeconfig, first, config)
+    time.sleep(1.0)  # offline from a whole second on: what happens now is after the run's last second
+    _changes(emu, rng)
+    time.sleep(1.0)  # the restarts begin in a later second than any change: "the restart" is not a creation's second
+    return kubeconfig, config, first
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_resumed_restart_records_what_a_listed_one_does(tmp_path: Path, seed: int) -> None:
     from sktrace_emulator import Emulator
 
     rng = random.Random(seed)
     with Emulator(seed=seed) as emu:
-        kubeconfig, config, first = tmp_path / "kubeconfig", tmp_path / "config.yaml", tmp_path / "cache.db"
-        emu.write_kubeconfig(kubeconfig)
-        config.write_text(CONFIG)
-        _cluster(emu, rng)
-        _start(tmp_path, kubeconfig, first, config)
-        time.sleep(1.0)  # offline from a whole second on: what happens now is after the run's last second
-        _changes(emu, rng)
-        time.sleep(1.0)  # the restarts begin in a later second than any change: "the restart" is not a creation's second
+        kubeconfig, config, first = _stopped_while_changing(emu, rng, tmp_path)
         resumed, listed = tmp_path / "resumed.db", tmp_path / "listed.db"
         shutil.copy(first, resumed)
         shutil.copy(first, listed)
@@ -212,14 +219,7 @@ def test_a_restart_the_server_forgot_lists(tmp_path: Path) -> None:
 
     rng = random.Random(7)
     with Emulator(seed=7) as emu:
-        kubeconfig, config, first = tmp_path / "kubeconfig", tmp_path / "config.yaml", tmp_path / "cache.db"
-        emu.write_kubeconfig(kubeconfig)
-        config.write_text(CONFIG)
-        _cluster(emu, rng)
-        _start(tmp_path, kubeconfig, first, config)
-        time.sleep(1.0)
-        _changes(emu, rng)
-        time.sleep(1.0)
+        kubeconfig, config, first = _stopped_while_changing(emu, rng, tmp_path)
         emu.compact()  # the history before now is gone: a watch from an older version is answered 410
         resumed, listed = tmp_path / "resumed.db", tmp_path / "listed.db"
         shutil.copy(first, resumed)
@@ -275,14 +275,7 @@ def test_a_listed_restart_that_skips_the_unchanged_records_what_one_that_walks_t
 
     rng = random.Random(seed)
     with Emulator(seed=seed) as emu:
-        kubeconfig, config, first = tmp_path / "kubeconfig", tmp_path / "config.yaml", tmp_path / "cache.db"
-        emu.write_kubeconfig(kubeconfig)
-        config.write_text(CONFIG)
-        _cluster(emu, rng)
-        _start(tmp_path, kubeconfig, first, config)
-        time.sleep(1.0)
-        _changes(emu, rng)
-        time.sleep(1.0)
+        kubeconfig, config, first = _stopped_while_changing(emu, rng, tmp_path)
         skipping, walking = tmp_path / "skipping.db", tmp_path / "walking.db"
         for path in (skipping, walking):
             shutil.copy(first, path)
